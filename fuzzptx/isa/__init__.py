@@ -1,0 +1,74 @@
+"""The ISA catalogue: every tensor-core instruction form the seeds describe.
+
+``forms()`` is the single table; ``form_for(instr)`` maps an IR instruction back
+to its form (or None: the instruction is outside the catalogue, or illegal).
+"""
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+
+from .model import ELEMENT_BITS, FLOAT_TYPES, INTEGER_TYPES, Form, OperandSpec, Shape
+from . import warp, wgmma
+
+__all__ = [
+    "ELEMENT_BITS", "FLOAT_TYPES", "INTEGER_TYPES", "Form", "OperandSpec", "Shape",
+    "forms", "families", "by_opcode", "form_for", "by_key",
+]
+
+
+@functools.lru_cache(maxsize=None)
+def _all() -> tuple[Form, ...]:
+    return wgmma.mma_async_forms() + wgmma.sync_forms() + warp.warp_forms()
+
+
+def forms(family: str | None = None) -> tuple[Form, ...]:
+    """All forms, or those of one family (``wgmma``, ``wgmma.sp``, ``mma``, ...)."""
+    if family is None:
+        return _all()
+    return tuple(f for f in _all() if f.family == family)
+
+
+def families() -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for f in _all():
+        seen.setdefault(f.family, None)
+    return tuple(seen)
+
+
+@functools.lru_cache(maxsize=None)
+def _index() -> dict[str, tuple[Form, ...]]:
+    idx: dict[str, list[Form]] = defaultdict(list)
+    for f in _all():
+        idx[f.opcode].append(f)
+    return {k: tuple(v) for k, v in idx.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def _keys() -> dict[str, Form]:
+    return {f.key: f for f in _all()}
+
+
+def by_opcode(opcode: str) -> tuple[Form, ...]:
+    """Forms written with exactly this opcode (wgmma has two: A from registers or descriptor)."""
+    return _index().get(opcode, ())
+
+
+def by_key(key: str) -> Form:
+    return _keys()[key]
+
+
+def form_for(instr) -> Form | None:
+    """The catalogue form of an IR instruction, or None if none matches its opcode and operand kinds."""
+    from fuzzptx.ptx.ir import Vec
+
+    cands = by_opcode(instr.opcode)
+    if len(cands) <= 1:
+        return cands[0] if cands else None
+    # wgmma: operand 1 is a vector (A in registers) or a register (A descriptor).
+    if len(instr.operands) > 1:
+        src = "reg" if isinstance(instr.operands[1], Vec) else "desc"
+        for f in cands:
+            if f.a_source == src:
+                return f
+    return cands[0]

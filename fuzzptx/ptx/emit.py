@@ -1,0 +1,123 @@
+"""IR -> PTX text.  ``parse(emit(m)) == m`` for every module the framework builds."""
+from __future__ import annotations
+
+from .ir import (
+    Directive,
+    Function,
+    Instr,
+    Label,
+    Module,
+    Param,
+    RegDecl,
+    Scope,
+    Statement,
+    VarDecl,
+)
+
+INDENT = "\t"
+
+
+def emit_instr(instr: Instr) -> str:
+    guard = f"{instr.guard} " if instr.guard else ""
+    if not instr.operands:
+        return f"{guard}{instr.opcode};"
+    return f"{guard}{instr.opcode} " + ", ".join(str(o) for o in instr.operands) + ";"
+
+
+def _dims(dims: tuple[int | None, ...]) -> str:
+    return "".join(f"[{'' if d is None else d}]" for d in dims)
+
+
+def emit_var(v: VarDecl) -> str:
+    parts = [p for p in (v.linkage, v.space) if p]
+    if v.align is not None:
+        parts.append(f".align {v.align}")
+    if v.vector:
+        parts.append(v.vector)
+    parts.append(v.type)
+    text = " ".join(parts) + f" {v.name}{_dims(v.dims)}"
+    if v.init is not None:
+        text += f" = {v.init}"
+    return text + ";"
+
+
+def emit_regdecl(d: RegDecl) -> str:
+    head = ".reg " + (f"{d.vector} " if d.vector else "") + d.type
+    if d.count is not None:
+        return f"{head} {d.names[0]}<{d.count}>;"
+    return f"{head} " + ", ".join(d.names) + ";"
+
+
+def emit_param(p: Param) -> str:
+    parts = [p.space]
+    if p.ptr:
+        parts.append(p.ptr)
+    if p.align is not None:
+        parts.append(f".align {p.align}")
+    parts.append(p.type)
+    return " ".join(parts) + f" {p.name}{_dims(p.dims)}"
+
+
+def _statement_lines(stmt: Statement, depth: int) -> list[str]:
+    pad = INDENT * depth
+    if isinstance(stmt, Instr):
+        return [pad + emit_instr(stmt)]
+    if isinstance(stmt, Label):
+        return [f"{stmt.name}:"]
+    if isinstance(stmt, RegDecl):
+        return [pad + emit_regdecl(stmt)]
+    if isinstance(stmt, VarDecl):
+        return [pad + emit_var(stmt)]
+    if isinstance(stmt, Directive):
+        return [pad + stmt.text]
+    if isinstance(stmt, Scope):
+        lines = [pad + "{"]
+        for s in stmt.body:
+            lines += _statement_lines(s, depth + 1)
+        return lines + [pad + "}"]
+    raise TypeError(f"not a statement: {stmt!r}")
+
+
+def emit_function(f: Function) -> list[str]:
+    head = " ".join(p for p in (f.linkage, "." + f.kind) if p)
+    rets = ""
+    if f.returns:
+        rets = " (" + ", ".join(emit_param(p) for p in f.returns) + ")"
+    sig = f"{head}{rets} {f.name}"
+    lines: list[str] = []
+    if f.params or f.kind == "func":
+        if f.params:
+            lines.append(sig + "(")
+            for i, p in enumerate(f.params):
+                lines.append(INDENT + emit_param(p) + ("," if i + 1 < len(f.params) else ""))
+            lines.append(")")
+        else:
+            lines.append(sig + "()")
+    else:
+        lines.append(sig + "()")
+    lines += list(f.attributes)
+    if f.body is None:
+        lines[-1] += ";"
+        return lines
+    lines.append("{")
+    for s in f.body:
+        lines += _statement_lines(s, 1)
+    lines.append("}")
+    return lines
+
+
+def emit(module: Module) -> str:
+    """The module as PTX text, preamble comments first."""
+    lines = [f"// {p}" if p else "//" for p in module.preamble]
+    lines += [f".version {module.version}", f".target {module.target}", f".address_size {module.address_size}", ""]
+    for item in module.items:
+        if isinstance(item, Function):
+            lines += emit_function(item)
+            lines.append("")
+        elif isinstance(item, VarDecl):
+            lines.append(emit_var(item))
+        elif isinstance(item, Directive):
+            lines.append(item.text)
+        else:
+            raise TypeError(f"not a module item: {item!r}")
+    return "\n".join(lines) + "\n"
