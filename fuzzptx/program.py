@@ -1,0 +1,260 @@
+"""A runnable program: a PTX module plus how to launch it and fill its buffers.
+
+On disk a program is one self-describing ``.ptx`` file (lit-style): the module's
+leading ``//`` comment lines carry the launch, the buffers, the scalar params,
+what each judge said and the finding's signature.  ptxas ignores the comments,
+so the file is valid ptxas input as it stands.
+
+    // fuzzptx-repro v1
+    // LAUNCH: kernel=k grid=1,1,1 block=128,1,1
+    // BUFFER: a type=f16 count=1024 init=random seed=7
+    // BUFFER: d type=f32 count=4096 init=zeros output
+    // PARAM: n value=4
+    // EXPECT: ptxas: accepted
+    // SIGNATURE: reference!=hardware|wgmma
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from fuzzptx.errors import FuzzptxError
+from fuzzptx.ptx.ir import Module
+
+MAGIC = "fuzzptx-repro v1"
+INITS = ("random", "small_int", "special", "zeros", "ones", "iota")
+BUFFER_TYPES = (
+    "f64", "f32", "tf32", "f16", "bf16", "e4m3", "e5m2",
+    "s8", "u8", "s16", "u16", "s32", "u32", "s64", "u64", "b8", "b16", "b32", "b64",
+)
+
+
+class ReproError(FuzzptxError):
+    """A repro header that cannot be understood (names the file and line)."""
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A global buffer passed through the kernel parameter of the same name.
+
+    ``init`` says how its contents are made: a distribution drawn from ``seed``
+    (``random``, ``small_int``, ``special``), a constant pattern (``zeros``,
+    ``ones``, ``iota``), or ``hex:<bytes>`` for small shrunk data.
+    """
+
+    name: str
+    type: str
+    count: int
+    init: str = "random"
+    seed: int = 0
+    output: bool = False
+
+    @property
+    def nbytes(self) -> int:
+        from fuzzptx.data import element_bytes
+
+        return self.count * element_bytes(self.type)
+
+
+@dataclass(frozen=True)
+class Launch:
+    kernel: str
+    grid: tuple[int, int, int] = (1, 1, 1)
+    block: tuple[int, int, int] = (128, 1, 1)
+    dynamic_smem: int = 0
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+@dataclass(frozen=True)
+class Program:
+    """A module with everything needed to run it; ``to_ptx``/``from_ptx`` round-trip."""
+
+    module: Module
+    launch: Launch
+    buffers: tuple[Buffer, ...] = ()
+    scalars: tuple[tuple[str, int], ...] = ()
+    expect: tuple[tuple[str, str], ...] = ()
+    signature: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def buffer(self, name: str) -> Buffer:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    def outputs(self) -> tuple[Buffer, ...]:
+        return tuple(b for b in self.buffers if b.output)
+
+    def header_lines(self) -> tuple[str, ...]:
+        la = self.launch
+        lines = [
+            MAGIC,
+            f"LAUNCH: kernel={la.kernel} grid={_triple(la.grid)} block={_triple(la.block)}"
+            + (f" smem={la.dynamic_smem}" if la.dynamic_smem else ""),
+        ]
+        for b in self.buffers:
+            seed = f" seed={b.seed}" if not b.init.startswith("hex:") and b.init in ("random", "small_int", "special") else ""
+            lines.append(f"BUFFER: {b.name} type={b.type} count={b.count} init={b.init}{seed}" + (" output" if b.output else ""))
+        lines += [f"PARAM: {k} value={v}" for k, v in self.scalars]
+        lines += [f"EXPECT: {judge}: {verdict}" for judge, verdict in self.expect]
+        if self.signature:
+            lines.append(f"SIGNATURE: {self.signature}")
+        lines += [f"NOTE: {n}" for n in self.notes]
+        return tuple(lines)
+
+    def with_header(self) -> Module:
+        """The module with this program's header as its preamble (other preamble lines dropped)."""
+        return replace(self.module, preamble=self.header_lines())
+
+    def to_ptx(self) -> str:
+        from fuzzptx.ptx.emit import emit
+
+        return emit(self.with_header())
+
+    @staticmethod
+    def from_ptx(text: str, file: str = "<string>") -> "Program":
+        from fuzzptx.ptx.parse import parse
+
+        module = parse(text, file)
+        return Program.from_module(module, file)
+
+    @staticmethod
+    def from_file(path: str | Path) -> "Program":
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except OSError as exc:
+            raise ReproError(f"cannot read: {exc.strerror}", file=str(p)) from None
+        return Program.from_ptx(text, str(p))
+
+    @staticmethod
+    def from_module(module: Module, file: str = "<string>") -> "Program":
+        """Read the header from ``module.preamble``; the preamble's line i is file line i+1."""
+        return _parse_header(module, file)
+
+
+def _triple(t: tuple[int, int, int]) -> str:
+    return ",".join(str(x) for x in t)
+
+
+_KV = re.compile(r"(\w+)=(\S+)")
+
+
+def _fields(rest: str, file: str, line: int) -> tuple[list[str], dict[str, str]]:
+    words, kv = [], {}
+    for tok in rest.split():
+        m = _KV.fullmatch(tok)
+        if m:
+            kv[m.group(1)] = m.group(2)
+        else:
+            words.append(tok)
+    return words, kv
+
+
+def _int(kv: dict[str, str], key: str, file: str, line: int, default: int | None = None) -> int:
+    if key not in kv:
+        if default is None:
+            raise ReproError(f"missing {key}=", file=file, line=line)
+        return default
+    try:
+        return int(kv[key], 0)
+    except ValueError:
+        raise ReproError(f"{key}={kv[key]!r} is not an integer", file=file, line=line) from None
+
+
+def _dims(kv: dict[str, str], key: str, file: str, line: int, default: tuple[int, int, int]) -> tuple[int, int, int]:
+    if key not in kv:
+        return default
+    parts = kv[key].split(",")
+    try:
+        vals = [int(p) for p in parts]
+    except ValueError:
+        raise ReproError(f"{key}={kv[key]!r}: expected x,y,z integers", file=file, line=line) from None
+    if not 1 <= len(vals) <= 3 or any(v < 1 for v in vals):
+        raise ReproError(f"{key}={kv[key]!r}: expected 1 to 3 positive integers", file=file, line=line)
+    return tuple(vals + [1] * (3 - len(vals)))  # type: ignore[return-value]
+
+
+def _parse_header(module: Module, file: str) -> Program:
+    launch: Launch | None = None
+    buffers: list[Buffer] = []
+    scalars: list[tuple[str, int]] = []
+    expect: list[tuple[str, str]] = []
+    notes: list[str] = []
+    signature = None
+    seen_magic = False
+    for i, raw in enumerate(module.preamble):
+        line = i + 1
+        text = raw.strip()
+        if not text:
+            continue
+        if text == MAGIC:
+            seen_magic = True
+            continue
+        key, sep, rest = text.partition(":")
+        if not sep or key not in ("LAUNCH", "BUFFER", "PARAM", "EXPECT", "SIGNATURE", "NOTE"):
+            continue  # free comment text
+        rest = rest.strip()
+        if key == "LAUNCH":
+            _, kv = _fields(rest, file, line)
+            if "kernel" not in kv:
+                raise ReproError("LAUNCH needs kernel=<name>", file=file, line=line)
+            launch = Launch(
+                kv["kernel"],
+                _dims(kv, "grid", file, line, (1, 1, 1)),
+                _dims(kv, "block", file, line, (128, 1, 1)),
+                _int(kv, "smem", file, line, 0),
+            )
+        elif key == "BUFFER":
+            words, kv = _fields(rest, file, line)
+            if not words:
+                raise ReproError("BUFFER needs a name", file=file, line=line)
+            btype = kv.get("type")
+            if btype not in BUFFER_TYPES:
+                raise ReproError(f"BUFFER {words[0]}: type={btype!r} is not one of {', '.join(BUFFER_TYPES)}", file=file, line=line)
+            init = kv.get("init", "random")
+            if init not in INITS and not init.startswith("hex:"):
+                raise ReproError(f"BUFFER {words[0]}: init={init!r} is not one of {', '.join(INITS)} or hex:<bytes>", file=file, line=line)
+            if init.startswith("hex:") and not re.fullmatch(r"(?:[0-9a-fA-F]{2})*", init[4:]):
+                raise ReproError(f"BUFFER {words[0]}: init=hex: needs an even number of hex digits", file=file, line=line)
+            count = _int(kv, "count", file, line)
+            if count < 1:
+                raise ReproError(f"BUFFER {words[0]}: count must be positive", file=file, line=line)
+            buffers.append(Buffer(words[0], btype, count, init, _int(kv, "seed", file, line, 0), "output" in words[1:]))
+        elif key == "PARAM":
+            words, kv = _fields(rest, file, line)
+            if not words:
+                raise ReproError("PARAM needs a name", file=file, line=line)
+            scalars.append((words[0], _int(kv, "value", file, line)))
+        elif key == "EXPECT":
+            judge, sep2, verdict = rest.partition(":")
+            if not sep2:
+                raise ReproError("EXPECT needs '<judge>: <verdict>'", file=file, line=line)
+            expect.append((judge.strip(), verdict.strip()))
+        elif key == "SIGNATURE":
+            signature = rest
+        else:
+            notes.append(rest)
+    if not seen_magic and launch is None:
+        raise ReproError(f"not a fuzzptx program: no '// {MAGIC}' header", file=file, line=1)
+    if launch is None:
+        raise ReproError("no LAUNCH line in the header", file=file, line=len(module.preamble) or 1)
+    kernels = {f.name: f for f in module.kernels()}
+    if launch.kernel not in kernels:
+        raise ReproError(f"LAUNCH kernel={launch.kernel} is not a kernel in this file (have: {', '.join(kernels) or 'none'})", file=file, line=1)
+    params = {p.name for p in kernels[launch.kernel].params}
+    for b in buffers:
+        if b.name not in params:
+            raise ReproError(f"BUFFER {b.name} names no parameter of kernel {launch.kernel}", file=file, line=1)
+    for name, _ in scalars:
+        if name not in params:
+            raise ReproError(f"PARAM {name} names no parameter of kernel {launch.kernel}", file=file, line=1)
+    missing = params - {b.name for b in buffers} - {n for n, _ in scalars}
+    if missing:
+        raise ReproError(f"kernel {launch.kernel} parameter(s) {', '.join(sorted(missing))} have no BUFFER or PARAM line", file=file, line=1)
+    return Program(module, launch, tuple(buffers), tuple(scalars), tuple(expect), signature, tuple(notes))
