@@ -65,7 +65,7 @@ def special_values(type_: str) -> np.ndarray:
             extra += [np.inf, -np.inf]
         return np.concatenate([arr, np.array(extra, dtype=np.float64).astype(dt)])
     info = np.iinfo(dt)
-    return np.array([0, 1, info.max, info.min, info.max // 2, -1 if info.min < 0 else 2], dtype=np.int64).astype(dt)
+    return np.array([0, 1, int(info.max), int(info.min), int(info.max) // 2, -1 if info.min < 0 else 2], dtype=dt)
 
 
 def _values(type_: str, count: int, init: str, rng: np.random.Generator) -> np.ndarray:
@@ -97,7 +97,7 @@ def _values(type_: str, count: int, init: str, rng: np.random.Generator) -> np.n
             sign = np.where(rng.random(count) < 0.5, -1.0, 1.0)
             return (sign * mag).astype(dt)
         info = np.iinfo(dt)
-        return rng.integers(int(info.min), int(info.max), count, endpoint=True, dtype=np.int64 if info.bits < 64 else dt).astype(dt)
+        return rng.integers(int(info.min), int(info.max), count, endpoint=True, dtype=dt)
     raise ValueError(f"unknown init {init!r}")
 
 
