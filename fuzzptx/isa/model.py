@@ -51,6 +51,8 @@ class OperandSpec:
     values: tuple[int, ...] = ()
     io: str = "in"
     spaces: tuple[str, ...] = ()
+    # A trailing operand PTX lets the writer leave out (wmma's ``stride``).
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,10 @@ class Form:
     min_ptx: tuple[int, int] = (8, 0)
     target: str = "sm_90a"
     attrs: tuple[tuple[str, object], ...] = field(default=())
+    # What real ptxas 13.0.88 does with this form.  False: the spec lists it but ptxas
+    # rejects it (``ptxas_note`` says why); strategies generate only accepted forms as legal.
+    ptxas_accepts: bool = True
+    ptxas_note: str = ""
 
     @property
     def key(self) -> str:

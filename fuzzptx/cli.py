@@ -1,0 +1,62 @@
+"""The ``fuzzptx`` command: one entry point, subcommands loaded lazily.
+
+Every subcommand turns a ``FuzzptxError`` into one line on stderr (``file:line: message``)
+and exit status 2, so bad input never shows a traceback.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Callable
+
+# name -> (module, function, one-line help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("fuzzptx.fuzz", "main_run", "CPU fuzz run over reference, checker and ptxas, with a summary"),
+    "catalogue": ("fuzzptx.isa.listing", "main_catalogue", "list the ISA catalogue (--json for machines)"),
+    "conformance": ("fuzzptx.conformance", "main", "every catalogue form and its illegal neighbours through real ptxas"),
+    "check": ("fuzzptx.oracles.checker.cli", "main_check", "static checker: ISA rules, spec pipeline rules, ptxas model"),
+    "replay": ("fuzzptx.replay", "main_replay", "rerun every judge on a repro file and say whether it still holds"),
+    "shrink": ("fuzzptx.shrink", "main_shrink", "reduce a repro file while it keeps a signature"),
+    "triage": ("fuzzptx.triage", "main_triage", "group campaign findings by signature; smallest repro per bucket"),
+    "campaign": ("fuzzptx.campaign", "main_campaign", "batched, isolated hardware campaign (GPU)"),
+    "report": ("fuzzptx.report", "main_report", "HTML/JSON/JUnit report of a campaign directory"),
+}
+
+
+def _usage() -> str:
+    width = max(len(n) for n in COMMANDS)
+    lines = ["usage: fuzzptx <command> [options]", "", "commands:"]
+    lines += [f"  {name.ljust(width)}  {help_}" for name, (_, _, help_) in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def _load(name: str) -> Callable[[list[str]], int]:
+    module, func, _ = COMMANDS[name]
+    return getattr(importlib.import_module(module), func)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from fuzzptx.errors import FuzzptxError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"fuzzptx: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    try:
+        return int(_load(name)(rest) or 0)
+    except FuzzptxError as exc:
+        print(f"fuzzptx {name}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"fuzzptx {name}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

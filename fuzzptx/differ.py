@@ -1,0 +1,257 @@
+"""Run a program through the chosen judges and name every disagreement.
+
+A ``Finding`` carries a stable ``signature`` — ``<pair>|<what>|<family>`` such as
+``checker!=ptxas|C7519|wgmma`` or ``reference!=hardware|mismatch|wgmma.f32.bf16`` —
+so that findings from many runs and shards bucket together, plus its evidence.
+Judges are looked up lazily: a run that does not ask for the hardware never
+imports CuPy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from fuzzptx import isa
+from fuzzptx.program import Program
+
+JUDGES = ("reference", "checker", "ptxas", "hardware")
+CPU_JUDGES = ("reference", "checker", "ptxas")
+
+
+@dataclass(frozen=True)
+class Finding:
+    signature: str
+    message: str
+    evidence: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def pair(self) -> str:
+        return self.signature.split("|", 1)[0]
+
+
+@dataclass
+class Verdicts:
+    """What each judge said about one program (None: that judge did not run)."""
+
+    ptxas: Any = None  # oracles.ptxas.PtxasResult
+    checker: Any = None  # list of checker Findings
+    predicted: Any = None  # checker's predicted ptxas diagnostics
+    reference: Any = None  # oracles.reference.RefResult
+    reference_error: str | None = None
+    hardware: Any = None  # oracles.hardware.HwResult
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, str]:
+        """One line per judge for verdict tables and repro EXPECT lines."""
+        out: dict[str, str] = {}
+        if self.ptxas is not None:
+            out["ptxas"] = describe_ptxas(self.ptxas)
+        if self.checker is not None:
+            rules = sorted({f.rule for f in self.checker})
+            out["checker"] = ("findings " + ",".join(rules)) if rules else "clean"
+        if self.predicted is not None:
+            out["ptxas-model"] = describe_prediction(self.predicted)
+        if self.reference_error is not None:
+            out["reference"] = f"error: {self.reference_error}"
+        elif self.reference is not None:
+            out["reference"] = "ran"
+        if self.hardware is not None:
+            out["hardware"] = f"fault: {self.hardware.fault}" if self.hardware.fault else "ran"
+        return out
+
+
+def describe_ptxas(res: Any) -> str:
+    if res.timed_out:
+        return "timeout"
+    if not res.accepted:
+        first = next((d for d in res.diagnostics if d.severity == "error"), None)
+        return "rejected" + (f" (line {first.line}: {first.message})" if first else "")
+    codes = _ptxas_codes(res)
+    return "accepted" + (" " + " ".join(f"{c}@{ln}" for c, ln in codes) if codes else "")
+
+
+def describe_prediction(pred: Any) -> str:
+    if not pred.accepted:
+        return "rejected"
+    codes = sorted(set(pred.diagnostics))
+    return "accepted" + (" " + " ".join(f"{c}@{ln}" for c, ln in codes) if codes else "")
+
+
+def _ptxas_codes(res: Any) -> list[tuple[str, int | None]]:
+    return sorted({(d.code, d.line) for d in res.diagnostics if d.code}, key=lambda t: (t[0], t[1] or 0))
+
+
+def program_family(program: Program) -> str:
+    """The most telling tensor-core family in the program, with its type mix for wgmma/mma."""
+    best = None
+    rank = {"wgmma.sp": 0, "wgmma": 1, "mma.sp": 2, "mma": 3, "wmma.mma": 4, "ldmatrix": 5, "stmatrix": 6}
+    for fn in program.module.functions():
+        for ins in fn.instructions():
+            form = isa.form_for(ins)
+            if form is None:
+                continue
+            r = rank.get(form.family, 9)
+            if best is None or r < best[0]:
+                best = (r, form)
+    if best is None:
+        return "other"
+    form = best[1]
+    if form.atype:
+        return f"{form.family}.{form.dtype}.{form.atype}" + (f".{form.btype}" if form.btype != form.atype else "")
+    return form.family
+
+
+def compare(program: Program, v: Verdicts) -> list[Finding]:
+    """Every pairwise disagreement between the judges that ran, plus broken expectations."""
+    fam = program_family(program)
+    out: list[Finding] = []
+    if v.ptxas is not None and v.predicted is not None and not v.ptxas.timed_out:
+        if v.predicted.accepted != v.ptxas.accepted:
+            what = "accept" if v.predicted.accepted else "reject"
+            out.append(Finding(
+                f"checker!=ptxas|{what}|{fam}",
+                f"checker predicts {'acceptance' if v.predicted.accepted else 'rejection'}, ptxas {describe_ptxas(v.ptxas)}",
+                (("ptxas", describe_ptxas(v.ptxas)), ("checker", describe_prediction(v.predicted))),
+            ))
+        elif v.ptxas.accepted:
+            real = set(_ptxas_codes(v.ptxas))
+            pred = set(v.predicted.diagnostics)
+            for code, line in sorted(real - pred, key=str):
+                out.append(Finding(f"checker!=ptxas|missed:{code}|{fam}", f"ptxas printed {code} at line {line}; the model did not predict it",
+                                   (("code", code), ("line", line))))
+            for code, line in sorted(pred - real, key=str):
+                out.append(Finding(f"checker!=ptxas|spurious:{code}|{fam}", f"the model predicted {code} at line {line}; ptxas did not print it",
+                                   (("code", code), ("line", line))))
+    if v.ptxas is not None and v.ptxas.timed_out:
+        out.append(Finding(f"ptxas:timeout|{fam}", "ptxas did not finish in time"))
+    if v.reference_error is not None and _expects_defined(program):
+        out.append(Finding(f"reference:error|{fam}", f"the reference could not run a legal program: {v.reference_error}"))
+    if v.hardware is not None:
+        if v.hardware.fault:
+            out.append(Finding(f"hardware:fault:{v.hardware.fault}|{fam}", f"the GPU faulted: {v.hardware.fault}"))
+        elif v.reference is not None and _expects_defined(program):
+            from fuzzptx.oracles.reference import compare as ref_compare
+
+            mism = ref_compare(program, v.reference, v.hardware.outputs)
+            if mism:
+                out.append(Finding(f"reference!=hardware|mismatch|{fam}", f"{len(mism)} element(s) differ; first: {mism[0]}",
+                                   (("mismatches", len(mism)), ("first", str(mism[0])))))
+    out += expectation_findings(program, v, fam)
+    return out
+
+
+def _expects_defined(program: Program) -> bool:
+    return not any(j == "spec" and verdict.startswith("undefined") for j, verdict in program.expect) and not any(
+        j == "ptxas" and verdict.startswith("rejected") for j, verdict in program.expect
+    )
+
+
+def expectation_findings(program: Program, v: Verdicts, fam: str) -> list[Finding]:
+    """A labelled (mutated) program whose judge verdicts contradict its label."""
+    out: list[Finding] = []
+    rule = next((verdict for judge, verdict in program.expect if judge == "rule"), "unlabelled")
+    for judge, verdict in program.expect:
+        if judge == "ptxas" and v.ptxas is not None and not v.ptxas.timed_out:
+            want_reject = verdict.startswith("rejected")
+            if want_reject == v.ptxas.accepted:
+                out.append(Finding(f"expect!=ptxas|{rule}|{fam}", f"mutation {rule!r} expects ptxas {verdict!r}; ptxas {describe_ptxas(v.ptxas)}"))
+            else:
+                for code in _expected_codes(verdict):
+                    if code not in {c for c, _ in _ptxas_codes(v.ptxas)}:
+                        out.append(Finding(f"expect!=ptxas|{rule}:{code}|{fam}", f"mutation {rule!r} expects {code}; ptxas {describe_ptxas(v.ptxas)}"))
+        if judge == "spec" and v.checker is not None:
+            rules = {f.rule for f in v.checker if getattr(f, "layer", "") == "spec"}
+            if verdict.startswith("undefined") and not rules:
+                out.append(Finding(f"expect!=checker|{rule}|{fam}", f"mutation {rule!r} makes the program undefined; the checker found nothing"))
+    return out
+
+
+def _expected_codes(verdict: str) -> list[str]:
+    import re
+
+    return re.findall(r"C\d{4}", verdict)
+
+
+# ----------------------------------------------------------- running judges
+
+
+def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result: Any = None, hardware_result: Any = None) -> Verdicts:
+    """Run one program through ``judges`` (a precomputed ptxas/hardware result may be passed in)."""
+    import time
+
+    v = Verdicts()
+    if "ptxas" in judges:
+        if ptxas_result is None:
+            from fuzzptx.oracles.ptxas import compile_ptx
+
+            t0 = time.perf_counter()
+            ptxas_result = compile_ptx(program.to_ptx(), want_cubin="hardware" in judges)
+            v.seconds["ptxas"] = time.perf_counter() - t0
+        v.ptxas = ptxas_result
+    if "checker" in judges:
+        from fuzzptx.oracles.checker import check_module, predict_ptxas
+
+        t0 = time.perf_counter()
+        v.checker = check_module(program.module)
+        v.predicted = predict_ptxas(program.module)
+        v.seconds["checker"] = time.perf_counter() - t0
+    if "reference" in judges:
+        from fuzzptx.errors import FuzzptxError
+        from fuzzptx.oracles.reference import run_program
+
+        t0 = time.perf_counter()
+        try:
+            v.reference = run_program(program)
+        except FuzzptxError as exc:
+            v.reference_error = str(exc)
+        v.seconds["reference"] = time.perf_counter() - t0
+    if "hardware" in judges:
+        if hardware_result is None:
+            from fuzzptx.oracles.hardware import run_program_on_gpu
+
+            t0 = time.perf_counter()
+            hardware_result = run_program_on_gpu(program)
+            v.seconds["hardware"] = time.perf_counter() - t0
+        v.hardware = hardware_result
+    return v
+
+
+def keep_predicate(signature: str):
+    """A test ``(findings, verdicts) -> bool`` for ``--keep``: a judge outcome or a finding signature prefix.
+
+    ``ptxas:C7519`` ptxas printed that code; ``ptxas:error`` ptxas rejected; ``ptxas:accepted``;
+    anything else matches findings whose signature starts with it (``checker!=ptxas``,
+    ``reference!=hardware``, ``checker!=ptxas|missed:C7517``...).
+    """
+    if signature.startswith("ptxas:"):
+        what = signature.split(":", 1)[1]
+
+        def pred(findings: Iterable[Finding], v: Verdicts) -> bool:
+            r = v.ptxas
+            if r is None or r.timed_out:
+                return what == "timeout" and r is not None
+            if what == "error":
+                return not r.accepted
+            if what == "accepted":
+                return r.accepted
+            return any(d.code == what for d in r.diagnostics)
+
+        return pred
+
+    def pred_sig(findings: Iterable[Finding], v: Verdicts) -> bool:
+        return any(f.signature.startswith(signature) for f in findings)
+
+    return pred_sig
+
+
+def judges_for(signature: str) -> tuple[str, ...]:
+    """The judges a signature needs (so shrinking never runs more than it must)."""
+    needed = {"ptxas"} if signature.startswith("ptxas") else set()
+    for j in JUDGES:
+        if j in signature:
+            needed.add(j)
+    if "expect!=" in signature:
+        needed |= {"ptxas", "checker"}
+    if "checker" in signature:
+        needed.add("ptxas")
+    return tuple(j for j in JUDGES if j in needed) or ("ptxas",)

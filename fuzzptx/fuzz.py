@@ -1,0 +1,251 @@
+"""``fuzzptx run``: the CPU fuzz loop — generate, judge in batches, diff, shrink, summarise.
+
+Programs are drawn from ``fuzzptx.strategies`` under a fixed seed (so a run is
+reproducible), compiled by ptxas in batches on a process pool, checked and
+interpreted in this process, and compared.  Each new finding signature is
+shrunk once and written as a repro file; every judged program is appended to
+``results.jsonl`` as it finishes, so an interrupted run keeps what it judged.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Sequence
+
+from fuzzptx import differ
+from fuzzptx.program import Program
+
+
+@dataclass
+class RunStats:
+    programs: int = 0
+    illegal: int = 0
+    seconds: Counter = field(default_factory=Counter)
+    buckets: Counter = field(default_factory=Counter)
+    families: Counter = field(default_factory=Counter)
+    forms: set[str] = field(default_factory=set)
+    ptxas_accepted: int = 0
+    repros: dict[str, str] = field(default_factory=dict)
+    wall: float = 0.0
+
+    def as_dict(self) -> dict:
+        ptxas = self.seconds["ptxas"]
+        other = sum(v for k, v in self.seconds.items() if k not in ("ptxas", "shrink"))
+        return {
+            "programs": self.programs,
+            "illegal_programs": self.illegal,
+            "ptxas_accepted": self.ptxas_accepted,
+            "wall_seconds": round(self.wall, 3),
+            "programs_per_second": round(self.programs / self.wall, 2) if self.wall else 0.0,
+            "stage_seconds": {k: round(v, 3) for k, v in sorted(self.seconds.items())},
+            "overhead_vs_ptxas": round((ptxas + other) / ptxas, 3) if ptxas else None,
+            "findings_by_bucket": dict(self.buckets.most_common()),
+            "families": dict(self.families.most_common()),
+            "forms_reached": len(self.forms),
+            "repros": self.repros,
+        }
+
+
+def draw_programs(n: int, seed: int, illegal_share: float = 0.25) -> list[Program]:
+    """``n`` programs from the strategies, reproducibly from ``seed`` (legal and mutated illegal ones)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+    from hypothesis import strategies as st
+
+    import fuzzptx.strategies as S
+
+    legal = S.programs()
+    illegal = S.illegal_programs()
+    n_illegal = int(round(n * illegal_share))
+    out: list[Program] = []
+
+    def collect(strategy, count: int, s: int) -> None:
+        got: list[Program] = []
+
+        @hseed(s)
+        @settings(max_examples=max(count, 1) * 2, database=None, deadline=None, phases=[Phase.generate],
+                  suppress_health_check=list(HealthCheck), derandomize=False)
+        @given(strategy)
+        def draw(p: Program) -> None:
+            if len(got) < count:
+                got.append(p)
+
+        draw()
+        out.extend(got)
+
+    collect(legal, n - n_illegal, seed)
+    if n_illegal:
+        collect(illegal, n_illegal, seed + 1)
+    return out[:n]
+
+
+def _record(idx: int, program: Program, verdicts: differ.Verdicts, findings: list[differ.Finding], repro: str | None) -> dict:
+    from fuzzptx.shrink import instruction_count
+
+    return {
+        "id": idx,
+        "family": differ.program_family(program),
+        "instructions": instruction_count(program),
+        "rule": next((v for j, v in program.expect if j == "rule"), None),
+        "verdicts": verdicts.summary(),
+        "findings": [{"signature": f.signature, "message": f.message} for f in findings],
+        "repro": repro,
+        "seconds": {k: round(v, 5) for k, v in verdicts.seconds.items()},
+    }
+
+
+def _forms_in(program: Program) -> set[str]:
+    from fuzzptx import isa
+
+    keys = set()
+    for fn in program.module.functions():
+        for ins in fn.instructions():
+            f = isa.form_for(ins)
+            if f is not None:
+                keys.add(f.key)
+    return keys
+
+
+def judge_batch(programs: Sequence[Program], judges: Sequence[str]) -> list[differ.Verdicts]:
+    """Judge a batch: ptxas once for the whole batch (one module), the rest per program."""
+    from fuzzptx.oracles.ptxas import compile_batch
+
+    results = None
+    t_ptxas = emit_s = 0.0
+    if "ptxas" in judges:
+        t0 = time.perf_counter()
+        texts = [p.to_ptx() for p in programs]
+        emit_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        results = compile_batch(texts)
+        t_ptxas = time.perf_counter() - t0
+    out = []
+    for i, p in enumerate(programs):
+        v = differ.judge(p, [j for j in judges if j != "ptxas"])
+        if results is not None:
+            v.ptxas = results[i]
+            v.seconds["ptxas"] = t_ptxas / len(programs)
+            v.seconds["emit"] = emit_s / len(programs)
+        out.append(v)
+    return out
+
+
+def main_run(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="fuzzptx run", description="CPU fuzz run over reference, checker and ptxas.")
+    ap.add_argument("--examples", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--judges", default="reference,checker,ptxas")
+    ap.add_argument("--batch", type=int, default=32, help="programs per ptxas module")
+    ap.add_argument("--illegal-share", type=float, default=0.25)
+    ap.add_argument("--out", default=None, help="directory for results.jsonl and repros (default reports/runs/seed<S>)")
+    ap.add_argument("--shrink-budget", type=float, default=20.0, help="seconds per new finding signature (0: no shrinking)")
+    ap.add_argument("--json", action="store_true", help="print the summary as JSON")
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    judges = tuple(j.strip() for j in args.judges.split(",") if j.strip())
+    bad = [j for j in judges if j not in differ.JUDGES]
+    if bad:
+        ap.error(f"unknown judge(s): {', '.join(bad)} (have {', '.join(differ.JUDGES)})")
+    out_dir = Path(args.out or f"reports/runs/seed{args.seed}")
+    (out_dir / "repros").mkdir(parents=True, exist_ok=True)
+    stats = run(args.examples, args.seed, judges, out_dir, batch=args.batch, illegal_share=args.illegal_share,
+                shrink_budget=args.shrink_budget, progress=not args.quiet and not args.json)
+    summary = stats.as_dict()
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        print(format_summary(summary, out_dir))
+    return 0
+
+
+def run(n: int, seed: int, judges: Sequence[str], out_dir: Path, *, batch: int = 32, illegal_share: float = 0.25,
+        shrink_budget: float = 20.0, progress: bool = True) -> RunStats:
+    stats = RunStats()
+    t_start = time.perf_counter()
+    t0 = time.perf_counter()
+    programs = draw_programs(n, seed, illegal_share)
+    stats.seconds["generate"] += time.perf_counter() - t0
+    results_path = out_dir / "results.jsonl"
+    with results_path.open("a") as log:
+        for lo in range(0, len(programs), batch):
+            chunk = programs[lo:lo + batch]
+            for idx, (p, v) in enumerate(zip(chunk, judge_batch(chunk, judges)), start=lo):
+                for k, s in v.seconds.items():
+                    stats.seconds[k] += s
+                t0 = time.perf_counter()
+                findings = differ.compare(p, v)
+                stats.seconds["differ"] += time.perf_counter() - t0
+                stats.programs += 1
+                stats.illegal += any(j == "rule" for j, _ in p.expect)
+                stats.ptxas_accepted += bool(v.ptxas is not None and v.ptxas.accepted)
+                stats.families[differ.program_family(p)] += 1
+                stats.forms |= _forms_in(p)
+                repro = None
+                for f in findings:
+                    stats.buckets[f.signature] += 1
+                    if f.signature not in stats.repros:
+                        repro = _write_repro(p, v, f, out_dir, shrink_budget, stats)
+                        stats.repros[f.signature] = repro
+                log.write(json.dumps(_record(idx, p, v, findings, repro)) + "\n")
+                log.flush()
+            if progress:
+                _progress(stats, len(programs), time.perf_counter() - t_start)
+    stats.wall = time.perf_counter() - t_start
+    if progress:
+        print(file=sys.stderr)
+    return stats
+
+
+def _write_repro(p: Program, v: differ.Verdicts, f: differ.Finding, out_dir: Path, budget: float, stats: RunStats) -> str:
+    from fuzzptx.shrink import shrink, signature_predicate
+
+    t0 = time.perf_counter()
+    program = p
+    if budget > 0:
+        try:
+            program = shrink(p, signature_predicate(f.signature), budget_s=budget).program
+        except Exception as exc:  # a finding must never be lost because shrinking failed
+            program = replace(p, notes=p.notes + (f"not shrunk: {type(exc).__name__}: {exc}",))
+    stats.seconds["shrink"] += time.perf_counter() - t0
+    expect = tuple((j, s) for j, s in v.summary().items())
+    program = replace(program, expect=tuple(e for e in program.expect if e[0] == "rule") + expect, signature=f.signature)
+    name = f"{len(stats.repros):03d}_" + "".join(c if c.isalnum() else "_" for c in f.signature)[:80] + ".ptx"
+    path = out_dir / "repros" / name
+    path.write_text(program.to_ptx())
+    return str(path)
+
+
+def _progress(stats: RunStats, total: int, elapsed: float) -> None:
+    width = 30
+    done = stats.programs
+    bar = "#" * int(width * done / max(total, 1))
+    rate = done / elapsed if elapsed else 0.0
+    sys.stderr.write(f"\r[{bar.ljust(width)}] {done}/{total} programs  {rate:.1f}/s  findings {sum(stats.buckets.values())}  ")
+    sys.stderr.flush()
+
+
+def format_summary(s: dict, out_dir: Path) -> str:
+    lines = [
+        "fuzzptx run summary",
+        f"  programs        {s['programs']} ({s['illegal_programs']} illegal by mutation), ptxas accepted {s['ptxas_accepted']}",
+        f"  throughput      {s['programs_per_second']} programs/s over {s['wall_seconds']} s",
+        "  stage seconds   " + ", ".join(f"{k} {v}" for k, v in s["stage_seconds"].items()),
+    ]
+    if s["overhead_vs_ptxas"] is not None:
+        lines.append(f"  cost vs ptxas   {s['overhead_vs_ptxas']}x (everything but shrinking, over ptxas time alone)")
+    lines.append(f"  coverage        {s['forms_reached']} catalogue forms; families: " + ", ".join(f"{k} {v}" for k, v in list(s["families"].items())[:8]))
+    if s["findings_by_bucket"]:
+        lines.append("  findings by bucket:")
+        for sig, count in s["findings_by_bucket"].items():
+            lines.append(f"    {count:5d}  {sig}" + (f"  -> {s['repros'].get(sig)}" if s["repros"].get(sig) else ""))
+    else:
+        lines.append("  findings        none")
+    lines.append(f"  results         {out_dir / 'results.jsonl'}")
+    return "\n".join(lines)

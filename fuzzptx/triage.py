@@ -1,0 +1,147 @@
+"""Group findings from result records (JSONL) by signature; keep the smallest repro per bucket.
+
+A result record is one JSON object per judged program, as ``fuzzptx run`` and
+``fuzzptx campaign`` append them:
+
+    {"id": "...", "family": "...", "instructions": 12,
+     "findings": [{"signature": "...", "message": "..."}],
+     "repro": "relative/path.ptx" | null, "ptx": "<text, when no repro file>"}
+
+Shards of one campaign are merged by passing all their files; a bad line is
+reported with its file and line and skipped, never losing the rest.
+"""
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+
+@dataclass
+class Bucket:
+    signature: str
+    count: int = 0
+    smallest: dict | None = None
+    sources: set[str] = field(default_factory=set)
+
+    def add(self, record: dict, source: str) -> None:
+        self.count += 1
+        self.sources.add(source)
+        if self.smallest is None or record.get("instructions", 1 << 30) < self.smallest.get("instructions", 1 << 30):
+            self.smallest = record
+
+
+@dataclass
+class Triage:
+    buckets: dict[str, Bucket] = field(default_factory=dict)
+    programs: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def add_record(self, record: dict, source: str) -> None:
+        self.programs += 1
+        for f in record.get("findings", ()):
+            sig = f["signature"]
+            self.buckets.setdefault(sig, Bucket(sig)).add(record, source)
+
+    def ordered(self) -> list[Bucket]:
+        return sorted(self.buckets.values(), key=lambda b: (-b.count, b.signature))
+
+
+def read_records(paths: Iterable[str | Path], triage: Triage | None = None) -> Triage:
+    t = triage or Triage()
+    for path in paths:
+        p = Path(path)
+        files = sorted(p.rglob("*.jsonl")) if p.is_dir() else [p]
+        for f in files:
+            try:
+                fh = f.open()
+            except OSError as exc:
+                t.problems.append(f"{f}: cannot read: {exc.strerror}")
+                continue
+            with fh:
+                for lineno, line in enumerate(fh, 1):
+                    line = line.strip()
+                    if not line:
+                        continue
+                    try:
+                        rec = json.loads(line)
+                        if not isinstance(rec, dict):
+                            raise ValueError("not a JSON object")
+                        for fi in rec.get("findings", ()):
+                            if "signature" not in fi:
+                                raise ValueError("finding without signature")
+                    except (ValueError, TypeError) as exc:
+                        t.problems.append(f"{f}:{lineno}: skipped: {exc}")
+                        continue
+                    rec.setdefault("_source", str(f))
+                    t.add_record(rec, str(f))
+    return t
+
+
+def _repro_ref(rec: dict) -> str:
+    if rec.get("repro"):
+        return str(rec["repro"])
+    return f"(inline in {rec.get('_source', '?')}, id {rec.get('id', '?')})"
+
+
+def markdown(t: Triage) -> str:
+    lines = [
+        "# fuzzptx triage", "",
+        f"{t.programs} programs, {sum(b.count for b in t.buckets.values())} findings in {len(t.buckets)} buckets.", "",
+        "| findings | signature | smallest repro | instructions |", "| ---: | --- | --- | ---: |",
+    ]
+    for b in t.ordered():
+        rec = b.smallest or {}
+        lines.append(f"| {b.count} | `{b.signature}` | {_repro_ref(rec)} | {rec.get('instructions', '?')} |")
+    if t.problems:
+        lines += ["", "## Input problems", ""] + [f"- {p}" for p in t.problems]
+    return "\n".join(lines) + "\n"
+
+
+def html_page(t: Triage) -> str:
+    rows = "".join(
+        f"<tr><td>{b.count}</td><td><code>{html.escape(b.signature)}</code></td>"
+        f"<td>{_link(b.smallest or {})}</td><td>{(b.smallest or {}).get('instructions', '?')}</td></tr>"
+        for b in t.ordered()
+    )
+    probs = "".join(f"<li>{html.escape(p)}</li>" for p in t.problems)
+    return (
+        "<!doctype html><meta charset=utf-8><title>fuzzptx triage</title>"
+        "<style>body{font-family:sans-serif;margin:2em}td,th{padding:4px 10px;border-bottom:1px solid #ddd}</style>"
+        f"<h1>fuzzptx triage</h1><p>{t.programs} programs, {len(t.buckets)} buckets.</p>"
+        f"<table><tr><th>findings</th><th>signature</th><th>smallest repro</th><th>instructions</th></tr>{rows}</table>"
+        + (f"<h2>Input problems</h2><ul>{probs}</ul>" if probs else "")
+    )
+
+
+def _link(rec: dict) -> str:
+    if rec.get("repro"):
+        r = html.escape(str(rec["repro"]))
+        return f'<a href="{r}">{r}</a>'
+    return html.escape(_repro_ref(rec))
+
+
+def main_triage(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="fuzzptx triage", description="Group findings by signature; smallest repro per bucket.")
+    ap.add_argument("results", nargs="+", help="JSONL files or directories holding them (shards are merged)")
+    ap.add_argument("--md", help="write the Markdown summary here")
+    ap.add_argument("--html", help="write the HTML summary here")
+    ap.add_argument("--json", action="store_true", help="print buckets as JSON")
+    args = ap.parse_args(argv)
+    t = read_records(args.results)
+    for p in t.problems:
+        print(f"fuzzptx triage: {p}", file=sys.stderr)
+    if args.md:
+        Path(args.md).write_text(markdown(t))
+    if args.html:
+        Path(args.html).write_text(html_page(t))
+    if args.json:
+        print(json.dumps([{"signature": b.signature, "count": b.count, "smallest": _repro_ref(b.smallest or {}),
+                           "instructions": (b.smallest or {}).get("instructions")} for b in t.ordered()], indent=1))
+    else:
+        print(markdown(t), end="")
+    return 0

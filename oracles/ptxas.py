@@ -1,0 +1,268 @@
+"""The ptxas judge: run the pinned ptxas on PTX text and say what it said, structured.
+
+ptxas comes from the PyPI package nvidia-cuda-nvcc (never from PATH) so every machine
+judges with the same build; ``FUZZPTX_PTXAS`` points at another build on purpose.
+``compile_batch`` judges many modules with one ptxas run (ptxas start-up dominates
+small kernels) and gives the same verdicts as ``compile_ptx`` one by one.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import os
+import pathlib
+import re
+import subprocess
+import tempfile
+import time
+import warnings
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Sequence
+
+from fuzzptx.errors import FuzzptxError
+
+from .ptxas_diag import Diagnostic, parse_diagnostics
+from .ptxas_merge import ModuleShape, merge, scan, split_stderr, suffixed
+
+__all__ = [
+    "Diagnostic", "PtxasResult", "PtxasNotFound", "find_ptxas", "ptxas_version",
+    "compile_ptx", "compile_batch", "compile_parallel", "PINNED_VERSION",
+]
+
+PACKAGE = "nvidia-cuda-nvcc"
+PINNED_VERSION = "13.0.88"
+ENV_VAR = "FUZZPTX_PTXAS"
+_INPUT_NAME = "input.ptx"  # the file name ptxas prints; the same for single and merged runs
+
+
+class PtxasNotFound(FuzzptxError):
+    """No usable ptxas: the package is missing or the override is not executable."""
+
+
+@dataclass(frozen=True)
+class PtxasResult:
+    """What ptxas said about one PTX module.
+
+    ``kernel_names`` pairs each ``.entry`` name of the input with its name in ``cubin``
+    (they differ when the cubin came from a merged batch).  ``shared_cubin`` is true
+    when ``cubin`` is the whole batch's module: load it once and take each input's
+    kernels by their renamed names.  ``seconds`` of a batched result is its share of
+    the batch's ptxas run.  ``stderr`` is ptxas's own text for this input.
+    """
+
+    accepted: bool
+    diagnostics: tuple[Diagnostic, ...]
+    cubin: bytes | None
+    seconds: float
+    returncode: int
+    timed_out: bool
+    kernel_names: tuple[tuple[str, str], ...] = ()
+    shared_cubin: bool = False
+    stderr: str = ""
+
+    def codes(self) -> tuple[str, ...]:
+        """The C-codes of the diagnostics, in order (e.g. ``("C7519", "C7517")``)."""
+        return tuple(d.code for d in self.diagnostics if d.code)
+
+    def errors(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.severity == "error")
+
+    def kernel_map(self) -> dict[str, str]:
+        """Input entry name -> name to look up in ``cubin``."""
+        return dict(self.kernel_names)
+
+    def verdict(self) -> tuple:
+        """The judgement alone (no timing, no cubin): equal for batched and single runs."""
+        return (self.accepted, self.diagnostics, self.returncode, self.timed_out)
+
+
+# ---------------------------------------------------------------- locating ptxas
+
+@functools.lru_cache(maxsize=1)
+def _packaged_ptxas() -> pathlib.Path | None:
+    try:
+        dist = importlib.metadata.distribution(PACKAGE)
+        for f in dist.files or ():
+            if f.name == "ptxas" and f.parent.name == "bin":
+                return pathlib.Path(dist.locate_file(f))
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        import nvidia  # namespace package of NVIDIA's wheels
+    except ImportError:
+        return None
+    for base in getattr(nvidia, "__path__", ()):
+        cand = pathlib.Path(base) / "cu13" / "bin" / "ptxas"
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _executable(p: pathlib.Path) -> bool:
+    return p.is_file() and os.access(p, os.X_OK)
+
+
+def find_ptxas() -> pathlib.Path:
+    """The ptxas to run: ``$FUZZPTX_PTXAS`` if set, else the one in nvidia-cuda-nvcc."""
+    override = os.environ.get(ENV_VAR)
+    if override:
+        p = pathlib.Path(override)
+        if not _executable(p):
+            raise PtxasNotFound(f"{ENV_VAR}={override} is not an executable ptxas "
+                                f"(unset it to use the one from PyPI's {PACKAGE})")
+    else:
+        p = _packaged_ptxas()
+        if p is None or not _executable(p):
+            raise PtxasNotFound(f"ptxas not found: install {PACKAGE}=={PINNED_VERSION} from PyPI "
+                                f"(pip install {PACKAGE}=={PINNED_VERSION}) or set {ENV_VAR}")
+    _warn_if_unpinned(str(p))
+    return p
+
+
+@functools.lru_cache(maxsize=None)
+def _version_of(path: str) -> str:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise PtxasNotFound(f"{path}: cannot run ptxas --version ({e})") from None
+    m = re.search(r"\bV(\d+\.\d+\.\d+)\b", out)
+    if not m:
+        raise PtxasNotFound(f"{path}: not a ptxas (no version in its --version output)")
+    return m[1]
+
+
+@functools.lru_cache(maxsize=None)
+def _warn_if_unpinned(path: str) -> None:
+    v = _version_of(path)
+    if v != PINNED_VERSION:
+        warnings.warn(f"{path} is ptxas {v}; fuzzptx is pinned to {PINNED_VERSION}, "
+                      "so its diagnostics may differ from recorded ones", stacklevel=3)
+
+
+def ptxas_version() -> str:
+    """The version of the ptxas ``find_ptxas`` picks, e.g. ``"13.0.88"``."""
+    return _version_of(str(find_ptxas()))
+
+
+# ---------------------------------------------------------------- running it
+
+@dataclass(frozen=True)
+class _Run:
+    returncode: int
+    stderr: str
+    cubin: bytes | None
+    seconds: float
+    timed_out: bool
+
+
+def _run(ptx: str, arch: str, opt_level: int, timeout: float, want_cubin: bool,
+         extra_args: Sequence[str]) -> _Run:
+    """One ptxas process on ``ptx``; killed (never waited for) past ``timeout``."""
+    exe = find_ptxas()
+    with tempfile.TemporaryDirectory(prefix="fuzzptx-ptxas-") as d:
+        src = pathlib.Path(d) / _INPUT_NAME
+        src.write_text(ptx)
+        out = pathlib.Path(d) / "out.cubin"
+        cmd = [str(exe), f"-arch={arch}", f"-O{opt_level}", *extra_args, _INPUT_NAME,
+               "-o", str(out) if want_cubin else os.devnull]
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            so, se = proc.communicate(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            so, se = proc.communicate()
+            timed_out = True
+        seconds = time.perf_counter() - t0
+        rc = proc.returncode
+        cubin = out.read_bytes() if want_cubin and rc == 0 and not timed_out and out.exists() else None
+    text = (se + so).decode("utf-8", errors="replace")
+    return _Run(rc, text, cubin, seconds, timed_out)
+
+
+def compile_ptx(ptx: str, *, arch: str = "sm_90a", opt_level: int = 3, timeout: float = 60.0,
+                want_cubin: bool = True, extra_args: Sequence[str] = ()) -> PtxasResult:
+    """Assemble one PTX module (one or more kernels) and parse what ptxas printed."""
+    shape = scan(ptx)
+    r = _run(ptx, arch, opt_level, timeout, want_cubin, extra_args)
+    return PtxasResult(
+        accepted=r.returncode == 0 and not r.timed_out,
+        diagnostics=parse_diagnostics(r.stderr, shape.spans),
+        cubin=r.cubin, seconds=r.seconds, returncode=r.returncode, timed_out=r.timed_out,
+        kernel_names=tuple((e, e) for e in shape.entries), stderr=r.stderr,
+    )
+
+
+def compile_batch(ptxs: Sequence[str], *, arch: str = "sm_90a", opt_level: int = 3,
+                  timeout: float = 120.0, want_cubin: bool = False,
+                  extra_args: Sequence[str] = ()) -> list[PtxasResult]:
+    """Judge many modules with as few ptxas runs as possible; result i has the verdict
+    ``compile_ptx(ptxs[i])`` would give.
+
+    Inputs with the same header are merged into one module (entries and module
+    variables renamed, lines kept), run once, and ptxas's output is cut back per
+    input.  A merged run that fails, times out, or prints a line no single input owns
+    is retried: inputs that drew errors alone, the rest as a smaller batch, or halves.
+    ``timeout`` bounds each ptxas run.  With ``want_cubin`` an accepted batched input
+    gets the shared module cubin (``shared_cubin``; see ``kernel_names``).
+    """
+    opts = dict(arch=arch, opt_level=opt_level, timeout=timeout, want_cubin=want_cubin,
+                extra_args=tuple(extra_args))
+    shapes = [scan(t) for t in ptxs]
+    results: list[PtxasResult | None] = [None] * len(ptxs)
+    groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for i, s in enumerate(shapes):
+        groups[s.header].append(i)
+    for idxs in groups.values():
+        _judge(list(ptxs), shapes, idxs, results, opts)
+    return results  # type: ignore[return-value]
+
+
+def _judge(ptxs: list[str], shapes: list[ModuleShape], idxs: list[int],
+           results: list[PtxasResult | None], opts: dict) -> None:
+    if len(idxs) == 1:
+        results[idxs[0]] = compile_ptx(ptxs[idxs[0]], **opts)
+        return
+    sub = [shapes[i] for i in idxs]
+    merged = merge([ptxs[i] for i in idxs], sub, idxs)
+    r = _run(merged.text, opts["arch"], opts["opt_level"], opts["timeout"], opts["want_cubin"],
+             opts["extra_args"])
+    parts = None if r.timed_out else split_stderr(r.stderr, merged, idxs, sub)
+    if parts is not None and r.returncode == 0:
+        share = r.seconds / len(idxs)
+        for k, i in enumerate(idxs):
+            text = "".join(line + "\n" for line in parts[k])
+            results[i] = PtxasResult(
+                accepted=True, diagnostics=parse_diagnostics(text, sub[k].spans),
+                cubin=r.cubin, seconds=share, returncode=0, timed_out=False,
+                kernel_names=tuple((e, suffixed(e, i)) for e in sub[k].entries),
+                shared_cubin=r.cubin is not None, stderr=text,
+            )
+        return
+    bad = [] if parts is None else [
+        i for k, i in enumerate(idxs)
+        if any(d.severity == "error" for d in parse_diagnostics("\n".join(parts[k])))]
+    if bad:
+        for i in bad:
+            results[i] = compile_ptx(ptxs[i], **opts)
+        rest = [i for i in idxs if i not in bad]
+        if rest:
+            _judge(ptxs, shapes, rest, results, opts)
+        return
+    half = len(idxs) // 2
+    _judge(ptxs, shapes, idxs[:half], results, opts)
+    _judge(ptxs, shapes, idxs[half:], results, opts)
+
+
+def compile_parallel(ptxs: Sequence[str], *, batch_size: int = 32, jobs: int | None = None,
+                     **options) -> list[PtxasResult]:
+    """``compile_batch`` over chunks of ``batch_size`` on ``jobs`` threads (default: all
+    CPUs); each thread waits on its own ptxas process, so threads suffice."""
+    jobs = jobs or os.cpu_count() or 1
+    chunks = [list(ptxs[i:i + batch_size]) for i in range(0, len(ptxs), batch_size)]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        parts = list(pool.map(lambda c: compile_batch(c, **options), chunks))
+    return [r for part in parts for r in part]
