@@ -1,0 +1,47 @@
+"""Triage: merging shards, bucketing by signature, smallest repro per bucket, bad lines."""
+import json
+
+from fuzzptx.triage import main_triage, markdown, read_records
+
+
+def _write(path, records):
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
+
+
+def test_buckets_merge_shards_and_keep_smallest(tmp_path):
+    sig_a = "checker!=ptxas|missed:C7519|wgmma.f32.f16"
+    sig_b = "reference!=hardware|mismatch|wgmma.f32.bf16"
+    _write(tmp_path / "shard0.jsonl", [
+        {"id": 0, "instructions": 12, "findings": [{"signature": sig_a, "message": "m"}], "repro": "r0.ptx"},
+        {"id": 1, "instructions": 5, "findings": [], "repro": None},
+    ])
+    _write(tmp_path / "shard1.jsonl", [
+        {"id": 2, "instructions": 4, "findings": [{"signature": sig_a, "message": "m"}, {"signature": sig_b, "message": "x"}], "repro": "r2.ptx"},
+    ])
+    t = read_records([tmp_path / "shard0.jsonl", tmp_path / "shard1.jsonl"])
+    assert t.programs == 3
+    assert {b.signature: b.count for b in t.ordered()} == {sig_a: 2, sig_b: 1}
+    assert t.buckets[sig_a].smallest["repro"] == "r2.ptx"
+    assert t.ordered()[0].signature == sig_a
+    assert "r2.ptx" in markdown(t)
+
+
+def test_bad_lines_are_reported_with_location_and_skipped(tmp_path, capsys):
+    _write(tmp_path / "r.jsonl", [
+        {"id": 0, "instructions": 3, "findings": [{"signature": "s|x|y", "message": "m"}]},
+        "{not json",
+        {"id": 1, "findings": [{"message": "no signature"}]},
+    ])
+    assert main_triage([str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "r.jsonl:2:" in err and "r.jsonl:3:" in err
+    t = read_records([tmp_path])
+    assert t.programs == 1 and list(t.buckets) == ["s|x|y"]
+
+
+def test_html_summary_written(tmp_path):
+    _write(tmp_path / "r.jsonl", [{"id": 0, "instructions": 3, "findings": [{"signature": "a|<b>|c", "message": "m"}], "repro": "x.ptx"}])
+    html_path = tmp_path / "s.html"
+    assert main_triage([str(tmp_path / "r.jsonl"), "--html", str(html_path)]) == 0
+    text = html_path.read_text()
+    assert "&lt;b&gt;" in text and 'href="x.ptx"' in text
