@@ -1,0 +1,216 @@
+"""``fuzzptx report DIR``: a report a person reads, plus summary.json and JUnit XML for dashboards.
+
+Reads every ``*.jsonl`` result record under DIR (a run, a campaign, or merged
+shards) and an optional ``stats.json`` written by the campaign (stage rates,
+GPU idle share).  ``report.html`` is self-contained: plots are inline SVG made
+with matplotlib, each finding bucket links its smallest repro.
+"""
+from __future__ import annotations
+
+import argparse
+import html
+import io
+import json
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+from xml.sax.saxutils import escape, quoteattr
+
+from fuzzptx.triage import Triage, read_records
+
+
+
+def load_records(directory: Path) -> tuple[Triage, list[dict]]:
+    records: list[dict] = []
+    t = Triage()
+    for f in sorted(directory.rglob("*.jsonl")):
+        before = t.programs
+        read_records([f], t)
+        if t.programs > before:
+            with f.open() as fh:
+                for line in fh:
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(rec, dict):
+                        records.append(rec)
+    return t, records
+
+
+def coverage_cells(records: list[dict]) -> Counter:
+    """(type mix + A source, N, swizzle) -> programs, from each record's ``forms`` and ``coverage``."""
+    cells: Counter = Counter()
+    for rec in records:
+        swz = rec.get("coverage", {}).get("swizzle") or ["none"]
+        for key in rec.get("forms", ()):
+            m = re.match(r"wgmma\.mma_async(\.sp)?\.sync\.aligned\.m64n(\d+)k\d+(?:\.satfinite)?\.(\w+)\.(\w+)\.(\w+)(?:\.\w+)*(?:\|a=(\w+))?", key)
+            if not m:
+                continue
+            sp, n, d, a, b, src = m.groups()
+            row = f"{'sp ' if sp else ''}{d}.{a}.{b} A={src}"
+            for s in swz:
+                cells[(row, int(n), s)] += 1
+    return cells
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def plot_coverage(cells: Counter) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if not cells:
+        return "<p>No wgmma forms in these records.</p>"
+    rows = sorted({r for r, _, _ in cells})
+    ns = sorted({n for _, n, _ in cells})
+    swizzles = sorted({s for _, _, s in cells})
+    fig, axes = plt.subplots(1, len(swizzles), figsize=(max(6, 0.18 * len(ns) * len(swizzles) + 3), 0.22 * len(rows) + 1.5), squeeze=False)
+    for ax, s in zip(axes[0], swizzles):
+        grid = np.zeros((len(rows), len(ns)))
+        for (r, n, sw), c in cells.items():
+            if sw == s:
+                grid[rows.index(r), ns.index(n)] = c
+        ax.imshow(np.log1p(grid), aspect="auto", cmap="viridis")
+        ax.set_title(f"swizzle {s}", fontsize=8)
+        ax.set_xticks(range(len(ns)), [str(n) for n in ns], fontsize=5, rotation=90)
+        ax.set_yticks(range(len(rows)), rows if ax is axes[0][0] else [""] * len(rows), fontsize=5)
+        ax.set_xlabel("N", fontsize=7)
+    return _svg(fig)
+
+
+def plot_throughput(records: list[dict]) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    times = sorted(r["t"] for r in records if isinstance(r.get("t"), (int, float)))
+    if len(times) < 2:
+        return "<p>Not enough timed records for a throughput plot.</p>"
+    t0 = times[0]
+    span = max(times[-1] - t0, 1e-9)
+    width = max(span / 40, 1.0)
+    bins: Counter = Counter(int((t - t0) // width) for t in times)
+    xs = sorted(bins)
+    fig, ax = plt.subplots(figsize=(6, 2.4))
+    ax.plot([x * width for x in xs], [bins[x] / width for x in xs], marker=".")
+    ax.set_xlabel("seconds since start")
+    ax.set_ylabel("programs/s")
+    ax.grid(alpha=0.3)
+    return _svg(fig)
+
+
+def plot_buckets(t: Triage) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    buckets = t.ordered()[:25]
+    if not buckets:
+        return "<p>No findings.</p>"
+    fig, ax = plt.subplots(figsize=(6, 0.25 * len(buckets) + 0.8))
+    ax.barh(range(len(buckets)), [b.count for b in buckets])
+    ax.set_yticks(range(len(buckets)), [b.signature for b in buckets], fontsize=6)
+    ax.invert_yaxis()
+    ax.set_xlabel("findings")
+    return _svg(fig)
+
+
+def summary(t: Triage, records: list[dict], stats: dict) -> dict:
+    times = [r["t"] for r in records if isinstance(r.get("t"), (int, float))]
+    wall = (max(times) - min(times)) if len(times) > 1 else stats.get("wall_seconds")
+    return {
+        "programs": t.programs,
+        "findings": sum(b.count for b in t.buckets.values()),
+        "buckets": [{"signature": b.signature, "count": b.count, "smallest_repro": (b.smallest or {}).get("repro"),
+                     "instructions": (b.smallest or {}).get("instructions")} for b in t.ordered()],
+        "families": dict(Counter(r.get("family", "?") for r in records).most_common()),
+        "wall_seconds": wall,
+        "programs_per_second": (t.programs / wall) if wall else None,
+        "campaign_stats": stats,
+        "input_problems": t.problems,
+    }
+
+
+def junit(t: Triage, summ: dict) -> str:
+    cases = [f'<testcase classname="fuzzptx" name="campaign: {summ["programs"]} programs"/>']
+    for b in t.ordered():
+        msg = f"{b.count} finding(s); smallest repro: {(b.smallest or {}).get('repro') or 'inline'}"
+        cases.append(f"<testcase classname=\"fuzzptx.findings\" name={quoteattr(b.signature)}>"
+                     f"<failure message={quoteattr(msg)}>{escape(msg)}</failure></testcase>")
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            f'<testsuite name="fuzzptx" tests="{len(cases)}" failures="{len(t.buckets)}">\n' + "\n".join(cases) + "\n</testsuite>\n")
+
+
+def html_report(directory: Path, t: Triage, records: list[dict], summ: dict) -> str:
+    rows = []
+    for b in t.ordered():
+        rec = b.smallest or {}
+        repro = rec.get("repro")
+        link = "inline in results" if not repro else f'<a href="{html.escape(_rel(directory, repro))}">{html.escape(Path(repro).name)}</a>'
+        rows.append(f"<tr><td>{b.count}</td><td><code>{html.escape(b.signature)}</code></td><td>{link}</td><td>{rec.get('instructions', '?')}</td></tr>")
+    st = summ.get("campaign_stats") or {}
+    stage = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in st.items() if not isinstance(v, (dict, list)))
+    pps = summ["programs_per_second"]
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>fuzzptx report: {html.escape(directory.name)}</title>
+<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse}}
+td,th{{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}}h2{{margin-top:1.6em}}</style></head><body>
+<h1>fuzzptx report: {html.escape(directory.name)}</h1>
+<p><b>{summ['programs']}</b> programs judged, <b>{summ['findings']}</b> findings in <b>{len(t.buckets)}</b> buckets;
+{'' if pps is None else f'{pps:.1f} programs/s'}.</p>
+<h2>Findings by bucket</h2>{plot_buckets(t)}
+<table><tr><th>findings</th><th>signature</th><th>smallest repro</th><th>instructions</th></tr>{''.join(rows)}</table>
+<h2>Coverage: type mix &times; N &times; A source &times; swizzle</h2>{plot_coverage(coverage_cells(records))}
+<h2>Throughput over time</h2>{plot_throughput(records)}
+<h2>Campaign figures</h2><table>{stage or '<tr><td>no stats.json</td></tr>'}</table>
+</body></html>
+"""
+
+
+def _rel(directory: Path, path: str) -> str:
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(directory.resolve()))
+    except ValueError:
+        return str(p)
+
+
+def write_report(directory: Path) -> dict:
+    t, records = load_records(directory)
+    stats_path = directory / "stats.json"
+    stats = json.loads(stats_path.read_text()) if stats_path.exists() else {}
+    summ = summary(t, records, stats)
+    (directory / "summary.json").write_text(json.dumps(summ, indent=1))
+    (directory / "junit.xml").write_text(junit(t, summ))
+    (directory / "report.html").write_text(html_report(directory, t, records, summ))
+    return summ
+
+
+def main_report(argv: list[str]) -> int:
+    from fuzzptx.errors import FuzzptxError
+
+    ap = argparse.ArgumentParser(prog="fuzzptx report", description="Write report.html, summary.json and junit.xml for a results directory.")
+    ap.add_argument("dir")
+    args = ap.parse_args(argv)
+    d = Path(args.dir)
+    if not d.is_dir():
+        raise FuzzptxError("not a directory", file=args.dir)
+    summ = write_report(d)
+    for p in summ["input_problems"]:
+        print(f"fuzzptx report: {p}")
+    print(f"{summ['programs']} programs, {summ['findings']} findings in {len(summ['buckets'])} buckets -> "
+          f"{d / 'report.html'}, {d / 'summary.json'}, {d / 'junit.xml'}")
+    return 0
