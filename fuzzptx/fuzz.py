@@ -90,7 +90,10 @@ def _record(idx: int, program: Program, verdicts: differ.Verdicts, findings: lis
 
     return {
         "id": idx,
+        "t": time.time(),
         "family": differ.program_family(program),
+        "forms": sorted(_forms_in(program)),
+        "coverage": coverage_of(program),
         "instructions": instruction_count(program),
         "rule": next((v for j, v in program.expect if j == "rule"), None),
         "verdicts": verdicts.summary(),
@@ -98,6 +101,17 @@ def _record(idx: int, program: Program, verdicts: differ.Verdicts, findings: lis
         "repro": repro,
         "seconds": {k: round(v, 5) for k, v in verdicts.seconds.items()},
     }
+
+
+def coverage_of(program: Program) -> dict[str, list[str]]:
+    """Coverage tags the strategies left in the program's notes (``coverage: swizzle=128B,none control=loop``)."""
+    tags: dict[str, list[str]] = {}
+    for note in program.notes:
+        if note.startswith("coverage:"):
+            for item in note[len("coverage:"):].split():
+                key, _, vals = item.partition("=")
+                tags.setdefault(key, []).extend(v for v in vals.split(",") if v)
+    return {k: sorted(set(v)) for k, v in tags.items()}
 
 
 def _forms_in(program: Program) -> set[str]:
