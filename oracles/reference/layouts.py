@@ -21,6 +21,10 @@ q = l%4, every wgmma fragment has the same shape: register r of a thread holds
   registers of 32 .b1 elements each (a0..a127); the same 32-bits-per-register
   pattern gives P = 32, K = 4P*2 = 256, matching the instruction's K.
 
+Sparse wgmma (a later issue) fits the same mould: its A fragment is
+``quad_fragment`` over the compressed K with its own per-register count, and its
+metadata layout becomes one more ``FragmentLayout`` of 2-bit indices.
+
 Shared memory (seed 000, 9.7.15.5.1.2): canonical K-major and MN-major layouts
 for the no-swizzle ("interleave"), 32B, 64B and 128B modes, followed by the
 swizzle applied to the byte address.  Checked on hardware (FACTS.md): K-major
@@ -90,7 +94,10 @@ def quad_fragment(per_reg: int, slots: int) -> tuple[np.ndarray, np.ndarray]:
     r, b = s // per_reg, s % per_reg
     row = 16 * w + g + 8 * (r % 2)
     col = per_reg * q + b + 4 * per_reg * (r // 2)
-    return np.broadcast_to(row, (WARPGROUP, slots)).copy(), np.broadcast_to(col, (WARPGROUP, slots)).copy()
+    out = np.broadcast_to(row, (WARPGROUP, slots)).copy(), np.broadcast_to(col, (WARPGROUP, slots)).copy()
+    for arr in out:
+        arr.flags.writeable = False  # layouts are cached values: never mutate them
+    return out
 
 
 ACCUMULATOR_TYPES = ("f32", "s32", "f16")
@@ -265,6 +272,12 @@ class SmemLayout:
     def bit_in_byte(self, mn: np.ndarray, k: np.ndarray) -> np.ndarray:
         """Bit position of a sub-byte element inside its byte (0 for 8-bit and wider types)."""
         return self.bit_offset(mn, k) % 8
+
+
+def smem_address(major: str, swizzle: str, mn: np.ndarray, k: np.ndarray, element_bits: int,
+                 lbo: int, sbo: int, start: int = 0, base_offset: int = 0) -> np.ndarray:
+    """Byte address of element (mn, k) of a canonical layout (``SmemLayout`` as one call)."""
+    return SmemLayout(major, swizzle, element_bits, lbo, sbo, start, base_offset).address(mn, k)
 
 
 def tile_coords(mn_extent: int, k_extent: int) -> tuple[np.ndarray, np.ndarray]:

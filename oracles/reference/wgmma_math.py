@@ -1,0 +1,245 @@
+"""The arithmetic of one dense ``wgmma.mma_async``: D = A*B (+ C), independent of layouts.
+
+Spec mode returns, per element of D, the set of results the PTX ISA allows
+(seed 000, "Precision and rounding"), not one number:
+
+* products "with at least single precision"; accumulation "with at least single
+  precision" (.f32 D) or "at least half precision" (.f16 D); "the accumulation
+  order, rounding and handling of subnormal inputs are unspecified"; .tf32 inputs
+  drop their low 13 bits first.
+* Model: every product and every addition is one operation ``fl(x) = x(1+d) + e``
+  with ``|d| <= u`` and ``|e| <= eta``.  Rounding is unspecified, so u is one ulp
+  (directed rounding allowed): u = 2^(1-p), p = 24 for f32, 11 for f16 accumulation
+  (products use 2^-23 <= u).  eta = the smallest normal of the format (covers
+  underflow and flush-to-zero of intermediates).  Any order means any summation
+  tree: each term passes through its product, a possible conversion to the
+  accumulator format and at most n-1 additions (n terms: K products, plus C when
+  scale-d), so (Higham, Accuracy and Stability of Numerical Algorithms, 3.1 and 4.2)
+
+      |D_computed - D_exact| <= gamma_{n+1} * (|C| + sum|a_i b_i|)
+                                + (K eta_f32 + (K + n - 1) eta_acc) (1 + gamma_{n+1})
+                                + sum of |a_i b_i| (and |C|) whose inputs are subnormal
+      gamma_m = m u / (1 - m u)
+
+  the last term because a subnormal input may be flushed to zero.  This also
+  bounds a fused multi-term adder that aligns to the largest exponent and keeps
+  at least p bits (each term then errs by <= 2^-p * 2 max|x| <= u sum|x|).  The
+  float64 evaluation of the exact value adds a 2^-50 n sum|x| slack.  Finally D
+  is stored in its format with unspecified rounding, so the interval widens to
+  the neighbouring representable values.
+* Infinities and NaN: NaN if any input term is NaN, Inf*0, or Infs of both signs;
+  Inf*subnormal may be NaN (flushed) or Inf; finite partial sums whose magnitude
+  bound passes the format's max may overflow to Inf of that sign (and NaN if
+  both signs can), or saturate at max (round toward zero), which can lose up to
+  the sum of that sign's terms: the opposite end of the interval widens by it.
+  A NaN result matches any NaN bit pattern.
+
+Integer forms are exact: int64 dot product plus C, then .satfinite clamps to
+s32, otherwise wraps (the clamp is applied once to the exact sum: "on overflow,
+the accumulated value is limited").  b1 ``.and.popc``: C + popcount(a AND b)
+over K, wrapped.  imm-scale-a/b negate A/B (floats only).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import formats as F
+
+M = 64
+ACC_PRECISION = {"f32": 24, "f16": 11}  # significand bits the spec promises ("at least")
+PRODUCT_U = 2.0 ** -23  # products: at least single precision, any rounding
+PRODUCT_ETA = F.FLOATS["f32"].min_normal
+
+
+@dataclass(frozen=True, eq=False)
+class Result:
+    """What one wgmma may store in each D element.
+
+    ``bits``/``value``: the nominal result (round-to-nearest of ``exact_value``; canonical
+    NaN/Inf where the class is forced).  Acceptance: a hardware value x passes when
+    x is NaN and ``may_nan``, +Inf and ``may_pos_inf``, -Inf and ``may_neg_inf``, or finite
+    with ``finite_ok`` and ``lo <= x <= hi``.  ``integer``: integer forms, bits must match.
+    """
+
+    dtype: str
+    bits: np.ndarray  # uint32 [M, N]; f16 accumulators hold f16 bits
+    value: np.ndarray  # float64 (floats) or int64 (integers) [M, N]
+    exact_value: np.ndarray  # float64 C + sum a*b before storing (compensated sum of exact products)
+    lo: np.ndarray
+    hi: np.ndarray
+    err: np.ndarray  # half-width of the interval before widening to the format (0 for integers)
+    finite_ok: np.ndarray
+    may_nan: np.ndarray
+    may_pos_inf: np.ndarray
+    may_neg_inf: np.ndarray
+    integer: bool
+
+    @property
+    def must_nan(self) -> np.ndarray:
+        return self.may_nan & ~self.finite_ok & ~self.may_pos_inf & ~self.may_neg_inf
+
+
+def gamma(n: int | np.ndarray, u: float) -> np.ndarray:
+    """Higham's gamma_n = n u / (1 - n u), the bound for n rounding errors in a product of (1+d)."""
+    nu = np.asarray(n, dtype=np.float64) * u
+    if np.any(nu >= 1):
+        raise ValueError("n*u >= 1: the error bound is void")
+    return nu / (1 - nu)
+
+
+def _as_bits(type_: str, x: np.ndarray) -> np.ndarray:
+    """Unsigned arrays are bits; signed ints or floats are values to encode (RNE)."""
+    arr = np.asarray(x)
+    return arr if arr.dtype.kind in "ub" else F.encode(type_, arr)
+
+
+def _neumaier_sum(c: np.ndarray, terms: np.ndarray) -> np.ndarray:
+    """c + sum over axis 1 of terms [M,K,N], compensated (nominal value; the bound covers the rest)."""
+    s = c.copy()
+    comp = np.zeros_like(s)
+    for k in range(terms.shape[1]):
+        x = terms[:, k, :]
+        t = s + x
+        big = np.abs(s) >= np.abs(x)
+        comp += np.where(big, (s - t) + x, (x - t) + s)
+        s = t
+    return np.where(comp == 0, s, s + comp)  # keeps the sign of an exact zero sum
+
+
+def _round_out(x: np.ndarray, type_: str, down: bool) -> np.ndarray:
+    """The nearest value of the accumulator format (f32/f16) on the outer side of x."""
+    np_t = F._NP_FLOAT[type_]
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = F.round_to_format(x, type_).astype(np_t)
+        bad = (r > x) if down else (r < x)
+        step = np.nextafter(r, np_t(-np.inf if down else np.inf))
+    return np.where(bad, step, r).astype(np.float64)
+
+
+def _float_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.ndarray, c: np.ndarray,
+                  scale_d: bool, scale_a: int, scale_b: int, precision: int) -> Result:
+    with np.errstate(invalid="ignore", over="ignore"):
+        av = F.decode(atype, a) * float(scale_a)  # tf32: decode already drops the low 13 bits
+        bv = F.decode(btype, b) * float(scale_b)
+        p = av[:, :, None] * bv[None, :, :]  # exact in float64 for every wgmma input type
+    cv = F.decode(dtype, c) if scale_d else np.zeros((M, bv.shape[1]))
+    flushable = F.is_subnormal(atype, av)[:, :, None] | F.is_subnormal(btype, bv)[None, :, :]
+    c_flushable = F.is_subnormal(dtype, cv)
+    acc = F.FLOATS[dtype]
+
+    nan_p, inf_p = np.isnan(p), np.isinf(p)
+    pos_inf = (inf_p & (p > 0)).any(axis=1) | (cv == np.inf)
+    neg_inf = (inf_p & (p < 0)).any(axis=1) | (cv == -np.inf)
+    pos_inf_sure = (inf_p & (p > 0) & ~flushable).any(axis=1) | (cv == np.inf)
+    neg_inf_sure = (inf_p & (p < 0) & ~flushable).any(axis=1) | (cv == -np.inf)
+    nan_sure = nan_p.any(axis=1) | np.isnan(cv) | (pos_inf_sure & neg_inf_sure)
+    nan_flush = (inf_p & flushable).any(axis=1)
+
+    fin = np.where(np.isfinite(p), p, 0.0)
+    cfin = np.where(np.isfinite(cv), cv, 0.0)
+    k = av.shape[1]
+    n_terms = k + (1 if scale_d else 0)
+    u = 2.0 ** (1 - precision)
+    g = gamma(n_terms + 1, u)  # product, conversion to the accumulator, <= n-1 additions
+    absum = np.abs(fin).sum(axis=1) + np.abs(cfin)
+    pos_sum = np.maximum(fin, 0).sum(axis=1) + np.maximum(cfin, 0)
+    neg_sum = np.minimum(fin, 0).sum(axis=1) + np.minimum(cfin, 0)
+    eta = (k * PRODUCT_ETA + (k + n_terms - 1) * acc.min_normal) * (1 + g)
+    flush = np.where(flushable, np.abs(fin), 0).sum(axis=1) + np.where(c_flushable, np.abs(cfin), 0)
+    err = (g + 2.0 ** -50 * n_terms) * absum + eta + flush
+    err = err * (1 + 2.0 ** -40)  # the float64 evaluation of the bound itself
+    value = _neumaier_sum(cfin, fin)
+    over_pos = pos_sum + err > acc.max_finite
+    over_neg = -neg_sum + err > acc.max_finite
+
+    infinite = (pos_inf | neg_inf) & ~nan_sure
+    finite_ok = ~nan_sure & ~infinite
+    may_pos = ~nan_sure & (pos_inf | over_pos)  # an Inf term, or finite terms overflowing
+    may_neg = ~nan_sure & (neg_inf | over_neg)
+    may_nan = nan_sure | nan_flush | (may_pos & may_neg)
+    with np.errstate(invalid="ignore"):
+        nominal = np.where(nan_sure | (infinite & pos_inf & neg_inf), np.nan,
+                           np.where(infinite, np.where(pos_inf, np.inf, -np.inf), value))
+    bits = F.encode(dtype, nominal).astype(np.uint32)
+    # A partial sum past the format's max may saturate (round toward zero) instead of
+    # overflowing; each clamp loses at most the term just added, so the other side of
+    # the interval moves out by that side's whole sum.
+    slack = (1 + g) * (1 + 2.0 ** -40)
+    lo_v = value - err - np.where(over_pos, pos_sum * slack + eta, 0.0)
+    hi_v = value + err + np.where(over_neg, -neg_sum * slack + eta, 0.0)
+    lo = np.where(finite_ok, _round_out(lo_v, dtype, down=True), np.nan)
+    hi = np.where(finite_ok, _round_out(hi_v, dtype, down=False), np.nan)
+    return Result(dtype, bits, F.decode(dtype, bits), nominal, lo, hi, np.where(finite_ok, err, np.nan),
+                  finite_ok, may_nan, may_pos, may_neg, integer=False)
+
+
+def _int_result(atype: str, btype: str, a: np.ndarray, b: np.ndarray, c: np.ndarray,
+                scale_d: bool, satfinite: bool) -> Result:
+    av = F.decode(atype, a)
+    bv = F.decode(btype, b)
+    cv = F.decode("s32", c) if scale_d else np.zeros((M, bv.shape[1]), dtype=np.int64)
+    if atype == "b1":  # .and.popc: popcount(row AND column) on packed 64-bit words
+        def words(bits01: np.ndarray) -> np.ndarray:
+            packed = np.packbits(np.ascontiguousarray(bits01, dtype=np.uint8), axis=1, bitorder="little")
+            return np.ascontiguousarray(packed).view(np.uint64)
+        rows, cols = words(av), words(bv.T)
+        both = rows[:, None, :] & cols[None, :, :]
+        if hasattr(np, "bitwise_count"):  # numpy >= 2.0
+            dots = np.bitwise_count(both).sum(axis=2, dtype=np.int64)
+        else:
+            dots = np.unpackbits(both.view(np.uint8), axis=2).sum(axis=2, dtype=np.int64)
+    else:
+        dots = av @ bv
+    exact = dots + cv
+    if satfinite:
+        out = np.clip(exact, -(1 << 31), (1 << 31) - 1)
+    else:
+        out = ((exact + (1 << 31)) % (1 << 32)) - (1 << 31)
+    bits = (out & 0xFFFFFFFF).astype(np.uint32)
+    ones = np.ones(out.shape, dtype=bool)
+    f = out.astype(np.float64)
+    return Result("s32", bits, out, exact.astype(np.float64), f, f, np.zeros(out.shape), ones, ~ones, ~ones,
+                  ~ones, integer=True)
+
+
+def wgmma_dense(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, scale_d: bool = True,
+                scale_a: int = 1, scale_b: int = 1, mode: str = "spec",
+                accum_precision: int | None = None) -> Result:
+    """D for one dense wgmma ``form`` (an ``isa.Form``): A [64,K], B [K,N], C [64,N].
+
+    Arrays of unsigned dtype are element bits (C: accumulator bits, f16 in the low half);
+    signed-integer or float arrays are values, encoded first (round to nearest even).
+    ``accum_precision`` overrides the accumulator's significand bits for experiments
+    (e.g. 14 for the e8m13 fp8 accumulation reported on H100); spec mode keeps the ISA's.
+    """
+    if mode != "spec":
+        raise ValueError(f"wgmma_math implements mode='spec' only, not {mode!r}")
+    atype, btype, dtype = form.atype, form.btype, form.dtype
+    k, n = form.shape.k, form.shape.n
+    a_bits, b_bits = _as_bits(atype, a), _as_bits(btype, b)
+    c_bits = _as_bits(dtype, c)
+    for name, arr, shape in (("a", a_bits, (M, k)), ("b", b_bits, (k, n)), ("c", c_bits, (M, n))):
+        if arr.shape != shape:
+            raise ValueError(f"{form.opcode}: {name} has shape {arr.shape}, expected {shape}")
+    if scale_a not in (-1, 1) or scale_b not in (-1, 1):
+        raise ValueError("imm-scale-a/b must be -1 or 1")
+    if dtype == "s32":
+        if (scale_a, scale_b) != (1, 1):
+            raise ValueError("integer wgmma has no imm-scale-a/b")
+        return _int_result(atype, btype, a_bits, b_bits, c_bits, bool(scale_d), form.satfinite)
+    precision = accum_precision or ACC_PRECISION[dtype]
+    return _float_result(atype, btype, dtype, a_bits, b_bits, c_bits, bool(scale_d), scale_a, scale_b, precision)
+
+
+def within(result: Result, hw_bits: np.ndarray) -> np.ndarray:
+    """Bool mask [M, N]: which hardware D elements (raw bits) the spec allows."""
+    hw = np.asarray(hw_bits).astype(np.uint64) & np.uint64(0xFFFFFFFF)
+    if result.integer:
+        return hw.astype(np.uint32) == result.bits
+    x = F.decode(result.dtype, hw)
+    with np.errstate(invalid="ignore"):
+        finite = np.isfinite(x) & result.finite_ok & (x >= result.lo) & (x <= result.hi)
+    return (np.isnan(x) & result.may_nan) | ((x == np.inf) & result.may_pos_inf) | \
+        ((x == -np.inf) & result.may_neg_inf) | finite
