@@ -18,8 +18,9 @@ import time
 import warnings
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping, Sequence
 
 from fuzzptx.errors import FuzzptxError
 
@@ -45,10 +46,10 @@ class PtxasNotFound(FuzzptxError):
 class PtxasResult:
     """What ptxas said about one PTX module.
 
-    ``kernel_names`` pairs each ``.entry`` name of the input with its name in ``cubin``
+    ``kernel_names`` maps each ``.entry`` name of the input to its name in ``cubin``
     (they differ when the cubin came from a merged batch).  ``shared_cubin`` is true
-    when ``cubin`` is the whole batch's module: load it once and take each input's
-    kernels by their renamed names.  ``seconds`` of a batched result is its share of
+    when ``cubin`` holds other inputs' kernels too: results whose ``cubin`` is the same
+    object share one module (a batch can end up in several modules after retries).  ``seconds`` of a batched result is its share of
     the batch's ptxas run.  ``stderr`` is ptxas's own text for this input.
     """
 
@@ -58,7 +59,7 @@ class PtxasResult:
     seconds: float
     returncode: int
     timed_out: bool
-    kernel_names: tuple[tuple[str, str], ...] = ()
+    kernel_names: Mapping[str, str] = field(default_factory=lambda: _names(()))
     shared_cubin: bool = False
     stderr: str = ""
 
@@ -73,9 +74,18 @@ class PtxasResult:
         """Input entry name -> name to look up in ``cubin``."""
         return dict(self.kernel_names)
 
+    def kernel(self, name: str) -> str:
+        """The name of the input's entry ``name`` inside ``cubin``."""
+        return self.kernel_names[name]
+
     def verdict(self) -> tuple:
         """The judgement alone (no timing, no cubin): equal for batched and single runs."""
         return (self.accepted, self.diagnostics, self.returncode, self.timed_out)
+
+
+def _names(pairs) -> Mapping[str, str]:
+    """A read-only name map (the result is frozen)."""
+    return MappingProxyType(dict(pairs))
 
 
 # ---------------------------------------------------------------- locating ptxas
@@ -163,7 +173,7 @@ def _run(ptx: str, arch: str, opt_level: int, timeout: float, want_cubin: bool,
     exe = find_ptxas()
     with tempfile.TemporaryDirectory(prefix="fuzzptx-ptxas-") as d:
         src = pathlib.Path(d) / _INPUT_NAME
-        src.write_text(ptx)
+        src.write_text(ptx, encoding="utf-8")
         out = pathlib.Path(d) / "out.cubin"
         cmd = [str(exe), f"-arch={arch}", f"-O{opt_level}", *extra_args, _INPUT_NAME,
                "-o", str(out) if want_cubin else os.devnull]
@@ -176,6 +186,10 @@ def _run(ptx: str, arch: str, opt_level: int, timeout: float, want_cubin: bool,
             proc.kill()
             so, se = proc.communicate()
             timed_out = True
+        except BaseException:  # e.g. Ctrl-C: leave no ptxas behind
+            proc.kill()
+            proc.wait()
+            raise
         seconds = time.perf_counter() - t0
         rc = proc.returncode
         cubin = out.read_bytes() if want_cubin and rc == 0 and not timed_out and out.exists() else None
@@ -192,7 +206,7 @@ def compile_ptx(ptx: str, *, arch: str = "sm_90a", opt_level: int = 3, timeout: 
         accepted=r.returncode == 0 and not r.timed_out,
         diagnostics=parse_diagnostics(r.stderr, shape.spans),
         cubin=r.cubin, seconds=r.seconds, returncode=r.returncode, timed_out=r.timed_out,
-        kernel_names=tuple((e, e) for e in shape.entries), stderr=r.stderr,
+        kernel_names=_names((e, e) for e in shape.entries), stderr=r.stderr,
     )
 
 
@@ -205,8 +219,9 @@ def compile_batch(ptxs: Sequence[str], *, arch: str = "sm_90a", opt_level: int =
     Inputs with the same header are merged into one module (entries and module
     variables renamed, lines kept), run once, and ptxas's output is cut back per
     input.  A merged run that fails, times out, or prints a line no single input owns
-    is retried: inputs that drew errors alone, the rest as a smaller batch, or halves.
-    ``timeout`` bounds each ptxas run.  With ``want_cubin`` an accepted batched input
+    is retried: inputs that drew errors alone, the rest as a smaller batch, or halves
+    (after a timeout, every input alone).
+    ``timeout`` bounds each ptxas run; with ``-v`` every input runs alone.  With ``want_cubin`` an accepted batched input
     gets the shared module cubin (``shared_cubin``; see ``kernel_names``).
     """
     opts = dict(arch=arch, opt_level=opt_level, timeout=timeout, want_cubin=want_cubin,
@@ -216,8 +231,11 @@ def compile_batch(ptxs: Sequence[str], *, arch: str = "sm_90a", opt_level: int =
     groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
     for i, s in enumerate(shapes):
         groups[s.header].append(i)
+    # -v prints module totals ("N bytes gmem") that no single input owns: run singly.
+    verbose = any(a in ("-v", "--verbose") for a in extra_args)
     for idxs in groups.values():
-        _judge(list(ptxs), shapes, idxs, results, opts)
+        for part in ([[i] for i in idxs] if verbose else [idxs]):
+            _judge(list(ptxs), shapes, part, results, opts)
     return results  # type: ignore[return-value]
 
 
@@ -238,7 +256,7 @@ def _judge(ptxs: list[str], shapes: list[ModuleShape], idxs: list[int],
             results[i] = PtxasResult(
                 accepted=True, diagnostics=parse_diagnostics(text, sub[k].spans),
                 cubin=r.cubin, seconds=share, returncode=0, timed_out=False,
-                kernel_names=tuple((e, suffixed(e, i)) for e in sub[k].entries),
+                kernel_names=_names((e, suffixed(e, i)) for e in sub[k].entries),
                 shared_cubin=r.cubin is not None, stderr=text,
             )
         return
@@ -252,6 +270,10 @@ def _judge(ptxs: list[str], shapes: list[ModuleShape], idxs: list[int],
         if rest:
             _judge(ptxs, shapes, rest, results, opts)
         return
+    if r.timed_out:  # halving would wait out the timeout once per level: go single
+        for i in idxs:
+            results[i] = compile_ptx(ptxs[i], **opts)
+        return
     half = len(idxs) // 2
     _judge(ptxs, shapes, idxs[:half], results, opts)
     _judge(ptxs, shapes, idxs[half:], results, opts)
@@ -259,10 +281,12 @@ def _judge(ptxs: list[str], shapes: list[ModuleShape], idxs: list[int],
 
 def compile_parallel(ptxs: Sequence[str], *, batch_size: int = 32, jobs: int | None = None,
                      **options) -> list[PtxasResult]:
-    """``compile_batch`` over chunks of ``batch_size`` on ``jobs`` threads (default: all
-    CPUs); each thread waits on its own ptxas process, so threads suffice."""
+    """``compile_batch`` over chunks of at most ``batch_size`` (smaller when that keeps
+    all ``jobs`` threads busy) on ``jobs`` threads (default: all CPUs); each thread
+    waits on its own ptxas process, so threads suffice."""
     jobs = jobs or os.cpu_count() or 1
-    chunks = [list(ptxs[i:i + batch_size]) for i in range(0, len(ptxs), batch_size)]
+    size = max(1, min(batch_size, -(-len(ptxs) // jobs)))  # every thread gets work
+    chunks = [list(ptxs[i:i + size]) for i in range(0, len(ptxs), size)]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         parts = list(pool.map(lambda c: compile_batch(c, **options), chunks))
     return [r for part in parts for r in part]

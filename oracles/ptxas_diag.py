@@ -10,7 +10,8 @@ ptxas 13.0.88 prints one diagnostic per line, all on stderr, in these shapes:
     ptxas fatal   : Ptx assembly aborted due to errors
 
 FILE is the input path (or ``application ptx input`` for ``-ias``).  ``-v`` adds
-``ptxas info`` lines and indented continuation lines ("    0 bytes stack frame, ...").
+``ptxas info`` lines and indented continuation lines ("    0 bytes stack frame, ...");
+its "Compile time = ..." line is left out so that verdicts are deterministic.
 The GMMA pipeline messages carry a ``(C75xx)`` code and name the function; the
 injection advisories (C7517, C7519) also give "around line N" instead of a location.
 """
@@ -24,10 +25,11 @@ LINE_RE = re.compile(
     r"(?P<sev>warning|info|error\*?|fatal)\s*: ?(?P<msg>.*)$"
 )
 _CODE_RE = re.compile(r"^\((?P<code>C\d+)\)\s*")
-AROUND_RE = re.compile(r"\baround line (\d+)\b")
+AROUND_RE = re.compile(r"\b(?:around|at) line (\d+)\b")
 # How ptxas names the function a message is about.
 _KERNEL_RES = (
     re.compile(r"\bfunction '([^']+)'"),
+    re.compile(r"\bin function ([\w$]+)"),
     re.compile(r"\bfor entry (\S+?)(?: |$)", re.I),
     re.compile(r"\bFunction properties for (\S+)"),
 )
@@ -70,6 +72,8 @@ def parse_diagnostics(stderr: str, spans: tuple[tuple[str, int, int], ...] = ())
             continue
         sev = m["sev"]
         msg = m["msg"].strip()
+        if sev == "info" and msg.startswith("Compile time ="):
+            continue  # -v timing: differs run to run, says nothing about the program
         code = None
         cm = _CODE_RE.match(msg)
         if cm:

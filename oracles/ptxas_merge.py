@@ -20,8 +20,8 @@ _LEXEME_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
 _HEADER_RE = re.compile(
     r"\.version\s+\d+\.\d+|\.target\s+[\w]+(?:\s*,\s*[\w]+)*|\.address_size\s+\d+"
 )
-_VAR_STARTS = {".global", ".const", ".shared", ".extern", ".visible", ".weak", ".common",
-               ".tex", ".texref", ".samplerref", ".surfref"}
+_VAR_START_RE = re.compile(
+    r"(?<![\w$%.])\.(?:global|const|shared|extern|visible|weak|common|tex|texref|samplerref|surfref)\b")
 _SUFFIX_RE = re.compile(r"_fzb(\d+)_")
 
 
@@ -53,10 +53,10 @@ def _decl_names(stmt: str) -> tuple[list[str], str | None]:
             rest = rest[rest.index(")") + 1:]
         nm = _IDENT_RE.search(rest)
         return ([nm[0]], nm[0]) if nm else ([], None)
-    tokens = stmt.split()
-    if not tokens or tokens[0] not in _VAR_STARTS:
+    vm = _VAR_START_RE.search(stmt)  # not always first: `.file 1 "a.cu"` has no ';'
+    if vm is None:
         return [], None
-    body = stmt.split("=", 1)[0]
+    body = stmt[vm.start():].split("=", 1)[0]
     body = re.sub(r"\[[^\]]*\]|<[^>]*>", " ", body)
     return _IDENT_RE.findall(body), None
 
@@ -113,13 +113,28 @@ def restore_names(message: str, index: int, symbols: tuple[str, ...]) -> str:
     return message
 
 
+def _opcode_position(text: str, start: int, end: int) -> bool:
+    """Whether the token at text[start:end] is an instruction's opcode (``ret;``), which a
+    module symbol of the same name must not replace."""
+    before = text[max(0, start - 256):start].rstrip()
+    before = re.sub(r"@!?[%\w$]+$", "", before).rstrip()  # a guard predicate
+    after = text[end:end + 256].lstrip()[:1]
+    return (not before or before[-1] in ";{}:") and after != ":"
+
+
 def rename(text: str, names: tuple[str, ...], index: int) -> str:
-    """Rename every use of ``names`` outside comments and strings."""
+    """Rename every use of ``names`` outside comments, strings and opcode positions."""
     if not names:
         return text
     alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    rx = re.compile(_LEXEME_RE.pattern + rf"|(?<![\w$%.])(?:{alt})(?![\w$])", re.S)
-    return rx.sub(lambda m: m[0] if m[0][:1] in '"/' else suffixed(m[0], index), text)
+    rx = re.compile(_LEXEME_RE.pattern + rf"|(?<![\w$%.])(?:{alt})(?![\w$.])", re.S)
+
+    def sub(m: re.Match) -> str:
+        if m[0][:1] in '"/' or _opcode_position(text, m.start(), m.end()):
+            return m[0]
+        return suffixed(m[0], index)
+
+    return rx.sub(sub, text)
 
 
 def strip_header(text: str) -> str:

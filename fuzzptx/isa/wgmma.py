@@ -16,6 +16,8 @@ N_FLOAT: tuple[int, ...] = tuple(range(8, 257, 8))
 N_INT: tuple[int, ...] = (8, 16, 24) + tuple(range(32, 257, 16))
 
 SCALES = (-1, 1)
+# wgmma.mma_async.sp: "Introduced in PTX ISA version 8.2" (seed 003; seed 000 9.7.15.6).
+SPARSE_MIN_PTX = (8, 2)
 BOOLS = (0, 1)
 
 
@@ -62,8 +64,21 @@ ROWS: tuple[WgmmaRow, ...] = (
 
 # Register types accepted for each fragment, canonical first.
 D_REG_TYPES = {"f32": (".f32", ".b32"), "f16": (".f16x2", ".b32"), "s32": (".s32", ".b32", ".u32")}
-A_REG_TYPES = {"f16": (".f16x2", ".b32"), "bf16": (".b32",), "tf32": (".b32",)}
+A_REG_TYPES = {"f16": (".f16x2", ".b32"), "bf16": (".b32",), "tf32": (".b32",),
+               "e4m3": (".b32",), "e5m2": (".b32",)}  # ptxas: fp8 A takes .b32 only
 DEFAULT_A_REG_TYPES = (".b32", ".u32", ".s32")
+
+
+# Where this table follows real ptxas 13.0.88 rather than the spec text (name, what differs).
+PTXAS_CORRECTIONS: tuple[tuple[str, str], ...] = (
+    ("wgmma.sp-sel-range",
+     "seed 003 gives sp-sel the range 0..3 and defines only 0/1 (f16, bf16, tf32) or 0 (e4m3, e5m2, s8, u8);"
+     " ptxas rejects every undefined value ('unexpected value 2, expected to be 0 or 1'), so sp_sel's values"
+     " are the defined set."),
+    ("wgmma.sp-min-ptx",
+     "the table had PTX 8.0 for sparse forms; seed 003 says wgmma.mma_async.sp was introduced in PTX 8.2 and"
+     " ptxas agrees ('Sparse WGMMA with floating point types requires PTX ISA .version 8.2')."),
+)
 
 
 def d_register_count(dtype: str, n: int) -> int:
@@ -88,7 +103,9 @@ def _operands(row: WgmmaRow, sparse: bool, shape: Shape, dtype: str, a_source: s
     ops.append(OperandSpec("b_desc", "reg", 1, (".b64", ".u64", ".s64")))
     if sparse:
         ops.append(OperandSpec("sp_meta", "reg", 1, (".b32", ".u32", ".s32")))
-        ops.append(OperandSpec("sp_sel", "imm", values=(0, 1, 2, 3)))
+        # The spec says sp-sel is "a 32-bit integer constant with values in the range 0..3"
+        # and defines only sp_sel_defined; ptxas rejects the rest (PTXAS_CORRECTIONS).
+        ops.append(OperandSpec("sp_sel", "imm", values=row.sp_sel_defined))
     ops.append(OperandSpec("scale_d", "pred_or_imm", reg_types=(".pred",), values=BOOLS))
     if row.negate:
         ops.append(OperandSpec("imm_scale_a", "imm", values=SCALES))
@@ -128,7 +145,7 @@ def mma_async_forms() -> tuple[Form, ...]:
                                     ctype=dtype,
                                     a_source=a_source,
                                     satfinite=sat,
-                                    min_ptx=row.min_ptx,
+                                    min_ptx=max(row.min_ptx, SPARSE_MIN_PTX) if sparse else row.min_ptx,
                                     attrs=attrs + ((("op", row.op[1:]),) if row.op else ()),
                                 )
                             )

@@ -2,26 +2,43 @@
 from __future__ import annotations
 
 from .ir import (
+    Addr,
+    CallArgs,
     Directive,
     Function,
     Instr,
     Label,
     Module,
+    Operand,
     Param,
     RegDecl,
     Scope,
     Statement,
     VarDecl,
+    Vec,
 )
 
 INDENT = "\t"
+
+
+def emit_operand(op: Operand) -> str:
+    """One operand as PTX.  A negative address offset is written ``[%r1+-8]``, as nvcc
+    writes it: ptxas 13.0 rejects ``[%r1-8]`` ("Parsing error near '-'")."""
+    if isinstance(op, Addr):
+        if op.base is None or op.offset == 0:
+            return str(op)
+        return f"[{op.base}+{op.offset}]"
+    if isinstance(op, (Vec, CallArgs)):
+        inner = ", ".join(emit_operand(i) for i in op.items)
+        return "{" + inner + "}" if isinstance(op, Vec) else "(" + inner + ")"
+    return str(op)
 
 
 def emit_instr(instr: Instr) -> str:
     guard = f"{instr.guard} " if instr.guard else ""
     if not instr.operands:
         return f"{guard}{instr.opcode};"
-    return f"{guard}{instr.opcode} " + ", ".join(str(o) for o in instr.operands) + ";"
+    return f"{guard}{instr.opcode} " + ", ".join(emit_operand(o) for o in instr.operands) + ";"
 
 
 def _dims(dims: tuple[int | None, ...]) -> str:
@@ -49,12 +66,13 @@ def emit_regdecl(d: RegDecl) -> str:
 
 
 def emit_param(p: Param) -> str:
+    # PTX order: .param [.align N] .type [.ptr[.space][.align N]] name  (the .ptr part follows the type)
     parts = [p.space]
-    if p.ptr:
-        parts.append(p.ptr)
     if p.align is not None:
         parts.append(f".align {p.align}")
     parts.append(p.type)
+    if p.ptr:
+        parts.append(p.ptr)
     return " ".join(parts) + f" {p.name}{_dims(p.dims)}"
 
 

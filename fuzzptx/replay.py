@@ -1,0 +1,189 @@
+"""``fuzzptx replay FILE [--json] [--no-hardware]``: rerun every judge on a repro file.
+
+Prints a verdict table (judge | verdict | details), the disagreements the differ
+finds, and whether each recorded ``EXPECT`` line still holds.  Exit status: 0 when
+every expectation holds, 1 when one changed, 2 for bad input (one line
+``file:line: message``, never a traceback).  Judges that cannot run here (no GPU,
+no checker) are reported as skipped and their expectations as "not run".
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from fuzzptx.errors import FuzzptxError
+
+LABELS = ("rule", "spec", "mutation", "note")  # EXPECT keys that label the program rather than quote a judge
+
+
+@dataclass(frozen=True)
+class Row:
+    judge: str
+    verdict: str
+    details: str = ""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    judge: str
+    expected: str
+    actual: str | None
+    status: str  # holds | changed | not run | label
+
+
+def _codes(text: str) -> set[str]:
+    return set(re.findall(r"C\d{4}(?:@\d+)?", text))
+
+
+def same_verdict(judge: str, expected: str, actual: str) -> bool:
+    """Whether a judge's verdict today still says what the repro recorded."""
+    e, a = " ".join(expected.split()), " ".join(actual.split())
+    if e == a:
+        return True
+    if judge in ("ptxas", "ptxas-model"):
+        return e.split(" ")[0] == a.split(" ")[0] and _codes(e) == _codes(a)
+    if judge == "reference":
+        return e.split(" ")[0].rstrip(":") == a.split(" ")[0].rstrip(":")
+    if judge == "hardware":
+        return e.split(" ")[0] == a.split(" ")[0]
+    return False
+
+
+def run_judges(program, text: str, *, hardware: bool):
+    """(rows, verdicts) for every judge that can run here."""
+    from fuzzptx import differ
+    from fuzzptx.oracles.reference import ReferenceError_, run_program
+
+    v = differ.Verdicts()
+    rows: list[Row] = []
+    # reference (bad input -> ReferenceError_ propagates: exit 2)
+    ref = run_program(program)
+    v.reference = ref
+    rows.append(Row("reference", ref.summary(), "; ".join(ref.notes[:3])))
+    # ptxas
+    try:
+        from fuzzptx.oracles.ptxas import compile_ptx
+
+        res = compile_ptx(text, want_cubin=hardware)
+        v.ptxas = res
+        first = next((d for d in res.diagnostics if d.severity in ("error", "warning")), None)
+        rows.append(Row("ptxas", differ.describe_ptxas(res), f"line {first.line}: {first.message}" if first else ""))
+    except (ImportError, FuzzptxError) as exc:
+        rows.append(Row("ptxas", "skipped", str(exc)))
+        res = None
+    # checker
+    try:
+        from fuzzptx.oracles.checker import check_module, predict_ptxas
+
+        v.checker = check_module(program.module)
+        v.predicted = predict_ptxas(program.module)
+        s = v.summary()
+        rows.append(Row("checker", s["checker"], "; ".join(f"{f.rule}@{getattr(f, 'line', '?')}" for f in v.checker[:4])))
+        rows.append(Row("ptxas-model", s["ptxas-model"]))
+    except (ImportError, AttributeError) as exc:
+        rows.append(Row("checker", "skipped", f"checker unavailable: {exc}"))
+    # hardware
+    if not hardware:
+        rows.append(Row("hardware", "skipped", "--no-hardware"))
+    else:
+        try:
+            from fuzzptx.oracles import hardware as hw
+
+            why = hw.gpu_available()
+            if why is not None:
+                rows.append(Row("hardware", "skipped", why))
+            else:
+                cubin = res.cubin if res is not None and res.accepted else None
+                out = hw.run_program_on_gpu(program, cubin=cubin)
+                v.hardware = out
+                if out.fault:
+                    rows.append(Row("hardware", f"fault: {out.fault}"))
+                else:
+                    from fuzzptx.oracles.reference import compare
+
+                    mism = compare(program, ref, out.outputs)
+                    rows.append(Row("hardware", "ran", f"{len(mism)} element(s) outside the reference's bounds"
+                                    + (f"; first: {mism[0]}" if mism else "") if not ref.undefined else "reference undefined"))
+        except ImportError as exc:
+            rows.append(Row("hardware", "skipped", f"hardware judge unavailable: {exc}"))
+        except FuzzptxError as exc:
+            rows.append(Row("hardware", "skipped", str(exc)))
+    del ReferenceError_
+    return rows, v
+
+
+def check_expectations(program, v) -> list[Expectation]:
+    summary = v.summary()
+    out: list[Expectation] = []
+    spec_rules = None
+    if v.checker is not None:
+        spec_rules = {f.rule for f in v.checker if getattr(f, "layer", "") == "spec"}
+    for judge, expected in program.expect:
+        if judge == "spec" and spec_rules is not None:
+            undefined = expected.startswith("undefined")
+            holds = bool(spec_rules) == undefined
+            out.append(Expectation(judge, expected, "undefined" if spec_rules else "defined", "holds" if holds else "changed"))
+        elif judge in LABELS or judge == "spec":
+            out.append(Expectation(judge, expected, None, "label"))
+        elif judge in summary:
+            actual = summary[judge]
+            out.append(Expectation(judge, expected, actual, "holds" if same_verdict(judge, expected, actual) else "changed"))
+        else:
+            out.append(Expectation(judge, expected, None, "not run"))
+    return out
+
+
+def _table(rows: list[Row]) -> str:
+    w1 = max(len("judge"), *(len(r.judge) for r in rows))
+    w2 = max(len("verdict"), *(len(r.verdict) for r in rows))
+    lines = [f"{'judge'.ljust(w1)} | {'verdict'.ljust(w2)} | details", f"{'-' * w1}-+-{'-' * w2}-+--------"]
+    lines += [f"{r.judge.ljust(w1)} | {r.verdict.ljust(w2)} | {r.details}" for r in rows]
+    return "\n".join(lines)
+
+
+def main_replay(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="fuzzptx replay", description="rerun every judge on a repro file")
+    ap.add_argument("file", help="a fuzzptx repro (.ptx with a '// fuzzptx-repro v1' header)")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--no-hardware", action="store_true", help="do not run the GPU judge even if a GPU is present")
+    args = ap.parse_args(argv)
+    from fuzzptx.program import Program
+
+    try:
+        program = Program.from_file(args.file)
+        text = Path(args.file).read_text()
+        rows, v = run_judges(program, text, hardware=not args.no_hardware)
+    except FuzzptxError as exc:
+        print(f"fuzzptx replay: {exc}", file=sys.stderr)
+        return 2
+    from fuzzptx import differ
+
+    findings = differ.compare(program, v)
+    exps = check_expectations(program, v)
+    changed = [e for e in exps if e.status == "changed"]
+    if args.json:
+        print(json.dumps({
+            "file": args.file,
+            "signature": program.signature,
+            "judges": [r.__dict__ for r in rows],
+            "findings": [f.signature for f in findings],
+            "expectations": [e.__dict__ for e in exps],
+            "status": "changed" if changed else "holds",
+        }, indent=2))
+    else:
+        print(_table(rows))
+        if findings:
+            print("\nfindings:")
+            for f in findings:
+                print(f"  {f.signature}: {f.message}")
+        if exps:
+            print("\nexpectations:")
+            for e in exps:
+                extra = "" if e.status in ("holds", "label", "not run") else f" (now: {e.actual})"
+                print(f"  [{e.status}] {e.judge}: {e.expected}{extra}")
+        print("\n" + ("CHANGED: " + ", ".join(e.judge for e in changed) if changed else "all expectations hold"))
+    return 1 if changed else 0

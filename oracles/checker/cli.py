@@ -1,0 +1,127 @@
+"""``fuzzptx check PATH... [--format text|json|sarif] [--ptxas] [--layers isa,spec,ptxas-model]``.
+
+Exit status: 0 nothing found, 1 findings (or, with ``--ptxas``, a prediction ptxas contradicts),
+2 bad input (one line naming file:line, no traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+
+from fuzzptx.errors import FuzzptxError
+
+from .findings import LAYERS, Finding
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+class _Args(argparse.ArgumentParser):
+    def error(self, message):  # argparse prints usage and exits 2 itself; keep it one line
+        raise FuzzptxError(f"check: {message}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Args(prog="fuzzptx check", description="Static checks of PTX kernels: ISA, PTX-spec pipeline rules, ptxas model.")
+    p.add_argument("paths", nargs="+", help="PTX files")
+    p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    p.add_argument("--ptxas", action="store_true", help="also run the real ptxas and report where the model differs")
+    p.add_argument("--layers", default=",".join(LAYERS), help=f"comma-separated subset of {','.join(LAYERS)}")
+    return p
+
+
+def load(path: str):
+    """Parse one file; every failure becomes a FuzzptxError naming the file (and line when known)."""
+    from fuzzptx.ptx.parse import parse
+
+    p = pathlib.Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise FuzzptxError("no such file", file=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FuzzptxError(f"cannot read: {exc.__class__.__name__}: {exc}", file=path) from None
+    return parse(text, file=path), text
+
+
+def mismatches(path: str, module, text: str) -> list[Finding]:
+    """Findings for every place the ptxas model and the real ptxas disagree."""
+    from fuzzptx.oracles.ptxas import compile_ptx
+
+    from . import predict_ptxas
+    from .experiments import observed, predicted
+
+    real = observed(compile_ptx(text, want_cubin=False))
+    pred = predicted(predict_ptxas(module))
+    out = []
+    for item in sorted(set(pred) - set(real)):
+        out.append(Finding(path, _line_of(item), "ptxas-model.mismatch", "warning", "ptxas-model",
+                           f"predicted '{item}' but ptxas did not print it (ptxas printed: {', '.join(real)})", None))
+    for item in sorted(set(real) - set(pred)):
+        out.append(Finding(path, _line_of(item), "ptxas-model.mismatch", "warning", "ptxas-model",
+                           f"ptxas printed '{item}' which the model did not predict", None))
+    return out
+
+
+def _line_of(item: str) -> int | None:
+    parts = item.split()
+    return int(parts[-1]) if len(parts) >= 2 and parts[-2] == "line" else None
+
+
+def sarif(findings: list[Finding]) -> dict:
+    rules = sorted({f.rule for f in findings})
+    results = []
+    for f in findings:
+        res = {"ruleId": f.rule, "level": SARIF_LEVEL.get(f.severity, "warning"), "message": {"text": f.message}}
+        if f.path:
+            loc = {"artifactLocation": {"uri": f.path}}
+            if f.line:
+                loc["region"] = {"startLine": f.line}
+            res["locations"] = [{"physicalLocation": loc}]
+        results.append(res)
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "fuzzptx-check", "informationUri": "https://github.com/",
+                                "rules": [{"id": r, "shortDescription": {"text": r}} for r in rules]}},
+            "results": results,
+        }],
+    }
+
+
+def run(argv: list[str], out=sys.stdout) -> int:
+    from . import check_module
+
+    args = _parser().parse_args(argv)
+    layers = tuple(x.strip() for x in args.layers.split(",") if x.strip())
+    bad = [x for x in layers if x not in LAYERS]
+    if bad:
+        raise FuzzptxError(f"check: unknown layer(s) {', '.join(bad)}; choose from {', '.join(LAYERS)}")
+    findings: list[Finding] = []
+    loaded = [(p, *load(p)) for p in args.paths]  # parse everything first: bad input fails fast
+    for path, module, text in loaded:
+        findings += check_module(module, layers=layers)
+        if args.ptxas:
+            findings += mismatches(path, module, text)
+    if args.format == "text":
+        for f in findings:
+            print(f.text(), file=out)
+    elif args.format == "json":
+        json.dump([f.as_json() for f in findings], out, indent=1)
+        print(file=out)
+    else:
+        json.dump(sarif(findings), out, indent=1)
+        print(file=out)
+    return 1 if findings else 0
+
+
+def main_check(argv: list[str]) -> int:
+    """CLI entry: bad input prints one line (``file:line:col: message``) and returns 2."""
+    try:
+        return run(list(argv))
+    except FuzzptxError as exc:
+        print(f"fuzzptx check: {exc}", file=sys.stderr)
+        return 2

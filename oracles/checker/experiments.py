@@ -1,0 +1,308 @@
+"""The experiments that taught the ptxas model, as small PTX files with ptxas's answer recorded.
+
+Each file in ``tests/data/checker/`` starts with a lit-style header::
+
+    // EXPERIMENT: acc read between commit and wait
+    // PTXAS: info C7517 line 41
+    // PTXAS: info C7514
+    // MODEL: known-gap <why>          (only where the model still disagrees)
+
+``PTXAS: none`` means ptxas printed nothing; ``PTXAS: error line N`` an error at line N.
+``python -m fuzzptx.oracles.checker.experiments DIR`` (re)writes the files from ``EXPERIMENTS``
+by running the real ptxas; ``recorded(path)``/``observed(result)`` give comparable lists.
+"""
+from __future__ import annotations
+
+import pathlib
+import sys
+
+W = "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16"
+FENCE, COMMIT, WAIT = "wgmma.fence.sync.aligned;", "wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned 0;"
+WAIT1 = "wgmma.wait_group.sync.aligned 1;"
+DIV, UNI = "@%p1", "@%p2"  # %p1 depends on %tid.x, %p2 on %ctaid.x
+
+
+def wg(i: int = 1, a: str = "%rd1", sd: str = "1", shape: str = "m64n8k16") -> str:
+    acc = "{%%f%d,%%f%d,%%f%d,%%f%d}" % (i, i + 1, i + 2, i + 3)
+    op = W.replace("m64n8k16", shape)
+    if a.startswith("{"):
+        return f"{op} {acc}, {a}, %rd2, {sd}, 1, 1, 0;"
+    return f"{op} {acc}, {a}, %rd2, {sd}, 1, 1, 0, 0;"
+
+
+def store(i: int = 1) -> list[str]:
+    return [f"st.global.f32 [%rd3+{4 * j}], %f{i + j};" for j in range(4)]
+
+
+A_REGS = "{%r1,%r2,%r3,%r4}"
+
+PRE = (["ld.param.u64 %rd3, [out];", "ld.global.u64 %rd1, [%rd3+256];", "ld.global.u64 %rd2, [%rd3+264];"]
+       + [f"ld.global.f32 %f{i}, [%rd3+{4 * i + 512}];" for i in range(1, 13)]
+       + [f"ld.global.u32 %r{i}, [%rd3+{4 * i + 768}];" for i in range(1, 5)]
+       + ["mov.u32 %r20, %tid.x;", "setp.lt.u32 %p1, %r20, 64;", "mov.u32 %r21, %ctaid.x;",
+          "setp.lt.u32 %p2, %r21, 2;", "ld.global.u32 %r22, [%rd3+900];"])
+LOOP_HEAD = ["mov.u32 %r24, 0;", "LOOP:"]
+LOOP_TAIL = ["add.u32 %r24, %r24, 1;", "setp.lt.u32 %p4, %r24, %r22;", "@%p4 bra LOOP;"]
+
+
+def kernel(body: list[str], *, version: str = "8.0", target: str = "sm_90a", extra: str = "",
+           pre: list[str] | None = None) -> str:
+    lines = [f".version {version}", f".target {target}", ".address_size 64", ""]
+    if extra:
+        lines += extra.rstrip("\n").split("\n") + [""]
+    lines += [".visible .entry k(.param .u64 out)", "{", "\t.reg .f32 %f<40>;", "\t.reg .b64 %rd<16>;",
+              "\t.reg .pred %p<8>;", "\t.reg .b32 %r<40>;"]
+    for line in (PRE if pre is None else pre) + body + ["ret;"]:
+        lines.append(line if line.endswith(":") else "\t" + line)
+    return "\n".join(lines + ["}", ""])
+
+
+def _b(label: str, cond: str) -> str:
+    return f"{cond} bra {label};"
+
+
+FUNC = """.func helper(.param .b32 x)
+{
+\t.reg .b32 %q<2>;
+\tld.param.b32 %q1, [x];
+\tret;
+}"""
+EXTERN = ".extern .func ext(.param .b32 x);"
+FUNC_R = """.func (.reg .b32 r) side(.reg .b32 x)
+{
+\tadd.u32 r, x, 1;
+\tret;
+}"""
+CALL_R = ["call (%r30), side, (%r1);"]
+CALL_IND = ["mov.u64 %rd9, side;", "PROTO:", ".callprototype (.reg .b32 _) _ (.reg .b32 _);",
+            "call (%r30), %rd9, (%r1), PROTO;"]
+KEEP_R30 = ["st.global.u32 [%rd3+64], %r30;"]
+CALL = ["{", ".param .b32 arg0;", "st.param.b32 [arg0], %r1;", "call.uni helper, (arg0);", "}"]
+CALL_EXT = ["{", ".param .b32 arg0;", "st.param.b32 [arg0], %r1;", "call.uni ext, (arg0);", "}"]
+
+# name -> (description, kernel text)
+EXPERIMENTS: dict[str, tuple[str, str]] = {
+    "pipe_ok": ("fence, wgmma, commit, wait 0, use: the legal pipeline", kernel([FENCE, wg(), COMMIT, WAIT] + store())),
+    "no_fence": ("no wgmma.fence before the first wgmma", kernel([wg(), COMMIT, WAIT] + store())),
+    "no_fence_uninit": ("no fence, accumulators never written, scale-d 0",
+                        kernel([wg(sd="0"), COMMIT, WAIT] + store(), pre=PRE[:3])),
+    "no_wait": ("commit but no wait before the stores", kernel([FENCE, wg(), COMMIT] + store())),
+    "no_wait_single_store": ("no wait, one store of one accumulator", kernel([FENCE, wg(), COMMIT, "st.global.f32 [%rd3], %f1;"])),
+    "no_wait_store_far": ("no wait, stores to non-adjacent addresses",
+                          kernel([FENCE, wg(), COMMIT, "st.global.f32 [%rd3], %f1;", "st.global.f32 [%rd3+64], %f2;"])),
+    "no_wait_add": ("no wait, accumulators read by an add first",
+                    kernel([FENCE, wg(), COMMIT, "add.f32 %f20, %f3, %f4;", "st.global.f32 [%rd3], %f20;"])),
+    "no_commit_wait_use": ("wait without commit, then use (ptxas treats the wait as committing)",
+                           kernel([FENCE, wg(), WAIT] + store())),
+    "no_commit_no_wait": ("neither commit nor wait before the use", kernel([FENCE, wg()] + store())),
+    "no_commit_no_wait_no_use": ("wgmma never committed, never used", kernel([FENCE, wg()])),
+    "commit_no_wait_no_use": ("committed, never waited, never used", kernel([FENCE, wg(), COMMIT])),
+    "commit_only": ("a commit and nothing else", kernel([COMMIT] + store())),
+    "fence_commit_only": ("fence and commit, no wgmma", kernel([FENCE, COMMIT] + store())),
+    "second_commit_at_end": ("legal pipeline followed by a stray commit", kernel([FENCE, wg(), COMMIT, WAIT] + store() + [COMMIT])),
+    "acc_write_after_fence": ("accumulator written between fence and wgmma",
+                              kernel([FENCE, "add.f32 %f1, %f1, %f2;", wg(), COMMIT, WAIT] + store())),
+    "acc_zero_after_fence": ("accumulators zeroed between fence and wgmma (what nvcc emits for `float d = 0`)",
+                             kernel([FENCE, "mov.f32 %f1, 0f00000000;", "mov.f32 %f2, %f1;", "mov.f32 %f3, %f1;",
+                                     "mov.f32 %f4, %f1;", wg(), COMMIT, WAIT] + store())),
+    "acc_const_after_fence": ("accumulators set to 1.0 between fence and wgmma",
+                              kernel([FENCE, "mov.f32 %f1, 0f3F800000;", "mov.f32 %f2, %f1;", "mov.f32 %f3, %f1;",
+                                      "mov.f32 %f4, %f1;", wg(), COMMIT, WAIT] + store())),
+    "acc_read_before_commit": ("accumulator read between wgmma and commit",
+                               kernel([FENCE, wg(), "add.f32 %f9, %f1, %f1;", COMMIT, WAIT] + store() + ["st.global.f32 [%rd3+64], %f9;"])),
+    "acc_read_before_wait": ("accumulator read between commit and wait",
+                             kernel([FENCE, wg(), COMMIT, "add.f32 %f9, %f1, %f1;", WAIT] + store() + ["st.global.f32 [%rd3+64], %f9;"])),
+    "acc_write_before_commit": ("accumulator overwritten between wgmma and commit",
+                                kernel([FENCE, wg(), "add.f32 %f1, %f5, %f6;", COMMIT, WAIT] + store())),
+    "acc_rmw_before_commit": ("accumulator read-modify-written between wgmma and commit",
+                              kernel([FENCE, wg(), "add.f32 %f1, %f1, %f6;", COMMIT, WAIT] + store())),
+    "acc_write_before_wait": ("accumulator overwritten between commit and wait",
+                              kernel([FENCE, wg(), COMMIT, "add.f32 %f1, %f5, %f6;", WAIT] + store())),
+    "acc_write_between_wgmmas": ("accumulator overwritten between two wgmmas on it",
+                                 kernel([FENCE, wg(1), "add.f32 %f1, %f5, %f6;", wg(1), COMMIT, WAIT] + store())),
+    "a_written_after_fence": ("A-fragment register written between fence and wgmma",
+                              kernel([FENCE, "add.u32 %r1, %r1, 7;", wg(a=A_REGS), COMMIT, WAIT] + store())),
+    "a_written_after_wgmma": ("A-fragment register written while the wgmma is in flight",
+                              kernel([FENCE, wg(a=A_REGS), "add.u32 %r1, %r1, 7;", COMMIT, WAIT] + store() + ["st.global.u32 [%rd3+32], %r1;"])),
+    "a_written_between_wgmmas": ("A-fragment register written between two wgmmas reading it",
+                                 kernel([FENCE, wg(1, a=A_REGS), "add.u32 %r1, %r1, 7;", wg(5, a=A_REGS), COMMIT, WAIT] + store(1) + store(5))),
+    "desc_written_after_fence": ("descriptor written between fence and wgmma",
+                                 kernel([FENCE, "add.s64 %rd1, %rd1, 16;", wg(), COMMIT, WAIT] + store())),
+    "desc_written_between_wgmmas": ("descriptor redefined between two wgmmas of one stage",
+                                    kernel([FENCE, wg(1), "add.s64 %rd1, %rd1, 2;", wg(5), COMMIT, WAIT] + store(1) + store(5))),
+    "wgmma_after_wait_read": ("second wgmma without fence after the first result was stored",
+                              kernel([FENCE, wg(1), COMMIT, WAIT] + store(1) + [wg(1), COMMIT, WAIT] + store(1))),
+    "wgmma_after_wait_write": ("second wgmma without fence after the accumulator was updated",
+                               kernel([FENCE, wg(1), COMMIT, WAIT, "add.f32 %f1, %f1, %f5;", wg(1), COMMIT, WAIT] + store(1))),
+    "wait1_one_group": ("wait_group 1 with one group, then use", kernel([FENCE, wg(1), COMMIT, WAIT1] + store(1))),
+    "wait1_two_groups_first": ("two groups, wait 1, use the first",
+                               kernel([FENCE, wg(1), COMMIT, wg(5), COMMIT, WAIT1] + store(1) + [WAIT] + store(5))),
+    "wait1_two_groups_second": ("two groups, wait 1, use the second",
+                                kernel([FENCE, wg(1), COMMIT, wg(5), COMMIT, WAIT1] + store(5) + [WAIT] + store(1))),
+    "wait1_uncommitted_second": ("W0 commit W1 wait 1: ptxas commits W1 implicitly",
+                                 kernel([FENCE, wg(1), COMMIT, wg(5), WAIT1] + store(1) + [COMMIT, WAIT] + store(5))),
+    "wait8": ("wait_group 8 (catalogue: 0..7) is accepted", kernel([FENCE, wg(), COMMIT, "wgmma.wait_group.sync.aligned 8;"] + store())),
+    "div_branch_pipeline": ("whole pipeline under a %tid-dependent branch",
+                            kernel([_b("L1", DIV), FENCE, wg(), COMMIT, WAIT] + store() + ["L1:"])),
+    "div_branch_wgmma": ("only the wgmma under a divergent branch", kernel([FENCE, _b("L1", DIV), wg(), "L1:", COMMIT, WAIT] + store())),
+    "uni_branch_wgmma": ("only the wgmma under a uniform branch", kernel([FENCE, _b("L1", UNI), wg(), "L1:", COMMIT, WAIT] + store())),
+    "div_branch_fence": ("the fence under a divergent branch", kernel([_b("L1", DIV), FENCE, "L1:", wg(), COMMIT, WAIT] + store())),
+    "uni_branch_fence": ("the fence under a uniform branch", kernel([_b("L1", UNI), FENCE, "L1:", wg(), COMMIT, WAIT] + store())),
+    "div_branch_commit": ("the commit under a divergent branch", kernel([FENCE, wg(), _b("L1", DIV), COMMIT, "L1:", WAIT] + store())),
+    "div_branch_wait": ("the wait under a divergent branch, use after", kernel([FENCE, wg(), COMMIT, _b("L1", DIV), WAIT, "L1:"] + store())),
+    "uni_branch_wait": ("the wait under a uniform branch, use after", kernel([FENCE, wg(), COMMIT, _b("L1", UNI), WAIT, "L1:"] + store())),
+    "div_branch_wait_no_use": ("the wait under a divergent branch, nothing after", kernel([FENCE, wg(1), COMMIT, _b("L1", DIV), WAIT, "L1:"])),
+    "uni_branch_wait_no_use": ("the wait under a uniform branch, nothing after", kernel([FENCE, wg(1), COMMIT, _b("L1", UNI), WAIT, "L1:"])),
+    "div_branch_use_before_wait": ("a use before the wait, under a divergent branch",
+                                   kernel([FENCE, wg(), COMMIT, _b("L1", DIV)] + store() + ["L1:", WAIT])),
+    "div_guard_wgmma": ("wgmma guarded by a divergent predicate", kernel([FENCE, f"{DIV} " + wg(), COMMIT, WAIT] + store())),
+    "uni_guard_wgmma": ("wgmma guarded by a %ctaid predicate", kernel([FENCE, f"{UNI} " + wg(), COMMIT, WAIT] + store())),
+    "param_guard_wgmma": ("wgmma guarded by a predicate from a loaded value",
+                          kernel(["setp.ne.u32 %p3, %r22, 0;", FENCE, "@%p3 " + wg(), COMMIT, WAIT] + store())),
+    "div_guard_fence": ("fence guarded by a divergent predicate", kernel([f"{DIV} " + FENCE, wg(), COMMIT, WAIT] + store())),
+    "uni_guard_fence": ("fence guarded by a uniform predicate", kernel([f"{UNI} " + FENCE, wg(), COMMIT, WAIT] + store())),
+    "div_guard_commit": ("commit guarded by a divergent predicate", kernel([FENCE, wg(), f"{DIV} " + COMMIT, WAIT] + store())),
+    "uni_guard_commit": ("commit guarded by a uniform predicate", kernel([FENCE, wg(), f"{UNI} " + COMMIT, WAIT] + store())),
+    "div_guard_wait": ("wait guarded by a divergent predicate, use after", kernel([FENCE, wg(), COMMIT, f"{DIV} " + WAIT] + store())),
+    "uni_guard_wait": ("wait guarded by a uniform predicate, use after", kernel([FENCE, wg(), COMMIT, f"{UNI} " + WAIT] + store())),
+    "div_guard_wait_no_use": ("wait guarded by a divergent predicate, nothing after", kernel([FENCE, wg(), COMMIT, f"{DIV} " + WAIT])),
+    "uni_ifelse_wgmma": ("a wgmma in each arm of a uniform if-else, commit after",
+                         kernel([FENCE, _b("EL", UNI), wg(), "bra END;", "EL:", wg(), "END:", COMMIT, WAIT] + store())),
+    "uni_ifelse_stages": ("a whole stage in each arm of a uniform if-else",
+                          kernel([_b("EL", UNI), FENCE, wg(), COMMIT, "bra END;", "EL:", FENCE, wg(), COMMIT, "END:", WAIT] + store())),
+    "div_pipeline_then_commit": ("pipeline under a divergent branch, then a commit after it",
+                                 kernel([_b("L1", DIV), FENCE, wg(1), COMMIT, WAIT] + store() + ["L1:", COMMIT])),
+    "div_pipeline_then_fence": ("pipeline under a divergent branch, then a fence after it",
+                                kernel([_b("L1", DIV), FENCE, wg(1), COMMIT, WAIT] + store() + ["L1:", FENCE])),
+    "div_commit_after_pipeline": ("legal pipeline, then a commit under a divergent branch",
+                                  kernel([FENCE, wg(1), COMMIT, WAIT] + store() + [_b("L1", DIV), COMMIT, "L1:"])),
+    "uni_commit_after_pipeline": ("legal pipeline, then a commit under a uniform branch",
+                                  kernel([FENCE, wg(1), COMMIT, WAIT] + store() + [_b("L1", UNI), COMMIT, "L1:"])),
+    "fence_branch_wgmma": ("fence; unconditional branch; wgmma", kernel([FENCE, "bra L1;", "L1:", wg(), COMMIT, WAIT] + store())),
+    "wgmma_branch_commit": ("fence; wgmma; uniform branch over an add; commit",
+                            kernel([FENCE, wg(), _b("L1", UNI), "add.u32 %r23, %r22, 1;", "L1:", COMMIT, WAIT] + store() + ["st.global.u32 [%rd3], %r23;"])),
+    "loop_pipeline": ("fence/wgmma/commit/wait 0 inside a uniform loop",
+                      kernel(LOOP_HEAD + [FENCE, wg(), COMMIT, WAIT] + LOOP_TAIL + store())),
+    "loop_fence_outside": ("fence before a loop of wgmma/commit/wait",
+                           kernel([FENCE] + LOOP_HEAD + [wg(), COMMIT, WAIT] + LOOP_TAIL + store())),
+    "loop_wait1": ("pipelined loop: wait 1 inside, wait 0 after",
+                   kernel(LOOP_HEAD + [FENCE, wg(), COMMIT, WAIT1] + LOOP_TAIL + [WAIT] + store())),
+    "loop_no_wait": ("loop without wait, wait 0 after", kernel(LOOP_HEAD + [FENCE, wg(), COMMIT] + LOOP_TAIL + [WAIT] + store())),
+    "loop_no_fence": ("loop with no fence at all", kernel(LOOP_HEAD + [wg(), COMMIT, WAIT] + LOOP_TAIL + store())),
+    "call_in_stage": ("a call to a .func between wgmma and commit",
+                      kernel([FENCE, wg()] + CALL + [COMMIT, WAIT] + store(), extra=FUNC)),
+    "extern_call_in_stage": ("a call to an extern .func between wgmma and commit",
+                             kernel([FENCE, wg()] + CALL_EXT + [COMMIT, WAIT] + store(), extra=EXTERN)),
+    "call_before_wgmma": ("a direct call between fence and wgmma",
+                          kernel([FENCE] + CALL_R + [wg(), COMMIT, WAIT] + store() + KEEP_R30, extra=FUNC_R)),
+    "call_before_commit": ("a direct call between wgmma and commit",
+                           kernel([FENCE, wg()] + CALL_R + [COMMIT, WAIT] + store() + KEEP_R30, extra=FUNC_R)),
+    "call_before_wait": ("a direct call between commit and wait",
+                         kernel([FENCE, wg(), COMMIT] + CALL_R + [WAIT] + store() + KEEP_R30, extra=FUNC_R)),
+    "indirect_call_before_fence": ("an indirect call before the pipeline",
+                                   kernel(CALL_IND + [FENCE, wg(), COMMIT, WAIT] + store() + KEEP_R30, extra=FUNC_R)),
+    "indirect_call_before_commit": ("an indirect call between wgmma and commit",
+                                    kernel([FENCE, wg()] + CALL_IND + [COMMIT, WAIT] + store() + KEEP_R30, extra=FUNC_R)),
+    "indirect_call_before_wait": ("an indirect call between commit and wait",
+                                  kernel([FENCE, wg(), COMMIT] + CALL_IND + [WAIT] + store() + KEEP_R30, extra=FUNC_R)),
+    "indirect_call_after_wait": ("an indirect call after the pipeline",
+                                 kernel([FENCE, wg(), COMMIT, WAIT] + CALL_IND + store() + KEEP_R30, extra=FUNC_R)),
+    "extern_call_before_wait": ("a call to an undefined extern .func between commit and wait",
+                                kernel([FENCE, wg(), COMMIT] + CALL_EXT + [WAIT] + store(), extra=EXTERN)),
+    "call_after_pipeline": ("a call after the pipeline", kernel([FENCE, wg(), COMMIT, WAIT] + store() + CALL, extra=FUNC)),
+    "isa_bad_shape": ("shape m64n12k16 does not exist", kernel([FENCE, wg().replace("m64n8k16", "m64n12k16"), COMMIT, WAIT] + store())),
+    "isa_scale_d_2": ("scale-d immediate 2", kernel([FENCE, wg(sd="2"), COMMIT, WAIT] + store())),
+    "isa_scale_a_2": ("imm-scale-a 2", kernel([FENCE, wg().replace(", 1, 1, 1, 0, 0;", ", 1, 2, 1, 0, 0;"), COMMIT, WAIT] + store())),
+    "isa_trans_2": ("imm-trans-a 2", kernel([FENCE, wg().replace(", 1, 1, 1, 0, 0;", ", 1, 1, 1, 2, 0;"), COMMIT, WAIT] + store())),
+    "isa_vector_size": ("3 accumulator registers where 4 are needed",
+                        kernel([FENCE, wg().replace("%f1,%f2,%f3,%f4", "%f1,%f2,%f3"), COMMIT, WAIT] + store())),
+    "isa_acc_b32": ("accumulators in .b32 registers (accepted)",
+                    kernel([FENCE, wg().replace("%f1,%f2,%f3,%f4", "%r1,%r2,%r3,%r4"), COMMIT, WAIT])),
+    "isa_desc_b32": ("a 32-bit descriptor register", kernel([FENCE, wg(a="%r5"), COMMIT, WAIT] + store())),
+    "isa_type_mix": ("f16 A with bf16 B", kernel([FENCE, wg().replace("f32.f16.f16", "f32.f16.bf16"), COMMIT, WAIT] + store())),
+    "isa_no_aligned": ("wgmma without .aligned (accepted)", kernel([FENCE, wg().replace("sync.aligned", "sync"), COMMIT, WAIT] + store())),
+    "isa_operand_count": ("one operand too many", kernel([FENCE, wg().replace(", 0, 0;", ", 0, 0, 0;"), COMMIT, WAIT] + store())),
+    "isa_wait_reg": ("wait_group with a register operand", kernel([FENCE, wg(), COMMIT, "wgmma.wait_group.sync.aligned %r1;"] + store())),
+    "isa_target_sm90": (".target sm_90 (no a)", kernel([FENCE, wg(), COMMIT, WAIT] + store(), target="sm_90")),
+    "isa_version_7_8": (".version 7.8 with .target sm_90a and fence.proxy.async",
+                        kernel(["fence.proxy.async.shared::cta;", FENCE, wg(), COMMIT, WAIT] + store(), version="7.8")),
+    "isa_two_errors": ("two bad immediates on two lines", kernel([FENCE, wg(sd="2"), wg(sd="3"), COMMIT, WAIT] + store())),
+}
+
+
+# ------------------------------------------------------------------ recording and reading
+
+
+def observed(result) -> list[str]:
+    """ptxas's diagnostics as header lines (``info C7519 line 14``, ``error line 38``)."""
+    out = []
+    for d in result.diagnostics:
+        if d.code:
+            out.append(f"{d.severity} {d.code}" + (f" line {d.line}" if d.code in ("C7517", "C7519") else ""))
+        elif d.severity == "error" and d.line is not None:
+            out.append(f"error line {d.line}")
+        elif d.severity == "error" and "aborted due to errors" not in d.message:
+            out.append("error")
+    if not result.accepted and not any(o.startswith("error") for o in out):
+        out.append("error")
+    return sorted(set(out)) or ["none"]
+
+
+def predicted(pred) -> list[str]:
+    out = []
+    for d in pred.diagnostics:
+        if d.code:
+            out.append(f"info {d.code}" + (f" line {d.line}" if d.line is not None else ""))
+        else:
+            out.append("error" + (f" line {d.line}" if d.line is not None else ""))
+    if not pred.accepted and not any(o.startswith("error") for o in out):
+        out.append("error")
+    return sorted(set(out)) or ["none"]
+
+
+def header(text: str, key: str) -> list[str]:
+    out = []
+    for line in text.splitlines():
+        if not line.startswith("//"):
+            break
+        body = line[2:].strip()
+        if body.startswith(key + ":"):
+            out.append(body[len(key) + 1:].strip())
+    return out
+
+
+def recorded(path) -> list[str]:
+    return sorted(header(pathlib.Path(path).read_text(), "PTXAS")) or ["none"]
+
+
+def record(directory, names=None) -> list[pathlib.Path]:
+    """Run ptxas on each experiment and write ``DIR/NAME.ptx`` with the header (keeps MODEL lines).
+
+    The header shifts the kernel's lines, so ptxas runs on the final text until the header is stable.
+    """
+    from fuzzptx.oracles.ptxas import compile_ptx
+
+    d = pathlib.Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, (desc, text) in EXPERIMENTS.items():
+        if names and name not in names:
+            continue
+        f = d / f"{name}.ptx"
+        model = header(f.read_text(), "MODEL") if f.exists() else []
+        seen = observed(compile_ptx(text, want_cubin=False))
+        for _ in range(4):
+            head = [f"// EXPERIMENT: {desc}"] + [f"// PTXAS: {o}" for o in seen] + [f"// MODEL: {m}" for m in model]
+            full = "\n".join(head) + "\n" + text
+            now = observed(compile_ptx(full, want_cubin=False))
+            if now == seen:
+                break
+            seen = now
+        f.write_text(full)
+        written.append(f)
+    return written
+
+
+if __name__ == "__main__":  # pragma: no cover - maintenance entry point
+    for p in record(sys.argv[1] if len(sys.argv) > 1 else "tests/data/checker", sys.argv[2:]):
+        print(p, recorded(p))

@@ -1,0 +1,477 @@
+"""ptxas model: predict what ptxas 13.0.88 prints for a module, learned by experiment.
+
+Every rule below is pinned by a recorded experiment in ``tests/data/checker/*.ptx`` (the
+``// PTXAS:`` header says what real ptxas printed; ``tests/test_checker_ptxas.py`` re-runs
+them).  What ptxas does, in short:
+
+- Errors: ISA violations (unknown shape/type mix, immediates out of range, vector sizes,
+  operand kinds, undeclared registers, target/version) are errors at the instruction's line.
+  A missing ``.aligned`` and ``wgmma.wait_group N`` with N > 7 are *accepted*.
+- ``C7519`` (info, "warpgroup.arrive is injected in around line L"), L = the line of:
+  a wgmma with no wgmma.fence on some path from the entry; a wgmma whose accumulator was
+  written by a non-wgmma instruction since the last fence (A-fragment writes only count once
+  a wgmma of the stage has used the register; reads never count; descriptors never count);
+  a wgmma not control-equivalent to its fence (a branch/guard separates them); a commit not
+  control-equivalent to the wgmmas it commits; a commit after ptxas had to wait inside the stage.
+- ``C7517`` (info, "warpgroup.wait is injected in around line L"): a non-wgmma read of an
+  accumulator of a wgmma no wait_group has passed yet: L = that read's line (a store paired
+  with the next store to the adjacent address reports the second one); or a ``ret`` reached
+  with a committed group not waited for: L = the ret's line.  Uncommitted wgmmas at exit: silent.
+- ``C7514`` (serialisation): reading an accumulator after a wait_group that does not cover it.
+- ``C7515`` (serialisation): a non-wgmma write (not a read-modify-write) of an accumulator of a
+  wgmma in flight.
+- ``C7520`` / ``C7518`` (serialisation): the separating branch/guard above is not
+  warpgroup-uniform (fence/wgmma/commit: C7520, wait_group: C7518).  ptxas then prints that
+  one message only.  A whole pipeline inside one divergent region draws nothing.
+- Serialisation messages carry no line (``line=None``); at most one per function.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from fuzzptx import isa
+from fuzzptx.ptx.ir import Addr, Imm, Instr, Module, Reg, Sym
+
+from .context import FnCtx, Site, build_ctx, sites
+from .findings import Finding, Sink, path_of
+from .flow import solve_forward
+from .isa_rules import check_function as isa_check_function, check_module_header
+from .regs import defs_uses, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs
+
+SER_PREFIX = "Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+SER_REASONS = {
+    "C7509": "the presence of Extern calls in the function '{f}'",
+    "C7510": "wgmma pipeline crossing function boundary at a function call in the function '{f}'",
+    "C7511": "insufficient register resources for the wgmma pipeline in the function '{f}'",
+    "C7512": "insufficient register resources for the function '{f}'",
+    "C7513": "non wgmma instructions defining input registers of a wgmma between start and end of the pipeline stage in the function '{f}'",
+    "C7514": "non wgmma instructions reading accumulator registers of  a wgmma between start and end of the pipeline stage in the function '{f}'",
+    "C7515": "non wgmma instructions defining accumulator registers of a wgmma between start and end of the pipeline stage in the function '{f}'",
+    "C7516": "ill formed pipeline stage in the function '{f}'",
+    "C7518": "program dependence on compiler-inserted WG.DP in divergent path in the function '{f}'",
+    "C7520": "program dependence on compiler-inserted WG.AR in divergent path in the function '{f}'",
+}
+ADVISORY = {
+    "C7517": "warpgroup.wait is injected in around line {line} by compiler to allow use of registers defined by GMMA in function '{f}'",
+    "C7519": "warpgroup.arrive is injected in around line {line} by compiler to allow use of registers in GMMA in function '{f}'",
+}
+# ISA findings ptxas does not reject (measured; see tests/data/checker/isa_*.ptx).
+ACCEPTED_BY_PTXAS = {"isa.wgmma.qualifier:aligned", "isa.imm.n", "isa.mma.qualifier:aligned"}
+
+
+@dataclass(frozen=True)
+class PredictedDiag:
+    code: str | None
+    line: int | None
+    severity: str  # "error" | "info"
+    kernel: str | None
+    message: str
+
+
+@dataclass(frozen=True)
+class PredictedDiagnostics:
+    accepted: bool
+    diagnostics: tuple[PredictedDiag, ...]
+
+    def pairs(self) -> tuple[tuple[str | None, int | None], ...]:
+        """(code, line) of each diagnostic; errors have code None."""
+        return tuple((d.code, d.line) for d in self.diagnostics)
+
+
+# ------------------------------------------------------------------ errors
+
+
+def _ptxas_rejects(f: Finding) -> bool:
+    if f.rule.endswith(".qualifier") and "missing .aligned" in f.message and "unexpected" not in f.message:
+        return False
+    if f.rule == "isa.imm.n":  # wgmma.wait_group N > 7: ptxas takes any constant
+        return False
+    return True
+
+
+def predict_errors(module: Module, isa_findings: dict | None = None) -> list[PredictedDiag]:
+    """ptxas errors predicted from the ISA layer (``isa_findings``: function name -> findings, if known)."""
+    out: list[PredictedDiag] = []
+    path = path_of(module)
+    if isa_findings is not None and "" in isa_findings:
+        head = isa_findings[""]
+    else:
+        sink = Sink(path, None, "isa")
+        check_module_header(module, sink)
+        head = sink.items
+    out += [PredictedDiag(None, f.line, "error", None, f.message) for f in head]
+    defined = {f.name for f in module.functions() if f.body is not None}
+    externs = {f.name for f in module.functions() if f.body is None and f.name not in defined}
+    for fn in module.functions():
+        if fn.body is None:
+            continue
+        if isa_findings is not None and fn.name in isa_findings:
+            items = isa_findings[fn.name]
+        else:
+            sink = Sink(path, fn.name, "isa")
+            isa_check_function(module, fn, sink)
+            items = sink.items
+        for f in items:
+            if _ptxas_rejects(f):
+                out.append(PredictedDiag(None, f.line, "error", fn.name, f.message))
+        for ins in fn.instructions():
+            if ins.base == "call":
+                callee = _callee(ins)
+                if isinstance(callee, Sym) and callee.name in externs:
+                    out.append(PredictedDiag(None, None, "error", callee.name,
+                                             f"Unresolved extern function '{callee.name}'"))
+            form = isa.form_for(ins) if ins.base in ("wgmma", "mma", "wmma", "ldmatrix", "stmatrix") else None
+            if form is not None and not form.ptxas_accepts:
+                out.append(PredictedDiag(None, ins.loc.line if ins.loc else None, "error", fn.name,
+                                         form.ptxas_note or "ptxas rejects this form"))
+    return out
+
+
+# ------------------------------------------------------------------ pipeline model
+
+
+@dataclass
+class _Out:
+    arrive: dict = field(default_factory=dict)  # line -> True (C7519)
+    wait: dict = field(default_factory=dict)  # line -> True (C7517)
+    wait_ser: dict = field(default_factory=dict)  # C7517 lines if the function is serialised
+    wait_at_use: dict = field(default_factory=dict)  # C7517 at reads of accumulators in flight
+    ser: list = field(default_factory=list)  # [(order, code)]
+    divergent: list = field(default_factory=list)  # [(order, code)]
+
+
+def _line(ins: Instr | None) -> int | None:
+    return ins.loc.line if ins is not None and ins.loc else None
+
+
+def _order(site: Site) -> tuple[int, int]:
+    return (site.block, site.pos)
+
+
+def _reaching(ctx: FnCtx, entry, step) -> dict:
+    """Fixed point of a set-valued forward analysis; returns {site: state before it}."""
+    before: dict[Site, frozenset] = {}
+
+    def transfer(block: int, st):
+        for site, ins in sites(ctx, block, hot_only=True):
+            st = step(ins, site, st)
+        return st
+
+    ins_states = solve_forward(ctx.g, entry, transfer, lambda xs: frozenset().union(*xs))
+    for b, st in ins_states.items():
+        for site, ins in sites(ctx, b, hot_only=True):
+            before[site] = st
+            st = step(ins, site, st)
+    return before
+
+
+def _structure(ctx: FnCtx, out: _Out) -> None:
+    """C7519 at a wgmma not control-equivalent to a fence reaching it, and at a commit not
+    control-equivalent to the wgmmas it commits (ptxas re-arrives there; measured)."""
+    rf = _reaching(ctx, frozenset({"entry"}),
+                   lambda ins, s, st: frozenset({s}) if is_fence(ins) else st)
+    unc = _reaching(ctx, frozenset(),
+                    lambda ins, s, st: st | {s} if is_wgmma(ins) else frozenset() if is_commit(ins) else st)
+    for site in sorted(rf, key=_order):
+        ins = ctx.instr(site)
+        if is_wgmma(ins):
+            others = [x for x in rf[site] if x != "entry"]
+        elif is_commit(ins):
+            others = list(unc.get(site, ())) or [x for x in rf[site] if x != "entry"]
+        else:
+            continue
+        if any(ctx.ctrl_deps(o) != ctx.ctrl_deps(site) for o in others):
+            out.arrive[_line(ins)] = True
+
+
+def _is_zero(op) -> bool:
+    return isinstance(op, Imm) and op.value == 0
+
+
+def _writes_zero(ctx: FnCtx, site: Site, ins: Instr, depth: int = 0) -> bool:
+    """A ``mov`` of 0, or of a register the same block last set to 0."""
+    if ins.base != "mov" or len(ins.operands) != 2 or ins.guard is not None:
+        return False
+    src = ins.operands[1]
+    if _is_zero(src):
+        return True
+    if not isinstance(src, Reg) or depth > 4:
+        return False
+    blk = ctx.g.blocks[site.block]
+    for k in range(site.pos - 1, -1, -1):
+        prev = blk.instrs[k]
+        if src.name in defs_uses(prev)[0]:
+            return _writes_zero(ctx, Site(site.block, k), prev, depth + 1)
+    return False
+
+
+def _order_pos(pos: dict, site: Site) -> tuple[int, int]:
+    return (pos.get(site.block, 0), site.pos)
+
+
+def _callee(ins: Instr):
+    """The called function of a ``call``: a symbol, or a register for an indirect call."""
+    for op in ins.operands:
+        if isinstance(op, (Sym, Reg)):
+            return op
+    return None
+
+
+def _next_access_is_wgmma(ctx: FnCtx, site: Site, reg: str) -> bool:
+    """The next instruction of the block touching ``reg`` is a wgmma using it as accumulator."""
+    for ins in ctx.g.blocks[site.block].instrs[site.pos + 1:]:
+        if is_wgmma(ins) and reg in wgmma_regs(ins)[0]:
+            return True
+        d, u = defs_uses(ins)
+        if reg in d or reg in u:
+            return False
+    return False
+
+
+def _store_pair_line(ctx: FnCtx, site: Site, ins: Instr) -> int | None:
+    """ptxas reports a wait before a store paired with the next adjacent store at the second one."""
+    blk = ctx.g.blocks[site.block]
+    if ins.base == "st" and site.pos + 1 < len(blk.instrs) and len(ins.operands) == 2:
+        nxt = blk.instrs[site.pos + 1]
+        a, b = ins.operands[0], nxt.operands[0] if nxt.operands else None
+        if (nxt.opcode == ins.opcode and isinstance(a, Addr) and isinstance(b, Addr) and a.base == b.base
+                and abs(a.offset - b.offset) == 4):
+            return _line(nxt)
+    return _line(ins)
+
+
+def _implicit_commit(fl):
+    """ptxas treats a wait_group as committing the wgmmas still uncommitted (measured)."""
+    if not any(d < 0 for _, d in fl):
+        return fl, False
+    return frozenset((s, 0 if d < 0 else min(d + 1, 8)) for s, d in fl), True
+
+
+class PS(NamedTuple):
+    """What ptxas tracks along a path (as far as its diagnostics show)."""
+
+    armed: bool  # a wgmma.fence (or an injected arrive) opened the stage on every path
+    dirty: frozenset  # wgmma registers defined by non-wgmma instructions since the fence
+    stage: frozenset  # registers the stage's wgmmas used since the fence
+    arm_div: bool  # paths armed differently met at a divergent reconvergence point
+    fl: frozenset  # in flight: {(wgmma site, depth)}, depth -1 = uncommitted
+    waited: frozenset  # wgmmas some wait_group has passed
+    flag: bool  # an accumulator of the open stage was redefined: its commit needs an arrive
+    stage_acc: frozenset  # accumulators of wgmmas since the last commit
+    raw: int  # committed groups not waited for
+    split: frozenset  # lines ending paths that met, with groups open, paths with none
+    last: int | None  # line of the last instruction on this path (None after a merge)
+    last_branch: bool  # ... and that instruction is a branch (ptxas puts a wait on its edge)
+    fences: frozenset  # fences (sites, or "entry") that opened the stage on some path
+    open: bool  # a fence or wgmma since the last injected wait: a commit makes a group
+    stage_div: bool  # uncommitted sets differed at a divergent reconvergence point
+    wait_div: frozenset  # wgmmas in flight on some paths only, merged divergently
+
+
+ENTRY_STATE = PS(False, frozenset(), frozenset(), False, frozenset(), frozenset(), False, frozenset(), 0,
+                 frozenset(), None, False, frozenset({"entry"}), False, False, frozenset())
+
+
+def _join(states: list, divergent: bool, loop_header: bool, at: int | None = None) -> PS:
+    """Merge path states; ``at`` is the line a wait injected at the merge would get."""
+    a = states[0]
+    for b in states[1:]:
+        fa, fb = {s for s, _ in a.fl}, {s for s, _ in b.fl}
+        ua, ub = {s for s, d in a.fl if d < 0}, {s for s, d in b.fl if d < 0}
+        split = a.split | b.split
+        if not loop_header and (a.raw == 0) != (b.raw == 0):
+            split |= {x.last if x.last_branch or at is None else at for x in (a, b)
+                      if x.raw and (x.last is not None or at is not None)}
+        a = PS(
+            armed=a.armed and b.armed,
+            dirty=a.dirty | b.dirty,
+            stage=a.stage | b.stage,
+            arm_div=a.arm_div or b.arm_div or (divergent and a.fences != b.fences),
+            fl=_norm(a.fl | b.fl),
+            waited=a.waited | b.waited | _gone(a.fl, b.fl),
+            flag=a.flag or b.flag,
+            stage_acc=a.stage_acc | b.stage_acc,
+            raw=max(a.raw, b.raw),
+            split=split,
+            last=None,
+            last_branch=False,
+            fences=a.fences | b.fences,
+            open=a.open or b.open,
+            stage_div=a.stage_div or b.stage_div or (divergent and ua != ub),
+            wait_div=a.wait_div | b.wait_div | (frozenset(fa ^ fb) if divergent else frozenset()),
+        )
+    return a
+
+
+def _pipeline(ctx: FnCtx, out: _Out) -> None:
+    """One forward pass with everything ptxas's GMMA passes visibly track (see the module doc)."""
+    ctx_funcs = {f.name for f in ctx.module.functions() if f.body is not None}
+    div_joins = {ctx.g.ipdom.get(b.index) for b in ctx.g.blocks
+                 if len(b.succs) > 1 and any(ctx.dep_divergent((b.index, s), ptxas=True) for s in b.succs)}
+    pos = {b: i for i, b in enumerate(ctx.g.order)}
+
+    def plain(ins: Instr, site: Site, st: PS, report: bool) -> PS:
+        line = _line(ins)
+        if is_fence(ins):
+            return st._replace(armed=True, dirty=frozenset(), stage=frozenset(), arm_div=False, open=True,
+                               fences=frozenset({site}))
+        if is_wgmma(ins):
+            acc, a, _ = wgmma_regs(ins)
+            if st.arm_div and report:
+                out.divergent.append((_order(site), "C7520"))
+            dirty = st.dirty
+            first = not st.stage_acc  # accumulator rewrites count only at a stage's first wgmma
+            if not st.armed or (first and acc & dirty) or (a & dirty & st.stage):
+                if report:
+                    out.arrive[line] = True
+                dirty = frozenset()
+            return st._replace(armed=True, dirty=dirty, stage=st.stage | acc | a,
+                               fl=_norm(frozenset(x for x in st.fl if x[0] != site) | {(site, -1)}),
+                               waited=st.waited - {site}, stage_acc=st.stage_acc | acc, open=True,
+                               wait_div=st.wait_div - {site})
+        if is_commit(ins):
+            if (st.arm_div or st.stage_div) and report:
+                out.divergent.append((_order(site), "C7520"))
+            if (not st.armed or st.flag) and report:
+                out.arrive[line] = True
+            counted = st.open or not st.armed
+            return st._replace(armed=True, fl=frozenset((s, 0 if d < 0 else min(d + 1, 8)) for s, d in st.fl),
+                               flag=False, stage_acc=frozenset(), raw=min(st.raw + counted, 8),
+                               open=st.open or not st.armed, stage_div=False)
+        if is_wait(ins):
+            if st.stage_div and report:
+                out.divergent.append((_order(site), "C7520"))
+            n = wait_n(ins) or 0
+            fl, implicit = _implicit_commit(st.fl)
+            passed = frozenset(s for s, d in fl if d >= 0)
+            raw = min(st.raw + implicit, 8, n)
+            return st._replace(fl=frozenset((s, d) for s, d in fl if d < n), waited=st.waited | passed,
+                               raw=raw, split=st.split if raw else frozenset())
+        if ins.base in ("ret", "exit"):
+            if report and st.raw:
+                out.wait_ser[line] = True
+                for x in (st.split or {line}):
+                    out.wait[x] = True
+            return st
+        if ins.base == "call":
+            callee = _callee(ins)
+            if isinstance(callee, Reg):  # indirect: ptxas gives up on the pipeline (measured)
+                if report:
+                    if any(d < 0 for _, d in st.fl):
+                        out.divergent.append((_order(site), "C7520"))
+                    else:
+                        out.ser.append((_order(site), "C7510"))
+            elif isinstance(callee, Sym) and callee.name in ctx_funcs:
+                # a call breaks the stage: the next wgmma or commit needs an arrive (measured)
+                unc = any(d < 0 for _, d in st.fl)
+                st = st._replace(flag=st.flag or unc, armed=st.armed and unc)
+        defs, uses = defs_uses(ins)
+        if defs & ctx.relevant and _writes_zero(ctx, site, ins):
+            defs = frozenset()  # zeroing an accumulator needs no arrive (ptxas writes RZ; measured)
+        if defs & ctx.relevant:
+            fed = {r for r in defs & st.stage_acc if _next_access_is_wgmma(ctx, site, r)}
+            st = st._replace(dirty=st.dirty | (defs & ctx.relevant),
+                             flag=st.flag or bool((defs & st.stage_acc) - fed))
+            defs = defs - fed
+        if not st.fl:
+            return st
+        read = [s for s, _ in st.fl if uses & wgmma_regs(ctx.wgmmas[s])[0]]
+        if read:
+            if any(s in st.wait_div for s in read):
+                if report:
+                    out.divergent.append((_order(site), "C7518"))
+                return st
+            if any(s in st.waited or _order_pos(pos, s) >= _order_pos(pos, site) for s in read):
+                # a wait that does not cover it, or a wgmma carried around a loop: serialised
+                if report:
+                    out.ser.append((_order(site), "C7514"))
+                return st
+            if report:
+                out.wait_at_use[_store_pair_line(ctx, site, ins)] = True
+            return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False)
+        if any(defs & wgmma_regs(ctx.wgmmas[s])[0] for s, _ in st.fl) and report:
+            out.ser.append((_order(site), "C7515"))
+        return st
+
+    def step(ins: Instr, site: Site, st: PS, report: bool) -> PS:
+        st = st._replace(last=_line(ins), last_branch=ins.base in ("bra", "brx"))
+        if ins.guard is None or ins.base in ("bra", "brx"):
+            return plain(ins, site, st, report)
+        after = plain(ins, site, st, report)._replace(last=_line(ins))
+        div = ctx.dep_divergent(("guard", ins.guard.reg.name, ins.guard.negated), ptxas=True)
+        return _join([after, st], div, False, _line(ins))._replace(last=_line(ins), last_branch=False)
+
+    def transfer(block: int, st, report=False):
+        for site, ins in sites(ctx, block, hot_only=True):
+            st = step(ins, site, st, report)
+        instrs = ctx.g.blocks[block].instrs
+        if instrs:
+            st = st._replace(last=_line(instrs[-1]), last_branch=instrs[-1].base in ("bra", "brx"))
+        return st
+
+    def join_at(block: int, states):
+        header = any(p in pos and pos[p] >= pos.get(block, 0) for p in ctx.g.preds[block])
+        first = ctx.g.blocks[block].instrs[0] if ctx.g.blocks[block].instrs else None
+        return _join(states, block in div_joins, header, _line(first))
+
+    ins = solve_forward(ctx.g, ENTRY_STATE, transfer, lambda xs: _join(xs, False, False), join_at=join_at)
+    for b in ctx.g.order:
+        if b in ins:
+            transfer(b, ins[b], True)
+
+
+def _gone(a, b) -> frozenset:
+    """Wgmmas in flight on one side only count as waited-for on the other (ptxas saw a wait)."""
+    sa, sb = {s for s, _ in a}, {s for s, _ in b}
+    return frozenset(sa ^ sb) if sa and sb else frozenset()
+
+
+def _norm(entries) -> frozenset:
+    best: dict = {}
+    for s, d in entries:
+        best[s] = min(d, best.get(s, d))
+    return frozenset(best.items())
+
+
+def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
+    if not any(i.base == "wgmma" for b in ctx.g.blocks for i in b.instrs):
+        return []
+    out = _Out()
+    _structure(ctx, out)
+    _pipeline(ctx, out)
+    name = ctx.fn.name
+    if out.divergent:
+        _, code = min(out.divergent)
+        return [PredictedDiag(code, None, "info", name, SER_PREFIX + SER_REASONS[code].format(f=name))]
+    waits = {**out.wait_ser, **out.wait_at_use} if out.ser else {**out.wait, **out.wait_at_use}
+    diags = [PredictedDiag("C7519", line, "info", name, ADVISORY["C7519"].format(line=line, f=name))
+             for line in sorted(out.arrive, key=lambda x: x or 0)]
+    diags += [PredictedDiag("C7517", line, "info", name, ADVISORY["C7517"].format(line=line, f=name))
+              for line in sorted(waits, key=lambda x: x or 0)]
+    if out.ser:
+        _, code = min(out.ser)
+        diags.append(PredictedDiag(code, None, "info", name, SER_PREFIX + SER_REASONS[code].format(f=name)))
+    return diags
+
+
+def predict_module(module: Module, ctxs: dict | None = None, isa_findings: dict | None = None) -> PredictedDiagnostics:
+    errors = predict_errors(module, isa_findings)
+    if errors:
+        return PredictedDiagnostics(False, tuple(sorted(errors, key=lambda d: (d.line or 0))))
+    diags: list[PredictedDiag] = []
+    for fn in module.functions():
+        if fn.body is None:
+            continue
+        ctx = (ctxs or {}).get(fn.name) or build_ctx(module, fn)
+        diags += predict_function(ctx)
+    return PredictedDiagnostics(True, tuple(diags))
+
+
+def findings_from(pred: PredictedDiagnostics, path: str | None) -> list[Finding]:
+    out = []
+    for d in pred.diagnostics:
+        rule = f"ptxas.{d.code}" if d.code else "ptxas.error"
+        out.append(Finding(path, d.line, rule, "error" if d.code is None else "warning", "ptxas-model",
+                           d.message, d.kernel))
+    return out

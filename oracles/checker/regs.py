@@ -1,0 +1,180 @@
+"""Registers: declared types per function, tensor-core operand roles, and defs/uses.
+
+``defs_uses`` comes from ``fuzzptx.ptx.dataflow`` (the shared definition); this module
+adds what the checker needs on top: the accumulator / A-fragment registers of a wgmma.
+"""
+from __future__ import annotations
+
+import functools
+
+from fuzzptx import isa
+from fuzzptx.ptx.ir import Function, Imm, Instr, Reg, RegDecl, Vec, registers_in, walk
+
+# Special registers and their types (PTX ISA 10); a dotted name's stem decides.
+SPECIAL_TYPES = {
+    "%tid": ".u32", "%ntid": ".u32", "%laneid": ".u32", "%warpid": ".u32", "%nwarpid": ".u32",
+    "%ctaid": ".u32", "%nctaid": ".u32", "%smid": ".u32", "%nsmid": ".u32", "%gridid": ".u64",
+    "%clusterid": ".u32", "%nclusterid": ".u32", "%cluster_ctaid": ".u32", "%cluster_nctaid": ".u32",
+    "%cluster_ctarank": ".u32", "%cluster_nctarank": ".u32", "%is_explicit_cluster": ".pred",
+    "%lanemask_eq": ".u32", "%lanemask_le": ".u32", "%lanemask_lt": ".u32", "%lanemask_ge": ".u32",
+    "%lanemask_gt": ".u32", "%clock": ".u32", "%clock_hi": ".u32", "%clock64": ".u64",
+    "%globaltimer": ".u64", "%globaltimer_lo": ".u32", "%globaltimer_hi": ".u32",
+    "%dynamic_smem_size": ".u32", "%total_smem_size": ".u32", "%aggr_smem_size": ".u32",
+    "%current_graph_exec": ".u64",
+}
+
+
+def special_type(name: str) -> str | None:
+    stem = name.split(".", 1)[0]
+    if stem in SPECIAL_TYPES:
+        return SPECIAL_TYPES[stem]
+    if stem.startswith("%envreg") or stem.startswith("%pm"):
+        return ".u32"
+    return None
+
+
+def declared_types(fn: Function) -> dict[str, str]:
+    """Register name -> declared type (``.f32``; vector registers as ``.v4.f32``), ``%r<N>`` expanded."""
+    out: dict[str, str] = {}
+    for p in fn.params + fn.returns:
+        if p.space == ".reg":
+            out[p.name] = p.type
+    for stmt in walk(fn.body or ()):
+        if isinstance(stmt, RegDecl):
+            t = (stmt.vector + stmt.type) if stmt.vector else stmt.type
+            for name in stmt.expand():
+                out[name] = t
+    return out
+
+
+def _fallback_defs_uses(instr: Instr) -> tuple[tuple[Reg, ...], tuple[Reg, ...]]:
+    """PTX convention: the first operand is the destination unless the opcode writes none."""
+    ops = instr.operands
+    guard = (instr.guard.reg,) if instr.guard else ()
+    base = instr.base
+    no_dest = base in _NO_DEST or instr.opcode.startswith(_NO_DEST_PREFIXES)
+    if instr.opcode.startswith("wgmma.mma_async") and ops:
+        d = registers_in(ops[0])
+        rest = tuple(r for o in ops[1:] for r in registers_in(o))
+        return d, d + rest + guard
+    if base == "call":
+        calls = [o for o in ops if hasattr(o, "items") and not isinstance(o, Vec)]
+        if len(calls) >= 2:
+            return registers_in(calls[0]), tuple(r for c in calls[1:] for r in registers_in(c)) + guard
+        return (), tuple(r for o in ops for r in registers_in(o)) + guard
+    if no_dest or not ops:
+        return (), tuple(r for o in ops for r in registers_in(o)) + guard
+    first = ops[0]
+    if isinstance(first, (Reg, Vec)):
+        defs = tuple(Reg(p) for r in registers_in(first) for p in r.name.split("|"))
+        uses = tuple(r for o in ops[1:] for r in registers_in(o))
+        return defs, uses + guard
+    return (), tuple(r for o in ops for r in registers_in(o)) + guard
+
+
+_NO_DEST = frozenset({
+    "st", "red", "bar", "barrier", "bra", "brx", "ret", "exit", "membar", "fence", "trap", "nanosleep",
+    "stmatrix", "prefetch", "prefetchu", "cp", "brkpt", "pmevent", "setmaxnreg", "griddepcontrol",
+    "discard", "applypriority", "multimem", "tensormap", "wgmma", "st.async", "red.async", "cvta.st",
+})
+_NO_DEST_PREFIXES = ("wmma.store", "mbarrier.init", "mbarrier.inval", "mbarrier.expect_tx",
+                     "mbarrier.complete_tx", "mbarrier.arrive_drop.noComplete")
+
+
+def _shared_defs_uses():
+    try:
+        from fuzzptx.ptx.dataflow import defs_uses  # type: ignore
+
+        return defs_uses
+    except ImportError:
+        return _fallback_defs_uses
+
+
+class _IdCache(dict):
+    """Memo keyed by object identity (IR nodes hash deeply, and are compared by value)."""
+
+    def get_for(self, obj, compute):
+        hit = self.get(id(obj))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        if len(self) > 200_000:
+            self.clear()
+        val = compute(obj)
+        self[id(obj)] = (obj, val)
+        return val
+
+
+_DU = _IdCache()
+_WG = _IdCache()
+
+
+def defs_uses(instr: Instr) -> tuple[frozenset[str], frozenset[str]]:
+    """Names of the registers ``instr`` writes and reads (guard included in reads)."""
+    return _DU.get_for(instr, _defs_uses)
+
+
+def _defs_uses(instr: Instr) -> tuple[frozenset[str], frozenset[str]]:
+    try:
+        d, u = _shared_defs_uses()(instr)
+    except Exception:  # the shared one may reject an instruction it does not know
+        d, u = _fallback_defs_uses(instr)
+    split = lambda regs: frozenset(p for r in regs for p in r.name.split("|"))
+    return split(d), split(u)
+
+
+# ------------------------------------------------------------------ wgmma roles
+
+
+def is_wgmma(instr: Instr) -> bool:
+    return instr.opcode[:15] == "wgmma.mma_async"
+
+
+def is_fence(instr: Instr) -> bool:
+    return instr.opcode[:11] == "wgmma.fence"
+
+
+def is_commit(instr: Instr) -> bool:
+    return instr.opcode[:18] == "wgmma.commit_group"
+
+
+def is_wait(instr: Instr) -> bool:
+    return instr.opcode[:16] == "wgmma.wait_group"
+
+
+def wait_n(instr: Instr) -> int | None:
+    if instr.operands and isinstance(instr.operands[0], Imm) and isinstance(instr.operands[0].value, int):
+        return instr.operands[0].value
+    return None
+
+
+def wgmma_regs(instr: Instr) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """(accumulator D, A-fragment, descriptor) register names of a wgmma; A is empty with an A descriptor."""
+    return _WG.get_for(instr, _wgmma_regs)
+
+
+def _wgmma_regs(instr: Instr) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    ops = instr.operands
+    if not ops:
+        return frozenset(), frozenset(), frozenset()
+    acc = frozenset(r.name for r in registers_in(ops[0]))
+    a: frozenset[str] = frozenset()
+    desc: set[str] = set()
+    if len(ops) > 1:
+        if isinstance(ops[1], Vec):
+            a = frozenset(r.name for r in registers_in(ops[1]))
+        elif isinstance(ops[1], Reg):
+            desc.add(ops[1].name)
+    if len(ops) > 2 and isinstance(ops[2], Reg):
+        desc.add(ops[2].name)
+    return acc, a, frozenset(desc)
+
+
+def wgmma_shape(instr: Instr) -> str:
+    for m in instr.modifiers:
+        if m.startswith("m") and "n" in m and "k" in m:
+            return m
+    return ""
+
+
+def catalogue_families() -> frozenset[str]:
+    return frozenset(f.family for f in isa.forms())

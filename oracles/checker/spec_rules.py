@@ -1,0 +1,371 @@
+"""Spec layer: undefined behaviour of the wgmma pipeline per the PTX ISA (9.7.15), as dataflow.
+
+Each analysis is a forward problem over the CFG, joined conservatively at merges (a fact that
+holds on *some* path reaches the check), iterated to a fixed point, then replayed once per
+block to report.  Rules:
+
+- ``spec.fence.missing``: a wgmma.mma_async with no wgmma.fence before it on some path.
+- ``spec.fence.register-access``: a register access to a wgmma's accumulator or A fragment after
+  the last wgmma.fence (accumulator accesses by wgmmas of the same shape excepted).
+- ``spec.async.access-in-flight``: an access to the accumulator or A fragment of a wgmma that may
+  still be in flight (no wgmma.wait_group covering its group on some path).
+- ``spec.commit.missing``: a wgmma.wait_group reached by uncommitted wgmmas (it does not wait for them).
+- ``spec.exit.uncommitted`` / ``spec.exit.unwaited``: a path leaves the function with wgmmas in flight.
+- ``spec.aligned.divergent``: a ``.aligned`` tensor-core instruction under control that is not
+  uniform over the threads it must run on (warpgroup for wgmma.*, warp for the rest).
+- ``spec.proxy.fence-missing``: generic-proxy shared-memory writes reach a wgmma (async proxy)
+  with no fence.proxy.async in between.
+- ``spec.desc.base-offset`` / ``spec.desc.reserved``: a constant matrix descriptor the spec rejects.
+"""
+from __future__ import annotations
+
+from fuzzptx.ptx.ir import Imm, Instr, Reg, Sym
+
+from .context import FnCtx, Site, sites
+from .findings import Sink
+from .flow import solve_forward
+from .regs import defs_uses, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs, wgmma_shape
+from .uniformity import LEVEL_NAMES, WARP, WARPGROUP
+
+DEPTH_CAP = 8  # wait_group N completes groups with depth >= N; deeper groups collapse here
+
+
+def _line(ins: Instr) -> int | None:
+    return ins.loc.line if ins.loc else None
+
+
+def _lt(line) -> str:
+    return f"line {line}" if line is not None else "an earlier line"
+
+
+def _accessed(ins: Instr) -> frozenset[str]:
+    d, u = defs_uses(ins)
+    guard = {ins.guard.reg.name} if ins.guard else set()
+    return (d | u) - guard
+
+
+# ------------------------------------------------------------------ fence ordering
+
+
+def fence_analysis(ctx: FnCtx, sink: Sink) -> None:
+    """State: (fenced on every path, {(reg, shape-or-'', line)} accessed since the last fence)."""
+
+    def step(site: Site, ins: Instr, st, report: bool):
+        fenced, dirty = st
+        if is_fence(ins):
+            return True, frozenset()
+        if is_wgmma(ins):
+            acc, a, _ = wgmma_regs(ins)
+            shape = wgmma_shape(ins)
+            if report:
+                if not fenced:
+                    sink.add("spec.fence.missing", "error", _line(ins),
+                             "wgmma.mma_async is reached by a path with no wgmma.fence before it "
+                             "(PTX ISA 9.7.15.7.1: a fence is required before the first wgmma.mma_async)")
+                bad_acc = sorted({(r, t) for r, t, _ in dirty if r in acc and t != shape})
+                bad_a = sorted({r for r, t, _ in dirty if r in a and not t})
+                lines = sorted({ln for r, t, ln in dirty if ln and ((r, t) in bad_acc or (r in bad_a and not t))})
+                if bad_acc or bad_a:
+                    what = []
+                    if bad_acc:
+                        regs = ", ".join(dict.fromkeys(r for r, _ in bad_acc))
+                        shapes = sorted({t for _, t in bad_acc if t})
+                        who = "non-wgmma instructions" if any(not t for _, t in bad_acc) else ""
+                        if shapes:
+                            who = (who + " and " if who else "") + f"a wgmma of shape {', '.join(shapes)}"
+                        what.append(f"accumulator register(s) {regs} were accessed by {who}")
+                    if bad_a:
+                        what.append(f"A-fragment register(s) {', '.join(bad_a)} were accessed")
+                    where = ", ".join(str(x) for x in lines[:6]) + (" ..." if len(lines) > 6 else "")
+                    sink.add("spec.fence.register-access", "error", _line(ins),
+                             f"{'; '.join(what)} (line {where}) after the last wgmma.fence; insert "
+                             "wgmma.fence between those accesses and this wgmma.mma_async (PTX ISA 9.7.15.7.1)")
+            kept = frozenset(x for x in dirty if x[0] not in acc)
+            return fenced, kept | frozenset((r, shape, _line(ins)) for r in acc)
+        touched = _accessed(ins) & ctx.relevant
+        if touched:
+            return fenced, dirty | frozenset((r, "", _line(ins)) for r in touched)
+        return st
+
+    _run(ctx, (False, frozenset()), step, lambda a, b: (a[0] and b[0], a[1] | b[1]))
+
+
+# ------------------------------------------------------------------ in-flight wgmmas
+
+
+def _norm(entries) -> frozenset:
+    best: dict = {}
+    for site, depth in entries:
+        best[site] = min(depth, best.get(site, depth))
+    return frozenset(best.items())
+
+
+def inflight_analysis(ctx: FnCtx, sink: Sink) -> None:
+    """State: {(wgmma site, depth)}; depth -1 = uncommitted, d = groups committed after its own."""
+    module_funcs = {f.name: f for f in ctx.module.functions() if f.body is not None}
+
+    def describe(site: Site, depth: int) -> str:
+        state = "never committed" if depth < 0 else "committed, but no wgmma.wait_group covers its group"
+        return f"the wgmma.mma_async at {_lt(ctx.line(site))} ({state} on some path)"
+
+    def apply_commit(st):
+        return frozenset((s, 0 if d < 0 else min(d + 1, DEPTH_CAP)) for s, d in st)
+
+    def apply_wait(st, n):
+        return frozenset((s, d) for s, d in st if d < 0 or d < n)
+
+    def step(site: Site, ins: Instr, st, report: bool):
+        if is_wgmma(ins):
+            acc, a, _ = wgmma_regs(ins)
+            shape = wgmma_shape(ins)
+            if report:
+                for other, depth in sorted(st, key=lambda x: (x[0].block, x[0].pos)):
+                    oins = ctx.wgmmas[other]
+                    oacc, oa, _ = wgmma_regs(oins)
+                    clash = (a & oacc) | (acc & oa)
+                    if wgmma_shape(oins) != shape:
+                        clash |= acc & oacc
+                    if clash:
+                        sink.add("spec.async.access-in-flight", "error", _line(ins),
+                                 f"wgmma.mma_async uses {', '.join(sorted(clash))} of {describe(other, depth)}")
+            return _norm(st | {(site, -1)})
+        if is_commit(ins):
+            return apply_commit(st)
+        if is_wait(ins):
+            n = wait_n(ins)
+            if report and any(d < 0 for _, d in st):
+                pend = min((s for s, d in st if d < 0), key=lambda s: (s.block, s.pos))
+                sink.add("spec.commit.missing", "warning", _line(ins),
+                         f"wgmma.wait_group does not wait for the wgmma.mma_async at {_lt(ctx.line(pend))}: "
+                         "it is not committed on some path (add wgmma.commit_group before the wait)")
+            return apply_wait(st, n if n is not None else 0)
+        if ins.base == "call":
+            callee = next((o.name for o in ins.operands if isinstance(o, Sym) and o.name in module_funcs), None)
+            if callee is not None:
+                for cins in module_funcs[callee].instructions():
+                    if is_commit(cins):
+                        st = apply_commit(st)
+                    elif is_wait(cins):
+                        st = apply_wait(st, wait_n(cins) or 0)
+        if st and report:
+            touched = _accessed(ins)
+            for other, depth in sorted(st, key=lambda x: (x[0].block, x[0].pos)):
+                oacc, oa, _ = wgmma_regs(ctx.wgmmas[other])
+                for regs, what in ((touched & oacc, "accumulator"), (touched & oa, "A-fragment register")):
+                    if regs:
+                        sink.add("spec.async.access-in-flight", "error", _line(ins),
+                                 f"{ins.opcode} accesses {what} {', '.join(sorted(regs))} of {describe(other, depth)} "
+                                 "(PTX ISA 9.7.15.7.3: undefined behaviour before the wait)")
+        if ins.base in ("ret", "exit") and st and report:
+            _exit_report(ctx, ins, st, sink)
+        return st
+
+    def end_of_block(block: int, st, report: bool):
+        b = ctx.g.blocks[block]
+        last = b.instrs[-1] if b.instrs else None
+        if report and st and not b.succs and (last is None or last.base not in ("ret", "exit", "trap")):
+            _exit_report(ctx, last, st, sink)
+
+    _run(ctx, frozenset(), step, lambda a, b: _norm(a | b), end_of_block)
+
+
+def _exit_report(ctx: FnCtx, ins: Instr | None, st, sink: Sink) -> None:
+    line = _line(ins) if ins is not None else None
+    unc = sorted((s for s, d in st if d < 0), key=lambda s: (s.block, s.pos))
+    com = sorted((s for s, d in st if d >= 0), key=lambda s: (s.block, s.pos))
+    if unc:
+        sink.add("spec.exit.uncommitted", "warning", line,
+                 f"a path leaves {ctx.fn.name} with the wgmma.mma_async at {_lt(ctx.line(unc[0]))} never committed "
+                 "nor waited for")
+    if com:
+        sink.add("spec.exit.unwaited", "warning", line,
+                 f"a path leaves {ctx.fn.name} with the wgmma.mma_async at {_lt(ctx.line(com[0]))} committed but "
+                 "not waited for (wgmma.wait_group 0 missing)")
+
+
+# ------------------------------------------------------------------ async proxy
+
+
+def _generic_shared_write(ins: Instr) -> bool:
+    op = ins.opcode
+    if ins.base in ("st", "atom", "red") and ".shared" in op and ".async" not in op:
+        return True
+    if ins.base == "stmatrix" or (op.startswith("wmma.store") and ".shared" in op):
+        return True
+    return op.startswith(("cp.async.ca", "cp.async.cg"))
+
+
+def proxy_analysis(ctx: FnCtx, sink: Sink) -> None:
+    """State: lines of generic-proxy shared-memory writes not yet followed by fence.proxy.async."""
+
+    def step(site: Site, ins: Instr, st, report: bool):
+        if ins.opcode.startswith("fence.proxy.async"):
+            return frozenset()
+        if _generic_shared_write(ins):
+            return frozenset(sorted(st | {_line(ins) or 0})[:4])
+        if is_wgmma(ins) and st and report:
+            lines = ", ".join(str(x) for x in sorted(st) if x)
+            sink.add("spec.proxy.fence-missing", "error", _line(ins),
+                     f"shared memory written through the generic proxy (line {lines}) may be read by this "
+                     "wgmma.mma_async (async proxy) with no fence.proxy.async in between (PTX ISA 9.7.15.4)")
+        return st
+
+    _run(ctx, frozenset(), step, lambda a, b: frozenset(sorted(a | b)[:4]))
+
+
+# ------------------------------------------------------------------ .aligned under divergence
+
+
+def _required_level(ins: Instr) -> int | None:
+    if "aligned" not in ins.modifiers:
+        return None
+    if ins.base == "wgmma":
+        return WARPGROUP
+    if ins.base in ("mma", "wmma", "ldmatrix", "stmatrix"):
+        return WARP
+    return None
+
+
+def aligned_analysis(ctx: FnCtx, sink: Sink) -> None:
+    for b in ctx.g.order:
+        for site, ins in sites(ctx, b):
+            need = _required_level(ins)
+            if need is None:
+                continue
+            scope = LEVEL_NAMES[need]
+            for dep in sorted(ctx.ctrl_deps(site), key=str):
+                lvl = _dep_level(ctx, dep)
+                if lvl < need:
+                    sink.add("spec.aligned.divergent", "error", _line(ins),
+                             f"{ins.opcode.split('.sync')[0]} is .aligned but runs under the {ctx.dep_text(dep)}, "
+                             f"which is not {scope}-uniform; every thread of the {scope} must execute it")
+                    break
+
+
+def _dep_level(ctx: FnCtx, dep) -> int:
+    from .uniformity import branch_reg
+
+    if dep[0] == "guard":
+        return ctx.uni.level(Reg(dep[1]))
+    r = branch_reg(ctx.g.blocks[dep[0]])
+    return 0 if r is None else ctx.uni.level(r)
+
+
+# ------------------------------------------------------------------ descriptors
+
+
+def const_values(ctx: FnCtx, names=None) -> dict[str, int]:
+    """Registers with one definition whose value folds to a constant (mov/add/or/shl/cvt of constants);
+    only ``names`` (and what they depend on) are evaluated when given."""
+    defs: dict[str, list[Instr]] = {}
+    for b in ctx.g.blocks:
+        for ins in b.instrs:
+            for d in defs_uses(ins)[0]:
+                defs.setdefault(d, []).append(ins)
+    memo: dict[str, int | None] = {}
+
+    def value(op, depth=0):
+        if isinstance(op, Imm) and isinstance(op.value, int):
+            return op.value
+        if isinstance(op, Reg) and depth < 8:
+            if op.name in memo:
+                return memo[op.name]
+            ds = defs.get(op.name, [])
+            v = fold(ds[0], depth + 1) if len(ds) == 1 and ds[0].guard is None else None
+            memo[op.name] = v
+            return v
+        return None
+
+    def fold(ins: Instr, depth):
+        if ins.base not in ("mov", "cvt", "add", "or", "shl"):
+            return None
+        args = [value(o, depth) for o in ins.operands[1:]]
+        if any(a is None for a in args) or not args:
+            return None
+        mask = (1 << 64) - 1
+        if ins.base in ("mov", "cvt") and len(args) == 1:
+            return args[0] & mask
+        if ins.base == "add" and len(args) == 2:
+            return (args[0] + args[1]) & mask
+        if ins.base == "or" and len(args) == 2:
+            return args[0] | args[1]
+        if ins.base == "shl" and len(args) == 2:
+            return (args[0] << args[1]) & mask
+        return None
+
+    vals: dict[str, int] = {}
+    for name in (defs if names is None else names):
+        v = value(Reg(name))
+        if v is not None:
+            vals[name] = v
+    return vals
+
+
+SWIZZLE_BYTES = {1: 1024, 2: 512, 3: 256}
+SWIZZLE_NAMES = {0: "no swizzle", 1: "128B swizzle", 2: "64B swizzle", 3: "32B swizzle"}
+RESERVED_MASK = (0x3 << 14) | (0x3 << 30) | (0x7 << 46) | (((1 << 10) - 1) << 52)
+
+
+def descriptor_analysis(ctx: FnCtx, sink: Sink) -> None:
+    wanted = sorted({d for ins in ctx.wgmmas.values() for d in wgmma_regs(ins)[2]})
+    if not wanted:
+        return
+    consts = const_values(ctx, wanted)
+    for site, ins in sorted(ctx.wgmmas.items(), key=lambda x: (x[0].block, x[0].pos)):
+        _, _, descs = wgmma_regs(ins)
+        for name in sorted(descs):
+            if name in consts:
+                _check_descriptor(name, consts[name], ins, sink)
+
+
+def _check_descriptor(name: str, v: int, ins: Instr, sink: Sink) -> None:
+    start = (v & 0x3FFF) << 4
+    base = (v >> 49) & 0x7
+    swz = (v >> 62) & 0x3
+    line = _line(ins)
+    if v & RESERVED_MASK:
+        sink.add("spec.desc.reserved", "warning", line,
+                 f"descriptor {name} = {v:#x} sets reserved bits {v & RESERVED_MASK:#x}")
+    if swz == 0 and base:
+        sink.add("spec.desc.base-offset", "warning", line,
+                 f"descriptor {name} = {v:#x}: base offset {base} has no meaning with no swizzle (PTX ISA 9.7.15.5.1.2.2)")
+    if swz:
+        period = SWIZZLE_BYTES[swz]
+        want = (start >> 7) & (period // 128 - 1)
+        if start % period and base == 0 and want:
+            sink.add("spec.desc.base-offset", "error", line,
+                     f"descriptor {name} = {v:#x}: matrix start {start:#x} is not on a {period}-byte boundary "
+                     f"({SWIZZLE_NAMES[swz]}) and base offset is 0; the spec wants base offset {want}")
+
+
+# ------------------------------------------------------------------ driver
+
+
+def _run(ctx: FnCtx, entry, step, join, end_of_block=None) -> None:
+    def transfer(block: int, st, report: bool = False):
+        for site, ins in sites(ctx, block, hot_only=True):
+            st = step(site, ins, st, report)
+        if end_of_block is not None:
+            end_of_block(block, st, report)
+        return st
+
+    ins = solve_forward(ctx.g, entry, lambda b, s: transfer(b, s), lambda states: _fold(join, states))
+    for b in ctx.g.order:
+        if b in ins:
+            transfer(b, ins[b], True)
+
+
+def _fold(join, states):
+    acc = states[0]
+    for s in states[1:]:
+        acc = join(acc, s)
+    return acc
+
+
+def check_function(ctx: FnCtx, sink: Sink) -> None:
+    if ctx.wgmmas or any(i.base == "wgmma" for i in ctx.fn.instructions()):
+        fence_analysis(ctx, sink)
+        inflight_analysis(ctx, sink)
+        proxy_analysis(ctx, sink)
+        descriptor_analysis(ctx, sink)
+    aligned_analysis(ctx, sink)

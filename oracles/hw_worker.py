@@ -1,0 +1,186 @@
+"""The GPU side of the hardware judge: a child process that owns the CUDA context.
+
+Runs in a ``spawn``-ed process (never imported for its side effects by the
+parent).  It receives jobs over a pipe, loads cubins with CuPy ``RawModule``
+(cached by key), allocates and fills buffers, launches, synchronises and sends
+back the output bytes, one reply per job.  A launch fault (trap, illegal
+instruction, bad address) poisons the CUDA context, so after replying with the
+fault the worker exits; the parent starts a fresh one.
+
+Messages parent -> worker: ``("run", job)`` with ``job`` a ``Job``; ``("cubin", key,
+bytes)`` before the first job that uses ``key``; ``("stop",)``.  Both sides keep the
+last ``CUBIN_CACHE`` cubins in arrival order (FIFO), so the parent knows which keys the
+worker still holds without asking, and a long campaign's temp files stay bounded.
+Worker -> parent: ``("ready", info)`` or ``("unavailable", reason)`` once, then
+``("result", job_id, outputs | None, fault | None, seconds)`` per job.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+
+CUBIN_CACHE = 32
+
+# CUDA error names (driver CUDA_ERROR_X_Y and runtime cudaErrorXY spellings both match once
+# upper-cased with underscores dropped) -> the short fault names the judge reports.
+_FAULTS = (
+    ("ILLEGALINSTRUCTION", "illegal instruction"),
+    ("MISALIGNEDADDRESS", "misaligned address"),
+    ("ILLEGALADDRESS", "illegal address"),
+    ("INVALIDADDRESSSPACE", "invalid address space"),
+    ("INVALIDPC", "invalid pc"),
+    ("HARDWARESTACKERROR", "hardware stack error"),
+    ("ASSERT", "trap"),
+    ("LAUNCHFAIL", "trap"),  # a `trap` instruction reports "unspecified launch failure"
+    ("UNSPECIFIEDLAUNCHFAILURE", "trap"),
+    ("LAUNCHTIMEOUT", "timeout"),
+)
+# Errors that leave the context usable (the kernel never ran).
+_BENIGN = ("INVALIDIMAGE", "NOBINARYFORGPU", "NOTFOUND", "INVALIDVALUE", "OUTOFRESOURCES",
+           "INVALIDPTX", "UNSUPPORTEDPTXVERSION", "SHAREDOBJECT", "INVALIDSOURCE")
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One kernel argument: a buffer (``data`` = initial bytes) or a scalar (``ctype``, ``value``)."""
+
+    name: str
+    data: bytes | None = None
+    output: bool = False
+    ctype: str = ""  # numpy dtype name of a scalar: "uint32", "int64", ...
+    value: int = 0
+
+
+@dataclass(frozen=True)
+class Job:
+    job_id: int
+    cubin_key: str
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_smem: int
+    args: tuple[Arg, ...]
+
+
+def classify(exc: BaseException) -> tuple[str, bool]:
+    """(fault name, context poisoned?) for an exception raised by a load or launch."""
+    text = f"{type(exc).__name__}: {exc}"
+    key_text = text.upper().replace("_", "").replace(" ", "")
+    for key, name in _FAULTS:
+        if key in key_text:
+            return name, True
+    for key in _BENIGN:
+        if key in key_text:
+            return f"load error: {text[:200]}", False
+    return f"error: {text[:200]}", True
+
+
+def probe() -> str | None:
+    """Why this process cannot run sm_90a kernels, or None."""
+    try:
+        import cupy
+    except Exception as exc:
+        return f"CuPy not importable ({type(exc).__name__}: {exc})"
+    try:
+        if cupy.cuda.runtime.getDeviceCount() == 0:
+            return "no CUDA device"
+        cc = cupy.cuda.Device(0).compute_capability
+    except Exception as exc:
+        return f"no usable CUDA device ({type(exc).__name__}: {exc})"
+    if cc != "90":
+        return f"device is sm_{cc}; wgmma needs sm_90a"
+    return None
+
+
+def _device_info() -> dict:
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    name = props["name"]
+    return {
+        "device": name.decode() if isinstance(name, bytes) else str(name),
+        "driver": cupy.cuda.runtime.driverGetVersion(),
+        "runtime": cupy.cuda.runtime.runtimeGetVersion(),
+        "cupy": cupy.__version__,
+    }
+
+
+def pin_device(device: int) -> None:
+    """Make ``device`` (an index among the GPUs this process may see) the only visible GPU."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        ids = [v.strip() for v in visible.split(",") if v.strip()]
+        os.environ["CUDA_VISIBLE_DEVICES"] = ids[device] if device < len(ids) else "-1"
+    else:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(device)
+
+
+def main(conn, device: int = 0) -> None:
+    """Worker loop (the spawn target); runs on GPU ``device``."""
+    pin_device(device)
+    reason = probe()
+    if reason is not None:
+        conn.send(("unavailable", reason))
+        return
+    import cupy
+    import numpy as np
+
+    conn.send(("ready", dict(_device_info(), index=device)))
+    tmp = tempfile.mkdtemp(prefix="fuzzptx-hw-")
+    cubins: dict[str, str] = {}  # insertion-ordered: FIFO eviction mirrors the parent's
+    modules: dict[str, object] = {}
+    serial = 0
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        if msg[0] == "stop":
+            return
+        if msg[0] == "cubin":
+            _, key, data = msg
+            if len(cubins) >= CUBIN_CACHE:
+                old = next(iter(cubins))
+                modules.pop(old, None)
+                os.unlink(cubins.pop(old))
+            path = os.path.join(tmp, f"{serial}.cubin")
+            serial += 1
+            with open(path, "wb") as fh:
+                fh.write(data)
+            cubins[key] = path
+            continue
+        job: Job = msg[1]
+        t0 = time.perf_counter()
+        try:
+            mod = modules.get(job.cubin_key)
+            if mod is None:
+                mod = modules[job.cubin_key] = cupy.RawModule(path=cubins[job.cubin_key])
+            fn = mod.get_function(job.kernel)
+        except Exception as exc:
+            fault, poisoned = classify(exc)
+            conn.send(("result", job.job_id, None, fault, time.perf_counter() - t0))
+            if poisoned:
+                return
+            continue
+        try:
+            args, outs = [], {}
+            for a in job.args:
+                if a.data is None:
+                    args.append(np.dtype(a.ctype).type(a.value))
+                else:
+                    arr = cupy.asarray(np.frombuffer(a.data, dtype=np.uint8))
+                    args.append(arr)
+                    if a.output:
+                        outs[a.name] = arr
+            fn(job.grid, job.block, tuple(args), shared_mem=job.dynamic_smem)
+            cupy.cuda.Device().synchronize()
+            result = {k: cupy.asnumpy(v).tobytes() for k, v in outs.items()}
+        except Exception as exc:
+            fault, poisoned = classify(exc)
+            conn.send(("result", job.job_id, None, fault, time.perf_counter() - t0))
+            if poisoned:
+                return
+            continue
+        conn.send(("result", job.job_id, result, None, time.perf_counter() - t0))

@@ -1,0 +1,245 @@
+"""The SIMT runner: blocks with masks, post-dominator reconvergence, calls, dispatch."""
+from __future__ import annotations
+
+import numpy as np
+
+from fuzzptx.ptx.ir import CallArgs, Imm, Reg, Sym, Vec
+
+from . import alu, mem_ops
+from .errors import ReferenceError_, StepLimit, Undefined, Unsupported
+from .interp import STEP_LIMIT, Frame, Machine, func_info
+from .values import TYPES, U64, Shadow, mask, undef_where
+
+HANDLERS = {
+    "mov": alu.h_mov, "add": alu.h_arith, "sub": alu.h_arith, "mul": alu.h_arith, "mad": alu.h_arith,
+    "fma": alu.h_arith, "div": alu.h_arith, "rem": alu.h_arith, "min": alu.h_arith, "max": alu.h_arith,
+    "neg": alu.h_arith, "abs": alu.h_arith, "and": alu.h_logic, "or": alu.h_logic, "xor": alu.h_logic,
+    "not": alu.h_logic, "cnot": alu.h_logic, "shl": alu.h_shift, "shr": alu.h_shift, "setp": alu.h_setp,
+    "selp": alu.h_selp, "cvt": alu.h_cvt, "cvta": alu.h_cvta, "popc": alu.h_bitcount, "clz": alu.h_bitcount,
+    "brev": alu.h_bitcount, "ld": mem_ops.h_ld, "st": mem_ops.h_st, "bar": mem_ops.h_bar,
+    "barrier": mem_ops.h_bar, "fence": mem_ops.h_fence, "membar": mem_ops.h_fence,
+    "lop3": alu.h_lop3, "prmt": alu.h_prmt, "sqrt": alu.h_sqrt_rcp, "rcp": alu.h_sqrt_rcp,
+}
+NO_DEST = frozenset(("st", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit"))
+
+
+def _handler(ins):
+    h = HANDLERS.get(ins.base)
+    if h is None:
+        if ins.base == "wgmma":
+            from .wgmma_exec import h_wgmma
+            return h_wgmma
+        if ins.base == "nop":
+            return mem_ops.h_nop
+        raise Unsupported.at(ins, f"instruction {ins.base!r} is not supported by the reference")
+    return h
+
+
+def _guard(m: Machine, f: Frame, ins, mask_: np.ndarray):
+    """(active threads, threads whose guard is undefined)."""
+    g = ins.guard
+    if g is None:
+        return mask_, None
+    bits, sh = m.read(f, g.reg, "pred", ins)
+    p = (bits & U64(1)).astype(bool)
+    if g.negated:
+        p = ~p
+    unc = None
+    if sh is not None:
+        unc = sh.nonexact() & mask_
+        if not unc.any():
+            unc = None
+        else:
+            p = p & ~unc
+    return mask_ & p, unc
+
+
+def _dests(ins):
+    if ins.base in NO_DEST or not ins.operands:
+        return []
+    d = ins.operands[0]
+    if isinstance(d, Vec):
+        return [i for i in d.items if isinstance(i, Reg)]
+    if isinstance(d, Reg):
+        return [Reg(x) for x in d.name.split("|")]
+    return []
+
+
+def exec_instr(m: Machine, f: Frame, ins, mask_: np.ndarray) -> None:
+    if ins.guard is None:
+        m.cur_act = mask_
+        if ins.base == "call":
+            call(m, f, ins, mask_)
+        else:
+            _handler(ins)(m, f, ins, mask_)
+        return
+    act, unc = _guard(m, f, ins, mask_)
+    if unc is not None and ins.base in NO_DEST:
+        raise Undefined(f"line {ins.loc.line if ins.loc else '?'}: {ins.base} under an undefined guard predicate")
+    if act.any() or ins.base == "wgmma":
+        m.cur_act = act
+        if ins.base == "call":
+            call(m, f, ins, act)
+        else:
+            _handler(ins)(m, f, ins, act)
+    if unc is not None:
+        for d in _dests(ins):
+            w = f.widths.get(d.name, 64)
+            bits = f.regs.get(d.name, np.zeros(m.n, np.uint64))
+            f.regs[d.name] = bits
+            sh = undef_where(f.shadows.get(d.name), unc, m.n, w)
+            if sh is not None:
+                f.shadows[d.name] = sh
+
+
+def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
+    """Run ``f``'s function for the threads in ``entry_mask`` until they all return or exit."""
+    info = f.info
+    blocks = info.blocks
+    nb = len(blocks)
+    f.live = entry_mask.copy()
+    stack: list[list] = [[0, entry_mask.copy(), None]]
+    while stack:
+        e = stack[-1]
+        pc, msk, rpc = e
+        msk &= m.alive
+        msk &= f.live
+        if pc is None or pc == rpc or not msk.any():
+            stack.pop()
+            continue
+        blk = blocks[pc]
+        instrs = blk.instrs
+        m.steps += len(instrs)
+        if m.steps > STEP_LIMIT:
+            loc = instrs[0].loc if instrs else None
+            raise StepLimit(f"more than {STEP_LIMIT} instructions executed: a hang or an unbounded loop",
+                            *((loc.file, loc.line) if loc else ()))
+        last = instrs[-1] if instrs else None
+        body = instrs[:-1] if last is not None and last.base in ("bra", "ret", "exit", "trap", "brx") else instrs
+        full = bool(msk.all())
+        for ins in body:
+            exec_instr(m, f, ins, m.all if full else msk)
+            if ins.base in ("call", "exit", "ret"):
+                msk &= m.alive
+                msk &= f.live
+                full = bool(msk.all())
+        nxt = pc + 1 if pc + 1 < nb else None
+        if last is None or body is instrs:
+            e[0] = nxt
+            continue
+        base = last.base
+        act, unc = _guard(m, f, last, msk)
+        if unc is not None:
+            raise Undefined(f"line {last.loc.line if last.loc else '?'}: {base} on an undefined predicate")
+        if base == "bra":
+            tgt = blk.succs[0]
+            taken = act
+            rest = msk & ~taken
+            if not rest.any():
+                e[0] = tgt
+            elif not taken.any():
+                e[0] = nxt
+            else:
+                r = info.ipdom[pc]
+                e[0] = r
+                e[1] = msk.copy()
+                stack.append([nxt, rest, r])
+                stack.append([tgt, taken.copy(), r])
+        elif base in ("ret", "exit"):
+            if base == "exit" or f.info.fn.kind == "entry":
+                m.alive &= ~act
+            f.live &= ~act
+            e[0] = nxt if (msk & ~act).any() else None
+        elif base == "trap":
+            raise Undefined(f"line {last.loc.line if last.loc else '?'}: trap")
+        else:
+            raise Unsupported.at(last, f"{base} is not supported")
+
+
+def call(m: Machine, f: Frame, ins, act: np.ndarray) -> None:
+    """``call (rets), fn, (args)``: run the callee in a new frame for the active threads."""
+    ops = list(ins.operands)
+    rets = ops.pop(0).items if ops and isinstance(ops[0], CallArgs) else ()
+    if not ops or not isinstance(ops[0], (Sym, Reg)):
+        raise Unsupported.at(ins, "call without a function")
+    target = ops.pop(0)
+    args = ops.pop(0).items if ops and isinstance(ops[0], CallArgs) else ()
+    if isinstance(target, Reg):  # indirect: each distinct address among the active threads, in turn
+        bits, sh = m.read(f, target, "u64", ins)
+        if sh is not None and sh.nonexact()[act].any():
+            raise Undefined(f"line {ins.loc.line if ins.loc else '?'}: call through an undefined address")
+        for v in np.unique(bits[act]):
+            name = m.func_at.get(int(v))
+            if name is None:
+                raise Unsupported.at(ins, f"indirect call to address {int(v):#x}, which is no function")
+            _call(m, f, ins, act & (bits == v), name, rets, args)
+        return
+    _call(m, f, ins, act, target.name, rets, args)
+
+
+def _call(m: Machine, f: Frame, ins, act: np.ndarray, name: str, rets, args) -> None:
+    try:
+        callee = m.module.function(name)
+    except KeyError:
+        raise Unsupported.at(ins, f"call to unknown function {name!r}") from None
+    if callee.body is None:
+        raise Unsupported.at(ins, f"call to {name!r}, which has no body here")
+    if m.depth > 32:
+        raise Unsupported.at(ins, "call depth above 32 (recursion is not modelled)")
+    info = func_info(callee)
+    g = _new_frame(m, info)
+    if len(args) != len(callee.params) or len(rets) != len(callee.returns):
+        raise Unsupported.at(ins, f"call to {name!r} with {len(args)} arguments / {len(rets)} results")
+    for p, a in zip(callee.params, args):
+        _pass(m, f, a, g, Reg(p.name) if p.space == ".reg" else Sym(p.name), p.type, act, ins)
+    m.depth += 1
+    try:
+        run_function(m, g, act)
+    finally:
+        m.depth -= 1
+    for p, r in zip(callee.returns, rets):
+        _pass(m, g, Sym(p.name) if p.space != ".reg" else Reg(p.name), f, r, p.type, act, ins)
+
+
+def _new_frame(m: Machine, info) -> Frame:
+    g = Frame(info)
+    for name, size in info.pvars.items():
+        g.pdata[name] = np.zeros((m.n, (size + 15) // 16 * 16 or 16), np.uint8)
+        g.pundef[name] = np.ones(m.n, bool)  # undefined until stored
+    return g
+
+
+def _pass(m: Machine, src: Frame, a, dst: Frame, tgt, ptype: str, act, ins) -> None:
+    """Copy one argument (or result) ``a`` of ``src`` to ``tgt`` of ``dst``: registers or per-thread .param bytes."""
+    if isinstance(a, Sym) and a.name in src.pdata:
+        data, und = src.pdata[a.name], src.pundef[a.name]
+        if isinstance(tgt, Sym):
+            d = dst.pdata[tgt.name]
+            k = min(d.shape[1], data.shape[1])
+            d[act, :k] = data[act, :k]
+            dst.pundef[tgt.name] = np.where(act, und, dst.pundef[tgt.name])
+        else:
+            w = dst.widths[tgt.name]
+            bits = np.zeros(m.n, np.uint64)
+            for i in range(max(w // 8, 1)):
+                bits |= data[:, i].astype(np.uint64) << U64(8 * i)
+            m.write(dst, tgt, bits, Shadow.undef(m.n, w, und) if und.any() else None, act, ins)
+        return
+    t = ptype.lstrip(".")
+    bits, sh = m.read(src, a, t if t in TYPES else "b64", ins)
+    if isinstance(tgt, Sym):
+        d = dst.pdata[tgt.name]
+        w = max(TYPES.get(t, (64,))[0] // 8, 1)
+        for i in range(min(w, d.shape[1])):
+            d[act, i] = ((bits[act] >> U64(8 * i)) & U64(0xFF)).astype(np.uint8)
+        und = sh.nonexact() if sh is not None else np.zeros(m.n, bool)
+        dst.pundef[tgt.name] = np.where(act, und, dst.pundef[tgt.name])
+    else:
+        m.write(dst, tgt, bits, sh, act, ins)
+
+
+def run_kernel(m: Machine) -> None:
+    info = func_info(m.kernel)
+    f = _new_frame(m, info)
+    m.kernel_frame = f
+    run_function(m, f, m.all.copy())

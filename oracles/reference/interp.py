@@ -1,0 +1,443 @@
+"""The reference interpreter: one CTA, every thread at once as numpy arrays.
+
+Control flow: each function's CFG (``fuzzptx.ptx.cfg``) runs on a SIMT stack with
+immediate post-dominator reconvergence.  An entry is (block, mask, reconvergence
+block); a guarded branch that splits the active threads turns the entry into its
+reconvergence point and pushes both sides, so per-thread loop trip counts,
+if/else and early exits all work with no per-thread Python loop.  ``exit`` removes
+threads for good; ``ret`` ends them for the current call.  ``.func`` calls run the
+callee's CFG in a fresh frame (registers and per-thread ``.param`` variables).
+
+Values are raw bits (uint64 [threads]) plus optional shadows (``values``): a branch
+on an undefined predicate, or an access through an undefined address, makes the
+whole run's outcome undefined (``RefResult.undefined``) rather than guessing.
+wgmma results are applied when the covering ``wgmma.wait_group`` executes
+(``wgmma_exec``), so reads of in-flight accumulators see UNDEF, as the spec says.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fuzzptx.ptx.cfg import build_cfg
+from fuzzptx.ptx.ir import Addr, CallArgs, Function, Imm, Instr, Neg, Reg, RegDecl, Sym, VarDecl, Vec, walk
+
+from . import alu, fp
+from .errors import BadAddress, MissingInput, ReferenceError_, StepLimit, Undefined, Unsupported
+from .memory import CONST_BASE, Memory, Region
+from .ops import HALF, the_type, types_of
+from .values import TYPES, U64, Shadow, mask, merge, sign_extend, undef_where
+
+MAX_THREADS = 512
+FUNC_BASE = 0x100000  # fake code addresses of functions
+STEP_LIMIT = 200_000  # instruction executions (each over all threads): far beyond any fuzz program
+SPACES = {"global": "global", "shared": "shared", "shared::cta": "shared", "param": "param",
+          "param::entry": "param", "param::func": "param", "const": "const", "local": "local",
+          "shared::cluster": "shared"}
+
+
+# ------------------------------------------------------------------ per-function facts
+
+
+@dataclass(eq=False)
+class FuncInfo:
+    fn: Function
+    blocks: tuple
+    ipdom: tuple[int | None, ...]
+    widths: dict[str, int]
+    pvars: dict[str, int]  # per-thread .param variables declared in the body: name -> bytes
+    wg_regs: frozenset[str]
+
+
+def _ipdoms(succs: list[list[int]]) -> tuple[int | None, ...]:
+    """Immediate post-dominators (None: the function exit) from successor lists."""
+    n = len(succs)
+    exit_ = n
+    full = (1 << (n + 1)) - 1
+    pdom = [full] * n + [1 << exit_]
+    changed = True
+    while changed:
+        changed = False
+        for b in range(n - 1, -1, -1):
+            new = full
+            for s in succs[b] or [exit_]:
+                new &= pdom[s]
+            new |= 1 << b
+            if new != pdom[b]:
+                pdom[b] = new
+                changed = True
+    out: list[int | None] = []
+    for b in range(n):
+        strict = [d for d in range(n + 1) if (pdom[b] >> d) & 1 and d != b]
+        if not strict or pdom[b] == full:
+            out.append(None)
+            continue
+        best = max(strict, key=lambda d: bin(pdom[d]).count("1"))
+        out.append(None if best == exit_ else best)
+    return tuple(out)
+
+
+def _exit_succs(cfg) -> list[list[int]]:
+    """CFG successors plus an edge to the exit for ret/exit (guarded ones keep the fall-through)."""
+    out = []
+    for b in cfg.blocks:
+        s = list(b.succs)
+        last = b.instrs[-1] if b.instrs else None
+        if last is not None and last.base in ("ret", "exit", "trap"):
+            s = s + [len(cfg.blocks)]
+        elif not s and (last is None or last.base != "bra"):
+            s = [len(cfg.blocks)]
+        out.append(s)
+    return out
+
+
+_INFO: dict[int, tuple[Function, FuncInfo]] = {}
+
+
+def func_info(fn: Function) -> FuncInfo:
+    """Cached per function *object*: equal functions from two files differ in their source locations."""
+    hit = _INFO.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    if len(_INFO) > 256:
+        _INFO.clear()
+    info = _func_info(fn)
+    _INFO[id(fn)] = (fn, info)
+    return info
+
+
+def _func_info(fn: Function) -> FuncInfo:
+    cfg = build_cfg(fn)
+    widths: dict[str, int] = {}
+    pvars: dict[str, int] = {}
+    wg: set[str] = set()
+    for p in fn.params + fn.returns:
+        if fn.kind == "entry":
+            continue  # kernel parameters live in the (uniform) parameter region
+        if p.space == ".reg":
+            widths[p.name] = TYPES[p.type.lstrip(".")][0]
+        else:
+            pvars[p.name] = _var_bytes(p.type, p.dims)
+    for s in walk(fn.body or ()):
+        if isinstance(s, RegDecl):
+            t = s.type.lstrip(".")
+            if t not in TYPES or s.vector:
+                raise Unsupported(f"register declaration .{t}{' ' + s.vector if s.vector else ''} is not supported",
+                                  *(_locargs(s)))
+            for name in s.expand():
+                widths[name] = TYPES[t][0]
+        elif isinstance(s, VarDecl) and s.space == ".param":
+            pvars[s.name] = _var_bytes(s.type, s.dims)
+        elif isinstance(s, Instr) and s.base == "wgmma" and ".mma_async" in s.opcode:
+            for op in s.operands[:2]:
+                if isinstance(op, Vec):
+                    wg.update(i.name for i in op.items if isinstance(i, Reg))
+    succs = _exit_succs(cfg)
+    return FuncInfo(fn, cfg.blocks, _ipdoms(succs), widths, pvars, frozenset(wg))
+
+
+def _locargs(s) -> tuple:
+    loc = getattr(s, "loc", None)
+    return (loc.file, loc.line) if loc is not None else ()
+
+
+def _var_bytes(type_: str, dims) -> int:
+    t = type_.lstrip(".")
+    eb = max(TYPES[t][0] // 8, 1) if t in TYPES else 1
+    count = 1
+    for d in dims:
+        count *= d or 0
+    return eb * count
+
+
+# ------------------------------------------------------------------ frames
+
+
+@dataclass(eq=False)
+class Frame:
+    info: FuncInfo
+    regs: dict[str, np.ndarray] = field(default_factory=dict)
+    shadows: dict[str, Shadow] = field(default_factory=dict)
+    pdata: dict[str, np.ndarray] = field(default_factory=dict)  # per-thread param bytes [T, size]
+    pundef: dict[str, np.ndarray] = field(default_factory=dict)  # per-thread: contents undefined
+    live: np.ndarray | None = None  # threads that have not returned from this call
+    contract: dict = field(default_factory=dict)  # reg -> (a bits, b bits, threads): an unrounded mul.f32 product
+
+    @property
+    def widths(self) -> dict[str, int]:
+        return self.info.widths
+
+
+# ------------------------------------------------------------------ the machine
+
+
+class Machine:
+    """State of one CTA run: memory, special registers, the alive mask, wgmma bookkeeping."""
+
+    def __init__(self, program, mode: str = "spec"):
+        from . import wgmma_exec
+
+        self.program = program
+        self.module = program.module
+        self.mode = mode
+        la = program.launch
+        if tuple(la.grid) != (1, 1, 1):
+            raise MissingInput(f"the reference runs one CTA: grid={','.join(map(str, la.grid))} must be 1,1,1")
+        bx, by, bz = la.block
+        self.n = n = bx * by * bz
+        if not 1 <= n <= MAX_THREADS:
+            raise MissingInput(f"block of {n} threads: the reference runs 1 to {MAX_THREADS} threads (4 warpgroups)")
+        lin = np.arange(n, dtype=np.uint64)
+        self.tid = lin
+        self.all = np.ones(n, bool)
+        self.idx_all = np.arange(n)
+        self.alive = np.ones(n, bool)
+        self.steps = 0
+        self.depth = 0
+        self.cur_act = self.all
+        self.notes: list[str] = []
+        self.special = {
+            "%tid.x": lin % U64(bx), "%tid.y": (lin // U64(bx)) % U64(by), "%tid.z": lin // U64(bx * by),
+            "%ntid.x": np.full(n, bx, np.uint64), "%ntid.y": np.full(n, by, np.uint64),
+            "%ntid.z": np.full(n, bz, np.uint64), "%laneid": lin % U64(32),
+            "%ctaid.x": np.zeros(n, np.uint64), "%ctaid.y": np.zeros(n, np.uint64), "%ctaid.z": np.zeros(n, np.uint64),
+            "%nctaid.x": np.ones(n, np.uint64), "%nctaid.y": np.ones(n, np.uint64), "%nctaid.z": np.ones(n, np.uint64),
+        }
+        # %warpid/%nwarpid/%smid/%clock are machine-dependent or volatile: the spec fixes no value.
+        self.volatile_special = ("%warpid", "%nwarpid", "%smid", "%nsmid", "%clock", "%clock64", "%globaltimer",
+                                 "%gridid", "%lanemask_eq")
+        self._imm_cache: dict = {}
+        self.kernel = self.module.function(la.kernel)
+        self.mem = Memory()
+        self.symbols: dict[str, tuple[str, int]] = {}  # name -> (space, address)
+        self.buffers: dict[str, Region] = {}
+        self._setup_memory()
+        self.wg = wgmma_exec.WarpgroupState.for_threads(n)
+
+    # -------------------------------------------------------------- setup
+
+    def _setup_memory(self) -> None:
+        from fuzzptx.data import buffer_bytes
+
+        prog, k = self.program, self.kernel
+        for b in prog.buffers:
+            self.buffers[b.name] = self.mem.add_global(b.name, buffer_bytes(b))
+        scalars = dict(prog.scalars)
+        # kernel parameters, naturally aligned, in declaration order
+        offs, off = {}, 0
+        for p in k.params:
+            size = _var_bytes(p.type, p.dims) or 8
+            al = p.align or min(size, 8)
+            off = (off + al - 1) // al * al
+            offs[p.name] = (off, size)
+            off += size
+        pbytes = np.zeros(max(off, 8), np.uint8)
+        for p in k.params:
+            o, size = offs[p.name]
+            if p.name in self.buffers:
+                val = self.buffers[p.name].base
+            elif p.name in scalars:
+                val = scalars[p.name]
+            else:
+                raise MissingInput(f"kernel parameter {p.name!r} has no BUFFER or PARAM value", *_locargs(k))
+            pbytes[o:o + size] = np.frombuffer(int(val & ((1 << (8 * size)) - 1)).to_bytes(size, "little"), np.uint8)
+            self.symbols[p.name] = ("param", CONST_BASE + o)
+        self.mem.set_params(pbytes)
+        for b in prog.buffers:
+            if b.name not in offs:
+                raise MissingInput(f"BUFFER {b.name} names no parameter of kernel {k.name}")
+        # shared memory: module and function variables, then the dynamic part
+        decls = [i for i in self.module.items if isinstance(i, VarDecl)]
+        for fn in self.module.functions():
+            decls += [s for s in walk(fn.body or ()) if isinstance(s, VarDecl)]
+        soff, dyn = 0, []
+        for v in decls:
+            space = v.space.lstrip(".")
+            if space == "shared":
+                if v.dims and v.dims[-1] is None:
+                    dyn.append(v)
+                    continue
+                al = v.align or max(_var_bytes(v.type, ()), 1)
+                soff = (soff + al - 1) // al * al
+                self.symbols[v.name] = ("shared", soff)
+                soff += _var_bytes(v.type, v.dims)
+            elif space in ("global", "const"):
+                content = _initial_bytes(v)
+                r = self.mem.add_global(v.name, content, writable=space == "global", space=space)
+                self.symbols[v.name] = (space, r.base)
+            elif space in ("local",):
+                raise Unsupported(f".local variable {v.name!r} is not supported", *_locargs(v))
+        if dyn:
+            al = max(v.align or 16 for v in dyn)
+            soff = (soff + al - 1) // al * al
+            for v in dyn:
+                self.symbols[v.name] = ("shared", soff)
+            soff += self.program.launch.dynamic_smem
+        self.mem.set_shared(soff)
+        # functions have addresses too (mov.u64 %rd, fn; call through a register)
+        self.func_at: dict[int, str] = {}
+        for i, fn in enumerate(self.module.functions()):
+            if fn.name not in self.symbols:
+                addr = FUNC_BASE + 16 * i
+                self.symbols[fn.name] = ("func", addr)
+                self.func_at[addr] = fn.name
+
+    # -------------------------------------------------------------- operands
+
+    def read(self, f: Frame, op, t: str, ins: Instr) -> tuple[np.ndarray, Shadow | None]:
+        """Bits (uint64 [T]) and shadow of an operand read as type ``t``."""
+        if isinstance(op, Reg):
+            name = op.name
+            bits = f.regs.get(name)
+            if bits is not None:
+                if name in f.info.wg_regs:
+                    return self.wg.on_read(self, f, name, bits, f.shadows.get(name))
+                return bits, f.shadows.get(name)
+            if name in self.special:
+                return self.special[name], None
+            if name in self.volatile_special:
+                return np.zeros(self.n, np.uint64), Shadow.undef(self.n, 64)
+            w = f.widths.get(name)
+            if w is None:
+                if name.startswith("%") and "." in name:
+                    raise Unsupported.at(ins, f"special register {name} is not supported")
+                raise Unsupported.at(ins, f"register {name} is not declared")
+            if name in f.info.wg_regs:
+                self.wg.touch(self, f, name)
+            return np.zeros(self.n, np.uint64), Shadow.undef(self.n, w)  # never written: undefined
+        if isinstance(op, Imm):
+            key = (op.text, t)
+            v = self._imm_cache.get(key)
+            if v is None:
+                v = np.full(self.n, _imm_bits(op, t, ins), np.uint64)
+                v.flags.writeable = False
+                self._imm_cache[key] = v
+            return v, None
+        if isinstance(op, Sym):
+            space, addr = self.symbol(op.name, ins)
+            return np.full(self.n, addr, np.uint64), None
+        if isinstance(op, Neg):
+            b, s = self.read(f, op.reg, t, ins)
+            return b ^ U64(1), s
+        raise Unsupported.at(ins, f"operand {op} is not supported here")
+
+    def symbol(self, name: str, ins) -> tuple[str, int]:
+        s = self.symbols.get(name)
+        if s is None:
+            raise Unsupported.at(ins, f"symbol {name!r} is not a variable or parameter the reference knows")
+        return s
+
+    def write(self, f: Frame, reg, bits: np.ndarray, sh: Shadow | None, act: np.ndarray, ins: Instr,
+              ext: str | None = None) -> None:
+        """Write the active threads of register ``reg``; ``ext`` (a type) extends narrower values."""
+        if isinstance(reg, Sym) and reg.name == "_":
+            return
+        if not isinstance(reg, Reg):
+            raise Unsupported.at(ins, f"destination {reg} is not a register")
+        name = reg.name
+        w = f.widths.get(name)
+        if w is None:
+            raise Unsupported.at(ins, f"register {name} is not declared")
+        if ext is not None:
+            tw, tk = TYPES[ext]
+            if tw < w:
+                if tk == "s":
+                    bits = sign_extend(bits, tw).view(np.uint64)
+                    if sh is not None:
+                        sh = Shadow.undef(self.n, w, sh.nonexact())
+                else:
+                    bits = bits & mask(tw)
+        bits = bits & mask(w) if w < 64 else bits
+        if f.contract:
+            f.contract.pop(name, None)
+        if name in f.info.wg_regs:
+            self.wg.on_write(self, f, name, act)
+        if act is self.all or act.all():
+            f.regs[name] = bits
+            if sh is None:
+                f.shadows.pop(name, None)
+            else:
+                f.shadows[name] = sh
+            return
+        old = f.regs.get(name)
+        if old is None:
+            old = np.zeros(self.n, np.uint64)
+            old_sh = Shadow.undef(self.n, w)
+        else:
+            old_sh = f.shadows.get(name)
+        f.regs[name] = np.where(act, bits, old)
+        new_sh = merge(old_sh, sh, act, self.n, w)
+        if new_sh is None:
+            f.shadows.pop(name, None)
+        else:
+            f.shadows[name] = new_sh
+
+    def note(self, text: str) -> None:
+        if len(self.notes) < 20 and text not in self.notes:
+            self.notes.append(text)
+
+
+def _imm_bits(op: Imm, t: str, ins) -> int:
+    w, kind = TYPES.get(t, (64, "b"))
+    text = op.text.lstrip("-")
+    neg = op.text.startswith("-")
+    if kind in "fx":
+        if text[:2] in ("0f", "0F", "0d", "0D"):
+            raw = int(text[2:], 16)
+            width = 32 if text[1] in "fF" else 64
+            if width == w:
+                return raw ^ ((1 << (w - 1)) if neg else 0)
+            val = float(op.value)
+        else:
+            val = float(op.value)
+        fmt = HALF.get(t, t)
+        if kind == "x":
+            raise Unsupported.at(ins, f"immediate for packed .{t}")
+        return int(fp.encode(fmt, fp.fround(np.array([val]), fmt, "rn"))[0])
+    if isinstance(op.value, float):
+        if text[:2] in ("0f", "0F"):
+            return int(text[2:], 16)
+        if text[:2] in ("0d", "0D"):
+            return int(text[2:], 16)
+        raise Unsupported.at(ins, f"float immediate {op.text} for .{t}")
+    return int(op.value) & ((1 << w) - 1 if w < 64 else (1 << 64) - 1)
+
+
+def _initial_bytes(v: VarDecl) -> np.ndarray:
+    import re
+
+    size = _var_bytes(v.type, v.dims) or _var_bytes(v.type, ())
+    out = np.zeros(size, np.uint8)
+    if v.init:
+        t = v.type.lstrip(".")
+        eb = max(TYPES[t][0] // 8, 1)
+        nums = re.findall(r"-?0[xX][0-9a-fA-F]+|-?\d+", v.init)
+        for i, s in enumerate(nums[: size // eb]):
+            val = int(s, 0) & ((1 << (8 * eb)) - 1)
+            out[i * eb:(i + 1) * eb] = np.frombuffer(val.to_bytes(eb, "little"), np.uint8)
+    return out
+
+
+# ------------------------------------------------------------------ entry point
+
+
+def run_program(program, *, mode: str = "spec"):
+    """Run the launch's kernel for one CTA; returns a ``RefResult`` (raises ``ReferenceError_``)."""
+    from . import control
+    from .result import RefResult, output_from_region
+
+    if mode not in ("spec", "hardware"):
+        raise ValueError(f"mode must be 'spec' or 'hardware', not {mode!r}")
+    m = Machine(program, mode)
+    undefined = None
+    old = np.seterr(all="ignore")
+    try:
+        control.run_kernel(m)
+    except Undefined as u:
+        undefined = u.reason
+    finally:
+        np.seterr(**old)
+    outs = {b.name: output_from_region(b, m.buffers[b.name], undefined is not None) for b in program.outputs()}
+    return RefResult(outs, undefined, tuple(m.notes), m.steps)

@@ -1,0 +1,253 @@
+"""Simulated memory for one CTA: global buffers, shared memory, kernel parameters.
+
+Every buffer is its own ``Region`` with a fake base address, so a pointer is just the
+kernel parameter's value and any access outside a region, or misaligned for its size,
+is an error naming the instruction.  Each region can carry a byte-level shadow
+(see ``values``): uninitialised shared memory is UNDEF, and stores of inexact values
+(wgmma results in spec mode) keep their value sets so loads get them back.
+Shared memory also remembers, per byte, which thread last wrote it through the
+generic proxy and has not yet run ``fence.proxy.async``: wgmma reading such bytes
+is undefined behaviour (seed 000, 9.7.15.4).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import BadAddress
+from .values import EXACT, SET, UNDEF, Shadow, lanes_of
+
+GLOBAL_BASE = 0x7F0000000000  # first global buffer (each at its own 4 GiB slot)
+GLOBAL_SLOT = 1 << 32
+SHARED_WINDOW = 0x7E0000000000  # generic address of shared offset 0
+CONST_BASE = 0x10000  # param/const windows, small like the hardware's
+_VIEW = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+@dataclass(eq=False)
+class Region:
+    name: str
+    space: str  # global | shared | const | param
+    base: int
+    size: int
+    data: np.ndarray  # uint8, padded to a multiple of 16
+    writable: bool = True
+    skind: np.ndarray | None = None  # uint8 per byte (values.EXACT/SET/UNDEF)
+    slw: np.ndarray | None = None  # lane width in bytes of the record covering each byte
+    slo: np.ndarray | None = None
+    shi: np.ndarray | None = None
+    sflags: np.ndarray | None = None
+    dirty: np.ndarray | None = None  # int32 writer thread (shared only), -1 clean
+    pending: list = field(default_factory=list)  # shadow records of stores not yet applied (see flush)
+    views: dict = field(default_factory=dict)
+
+    @staticmethod
+    def make(name: str, space: str, base: int, content: np.ndarray | int, writable: bool = True) -> "Region":
+        size = content if isinstance(content, int) else int(content.size)
+        data = np.zeros((size + 15) // 16 * 16 or 16, np.uint8)
+        if not isinstance(content, int):
+            data[:size] = content
+        return Region(name, space, base, size, data, writable)
+
+    def view(self, nbytes: int) -> np.ndarray:
+        v = self.views.get(nbytes)
+        if v is None:
+            v = self.views[nbytes] = self.data.view(_VIEW[nbytes])
+        return v
+
+    def ensure_shadow(self) -> None:
+        if self.skind is None:
+            n = self.data.size
+            self.skind = np.zeros(n, np.uint8)
+            self.slw = np.ones(n, np.uint8)
+            self.slo = np.zeros(n)
+            self.shi = np.zeros(n)
+            self.sflags = np.zeros(n, np.uint8)
+
+    def mark_uninitialised(self) -> None:
+        self.ensure_shadow()
+        self.skind[:] = UNDEF
+
+    # -------------------------------------------------------------- element access
+
+    def read(self, off: np.ndarray, eb: int, count: int) -> list[tuple[np.ndarray, Shadow | None]]:
+        """``count`` consecutive elements of ``eb`` bytes at byte offsets ``off`` (aligned)."""
+        out = []
+        n = off.size
+        for j in range(count):
+            o = off + j * eb
+            if eb == 16:
+                raise AssertionError("16-byte elements are split by the caller")
+            bits = self.view(eb)[o // eb].astype(np.uint64)
+            out.append((bits, self._read_shadow(o, eb, n)))
+        return out
+
+    def flush(self) -> None:
+        """Apply the shadow records of stores, in order, batching runs of the same shape."""
+        if not self.pending:
+            return
+        self.ensure_shadow()
+        recs, self.pending = self.pending, []
+        i = 0
+        while i < len(recs):
+            o, eb, s = recs[i]
+            key = (eb, None if s is None else (s.lane_bits, s.lanes))
+            j = i + 1
+            while j < len(recs) and (recs[j][1], None if recs[j][2] is None else (recs[j][2].lane_bits, recs[j][2].lanes)) == key:
+                j += 1
+            run = recs[i:j]
+            o = np.concatenate([r[0] for r in run])
+            if s is None:
+                self.skind[(o[:, None] + np.arange(eb)).ravel()] = EXACT
+            else:
+                lw, lanes = s.lane_bits // 8, s.lanes
+                kind = np.concatenate([r[2].kind for r in run])
+                idx = o[:, None] + np.arange(lanes * lw)
+                self.skind[idx] = np.repeat(kind, lw, axis=1)
+                self.slw[idx] = lw
+                start = o[:, None] + np.arange(lanes) * lw
+                self.slo[start] = np.concatenate([r[2].lo for r in run])
+                self.shi[start] = np.concatenate([r[2].hi for r in run])
+                self.sflags[start] = np.concatenate([r[2].flags for r in run])
+            i = j
+
+    def _read_shadow(self, o: np.ndarray, eb: int, n: int) -> Shadow | None:
+        self.flush()
+        if self.skind is None:
+            return None
+        idx = o[:, None] + np.arange(eb)
+        k = self.skind[idx]
+        if not k.any():
+            return None
+        lw = int(self.slw[idx][k != EXACT].min())
+        lw = max(1, min(lw, eb))
+        while eb % lw:
+            lw -= 1
+        lanes = eb // lw
+        kr = k.reshape(n, lanes, lw)
+        first = idx[:, ::lw]
+        kind = np.where((kr == UNDEF).any(axis=2), UNDEF,
+                        np.where((kr == EXACT).all(axis=2), EXACT,
+                                 np.where((kr == SET).all(axis=2) & (self.slw[first] == lw), SET, UNDEF))).astype(np.uint8)
+        sh = Shadow(lw * 8, kind, self.slo[first].copy(), self.shi[first].copy(), self.sflags[first].copy())
+        return None if sh.is_trivial() else sh
+
+    def write(self, off: np.ndarray, eb: int, values: list[tuple[np.ndarray, Shadow | None]],
+              writers: np.ndarray | None = None) -> None:
+        """Store elements (bits, shadow) at ``off + j*eb``; ``writers`` are thread ids (shared only)."""
+        n = off.size
+        for j, (bits, sh) in enumerate(values):
+            o = off + j * eb
+            v = self.view(eb)
+            v[o // eb] = bits.astype(_VIEW[eb])
+            if sh is None:
+                if self.skind is not None or self.pending:
+                    self.pending.append((o, eb, None))
+            else:
+                lb = max(8, min(sh.lane_bits, eb * 8))
+                self.pending.append((o, eb, lanes_of(sh, n, eb * 8, lb)))
+            if self.dirty is not None and writers is not None:
+                idx = o[:, None] + np.arange(eb)
+                self.dirty[idx] = writers[:, None]
+
+
+class Memory:
+    """Regions by state space; resolves addresses to (region, offsets) with bounds and alignment checks."""
+
+    def __init__(self) -> None:
+        self.globals: list[Region] = []
+        self.shared: Region | None = None
+        self.params: Region | None = None
+        self.consts: list[Region] = []
+        self._gbases = np.zeros(0, np.uint64)
+        self._last: Region | None = None
+
+    def add_global(self, name: str, content: np.ndarray | int, writable: bool = True, space: str = "global") -> Region:
+        base = GLOBAL_BASE + len(self.globals) * GLOBAL_SLOT
+        r = Region.make(name, space, base, content, writable)
+        self.globals.append(r)
+        self._gbases = np.array([g.base for g in self.globals], np.uint64)
+        return r
+
+    def set_shared(self, size: int) -> Region:
+        r = Region.make("shared memory", "shared", 0, max(size, 0))
+        r.mark_uninitialised()
+        r.dirty = np.full(r.data.size, -1, np.int32)
+        self.shared = r
+        return r
+
+    def set_params(self, content: np.ndarray) -> Region:
+        self.params = Region.make("kernel parameters", "param", CONST_BASE, content, writable=False)
+        return self.params
+
+    # -------------------------------------------------------------- resolution
+
+    def resolve(self, space: str, addr: np.ndarray, nbytes: int, instr, what: str) -> list[tuple[Region, np.ndarray, np.ndarray]]:
+        """Groups ``(region, thread positions, byte offsets)`` for the addresses of one access."""
+        addr = addr.astype(np.uint64)
+        if nbytes > 1 and (addr & np.uint64(nbytes - 1)).any():
+            bad = int(addr[(addr & np.uint64(nbytes - 1)) != 0][0])
+            raise BadAddress.at(instr, f"misaligned {what} of {nbytes} bytes at {space} address {bad:#x}")
+        if space == "shared":
+            return [self._within(self.shared, addr, addr, nbytes, instr, what, space)]
+        if space == "param":
+            return [self._within(self.params, addr, addr - np.uint64(CONST_BASE), nbytes, instr, what, space)]
+        if space == "generic":
+            shw = (addr >= np.uint64(SHARED_WINDOW)) & (addr < np.uint64(SHARED_WINDOW + (1 << 32)))
+            if shw.all():
+                return [self._within(self.shared, addr, addr - np.uint64(SHARED_WINDOW), nbytes, instr, what, "shared")]
+            if shw.any():
+                pos = np.flatnonzero(shw)
+                g1 = self._within(self.shared, addr[pos], addr[pos] - np.uint64(SHARED_WINDOW), nbytes, instr, what, "shared")
+                rest = np.flatnonzero(~shw)
+                out = [(g1[0], pos, g1[2])]
+                for reg, p, o in self._global_groups(addr[rest], nbytes, instr, what):
+                    out.append((reg, rest[p], o))
+                return out
+        return self._global_groups(addr, nbytes, instr, what)
+
+    def _within(self, region: Region | None, addr: np.ndarray, off: np.ndarray, nbytes: int, instr, what: str, space: str):
+        if region is None or np.any(off + np.uint64(nbytes) > np.uint64(region.size)) or np.any(addr < np.uint64(region.base if space != "generic" else 0)):
+            size = 0 if region is None else region.size
+            bad = off[(off + np.uint64(nbytes)) > np.uint64(size)]
+            where = int(bad[0]) if bad.size else int(off[0])
+            raise BadAddress.at(instr, f"out-of-bounds {what} of {nbytes} bytes at {space} offset {where:#x} "
+                                       f"({'no ' + space + ' memory' if region is None else region.name + f' holds {size} bytes'})")
+        return (region, np.arange(addr.size), off.astype(np.int64))
+
+    def _global_groups(self, addr: np.ndarray, nbytes: int, instr, what: str):
+        last = self._last
+        if last is not None:  # fast path: every address inside the region used last time
+            off = addr - np.uint64(last.base)
+            if off.max() <= np.uint64(last.size - nbytes) if last.size >= nbytes else False:
+                return [(last, np.arange(addr.size), off.astype(np.int64))]
+        groups = self._global_groups_slow(addr, nbytes, instr, what)
+        if len(groups) == 1:
+            self._last = groups[0][0]
+        return groups
+
+    def _global_groups_slow(self, addr: np.ndarray, nbytes: int, instr, what: str):
+        if not self.globals:
+            raise BadAddress.at(instr, f"{what} at global address {int(addr[0]):#x}: no global buffers")
+        i = np.searchsorted(self._gbases, addr, side="right").astype(np.int64) - 1
+        ok = i >= 0
+        ic = np.clip(i, 0, None)
+        bases = self._gbases[ic]
+        sizes = np.array([g.size for g in self.globals], np.uint64)[ic]
+        off = addr - bases
+        ok &= (addr >= bases) & (off + np.uint64(nbytes) <= sizes)
+        if not ok.all():
+            j = int(np.flatnonzero(~ok)[0])
+            a = int(addr[j])
+            near = self.globals[int(ic[j])]
+            raise BadAddress.at(instr, f"out-of-bounds {what} of {nbytes} bytes at global address {a:#x} "
+                                       f"(nearest buffer {near.name!r}: {near.base:#x}..{near.base + near.size:#x})")
+        groups = []
+        first = int(ic[0])
+        if np.all(ic == first):
+            return [(self.globals[first], np.arange(addr.size), off.astype(np.int64))]
+        for g in np.unique(ic):
+            pos = np.flatnonzero(ic == g)
+            groups.append((self.globals[int(g)], pos, off[pos].astype(np.int64)))
+        return groups

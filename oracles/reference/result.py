@@ -1,0 +1,153 @@
+"""What the reference says a run's output buffers may hold, and the element-wise comparison.
+
+Per output element: ``EXACT`` (bits must match; any NaN matches a NaN), ``SET``
+(finite values in [lo, hi], plus NaN/+Inf/-Inf where the flags allow), or
+``UNDEF`` (the spec leaves it free: skipped).  Integers are always exact.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fuzzptx.data import element_bytes, numpy_dtype
+
+from . import formats as F
+from .values import EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, UNDEF
+
+_FLOAT = {"f64", "f32", "tf32", "f16", "bf16", "e4m3", "e5m2"}
+
+
+@dataclass(frozen=True, eq=False)
+class OutputBuffer:
+    name: str
+    type: str
+    data: bytes
+    kind: np.ndarray  # uint8 [count]
+    lo: np.ndarray  # float64 [count] (SET only)
+    hi: np.ndarray
+    flags: np.ndarray  # uint8 [count]
+
+    @property
+    def count(self) -> int:
+        return self.kind.size
+
+    def values(self) -> np.ndarray:
+        return np.frombuffer(self.data, dtype=numpy_dtype(self.type))
+
+
+@dataclass(frozen=True, eq=False)
+class RefResult:
+    """The reference's verdict on one run (``undefined``: the whole outcome is left free, with why)."""
+
+    outputs: dict[str, OutputBuffer]
+    undefined: str | None = None
+    notes: tuple[str, ...] = ()
+    steps: int = 0
+
+    def bytes(self, name: str) -> bytes:
+        return self.outputs[name].data
+
+    def summary(self) -> str:
+        if self.undefined:
+            return f"undefined: {self.undefined}"
+        parts = []
+        for o in self.outputs.values():
+            u = int((o.kind == UNDEF).sum())
+            s = int((o.kind == SET).sum())
+            parts.append(f"{o.name}: {o.count} elements" + (f", {s} within bounds" if s else "") + (f", {u} undefined" if u else ""))
+        return "ran (" + "; ".join(parts) + ")" if parts else "ran (no outputs)"
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    buffer: str
+    index: int
+    expected: str
+    observed: str
+
+    def __str__(self) -> str:
+        return f"{self.buffer}[{self.index}]: expected {self.expected}, observed {self.observed}"
+
+
+def output_from_region(buf, region, undefined: bool) -> OutputBuffer:
+    """Element view of a buffer's final bytes and byte shadow."""
+    eb = element_bytes(buf.type)
+    n = buf.count
+    region.flush()
+    data = region.data[: n * eb].tobytes()
+    kind = np.zeros(n, np.uint8)
+    lo = np.zeros(n)
+    hi = np.zeros(n)
+    flags = np.zeros(n, np.uint8)
+    if undefined:
+        kind[:] = UNDEF
+    elif region.skind is not None:
+        k = region.skind[: n * eb].reshape(n, eb)
+        first = np.arange(n) * eb
+        all_set = (k == SET).all(axis=1) & (region.slw[first] == eb)
+        kind = np.where((k == EXACT).all(axis=1), EXACT, np.where(all_set, SET, UNDEF)).astype(np.uint8)
+        lo = np.where(kind == SET, region.slo[first], 0.0)
+        hi = np.where(kind == SET, region.shi[first], 0.0)
+        flags = np.where(kind == SET, region.sflags[first], 0).astype(np.uint8)
+    return OutputBuffer(buf.name, buf.type, data, kind, lo, hi, flags)
+
+
+def _decode(type_: str, raw: bytes, n: int) -> np.ndarray:
+    eb = element_bytes(type_)
+    u = np.frombuffer(raw[: n * eb], dtype={1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[eb]).astype(np.uint64)
+    return u
+
+
+def compare(program, ref: RefResult, observed: dict[str, bytes], limit: int = 100) -> list[Mismatch]:
+    """Elements of ``observed`` (buffer name -> bytes) the reference does not allow (at most ``limit``)."""
+    out: list[Mismatch] = []
+    if ref.undefined:
+        return out
+    for name, ob in ref.outputs.items():
+        if name not in observed:
+            out.append(Mismatch(name, -1, "an output buffer", "none"))
+            continue
+        raw = observed[name]
+        eb = element_bytes(ob.type)
+        if len(raw) < ob.count * eb:
+            out.append(Mismatch(name, -1, f"{ob.count * eb} bytes", f"{len(raw)} bytes"))
+            continue
+        hw = _decode(ob.type, raw, ob.count)
+        ref_bits = _decode(ob.type, ob.data, ob.count)
+        check = ob.kind != UNDEF
+        if ob.type in _FLOAT:
+            x = F.decode(ob.type, hw)
+            r = F.decode(ob.type, ref_bits)
+            exact_ok = (hw == ref_bits) | (np.isnan(x) & np.isnan(r))
+            with np.errstate(invalid="ignore"):
+                in_set = (np.isfinite(x) & (x >= ob.lo) & (x <= ob.hi)) | \
+                    (np.isnan(x) & ((ob.flags & MAY_NAN) != 0)) | \
+                    ((x == np.inf) & ((ob.flags & MAY_POS_INF) != 0)) | \
+                    ((x == -np.inf) & ((ob.flags & MAY_NEG_INF) != 0))
+            ok = np.where(ob.kind == SET, in_set, exact_ok)
+        else:
+            ok = hw == ref_bits
+            x = hw
+        bad = np.flatnonzero(check & ~ok)
+        for i in bad[: max(limit - len(out), 0)]:
+            out.append(Mismatch(name, int(i), _describe(ob, int(i), ref_bits), _show(ob.type, int(hw[i]))))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _show(type_: str, bits: int) -> str:
+    eb = element_bytes(type_)
+    if type_ in _FLOAT:
+        v = float(F.decode(type_, np.array([bits], np.uint64))[0])
+        return f"{v!r} (0x{bits:0{2 * eb}x})"
+    return f"{int(np.array([bits], np.uint64).astype(numpy_dtype(type_))[0])} (0x{bits:0{2 * eb}x})"
+
+
+def _describe(ob: OutputBuffer, i: int, ref_bits: np.ndarray) -> str:
+    if ob.kind[i] == SET:
+        extra = [n for b, n in ((MAY_NAN, "NaN"), (MAY_POS_INF, "+Inf"), (MAY_NEG_INF, "-Inf")) if ob.flags[i] & b]
+        rng = f"[{ob.lo[i]!r}, {ob.hi[i]!r}]" if not np.isnan(ob.lo[i]) else "no finite value"
+        return rng + (" or " + "/".join(extra) if extra else "")
+    return _show(ob.type, int(ref_bits[i]))

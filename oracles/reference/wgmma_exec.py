@@ -1,0 +1,466 @@
+"""wgmma.fence / mma_async / commit_group / wait_group on the interpreter's registers and shared memory.
+
+Asynchrony model: a ``wgmma.mma_async`` computes its result at issue (from the
+registers and shared memory as they are then) but the accumulator registers get it
+only when a ``wgmma.wait_group`` covering its group executes.  Until then its D and
+A registers are *in flight*: a generic read sees UNDEF, a generic write makes the
+pending result UNDEF (seed 000, 9.7.15.7.3).  A later wgmma of the same shape that
+accumulates into in-flight registers chains on the pending values (the spec orders
+those).  Spec-mode undefined behaviour (no ``wgmma.fence`` before the first wgmma,
+or a register access since the last fence; part of a warpgroup executing it; a
+non-uniform descriptor or scale-d; shared bytes written by the generic proxy with
+no ``fence.proxy.async`` since) makes the affected D elements UNDEF.
+Arithmetic and layouts come from ``wgmma_math``, ``layouts`` and ``descriptors``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fuzzptx import isa
+from fuzzptx.ptx.ir import Imm, Reg, Vec
+
+from . import layouts as L
+from .descriptors import MatrixDescriptor
+from .errors import BadAddress, Unsupported
+from .values import EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, UNDEF, U64, Shadow, lanes_of, merge
+
+WG = L.WARPGROUP
+
+
+@dataclass(eq=False)
+class Pending:
+    frame: object
+    group: int
+    d_names: list[str]
+    bits: np.ndarray  # uint32 [128, nregs]
+    shadows: list[Shadow | None]  # per D register, 128 rows
+    a_names: list[str]
+    poisoned: bool = False
+
+
+@dataclass(eq=False)
+class GroupState:
+    fenced: bool = False
+    touched: set = field(default_factory=set)
+    acc_shape: dict = field(default_factory=dict)
+    uncommitted: list = field(default_factory=list)
+    committed: list = field(default_factory=list)
+    inflight: dict = field(default_factory=dict)  # reg name -> latest Pending touching it
+
+
+class WarpgroupState:
+    def __init__(self, n: int):
+        self.n = n
+        self.groups = [GroupState() for _ in range((n + WG - 1) // WG)]
+        self.all_groups = list(range(len(self.groups)))
+
+    @staticmethod
+    def for_threads(n: int) -> "WarpgroupState":
+        return WarpgroupState(n)
+
+    def active_groups(self, act: np.ndarray) -> list[int]:
+        return [g for g in range(len(self.groups)) if act[g * WG:(g + 1) * WG].any()]
+
+    # hooks from Machine.read / Machine.write for registers some wgmma uses
+    def on_read(self, m, f, name, bits, sh):
+        out_sh = sh
+        for g in (self.all_groups if m.cur_act is m.all else self.active_groups(m.cur_act)):
+            st = self.groups[g]
+            st.touched.add(name)
+            p = st.inflight.get(name)
+            if p is not None and p.frame is f:
+                where = np.zeros(m.n, bool)
+                where[g * WG:(g + 1) * WG] = True
+                from .values import undef_where
+                out_sh = undef_where(out_sh, where, m.n, f.widths.get(name, 32))
+                m.note(f"register {name} read while a wgmma writing it is in flight (undefined)")
+        return bits, out_sh
+
+    def on_write(self, m, f, name, act):
+        for g in self.active_groups(act):
+            st = self.groups[g]
+            st.touched.add(name)
+            p = st.inflight.get(name)
+            if p is not None and p.frame is f:
+                p.poisoned = True
+                m.note(f"register {name} written while a wgmma using it is in flight (undefined)")
+
+    def touch(self, m, f, name):
+        for g in self.active_groups(m.cur_act):
+            self.groups[g].touched.add(name)
+
+
+def h_wgmma(m, f, ins, act):
+    mods = ins.modifiers
+    ws = m.wg
+    groups = ws.active_groups(act)
+    if "fence" in mods:
+        for g in groups:
+            st = ws.groups[g]
+            st.fenced = True
+            st.touched.clear()
+            st.acc_shape.clear()
+        return
+    if "commit_group" in mods:
+        for g in groups:
+            st = ws.groups[g]
+            st.committed.append(st.uncommitted)
+            st.uncommitted = []
+        return
+    if "wait_group" in mods:
+        op = ins.operands[0] if ins.operands else None
+        if not isinstance(op, Imm):
+            raise Unsupported.at(ins, "wait_group needs an immediate")
+        keep = int(op.value)
+        for g in groups:
+            st = ws.groups[g]
+            done = st.committed[: max(len(st.committed) - keep, 0)]
+            st.committed = st.committed[len(done):]
+            for grp in done:
+                for p in grp:
+                    _apply(m, p)
+                    for r in p.d_names + p.a_names:
+                        if st.inflight.get(r) is p:
+                            del st.inflight[r]
+        return
+    if "mma_async" in mods:
+        _mma(m, f, ins, act, groups)
+        return
+    raise Unsupported.at(ins, f"{ins.opcode} is not supported")
+
+
+def _apply(m, p: Pending) -> None:
+    f = p.frame
+    rows = slice(p.group * WG, (p.group + 1) * WG)
+    gm = np.zeros(m.n, bool)
+    gm[rows] = True
+    if m.n == WG:  # one warpgroup: the result replaces the registers outright
+        for i, name in enumerate(p.d_names):
+            f.regs[name] = p.bits[:, i].astype(np.uint64)
+            sh = Shadow.undef(WG, f.widths.get(name, 32)) if p.poisoned else p.shadows[i]
+            if sh is None:
+                f.shadows.pop(name, None)
+            else:
+                f.shadows[name] = sh
+        return
+    for i, name in enumerate(p.d_names):
+        w = f.widths.get(name, 32)
+        old = f.regs.get(name)
+        if old is None:
+            old = np.zeros(m.n, np.uint64)
+            old_sh = Shadow.undef(m.n, w)
+        else:
+            old_sh = f.shadows.get(name)
+        new = old.copy()
+        new[rows] = p.bits[:, i].astype(np.uint64)
+        f.regs[name] = new
+        sh = p.shadows[i]
+        if p.poisoned:
+            sh = Shadow.undef(WG, w)
+        if old_sh is None and sh is None:
+            f.shadows.pop(name, None)
+            continue
+        if sh is not None and (old_sh is None or (old_sh.lane_bits == sh.lane_bits and old_sh.lanes == sh.lanes)):
+            full = old_sh.copy() if old_sh is not None else Shadow(
+                sh.lane_bits, np.zeros((m.n, sh.lanes), np.uint8), np.zeros((m.n, sh.lanes)),
+                np.zeros((m.n, sh.lanes)), np.zeros((m.n, sh.lanes), np.uint8))
+            full.kind[rows], full.lo[rows], full.hi[rows], full.flags[rows] = sh.kind, sh.lo, sh.hi, sh.flags
+            f.shadows[name] = full
+            continue
+        full = None
+        if sh is not None:
+            full = Shadow(sh.lane_bits, np.zeros((m.n, sh.lanes), np.uint8), np.zeros((m.n, sh.lanes)),
+                          np.zeros((m.n, sh.lanes)), np.zeros((m.n, sh.lanes), np.uint8))
+            full.kind[rows], full.lo[rows], full.hi[rows], full.flags[rows] = sh.kind, sh.lo, sh.hi, sh.flags
+        res = merge(old_sh, full, gm, m.n, w)
+        if res is None:
+            f.shadows.pop(name, None)
+        else:
+            f.shadows[name] = res
+
+
+@dataclass
+class _Tile:
+    bits: np.ndarray  # uint32 [rows, cols]
+    bad: np.ndarray  # bool [rows, cols]: UNDEF or not exact
+
+
+def _reg_matrix(m, f, st, names: list[str], rows: slice, w: int):
+    """Current (or pending) values of registers for one warpgroup: bits [128, n] and shadow kinds/lo/hi."""
+    n = len(names)
+    bits = np.zeros((WG, n), np.uint64)
+    shs: list[Shadow | None] = []
+    for i, name in enumerate(names):
+        p = st.inflight.get(name)
+        if p is not None and name in p.d_names and p.frame is f:
+            j = p.d_names.index(name)
+            bits[:, i] = p.bits[:, j]
+            sh = Shadow.undef(WG, w) if p.poisoned else p.shadows[j]
+        else:
+            v = f.regs.get(name)
+            if v is None:
+                bits[:, i] = 0
+                sh = Shadow.undef(WG, w)
+            else:
+                bits[:, i] = v[rows]
+                full = f.shadows.get(name)
+                sh = None if full is None else Shadow(full.lane_bits, full.kind[rows], full.lo[rows], full.hi[rows], full.flags[rows])
+        shs.append(None if sh is None or sh.is_trivial() else sh)
+    return bits, shs
+
+
+def _c_matrix(m, f, st, d_names, rows, acc, M, N):
+    cbits, cshs = _reg_matrix(m, f, st, d_names, rows, 32)
+    c_tile = L.scatter(acc, cbits.astype(np.uint32))
+    CK = np.zeros((M, N), np.uint8)
+    CLO = np.zeros((M, N))
+    CHI = np.zeros((M, N))
+    CFL = np.zeros((M, N), np.uint8)
+    if any(s is not None for s in cshs):
+        ck, clo, chi, cfl = _slot_info(cshs, acc.element_bits, acc.elements_per_register)
+        CK[acc.row, acc.col] = ck
+        CLO[acc.row, acc.col] = clo
+        CHI[acc.row, acc.col] = chi
+        CFL[acc.row, acc.col] = cfl
+    return c_tile, CK, CLO, CHI, CFL
+
+
+def _slot_info(shs: list[Shadow | None], ebits: int, per: int):
+    """Shadow per element slot [128, nregs*per]: kind, lo, hi, flags."""
+    nregs = len(shs)
+    kind = np.zeros((WG, nregs * per), np.uint8)
+    lo = np.zeros((WG, nregs * per))
+    hi = np.zeros((WG, nregs * per))
+    fl = np.zeros((WG, nregs * per), np.uint8)
+    for i, sh in enumerate(shs):
+        if sh is None:
+            continue
+        s = lanes_of(sh, WG, 32, ebits) if sh.lane_bits >= ebits else lanes_of(sh, WG, 32, sh.lane_bits)
+        if s.lane_bits != ebits:  # finer than an element: any non-exact piece spoils it
+            k = s.kind.reshape(WG, per, -1)
+            kind[:, i * per:(i + 1) * per] = np.where(k.any(axis=2), UNDEF, EXACT)
+            continue
+        kind[:, i * per:(i + 1) * per] = s.kind[:, :per]
+        lo[:, i * per:(i + 1) * per] = s.lo[:, :per]
+        hi[:, i * per:(i + 1) * per] = s.hi[:, :per]
+        fl[:, i * per:(i + 1) * per] = s.flags[:, :per]
+    return kind, lo, hi, fl
+
+
+def _uniform(m, f, reg, rows, ins, what: str):
+    """The one value a register holds across a warpgroup, or None when it differs / is undefined."""
+    if isinstance(reg, Imm):
+        return int(reg.value)
+    v = f.regs.get(reg.name)
+    if v is None:
+        return None
+    sh = f.shadows.get(reg.name)
+    if sh is not None and sh.nonexact()[rows].any():
+        return None
+    vals = v[rows]
+    if not np.all(vals == vals[0]):
+        m.note(f"{what} differs across the warpgroup (undefined)")
+        return None
+    return int(vals[0])
+
+
+def _smem_tile(m, ins, layout: L.SmemLayout, mn_ext: int, k_ext: int) -> _Tile:
+    region = m.mem.shared
+    if region is not None:
+        region.flush()
+    mn, k = L.tile_coords(mn_ext, k_ext)
+    addr = layout.address(mn, k)
+    eb = layout.element_bits
+    nbytes = max(1, eb // 8)
+    size = region.size if region is not None else 0
+    if np.any(addr < 0) or np.any(addr + nbytes > size):
+        bad = int(addr[(addr < 0) | (addr + nbytes > size)].ravel()[0])
+        raise BadAddress.at(ins, f"wgmma operand tile reaches shared offset {bad:#x}, outside the {size} bytes of shared memory")
+    val = np.zeros(addr.shape, np.uint64)
+    bad = np.zeros(addr.shape, bool)
+    dirty = np.zeros(addr.shape, bool)
+    for i in range(nbytes):
+        val |= region.data[addr + i].astype(np.uint64) << U64(8 * i)
+        if region.skind is not None:
+            bad |= region.skind[addr + i] != EXACT
+        if region.dirty is not None:
+            dirty |= region.dirty[addr + i] >= 0
+    if eb < 8:
+        val = (val >> layout.bit_in_byte(mn, k).astype(np.uint64)) & U64((1 << eb) - 1)
+    if dirty.any():
+        m.note("wgmma reads shared memory written by the generic proxy with no fence.proxy.async since (undefined)")
+    return _Tile(val.astype(np.uint32), bad | dirty)
+
+
+def _mma(m, f, ins, act, groups):
+    from .wgmma_math import wgmma_dense
+
+    form = isa.form_for(ins)
+    if form is None or form.family != "wgmma":
+        raise Unsupported.at(ins, "not a dense wgmma.mma_async form of the catalogue" + (" (sparse wgmma is not modelled)" if ".sp." in ins.opcode else ""))
+    if m.mode != "spec":
+        raise Unsupported.at(ins, f"wgmma numerics in mode {m.mode!r} are not modelled (spec only)")
+    if len(ins.operands) != len(form.operands):
+        raise Unsupported.at(ins, f"{len(ins.operands)} operands, the form has {len(form.operands)}")
+    ops = {spec.role: op for spec, op in zip(form.operands, ins.operands)}
+    d = ops["d"]
+    if not isinstance(d, Vec) or len(d.items) != form.operand("d").count:
+        raise Unsupported.at(ins, "accumulator is not a vector of the form's register count")
+    d_names = [r.name for r in d.items]
+    a_names = [r.name for r in ops["a"].items] if "a" in ops else []
+    shape = form.shape
+    M, N, K = shape.m, shape.n, shape.k
+    acc = L.accumulator_layout(form.dtype, N)
+    ebits_d = acc.element_bits
+    per_d = acc.elements_per_register
+    for g in groups:
+        st = m.wg.groups[g]
+        rows = slice(g * WG, (g + 1) * WG)
+        reasons: list[str] = []
+        if (g + 1) * WG > m.n or not act[rows].all():
+            reasons.append("executed by part of a warpgroup")
+        if not st.fenced:
+            reasons.append("no wgmma.fence before the first wgmma")
+        used = set(d_names) | set(a_names)
+        if st.touched & used:
+            reasons.append(f"register {sorted(st.touched & used)[0]} accessed since the last wgmma.fence")
+        if any(st.acc_shape.get(r, shape) != shape for r in d_names):
+            reasons.append("accumulators shared with a wgmma of another shape without a fence")
+        # scale-d
+        sd = ops["scale_d"]
+        if isinstance(sd, Imm):
+            scale_d = int(sd.value)
+        else:
+            u = _uniform(m, f, sd, rows, ins, "scale-d")
+            if u is None:
+                reasons.append("scale-d predicate is undefined or not uniform")
+                scale_d = 1
+            else:
+                scale_d = u & 1
+        sa = int(ops["imm_scale_a"].value) if "imm_scale_a" in ops else 1
+        sb = int(ops["imm_scale_b"].value) if "imm_scale_b" in ops else 1
+        ta = int(ops["imm_trans_a"].value) if "imm_trans_a" in ops else 0
+        tb = int(ops["imm_trans_b"].value) if "imm_trans_b" in ops else 0
+        # C (ignored when scale-d is false, so never read then)
+        if not scale_d:
+            c_tile = np.zeros((M, N), np.uint32)
+            CK = np.zeros((M, N), np.uint8)
+            CLO = CHI = np.zeros((M, N))
+            CFL = CK
+        else:
+            c_tile, CK, CLO, CHI, CFL = _c_matrix(m, f, st, d_names, rows, acc, M, N)
+        # A
+        if "a" in ops:
+            al = L.a_fragment_layout(form.atype)
+            abits, ashs = _reg_matrix(m, f, st, a_names, rows, 32)
+            a_tile = L.scatter(al, abits.astype(np.uint32))
+            ak, _, _, _ = _slot_info(ashs, al.element_bits, al.elements_per_register)
+            a_bad = np.zeros((M, K), bool)
+            a_bad[al.row, al.col] = ak != EXACT
+        else:
+            dv = _uniform(m, f, ops["a_desc"], rows, ins, "A descriptor")
+            if dv is None:
+                reasons.append("A descriptor is undefined or not uniform")
+                dv = 0
+            lay = MatrixDescriptor.decode(dv).smem_layout("MN" if ta else "K", isa.ELEMENT_BITS[form.atype])
+            t = _smem_tile(m, ins, lay, M, K)
+            a_tile, a_bad = t.bits, t.bad
+        dv = _uniform(m, f, ops["b_desc"], rows, ins, "B descriptor")
+        if dv is None:
+            reasons.append("B descriptor is undefined or not uniform")
+            dv = 0
+        lay = MatrixDescriptor.decode(dv).smem_layout("MN" if tb else "K", isa.ELEMENT_BITS[form.btype])
+        bt = _smem_tile(m, ins, lay, N, K)
+        b_tile, b_bad = bt.bits.T.copy(), bt.bad.T
+        # arithmetic
+        cset = (CK == SET) if scale_d else None
+        if cset is not None and cset.any() and form.dtype != "s32":
+            # C is itself a set: D's set is the union over C in [clo, chi] (see _widen_for_c)
+            res, lo, hi, flags = _widen_for_c(form, a_tile, b_tile, c_tile, CLO, CHI, cset, sa, sb)
+            kind = np.full((M, N), SET, np.uint8)
+            # C's own NaN/Inf members: D may be them (and NaN, when an Inf meets an opposite Inf product)
+            nofin = cset & np.isnan(CLO)
+            lo = np.where(nofin, np.nan, lo)
+            hi = np.where(nofin, np.nan, hi)
+            cinf = cset & ((CFL & (MAY_POS_INF | MAY_NEG_INF)) != 0)
+            flags = (flags | np.where(cset, CFL, 0) | np.where(cinf, MAY_NAN, 0)).astype(np.uint8)
+        else:
+            res = wgmma_dense(form, a_tile, b_tile, c_tile, bool(scale_d), sa, sb, mode="spec")
+            kind = np.full((M, N), EXACT if _is_int(res) else SET, np.uint8)
+            lo, hi = res.lo, res.hi
+            flags = ((res.may_nan * MAY_NAN) | (res.may_pos_inf * MAY_POS_INF) | (res.may_neg_inf * MAY_NEG_INF)).astype(np.uint8)
+        if scale_d:
+            kind[CK == UNDEF] = UNDEF
+            if _is_int(res):
+                kind[CK == SET] = UNDEF
+        kind[a_bad.any(axis=1), :] = UNDEF
+        kind[:, b_bad.any(axis=0)] = UNDEF
+        if reasons:
+            kind[:] = UNDEF
+            for r in reasons:
+                m.note(f"line {ins.loc.line if ins.loc else '?'}: wgmma {r} (undefined)")
+        out_bits = L.gather(acc, res.bits)
+        shadows = _reg_shadows(acc, kind, lo, hi, flags)
+        p = Pending(f, g, d_names, out_bits, shadows, a_names)
+        st.uncommitted.append(p)
+        for r in d_names + a_names:
+            st.inflight[r] = p
+        for r in d_names:
+            st.acc_shape[r] = shape
+
+
+def _widen_for_c(form, a, b, c, clo, chi, cset, sa, sb):
+    """D's set when C itself is a set [clo, chi]: D is monotone in C and its error bound convex in |C|.
+
+    Two evaluations, at C = clo and C = chi (elements whose C is exact get their own C in
+    both); the exact values bound every C between, and the larger error bound covers
+    every C between (the bound grows with |C|).  The nominal bits are those of C = clo,
+    a member of the set.
+    """
+    from . import formats as F
+    from .wgmma_math import wgmma_dense
+
+    dt = form.dtype
+    c_lo = np.where(cset, F.encode(dt, np.where(np.isnan(clo), 0.0, clo)).astype(np.uint32), c)
+    c_hi = np.where(cset, F.encode(dt, np.where(np.isnan(chi), 0.0, chi)).astype(np.uint32), c)
+    r1 = wgmma_dense(form, a, b, c_lo.astype(np.uint32), True, sa, sb, mode="spec")
+    r2 = wgmma_dense(form, a, b, c_hi.astype(np.uint32), True, sa, sb, mode="spec")
+    err = np.fmax(r1.err, r2.err)
+    v1, v2 = _exact_value(r1), _exact_value(r2)
+    vlo = np.fmin(v1, v2)
+    vhi = np.fmax(v1, v2)
+    from . import fp
+    nlo = fp.fround(vlo - err, dt, "rm")
+    nhi = fp.fround(vhi + err, dt, "rp")
+    fin = r1.finite_ok & r2.finite_ok
+    lo = np.where(cset, np.where(fin, nlo, np.nan), r1.lo)
+    hi = np.where(cset, np.where(fin, nhi, np.nan), r1.hi)
+    flags = ((r1.may_nan | r2.may_nan) * MAY_NAN | (r1.may_pos_inf | r2.may_pos_inf) * MAY_POS_INF |
+             (r1.may_neg_inf | r2.may_neg_inf) * MAY_NEG_INF).astype(np.uint8)
+    return r1, lo, hi, flags
+
+
+def _is_int(res) -> bool:
+    """Integer forms: bits must match (the attribute's name followed wgmma_math's revisions)."""
+    return bool(getattr(res, "integer", getattr(res, "exact", False)))
+
+
+def _exact_value(res) -> np.ndarray:
+    return getattr(res, "exact_value", res.value)
+
+
+def _reg_shadows(acc, kind, lo, hi, flags) -> list[Shadow | None]:
+    per = acc.elements_per_register
+    ks = kind[acc.row, acc.col]
+    los, his, fls = lo[acc.row, acc.col], hi[acc.row, acc.col], flags[acc.row, acc.col]
+    out: list[Shadow | None] = []
+    for r in range(acc.nregs):
+        s = slice(r * per, (r + 1) * per)
+        k = ks[:, s]
+        if not k.any():
+            out.append(None)
+            continue
+        out.append(Shadow(acc.element_bits, k.copy(), los[:, s].copy(), his[:, s].copy(), fls[:, s].copy()))
+    return out

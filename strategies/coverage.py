@@ -1,0 +1,155 @@
+"""Coverage of the instruction space: ``python -m fuzzptx.strategies.coverage -n N``.
+
+Draws N programs and prints the share of catalogue forms (per family), swizzle
+modes and control-flow kinds they reach.  Everything is read back from the
+programs' IR (not from the strategies' internals), so the report also measures
+programs built elsewhere (``measure(programs)``).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from fuzzptx import isa
+from fuzzptx.program import Program
+from fuzzptx.ptx.ir import Function, Imm, Instr, Label, Reg, Sym
+
+SWIZZLE_NAMES = {0: "none", 1: "128B", 2: "64B", 3: "32B"}
+CONTROL_KINDS = ("straight", "loop", "uniform_branch", "divergent_branch", "predicated", "call",
+                 "call_indirect", "extern_decl", "multi_warpgroup", "early_exit", "wait_group_n>0",
+                 "scale_d_predicate")
+
+
+@dataclass
+class Coverage:
+    programs: int = 0
+    forms: Counter = field(default_factory=Counter)  # form key -> programs reaching it
+    swizzles: Counter = field(default_factory=Counter)
+    control: Counter = field(default_factory=Counter)
+
+    def add(self, p: Program) -> None:
+        self.programs += 1
+        keys, swz, ctl = program_features(p)
+        self.forms.update(keys)
+        self.swizzles.update(swz)
+        self.control.update(ctl)
+
+    def missing_forms(self) -> list[str]:
+        return [f.key for f in isa.forms() if f.key not in self.forms]
+
+    def report(self) -> str:
+        lines = [f"programs: {self.programs}"]
+        total = isa.forms()
+        lines.append(f"forms reached: {len(self.forms)}/{len(total)} ({100 * len(self.forms) / len(total):.1f}%)")
+        for fam in isa.families():
+            fs = isa.forms(fam)
+            hit = sum(1 for f in fs if f.key in self.forms)
+            lines.append(f"  {fam:20s} {hit:5d}/{len(fs):<5d} ({100 * hit / len(fs):5.1f}%)")
+        lines.append("swizzle modes (descriptors built): " + ", ".join(
+            f"{m}={self.swizzles.get(m, 0)}" for m in SWIZZLE_NAMES.values()))
+        lines.append("control-flow kinds (share of programs):")
+        for k in CONTROL_KINDS:
+            lines.append(f"  {k:20s} {self.control.get(k, 0):6d} ({100 * self.control.get(k, 0) / max(1, self.programs):5.1f}%)")
+        missing = self.missing_forms()
+        if missing:
+            lines.append(f"unreached forms ({len(missing)}): " + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""))
+        return "\n".join(lines)
+
+
+def program_features(p: Program) -> tuple[set[str], list[str], set[str]]:
+    """(form keys, swizzle mode of each descriptor built, control-flow kinds) of one program."""
+    keys: set[str] = set()
+    swz: list[str] = []
+    ctl: set[str] = set()
+    for item in p.module.items:
+        if isinstance(item, Function) and item.body is None:
+            ctl.add("extern_decl")
+    kernel = p.module.function(p.launch.kernel)
+    body = [s for s in kernel.body or ()]
+    labels = {s.name: i for i, s in enumerate(body) if isinstance(s, Label)}
+    for i, s in enumerate(body):
+        if not isinstance(s, Instr):
+            continue
+        form = isa.form_for(s)
+        if form is not None:
+            keys.add(form.key)
+            if form.has_operand("scale_d"):
+                k = [o.role for o in form.operands].index("scale_d")
+                if k < len(s.operands) and isinstance(s.operands[k], Reg):
+                    ctl.add("scale_d_predicate")
+        if s.opcode == "wgmma.wait_group.sync.aligned" and s.operands and int(s.operands[0].value) > 0:
+            ctl.add("wait_group_n>0")
+        if s.opcode == "or.b64" and isinstance(s.operands[2], Imm) and int(s.operands[2].value) >> 16:
+            swz.append(SWIZZLE_NAMES[(int(s.operands[2].value) >> 62) & 3])
+        if s.base == "bra":
+            target = labels.get(str(s.operands[0]), len(body))
+            if s.opcode == "bra.uni":
+                ctl.add("loop" if target < i else "uniform_branch")
+            elif s.guard is not None:
+                ctl.add("divergent_branch")
+        elif s.guard is not None and s.base not in ("exit", "ret"):
+            ctl.add("predicated")
+        if s.base == "call":
+            ctl.add("call_indirect" if isinstance(s.operands[1], Reg) else "call")
+        if s.base == "exit":
+            ctl.add("early_exit")
+    if p.launch.threads > 128:
+        ctl.add("multi_warpgroup")
+    if not ctl - {"extern_decl"}:
+        ctl.add("straight")
+    return keys, swz, ctl
+
+
+def measure(progs) -> Coverage:
+    cov = Coverage()
+    for p in progs:
+        cov.add(p)
+    return cov
+
+
+def draw(n: int, strategy=None, seed: int | None = None) -> Coverage:
+    """Draw ``n`` programs with Hypothesis (generation phase only) and measure them."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+
+    from .programs import programs
+
+    cov = Coverage()
+
+    @settings(max_examples=n, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(strategy if strategy is not None else programs())
+    def run(p):
+        cov.add(p)
+
+    if seed is not None:
+        run = hseed(seed)(run)
+    run()
+    return cov
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m fuzzptx.strategies.coverage",
+                                 description="Draw N programs and report the share of forms, swizzles and control kinds reached.")
+    ap.add_argument("-n", type=int, default=1000, help="programs to draw (default 1000)")
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--family", choices=("all", "wgmma", "warp"), default="all")
+    args = ap.parse_args(argv)
+    if args.n < 1:
+        print("coverage: -n must be positive", file=sys.stderr)
+        return 2
+    from .programs import programs, warp_programs, wgmma_programs
+
+    strat = {"all": programs, "wgmma": wgmma_programs, "warp": warp_programs}[args.family]()
+    t = time.perf_counter()
+    cov = draw(args.n, strat, args.seed)
+    print(cov.report())
+    print(f"time: {time.perf_counter() - t:.1f} s ({1000 * (time.perf_counter() - t) / args.n:.1f} ms/program)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,128 @@
+"""Single instructions of every catalogue family, and single-instruction programs.
+
+The form is drawn uniformly over the catalogue's forms (uniform at the leaves,
+so every form is reachable at rate 1/len(forms)), listed simplest first so the
+shrinker moves toward the plain f16, small-N, dense, A-in-registers form.
+Operands follow the form's ``OperandSpec``s; the kernel around the instruction
+is helper "catalogue"'s ``minimal_kernel`` (registers, descriptors, addresses).
+"""
+from __future__ import annotations
+
+import functools
+
+from hypothesis import event, strategies as st
+
+from fuzzptx import isa
+from fuzzptx.isa import FLOAT_TYPES, Form
+from fuzzptx.kernels import minimal_kernel
+from fuzzptx.program import Buffer, Launch, Program
+from fuzzptx.ptx.ir import Instr
+
+from .operands import immediates
+
+WGMMA_FAMILIES = ("wgmma", "wgmma.sp")
+SYNC_FAMILIES = ("wgmma.fence", "wgmma.commit_group", "wgmma.wait_group")
+
+
+@functools.lru_cache(maxsize=None)
+def _family_rank() -> dict[str, int]:
+    return {f: i for i, f in enumerate(isa.families())}
+
+
+def simplicity(form: Form) -> tuple:
+    """Sort key: dense before sparse, f16 before other floats before integers, small N, A in registers."""
+    n = form.shape.n if form.shape else 0
+    return (_family_rank()[form.family], form.atype != "f16", form.atype not in FLOAT_TYPES, form.atype,
+            n, form.dtype != "f32", form.satfinite, form.a_source != "reg", form.opcode)
+
+
+@functools.lru_cache(maxsize=None)
+def ordered_forms(families: tuple[str, ...] | None = None, max_d_regs: int | None = None) -> tuple[Form, ...]:
+    """Catalogue forms of these families (all if None), simplest first; optionally D registers <= a budget."""
+    out = [f for f in isa.forms() if families is None or f.family in families]
+    if max_d_regs is not None:
+        out = [f for f in out if not f.has_operand("d") or f.operand("d").count <= max_d_regs]
+    return tuple(sorted(out, key=simplicity))
+
+
+def forms(family: str | tuple[str, ...] | None = None, *, max_d_regs: int | None = None) -> st.SearchStrategy[Form]:
+    """A catalogue form, uniform over the forms of ``family`` (a name, names, or all).
+
+    ``max_d_regs`` (rounded down to a power of two) keeps accumulators within a register budget.
+    """
+    fams = (family,) if isinstance(family, str) else (tuple(family) if family else None)
+    if max_d_regs is not None:
+        max_d_regs = 1 << max(0, max_d_regs.bit_length() - 1)
+    return _forms(fams, max_d_regs)
+
+
+_GOLDEN = 2654435761  # Knuth's multiplicative hash: spreads a 32-bit draw over the list
+
+
+@functools.lru_cache(maxsize=None)
+def _forms(fams: tuple[str, ...] | None, max_d_regs: int | None) -> st.SearchStrategy[Form]:
+    """Uniform over the forms, in two branches (one strategy object per list: hashed once).
+
+    Branch 1, simplest first, is where shrinking ends (index 0 = the simplest form).
+    Branch 2 picks by a hashed 32-bit draw: Hypothesis's generator repeats and
+    mutates earlier small-range choices, which starves the high indices of a long
+    ``sampled_from``; a 32-bit draw has far fewer repeats (measured: 2750 vs 2448
+    distinct of 3033 leaves in 20,000 examples).
+    """
+    choices = ordered_forms(fams, max_d_regs)
+    if not choices:
+        raise ValueError(f"no catalogue forms for families {fams!r}")
+    n = len(choices)
+    hashed = st.integers(0, 2**32 - 1).map(lambda k: choices[(k * _GOLDEN) % 2**32 % n])
+    return st.one_of(st.sampled_from(choices), hashed)
+
+
+@st.composite
+def form_immediates(draw, form: Form) -> dict[str, int]:
+    """Defined values for every immediate slot of ``form`` (sparse selector within the defined set)."""
+    out = {}
+    for op in form.operands:
+        if op.kind in ("imm", "pred_or_imm") and op.values:
+            out[op.role] = draw(immediates(op, form))
+    return out
+
+
+def _record(form: Form) -> None:
+    event(f"family={form.family}")
+    if form.shape is not None:
+        event(f"shape={form.shape}")
+    if form.atype:
+        event(f"type={form.atype}->{form.dtype}")
+
+
+@st.composite
+def instructions(draw, family: str | tuple[str, ...] | None = None) -> Instr:
+    """One instruction of ``family`` with operands per its form (registers named by role)."""
+    form = draw(forms(family))
+    _record(form)
+    module = minimal_kernel(form, immediates=draw(form_immediates(form)),
+                            scale_d_pred=form.has_operand("scale_d") and draw(st.booleans()))
+    for ins in module.kernels()[0].instructions():
+        if ins.opcode == form.opcode:
+            return ins
+    raise AssertionError(f"minimal_kernel({form.key}) lost its instruction")
+
+
+@st.composite
+def single_instruction_programs(draw, family: str | tuple[str, ...] | None = None) -> Program:
+    """A runnable program around one instruction of ``family`` (minimal_kernel's kernel)."""
+    form = draw(forms(family))
+    _record(form)
+    event("control=straight")
+    imms = draw(form_immediates(form))
+    pred = form.has_operand("scale_d") and draw(st.booleans())
+    module = minimal_kernel(form, immediates=imms, scale_d_pred=pred)
+    threads = 128 if form.family.startswith("wgmma") else 32 * draw(st.integers(1, 4))
+    return Program(module, Launch("k", (1, 1, 1), (threads, 1, 1)),
+                   (Buffer("out", "b32", 2, "zeros", 0, output=True),),
+                   expect=(("ptxas", "accepted"), ("checker", "legal")),
+                   notes=(f"form: {form.key}",))
+
+
+__all__ = ["forms", "ordered_forms", "form_immediates", "instructions", "single_instruction_programs",
+           "simplicity", "WGMMA_FAMILIES", "SYNC_FAMILIES"]

@@ -1,0 +1,451 @@
+"""Illegal programs: named mutations of legal ones, each labelled with the rule it breaks.
+
+Each ``Mutation`` edits a legal program's IR in one place and records in
+``Program.expect`` what each judge should say:
+
+  ("ptxas", "rejected")                     ptxas refuses it (an ISA rule)
+  ("ptxas", "accepted")                     ptxas takes it silently
+  ("ptxas", "accepted C7519")               ptxas takes it and prints this code, unless it
+                                            serialised the pipeline for another reason first
+                                            (a SERIALISED code): then the advisory is moot
+  ("checker", "illegal: <rule>")            the ISA rule broken
+  ("checker", "undefined: <rule>")          the PTX spec rule broken (undefined behaviour)
+  ("reference", "undefined")                values the spec leaves free
+
+The ptxas verdicts for undefined-behaviour rules were measured with real ptxas
+13.0.88 (tests/test_strategies_mutations.py re-checks every one on each run).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from hypothesis import event, strategies as st
+
+from fuzzptx import isa
+from fuzzptx.program import Program
+from fuzzptx.ptx.ir import Function, Guard, Imm, Instr, Label, Module, Reg, RegDecl, Sym, Vec
+
+WGMMA_PREFIX = "wgmma.mma_async"
+#: ptxas's "wgmma serialized due to ..." codes (seed 001: C7509-C7520; C7517/C7519 are injections).
+SERIALISED = frozenset(f"C75{i:02d}" for i in range(9, 21)) - {"C7517", "C7519"}
+FENCE = "wgmma.fence.sync.aligned"
+COMMIT = "wgmma.commit_group.sync.aligned"
+WAIT = "wgmma.wait_group.sync.aligned"
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """A named way to break one rule. ``apply(program, choice)`` returns the mutant or None."""
+
+    name: str
+    rule: str
+    kind: str  # "illegal" (ISA: ptxas must reject) or "undefined" (spec: undefined behaviour)
+    ptxas: str  # the verdict text ptxas gives: "rejected", "accepted", "accepted C7519 ..."
+    apply: Callable[[Program, int], Program | None]
+
+    def ptxas_agrees(self, accepted: bool, codes) -> bool:
+        """Whether a ptxas result (accepted?, diagnostic codes) matches this mutation's label."""
+        return verdict_holds(self.ptxas, accepted, codes)
+
+    def expect(self) -> tuple[tuple[str, str], ...]:
+        out = [("ptxas", self.ptxas), ("checker", f"{self.kind}: {self.rule}")]
+        if self.kind == "undefined":
+            out.append(("reference", "undefined"))
+        return tuple(out)
+
+
+def verdict_holds(verdict: str, accepted: bool, codes) -> bool:
+    """``"rejected"``, ``"accepted"`` or ``"accepted C75xx ..."`` against a ptxas result."""
+    words = verdict.split()
+    if words[0] == "rejected":
+        return not accepted
+    if not accepted:
+        return False
+    codes = set(c for c in codes if c)
+    want = set(words[1:])
+    return want <= codes or bool(codes & (SERIALISED - want))
+
+
+# ------------------------------------------------------------------ IR surgery
+
+
+def _kernel(p: Program) -> tuple[int, Function]:
+    for i, item in enumerate(p.module.items):
+        if isinstance(item, Function) and item.kind == "entry" and item.name == p.launch.kernel:
+            return i, item
+    raise KeyError(p.launch.kernel)
+
+
+def _with_body(p: Program, body: list) -> Program:
+    i, fn = _kernel(p)
+    items = list(p.module.items)
+    items[i] = replace(fn, body=tuple(body))
+    return replace(p, module=replace(p.module, items=tuple(items)))
+
+
+def _body(p: Program) -> list:
+    return list(_kernel(p)[1].body)
+
+
+def _find(body: list, pred) -> list[int]:
+    return [i for i, s in enumerate(body) if isinstance(s, Instr) and pred(s)]
+
+
+def _mmas(body: list) -> list[int]:
+    return _find(body, lambda s: s.opcode.startswith(WGMMA_PREFIX))
+
+
+def _pick(xs: list, choice: int):
+    return xs[choice % len(xs)] if xs else None
+
+
+def _declare(body: list, type_: str, name: str) -> list:
+    """Add ``.reg type name;`` before the first instruction."""
+    first = next(i for i, s in enumerate(body) if not isinstance(s, RegDecl))
+    return body[:first] + [RegDecl(type_, (name,))] + body[first:]
+
+
+def _replace_instr(p: Program, idx: int, new: Instr | list) -> Program:
+    body = _body(p)
+    body[idx: idx + 1] = new if isinstance(new, list) else [new]
+    return _with_body(p, body)
+
+
+def _set_operand(ins: Instr, role: str, value) -> Instr | None:
+    form = isa.form_for(ins)
+    if form is None or not form.has_operand(role):
+        return None
+    k = [o.role for o in form.operands].index(role)
+    ops = list(ins.operands)
+    ops[k] = value
+    return replace(ins, operands=tuple(ops))
+
+
+def _opcode_parts(opcode: str) -> list[str]:
+    return opcode.split(".")
+
+
+# ------------------------------------------------------------------ ISA rules (ptxas rejects)
+
+
+def _bad_shape(p: Program, choice: int) -> Program | None:
+    body = _body(p)
+    idx = _pick(_mmas(body), choice)
+    if idx is None:
+        return None
+    ins = body[idx]
+    form = isa.form_for(ins)
+    legal = {f.shape.n for f in isa.forms(form.family) if (f.atype, f.btype, f.dtype) == (form.atype, form.btype, form.dtype)}
+    n = next(n for n in range(form.shape.n + 1, 1000) if n not in legal)
+    opcode = ins.opcode.replace(f".{form.shape}.", f".m64n{n}k{form.shape.k}.")
+    return _replace_instr(p, idx, replace(ins, opcode=opcode))
+
+
+def _type_mix(p: Program, choice: int) -> Program | None:
+    body = _body(p)
+    idx = _pick(_mmas(body), choice)
+    if idx is None:
+        return None
+    ins = body[idx]
+    form = isa.form_for(ins)
+    pairs = {(f.atype, f.btype) for f in isa.forms(form.family)}
+    types = sorted({f.atype for f in isa.forms(form.family)})
+    bad = [t for t in types if (form.atype, t) not in pairs]
+    if not bad:
+        return None
+    b = bad[choice % len(bad)]
+    parts = _opcode_parts(ins.opcode)
+    # the B type is the last type modifier (before any .and.popc suffix)
+    j = max(i for i, x in enumerate(parts) if x == form.btype)
+    parts[j] = b
+    return _replace_instr(p, idx, replace(ins, opcode=".".join(parts)))
+
+
+_IMM_ROLES = ("imm_scale_a", "imm_scale_b", "imm_trans_b", "imm_trans_a", "scale_d")
+
+
+def _imm_out_of_range(p: Program, choice: int) -> Program | None:
+    body = _body(p)
+    cands = []
+    for idx in _mmas(body):
+        form = isa.form_for(body[idx])
+        for role in _IMM_ROLES:
+            if form.has_operand(role):
+                k = [o.role for o in form.operands].index(role)
+                if isinstance(body[idx].operands[k], Imm):
+                    cands.append((idx, role))
+    pick = _pick(cands, choice)
+    if pick is None:
+        return None
+    idx, role = pick
+    value = 0 if role.startswith("imm_scale") else 2  # scale in {-1, 1}; trans, scale-d in {0, 1}
+    return _replace_instr(p, idx, _set_operand(body[idx], role, Imm.of(value)))
+
+
+def _register_count(p: Program, choice: int) -> Program | None:
+    body = _body(p)
+    idx = _pick(_mmas(body), choice)
+    if idx is None:
+        return None
+    d = body[idx].operands[0]
+    return _replace_instr(p, idx, _set_operand(body[idx], "d", Vec(d.items[:-1])))
+
+
+def _register_type(p: Program, choice: int) -> Program | None:
+    body = _body(p)
+    idx = _pick(_mmas(body), choice)
+    if idx is None:
+        return None
+    d = body[idx].operands[0]
+    bad = Reg("%fz_bad16")
+    new = _set_operand(body[idx], "d", Vec((bad,) + d.items[1:]))
+    body[idx] = new
+    return _with_body(p, _declare(body, ".b16", bad.name))
+
+
+def _trans_forbidden(p: Program, choice: int) -> Program | None:
+    body = _body(p)
+    cands = [i for i in _mmas(body) if not isa.form_for(body[i]).has_operand("imm_trans_b")]
+    idx = _pick(cands, choice)
+    if idx is None:
+        return None
+    return _replace_instr(p, idx, replace(body[idx], operands=body[idx].operands + (Imm.of(0),)))
+
+
+def _sparse_selector(p: Program, choice: int) -> Program | None:
+    body = _body(p)
+    cands = [i for i in _mmas(body) if isa.form_for(body[i]).has_operand("sp_sel")]
+    idx = _pick(cands, choice)
+    if idx is None:
+        return None
+    return _replace_instr(p, idx, _set_operand(body[idx], "sp_sel", Imm.of(4 + choice % 4)))
+
+
+def _ptx_version(p: Program, choice: int) -> Program | None:
+    if not _mmas(_body(p)):
+        return None
+    return replace(p, module=replace(p.module, version=("7.8", "7.0")[choice % 2]))
+
+
+def _target(p: Program, choice: int) -> Program | None:
+    if not _mmas(_body(p)):
+        return None
+    return replace(p, module=replace(p.module, target="sm_90"))
+
+
+# ------------------------------------------------------------------ spec rules (undefined behaviour)
+
+
+def _missing_fence(p: Program, choice: int) -> Program | None:
+    body = _body(p)
+    fences = _find(body, lambda s: s.opcode == FENCE)
+    if not fences:
+        return None
+    del body[fences[0]]
+    return _with_body(p, body)
+
+
+def _no_wait(p: Program, choice: int) -> Program | None:
+    body = _body(p)
+    waits = _find(body, lambda s: s.opcode == WAIT)
+    if not waits or not _mmas(body):
+        return None
+    return _with_body(p, [s for i, s in enumerate(body) if i not in set(waits)])
+
+
+def _acc_write_in_flight(p: Program, choice: int) -> Program | None:
+    """A register write to an accumulator between its wgmma and the commit."""
+    body = _body(p)
+    idx = _pick(_mmas(body), choice)
+    if idx is None:
+        return None
+    reg = body[idx].operands[0].items[0]
+    return _with_body(p, body[: idx + 1] + [Instr("mov.b32", (reg, Imm.of(0)))] + body[idx + 1:])
+
+
+def _a_write_in_flight(p: Program, choice: int) -> Program | None:
+    """A register write to an A fragment after its wgmma, before any wait."""
+    body = _body(p)
+    cands = [i for i in _mmas(body) if isinstance(body[i].operands[1], Vec)]
+    idx = _pick(cands, choice)
+    if idx is None:
+        return None
+    reg = body[idx].operands[1].items[0]
+    return _with_body(p, body[: idx + 1] + [Instr("mov.b32", (reg, Imm.of(0)))] + body[idx + 1:])
+
+
+def _lane_predicate(body: list) -> tuple[list, Reg]:
+    """Declare and compute ``%fz_lane < 16`` (true for half of every warp) after the tid read."""
+    body = _declare(_declare(body, ".pred", "%fz_div"), ".b32", "%fz_lane")
+    first = next(i for i, s in enumerate(body) if isinstance(s, Instr))
+    p = Reg("%fz_div")
+    code = [Instr("mov.u32", (Reg("%fz_lane"), Reg("%laneid"))),
+            Instr("setp.lt.u32", (p, Reg("%fz_lane"), Imm.of(16)))]
+    return body[:first] + code + body[first:], p
+
+
+def _divergent_stage(p: Program, choice: int) -> Program | None:
+    """The first stage (fence .. commit) under a lane-dependent branch.
+
+    Measured: ptxas 13.0.88 accepts it with no C7520 (sometimes C7518/C7509 only).
+    """
+    body = _body(p)
+    fences = _find(body, lambda s: s.opcode == FENCE)
+    if not fences:
+        return None
+    body, pred = _lane_predicate(body)
+    start = _find(body, lambda s: s.opcode == FENCE)[0]
+    end = next(i for i in range(start, len(body)) if isinstance(body[i], Instr) and body[i].opcode == COMMIT)
+    label = "$fz_skip"
+    body = (body[:start] + [Instr("bra", (Sym(label),), Guard(pred))] + body[start: end + 1]
+            + [Label(label)] + body[end + 1:])
+    return _with_body(p, body)
+
+
+def _last_in_stage(body: list) -> list[int]:
+    """wgmma.mma_async instructions followed directly by their stage's commit_group."""
+    return [i for i in _mmas(body) if i + 1 < len(body) and isinstance(body[i + 1], Instr)
+            and body[i + 1].opcode == COMMIT]
+
+
+def _divergent_guard(p: Program, choice: int) -> Program | None:
+    """The last wgmma.mma_async of the last stage guarded by a lane-dependent predicate.
+
+    Measured: ptxas prints C7520 for a guarded wgmma right before the commit, but
+    nothing when an unguarded wgmma on the same accumulators follows it, or when a later
+    stage reuses them before any wait.
+    """
+    body = _body(p)
+    if not _last_in_stage(body):
+        return None
+    body, pred = _lane_predicate(body)
+    idx = _last_in_stage(body)[-1]  # the last stage: no later wgmma reads its accumulators first
+    body[idx] = replace(body[idx], guard=Guard(pred))
+    return _with_body(p, body)
+
+
+def _wait_skipped_on_a_path(p: Program, choice: int) -> Program | None:
+    """A uniform branch that jumps over the last wait_group: one path reads in-flight accumulators.
+
+    Measured: ptxas 13.0.88 prints nothing (no C7517) for the path without the wait.
+    """
+    body = _body(p)
+    waits = _find(body, lambda s: s.opcode == WAIT)
+    mm = _mmas(body)
+    if not waits or not mm or waits[-1] < mm[-1]:
+        return None
+    w = waits[-1]
+    body = _declare(_declare(body, ".pred", "%fz_path"), ".b32", "%fz_tidy")
+    w += 2
+    label = "$fz_nowait"
+    code = [Instr("mov.u32", (Reg("%fz_tidy"), Reg("%tid.y"))),
+            Instr("setp.ne.u32", (Reg("%fz_path"), Reg("%fz_tidy"), Imm.of(0))),
+            Instr("bra.uni", (Sym(label),), Guard(Reg("%fz_path"), negated=True))]
+    body = body[:w] + code + [body[w], Label(label)] + body[w + 1:]
+    return _with_body(p, body)
+
+
+def _descriptor_defs(body: list) -> list[tuple[int, int]]:
+    """(index, constant) of each ``or.b64 desc, desc, CONST`` that sets descriptor fields."""
+    out = []
+    for i, s in enumerate(body):
+        if isinstance(s, Instr) and s.opcode == "or.b64" and isinstance(s.operands[2], Imm):
+            out.append((i, int(s.operands[2].value)))
+    return out
+
+
+def _descriptor_misaligned(p: Program, choice: int) -> Program | None:
+    """A swizzled descriptor (base offset 0) moved one 128-byte line: the pattern no longer starts aligned."""
+    body = _body(p)
+    cands = [(i, c) for i, c in _descriptor_defs(body) if c >> 62 and not (c >> 49) & 7]
+    pick = _pick(cands, choice)
+    if pick is None:
+        return None
+    i, _ = pick
+    d = body[i].operands[0]
+    return _with_body(p, body[: i + 1] + [Instr("add.s64", (d, d, Imm.of(128 >> 4)))] + body[i + 1:])
+
+
+def _smem_out_of_bounds(p: Program, choice: int) -> Program | None:
+    """A descriptor whose start lies past every shared array the kernel declares."""
+    body = _body(p)
+    cands = _descriptor_defs(body)
+    pick = _pick(cands, choice)
+    if pick is None:
+        return None
+    from fuzzptx.ptx.ir import VarDecl
+
+    total = sum(s.dims[0] for s in body if isinstance(s, VarDecl) and s.space == ".shared")
+    i, _ = pick
+    d = body[i].operands[0]
+    return _with_body(p, body[: i + 1] + [Instr("add.s64", (d, d, Imm.of(-(-total // 16))))] + body[i + 1:])
+
+
+MUTATIONS: tuple[Mutation, ...] = (
+    Mutation("bad_shape", "wgmma.shape", "illegal", "rejected", _bad_shape),
+    Mutation("type_mix", "wgmma.type_mix", "illegal", "rejected", _type_mix),
+    Mutation("imm_out_of_range", "wgmma.immediate", "illegal", "rejected", _imm_out_of_range),
+    Mutation("register_count", "wgmma.register_count", "illegal", "rejected", _register_count),
+    Mutation("register_type", "wgmma.register_type", "illegal", "rejected", _register_type),
+    Mutation("trans_forbidden", "wgmma.trans", "illegal", "rejected", _trans_forbidden),
+    Mutation("sparse_selector", "wgmma.sp_selector", "illegal", "rejected", _sparse_selector),
+    Mutation("ptx_version", "ptx.version", "illegal", "rejected", _ptx_version),
+    Mutation("target", "ptx.target", "illegal", "rejected", _target),
+    Mutation("missing_fence", "wgmma.fence.missing", "undefined", "accepted C7519", _missing_fence),
+    Mutation("no_wait", "wgmma.wait.missing", "undefined", "accepted C7517", _no_wait),
+    Mutation("acc_write_in_flight", "wgmma.accumulator.in_flight", "undefined", "accepted", _acc_write_in_flight),
+    Mutation("a_write_in_flight", "wgmma.a_fragment.in_flight", "undefined", "accepted", _a_write_in_flight),
+    Mutation("divergent_stage", "wgmma.aligned.divergent", "undefined", "accepted", _divergent_stage),
+    Mutation("divergent_guard", "wgmma.aligned.divergent", "undefined", "accepted C7520", _divergent_guard),
+    Mutation("wait_skipped_on_a_path", "wgmma.wait.path", "undefined", "accepted", _wait_skipped_on_a_path),
+    Mutation("descriptor_misaligned", "desc.base_offset.misaligned", "undefined", "accepted", _descriptor_misaligned),
+    Mutation("smem_out_of_bounds", "smem.out_of_bounds", "undefined", "accepted", _smem_out_of_bounds),
+)
+BY_NAME = {m.name: m for m in MUTATIONS}
+
+
+def apply(mutation: Mutation | str, program: Program, choice: int = 0) -> Program | None:
+    """The mutant with its expectations and a note naming the mutation; None where it does not apply."""
+    m = BY_NAME[mutation] if isinstance(mutation, str) else mutation
+    out = m.apply(program, choice)
+    if out is None:
+        return None
+    return replace(out, expect=m.expect(), notes=out.notes + (f"mutation: {m.name} breaks {m.rule}",))
+
+
+def mutation_of(program: Program) -> Mutation | None:
+    """The mutation a program's notes name (None for a legal program)."""
+    for n in program.notes:
+        mm = re.match(r"mutation: (\S+)", n)
+        if mm:
+            return BY_NAME[mm.group(1)]
+    return None
+
+
+@st.composite
+def mutated(draw, programs: st.SearchStrategy[Program], names: tuple[str, ...] | None = None) -> Program:
+    """A program from ``programs`` broken by one applicable mutation (of ``names``, or any)."""
+    prog = draw(programs)
+    choice = draw(st.integers(0, 7))
+    pool = [BY_NAME[n] for n in names] if names else list(MUTATIONS)
+    order = draw(st.permutations(range(len(pool))))
+    for k in order:
+        out = apply(pool[k], prog, choice)
+        if out is not None:
+            event(f"mutation={pool[k].name}")
+            return out
+    from hypothesis import reject
+
+    reject()
+
+
+def illegal_programs(names: tuple[str, ...] | None = None) -> st.SearchStrategy[Program]:
+    """Illegal programs: wgmma programs broken by one named mutation."""
+    from .programs import wgmma_programs
+
+    return mutated(wgmma_programs(), names)
+
+
+__all__ = ["Mutation", "MUTATIONS", "SERIALISED", "verdict_holds", "BY_NAME", "apply", "mutated", "illegal_programs", "mutation_of"]

@@ -1,0 +1,105 @@
+"""Whole programs: ``wgmma_programs()`` (pipelines under control flow), ``programs()`` (all families).
+
+Shrinking heads for the simplest program: one accumulator set, one stage of one
+wgmma, one warpgroup, no control flow, small-integer inputs, the simplest form
+(``one_of`` lists the simple branch first; counts have small minimums).
+"""
+from __future__ import annotations
+
+from hypothesis import event, strategies as st, target
+
+from fuzzptx.program import Program
+
+from .control import Loop, UniformIf, depth, max_in_flight, scripts
+from .instructions import WGMMA_FAMILIES, SYNC_FAMILIES, single_instruction_programs
+from .operands import inits, seeds
+from .pipelines import PipeState, stages, units
+from .render import WgmmaPlan, render
+
+#: Register budget for all accumulator sets of one program (ptxas spills past ~200).
+D_REG_BUDGET = 160
+
+
+@st.composite
+def unit_sets(draw, max_units: int = 3):
+    """1..max_units accumulator sets within the register budget (the first may be any form)."""
+    first = draw(units(max_d_regs=128))
+    us = [first]
+    budget = D_REG_BUDGET - first.d_count
+    n = draw(st.integers(1, max_units))
+    while len(us) < n and budget >= 4:
+        u = draw(units(max_d_regs=budget))
+        us.append(u)
+        budget -= u.d_count
+    return tuple(us)
+
+
+@st.composite
+def wgmma_plans(draw, *, max_units: int = 3, control: bool = True) -> WgmmaPlan:
+    us = draw(unit_sets(max_units))
+    first = draw(stages(us))  # every program starts with a stage, so it runs a wgmma
+    script = (first,)
+    if control:
+        rest, _ = draw(scripts(us, PipeState().after(first), min_ops=0, max_ops=5))
+        script += rest
+    warpgroups, roles, early = 1, "all", False
+    layout = draw(st.sampled_from(("one", "two_all", "producer", "producer_exit"))) if control else "one"
+    if layout != "one":
+        warpgroups = 2
+        roles = "all" if layout == "two_all" else "producer"
+        early = layout == "producer_exit"
+    event(f"warpgroups={layout}")
+    plan = WgmmaPlan(
+        units=us,
+        script=script,
+        warpgroups=warpgroups,
+        roles=roles,
+        early_exit=early,
+        acc_init=draw(st.sampled_from(("zero", "load"))),
+        init=draw(inits()),
+        seed=draw(seeds()),
+        sd_value=draw(st.sampled_from((1, 0))),
+        version=_version(us, draw(st.booleans())),
+        extern_decl=control and draw(st.booleans()),
+    )
+    target(float(max_in_flight(script)), label="groups in flight")
+    d = depth(script)
+    target(float(d), label="nesting depth")
+    event(f"depth={d}")
+    for op in script:
+        if isinstance(op, (Loop, UniformIf)):
+            event(f"control={type(op).__name__}")
+    return plan
+
+
+def _version(us, newest: bool) -> str:
+    """The oldest PTX version every unit's form allows, or the newest ptxas 13.0 takes (9.0)."""
+    if newest:
+        return "9.0"
+    v = max(max(u.form.min_ptx for u in us), (8, 0))
+    return f"{v[0]}.{v[1]}"
+
+
+def wgmma_programs(*, max_units: int = 3, control: bool = True) -> st.SearchStrategy[Program]:
+    """Legal wgmma programs: pipelines of stages on 1..3 accumulator sets under control flow."""
+    return wgmma_plans(max_units=max_units, control=control).map(render)
+
+
+def warp_programs() -> st.SearchStrategy[Program]:
+    """Single-instruction programs of every non-warpgroup family (mma, wmma, ldmatrix, ...)."""
+    from fuzzptx import isa
+
+    fams = tuple(f for f in isa.families() if f not in WGMMA_FAMILIES + SYNC_FAMILIES)
+    return single_instruction_programs(fams)
+
+
+def programs() -> st.SearchStrategy[Program]:
+    """Any legal program: a wgmma pipeline program (simplest first), or one warp-level instruction.
+
+    Weighting: wgmma forms are ~70% of the catalogue and reach programs through the
+    first branch; warp-level forms through the second.
+    """
+    return st.one_of(wgmma_programs(), warp_programs())
+
+
+__all__ = ["programs", "wgmma_programs", "wgmma_plans", "warp_programs", "unit_sets", "D_REG_BUDGET"]

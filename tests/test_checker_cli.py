@@ -1,0 +1,97 @@
+"""``fuzzptx check``: formats, exit status, and one-line errors on bad input."""
+from __future__ import annotations
+
+import io
+import json
+import pathlib
+
+from fuzzptx.oracles.checker.cli import main_check, run
+from fuzzptx.oracles.checker.experiments import COMMIT, FENCE, WAIT, kernel, store, wg
+
+DATA = pathlib.Path(__file__).parent / "data" / "checker"
+
+
+def _write(tmp_path, name, text) -> str:
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def _run(argv) -> tuple[int, str]:
+    out = io.StringIO()
+    return run(argv, out=out), out.getvalue()
+
+
+def test_clean_file_exits_zero(tmp_path):
+    path = _write(tmp_path, "ok.ptx", kernel([FENCE, wg(), COMMIT, WAIT] + store()))
+    assert _run([path]) == (0, "")
+
+
+def test_text_format(tmp_path):
+    text = kernel([wg(), COMMIT, WAIT] + store())
+    path = _write(tmp_path, "nofence.ptx", text)
+    rc, out = _run([path])
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "mma_async" in ln)
+    assert rc == 1
+    assert f"{path}:{line}: error: [spec.fence.missing] " in out
+    assert f"{path}:{line}: warning: [ptxas.C7519] " in out
+
+
+def test_json_format(tmp_path):
+    path = _write(tmp_path, "nowait.ptx", kernel([FENCE, wg(), COMMIT] + store()))
+    rc, out = _run([path, "--format", "json"])
+    items = json.loads(out)
+    assert rc == 1 and items
+    assert set(items[0]) == {"path", "line", "rule", "severity", "layer", "message", "kernel"}
+    assert {i["layer"] for i in items} == {"spec", "ptxas-model"}
+    assert any(i["rule"] == "ptxas.C7517" for i in items)
+
+
+def test_sarif_format_is_minimal_valid_2_1_0(tmp_path):
+    path = _write(tmp_path, "nofence.ptx", kernel([wg(), COMMIT, WAIT] + store()))
+    rc, out = _run([path, "--format", "sarif"])
+    doc = json.loads(out)
+    assert rc == 1 and doc["version"] == "2.1.0" and "$schema" in doc
+    run0 = doc["runs"][0]
+    ids = {r["id"] for r in run0["tool"]["driver"]["rules"]}
+    for res in run0["results"]:
+        assert res["ruleId"] in ids and res["level"] in ("error", "warning", "note")
+        assert res["message"]["text"]
+        loc = res["locations"][0]["physicalLocation"]
+        assert loc["artifactLocation"]["uri"] == path and loc["region"]["startLine"] >= 1
+
+
+def test_layers_option(tmp_path):
+    path = _write(tmp_path, "nofence.ptx", kernel([wg(), COMMIT, WAIT] + store()))
+    rc, out = _run([path, "--layers", "isa"])
+    assert (rc, out) == (0, "")
+
+
+def test_ptxas_flag_reports_no_mismatch_on_a_recorded_experiment():
+    rc, out = _run([str(DATA / "no_wait.ptx"), "--ptxas", "--layers", "ptxas-model"])
+    assert "ptxas-model.mismatch" not in out and "ptxas.C7517" in out and rc == 1
+
+
+def test_ptxas_flag_shows_a_difference(tmp_path):
+    # The model does not know C7511 (register pressure): the ptxas run must say so.
+    text = kernel([FENCE, wg(1), COMMIT, WAIT, "mov.f32 %f1, 0f3F800000;", wg(1), COMMIT, WAIT] + store(1),
+                  pre=["ld.param.u64 %rd3, [out];", "mov.b64 %rd1, 0;", "mov.b64 %rd2, 0;"]
+                  + [f"mov.f32 %f{i}, 0f00000000;" for i in range(1, 9)])
+    path = _write(tmp_path, "c7511.ptx", text)
+    rc, out = _run([path, "--ptxas", "--layers", "ptxas-model"])
+    assert "ptxas-model.mismatch" in out and "C7511" in out and rc == 1
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
+    assert main_check([str(tmp_path / "missing.ptx")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "missing.ptx" in err[0] and "no such file" in err[0]
+    bad = _write(tmp_path, "bad.ptx", ".version 8.0\n.target sm_90a\n.address_size 64\n\n.visible .entry k()\n{\n\tfoo.bar %r1;\n}\n")
+    assert main_check([bad]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{bad}:7:" in err[0] and "Traceback" not in err[0]
+
+
+def test_bad_option_exit_2(capsys):
+    assert main_check(["--format", "xml", "x.ptx"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1

@@ -1,0 +1,211 @@
+"""Reference interpreter on whole wgmma programs: every dense form, the seed's examples, the pipeline rules.
+
+Expected results come from numpy on the buffers' values (``examples.expected``):
+with small-integer data every product and sum is exact, so the reference's nominal
+result must equal numpy's bit for bit and its allowed interval must contain it.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fuzzptx import isa
+from fuzzptx.oracles.reference import compare, run_program
+from fuzzptx.oracles.reference.examples import expected, wgmma_program
+from fuzzptx.oracles.reference.values import SET, UNDEF
+from fuzzptx.program import Program
+
+
+def _signatures(ns=(8,)):
+    seen, out = set(), []
+    for f in isa.forms("wgmma"):
+        sig = (f.atype, f.btype, f.dtype, f.a_source, f.satfinite)
+        if f.shape.n in ns and sig not in seen:
+            seen.add(sig)
+            out.append(f.key)
+    return out
+
+
+def _check(p: Program, key: str, **kw):
+    r = run_program(p)
+    assert r.undefined is None, r.undefined
+    o = r.outputs["d"]
+    e = expected(p, key, **{k: v for k, v in kw.items() if k != "scale_d_pred"})
+    got = o.values().astype(np.float64).reshape(64, -1)
+    assert np.array_equal(got, e), f"{key}: max diff {np.abs(got - e).max()}"
+    assert not (o.kind == UNDEF).any()
+    s = o.kind.reshape(64, -1) == SET
+    assert (o.lo.reshape(64, -1)[s] <= e[s]).all() and (o.hi.reshape(64, -1)[s] >= e[s]).all()
+    return r
+
+
+@pytest.mark.parametrize("key", _signatures(), ids=lambda k: k.split("aligned.")[1])
+def test_every_dense_form_n8_exact_data(key):
+    form = isa.by_key(key)
+    init = "random" if form.atype == "b1" else "small_int"
+    p = wgmma_program(key, scale_d=1, c_init="small_int", init=init)
+    r = _check(p, key, scale_d=1)
+    if form.dtype == "s32":
+        assert (r.outputs["d"].kind == 0).all()  # integer results are exact
+
+
+@pytest.mark.parametrize("key", [
+    "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16|a=desc",
+    "wgmma.mma_async.sync.aligned.m64n256k32.s32.u8.s8|a=reg",
+    "wgmma.mma_async.sync.aligned.m64n136k8.f32.tf32.tf32|a=reg",
+    "wgmma.mma_async.sync.aligned.m64n40k32.f16.e5m2.e4m3|a=desc",
+    "wgmma.mma_async.sync.aligned.m64n208k256.s32.b1.b1.and.popc|a=desc",
+])
+def test_large_n(key):
+    init = "random" if ".b1." in key else "small_int"
+    _check(wgmma_program(key, init=init), key)
+
+
+@pytest.mark.parametrize("sat", [False, True])
+def test_integer_satfinite_clamps_and_plain_wraps(sat):
+    key = f"wgmma.mma_async.sync.aligned.m64n16k32{'.satfinite' if sat else ''}.s32.s8.s8|a=reg"
+    p = wgmma_program(key, scale_d=1, c_init="special", init="random")
+    r = run_program(p)
+    exact = expected(p, key, scale_d=1).astype(np.int64)
+    assert (np.abs(exact) > 2**31 - 1).any(), "test data must overflow somewhere"
+    want = np.clip(exact, -2**31, 2**31 - 1) if sat else (exact + 2**31) % 2**32 - 2**31
+    assert np.array_equal(r.outputs["d"].values().reshape(64, 16), want)
+
+
+# The examples of seed 000 (9.7.15.5.2), each wrapped into a whole program.
+SEED_EXAMPLES = [
+    ("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16|a=reg", dict(scale_d=1, imm_scale_a=-1, imm_scale_b=-1, trans_b=1)),
+    ("wgmma.mma_async.sync.aligned.m64n72k16.f16.f16.f16|a=desc", dict(scale_d=1, scale_d_pred=True, imm_scale_a=-1, trans_a=1)),
+    ("wgmma.mma_async.sync.aligned.m64n120k16.f32.bf16.bf16|a=reg", dict(scale_d=1, scale_d_pred=True, imm_scale_a=-1, imm_scale_b=-1)),
+    ("wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32|a=desc", dict(scale_d=0, imm_scale_a=-1, imm_scale_b=-1)),
+    ("wgmma.mma_async.sync.aligned.m64n8k32.f16.e4m3.e5m2|a=desc", dict(scale_d=1, scale_d_pred=True, imm_scale_a=-1)),
+    ("wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e4m3|a=reg", dict(scale_d=1, imm_scale_a=-1, imm_scale_b=-1)),
+    ("wgmma.mma_async.sync.aligned.m64n8k32.satfinite.s32.s8.s8|a=reg", dict(scale_d=1)),
+    ("wgmma.mma_async.sync.aligned.m64n8k32.s32.u8.u8|a=desc", dict(scale_d=1, scale_d_pred=True)),
+    ("wgmma.mma_async.sync.aligned.m64n8k32.satfinite.s32.s8.u8|a=reg", dict(scale_d=1, scale_d_pred=True)),
+    ("wgmma.mma_async.sync.aligned.m64n8k32.s32.u8.s8|a=desc", dict(scale_d=1, scale_d_pred=True)),
+    ("wgmma.mma_async.sync.aligned.m64n8k256.s32.b1.b1.and.popc|a=reg", dict(scale_d=1, scale_d_pred=True)),
+]
+
+
+@pytest.mark.parametrize("key,kw", SEED_EXAMPLES, ids=[k.split("aligned.")[1] for k, _ in SEED_EXAMPLES])
+def test_seed_000_examples(key, kw):
+    init = "random" if ".b1." in key else "small_int"
+    c = "small_int" if kw.get("scale_d") else None
+    p = wgmma_program(key, c_init=c, init=init, **kw)
+    _check(p, key, **kw)
+
+
+def test_random_data_intervals_accept_other_summation_orders_and_reject_wrong_values():
+    key = "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16|a=reg"
+    p = wgmma_program(key, init="random", seed=5)
+    r = run_program(p)
+    e = expected(p, key)
+    # a different but legal evaluation: float32 accumulation in reverse k order, truncated at each step
+    a = e * 0
+    from fuzzptx.data import buffer_bytes
+    import ml_dtypes
+    av = buffer_bytes(p.buffer("a")).view(ml_dtypes.bfloat16).astype(np.float32).reshape(64, 16)
+    bv = buffer_bytes(p.buffer("b")).view(ml_dtypes.bfloat16).astype(np.float32).reshape(32, 16)
+    acc = np.zeros((64, 32), np.float32)
+    for k in reversed(range(16)):
+        acc = (acc + av[:, k:k + 1] * bv[:, k][None, :]).astype(np.float32)
+    assert compare(p, r, {"d": acc.tobytes()}) == []
+    wrong = acc.copy()
+    wrong[3, 4] = wrong[3, 4] * 1.01 + 1
+    m = compare(p, r, {"d": wrong.tobytes()})
+    assert [(x.buffer, x.index) for x in m] == [("d", 3 * 32 + 4)]
+    del a
+
+
+def _edit(p: Program, old: str, new: str, count: int = 1) -> Program:
+    text = p.to_ptx()
+    assert old in text
+    return Program.from_ptx(text.replace(old, new, count), "<edited>")
+
+
+KEY = "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16|a=reg"
+
+
+def test_missing_wgmma_fence_is_undefined():
+    p = _edit(wgmma_program(KEY), "wgmma.fence.sync.aligned;", "")
+    r = run_program(p)
+    assert (r.outputs["d"].kind == UNDEF).all() and any("wgmma.fence" in n for n in r.notes)
+
+
+def test_reading_accumulators_before_wait_is_undefined():
+    p = _edit(wgmma_program(KEY), "wgmma.wait_group.sync.aligned 0;", "")
+    assert (run_program(p).outputs["d"].kind == UNDEF).all()
+    # waiting after the stores is too late as well
+    p = _edit(wgmma_program(KEY), "wgmma.wait_group.sync.aligned 0;", "")
+    p = _edit(p, "\tret;", "\twgmma.wait_group.sync.aligned 0;\n\tret;")
+    assert (run_program(p).outputs["d"].kind == UNDEF).all()
+
+
+def test_missing_proxy_fence_makes_smem_operands_undefined():
+    p = _edit(wgmma_program(KEY), "fence.proxy.async.shared::cta;", "")
+    r = run_program(p)
+    assert (r.outputs["d"].kind == UNDEF).all() and any("fence.proxy.async" in n for n in r.notes)
+
+
+def test_chained_wgmmas_in_flight_accumulate():
+    """Two wgmmas into the same accumulators before one wait: D = 2 A B (the spec orders same-shape chains)."""
+    p = wgmma_program(KEY)
+    text = p.to_ptx()
+    line = next(ln for ln in text.splitlines() if "wgmma.mma_async" in ln)
+    p2 = Program.from_ptx(text.replace(line, line + "\n" + line.replace(", 0, 1, 1, 0;", ", 1, 1, 1, 0;")), "<x>")
+    r = run_program(p2)
+    e = 2 * expected(p, KEY)
+    o = r.outputs["d"]
+    assert (o.kind == SET).all()
+    assert (o.lo.reshape(64, 16) <= e).all() and (o.hi.reshape(64, 16) >= e).all()
+    v = o.values().astype(np.float64)
+    assert ((o.lo <= v) & (v <= o.hi)).all()  # the nominal bits are a member of the set
+
+
+def test_second_wgmma_after_wait_widens_for_an_inexact_accumulator():
+    """C itself a set (the first wgmma's spec interval): the second result's set must contain every outcome."""
+    p = wgmma_program(KEY, init="random")
+    text = p.to_ptx()
+    line = next(ln for ln in text.splitlines() if "wgmma.mma_async" in ln)
+    second = ("\twgmma.fence.sync.aligned;\n" + line.replace(", 0, 1, 1, 0;", ", 1, 1, 1, 0;") +
+              "\n\twgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;")
+    p2 = Program.from_ptx(text.replace("wgmma.wait_group.sync.aligned 0;", "wgmma.wait_group.sync.aligned 0;\n" + second, 1), "<x>")
+    r = run_program(p2)
+    e = 2 * expected(p, KEY)
+    o = r.outputs["d"]
+    assert (o.kind == SET).all()
+    first = run_program(p).outputs["d"]
+    width1 = (first.hi - first.lo).reshape(64, 16)
+    width2 = (o.hi - o.lo).reshape(64, 16)
+    assert (o.lo.reshape(64, 16) <= e).all() and (o.hi.reshape(64, 16) >= e).all()
+    assert (width2 >= width1).all()
+
+
+def test_two_warpgroups_each_run_their_own_wgmma():
+    p = wgmma_program(KEY)
+    text = p.to_ptx().replace("block=128,1,1", "block=256,1,1")
+    text = text.replace("mov.u32 %tid, %tid.x;", "mov.u32 %tid, %tid.x;\n\tand.b32 %tid, %tid, 127;")
+    r = run_program(Program.from_ptx(text, "<2wg>"))
+    assert r.undefined is None and not (r.outputs["d"].kind == UNDEF).any()
+    assert np.array_equal(r.outputs["d"].values().reshape(64, 16), expected(p, KEY))
+
+
+def test_wgmma_in_partial_warpgroup_is_undefined():
+    p = wgmma_program(KEY)
+    text = p.to_ptx()
+    line = next(ln for ln in text.splitlines() if "wgmma.mma_async" in ln)
+    text = text.replace(line, "\tsetp.lt.u32 %pc, %tid, 64;\n\t@%pc " + line.strip())
+    r = run_program(Program.from_ptx(text, "<partial>"))
+    assert (r.outputs["d"].kind == UNDEF).all()
+
+
+def test_sign_bit_xor_on_an_accumulator_keeps_its_set():
+    """xor with the sign bit negates the value set instead of giving up (metamorphic sign flips)."""
+    p = wgmma_program(KEY, init="random")
+    p2 = _edit(p, "wgmma.wait_group.sync.aligned 0;", "wgmma.wait_group.sync.aligned 0;\n\txor.b32 %d0, %d0, 0x80000000;")
+    o1, o2 = run_program(p).outputs["d"], run_program(p2).outputs["d"]
+    assert (o2.kind == SET).all()
+    flipped = o1.values() != o2.values()
+    assert flipped.sum() == 128  # element 0 of each thread
+    assert np.array_equal(o2.lo[flipped], -o1.hi[flipped]) and np.array_equal(o2.hi[flipped], -o1.lo[flipped])

@@ -1,0 +1,118 @@
+"""``fuzzptx replay``: verdict table, expectations, JSON, and one-line errors (exit 2) for bad input."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fuzzptx.replay import main_replay, same_verdict
+
+GOOD = """// fuzzptx-repro v1
+// LAUNCH: kernel=k grid=1,1,1 block=128,1,1
+// BUFFER: out type=u32 count=128 init=zeros output
+// BUFFER: inp type=s32 count=128 init=iota
+// PARAM: n value=5
+{expect}.version 8.0
+.target sm_90a
+.address_size 64
+
+.visible .entry k(
+	.param .u64 out,
+	.param .u64 inp,
+	.param .u32 n
+)
+{{
+	.reg .b32 %r<10>;
+	.reg .b64 %rd<10>;
+	.reg .pred %p<4>;
+	ld.param.u64 %rd1, [out];
+	ld.param.u64 %rd2, [inp];
+	ld.param.u32 %r1, [n];
+	mov.u32 %r2, %tid.x;
+	mul.wide.u32 %rd3, %r2, 4;
+	add.s64 %rd4, %rd2, %rd3;
+	ld.global.s32 %r3, [%rd4];
+	{extra}
+	add.s32 %r5, %r3, %r1;
+	add.s64 %rd5, %rd1, %rd3;
+	st.global.u32 [%rd5], %r5;
+	ret;
+}}
+"""
+
+
+def write(tmp_path, expect=(), extra="", edit=None):
+    text = GOOD.format(expect="".join(f"// EXPECT: {e}\n" for e in expect), extra=extra)
+    if edit:
+        text = edit(text)
+    f = tmp_path / "repro.ptx"
+    f.write_text(text)
+    return str(f)
+
+
+def test_expectations_hold_exit_0(tmp_path, capsys):
+    f = write(tmp_path, ["ptxas: accepted", "reference: ran", "hardware: ran"])
+    assert main_replay([f, "--no-hardware"]) == 0
+    out = capsys.readouterr().out
+    assert "judge" in out and "reference" in out and "ptxas" in out
+    assert "[holds] ptxas: accepted" in out and "[not run] hardware: ran" in out
+    assert "all expectations hold" in out
+
+
+def test_changed_expectation_exit_1_and_json(tmp_path, capsys):
+    f = write(tmp_path, ["ptxas: rejected (line 3: nonsense)", "rule: none"])
+    assert main_replay([f, "--no-hardware", "--json"]) == 1
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["status"] == "changed"
+    by = {e["judge"]: e for e in obj["expectations"]}
+    assert by["ptxas"]["status"] == "changed" and by["ptxas"]["actual"].startswith("accepted")
+    assert by["rule"]["status"] == "label"
+    assert {j["judge"] for j in obj["judges"]} >= {"reference", "ptxas", "hardware"}
+
+
+def test_hardware_skips_cleanly_without_gpu(tmp_path, capsys):
+    pytest.importorskip("fuzzptx.oracles.hardware")
+    from fuzzptx.oracles import hardware
+
+    if hardware.gpu_available() is None:
+        pytest.skip("a GPU is present")
+    f = write(tmp_path, ["reference: ran"])
+    assert main_replay([f]) == 0
+    assert "skipped" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("case,expect_in", [
+    ("missing_buffer", "no BUFFER or PARAM"),
+    ("oob", "out-of-bounds load"),
+    ("unsupported", "not supported by the reference"),
+    ("bad_header", "LAUNCH kernel=zz"),
+    ("bad_type", "type="),
+    ("missing_file", "cannot read"),
+])
+def test_bad_input_one_line_exit_2(tmp_path, capsys, case, expect_in):
+    if case == "missing_buffer":
+        f = write(tmp_path, edit=lambda t: t.replace("// BUFFER: inp type=s32 count=128 init=iota\n", ""))
+    elif case == "oob":
+        f = write(tmp_path, edit=lambda t: t.replace("inp type=s32 count=128", "inp type=s32 count=100"))
+    elif case == "unsupported":
+        f = write(tmp_path, extra="bfind.u32 %r6, %r3;")
+    elif case == "bad_header":
+        f = write(tmp_path, edit=lambda t: t.replace("kernel=k ", "kernel=zz "))
+    elif case == "bad_type":
+        f = write(tmp_path, edit=lambda t: t.replace("type=s32", "type=int9"))
+    else:
+        f = str(tmp_path / "nope.ptx")
+    assert main_replay([f, "--no-hardware"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err and expect_in in err
+    assert f in err  # names the file (and the line where there is one)
+    if case in ("oob", "unsupported"):
+        assert err.split(f + ":")[1].split(":")[0].isdigit()
+
+
+def test_same_verdict_rules():
+    assert same_verdict("ptxas", "accepted C7519@12", "accepted  C7519@12")
+    assert not same_verdict("ptxas", "accepted C7519@12", "accepted")
+    assert same_verdict("ptxas", "rejected (line 3: x)", "rejected (line 3: y)")
+    assert not same_verdict("ptxas", "rejected", "accepted")
+    assert same_verdict("reference", "ran", "ran")
