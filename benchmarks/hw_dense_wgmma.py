@@ -411,6 +411,18 @@ def _judge(args) -> tuple[int, dict]:
     return idx, res
 
 
+def save_outputs(path: str, cases: list[Case], results: list) -> None:
+    """Raw D bytes of small random float cases; inputs are regenerated from each case's header."""
+    keep = {}
+    for i, c in enumerate(cases):
+        f = isa.by_key(c.key)
+        r = results[i]
+        if r and not r[1] and c.init == "random" and f.dtype != "s32" and f.shape.n <= 16:
+            keep[f"case{i}"] = np.frombuffer(r[0]["d"], dtype=np.uint8)
+    meta = {k: cases[int(k[4:])].describe() for k in keep}
+    np.savez_compressed(path, cases_json=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **keep)
+
+
 def versions() -> dict:
     import importlib.metadata as md
 
@@ -446,6 +458,8 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--dry-run", action="store_true", help="no GPU: judge the direct model's nominal outputs")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--save-outputs", default="",
+                    help="npz of raw hardware outputs of the random-input float cases with N <= 16 (numerics data)")
     ap.add_argument("--explore", choices=["base-offset"], help="an exploration plan instead of the proof's")
     ap.add_argument("--inits", default=",".join(INITS), help="input distributions (the proof: random,small_int)")
     ns = ap.parse_args(argv)
@@ -500,6 +514,8 @@ def main(argv=None) -> int:
     timings["gpu_s"] = time.perf_counter() - t0
     print(f"gpu {timings['gpu_s']:.1f}s {info}", flush=True)
     faults = [{"case": cases[i].describe(), "fault": r[1]} for i, r in enumerate(results) if r and r[1]]
+    if ns.save_outputs:
+        save_outputs(ns.save_outputs, cases, results)
     t0 = time.perf_counter()
     work = [(i, cases[i], r[0], oracles) for i, r in enumerate(results) if r and not r[1]]
     verdicts: dict[int, dict] = {}

@@ -40,7 +40,7 @@ def render(outcomes: Sequence, s: dict) -> str:
         "| what | count |",
         "| --- | --- |",
     ]
-    for k in ("forms", "forms_accepted", "forms_ptxas_rejects_by_catalogue", "legal_cases",
+    for k in ("forms", "forms_accepted", "forms_spec_only_rejected", "legal_cases",
               "legal_cases_as_expected", "neighbours", "neighbours_rejected", "discrepancies",
               "pinned_discrepancies", "unexplained_discrepancies", "seconds"):
         if k in s:
@@ -52,7 +52,7 @@ def render(outcomes: Sequence, s: dict) -> str:
     lines += ["", "## Where the catalogue follows ptxas instead of the spec text", ""]
     for e, _, _ in warp.SPEC_EXCEPTIONS:
         lines.append(f"- `{e.rule}`: spec: {e.spec_says}; ptxas: {e.ptxas_does}.")
-    for name, text in getattr(wgmma, "PTXAS_CORRECTIONS", ()):
+    for name, text in wgmma.PTXAS_CORRECTIONS + warp.PTXAS_NOTES:
         lines.append(f"- `{name}`: {text}")
     disc = [o for o in outcomes if o.discrepancy]
     pinned: dict[str, list] = defaultdict(list)

@@ -15,7 +15,7 @@ from fuzzptx import isa
 from fuzzptx.isa import wgmma
 from fuzzptx.isa.model import Form, OperandSpec, Shape
 from fuzzptx.isa.warp import target_rank
-from fuzzptx.kernels import TARGET_MIN_PTX, build_target, default_target, default_version, minimal_kernel
+from fuzzptx.kernels import TARGET_MIN_PTX, build_target, default_version, minimal_kernel
 from fuzzptx.ptx.ir import Module
 
 TARGET_LADDER = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a")
@@ -164,7 +164,8 @@ def _with_operand(form: Form, role: str, **changes) -> Form:
     return replace(form, operands=tuple(replace(o, **changes) if o.role == role else o for o in form.operands))
 
 
-def _reg_neighbours(form: Form) -> list[Case]:
+def _reg_neighbours(form: Form, types: bool = True) -> list[Case]:
+    """Register count one off (always) and a wrong register type (when ``types``)."""
     out = []
     vecs = [o for o in form.operands if o.kind == "vec"]
     if vecs:
@@ -174,7 +175,8 @@ def _reg_neighbours(form: Form) -> list[Case]:
         if shrink is not None:
             out.append(_case(form, "reg-count-minus", _with_operand(form, shrink.role, count=shrink.count - 1),
                              f"{shrink.role}:{shrink.count - 1}"))
-    for o in vecs[:1] + [o for o in form.operands if o.kind == "reg" and o.role.endswith("desc")][:1]:
+    typed = vecs[:1] + [o for o in form.operands if o.kind == "reg" and o.role.endswith("desc")][:1]
+    for o in typed if types else ():
         width = 64 if o.reg_types[0] in (".f64", ".b64", ".u64", ".s64") else 32
         same = [t for t in WRONG_REG_TYPES if t not in o.reg_types and (t in (".f64", ".b64", ".u64", ".s64")) == (width == 64)]
         other = [t for t in WRONG_REG_TYPES if t not in o.reg_types]
@@ -265,11 +267,12 @@ def neighbours(form: Form, *, every_n: bool = False) -> list[Case]:
     """
     if not form.ptxas_accepts:
         return []
-    out = _shape_neighbours(form) + [c for c in _reg_neighbours(form) if "count" in c.rule]
-    if every_n or form.shape is None or not form.family.startswith("wgmma") or form.shape.n in REPRESENTATIVE_N:
-        out += (_type_neighbour(form) + _imm_neighbours(form) + [c for c in _reg_neighbours(form) if "count" not in c.rule]
-                + _modifier_neighbours(form) + _floor_neighbours(form))
+    every = every_n or form.shape is None or not form.family.startswith("wgmma") or form.shape.n in REPRESENTATIVE_N
+    regs = _reg_neighbours(form, types=every)
+    out = _shape_neighbours(form) + regs
+    if every:
+        out += _type_neighbour(form) + _imm_neighbours(form) + _modifier_neighbours(form) + _floor_neighbours(form)
     return out
 
 
-__all__ = ["Case", "RULES", "neighbours", "default_target"]
+__all__ = ["Case", "RULES", "REPRESENTATIVE_N", "neighbours"]

@@ -3,8 +3,10 @@
 Prints a verdict table (judge | verdict | details), the disagreements the differ
 finds, and whether each recorded ``EXPECT`` line still holds.  Exit status: 0 when
 every expectation holds, 1 when one changed, 2 for bad input (one line
-``file:line: message``, never a traceback).  Judges that cannot run here (no GPU,
-no checker) are reported as skipped and their expectations as "not run".
+``file:line: message``, never a traceback): an unreadable file, a bad header, a
+missing buffer, an out-of-bounds or misaligned access.  Judges that cannot run here
+(no GPU, no checker, an instruction outside the reference's subset) are reported as
+skipped / unsupported and their expectations as "not run".
 """
 from __future__ import annotations
 
@@ -58,12 +60,19 @@ def run_judges(program, text: str, *, hardware: bool):
     from fuzzptx import differ
     from fuzzptx.oracles.reference import ReferenceError_, run_program
 
+    from fuzzptx.oracles.reference import Unsupported
+
     v = differ.Verdicts()
     rows: list[Row] = []
-    # reference (bad input -> ReferenceError_ propagates: exit 2)
-    ref = run_program(program)
-    v.reference = ref
-    rows.append(Row("reference", ref.summary(), "; ".join(ref.notes[:3])))
+    # reference: a bad address or missing input is bad input (propagates: exit 2); an instruction
+    # outside the reference's subset only means this judge cannot say anything here
+    try:
+        ref = run_program(program)
+        v.reference = ref
+        rows.append(Row("reference", ref.summary(), "; ".join(ref.notes[:3])))
+    except Unsupported as exc:
+        ref = None
+        rows.append(Row("reference", "unsupported", str(exc)))
     # ptxas
     try:
         from fuzzptx.oracles.ptxas import compile_ptx
@@ -102,6 +111,8 @@ def run_judges(program, text: str, *, hardware: bool):
                 v.hardware = out
                 if out.fault:
                     rows.append(Row("hardware", f"fault: {out.fault}"))
+                elif ref is None:
+                    rows.append(Row("hardware", "ran", "no reference to compare with"))
                 else:
                     from fuzzptx.oracles.reference import compare
 
@@ -113,6 +124,7 @@ def run_judges(program, text: str, *, hardware: bool):
         except FuzzptxError as exc:
             rows.append(Row("hardware", "skipped", str(exc)))
     del ReferenceError_
+    v.reference_error = None
     return rows, v
 
 

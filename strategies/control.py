@@ -21,11 +21,15 @@ from dataclasses import dataclass
 
 from hypothesis import event, strategies as st
 
+from fuzzptx import isa
+
 from .pipelines import PipeState, Stage, Touch, Unit, Wait, stages
 
 SIDE_KINDS: tuple[str, ...] = ("arith", "predicated", "divergent", "call", "call_indirect")
 UNIFORM_CONDS: tuple[str, ...] = ("param", "warpgroup")
 MAX_DEPTH = 2
+#: The largest N the catalogue allows in wgmma.wait_group N.
+MAX_WAIT_N = max(isa.forms("wgmma.wait_group")[0].operand("n").values)
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,7 @@ def scripts(draw, us: tuple[Unit, ...], state: PipeState = PipeState(), *, level
         elif kind == "wait":
             if not state.pending:
                 continue
-            op = Wait(draw(st.integers(0, len(state.pending) - 1)))
+            op = Wait(draw(st.integers(0, min(len(state.pending) - 1, MAX_WAIT_N))))
             if op.n:
                 event("wait_group N>0")
         elif kind == "touch":

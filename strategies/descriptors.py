@@ -111,17 +111,23 @@ def descriptors(draw, elem: str = "f16", mn: int = 8, k: int = 16, *, slices: in
     or — drawn last, so rarer and shrunk away — some 128-byte lines past it with
     the base offset the PTX ISA formula gives, ``(start >> 7) & 7``.
     """
-    major = draw(st.sampled_from(MAJORS if allow_mn_major else ("K",)))
+    # The same draws whatever the element type and extent (choices illegal for this tile fall
+    # back to the simplest legal one), so the shrinker can swap the form under a fixed tile.
+    major = draw(st.sampled_from(MAJORS))
+    if not allow_mn_major:
+        major = "K"
     ktot = k * slices
-    swizzle = draw(st.sampled_from(legal_swizzles(elem, ktot, major)))
+    swizzle = draw(st.sampled_from(SWIZZLES))
+    if swizzle not in legal_swizzles(elem, ktot, major):
+        swizzle = "none"
     order = draw(st.sampled_from(ORDERS))
     pad = draw(st.integers(0, 2))
     layout = canonical_layout(elem, mn, ktot, major, swizzle, order, pad)
     align = PATTERN_ALIGN.get(swizzle, 128)
     start = draw(st.integers(0, 2)) * align
-    line = 0
-    if align > 128 and draw(st.booleans()):
-        line = draw(st.integers(1, align // 128 - 1))
+    off_boundary = draw(st.booleans())
+    line = draw(st.integers(1, 7))
+    line = min(line, align // 128 - 1) if off_boundary and align > 128 else 0
     layout = replace(layout, start=start + 128 * line, base_offset=(start + 128 * line) >> 7 & 7 if line else 0)
     event(f"swizzle={swizzle}")
     event(f"major={major}")

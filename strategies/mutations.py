@@ -347,6 +347,21 @@ def _wait_skipped_on_a_path(p: Program, choice: int) -> Program | None:
     return _with_body(p, body)
 
 
+def _fence_skipped_on_a_path(p: Program, choice: int) -> Program | None:
+    """A uniform branch that jumps over the first wgmma.fence: one path reaches the wgmma unfenced."""
+    body = _body(p)
+    fences = _find(body, lambda s: s.opcode == FENCE)
+    if not fences:
+        return None
+    body = _declare(_declare(body, ".pred", "%fz_path"), ".b32", "%fz_tidy")
+    f = fences[0] + 2
+    label = "$fz_nofence"
+    code = [Instr("mov.u32", (Reg("%fz_tidy"), Reg("%tid.y"))),
+            Instr("setp.ne.u32", (Reg("%fz_path"), Reg("%fz_tidy"), Imm.of(0))),
+            Instr("bra.uni", (Sym(label),), Guard(Reg("%fz_path"), negated=True))]
+    return _with_body(p, body[:f] + code + [body[f], Label(label)] + body[f + 1:])
+
+
 def _descriptor_defs(body: list) -> list[tuple[int, int]]:
     """(index, constant) of each ``or.b64 desc, desc, CONST`` that sets descriptor fields."""
     out = []
@@ -394,6 +409,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("ptx_version", "ptx.version", "illegal", "rejected", _ptx_version),
     Mutation("target", "ptx.target", "illegal", "rejected", _target),
     Mutation("missing_fence", "wgmma.fence.missing", "undefined", "accepted C7519", _missing_fence),
+    Mutation("fence_skipped_on_a_path", "wgmma.fence.path", "undefined", "accepted C7519", _fence_skipped_on_a_path),
     Mutation("no_wait", "wgmma.wait.missing", "undefined", "accepted C7517", _no_wait),
     Mutation("acc_write_in_flight", "wgmma.accumulator.in_flight", "undefined", "accepted", _acc_write_in_flight),
     Mutation("a_write_in_flight", "wgmma.a_fragment.in_flight", "undefined", "accepted", _a_write_in_flight),

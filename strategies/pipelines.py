@@ -112,22 +112,27 @@ def units(draw, *, max_d_regs: int = 128, allow_mn_major: bool = True) -> Unit:
     """A unit: a wgmma form (uniform over dense and sparse forms), its tiles and register types."""
     form = draw(forms(WGMMA_FAMILIES, max_d_regs=max_d_regs))
     shape = form.shape
+    sparse = form.family == "wgmma.sp"
+    # Every draw below happens for every form (unused ones are dropped), so the shrinker
+    # can replace the form by a simpler one without shifting the other choices.
     slices = draw(st.integers(1, 2))
     trans_b = form.has_operand("imm_trans_b") and allow_mn_major
     b_tile = draw(descriptors(form.btype, shape.n, shape.k, slices=slices, allow_mn_major=trans_b))
-    a_tile = a_type = None
-    sparse = form.family == "wgmma.sp"
+    trans_a = form.has_operand("imm_trans_a") and allow_mn_major
+    a_k = shape.k // 2 if sparse else shape.k
+    a_tile = draw(descriptors(form.atype, M, a_k, slices=slices, allow_mn_major=trans_a))
+    a_spec = form.operand("a") if form.has_operand("a") else form.operand("b_desc")
+    a_type = draw(register_types(a_spec, form))
     if form.a_source == "desc":
-        trans_a = form.has_operand("imm_trans_a") and allow_mn_major
-        a_k = shape.k // 2 if sparse else shape.k
-        a_tile = draw(descriptors(form.atype, M, a_k, slices=slices, allow_mn_major=trans_a))
+        a_type = None
     else:
-        a_type = draw(register_types(form.operand("a"), form))
+        a_tile = None
     d_type = draw(register_types(form.operand("d")))
-    meta = sp_sel = None
-    if sparse:
-        meta = draw(sparse_metadata(form.atype))
-        sp_sel = draw(immediates(form.operand("sp_sel"), form))
+    meta = draw(sparse_metadata(form.atype))
+    sel_spec = form.operand("sp_sel") if sparse else None
+    sp_sel = draw(immediates(sel_spec, form)) if sparse else None
+    if not sparse:
+        meta = None
     event(f"a_source={form.a_source}")
     return Unit(form, b_tile, a_tile, slices, d_type, a_type, meta, sp_sel)
 
@@ -139,8 +144,12 @@ def mmas(draw, unit_index: int, unit: Unit, *, in_loop: bool = False) -> Mma:
     scale_d = draw(st.sampled_from(kinds))
     event(f"scale_d={scale_d}")
     neg = unit.form.has_operand("imm_scale_a")
-    sa = draw(immediates(unit.form.operand("imm_scale_a"))) if neg else 1
-    sb = draw(immediates(unit.form.operand("imm_scale_b"))) if neg else 1
+    sa, sb = draw(st.sampled_from((1, -1))), draw(st.sampled_from((1, -1)))
+    if not neg:
+        sa = sb = 1
+    else:  # the catalogue's values, in the drawn preference
+        sa = sa if sa in unit.form.operand("imm_scale_a").values else 1
+        sb = sb if sb in unit.form.operand("imm_scale_b").values else 1
     return Mma(unit_index, draw(st.integers(0, unit.slices - 1)), scale_d, sa, sb)
 
 

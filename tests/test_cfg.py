@@ -145,3 +145,35 @@ def test_indirect_call_detected():
     k = fn(".reg .b64 %rd<2>;\nproto: .callprototype ()_ (.param .b32 _);\n.param .b32 a;\n"
            "call %rd1, (a), proto;\nret;")
     assert call_targets(k) == () and has_indirect_call(k)
+
+
+def test_generated_functions_give_consistent_cfgs():
+    """On random IR: every instruction lands in exactly one block, edges are mirrored, and
+    loops are dominated by their headers; an undefined branch target is a CfgError."""
+    from hypothesis import HealthCheck, given, settings
+
+    from fuzzptx.ptx.ir import walk
+    from test_parse import modules
+
+    @settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(modules())
+    def check(m):
+        for f in m.functions():
+            try:
+                cfg = build_cfg(f)
+            except CfgError as e:
+                assert "is not defined" in str(e)
+                continue
+            if f.body is None:
+                assert cfg.blocks == ()
+                continue
+            assert cfg.instructions() == f.instructions()
+            for b in cfg.blocks:
+                assert all(b.index in cfg.blocks[s].preds for s in b.succs)
+                assert all(b.index in cfg.blocks[p].succs for p in b.preds)
+            for lp in cfg.loops():
+                assert all(lp.header in cfg.dominators(x) for x in lp.body)
+            labels = [s.name for s in walk(f.body) if hasattr(s, "name") and type(s).__name__ == "Label"]
+            assert [b.label for b in cfg.blocks if b.label] == labels
+
+    check()

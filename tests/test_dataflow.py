@@ -116,3 +116,25 @@ def test_nvcc_wgmma_accumulators_live_around_k_loop():
     assert len(d) == 8 and set(d) <= set(u)
     loop = next(lp for lp in cfg.loops() if len(lp.body) > 1)
     assert set(d) <= lv.live_in[loop.header]  # accumulators carried around the K loop
+
+
+def test_generated_instructions_defs_uses_are_mentioned_registers():
+    from hypothesis import HealthCheck, given, settings
+
+    from fuzzptx.ptx.dataflow import split_pair
+    from fuzzptx.ptx.ir import registers_in
+    from test_parse import modules
+
+    @settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(modules())
+    def check(m):
+        for f in m.functions():
+            for ins in f.instructions():
+                d, u = defs_uses(ins)
+                mentioned = {x for op in ins.operands for r in registers_in(op) for x in split_pair(r)}
+                if ins.guard:
+                    mentioned.add(ins.guard.reg)
+                assert set(d) <= mentioned and set(u) <= mentioned
+                assert set(d) | set(u) == mentioned or ins.base == "call" or any(is_special(r) for r in mentioned)
+
+    check()

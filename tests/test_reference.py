@@ -704,3 +704,26 @@ def test_unrounded_mul_add_may_be_contracted_into_fma():
     assert compare(p, r, {"o": np.stack([fused, unfused], 1).tobytes()}) == []
     assert compare(p, r, {"o": np.stack([unfused, unfused], 1).tobytes()}) == []
     assert compare(p, r, {"o": np.stack([unfused, fused], 1).tobytes()}) != []
+
+
+def test_f64_arithmetic_and_conversions():
+    a, b = Buffer("a", "f64", 128, "random", 81), Buffer("b", "f64", 128, "random", 82)
+    body = """
+    mul.wide.u32 %rd0, %r0, 8;
+    add.s64 %rd1, %rd10, %rd0; ld.global.f64 %fd1, [%rd1];
+    add.s64 %rd2, %rd11, %rd0; ld.global.f64 %fd2, [%rd2];
+    add.f64 %fd3, %fd1, %fd2; mul.rn.f64 %fd4, %fd1, %fd2; div.rn.f64 %fd5, %fd1, %fd2;
+    cvt.rn.f32.f64 %f1, %fd5; cvt.f64.f32 %fd6, %f1; mul.rz.f64 %fd7, %fd1, %fd2;
+    mul.wide.u32 %rd3, %r0, 48; add.s64 %rd3, %rd12, %rd3;
+    st.global.v2.f64 [%rd3], {%fd3, %fd4}; st.global.v2.f64 [%rd3+16], {%fd5, %fd6}; st.global.f64 [%rd3+32], %fd7;
+    """
+    p = make(body, [a, b, Buffer("o", "f64", 128 * 6, "zeros", output=True)])
+    o = out_of(run_program(p), "o", np.float64).reshape(128, 6)
+    x, y = inputs(a, np.float64), inputs(b, np.float64)
+    assert np.array_equal(o[:, 0], x + y) and np.array_equal(o[:, 1], x * y) and np.array_equal(o[:, 2], x / y)
+    assert np.array_equal(o[:, 3], (x / y).astype(np.float32).astype(np.float64))
+    from fractions import Fraction
+    for i in range(128):  # round toward zero: |result| <= |exact| and within one ulp
+        q = Fraction(float(x[i])) * Fraction(float(y[i]))
+        r = Fraction(float(o[i, 4]))
+        assert abs(r) <= abs(q) and abs(q - r) < abs(Fraction(float(np.spacing(o[i, 4]))))

@@ -185,7 +185,7 @@ def test_second_wgmma_after_wait_widens_for_an_inexact_accumulator():
 def test_two_warpgroups_each_run_their_own_wgmma():
     p = wgmma_program(KEY)
     text = p.to_ptx().replace("block=128,1,1", "block=256,1,1")
-    text = text.replace("mov.u32 %tid, %tid.x;", "mov.u32 %tid, %tid.x;\n\tand.b32 %tid, %tid, 127;")
+    text = text.replace("mov.u32 %ti, %tid.x;", "mov.u32 %ti, %tid.x;\n\tand.b32 %ti, %ti, 127;")
     r = run_program(Program.from_ptx(text, "<2wg>"))
     assert r.undefined is None and not (r.outputs["d"].kind == UNDEF).any()
     assert np.array_equal(r.outputs["d"].values().reshape(64, 16), expected(p, KEY))
@@ -195,7 +195,7 @@ def test_wgmma_in_partial_warpgroup_is_undefined():
     p = wgmma_program(KEY)
     text = p.to_ptx()
     line = next(ln for ln in text.splitlines() if "wgmma.mma_async" in ln)
-    text = text.replace(line, "\tsetp.lt.u32 %pc, %tid, 64;\n\t@%pc " + line.strip())
+    text = text.replace(line, "\tsetp.lt.u32 %pc, %ti, 64;\n\t@%pc " + line.strip())
     r = run_program(Program.from_ptx(text, "<partial>"))
     assert (r.outputs["d"].kind == UNDEF).all()
 
@@ -209,3 +209,53 @@ def test_sign_bit_xor_on_an_accumulator_keeps_its_set():
     flipped = o1.values() != o2.values()
     assert flipped.sum() == 128  # element 0 of each thread
     assert np.array_equal(o2.lo[flipped], -o1.hi[flipped]) and np.array_equal(o2.hi[flipped], -o1.lo[flipped])
+
+
+def test_branch_on_a_compare_of_a_value_set_is_defined_when_every_member_agrees():
+    p = wgmma_program(KEY, init="random")
+    extra = ("wgmma.wait_group.sync.aligned 0;\n\tsetp.gt.f32 %pc, %d0, 0f7F000000;\n\t@%pc bra HUGE;\n"
+             "\tsetp.lt.f32 %ps, %d1, 0f00000000;\n\tselp.f32 %d1, 0f3F800000, 0f40000000, %ps;\nHUGE:")
+    r = run_program(_edit(p, "wgmma.wait_group.sync.aligned 0;", extra))
+    assert r.undefined is None  # no element is near 2^127: the branch is decided for every thread
+    o = r.outputs["d"]
+    rows = np.array([16 * w + g for w in range(4) for g in range(8)])  # %d1 of lane quad q=0 is column 1
+    got = o.values().reshape(64, 16)[rows, 1]
+    kind = o.kind.reshape(64, 16)[rows, 1]
+    want = np.where(expected(p, KEY)[rows, 1] < 0, 1.0, 2.0)
+    decided = kind == 0
+    assert decided.sum() >= len(rows) - 2  # only a sum within its error bound of 0 stays undecided
+    assert np.array_equal(got[decided], want[decided])
+    assert (kind[~decided] == UNDEF).all()
+
+
+GPU_KEYS = [
+    ("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16|a=reg", {}),
+    ("wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16|a=desc", {"trans_b": 1}),
+    ("wgmma.mma_async.sync.aligned.m64n24k8.f32.tf32.tf32|a=reg", {}),
+    ("wgmma.mma_async.sync.aligned.m64n16k32.f16.e4m3.e5m2|a=desc", {}),
+    ("wgmma.mma_async.sync.aligned.m64n32k32.satfinite.s32.s8.u8|a=reg", {}),
+    ("wgmma.mma_async.sync.aligned.m64n16k256.s32.b1.b1.and.popc|a=desc", {}),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("key,kw", GPU_KEYS, ids=[k.split("aligned.")[1] for k, _ in GPU_KEYS])
+def test_reference_bounds_hold_on_the_gpu(key, kw):
+    """The hardware's D lies inside the reference's sets (random data: rounding really happens)."""
+    from fuzzptx.oracles.hardware import run_program_on_gpu
+
+    p = wgmma_program(key, init="random", **kw)
+    hw = run_program_on_gpu(p)
+    assert hw.fault is None, hw.fault
+    assert compare(p, run_program(p), hw.outputs) == []
+
+
+def test_example_programs_are_accepted_by_ptxas_without_diagnostics():
+    """The programs these tests judge are real PTX: ptxas takes them as they are (no C75xx either)."""
+    from fuzzptx.oracles.ptxas import compile_batch
+
+    progs = [wgmma_program(k, c_init="small_int" if kw.get("scale_d") else None, **kw) for k, kw in SEED_EXAMPLES]
+    progs += [wgmma_program(k, init="random", **kw) for k, kw in GPU_KEYS]
+    res = compile_batch([p.to_ptx() for p in progs])
+    assert all(r.accepted for r in res), [r.diagnostics[:1] for r in res if not r.accepted]
+    assert not any(r.codes() for r in res)

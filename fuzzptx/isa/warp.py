@@ -106,12 +106,13 @@ class MmaRow:
     ops: tuple[tuple[str, str, tuple[int, int]], ...] = (("", "", (0, 0)),)  # (op, min target, min ptx)
     accum_ptx: tuple[tuple[str, tuple[int, int]], ...] = ()  # dtype -> later min PTX version
     kind: str = ""  # ".kind::f8f6f4" rows
+    needs_one_of: tuple[str, ...] = ()  # a pair must use one of these types (else it is another row)
 
 
 _F16_SAME = (("f16", "f16"), ("f32", "f32"))
-# Seed 004: m16n8k8/k16 need dtype == ctype; m8n8k4 takes mixed pairs, but ptxas
-# rejects .f16 D with .f32 C ("dtype must be '.f32' when .ctype is '.f32'").
-_F16_K4 = (("f16", "f16"), ("f32", "f16"), ("f32", "f32"))
+# Seed 004: m16n8k8/k16 need dtype == ctype; m8n8k4 has no such constraint, so it takes
+# every pair (ptxas rejects .f16 D with .f32 C: see SPEC_EXCEPTIONS).
+_F16_K4 = tuple(product(("f16", "f32"), repeat=2))
 _RND = ("", "rn", "rz", "rm", "rp")
 
 # Targets from seed 004's "Min arch" column; PTX versions read off ptxas (the seeds give none).
@@ -137,7 +138,7 @@ MMA_ROWS: tuple[MmaRow, ...] = (
            ops=(("xor", "", (0, 0)), ("and", "sm_80", (7, 1)))),
     # Seed 004 lists .f32 accumulators for .kind::f8f6f4; ptxas takes .f16 as well (as for fp8).
     MmaRow(("e4m3", "e5m2", "e3m2", "e2m3", "e2m1"), (MmaShape("m16n8k32", "sm_120a", (8, 7)),), _F16_SAME,
-           mixed=True, kind="kind::f8f6f4"),
+           mixed=True, kind="kind::f8f6f4", needs_one_of=("e3m2", "e2m3", "e2m1")),
 )
 
 # Sparse rows (seed 004 section 5 names mma.sp m16n8k32 for f16; the other rows follow the
@@ -181,7 +182,8 @@ def _mma_forms(rows: tuple[MmaRow, ...], sparse: bool, ordered: bool = False) ->
     for row, ms in ((r, s) for r in rows for s in r.shapes):
         shape = Shape.parse(ms.shape)
         layouts = list(product(("row", "col"), repeat=2)) if ms.shape == "m8n8k4" and row.types == ("f16",) else [("row", "col")]
-        pairs = [(a, b) for a in row.types for b in row.types if row.mixed or a == b]
+        pairs = [(a, b) for a in row.types for b in row.types if (row.mixed or a == b)
+                 and (not row.needs_one_of or a in row.needs_one_of or b in row.needs_one_of)]
         for (la, lb), (at, bt), (dt, ct), sat, rnd, (op, op_target, op_ptx) in product(
                 layouts, pairs, ms.accum or row.accum, (False, True) if row.satfinite else (False,),
                 row.rnd, row.ops):
@@ -407,11 +409,33 @@ SPEC_EXCEPTIONS: tuple[tuple[SpecException, object, object], ...] = (
      lambda f: f.family.startswith("wmma") and f.shape == Shape(8, 8, 4) and "f64" in (f.dtype, f.ctype)
      and f.attr("matrix") not in ("a", "b"),
      _fix_wmma_f64_acc),
+    (SpecException("mma.m8n8k4-f16-d-f32-c",
+                   "seed 004 constrains .dtype == .ctype only for m16n8k8/k16, so m8n8k4 .f16 D with .f32 C is listed",
+                   "ptxas rejects it: '.dtype must be .f32 when .ctype is .f32 for mma with shape .m8n8k4'"),
+     lambda f: f.family == "mma" and f.shape == Shape(8, 8, 4) and (f.dtype, f.ctype) == ("f16", "f32"),
+     _reject("ptxas: '.dtype must be '.f32' when .ctype is '.f32' for 'mma' instruction with shape '.m8n8k4''")),
     (SpecException("ldmatrix.m8n16-b8",
                    "seed 004: ldmatrix .m8n16 with .type .b8",
                    "ptxas rejects plain .b8 for .m8n16 and needs .b8x16.b6x16_p32 or .b8x16.b4x16_p64"),
      lambda f: f.family == "ldmatrix" and f.attr("shape") == "m8n16" and f.atype == "b8",
      _reject("ptxas: 'Unexpected number of instruction types specified for ldmatrix with shape .m8n16'")),
+)
+
+
+# Facts the seeds do not state, read off ptxas 13.0.88 and built into the tables above.
+PTXAS_NOTES: tuple[tuple[str, str], ...] = (
+    ("mma.min-ptx", "PTX versions of mma/mma.sp/ldmatrix shapes (the seeds give none): m8n8k4 6.4, m16n8k8 and"
+     " the int m8n8 shapes 6.5, b1 m8n8k128 7.0, m16n8k* 7.0, f64 m16n8k* 7.8, fp8 m16n8k32 8.4 and m16n8k16 8.7,"
+     " fp8 with .f16 accumulators 8.7, .and.popc 7.1, mma.sp 7.1, ::ordered_metadata 8.5, kind::f8f6f4 8.7."),
+    ("mma.sp.selectors", "ptxas enforces the spec's defined sparsity selectors as the operand's range"
+     " (0..3 for k16 f16/bf16 and k8 tf32, 0..1 for the next K, 0 for the largest K of 8/4-bit types)."),
+    ("reg-types", "register types per slot: bf16/tf32 multiplicands .b32 only; 8/4-bit mma multiplicands any"
+     " 32-bit type except in the legacy m8n8k16 (integer types only); wmma integer fragments integer types"
+     " only, but sub-byte wmma.load a/b any 32-bit type; f64 fragments .f64/.b64, plus .u64/.s64 for mma and"
+     " for wmma.mma's C/D."),
+    ("targets", "8-bit ldmatrix/stmatrix shapes need sm_100a and PTX 8.6; .kind::f8f6f4 with a 6/4-bit type"
+     " needs sm_120a and PTX 8.7 (with only e4m3/e5m2 it builds for sm_100a: not catalogued)."),
+    ("kind-f8f6f4-f16", "seed 004 lists .f32 accumulators for .kind::f8f6f4; ptxas also takes .f16 (catalogued)."),
 )
 
 

@@ -13,6 +13,15 @@ A predicate pair ``%p|%q`` (setp, shfl) is one ``Reg`` whose name holds the ``|`
 
 Not supported (clear error): texture/surface operands ``[tex, {..}]``, operand
 expressions (``sym+4`` outside brackets), ``.attribute(...)``, vector parameters.
+
+``parse(emit(m)) == m`` holds when the IR keeps PTX's own rules, which builders must:
+a ``Reg`` without ``%`` is declared (``.reg``) before its first use; ``Imm.value`` is
+what its ``text`` denotes (an f32 ``0f`` immediate carries the f32-rounded value; NaN
+never compares equal); ``VarDecl.init``, ``Directive.text`` and attributes carry no
+leading/trailing blanks (``.loc``/``.file`` on one line, other directives end in ';');
+``Param.ptr`` starts with ``.ptr``.  Parsing normalises ``.reg .b32 a, b<4>`` into one
+RegDecl per ``<N>`` name and per run of plain names, ``[%r+0]`` to ``[%r]`` and splits
+multi-name variable declarations.
 """
 from __future__ import annotations
 
@@ -100,15 +109,17 @@ _SEMI_DIRECTIVES = frozenset((".pragma", ".callprototype", ".calltargets", ".bra
 
 # One capturing alternation for re.split: the separators between tokens are then pure
 # whitespace, and token texts and start offsets come out of C-level list operations.
-_TOKEN = re.compile(
-    r"(\d+(?:\.\d*)?[eE][+-]\d+"  # 1e-3, 1.5E+2 (other numbers fall under words)
-    r"|[\w$%][\w$]*(?:\.[\w$]+|::[\w$]+)*"  # %r1 %tid.x ld.global.u32 fence.proxy.async.shared::cta 0f3F800000 1.5
+_TOKEN_BODY = (
+    r"[\w$%][\w$]*(?:\.[\w$]+|::[\w$]+)*"  # %r1 %tid.x ld.global.u32 fence.proxy.async.shared::cta 0f3F800000 1.5
     r"|\.[A-Za-z_][\w$]*(?:::[\w$]+)*"  # .reg .b32 .shared::cta
     r"|//[^\n]*|/\*.*?\*/"  # comments (dropped)
     r'|"(?:[^"\\\n]|\\.)*"'  # strings
-    r"|\S)",  # punctuation, or a stray character the parser reports
-    re.S,
+    r"|\S"  # punctuation, or a stray character the parser reports
 )
+_TOKEN = re.compile(f"({_TOKEN_BODY})", re.S)
+# Only texts holding a signed exponent (1.5e-3) pay for the extra alternative.
+_TOKEN_EXP = re.compile(rf"(\d+(?:\.\d*)?[eE][+-]\d+|{_TOKEN_BODY})", re.S)
+_HAS_EXP = re.compile(r"\d[eE][+-]\d")
 _NUMBER = re.compile(
     r"0[fF][0-9A-Fa-f]{8}|0[dD][0-9A-Fa-f]{16}|0[xX][0-9A-Fa-f]+U?|0[bB][01]+U?"
     r"|\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+U?"
@@ -135,7 +146,8 @@ def _kind(t: str) -> str:
 
 def _tokenize(text: str, start: int) -> tuple[list[str], list[int]]:
     """Token texts and their start offsets; comments are dropped, everything else is kept."""
-    parts = _TOKEN.split(text if start == 0 else text[start:])
+    pattern = _TOKEN_EXP if _HAS_EXP.search(text, start) else _TOKEN
+    parts = pattern.split(text if start == 0 else text[start:])
     offsets = list(accumulate(map(len, parts), initial=start))
     texts = parts[1::2]
     starts = offsets[1:-1:2]
@@ -157,6 +169,14 @@ def _instr(opcode: str, operands: tuple, guard, loc: SrcLoc) -> Instr:
     d["operands"] = operands
     d["guard"] = guard
     d["loc"] = loc
+    return o
+
+
+def _addr(base, offset: int) -> Addr:
+    o = _new(Addr)
+    d = o.__dict__
+    d["base"] = base
+    d["offset"] = offset
     return o
 
 
@@ -787,7 +807,19 @@ class _Parser:
 
     def address(self) -> Addr:
         tx = self.tx
-        t = tx[self.i]
+        i = self.i
+        t = tx[i]
+        if t[:1] == "%":  # fast path: [%r], [%r+N]
+            base = self.regs.get(t)
+            if base is None:
+                base = self.regs[t] = Reg(t)
+            nt = tx[i + 1]
+            if nt == "]":
+                self.i = i + 2
+                return _addr(base, 0)
+            if nt == "+" and tx[i + 3] == "]" and tx[i + 2][:1].isdigit():
+                self.i = i + 4
+                return _addr(base, self.int_at(i + 2))
         k = _kind(t)
         self.i += 1
         if k == "n" or (t == "-" and _kind(tx[self.i]) == "n"):
@@ -813,7 +845,7 @@ class _Parser:
         if tx[self.i] == ",":
             self.tok_err("texture/surface operands '[a, b]' are not supported")
         self.expect("]", "']'")
-        return Addr(base, offset)
+        return _addr(base, offset)
 
     def int_at(self, i: int) -> int:
         t = self.tx[i]

@@ -120,6 +120,23 @@ EXPERIMENTS: dict[str, tuple[str, str]] = {
                               kernel([FENCE, wg(), COMMIT, "add.f32 %f1, %f5, %f6;", WAIT] + store())),
     "acc_write_between_wgmmas": ("accumulator overwritten between two wgmmas on it",
                                  kernel([FENCE, wg(1), "add.f32 %f1, %f5, %f6;", wg(1), COMMIT, WAIT] + store())),
+    "acc_zero_between_wgmmas": ("an accumulator zeroed between two wgmmas on it",
+                                kernel([FENCE, wg(1), "mov.f32 %f1, 0f00000000;", wg(1), COMMIT, WAIT] + store())),
+    "acc_const_between_wgmmas": ("an accumulator set to 1.0 between two wgmmas on it",
+                                 kernel([FENCE, wg(1), "mov.f32 %f1, 0f3F800000;", wg(1), COMMIT, WAIT] + store())),
+    "loop_exit_use_no_wait": ("stage in a loop, no wait, accumulators stored right after the loop",
+                              kernel(LOOP_HEAD + [FENCE, wg(), COMMIT] + LOOP_TAIL + store())),
+    "fence_between_read_second": ("fence W0 fence W1 commit wait 1: ptxas commits W0 at the second fence",
+                                  kernel([FENCE, wg(1), FENCE, wg(5), COMMIT, WAIT1] + store(5) + [WAIT] + store(1))),
+    "fence_between_read_first": ("fence W0 fence W1 commit wait 1, read W0 (fine for ptxas)",
+                                 kernel([FENCE, wg(1), FENCE, wg(5), COMMIT, WAIT1] + store(1) + [WAIT] + store(5))),
+    "guarded_use_after_uni_skipped_wait": ("wait skipped on a uniform path, then guarded (divergent) stores",
+                                           kernel([FENCE, wg(), COMMIT, _b("L1", UNI), WAIT, "L1:"]
+                                                  + [DIV + " " + x for x in store()])),
+    "guarded_use_no_wait": ("no wait, stores guarded by a uniform predicate",
+                            kernel([FENCE, wg(), COMMIT] + [UNI + " " + x for x in store()])),
+    "uncommitted_div_wait_path": ("fence W (no commit), then wait+use under a divergent branch",
+                                  kernel([FENCE, wg(), _b("L1", DIV), WAIT] + store() + ["L1:"])),
     "a_written_after_fence": ("A-fragment register written between fence and wgmma",
                               kernel([FENCE, "add.u32 %r1, %r1, 7;", wg(a=A_REGS), COMMIT, WAIT] + store())),
     "a_written_after_wgmma": ("A-fragment register written while the wgmma is in flight",
@@ -228,6 +245,30 @@ EXPERIMENTS: dict[str, tuple[str, str]] = {
                         kernel(["fence.proxy.async.shared::cta;", FENCE, wg(), COMMIT, WAIT] + store(), version="7.8")),
     "isa_two_errors": ("two bad immediates on two lines", kernel([FENCE, wg(sd="2"), wg(sd="3"), COMMIT, WAIT] + store())),
 }
+
+
+def _branch_on(src: list[str], bra: str = "bra") -> str:
+    """A wgmma skipped by a branch on %r30 computed by ``src``: C7520 if ptxas thinks it divergent."""
+    return kernel(src + ["setp.eq.u32 %p5, %r30, 0;", FENCE, f"@%p5 {bra} L1;", wg(), "L1:", COMMIT, WAIT] + store())
+
+
+UNIFORMITY_PROBES = {
+    "tid_x": (["mov.u32 %r30, %tid.x;"], "bra"),
+    "tid_y": (["mov.u32 %r30, %tid.y;"], "bra"),
+    "laneid": (["mov.u32 %r30, %laneid;"], "bra"),
+    "warpid": (["mov.u32 %r30, %warpid;"], "bra"),
+    "tid_shr7": (["mov.u32 %r31, %tid.x;", "shr.u32 %r30, %r31, 7;"], "bra"),
+    "tid_div128": (["mov.u32 %r31, %tid.x;", "div.u32 %r30, %r31, 128;"], "bra"),
+    "clock": (["mov.u32 %r30, %clock;"], "bra"),
+    "load_uniform_addr": (["ld.global.u32 %r30, [%rd3+1000];"], "bra"),
+    "load_tid_addr": (["mov.u32 %r31, %tid.x;", "mul.wide.u32 %rd9, %r31, 4;", "add.s64 %rd10, %rd3, %rd9;",
+                       "ld.global.u32 %r30, [%rd10];"], "bra"),
+    "shfl_broadcast": (["mov.u32 %r31, %tid.x;", "shr.u32 %r32, %r31, 7;", "shfl.sync.idx.b32 %r30, %r32, 0, 31, -1;"], "bra"),
+    "tid_x_bra_uni": (["mov.u32 %r30, %tid.x;"], "bra.uni"),
+}
+for _name, (_src, _bra) in UNIFORMITY_PROBES.items():
+    EXPERIMENTS[f"uniform_{_name}"] = (f"wgmma skipped by a {_bra} on a value from: {' '.join(_src)}",
+                                       _branch_on(_src, _bra))
 
 
 # ------------------------------------------------------------------ recording and reading

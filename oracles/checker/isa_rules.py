@@ -7,6 +7,7 @@ Rule ids: ``isa.<family>.shape|types|qualifier`` (no form has this opcode),
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from fuzzptx import isa
@@ -39,6 +40,7 @@ def _rule_family(fam: str) -> str:
     return fam.split(".", 1)[0]
 
 
+@functools.lru_cache(maxsize=None)
 def _split(opcode: str) -> tuple[str, tuple[str, ...], frozenset[str]]:
     """(shape, type tokens in order, other qualifiers) of an opcode's modifiers."""
     shape, types, quals = "", [], set()
@@ -58,14 +60,18 @@ def _ptx_name(fam: str) -> str:
 
 def diagnose_opcode(instr: Instr, sink: Sink) -> None:
     """Say which part of an opcode no catalogue form has: shape, type mix or qualifiers."""
-    fam = family_of(instr.opcode)
+    rule, message = _diagnosis(instr.opcode)
+    sink.add(rule, "error", line_of(instr), message)
+
+
+@functools.lru_cache(maxsize=4096)
+def _diagnosis(opcode: str) -> tuple[str, str]:
+    fam = family_of(opcode)
     cands = isa.forms(fam) if fam in isa.families() else ()
     rf = _rule_family(fam)
-    line = line_of(instr)
     if not cands:
-        sink.add(f"isa.{rf}.opcode", "error", line, f"'{instr.opcode}' is not a tensor-core instruction the catalogue knows")
-        return
-    shape, types, quals = _split(instr.opcode)
+        return f"isa.{rf}.opcode", f"'{opcode}' is not a tensor-core instruction the catalogue knows"
+    shape, types, quals = _split(opcode)
     split = [(f, *_split(f.opcode)) for f in cands]
     name = _ptx_name(fam)
     if any(s for _, s, _, _ in split) and not any(s == shape for _, s, _, _ in split):
@@ -76,15 +82,12 @@ def diagnose_opcode(instr: Instr, sink: Sink) -> None:
             msg = f"no {name} form has shape .{shape}"
         if typed:
             msg += f"; with .{'.'.join(types)} the shapes are {_shape_summary(typed)}"
-        sink.add(f"isa.{rf}.shape", "error", line, msg)
-        return
+        return f"isa.{rf}.shape", msg
     same_shape = [(f, t, q) for f, s, t, q in split if s == shape]
     if not any(t == types for _, t, _ in same_shape):
         legal = sorted({"." + ".".join(t) for _, t, _ in same_shape})
         shown = ", ".join(legal[:12]) + (", ..." if len(legal) > 12 else "")
-        sink.add(f"isa.{rf}.types", "error", line,
-                 f"{name}.{shape} has no form with types .{'.'.join(types)}; legal type lists: {shown}")
-        return
+        return f"isa.{rf}.types", f"{name}.{shape} has no form with types .{'.'.join(types)}; legal type lists: {shown}"
     best = min((q for _, t, q in same_shape if t == types), key=lambda q: len(q ^ quals))
     missing, extra = sorted(best - quals), sorted(quals - best)
     parts = []
@@ -92,8 +95,7 @@ def diagnose_opcode(instr: Instr, sink: Sink) -> None:
         parts.append("missing " + ", ".join("." + m for m in missing))
     if extra:
         parts.append("unexpected " + ", ".join("." + m for m in extra))
-    sink.add(f"isa.{rf}.qualifier", "error", line,
-             f"{name}.{shape}.{'.'.join(types)}: qualifiers do not match any form ({'; '.join(parts)})")
+    return f"isa.{rf}.qualifier", f"{name}.{shape}.{'.'.join(types)}: qualifiers do not match any form ({'; '.join(parts)})"
 
 
 def _shape_key(s: str) -> tuple[int, ...]:

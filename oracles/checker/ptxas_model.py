@@ -56,6 +56,9 @@ ADVISORY = {
     "C7517": "warpgroup.wait is injected in around line {line} by compiler to allow use of registers defined by GMMA in function '{f}'",
     "C7519": "warpgroup.arrive is injected in around line {line} by compiler to allow use of registers in GMMA in function '{f}'",
 }
+# Extern functions ptxas resolves itself (device runtime); any other undefined callee is an error.
+SYSTEM_FUNCTIONS = frozenset({"vprintf", "malloc", "free", "__assertfail", "cudaGetParameterBufferV2",
+                              "cudaLaunchDeviceV2", "cudaGetParameterBuffer", "cudaLaunchDevice"})
 # ISA findings ptxas does not reject (measured; see tests/data/checker/isa_*.ptx).
 ACCEPTED_BY_PTXAS = {"isa.wgmma.qualifier:aligned", "isa.imm.n", "isa.mma.qualifier:aligned"}
 
@@ -102,7 +105,8 @@ def predict_errors(module: Module, isa_findings: dict | None = None) -> list[Pre
         head = sink.items
     out += [PredictedDiag(None, f.line, "error", None, f.message) for f in head]
     defined = {f.name for f in module.functions() if f.body is not None}
-    externs = {f.name for f in module.functions() if f.body is None and f.name not in defined}
+    externs = {f.name for f in module.functions()
+               if f.body is None and f.name not in defined and f.name not in SYSTEM_FUNCTIONS}
     for fn in module.functions():
         if fn.body is None:
             continue
@@ -206,6 +210,19 @@ def _writes_zero(ctx: FnCtx, site: Site, ins: Instr, depth: int = 0) -> bool:
     return False
 
 
+def _loop_exit_line(ctx: FnCtx, pos: dict, site: Site, wgmmas) -> int | None:
+    """A read just after a loop whose wgmmas are still in flight: ptxas waits on the loop's exit
+    branch and reports that line (measured)."""
+    for p in ctx.g.preds[site.block]:
+        if p not in pos:
+            continue
+        for h in ctx.g.succs[p]:
+            if h in pos and pos[h] <= pos[p] and any(pos[h] <= pos.get(w.block, -1) <= pos[p] for w in wgmmas):
+                instrs = ctx.g.blocks[p].instrs
+                return _line(instrs[-1]) if instrs else None
+    return None
+
+
 def _order_pos(pos: dict, site: Site) -> tuple[int, int]:
     return (pos.get(site.block, 0), site.pos)
 
@@ -232,7 +249,7 @@ def _next_access_is_wgmma(ctx: FnCtx, site: Site, reg: str) -> bool:
 def _store_pair_line(ctx: FnCtx, site: Site, ins: Instr) -> int | None:
     """ptxas reports a wait before a store paired with the next adjacent store at the second one."""
     blk = ctx.g.blocks[site.block]
-    if ins.base == "st" and site.pos + 1 < len(blk.instrs) and len(ins.operands) == 2:
+    if ins.base == "st" and ins.guard is None and site.pos + 1 < len(blk.instrs) and len(ins.operands) == 2:
         nxt = blk.instrs[site.pos + 1]
         a, b = ins.operands[0], nxt.operands[0] if nxt.operands else None
         if (nxt.opcode == ins.opcode and isinstance(a, Addr) and isinstance(b, Addr) and a.base == b.base
@@ -280,9 +297,10 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
         fa, fb = {s for s, _ in a.fl}, {s for s, _ in b.fl}
         ua, ub = {s for s, d in a.fl if d < 0}, {s for s, d in b.fl if d < 0}
         split = a.split | b.split
-        if not loop_header and (a.raw == 0) != (b.raw == 0):
+        pend_a, pend_b = bool(a.raw or a.fl), bool(b.raw or b.fl)
+        if not loop_header and pend_a != pend_b:
             split |= {x.last if x.last_branch or at is None else at for x in (a, b)
-                      if x.raw and (x.last is not None or at is not None)}
+                      if (x.raw or x.fl) and (x.last is not None or at is not None)}
         a = PS(
             armed=a.armed and b.armed,
             dirty=a.dirty | b.dirty,
@@ -311,11 +329,12 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                  if len(b.succs) > 1 and any(ctx.dep_divergent((b.index, s), ptxas=True) for s in b.succs)}
     pos = {b: i for i, b in enumerate(ctx.g.order)}
 
-    def plain(ins: Instr, site: Site, st: PS, report: bool) -> PS:
+    def plain(ins: Instr, site: Site, st: PS, report: bool, guarded: bool = False) -> PS:
         line = _line(ins)
         if is_fence(ins):
+            fl, implicit = _implicit_commit(st.fl)  # a fence closes the open group (measured)
             return st._replace(armed=True, dirty=frozenset(), stage=frozenset(), arm_div=False, open=True,
-                               fences=frozenset({site}))
+                               fences=frozenset({site}), fl=fl, raw=min(st.raw + implicit, 8))
         if is_wgmma(ins):
             acc, a, _ = wgmma_regs(ins)
             if st.arm_div and report:
@@ -353,6 +372,9 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                 out.wait_ser[line] = True
                 for x in (st.split or {line}):
                     out.wait[x] = True
+            elif report and st.fl and st.split:
+                for x in st.split:
+                    out.wait[x] = True
             return st
         if ins.base == "call":
             callee = _callee(ins)
@@ -382,13 +404,13 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                 if report:
                     out.divergent.append((_order(site), "C7518"))
                 return st
-            if any(s in st.waited or _order_pos(pos, s) >= _order_pos(pos, site) for s in read):
+            if not guarded and any(s in st.waited or _order_pos(pos, s) >= _order_pos(pos, site) for s in read):
                 # a wait that does not cover it, or a wgmma carried around a loop: serialised
                 if report:
                     out.ser.append((_order(site), "C7514"))
                 return st
             if report:
-                out.wait_at_use[_store_pair_line(ctx, site, ins)] = True
+                out.wait_at_use[_loop_exit_line(ctx, pos, site, read) or _store_pair_line(ctx, site, ins)] = True
             return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False)
         if any(defs & wgmma_regs(ctx.wgmmas[s])[0] for s, _ in st.fl) and report:
             out.ser.append((_order(site), "C7515"))
@@ -398,7 +420,9 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
         st = st._replace(last=_line(ins), last_branch=ins.base in ("bra", "brx"))
         if ins.guard is None or ins.base in ("bra", "brx"):
             return plain(ins, site, st, report)
-        after = plain(ins, site, st, report)._replace(last=_line(ins))
+        after = plain(ins, site, st, report, guarded=True)._replace(last=_line(ins))
+        if st.fl and not after.fl and not is_wait(ins):
+            return after  # ptxas put its wait before the guarded instruction: both paths waited
         div = ctx.dep_divergent(("guard", ins.guard.reg.name, ins.guard.negated), ptxas=True)
         return _join([after, st], div, False, _line(ins))._replace(last=_line(ins), last_branch=False)
 

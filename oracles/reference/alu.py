@@ -8,7 +8,7 @@ from fuzzptx.ptx.ir import Imm, Neg, Reg, Sym, Vec
 from . import fp
 from .errors import Unsupported
 from .formats import FLOATS
-from .ops import (HALF, IROUND, _add, _div, _fma, _lanes, _max, _min, _mul, _pack, _sub, fdecode, float_op,
+from .ops import (HALF, IROUND, _add, _div, _fma, _max, _min, _mul, _sub, fdecode, float_op,
                   int_divrem, int_mul, interval_shadow, rounding, the_type, types_of)
 from .values import (EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, TYPES, UNDEF, U64, Shadow, combine_undef,
                      lanes_of, mask, sign_extend, undef_where)
@@ -352,12 +352,43 @@ def h_setp(m, f, ins, act):
         p, q = fn(r, c), fn(r ^ U64(1), c)
     else:
         p, q = r, r ^ U64(1)
-    sh = combine_undef(shs, m.n, 1)
+    sh = _decided_compare(cmp, t, a, sa, b, sb, "ftz" in mods, m.n)
+    if len(shs) > 2 and shs[2] is not None:
+        sh = undef_where(sh, shs[2].nonexact(), m.n, 1)
     dst = ops[0]
     names = dst.name.split("|")
     m.write(f, Reg(names[0]), p, sh, act, ins)
     if len(names) > 1:
         m.write(f, Reg(names[1]), q, sh, act, ins)
+
+
+def _decided_compare(cmp, t, a, sa, b, sb, ftz, n):
+    """Shadow of a float compare with a value set on one side: defined where every member agrees."""
+    if sa is None and sb is None:
+        return None
+    bad = np.zeros(n, bool)
+    for s in (sa, sb):
+        if s is not None:
+            bad |= s.nonexact()
+    if TYPES[t][1] != "f" or (sa is not None and sb is not None) or cmp in ("num", "nan") or cmp.endswith("u"):
+        return Shadow.undef(n, 1, bad) if bad.any() else None
+    setside, sh = (0, sa) if sa is not None else (1, sb)
+    if sh.lanes != 1 or sh.lane_bits != TYPES[t][0]:
+        return Shadow.undef(n, 1, bad)
+    k = sh.kind[:, 0]
+    lo, hi = sh.lo[:, 0], sh.hi[:, 0]
+    other = fdecode(t, b if setside == 0 else a)
+    ok = (k == SET) & (sh.flags[:, 0] == 0) & np.isfinite(lo) & np.isfinite(hi) & ~np.isnan(other)
+    with np.errstate(invalid="ignore"):
+        if cmp in ("eq", "ne"):
+            decided = ok & ((other < lo) | (other > hi))
+        else:
+            op = _CMP_INT[cmp]
+            r_lo = op(lo, other) if setside == 0 else op(other, lo)
+            r_hi = op(hi, other) if setside == 0 else op(other, hi)
+            decided = ok & (r_lo == r_hi)
+    und = bad & ~decided
+    return Shadow.undef(n, 1, und) if und.any() else None
 
 
 def h_selp(m, f, ins, act):

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from fuzzptx.ptx.ir import CallArgs, Imm, Reg, Sym, Vec
+from fuzzptx.ptx.ir import CallArgs, Reg, Sym, Vec
 
 from . import alu, mem_ops
-from .errors import ReferenceError_, StepLimit, Undefined, Unsupported
+from .errors import StepLimit, Undefined, Unsupported
 from .interp import STEP_LIMIT, Frame, Machine, func_info
-from .values import TYPES, U64, Shadow, mask, undef_where
+from .values import TYPES, U64, Shadow, undef_where
 
 HANDLERS = {
     "mov": alu.h_mov, "add": alu.h_arith, "sub": alu.h_arith, "mul": alu.h_arith, "mad": alu.h_arith,
@@ -23,9 +23,25 @@ HANDLERS = {
 NO_DEST = frozenset(("st", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit"))
 
 
+WARP_BASES = frozenset(("mma", "wmma", "ldmatrix", "stmatrix"))
+
+
+def _warp_handler(ins):
+    """warp_exec's handler (mma / wmma / ldmatrix / stmatrix / sparse wgmma), if that module has one."""
+    try:
+        from .warp_exec import handler_for
+    except Exception:  # an in-progress or missing module must not break the dense interpreter
+        return None
+    return handler_for(ins)
+
+
 def _handler(ins):
     h = HANDLERS.get(ins.base)
     if h is None:
+        if ins.base in WARP_BASES or (ins.base == "wgmma" and ".sp." in ins.opcode):
+            h = _warp_handler(ins)
+            if h is not None:
+                return h
         if ins.base == "wgmma":
             from .wgmma_exec import h_wgmma
             return h_wgmma

@@ -41,7 +41,7 @@ def _copy_tile(src: str, smem: str, rows: int, lines: list[str], mn_major_rows: 
         chunks = mn_major_rows * per_row
         for j in range((chunks + 127) // 128):
             lines += [
-                f"add.u32 %c, %tid, {128 * j};",
+                f"add.u32 %c, %ti, {128 * j};",
                 f"setp.lt.u32 %pc, %c, {chunks};",
                 f"@!%pc bra SKIP_{smem}_{j};",
                 f"div.u32 %n, %c, {per_row};",  # k
@@ -63,7 +63,7 @@ def _copy_tile(src: str, smem: str, rows: int, lines: list[str], mn_major_rows: 
     chunks = rows * 2
     for j in range((chunks + 127) // 128):
         lines += [
-            f"add.u32 %c, %tid, {128 * j};",
+            f"add.u32 %c, %ti, {128 * j};",
             f"setp.lt.u32 %pc, %c, {chunks};",
             f"@!%pc bra SKIP_{smem}_{j};",
             "shr.u32 %n, %c, 1;",
@@ -96,14 +96,14 @@ def wgmma_program(key: str, *, scale_d: int = 0, init: str = "small_int", seed: 
     acc_t = form.dtype
     reg_t = {"f32": ".f32", "s32": ".s32", "f16": ".b32"}[acc_t]
     lines = [
-        ".reg .b32 %tid, %w, %lane, %g, %q, %row, %c, %n, %kc, %t0, %t1, %v0, %v1, %v2, %v3, %a<4>;",
+        ".reg .b32 %ti, %w, %lane, %g, %q, %row, %c, %n, %kc, %t0, %t1, %v0, %v1, %v2, %v3, %a<4>;",
         f".reg {reg_t} %d<{dreg}>;",
         ".reg .b64 %pa, %pb, %pd, %pcc, %ga, %t64, %da, %db, %off;",
         ".reg .pred %pc, %ps;",
         "ld.param.u64 %pa, [a];", "ld.param.u64 %pb, [b];", "ld.param.u64 %pd, [d];",
         "cvta.to.global.u64 %pa, %pa;", "cvta.to.global.u64 %pb, %pb;", "cvta.to.global.u64 %pd, %pd;",
-        "mov.u32 %tid, %tid.x;",
-        "shr.u32 %w, %tid, 5;", "and.b32 %lane, %tid, 31;", "shr.u32 %g, %lane, 2;", "and.b32 %q, %lane, 3;",
+        "mov.u32 %ti, %tid.x;",
+        "shr.u32 %w, %ti, 5;", "and.b32 %lane, %ti, 31;", "shr.u32 %g, %lane, 2;", "and.b32 %q, %lane, 3;",
         "shl.b32 %row, %w, 4;", "add.u32 %row, %row, %g;",
     ]
     _copy_tile("%pb", "smem_b", N, lines, K if trans_b else 0)
@@ -138,7 +138,7 @@ def wgmma_program(key: str, *, scale_d: int = 0, init: str = "small_int", seed: 
     args.append("{%a0, %a1, %a2, %a3}" if a_reg else "%da")
     args.append("%db")
     if scale_d_pred:
-        lines.append(f"setp.{'lt' if scale_d else 'gt'}.u32 %ps, %tid, 1000;")  # uniform: scale_d everywhere
+        lines.append(f"setp.{'lt' if scale_d else 'gt'}.u32 %ps, %ti, 1000;")  # uniform: scale_d everywhere
     args.append("%ps" if scale_d_pred else str(scale_d))
     if form.has_operand("imm_scale_a"):
         args += [str(imm_scale_a), str(imm_scale_b)]
@@ -154,7 +154,7 @@ def wgmma_program(key: str, *, scale_d: int = 0, init: str = "small_int", seed: 
     params = [".param .u64 a", ".param .u64 b", ".param .u64 d"] + ([".param .u64 c"] if c_init else [])
     smem = [f".shared .align 1024 .b8 smem_b[{max(N, 8) * 32}];"] + ([] if a_reg else [".shared .align 1024 .b8 smem_a[2048];"])
     text = "\n".join([
-        ".version 8.0", ".target sm_90a", ".address_size 64", "",
+        ".version %d.%d" % max((8, 0), form.min_ptx), ".target sm_90a", ".address_size 64", "",
         *smem,
         ".visible .entry k(" + ", ".join(params) + ")", "{",
         *("\t" + ln if not ln.endswith(":") else ln for ln in lines), "}", ""])
@@ -165,7 +165,6 @@ def wgmma_program(key: str, *, scale_d: int = 0, init: str = "small_int", seed: 
     if c_init:
         bufs.append(Buffer("c", _BUF_TYPE[acc_t], 64 * N, c_init, seed + 2))
     header = Program(None, Launch("k", (1, 1, 1), (128, 1, 1)), tuple(bufs))  # type: ignore[arg-type]
-    from fuzzptx.ptx.emit import emit
     from fuzzptx.ptx.parse import parse
     module = parse(text, f"<wgmma {key}>")
     prog = Program(module, header.launch, header.buffers)

@@ -13,22 +13,38 @@ on an undefined predicate, or an access through an undefined address, makes the
 whole run's outcome undefined (``RefResult.undefined``) rather than guessing.
 wgmma results are applied when the covering ``wgmma.wait_group`` executes
 (``wgmma_exec``), so reads of in-flight accumulators see UNDEF, as the spec says.
+
+Modelling decisions (spec mode):
+- Memory is sequentially consistent in program order, all threads in lockstep: data
+  races between threads are not detected (their outcome is taken as the sequential one).
+- Barriers must be reached by every live thread together (or by the stated count);
+  divergent barriers raise ``Unsupported``.
+- Value sets propagate through mov/ld/st/cvt/neg/abs/add/sub/mul/fma, packing, and
+  sign-bit xor/and; any other operation on a non-exact value gives UNDEF for that thread.
+- ``add``/``sub.f32`` without a rounding modifier fed by an unrounded ``mul.f32`` allows
+  both the fused and the unfused result (ptxas may contract them into an fma).
+- Uninitialised registers and shared memory, ``%warpid``/``%clock``..., integer division
+  by zero and in-flight wgmma registers are UNDEF.  Per-thread ``.param`` variables are
+  tracked as defined/undefined per variable, not per byte.
+- ``mode="hardware"`` runs the same scalar semantics; wgmma in that mode raises
+  ``Unsupported`` (``wgmma_math`` has the spec mode only).
+Not modelled (``Unsupported``): sparse wgmma, mma/wmma/ldmatrix/stmatrix, atomics,
+shuffles/votes, ``.local`` memory, approximate transcendental functions.
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from fuzzptx.ptx.cfg import build_cfg
-from fuzzptx.ptx.ir import Addr, CallArgs, Function, Imm, Instr, Neg, Reg, RegDecl, Sym, VarDecl, Vec, walk
+from fuzzptx.ptx.ir import Function, Imm, Instr, Neg, Reg, RegDecl, Sym, VarDecl, Vec, walk
 
-from . import alu, fp
-from .errors import BadAddress, MissingInput, ReferenceError_, StepLimit, Undefined, Unsupported
+from . import fp
+from .errors import MissingInput, Undefined, Unsupported
 from .memory import CONST_BASE, Memory, Region
-from .ops import HALF, the_type, types_of
-from .values import TYPES, U64, Shadow, mask, merge, sign_extend, undef_where
+from .ops import HALF
+from .values import TYPES, U64, Shadow, mask, merge, sign_extend
 
 MAX_THREADS = 512
 FUNC_BASE = 0x100000  # fake code addresses of functions

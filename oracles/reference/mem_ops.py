@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from fuzzptx.ptx.ir import Addr, Reg, Sym, Vec
+from fuzzptx.ptx.ir import Addr, Sym, Vec
 
 from .errors import BadAddress, Undefined, Unsupported
-from .memory import CONST_BASE
 from .ops import types_of
-from .values import EXACT, TYPES, U64, UNDEF, Shadow, mask
+from .values import TYPES, U64, Shadow, mask
 
 SPACES = {"global": "global", "shared": "shared", "shared::cta": "shared", "param": "param",
           "param::entry": "param", "param::func": "param", "const": "global", "local": "local",

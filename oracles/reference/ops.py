@@ -15,8 +15,8 @@ import numpy as np
 
 from . import fp
 from .errors import Unsupported
-from .values import (EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, TYPES, UNDEF, U64, Shadow,
-                     combine_undef, lanes_of, mask, sign_extend)
+from .values import (EXACT, MAY_NEG_INF, MAY_POS_INF, SET, TYPES, UNDEF, U64, Shadow,
+                     combine_undef, mask, sign_extend)
 
 ROUND = ("rn", "rz", "rm", "rp", "rna")
 IROUND = ("rni", "rzi", "rmi", "rpi")

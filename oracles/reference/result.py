@@ -6,7 +6,7 @@ Per output element: ``EXACT`` (bits must match; any NaN matches a NaN), ``SET``
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 

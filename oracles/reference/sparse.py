@@ -11,14 +11,17 @@ equal (0b0000, 0b0101, 0b1010, 0b1111), is UNDEFINED: ``decode_metadata`` says s
 instead of inventing a value.
 
 Where each chunk's field lives (per warp; rows g and g+8 of the warp's 16 rows,
-lane = 4g + q; ``chunks`` = chunks of four units per row):
+lane = 4g + q; ``chunks`` = chunks of four units per row; ``h`` = row // 8):
 
-* 4 chunks  (mma.sp m16n8k16 f16/bf16, m16n8k8 tf32): one thread per quad,
-  q = sp-sel (0..3); bits 16 (row // 8) + 4 c.
-* 8 chunks  (wgmma k32 f16/bf16, k16 tf32; mma.sp k32 f16/bf16, k16 tf32, k32
-  s8/u8, k64 s4/u4): a thread pair, q = 2 sp-sel + c // 4; bits 16 (row//8) + 4 (c%4).
-* 16 chunks (wgmma k64 8-bit; mma.sp k64 8-bit, k128 s4/u4): all four threads
-  (sp-sel 0), q = (row // 8) + 2 (c // 8); bits 4 (c % 8).
+* 16-bit units, 4 chunks (mma.sp m16n8k16 f16/bf16, m16n8k8 tf32): one thread per
+  quad, q = sp-sel (0..3); bits 16 h + 4 c.
+* 16-bit units, 8 chunks (wgmma k32 f16/bf16, k16 tf32; mma.sp k32 f16/bf16, k16
+  tf32): a thread pair, q = 2 sp-sel + c // 4; bits 16 h + 4 (c % 4).
+* 8-bit units, 8 chunks (mma.sp m16n8k32 s8/u8, m16n8k64 s4/u4): a thread pair,
+  q = 2 sp-sel + h; bits 4 c (one whole row per thread).  *Found on the H100*: the
+  16-bit pattern (first guess, by analogy) gave 96 wrong cases of 96.
+* 8-bit units, 16 chunks (wgmma k64 8-bit; mma.sp k64 8-bit and e4m3, k128 s4/u4):
+  all four threads (sp-sel 0), q = h + 2 (c // 8); bits 4 (c % 8).
 
 These are CuTe's SM90 sparse GMMA ``ELayout``s read as bit positions, extended to
 the warp-level shapes by the same chunk count; *proved on an H100* for every form
@@ -92,8 +95,10 @@ def meta_position(spec: SparseSpec, sel: int) -> tuple[np.ndarray, np.ndarray]:
     g, half = r16 % 8, r16 // 8
     if spec.chunks == 4:
         q, shift = sel + 0 * c, 16 * half + 4 * c
-    elif spec.chunks == 8:
+    elif spec.chunks == 8 and spec.unit_bits == 16:
         q, shift = 2 * sel + c // 4, 16 * half + 4 * (c % 4)
+    elif spec.chunks == 8:
+        q, shift = 2 * sel + half + 0 * c, 4 * c + 0 * half
     elif spec.chunks == 16:
         q, shift = half + 2 * (c // 8), 4 * (c % 8) + 0 * half
     else:

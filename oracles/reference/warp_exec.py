@@ -223,6 +223,8 @@ def _reg_type(elem: str) -> str:
 def h_mma(m, f, ins, act):
     """``mma.sync`` and ``mma.sp`` (any metadata ordering qualifier)."""
     form, ops = _form(ins, ("mma", "mma.sp"))
+    if not {form.atype, form.btype, form.ctype, form.dtype} <= set(isa.ELEMENT_BITS) or "kind" in form.opcode:
+        raise Unsupported.at(ins, "mma .kind:: forms (sm_120a) are not modelled")
     sparse = form.family == "mma.sp"
     sh = form.shape
     la = WL.mma_a_layout(sh, form.atype, form.attr("layout_a", "row"), sparse)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fuzzptx import isa
-from fuzzptx.ptx.ir import Imm, Reg, Vec
+from fuzzptx.ptx.ir import Imm, Vec
 
 from . import layouts as L
 from .descriptors import MatrixDescriptor
@@ -378,7 +378,7 @@ def _mma(m, f, ins, act, groups):
         cset = (CK == SET) if scale_d else None
         if cset is not None and cset.any() and form.dtype != "s32":
             # C is itself a set: D's set is the union over C in [clo, chi] (see _widen_for_c)
-            res, lo, hi, flags = _widen_for_c(form, a_tile, b_tile, c_tile, CLO, CHI, cset, sa, sb)
+            res, lo, hi, flags = widen_for_c(form, a_tile, b_tile, c_tile, CLO, CHI, cset, sa, sb)
             kind = np.full((M, N), SET, np.uint8)
             # C's own NaN/Inf members: D may be them (and NaN, when an Inf meets an opposite Inf product)
             nofin = cset & np.isnan(CLO)
@@ -411,7 +411,18 @@ def _mma(m, f, ins, act, groups):
             st.acc_shape[r] = shape
 
 
-def _widen_for_c(form, a, b, c, clo, chi, cset, sa, sb):
+def _widen_for_c(form, a, b, c, clo, chi, cset, sa, sb, res=None, lo=None, hi=None, flags=None):
+    """Compatibility shim (warp_exec calls the 13-argument form): (lo, hi, flags) of ``widen_for_c``.
+
+    With the old arguments the nominal ``res`` and its lo/hi/flags are kept outside ``cset``.
+    """
+    r1, nlo, nhi, nflags = widen_for_c(form, a, b, c, clo, chi, cset, sa, sb)
+    if res is None:
+        return r1, nlo, nhi, nflags
+    return (np.where(cset, nlo, lo), np.where(cset, nhi, hi), np.where(cset, nflags, flags).astype(np.uint8))
+
+
+def widen_for_c(form, a, b, c, clo, chi, cset, sa, sb):
     """D's set when C itself is a set [clo, chi]: D is monotone in C and its error bound convex in |C|.
 
     Two evaluations, at C = clo and C = chi (elements whose C is exact get their own C in

@@ -1,0 +1,110 @@
+"""Sparse A: metadata encode/decode inverse, CuTe's ELayouts as an independent oracle, expand/compress."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fuzzptx import isa
+from fuzzptx.oracles.reference import sparse as S
+
+SPARSE = [f for f in isa.forms("wgmma.sp") if f.shape.n == 8] + list(isa.forms("mma.sp"))
+
+
+@pytest.mark.parametrize("form", SPARSE, ids=lambda f: f.key)
+def test_metadata_encode_decode_inverse_for_every_selector(form):
+    spec = S.spec_for(form)
+    rng = np.random.default_rng(0)
+    for sel in spec.sel_values:
+        thread, shift = S.meta_position(spec, sel)
+        assert len(set(zip(thread.ravel(), shift.ravel()))) == thread.size  # injective
+        assert (shift % 4 == 0).all() and (shift <= 28).all()
+        fields = S.random_fields(spec, rng, ordered=False)
+        regs = S.encode_metadata(spec, fields, sel)
+        back, valid = S.decode_metadata(spec, regs, sel)
+        assert np.array_equal(back, fields) and valid.all()
+        sup = S.supplying_threads(spec, sel)
+        assert not regs[~sup].any()
+        per_quad = {4: 1, 8: 2, 16: 4}[spec.chunks]
+        assert sup.sum() == spec.threads // 4 * per_quad
+        # garbage in the other threads changes nothing
+        noisy = regs | (rng.integers(0, 1 << 32, spec.threads, dtype=np.uint64).astype(np.uint32) * ~sup)
+        assert np.array_equal(S.decode_metadata(spec, noisy, sel)[0], fields)
+
+
+def _cute(shape, stride, i):
+    out = 0
+    for s, d in zip(shape, stride):
+        out += (i % s) * d
+        i //= s
+    return out
+
+
+# CuTe SM90 sparse GMMA metadata layouts: (thread, value) -> column-major (M=64, K) element index.
+ELAYOUTS = {
+    ("f16", 32): ((2, 2, 8, 4), (1024, 0, 1, 16), (16, 2), (64, 8), 1),  # 1 metadata bit per logical element
+    ("tf32", 16): ((2, 2, 8, 4), (512, 0, 1, 16), (8, 2), (64, 8), 2),  # 2 bits per logical element
+    ("s8", 64): ((2, 2, 8, 4), (8, 2048, 1, 16), (32,), (64,), 1),
+}
+
+
+@pytest.mark.parametrize("atype,k", list(ELAYOUTS))
+def test_wgmma_metadata_matches_cute_elayouts(atype, k):
+    tshape, tstride, vshape, vstride, bits_per_value = ELAYOUTS[(atype, k)]
+    form = next(f for f in isa.forms("wgmma.sp") if f.atype == atype and f.shape.k == k)
+    spec = S.spec_for(form)
+    elems_per_chunk = 4 if atype != "tf32" else 2
+    for sel in spec.sel_values:
+        thread, shift = S.meta_position(spec, sel)
+        owner = {}
+        for m in range(64):
+            for c in range(spec.chunks):
+                owner[(int(thread[m, c]), int(shift[m, c]) // 4)] = (m, c)
+        for t in range(128):
+            q = t % 4
+            if spec.chunks == 8 and q // 2 != sel:
+                continue  # the other thread pair: CuTe's stride-0 mode, chosen by the selector
+            for v in range(int(np.prod(vshape))):
+                idx = _cute(tshape, tstride, t) + _cute(vshape, vstride, v)
+                m, kk = idx % 64, idx // 64
+                bit = v * bits_per_value
+                assert owner[(t, bit // 4)] == (m, kk // elems_per_chunk), (t, v)
+
+
+def test_field_validity_per_spec():
+    f16 = S.spec_for(next(f for f in isa.forms("wgmma.sp") if f.atype == "f16"))
+    tf32 = S.spec_for(next(f for f in isa.forms("wgmma.sp") if f.atype == "tf32"))
+    all_ = np.arange(16)
+    assert set(all_[~S.field_valid(f16, all_)]) == set(S.INVALID_2_4)
+    assert set(all_[S.field_valid(tf32, all_)]) == {0b0100, 0b1110}
+
+
+@pytest.mark.parametrize("form", SPARSE[::3], ids=lambda f: f.key)
+def test_expand_compress_inverse_and_zeros(form):
+    spec = S.spec_for(form)
+    rng = np.random.default_rng(3)
+    eb = spec.element_bits
+    packed = rng.integers(1, 1 << eb, size=(spec.m, spec.packed_k), dtype=np.uint64)
+    fields = S.random_fields(spec, rng, ordered=False)
+    dense, bad = S.expand(spec, packed, fields)
+    assert dense.shape == (spec.m, spec.k) and not bad.any()
+    assert np.array_equal(S.compress(spec, dense, fields), packed)
+    # exactly half of each row's units are kept
+    nz_units = (S._to_units(spec, dense) != 0).sum(axis=1)
+    assert (nz_units <= spec.units // 2).all()
+    # an invalid field makes exactly its chunk's elements undefined
+    fields2 = fields.copy()
+    fields2[0, 0] = 0b0101 if spec.atype != "tf32" else 0b1000
+    _, bad2 = S.expand(spec, packed, fields2)
+    span = 4 * spec.unit_bits // eb if spec.unit_bits >= eb else 4 // (eb // spec.unit_bits)
+    assert bad2[0, :span].all() and not bad2[0, span:].any() and not bad2[1:].any()
+
+
+def test_tf32_metadata_selects_one_element_of_two():
+    spec = S.spec_for(next(f for f in isa.forms("wgmma.sp") if f.atype == "tf32"))
+    packed = np.arange(1, spec.m * spec.packed_k + 1, dtype=np.uint64).reshape(spec.m, spec.packed_k) << np.uint64(13)
+    fields = np.full((spec.m, spec.chunks), 0b1110, np.uint8)
+    fields[:, ::2] = 0b0100
+    dense, bad = S.expand(spec, packed, fields)
+    assert not bad.any()
+    assert np.array_equal(dense[:, 0::4], packed[:, 0::2]) and not dense[:, 1::4].any()
+    assert np.array_equal(dense[:, 3::4], packed[:, 1::2]) and not dense[:, 2::4].any()

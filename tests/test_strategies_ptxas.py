@@ -1,0 +1,93 @@
+"""Generated programs against real ptxas 13.0.88 (batched: one ptxas run per few dozen programs).
+
+- every legal program is accepted;
+- every mutation does what its label says (rejected, or accepted with the
+  advisory it names unless ptxas serialised the pipeline for another reason),
+  or the test fails naming the rule.
+A larger run is benchmarks/bench_strategies.py.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+
+from fuzzptx.oracles.ptxas import compile_batch
+from fuzzptx.program import Program
+from fuzzptx.strategies.mutations import MUTATIONS, apply
+from fuzzptx.strategies.programs import warp_programs, wgmma_programs
+
+COLLECT = settings(deadline=None, database=None, phases=[Phase.generate],
+                   suppress_health_check=list(HealthCheck))
+
+
+def collect(strategy, n: int) -> list:
+    out: list = []
+
+    @settings(COLLECT, max_examples=n)
+    @given(strategy)
+    def run(x):
+        out.append(x)
+
+    run()
+    return out
+
+
+def compile_programs(progs: list[Program]):
+    """ptxas results in program order; one batch per target (a few forms need sm_100a)."""
+    by_target: dict[str, list[int]] = defaultdict(list)
+    for i, p in enumerate(progs):
+        by_target[p.module.target].append(i)
+    results: list = [None] * len(progs)
+    for target, idxs in by_target.items():
+        for i, r in zip(idxs, compile_batch([progs[i].to_ptx() for i in idxs], arch=target)):
+            results[i] = r
+    return results
+
+
+def _errors(r) -> str:
+    return "; ".join(f"line {d.line}: {d.message}" for d in r.diagnostics if d.severity in ("error", "fatal"))[:300]
+
+
+def test_legal_wgmma_programs_are_accepted_by_ptxas():
+    progs = collect(wgmma_programs(), 60)
+    bad = [(p, r) for p, r in zip(progs, compile_programs(progs)) if not r.accepted]
+    assert not bad, f"{len(bad)}/{len(progs)} rejected; first: {_errors(bad[0][1])}\n" + "\n".join(bad[0][0].notes)
+
+
+def test_legal_warp_level_programs_are_accepted_by_ptxas():
+    progs = collect(warp_programs(), 200)
+    bad = [(p, r) for p, r in zip(progs, compile_programs(progs)) if not r.accepted]
+    assert not bad, f"{len(bad)}/{len(progs)} rejected; first: {_errors(bad[0][1])}\n" + "\n".join(bad[0][0].notes)
+
+
+def test_spec_only_forms_are_rejected_by_ptxas():
+    """The catalogue's spec exceptions: spec-legal forms ptxas refuses (expect says so)."""
+    from fuzzptx.strategies.instructions import spec_only_forms, spec_only_programs
+
+    if not spec_only_forms():
+        return
+    progs = collect(spec_only_programs(), 20)
+    wrong = [p for p, r in zip(progs, compile_programs(progs)) if r.accepted]
+    assert not wrong, "ptxas accepts a spec-only form: " + "; ".join(wrong[0].notes)
+
+
+def test_every_mutation_does_what_its_label_says_under_ptxas():
+    bases = collect(st.tuples(wgmma_programs(max_units=2), st.integers(0, 7)), 14)
+    cases = []
+    for m in MUTATIONS:
+        for p, choice in bases:
+            q = apply(m, p, choice)
+            if q is not None:
+                cases.append((m, q))
+    results = compile_programs([q for _, q in cases])
+    wrong: dict[str, list[str]] = defaultdict(list)
+    tried: dict[str, int] = defaultdict(int)
+    for (m, q), r in zip(cases, results):
+        tried[m.name] += 1
+        if not m.ptxas_agrees(r.accepted, r.codes()):
+            got = ("accepted " + " ".join(sorted(set(c for c in r.codes() if c)))) if r.accepted else "rejected"
+            wrong[m.name].append(f"{m.name} (breaks {m.rule}): label '{m.ptxas}', ptxas said '{got.strip()}'")
+    assert not wrong, "\n".join(v[0] + f"  [{len(v)}/{tried[k]}]" for k, v in wrong.items())
+    untried = [m.name for m in MUTATIONS if not tried[m.name]]
+    assert len(untried) <= 1, f"mutations never applicable in this run: {untried}"  # sparse_selector needs a .sp form
