@@ -38,6 +38,7 @@ class Verdicts:
     predicted: Any = None  # checker's predicted ptxas diagnostics
     reference: Any = None  # oracles.reference.RefResult
     reference_error: str | None = None
+    reference_skipped: str | None = None  # outside the reference's subset: not a finding
     hardware: Any = None  # oracles.hardware.HwResult
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -53,8 +54,10 @@ class Verdicts:
             out["ptxas-model"] = describe_prediction(self.predicted)
         if self.reference_error is not None:
             out["reference"] = f"error: {self.reference_error}"
+        elif self.reference_skipped is not None:
+            out["reference"] = f"unsupported: {self.reference_skipped}"
         elif self.reference is not None:
-            out["reference"] = "ran"
+            out["reference"] = self.reference.summary()
         if self.hardware is not None:
             out["hardware"] = f"fault: {self.hardware.fault}" if self.hardware.fault else "ran"
         return out
@@ -198,10 +201,13 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
     if "reference" in judges:
         from fuzzptx.errors import FuzzptxError
         from fuzzptx.oracles.reference import run_program
+        from fuzzptx.oracles.reference.errors import Unsupported
 
         t0 = time.perf_counter()
         try:
             v.reference = run_program(program)
+        except Unsupported as exc:
+            v.reference_skipped = str(exc)
         except FuzzptxError as exc:
             v.reference_error = str(exc)
         v.seconds["reference"] = time.perf_counter() - t0
