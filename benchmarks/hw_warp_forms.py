@@ -38,7 +38,6 @@ from fuzzptx.ptx.ir import Addr, Imm, Reg, Vec
 
 FP8 = ("e4m3", "e5m2")
 _BUF = {"s4": "b32", "u4": "b32", "b1": "b32"}  # sub-byte operands: raw bit images
-_MOVE = {".f16x2": ".b32"}
 
 
 def _buf(t: str) -> str:

@@ -41,7 +41,7 @@ class Prepared:
     programs: list[Program]
     indices: list[int]
     verdicts: list[differ.Verdicts]
-    cubin: bytes | None
+    cubins: list[bytes | None]  # per program; programs of one ptxas run share one bytes object
     kernel_names: list[str]
     seconds: dict[str, float]
 
@@ -64,7 +64,8 @@ def prepare_block(block: int, seed: int, size: int, judges: tuple[str, ...], ski
     for v in verdicts:
         for k, s in v.seconds.items():
             secs[k] += s
-    cubin, names = None, []
+    cubins: list[bytes | None] = [None] * len(programs)
+    names: list[str] = [""] * len(programs)
     if "ptxas" in judges or "hardware" in judges:
         from fuzzptx.oracles.ptxas import compile_batch
 
@@ -75,18 +76,11 @@ def prepare_block(block: int, seed: int, size: int, judges: tuple[str, ...], ski
         for v, r in zip(verdicts, results):
             v.ptxas = r
         if "hardware" in judges:
-            cubin, names = _block_cubin(programs, results)
-    return Prepared(block, programs, keep, verdicts, cubin, names, dict(secs))
-
-
-def _block_cubin(programs: list[Program], results: list[Any]) -> tuple[bytes | None, list[str]]:
-    """The module cubin shared by the batch and each program's kernel name in it (None: not runnable)."""
-    cubin = next((r.cubin for r in results if r.accepted and r.cubin), None)
-    names = []
-    for p, r in zip(programs, results):
-        mapping = getattr(r, "kernel_names", None) or {}
-        names.append(mapping.get(p.launch.kernel, p.launch.kernel) if r.accepted else "")
-    return cubin, names
+            for i, (p, r) in enumerate(zip(programs, results)):
+                if r.accepted and r.cubin:
+                    cubins[i] = r.cubin
+                    names[i] = r.kernel(p.launch.kernel)
+    return Prepared(block, programs, keep, verdicts, cubins, names, dict(secs))
 
 
 # --------------------------------------------------------------- the record
@@ -225,8 +219,8 @@ def run_campaign(out: Path, *, seed: int, examples: int | None, seconds: float |
                 return
             t0 = time.perf_counter()
             hw = []
-            for p, name in zip(item.programs, item.kernel_names):
-                hw.append(runner.run(p, cubin=item.cubin, kernel=name) if name and item.cubin else None)
+            for p, cubin, name in zip(item.programs, item.cubins, item.kernel_names):
+                hw.append(runner.run(p, cubin=cubin, kernel=name) if cubin else None)
             live.gpu_busy[idx] += time.perf_counter() - t0
             done_q.put((item, hw))
 
