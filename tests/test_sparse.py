@@ -108,3 +108,26 @@ def test_tf32_metadata_selects_one_element_of_two():
     assert not bad.any()
     assert np.array_equal(dense[:, 0::4], packed[:, 0::2]) and not dense[:, 1::4].any()
     assert np.array_equal(dense[:, 3::4], packed[:, 1::2]) and not dense[:, 2::4].any()
+
+
+def test_8bit_pair_metadata_holds_one_row_per_thread():
+    """Found on the H100 (tests/hw_records/warp_forms.json, history): m16n8k32 s8 / m16n8k64 s4 metadata."""
+    for op in ("mma.sp.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", "mma.sp.sync.aligned.m16n8k64.row.col.s32.u4.u4.s32"):
+        spec = S.spec_for(isa.by_opcode(op)[0])
+        assert spec.chunks == 8
+        for sel in (0, 1):
+            thread, shift = S.meta_position(spec, sel)
+            for row in range(16):
+                assert set(thread[row]) == {4 * (row % 8) + 2 * sel + row // 8}
+                assert list(shift[row]) == [4 * c for c in range(8)]
+
+
+def test_reversed_index_pairs_are_defined_and_honoured():
+    """The spec calls only equal indices invalid; the H100 agreed on reversed pairs (ordered=False cases)."""
+    spec = S.spec_for(next(f for f in isa.forms("wgmma.sp") if f.atype == "s8"))
+    packed = np.zeros((spec.m, spec.packed_k), np.uint64)
+    packed[:, 0], packed[:, 1] = 7, 9
+    fields = np.full((spec.m, spec.chunks), S.fields_from_indices(np.array([1, 3])), np.uint8)
+    fields[:, 0] = S.fields_from_indices(np.array([3, 1]))  # first kept unit goes to position 3
+    dense, bad = S.expand(spec, packed, fields)
+    assert not bad.any() and list(dense[0, :4]) == [0, 9, 0, 7]

@@ -262,3 +262,14 @@ def test_wgmma_sp_s8_exact_and_invalid_selector_undefined():
     from fuzzptx.program import Program
 
     assert (run(Program.from_ptx(text)).outputs["d"].kind == UNDEF).all()
+
+
+@pytest.mark.gpu
+def test_proof_subset_on_the_gpu(tmp_path):
+    """A spread of the proof's cases on a real sm_90a GPU: no mismatch, fault or judge error."""
+    import json
+
+    out = tmp_path / "warp_forms.json"
+    rc = H.main(["--limit", "80", "--out", str(out), "--jobs", "4"])
+    rec = json.loads(out.read_text())
+    assert rc == 0, (rec["mismatches"][:2], rec["faults"][:2], rec["judge_errors"][:2])

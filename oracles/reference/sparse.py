@@ -184,8 +184,8 @@ def expand(spec: SparseSpec, packed: np.ndarray, fields: np.ndarray,
     """Packed A bits ``[m, k/2]`` + fields ``[m, chunks]`` -> (dense A bits ``uint64[m, k]``, undefined ``bool[m, k]``).
 
     Kept unit j of chunk c goes to unit position ``4c + index_j``; the others are zero.
-    Chunks with an invalid field make their whole row's K-range ... only their own
-    four units undefined (the spec: the behaviour for that metadata is undefined).
+    A chunk whose field the spec calls invalid marks its own elements undefined (a D row
+    that uses them is then UNDEF: the reference never invents a value for it).
     """
     pu = _to_units(spec, packed)
     m, ch = spec.m, spec.chunks

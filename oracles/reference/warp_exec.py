@@ -38,7 +38,7 @@ from . import mma_math as MM
 from . import sparse as S
 from . import warp_layouts as WL
 from .errors import BadAddress, Undefined, Unsupported
-from .values import EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, UNDEF, U64, Shadow, lanes_of
+from .values import EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, UNDEF, U64, Shadow
 
 WARP = 32
 
@@ -176,10 +176,6 @@ def _mma_with_shadows(form, a: _Tile, b: _Tile, c: _Tile, scale_d: bool, op: str
     kind[bad_rows, :] = UNDEF
     kind[:, (b.kind != EXACT).any(axis=0)] = UNDEF
     return np.asarray(res.bits).astype(np.uint64), kind, lo, hi, flags
-
-
-def _d_tile(bits, kind, lo, hi, flags) -> _Tile:
-    return _Tile(bits, kind, lo, hi, flags)
 
 
 def _write_frag(m, f, ins, op, frag: WL.WarpFragment, tiles: dict[int, _Tile], act) -> None:
@@ -745,10 +741,13 @@ HANDLERS: dict[str, object] = {
     "stmatrix": h_stmatrix,
 }
 _ORDER = sorted(HANDLERS, key=len, reverse=True)
+BASES = frozenset(k.split(".")[0] for k in HANDLERS)  # cheap pre-filter for the dispatch hook
 
 
 def handler_for(ins):
     """The handler for ``ins`` by longest opcode prefix (at a '.' boundary), or None."""
+    if ins.base not in BASES:
+        return None
     op = ins.opcode
     for key in _ORDER:
         if op == key or op.startswith(key + ".") or op.startswith(key + "::"):
