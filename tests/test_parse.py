@@ -304,6 +304,15 @@ def test_plain_names_are_registers_only_when_declared():
     assert c.operands == (Sym("d01"), Reg("d0"))
 
 
+def test_register_only_positions_need_no_declaration():
+    """Guards, ``!p`` and ``p|q`` can only hold registers; whether one is declared is the checker's call."""
+    (a, b) = parse(kernel("@p bra L;\nsetp.eq.s32 p|q, 1, 2;")).kernels()[0].instructions()
+    assert a.guard == Guard(Reg("p")) and a.operands == (Sym("L"),)
+    assert b.operands[0] == Reg("p|q")
+    (c,) = parse(kernel("selp.b32 r, 1, 0, !p;")).kernels()[0].instructions()
+    assert c.operands == (Sym("r"), Imm(1, "1"), Imm(0, "0"), Neg(Reg("p")))
+
+
 def test_number_spellings_keep_text_and_value():
     m = parse(kernel(".reg .b64 %rd<2>;\nmov.b64 %rd1, 0xFFU;\nmov.b64 %rd1, 017;\nmov.b64 %rd1, 0b101;\n"
                      "mov.f64 %rd1, 0d3FF8000000000000;\nmov.f32 %rd1, 1.5e-3;\nmov.f32 %rd1, 0.1;"))
@@ -521,7 +530,6 @@ BAD = [  # (name, text, line of the error, message fragment); kernel() bodies st
     ("texture operand", kernel(".reg .f32 %f<5>;\ntex.2d.v4.f32.f32 {%f1,%f2,%f3,%f4}, [t, {%f1, %f2}];"), 7,
      "not supported"),
     ("garbled number", kernel(".reg .b32 %r<3>;\nadd.s32 %r1, %r1, 12ab;"), 7, "bad number"),
-    ("guard not a register", kernel("@p bra L;"), 6, "not a declared register"),
     ("label outside body", HEADER + "L1:\n", 4, "expected a directive"),
 ]
 
@@ -639,3 +647,31 @@ def test_triton_style_ptx():
     cfg = build_cfg(k)
     assert [lp.header for lp in cfg.loops()] == [next(b.index for b in cfg.blocks if b.label == "LAB_WAIT")]
     assert parse(emit(m)) == m
+
+
+MUTATION_PIECES = list('{}()[];,.:@!%+-<>=|"/*#\n\t 0123456789abcfxe$_') + [
+    ".reg", ".entry", "0f", "//", "/*", "*/", ".loc", "@%p1", "[%r1+", ".b32", "<", ">"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_mutated_ptx_is_a_module_or_a_one_line_syntax_error(data):
+    """Random edits of real PTX never escape as anything but PtxSyntaxError (no traceback at the CLI)."""
+    text = data.draw(st.sampled_from([REAL, TRITON_STYLE] + [p.read_text() for p in NVCC_FILES[:2]]))
+    for _ in range(data.draw(st.integers(1, 3))):
+        i = data.draw(st.integers(0, len(text)))
+        kind = data.draw(st.sampled_from(("delete", "insert", "truncate", "copy")))
+        if kind == "delete":
+            text = text[:i] + text[i + data.draw(st.integers(1, 20)):]
+        elif kind == "insert":
+            text = text[:i] + data.draw(st.sampled_from(MUTATION_PIECES)) + text[i:]
+        elif kind == "truncate":
+            text = text[:i]
+        else:
+            j = data.draw(st.integers(0, len(text)))
+            text = text[:i] + text[j : j + 30] + text[i:]
+    try:
+        parse(text, "m.ptx")
+    except PtxSyntaxError as e:
+        assert "\n" not in str(e) and e.line >= 1 and e.col >= 1
+        assert e.line <= text.count("\n") + 1

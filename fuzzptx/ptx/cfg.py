@@ -158,12 +158,9 @@ def build_cfg(fn: Function) -> CFG:
     open_block = False
     last_label: tuple[tuple[int, str], int] | None = None
     for stmt, path in flat:
-        if isinstance(stmt, Label):
-            if not (labels and open_block and not instrs[-1] and labels[-1] is None):
-                labels.append(stmt.name)
-                instrs.append([])
-            else:
-                labels[-1] = stmt.name
+        if isinstance(stmt, Label):  # every label starts a block (consecutive labels: empty blocks)
+            labels.append(stmt.name)
+            instrs.append([])
             open_block = True
             key = (path[-1], stmt.name)
             if key in where:

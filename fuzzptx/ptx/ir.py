@@ -51,7 +51,9 @@ class Imm:
         if isinstance(value, float):
             import struct
 
-            return Imm(value, "0f%08X" % struct.unpack("<I", struct.pack("<f", value))[0])
+            bits = struct.unpack("<I", struct.pack("<f", value))[0]
+            # Keep the f32 value the text denotes, so parse(emit(x)) == x.
+            return Imm(struct.unpack("<f", struct.pack("<I", bits))[0], "0f%08X" % bits)
         return Imm(value, str(value))
 
     def __str__(self) -> str:
@@ -80,8 +82,8 @@ class Addr:
             return f"[{self.offset}]"
         if self.offset == 0:
             return f"[{self.base}]"
-        sign = "+" if self.offset > 0 else "-"
-        return f"[{self.base}{sign}{abs(self.offset)}]"
+        # ptxas 13.0 rejects "[%r-8]"; "[%r+-8]" is the spelling it accepts.
+        return f"[{self.base}+{self.offset}]"
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from bisect import bisect_right
 import functools
 import re
 import struct
-from itertools import accumulate, compress, repeat
-from operator import not_
+from itertools import accumulate, compress, count, repeat
+from operator import add, not_
 from pathlib import Path
 
 from fuzzptx.errors import FuzzptxError
@@ -227,12 +227,12 @@ class _Parser:
     def __init__(self, text: str, file: str):
         self.text = text
         self.file = file
-        self.lines = [0]
-        self.lines += [m.end() for m in re.finditer("\n", text)]
+        # start offset of each line (C-level: line k starts after k newlines and lines 0..k-1)
+        self.lines = list(map(add, accumulate(map(len, text.split("\n")), initial=0), count()))
         self.preamble, start = self._preamble()
         self.tx, self.ps = _tokenize(text, start)
-        self.tx.append("")  # end-of-file sentinel
-        self.ps.append(len(text.rstrip()))
+        self.tx += ("",) * 4  # end-of-file sentinels: lookahead never runs off the end
+        self.ps += (len(text.rstrip()),) * 4
         self.i = 0
         self.imms: dict[str, Imm] = {}
         self._reset_function_scope()
@@ -656,6 +656,13 @@ class _Parser:
             return r
         return Sym(name)
 
+    def reg(self, name: str) -> Reg:
+        """A name in a register-only position (guard, ``!p``, ``p|q``)."""
+        r = self.regs.get(name)
+        if r is None:
+            r = self.regs[name] = Reg(name)
+        return r
+
     def _stem_declared(self, name: str) -> bool:
         if not self.stems:
             return False
@@ -677,11 +684,8 @@ class _Parser:
             neg = tx[self.i] == "!"
             if neg:
                 self.i += 1
-            name = self.expect_kind("w", "a predicate register after '@'")
-            reg = self.reg_or_sym(name)
-            if not isinstance(reg, Reg):
-                self.tok_err(f"guard {name!r} is not a declared register", self.i - 1)
-            guard = Guard(reg, neg)
+            # a guard can only be a register: undeclared names are the checker's business
+            guard = Guard(self.reg(self.expect_kind("w", "a predicate register after '@'")), neg)
             t = tx[self.i]
             if _kind(t) != "w":
                 self.tok_err(f"expected an instruction, found {self.found()}")
@@ -750,20 +754,14 @@ class _Parser:
         if t == "(":
             return CallArgs(self.items(")"))
         if t == "!":
-            name = self.expect_kind("w", "a predicate register after '!'")
-            r = self.reg_or_sym(name)
-            if not isinstance(r, Reg):
-                self.tok_err(f"{name!r} after '!' is not a declared register", self.i - 1)
-            return Neg(r)
+            return Neg(self.reg(self.expect_kind("w", "a predicate register after '!'")))
         self.i -= 1
         self.tok_err(f"expected an operand, found {self.found()}")
 
     def pair(self, first) -> Reg:
-        """``%p|%q``: one Reg named ``%p|%q`` (see ``dataflow.split_pair``)."""
+        """``%p|%q``: one Reg named ``%p|%q`` (see ``dataflow.split_pair``); both sides are registers."""
         self.i += 1
         other = self.expect_kind("w", "a predicate register after '|'")
-        if not isinstance(first, Reg) or not isinstance(self.reg_or_sym(other), Reg):
-            self.tok_err("both sides of '|' must be registers", self.i - 1)
         return Reg(f"{first.name}|{other}")
 
     def imm(self, t: str, sign: str) -> Imm:
