@@ -39,6 +39,7 @@ class Verdicts:
     reference: Any = None  # oracles.reference.RefResult
     reference_error: str | None = None
     reference_skipped: str | None = None  # outside the reference's subset: not a finding
+    checker_error: str | None = None
     hardware: Any = None  # oracles.hardware.HwResult
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -76,8 +77,12 @@ def describe_ptxas(res: Any) -> str:
 def describe_prediction(pred: Any) -> str:
     if not pred.accepted:
         return "rejected"
-    codes = sorted(set(pred.diagnostics))
+    codes = sorted(set(_predicted_codes(pred)), key=lambda t: (t[0], t[1] or 0))
     return "accepted" + (" " + " ".join(f"{c}@{ln}" for c, ln in codes) if codes else "")
+
+
+def _predicted_codes(pred: Any) -> list[tuple[str, int | None]]:
+    return [(c, ln) for c, ln in pred.pairs() if c]
 
 
 def _ptxas_codes(res: Any) -> list[tuple[str, int | None]]:
@@ -118,17 +123,26 @@ def compare(program: Program, v: Verdicts) -> list[Finding]:
             ))
         elif v.ptxas.accepted:
             real = set(_ptxas_codes(v.ptxas))
-            pred = set(v.predicted.diagnostics)
-            for code, line in sorted(real - pred, key=str):
-                out.append(Finding(f"checker!=ptxas|missed:{code}|{fam}", f"ptxas printed {code} at line {line}; the model did not predict it",
-                                   (("code", code), ("line", line))))
-            for code, line in sorted(pred - real, key=str):
-                out.append(Finding(f"checker!=ptxas|spurious:{code}|{fam}", f"the model predicted {code} at line {line}; ptxas did not print it",
-                                   (("code", code), ("line", line))))
+            pred = set(_predicted_codes(v.predicted))
+            real_codes, pred_codes = {c for c, _ in real}, {c for c, _ in pred}
+            for code in sorted(real_codes | pred_codes):
+                r = sorted((ln for c, ln in real if c == code), key=lambda x: x or 0)
+                q = sorted((ln for c, ln in pred if c == code), key=lambda x: x or 0)
+                if r == q:
+                    continue
+                what = "missed" if not q else "spurious" if not r else "line"
+                out.append(Finding(
+                    f"checker!=ptxas|{what}:{code}|{fam}",
+                    f"{code}: ptxas printed it at line(s) {r or 'none'}, the model predicted line(s) {q or 'none'}",
+                    (("code", code), ("ptxas_lines", tuple(r)), ("predicted_lines", tuple(q))),
+                ))
     if v.ptxas is not None and v.ptxas.timed_out:
         out.append(Finding(f"ptxas:timeout|{fam}", "ptxas did not finish in time"))
-    if v.reference_error is not None and _expects_defined(program):
-        out.append(Finding(f"reference:error|{fam}", f"the reference could not run a legal program: {v.reference_error}"))
+    if v.reference_error is not None and _expects_defined(program) and (v.ptxas is None or v.ptxas.accepted):
+        kind = "crash" if v.reference_error.startswith("internal error") else "error"
+        out.append(Finding(f"reference:{kind}|{fam}", f"the reference could not run a legal program: {v.reference_error}"))
+    if v.checker_error is not None:
+        out.append(Finding(f"checker:crash|{fam}", f"the checker crashed: {v.checker_error}"))
     if v.hardware is not None:
         if v.hardware.fault:
             out.append(Finding(f"hardware:fault:{v.hardware.fault}|{fam}", f"the GPU faulted: {v.hardware.fault}"))
@@ -195,8 +209,12 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
         from fuzzptx.oracles.checker import check_module, predict_ptxas
 
         t0 = time.perf_counter()
-        v.checker = check_module(program.module)
-        v.predicted = predict_ptxas(program.module)
+        try:
+            v.checker = check_module(program.module)
+            v.predicted = predict_ptxas(program.module)
+        except Exception as exc:  # likewise for the checker
+            v.checker_error = f"internal error: {type(exc).__name__}: {exc}"
+            v.checker = v.predicted = None
         v.seconds["checker"] = time.perf_counter() - t0
     if "reference" in judges:
         from fuzzptx.errors import FuzzptxError
@@ -210,6 +228,8 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
             v.reference_skipped = str(exc)
         except FuzzptxError as exc:
             v.reference_error = str(exc)
+        except Exception as exc:  # a crash of the reference is a finding, never the end of a run
+            v.reference_error = f"internal error: {type(exc).__name__}: {exc}"
         v.seconds["reference"] = time.perf_counter() - t0
     if "hardware" in judges:
         if hardware_result is None:
