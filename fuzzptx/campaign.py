@@ -60,7 +60,8 @@ def prepare_block(block: int, seed: int, size: int, judges: tuple[str, ...], ski
     secs["generate"] += time.perf_counter() - t0
     keep = [i for i in range(len(programs)) if i not in skip]
     programs = [programs[i] for i in keep]
-    verdicts = [differ.judge(p, [j for j in judges if j in ("reference", "checker")]) for p in programs]
+    texts = [p.to_ptx() for p in programs]
+    verdicts = [differ.judge(p, [j for j in judges if j in ("reference", "checker")], text=t) for p, t in zip(programs, texts)]
     for v in verdicts:
         for k, s in v.seconds.items():
             secs[k] += s
@@ -70,7 +71,6 @@ def prepare_block(block: int, seed: int, size: int, judges: tuple[str, ...], ski
         from fuzzptx.oracles.ptxas import compile_batch
 
         t0 = time.perf_counter()
-        texts = [p.to_ptx() for p in programs]
         results = compile_batch(texts, want_cubin="hardware" in judges)
         secs["ptxas"] += time.perf_counter() - t0
         for v, r in zip(verdicts, results):

@@ -8,7 +8,7 @@ imports CuPy.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
 from fuzzptx import isa
@@ -192,17 +192,40 @@ def _expected_codes(verdict: str) -> list[str]:
 # ----------------------------------------------------------- running judges
 
 
-def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result: Any = None, hardware_result: Any = None) -> Verdicts:
-    """Run one program through ``judges`` (a precomputed ptxas/hardware result may be passed in)."""
+def as_judged(program: Program, text: str | None = None) -> tuple[Program, str]:
+    """The program exactly as the judges see it: its PTX text and the program parsed back from it.
+
+    Every judge reads the same text, so the checker's and the reference's line numbers are
+    the lines ptxas reports (a generated program has no source lines until it is emitted).
+    """
+    import time
+
+    text = program.to_ptx() if text is None else text
+    try:
+        from fuzzptx.ptx.parse import parse
+
+        parsed = replace(program, module=parse(text, "<program>"))
+    except Exception:
+        parsed = program  # the parser's own failure must not hide the other judges' verdicts
+    return parsed, text
+
+
+def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result: Any = None, hardware_result: Any = None,
+          text: str | None = None) -> Verdicts:
+    """Run one program through ``judges`` (a precomputed ptxas/hardware result may be passed in;
+    ``text`` is the PTX it was compiled from, when the caller already emitted it)."""
     import time
 
     v = Verdicts()
+    t0 = time.perf_counter()
+    program, text = as_judged(program, text)
+    v.seconds["emit+parse"] = time.perf_counter() - t0
     if "ptxas" in judges:
         if ptxas_result is None:
             from fuzzptx.oracles.ptxas import compile_ptx
 
             t0 = time.perf_counter()
-            ptxas_result = compile_ptx(program.to_ptx(), want_cubin="hardware" in judges)
+            ptxas_result = compile_ptx(text, want_cubin="hardware" in judges)
             v.seconds["ptxas"] = time.perf_counter() - t0
         v.ptxas = ptxas_result
     if "checker" in judges:
@@ -281,3 +304,21 @@ def judges_for(signature: str) -> tuple[str, ...]:
     if "checker" in signature:
         needed.add("ptxas")
     return tuple(j for j in JUDGES if j in needed) or ("ptxas",)
+
+
+def finalize_repro(program: Program, judges: Sequence[str] = CPU_JUDGES, signature: str | None = None,
+                   hardware_result: Any = None) -> Program:
+    """The program with EXPECT lines saying what ``judges`` say of the very file they will be written to.
+
+    Line numbers in verdicts count the header's comment lines, so the verdicts are taken
+    on a text whose header has as many lines as the final one (two rounds at most).
+    """
+    labels = tuple(e for e in program.expect if e[0] == "rule")
+    current = replace(program, signature=signature or program.signature)
+    for _ in range(4):
+        v = judge(current, judges, hardware_result=hardware_result)
+        nxt = replace(current, expect=labels + tuple(v.summary().items()))
+        if len(nxt.header_lines()) == len(current.header_lines()):
+            return nxt
+        current = nxt
+    return current

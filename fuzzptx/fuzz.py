@@ -141,11 +141,11 @@ def judge_batch(programs: Sequence[Program], judges: Sequence[str]) -> list[diff
         t_ptxas = time.perf_counter() - t0
     out = []
     for i, p in enumerate(programs):
-        v = differ.judge(p, [j for j in judges if j != "ptxas"])
+        v = differ.judge(p, [j for j in judges if j != "ptxas"], text=texts[i] if results is not None else None)
         if results is not None:
             v.ptxas = results[i]
             v.seconds["ptxas"] = t_ptxas / len(programs)
-            v.seconds["emit"] = emit_s / len(programs)
+            v.seconds["emit+parse"] += emit_s / len(programs)
         out.append(v)
     return out
 
@@ -228,8 +228,7 @@ def _write_repro(p: Program, v: differ.Verdicts, f: differ.Finding, out_dir: Pat
         except Exception as exc:  # a finding must never be lost because shrinking failed
             program = replace(p, notes=p.notes + (f"not shrunk: {type(exc).__name__}: {exc}",))
     stats.seconds["shrink"] += time.perf_counter() - t0
-    expect = tuple((j, s) for j, s in v.summary().items())
-    program = replace(program, expect=tuple(e for e in program.expect if e[0] == "rule") + expect, signature=f.signature)
+    program = differ.finalize_repro(program, tuple(j for j in differ.CPU_JUDGES), f.signature)
     name = f"{len(stats.repros):03d}_" + "".join(c if c.isalnum() else "_" for c in f.signature)[:80] + ".ptx"
     path = out_dir / "repros" / name
     path.write_text(program.to_ptx())

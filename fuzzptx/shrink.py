@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.program import Buffer, Program
-from fuzzptx.ptx.ir import Function, Guard, Imm, Instr, Label, RegDecl, Scope, Statement, Sym, Vec, walk, registers_in
+from fuzzptx.ptx.ir import Function, Imm, Instr, Label, RegDecl, Scope, Statement, Sym, VarDecl, Vec, walk, registers_in
 
 Predicate = Callable[[Sequence[Program]], list[bool]]
 
@@ -73,25 +73,52 @@ def _statements(fn: Function) -> dict[int, Statement]:
 # ------------------------------------------------------------------ passes
 
 
-def _candidates_delete(program: Program) -> list[Program]:
-    """ddmin-style: delete halves, quarters, ... down to single removable statements."""
-    cands: list[Program] = []
+def _removable(program: Program) -> list[tuple[str, int]]:
+    """(function, statement id) of every instruction or label a deletion may take."""
+    out = []
     for fn in program.module.functions():
         if fn.body is None:
             continue
-        stmts = _statements(fn)
-        ids = [i for i, s in stmts.items() if isinstance(s, (Instr, Label)) and not (isinstance(s, Instr) and s.base in ("ret", "exit"))]
-        n = len(ids)
-        size = max(1, n // 2)
-        while True:
-            for start in range(0, n, size):
-                chunk = set(ids[start:start + size])
-                if chunk:
-                    cands.append(_edit_function(program, fn.name, chunk))
-            if size == 1:
-                break
-            size = max(1, size // 2)
-    return cands
+        for i, st in _statements(fn).items():
+            if isinstance(st, (Instr, Label)) and not (isinstance(st, Instr) and st.base in ("ret", "exit")):
+                out.append((fn.name, i))
+    return out
+
+
+def _delete(program: Program, victims: list[tuple[str, int]]) -> Program:
+    by_fn: dict[str, set[int]] = {}
+    for fname, i in victims:
+        by_fn.setdefault(fname, set()).add(i)
+    for fname, ids in by_fn.items():
+        program = _edit_function(program, fname, ids)
+    return program
+
+
+_EFFECTS = ("st", "stmatrix", "wmma", "wgmma", "bar", "barrier", "membar", "fence", "bra", "brx", "call", "ret",
+            "exit", "trap", "atom", "red", "cp", "mbarrier", "setmaxnreg", "griddepcontrol")
+
+
+def dead_code(program: Program) -> Program:
+    """Instructions with no effect but their register results, none of which is read (to a fixed point)."""
+    from fuzzptx.ptx.dataflow import defs_uses
+
+    while True:
+        used: set[str] = set()
+        for fn in program.module.functions():
+            for ins in fn.instructions():
+                used |= {r.name for r in defs_uses(ins)[1]}
+        victims = []
+        for fn in program.module.functions():
+            if fn.body is None:
+                continue
+            for i, st in _statements(fn).items():
+                if isinstance(st, Instr) and st.base not in _EFFECTS and not st.opcode.startswith("wmma"):
+                    defs = defs_uses(st)[0]
+                    if defs and not any(d.name in used for d in defs):
+                        victims.append((fn.name, i))
+        if not victims:
+            return program
+        program = _delete(program, victims)
 
 
 def _candidates_simplify(program: Program) -> list[Program]:
@@ -176,6 +203,9 @@ def _prune_decls(body: tuple[Statement, ...], used: set[str]) -> tuple[Statement
         elif isinstance(s, RegDecl):
             if any(n in used for n in s.expand()):
                 out.append(s)
+        elif isinstance(s, VarDecl):
+            if s.name in used:
+                out.append(s)
         else:
             out.append(s)
     return tuple(out)
@@ -217,39 +247,64 @@ class ShrinkResult:
 
 
 def shrink(program: Program, holds: Predicate, *, budget_s: float = 60.0, log: Callable[[str], None] | None = None) -> ShrinkResult:
-    """Reduce ``program`` while ``holds`` stays true; stops at a fixed point or after ``budget_s``."""
+    """Reduce ``program`` while ``holds`` stays true; stops at a fixed point or after ``budget_s``.
+
+    Deletion is ddmin by levels: try every chunk of the current size (judged in one
+    batch), keep the first that holds and retry at that size, else halve the size.
+    """
     t0 = time.perf_counter()
     before = instruction_count(program)
     evaluations = 0
+
+    def out_of_time() -> bool:
+        return time.perf_counter() - t0 >= budget_s
+
+    def first_holding(cands: list[Program]) -> Program | None:
+        nonlocal evaluations
+        for lo in range(0, len(cands), 32):
+            if out_of_time():
+                return None
+            part = cands[lo:lo + 32]
+            evaluations += len(part)
+            for c, ok in zip(part, holds(part)):
+                if ok:
+                    return c
+        return None
+
     if not holds([program])[0]:
         raise FuzzptxError("the signature does not hold on the input: nothing to keep")
+    evaluations += 1
     current = program
-    passes = (("delete", _candidates_delete), ("simplify", _candidates_simplify), ("data", _candidates_data))
-    progress = True
-    while progress and time.perf_counter() - t0 < budget_s:
-        progress = False
-        for name, make in passes:
-            while time.perf_counter() - t0 < budget_s:
-                cands = [cleanup(c) for c in make(current)]
-                cands = [c for c in cands if _size(c) < _size(current)]
-                if not cands:
+    dce = dead_code(current)
+    if dce is not current and first_holding([dce]) is not None:
+        current = dce
+        if log:
+            log(f"  dead code: {instruction_count(current)} instructions")
+    changed = True
+    while changed and not out_of_time():
+        changed = False
+        items = _removable(current)
+        size = max(1, len(items) // 2)
+        while items and not out_of_time():
+            chunks = [items[i:i + size] for i in range(0, len(items), size)]
+            hit = first_holding([_delete(current, ch) for ch in chunks])
+            if hit is not None:
+                current, changed = hit, True
+                if log:
+                    log(f"  delete: {instruction_count(current)} instructions")
+                items = _removable(current)
+                size = min(size, max(1, len(items) // 2))
+                continue
+            if size == 1:
+                break
+            size //= 2
+        for name, make in (("simplify", _candidates_simplify), ("data", _candidates_data)):
+            while not out_of_time():
+                cands = [c for c in make(current) if _size(c) < _size(current)]
+                hit = first_holding(cands) if cands else None
+                if hit is None:
                     break
-                found = None
-                # Judge in slices so a good early candidate is taken without judging them all.
-                for lo in range(0, len(cands), 32):
-                    part = cands[lo:lo + 32]
-                    verdicts = holds(part)
-                    evaluations += len(part)
-                    hit = next((c for c, ok in zip(part, verdicts) if ok), None)
-                    if hit is not None:
-                        found = hit
-                        break
-                    if time.perf_counter() - t0 >= budget_s:
-                        break
-                if found is None:
-                    break
-                current = found
-                progress = True
+                current, changed = hit, True
                 if log:
                     log(f"  {name}: {instruction_count(current)} instructions")
     tidy = cleanup(current)
@@ -281,17 +336,29 @@ def signature_predicate(signature: str) -> Predicate:
 
     def holds(programs: Sequence[Program]) -> list[bool]:
         results = None
+        texts = [p.to_ptx() for p in programs]
         if "ptxas" in needed and "hardware" not in needed:
             from fuzzptx.oracles.ptxas import compile_batch
 
-            results = compile_batch([p.to_ptx() for p in programs])
+            results = compile_batch(texts)
         out = []
         for i, p in enumerate(programs):
-            v = differ.judge(p, needed, ptxas_result=results[i] if results is not None else None)
+            v = differ.judge(p, needed, ptxas_result=results[i] if results is not None else None, text=texts[i])
             out.append(keep(differ.compare(p, v), v))
         return out
 
     return holds
+
+
+def rejudged(program: Program, signature: str) -> Program:
+    """The program with EXPECT lines (and signature) saying what the CPU judges say of it now."""
+    from fuzzptx import differ
+
+    judges = tuple(j for j in differ.JUDGES if j != "hardware" or "hardware" in signature)
+    v = differ.judge(program, judges)
+    findings = differ.compare(program, v)
+    sig = next((f.signature for f in findings if f.signature.startswith(signature)), program.signature or signature)
+    return differ.finalize_repro(program, judges, sig)
 
 
 def main_shrink(argv: list[str]) -> int:
@@ -304,8 +371,8 @@ def main_shrink(argv: list[str]) -> int:
     program = Program.from_file(args.file)
     print(f"shrinking {args.file}: {instruction_count(program)} instructions, keep {args.keep}")
     res = shrink(program, signature_predicate(args.keep), budget_s=args.budget, log=print)
-    out = replace(res.program, signature=res.program.signature or args.keep,
-                  notes=res.program.notes + (f"shrunk from {res.before} to {res.after} instructions in {res.seconds:.1f} s",))
+    noted = replace(res.program, notes=res.program.notes + (f"shrunk from {res.before} to {res.after} instructions in {res.seconds:.1f} s",))
+    out = rejudged(noted, args.keep)
     with open(args.output, "w") as fh:
         fh.write(out.to_ptx())
     print(f"done: {res.before} -> {res.after} instructions in {res.seconds:.1f} s ({res.evaluations} candidates); wrote {args.output}")
