@@ -194,9 +194,9 @@ def encode_buffers(k: Kernel, program, a: np.ndarray, b: np.ndarray, c: np.ndarr
     if a_plan is None:
         lay = L.a_fragment_layout(f.atype)
         words = np.concatenate([L.gather(lay, a[:, s * kstep:(s + 1) * kstep]) for s in range(k.k_steps)], axis=1)
-        bufs["a"][:] = np.ascontiguousarray(words.astype(np.uint32)).view(np.uint8)
+        bufs["a"][:] = np.ascontiguousarray(words.astype(np.uint32)).view(np.uint8).ravel()
     acc = L.accumulator_layout(f.dtype, f.shape.n)
-    bufs["c"][:] = np.ascontiguousarray(L.gather(acc, c).astype(np.uint32)).view(np.uint8)
+    bufs["c"][:] = np.ascontiguousarray(L.gather(acc, c).astype(np.uint32)).view(np.uint8).ravel()
     return bufs
 
 
@@ -227,7 +227,7 @@ def compile_kernels(kernels: list[Kernel]):
     bad = [(k.key, r.diagnostics[:1]) for k, r in zip(kernels, res) if not r.accepted]
     if bad:
         raise SystemExit(f"ptxas rejected {len(bad)} kernels: {bad[:3]}")
-    return progs, [r.cubin for r in res]
+    return progs, [(r.cubin, r.kernel_map().get(p.launch.kernel, p.launch.kernel)) for p, r in zip(progs, res)]
 
 
 class Gpu:
@@ -339,8 +339,8 @@ def run(args) -> dict:
     gpu = None if args.dry_run else Gpu()
     t1 = time.time()
     if gpu:
-        for i, (p, cb) in enumerate(zip(progs, cubins)):
-            gpu.load(i, cb, p.launch.kernel)
+        for i, (cb, name) in enumerate(cubins):
+            gpu.load(i, cb, name)
     for idx, k, dist, seed in launches:
         a, b, c = gen_data(k, dist, seed)
         if gpu:

@@ -337,9 +337,17 @@ def _record(block: int, idx: int, p: Program, v: differ.Verdicts, findings: list
 
 
 def _save_repro(out: Path, p: Program, v: differ.Verdicts, f: differ.Finding, block: int, idx: int) -> str:
-    from dataclasses import replace
+    judges = tuple(j for j in differ.CPU_JUDGES)
+    try:
+        prog = differ.finalize_repro(p, judges, f.signature)
+    except Exception:  # never lose the finding over its bookkeeping
+        from dataclasses import replace
 
-    prog = replace(p, signature=f.signature, expect=tuple(e for e in p.expect if e[0] == "rule") + tuple(v.summary().items()))
+        prog = replace(p, signature=f.signature)
+    if v.hardware is not None:
+        from dataclasses import replace
+
+        prog = replace(prog, notes=prog.notes + (f"hardware when found: {v.summary().get('hardware', '?')}",))
     path = out / "repros" / f"b{block}_{idx}.ptx"
     path.write_text(prog.to_ptx())
     return str(path)

@@ -134,7 +134,6 @@ def check_program(program, config: FuzzConfig) -> None:
     out = Path(config.repro_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / (re.sub(r"[^A-Za-z0-9]+", "_", first.signature).strip("_")[:100] + ".ptx")
-    repro = replace(program, signature=first.signature,
-                    expect=tuple(e for e in program.expect if e[0] == "rule") + tuple(verdicts.summary().items()))
+    repro = differ.finalize_repro(program, tuple(j for j in judges if j != "hardware"), first.signature)
     path.write_text(repro.to_ptx())
     raise AssertionError(f"{first.signature}: {first.message}\nrepro: {path.resolve()}")

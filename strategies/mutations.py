@@ -10,6 +10,10 @@ Each ``Mutation`` edits a legal program's IR in one place and records in
                                             (a SERIALISED code): then the advisory is moot
   ("checker", "illegal: <rule>")            the ISA rule broken
   ("checker", "undefined: <rule>")          the PTX spec rule broken (undefined behaviour)
+
+Rule names are helper "checker"'s rule ids (``isa.imm`` stands for ``isa.imm.<operand>``);
+``spec.smem.out-of-bounds`` has no checker rule yet, and the checker does not see
+``spec.desc.base-offset`` when the descriptor is moved at run time (both reported).
   ("reference", "undefined")                values the spec leaves free
 
 The ptxas verdicts for undefined-behaviour rules were measured with real ptxas
@@ -326,40 +330,47 @@ def _divergent_guard(p: Program, choice: int) -> Program | None:
     return _with_body(p, body)
 
 
-def _wait_skipped_on_a_path(p: Program, choice: int) -> Program | None:
-    """A uniform branch that jumps over the last wait_group: one path reads in-flight accumulators.
+def _path_flag(p: Program, name: str) -> tuple[Program, list, Reg]:
+    """A new ``.u32`` kernel parameter (value 1) and the code that turns it into a predicate."""
+    from fuzzptx.ptx.ir import Addr, Param
 
-    Measured: ptxas 13.0.88 prints nothing (no C7517) for the path without the wait.
-    """
-    body = _body(p)
-    waits = _find(body, lambda s: s.opcode == WAIT)
-    mm = _mmas(body)
-    if not waits or not mm or waits[-1] < mm[-1]:
+    i, fn = _kernel(p)
+    fn = replace(fn, params=fn.params + (Param(".param", ".u32", name),))
+    items = list(p.module.items)
+    items[i] = fn
+    p = replace(p, module=replace(p.module, items=tuple(items)), scalars=p.scalars + ((name, 1),))
+    r, pred = Reg(f"%{name}_v"), Reg(f"%{name}")
+    code = [Instr("ld.param.u32", (r, Addr(Sym(name)))), Instr("setp.ne.u32", (pred, r, Imm.of(0)))]
+    return p, code, pred
+
+
+def _skip_over(p: Program, index_of, label: str) -> Program | None:
+    """Jump over one instruction on the path a uniform kernel parameter (value 1) selects."""
+    if index_of(_body(p)) is None:
         return None
-    w = waits[-1]
-    body = _declare(_declare(body, ".pred", "%fz_path"), ".b32", "%fz_tidy")
-    w += 2
-    label = "$fz_nowait"
-    code = [Instr("mov.u32", (Reg("%fz_tidy"), Reg("%tid.y"))),
-            Instr("setp.ne.u32", (Reg("%fz_path"), Reg("%fz_tidy"), Imm.of(0))),
-            Instr("bra.uni", (Sym(label),), Guard(Reg("%fz_path"), negated=True))]
-    body = body[:w] + code + [body[w], Label(label)] + body[w + 1:]
-    return _with_body(p, body)
+    p, code, pred = _path_flag(p, label.strip("$"))
+    body = _declare(_declare(_body(p), ".pred", pred.name), ".b32", pred.name + "_v")
+    idx = index_of(body)
+    jump = Instr("bra.uni", (Sym(label),), Guard(pred))
+    return _with_body(p, body[:idx] + code + [jump, body[idx], Label(label)] + body[idx + 1:])
+
+
+def _wait_skipped_on_a_path(p: Program, choice: int) -> Program | None:
+    """A uniform branch over the last wait_group: the accumulators are then read in flight.
+
+    Measured: ptxas 13.0.88 mostly prints C7517 but not always, so the label is "accepted".
+    """
+    def last_wait(body):
+        waits = _find(body, lambda s: s.opcode == WAIT)
+        mm = _mmas(body)
+        return waits[-1] if waits and mm and waits[-1] > mm[-1] else None
+
+    return _skip_over(p, last_wait, "$fz_nowait")
 
 
 def _fence_skipped_on_a_path(p: Program, choice: int) -> Program | None:
-    """A uniform branch that jumps over the first wgmma.fence: one path reaches the wgmma unfenced."""
-    body = _body(p)
-    fences = _find(body, lambda s: s.opcode == FENCE)
-    if not fences:
-        return None
-    body = _declare(_declare(body, ".pred", "%fz_path"), ".b32", "%fz_tidy")
-    f = fences[0] + 2
-    label = "$fz_nofence"
-    code = [Instr("mov.u32", (Reg("%fz_tidy"), Reg("%tid.y"))),
-            Instr("setp.ne.u32", (Reg("%fz_path"), Reg("%fz_tidy"), Imm.of(0))),
-            Instr("bra.uni", (Sym(label),), Guard(Reg("%fz_path"), negated=True))]
-    return _with_body(p, body[:f] + code + [body[f], Label(label)] + body[f + 1:])
+    """A uniform branch over the first wgmma.fence: one path reaches the first wgmma unfenced."""
+    return _skip_over(p, lambda body: (_find(body, lambda s: s.opcode == FENCE) or [None])[0], "$fz_nofence")
 
 
 def _descriptor_defs(body: list) -> list[tuple[int, int]]:
@@ -399,25 +410,25 @@ def _smem_out_of_bounds(p: Program, choice: int) -> Program | None:
 
 
 MUTATIONS: tuple[Mutation, ...] = (
-    Mutation("bad_shape", "wgmma.shape", "illegal", "rejected", _bad_shape),
-    Mutation("type_mix", "wgmma.type_mix", "illegal", "rejected", _type_mix),
-    Mutation("imm_out_of_range", "wgmma.immediate", "illegal", "rejected", _imm_out_of_range),
-    Mutation("register_count", "wgmma.register_count", "illegal", "rejected", _register_count),
-    Mutation("register_type", "wgmma.register_type", "illegal", "rejected", _register_type),
-    Mutation("trans_forbidden", "wgmma.trans", "illegal", "rejected", _trans_forbidden),
-    Mutation("sparse_selector", "wgmma.sp_selector", "illegal", "rejected", _sparse_selector),
-    Mutation("ptx_version", "ptx.version", "illegal", "rejected", _ptx_version),
-    Mutation("target", "ptx.target", "illegal", "rejected", _target),
-    Mutation("missing_fence", "wgmma.fence.missing", "undefined", "accepted C7519", _missing_fence),
-    Mutation("fence_skipped_on_a_path", "wgmma.fence.path", "undefined", "accepted C7519", _fence_skipped_on_a_path),
-    Mutation("no_wait", "wgmma.wait.missing", "undefined", "accepted C7517", _no_wait),
-    Mutation("acc_write_in_flight", "wgmma.accumulator.in_flight", "undefined", "accepted", _acc_write_in_flight),
-    Mutation("a_write_in_flight", "wgmma.a_fragment.in_flight", "undefined", "accepted", _a_write_in_flight),
-    Mutation("divergent_stage", "wgmma.aligned.divergent", "undefined", "accepted", _divergent_stage),
-    Mutation("divergent_guard", "wgmma.aligned.divergent", "undefined", "accepted C7520", _divergent_guard),
-    Mutation("wait_skipped_on_a_path", "wgmma.wait.path", "undefined", "accepted", _wait_skipped_on_a_path),
-    Mutation("descriptor_misaligned", "desc.base_offset.misaligned", "undefined", "accepted", _descriptor_misaligned),
-    Mutation("smem_out_of_bounds", "smem.out_of_bounds", "undefined", "accepted", _smem_out_of_bounds),
+    Mutation("bad_shape", "isa.wgmma.shape", "illegal", "rejected", _bad_shape),
+    Mutation("type_mix", "isa.wgmma.types", "illegal", "rejected", _type_mix),
+    Mutation("imm_out_of_range", "isa.imm", "illegal", "rejected", _imm_out_of_range),
+    Mutation("register_count", "isa.operands.vector-size", "illegal", "rejected", _register_count),
+    Mutation("register_type", "isa.reg.type", "illegal", "rejected", _register_type),
+    Mutation("trans_forbidden", "isa.operands.count", "illegal", "rejected", _trans_forbidden),
+    Mutation("sparse_selector", "isa.imm", "illegal", "rejected", _sparse_selector),
+    Mutation("ptx_version", "isa.version", "illegal", "rejected", _ptx_version),
+    Mutation("target", "isa.target", "illegal", "rejected", _target),
+    Mutation("missing_fence", "spec.fence.missing", "undefined", "accepted C7519", _missing_fence),
+    Mutation("fence_skipped_on_a_path", "spec.fence.missing", "undefined", "accepted C7519", _fence_skipped_on_a_path),
+    Mutation("no_wait", "spec.async.access-in-flight", "undefined", "accepted C7517", _no_wait),
+    Mutation("acc_write_in_flight", "spec.async.access-in-flight", "undefined", "accepted", _acc_write_in_flight),
+    Mutation("a_write_in_flight", "spec.async.access-in-flight", "undefined", "accepted", _a_write_in_flight),
+    Mutation("divergent_stage", "spec.aligned.divergent", "undefined", "accepted", _divergent_stage),
+    Mutation("divergent_guard", "spec.aligned.divergent", "undefined", "accepted C7520", _divergent_guard),
+    Mutation("wait_skipped_on_a_path", "spec.async.access-in-flight", "undefined", "accepted", _wait_skipped_on_a_path),
+    Mutation("descriptor_misaligned", "spec.desc.base-offset", "undefined", "accepted", _descriptor_misaligned),
+    Mutation("smem_out_of_bounds", "spec.smem.out-of-bounds", "undefined", "accepted", _smem_out_of_bounds),
 )
 BY_NAME = {m.name: m for m in MUTATIONS}
 

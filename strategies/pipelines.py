@@ -134,6 +134,9 @@ def units(draw, *, max_d_regs: int = 128, allow_mn_major: bool = True) -> Unit:
     if not sparse:
         meta = None
     event(f"a_source={form.a_source}")
+    event(f"family={form.family}")
+    event(f"shape={shape}")
+    event(f"type={form.atype}.{form.btype}->{form.dtype}")
     return Unit(form, b_tile, a_tile, slices, d_type, a_type, meta, sp_sel)
 
 

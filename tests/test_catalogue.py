@@ -188,3 +188,20 @@ def test_minimal_kernel_options():
     assert m.version == "8.5"
     low = isa.by_key("ldmatrix.sync.aligned.m8n8.x4.b16")
     assert minimal_kernel(low, target=build_target(low)).target == "sm_75"
+
+
+def test_minimal_kernels_parse_back():
+    """What strategies reuse must survive the parser: parse(emit(k)) == k for each family."""
+    parse = pytest.importorskip("fuzzptx.ptx.parse").parse
+    for fam in sorted(FAMILIES):
+        for form in isa.forms(fam)[:12]:
+            for m in (minimal_kernel(form, include_optional=True), minimal_kernel(form, scale_d_pred=True)):
+                assert parse(emit(m)) == m, form.key
+
+
+def test_catalogue_command(capsys):
+    assert listing.main_catalogue(["--json", "--family", "mma.sp"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["key"] for r in rows] == [f.key for f in isa.forms("mma.sp")]
+    assert listing.main_catalogue([]) == 0
+    assert f"{len(isa.forms())} forms" in capsys.readouterr().out

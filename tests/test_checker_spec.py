@@ -187,6 +187,15 @@ def test_tid_shift_gets_no_credit_for_2d_blocks():
     assert any(r == "spec.aligned.divergent" for r, _ in rules(t2))
 
 
+def test_tid_y_is_uniform_only_when_the_block_is_known_flat():
+    t = kernel(["mov.u32 %r30, %tid.y;", "setp.eq.u32 %p5, %r30, 0;", "@%p5 bra L1;",
+                FENCE, wg(), COMMIT, WAIT] + store() + ["L1:"])
+    assert any(r == "spec.aligned.divergent" for r, _ in rules(t))
+    assert rules("// LAUNCH: kernel=k grid=1,1,1 block=256,1,1\n" + t) == []
+    assert rules(t.replace("(.param .u64 out)", "(.param .u64 out)\n.reqntid 128, 1, 1")) == []
+    assert any(r == "spec.aligned.divergent" for r, _ in rules("// LAUNCH: kernel=k grid=1,1,1 block=128,2,1\n" + t))
+
+
 def test_value_defined_under_divergent_branch_is_divergent():
     t = kernel(["mov.u32 %r30, 0;", f"{DIV} bra L0;", "mov.u32 %r30, 1;", "L0:", "setp.eq.u32 %p5, %r30, 0;",
                 "@%p5 bra L1;", FENCE, wg(), COMMIT, WAIT] + store() + ["L1:"])
@@ -203,6 +212,14 @@ def test_shfl_broadcast_of_warpgroup_index_is_uniform():
     t = kernel(["shr.u32 %r30, %r20, 7;", "shfl.sync.idx.b32 %r31, %r30, 0, 31, -1;", "setp.eq.u32 %p5, %r31, 0;",
                 "@%p5 bra L1;", FENCE, wg(), COMMIT, WAIT] + store() + ["L1:"])
     assert rules(t) == []
+
+
+def test_call_to_func_with_wgmma_under_divergent_branch():
+    helper = ".func stage()\n{\n\twgmma.fence.sync.aligned;\n\tret;\n}"
+    t = kernel([f"{DIV} bra L1;", "call.uni stage, ();", "L1:"], extra=helper)
+    found = [f for f in spec(t) if f.rule == "spec.aligned.divergent"]
+    assert [f.line for f in found] == [line(t, "call.uni")] and "a call to a .func" in found[0].message
+    assert rules(t.replace(DIV, UNI)) == []
 
 
 # ------------------------------------------------------------------ async proxy
@@ -234,7 +251,7 @@ def _desc(start: int, swizzle: int, base: int = 0) -> int:
 def test_constant_descriptor_misaligned_for_128b_swizzle():
     t = kernel([f"mov.b64 %rd5, {_desc(0x180, 1)};", FENCE, wg(a="%rd5"), COMMIT, WAIT] + store())
     found = [f for f in spec(t) if f.rule == "spec.desc.base-offset"]
-    assert [f.line for f in found] == [line(t, "mma_async")] and "base offset 3" in found[0].message
+    assert [f.line for f in found] == [line(t, "mma_async")] and "base offset (start >> 7) & 7 = 3" in found[0].message
 
 
 @pytest.mark.parametrize("start, base", [(0x400, 0), (0x420, 0), (0x180, 3)])

@@ -21,10 +21,10 @@ COLLECT = settings(deadline=None, database=None, phases=[Phase.generate],
                    suppress_health_check=list(HealthCheck))
 
 
-def collect(strategy, n: int) -> list:
+def collect(strategy, n: int, derandomize: bool = False) -> list:
     out: list = []
 
-    @settings(COLLECT, max_examples=n)
+    @settings(COLLECT, max_examples=n, derandomize=derandomize)
     @given(strategy)
     def run(x):
         out.append(x)
@@ -73,7 +73,8 @@ def test_spec_only_forms_are_rejected_by_ptxas():
 
 
 def test_every_mutation_does_what_its_label_says_under_ptxas():
-    bases = collect(st.tuples(wgmma_programs(max_units=2), st.integers(0, 7)), 14)
+    # derandomized: the same bases every run, so the applicability check below is stable
+    bases = collect(st.tuples(wgmma_programs(max_units=2), st.integers(0, 7)), 14, derandomize=True)
     cases = []
     for m in MUTATIONS:
         for p, choice in bases:

@@ -60,3 +60,21 @@ def catalogue_table(family: str | None = None) -> str:
         flag = "" if f.ptxas_accepts else "  [ptxas rejects: spec-only]"
         lines.append(f"{f.key:<{width}}  {f.target:<8} {f.min_ptx[0]}.{f.min_ptx[1]:<2} {ops}{flag}")
     return "\n".join(lines) + "\n"
+
+
+def main_catalogue(argv: list[str] | None = None) -> int:
+    """``fuzzptx catalogue [--json] [--family F]``."""
+    import argparse
+    import json
+
+    from . import families
+
+    ap = argparse.ArgumentParser(prog="fuzzptx catalogue", description="list the ISA catalogue")
+    ap.add_argument("--json", action="store_true", help="one JSON object per form, as a list")
+    ap.add_argument("--family", choices=families(), help="only this family")
+    args = ap.parse_args(argv)
+    if args.json:
+        print(json.dumps(catalogue_rows(args.family), indent=1))
+    else:
+        print(catalogue_table(args.family), end="")
+    return 0

@@ -8,7 +8,7 @@ from fuzzptx.ptx.ir import Function, Instr, Module
 
 from .flow import Graph, analyse, build_cfg
 from .regs import defs_uses, is_wgmma, wgmma_regs, wgmma_shape
-from .uniformity import CTA, WARPGROUP, Uniformity, analyse_uniformity, branch_reg
+from .uniformity import CTA, Uniformity, analyse_uniformity, branch_reg
 
 
 class Site(NamedTuple):
@@ -70,7 +70,7 @@ class FnCtx:
 
 def build_ctx(module: Module, fn: Function) -> FnCtx:
     g = analyse(build_cfg(fn))
-    uni = analyse_uniformity(fn, g)
+    uni = analyse_uniformity(fn, g, preamble=module.preamble)
     wg: dict[Site, Instr] = {}
     rel: set[str] = set()
     for b in g.blocks:

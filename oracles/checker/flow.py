@@ -1,83 +1,18 @@
-"""Control flow for the checker: the CFG, (post-)dominators, control dependence, a forward solver.
-
-The CFG comes from ``fuzzptx.ptx.cfg.build_cfg`` (the shared one); a private builder with
-the same interface stands in while that module is missing.
-"""
+"""Control flow for the checker: post-dominators, control dependence, a forward solver over
+the shared CFG (``fuzzptx.ptx.cfg.build_cfg``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable, Iterable, TypeVar
 
-from fuzzptx.ptx.ir import Function, Instr, Label, Sym, walk
+from fuzzptx.ptx.ir import Function
 
 S = TypeVar("S")
 
 
-@dataclass(frozen=True)
-class Block:
-    index: int
-    label: str | None
-    instrs: tuple[Instr, ...]
-    succs: tuple[int, ...]
-    preds: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class _CFG:
-    blocks: tuple[Block, ...]
-
-
-def _ends_block(i: Instr) -> bool:
-    return i.base in ("bra", "brx", "ret", "exit", "trap")
-
-
-def _fallback_build_cfg(fn: Function) -> _CFG:
-    """Blocks split at labels and after branches/returns; guarded ones fall through too."""
-    raw: list[tuple[str | None, list[Instr]]] = [(None, [])]
-    for stmt in walk(fn.body or ()):
-        if isinstance(stmt, Label):
-            if raw[-1][1] or raw[-1][0] is not None:
-                raw.append((stmt.name, []))
-            else:
-                raw[-1] = (stmt.name, [])
-        elif isinstance(stmt, Instr):
-            raw[-1][1].append(stmt)
-            if _ends_block(stmt):
-                raw.append((None, []))
-    if len(raw) > 1 and raw[-1][0] is None and not raw[-1][1]:
-        raw.pop()
-    labels = {lab: k for k, (lab, _) in enumerate(raw) if lab is not None}
-    succs: list[list[int]] = []
-    for k, (_, instrs) in enumerate(raw):
-        last = instrs[-1] if instrs else None
-        out: list[int] = []
-        falls = True
-        if last is not None and last.base == "bra":
-            target = last.operands[-1] if last.operands else None
-            if isinstance(target, Sym) and target.name in labels:
-                out.append(labels[target.name])
-            falls = last.guard is not None
-        elif last is not None and last.base == "brx":
-            out.extend(sorted(set(labels.values())))
-            falls = False
-        elif last is not None and last.base in ("ret", "exit", "trap"):
-            falls = last.guard is not None
-        if falls and k + 1 < len(raw):
-            out.append(k + 1)
-        succs.append(list(dict.fromkeys(out)))
-    preds: list[list[int]] = [[] for _ in raw]
-    for k, ss in enumerate(succs):
-        for s in ss:
-            preds[s].append(k)
-    return _CFG(tuple(Block(k, lab, tuple(ins), tuple(succs[k]), tuple(preds[k]))
-                      for k, (lab, ins) in enumerate(raw)))
-
-
 def build_cfg(fn: Function):
-    try:
-        from fuzzptx.ptx.cfg import build_cfg as shared  # type: ignore
-    except ImportError:
-        return _fallback_build_cfg(fn)
+    from fuzzptx.ptx.cfg import build_cfg as shared
+
     return shared(fn)
 
 

@@ -173,8 +173,12 @@ def _reaching(ctx: FnCtx, entry, step) -> dict:
 def _structure(ctx: FnCtx, out: _Out) -> None:
     """C7519 at a wgmma not control-equivalent to a fence reaching it, and at a commit not
     control-equivalent to the wgmmas it commits (ptxas re-arrives there; measured)."""
+    # the last stage piece (fence or wgmma) before each wgmma: a wgmma is re-arrived when a branch
+    # or guard separates it from that piece
     rf = _reaching(ctx, frozenset({"entry"}),
-                   lambda ins, s, st: frozenset({s}) if is_fence(ins) else st)
+                   lambda ins, s, st: frozenset({s}) if is_fence(ins) or is_wgmma(ins) else st)
+    rf_any = _reaching(ctx, frozenset({"entry"}),
+                       lambda ins, s, st: frozenset({s}) if is_fence(ins) else st)
     unc = _reaching(ctx, frozenset(),
                     lambda ins, s, st: st | {s} if is_wgmma(ins) else frozenset() if is_commit(ins) else st)
     for site in sorted(rf, key=_order):
@@ -182,7 +186,7 @@ def _structure(ctx: FnCtx, out: _Out) -> None:
         if is_wgmma(ins):
             others = [x for x in rf[site] if x != "entry"]
         elif is_commit(ins):
-            others = list(unc.get(site, ())) or [x for x in rf[site] if x != "entry"]
+            others = list(unc.get(site, ())) or [x for x in rf_any[site] if x != "entry"]
         else:
             continue
         if any(ctx.ctrl_deps(o) != ctx.ctrl_deps(site) for o in others):
@@ -220,6 +224,15 @@ def _loop_exit_line(ctx: FnCtx, pos: dict, site: Site, wgmmas) -> int | None:
             if h in pos and pos[h] <= pos[p] and any(pos[h] <= pos.get(w.block, -1) <= pos[p] for w in wgmmas):
                 instrs = ctx.g.blocks[p].instrs
                 return _line(instrs[-1]) if instrs else None
+    return None
+
+
+def _divergent_branch_line(ctx: FnCtx, site: Site) -> int | None:
+    """Line of a (ptxas-)divergent branch the instruction is control dependent on, if any."""
+    for dep in sorted(ctx.g.cdeps[site.block]):
+        if ctx.dep_divergent(dep, ptxas=True):
+            instrs = ctx.g.blocks[dep[0]].instrs
+            return _line(instrs[-1]) if instrs else None
     return None
 
 
@@ -283,11 +296,12 @@ class PS(NamedTuple):
     fences: frozenset  # fences (sites, or "entry") that opened the stage on some path
     open: bool  # a fence or wgmma since the last injected wait: a commit makes a group
     stage_div: bool  # uncommitted sets differed at a divergent reconvergence point
+    raw_div: bool  # open group counts differed there (matters to the next wgmma or commit)
     wait_div: frozenset  # wgmmas in flight on some paths only, merged divergently
 
 
 ENTRY_STATE = PS(False, frozenset(), frozenset(), False, frozenset(), frozenset(), False, frozenset(), 0,
-                 frozenset(), None, False, frozenset({"entry"}), False, False, frozenset())
+                 frozenset(), None, False, frozenset({"entry"}), False, False, False, frozenset())
 
 
 def _join(states: list, divergent: bool, loop_header: bool, at: int | None = None) -> PS:
@@ -317,6 +331,7 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             fences=a.fences | b.fences,
             open=a.open or b.open,
             stage_div=a.stage_div or b.stage_div or (divergent and ua != ub),
+            raw_div=a.raw_div or b.raw_div or (divergent and a.raw != b.raw),
             wait_div=a.wait_div | b.wait_div | (frozenset(fa ^ fb) if divergent else frozenset()),
         )
     return a
@@ -337,7 +352,7 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                                fences=frozenset({site}), fl=fl, raw=min(st.raw + implicit, 8))
         if is_wgmma(ins):
             acc, a, _ = wgmma_regs(ins)
-            if st.arm_div and report:
+            if (st.arm_div or st.stage_div or st.raw_div) and report:
                 out.divergent.append((_order(site), "C7520"))
             dirty = st.dirty
             first = not st.stage_acc  # accumulator rewrites count only at a stage's first wgmma
@@ -350,14 +365,14 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                                waited=st.waited - {site}, stage_acc=st.stage_acc | acc, open=True,
                                wait_div=st.wait_div - {site})
         if is_commit(ins):
-            if (st.arm_div or st.stage_div) and report:
+            if (st.arm_div or st.stage_div or st.raw_div) and report:
                 out.divergent.append((_order(site), "C7520"))
             if (not st.armed or st.flag) and report:
                 out.arrive[line] = True
             counted = st.open or not st.armed
             return st._replace(armed=True, fl=frozenset((s, 0 if d < 0 else min(d + 1, 8)) for s, d in st.fl),
                                flag=False, stage_acc=frozenset(), raw=min(st.raw + counted, 8),
-                               open=st.open or not st.armed, stage_div=False)
+                               open=st.open or not st.armed, stage_div=False, raw_div=False)
         if is_wait(ins):
             if st.stage_div and report:
                 out.divergent.append((_order(site), "C7520"))
@@ -366,10 +381,12 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
             passed = frozenset(s for s, d in fl if d >= 0)
             raw = min(st.raw + implicit, 8, n)
             return st._replace(fl=frozenset((s, d) for s, d in fl if d < n), waited=st.waited | passed,
-                               raw=raw, split=st.split if raw else frozenset())
+                               raw=raw, split=st.split if raw else frozenset(), raw_div=False,
+                               open=st.open or st.armed)
         if ins.base in ("ret", "exit"):
+            if report and (st.raw or st.fl):
+                out.wait_ser[line] = True  # a serialised function waits for everything at its exits
             if report and st.raw:
-                out.wait_ser[line] = True
                 for x in (st.split or {line}):
                     out.wait[x] = True
             elif report and st.fl and st.split:
@@ -405,10 +422,16 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                     out.divergent.append((_order(site), "C7518"))
                 return st
             if not guarded and any(s in st.waited or _order_pos(pos, s) >= _order_pos(pos, site) for s in read):
-                # a wait that does not cover it, or a wgmma carried around a loop: serialised
+                # a wait that does not cover it, or a wgmma carried around a loop: serialised ...
+                branch = _divergent_branch_line(ctx, site)
+                if branch is None:
+                    if report:
+                        out.ser.append((_order(site), "C7514"))
+                    return st
+                # ... unless the read sits under a divergent branch: ptxas waits at the branch instead
                 if report:
-                    out.ser.append((_order(site), "C7514"))
-                return st
+                    out.wait_at_use[branch] = True
+                return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False)
             if report:
                 out.wait_at_use[_loop_exit_line(ctx, pos, site, read) or _store_pair_line(ctx, site, ins)] = True
             return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False)

@@ -1,13 +1,13 @@
 """Registers: declared types per function, tensor-core operand roles, and defs/uses.
 
-``defs_uses`` comes from ``fuzzptx.ptx.dataflow`` (the shared definition); this module
+``defs_uses`` is ``fuzzptx.ptx.dataflow``'s (names only, memoised by identity); this module
 adds what the checker needs on top: the accumulator / A-fragment registers of a wgmma.
 """
 from __future__ import annotations
 
-import functools
 
 from fuzzptx import isa
+from fuzzptx.ptx.dataflow import defs_uses as shared_defs_uses
 from fuzzptx.ptx.ir import Function, Imm, Instr, Reg, RegDecl, Vec, registers_in, walk
 
 # Special registers and their types (PTX ISA 10); a dotted name's stem decides.
@@ -47,49 +47,6 @@ def declared_types(fn: Function) -> dict[str, str]:
     return out
 
 
-def _fallback_defs_uses(instr: Instr) -> tuple[tuple[Reg, ...], tuple[Reg, ...]]:
-    """PTX convention: the first operand is the destination unless the opcode writes none."""
-    ops = instr.operands
-    guard = (instr.guard.reg,) if instr.guard else ()
-    base = instr.base
-    no_dest = base in _NO_DEST or instr.opcode.startswith(_NO_DEST_PREFIXES)
-    if instr.opcode.startswith("wgmma.mma_async") and ops:
-        d = registers_in(ops[0])
-        rest = tuple(r for o in ops[1:] for r in registers_in(o))
-        return d, d + rest + guard
-    if base == "call":
-        calls = [o for o in ops if hasattr(o, "items") and not isinstance(o, Vec)]
-        if len(calls) >= 2:
-            return registers_in(calls[0]), tuple(r for c in calls[1:] for r in registers_in(c)) + guard
-        return (), tuple(r for o in ops for r in registers_in(o)) + guard
-    if no_dest or not ops:
-        return (), tuple(r for o in ops for r in registers_in(o)) + guard
-    first = ops[0]
-    if isinstance(first, (Reg, Vec)):
-        defs = tuple(Reg(p) for r in registers_in(first) for p in r.name.split("|"))
-        uses = tuple(r for o in ops[1:] for r in registers_in(o))
-        return defs, uses + guard
-    return (), tuple(r for o in ops for r in registers_in(o)) + guard
-
-
-_NO_DEST = frozenset({
-    "st", "red", "bar", "barrier", "bra", "brx", "ret", "exit", "membar", "fence", "trap", "nanosleep",
-    "stmatrix", "prefetch", "prefetchu", "cp", "brkpt", "pmevent", "setmaxnreg", "griddepcontrol",
-    "discard", "applypriority", "multimem", "tensormap", "wgmma", "st.async", "red.async", "cvta.st",
-})
-_NO_DEST_PREFIXES = ("wmma.store", "mbarrier.init", "mbarrier.inval", "mbarrier.expect_tx",
-                     "mbarrier.complete_tx", "mbarrier.arrive_drop.noComplete")
-
-
-def _shared_defs_uses():
-    try:
-        from fuzzptx.ptx.dataflow import defs_uses  # type: ignore
-
-        return defs_uses
-    except ImportError:
-        return _fallback_defs_uses
-
-
 class _IdCache(dict):
     """Memo keyed by object identity (IR nodes hash deeply, and are compared by value)."""
 
@@ -114,12 +71,8 @@ def defs_uses(instr: Instr) -> tuple[frozenset[str], frozenset[str]]:
 
 
 def _defs_uses(instr: Instr) -> tuple[frozenset[str], frozenset[str]]:
-    try:
-        d, u = _shared_defs_uses()(instr)
-    except Exception:  # the shared one may reject an instruction it does not know
-        d, u = _fallback_defs_uses(instr)
-    split = lambda regs: frozenset(p for r in regs for p in r.name.split("|"))
-    return split(d), split(u)
+    d, u = shared_defs_uses(instr)
+    return frozenset(r.name for r in d), frozenset(r.name for r in u)
 
 
 # ------------------------------------------------------------------ wgmma roles

@@ -62,9 +62,11 @@ def fence_analysis(ctx: FnCtx, sink: Sink) -> None:
                     sink.add("spec.fence.missing", "error", _line(ins),
                              "wgmma.mma_async is reached by a path with no wgmma.fence before it "
                              "(PTX ISA 9.7.15.7.1: a fence is required before the first wgmma.mma_async)")
-                bad_acc = sorted({(r, t) for r, t, _ in dirty if r in acc and t != shape})
-                bad_a = sorted({r for r, t, _ in dirty if r in a and not t})
-                lines = sorted({ln for r, t, ln in dirty if ln and ((r, t) in bad_acc or (r in bad_a and not t))})
+                # "after the last fence" means nothing without one (reported above)
+                seen = dirty if fenced else frozenset()
+                bad_acc = sorted({(r, t) for r, t, _ in seen if r in acc and t != shape})
+                bad_a = sorted({r for r, t, _ in seen if r in a and not t})
+                lines = sorted({ln for r, t, ln in seen if ln and ((r, t) in bad_acc or (r in bad_a and not t))})
                 if bad_acc or bad_a:
                     what = []
                     if bad_acc:
@@ -226,18 +228,34 @@ def _required_level(ins: Instr) -> int | None:
     return None
 
 
+def _callee_levels(ctx: FnCtx) -> dict[str, int]:
+    """Per defined .func: the uniformity its .aligned tensor-core instructions need (a call summary)."""
+    out: dict[str, int] = {}
+    for f in ctx.module.functions():
+        if f.body is not None and f.kind == "func":
+            levels = [lv for i in f.instructions() if (lv := _required_level(i)) is not None]
+            if levels:
+                out[f.name] = max(levels)
+    return out
+
+
 def aligned_analysis(ctx: FnCtx, sink: Sink) -> None:
+    callees = _callee_levels(ctx)
     for b in ctx.g.order:
         for site, ins in sites(ctx, b):
             need = _required_level(ins)
+            if need is None and ins.base == "call" and callees:
+                names = [o.name for o in ins.operands if isinstance(o, Sym) and o.name in callees]
+                need = max((callees[n] for n in names), default=None)
             if need is None:
                 continue
             scope = LEVEL_NAMES[need]
             for dep in sorted(ctx.ctrl_deps(site), key=str):
                 lvl = _dep_level(ctx, dep)
                 if lvl < need:
+                    what = ins.opcode.split('.sync')[0] if ins.base != "call" else "a call to a .func with .aligned tensor-core instructions"
                     sink.add("spec.aligned.divergent", "error", _line(ins),
-                             f"{ins.opcode.split('.sync')[0]} is .aligned but runs under the {ctx.dep_text(dep)}, "
+                             f"{what} is .aligned but runs under the {ctx.dep_text(dep)}, "
                              f"which is not {scope}-uniform; every thread of the {scope} must execute it")
                     break
 
@@ -307,35 +325,45 @@ RESERVED_MASK = (0x3 << 14) | (0x3 << 30) | (0x7 << 46) | (((1 << 10) - 1) << 52
 
 
 def descriptor_analysis(ctx: FnCtx, sink: Sink) -> None:
-    wanted = sorted({d for ins in ctx.wgmmas.values() for d in wgmma_regs(ins)[2]})
-    if not wanted:
+    """Decode descriptors whose fields are known (constants, or built from aligned shared symbols)."""
+    from .bits import known_bits
+
+    uses = [(site.block, site.pos, d) for site, ins in ctx.wgmmas.items() for d in sorted(wgmma_regs(ins)[2])]
+    if not uses:
         return
-    consts = const_values(ctx, wanted)
-    for site, ins in sorted(ctx.wgmmas.items(), key=lambda x: (x[0].block, x[0].pos)):
-        _, _, descs = wgmma_regs(ins)
-        for name in sorted(descs):
-            if name in consts:
-                _check_descriptor(name, consts[name], ins, sink)
+    known = known_bits(ctx.module, ctx.fn, ctx.g.blocks, uses)
+    for block, pos, name in sorted(uses):
+        mask, v = known[(block, pos, name)]
+        if mask:
+            _check_descriptor(name, mask, v, ctx.g.blocks[block].instrs[pos], sink)
 
 
-def _check_descriptor(name: str, v: int, ins: Instr, sink: Sink) -> None:
-    start = (v & 0x3FFF) << 4
-    base = (v >> 49) & 0x7
-    swz = (v >> 62) & 0x3
+def _field(mask: int, v: int, lo: int, width: int) -> int | None:
+    m = ((1 << width) - 1) << lo
+    return (v & m) >> lo if mask & m == m else None
+
+
+def _check_descriptor(name: str, mask: int, v: int, ins: Instr, sink: Sink) -> None:
     line = _line(ins)
-    if v & RESERVED_MASK:
-        sink.add("spec.desc.reserved", "warning", line,
-                 f"descriptor {name} = {v:#x} sets reserved bits {v & RESERVED_MASK:#x}")
+    shown = f"{v:#x}" if mask == (1 << 64) - 1 else "(built at run time)"
+    reserved = v & mask & RESERVED_MASK
+    if reserved:
+        sink.add("spec.desc.reserved", "warning", line, f"descriptor {name} = {shown} sets reserved bits {reserved:#x}")
+    swz, base = _field(mask, v, 62, 2), _field(mask, v, 49, 3)
     if swz == 0 and base:
         sink.add("spec.desc.base-offset", "warning", line,
-                 f"descriptor {name} = {v:#x}: base offset {base} has no meaning with no swizzle (PTX ISA 9.7.15.5.1.2.2)")
-    if swz:
+                 f"descriptor {name} = {shown}: base offset {base} has no meaning with no swizzle (PTX ISA 9.7.15.5.1.2.2)")
+    low = _field(mask, v, 0, 6)  # start >> 4, bits 0..5: the start address modulo 1024
+    if swz and base is not None and low is not None:
         period = SWIZZLE_BYTES[swz]
-        want = (start >> 7) & (period // 128 - 1)
-        if start % period and base == 0 and want:
+        start = low << 4
+        want = (start >> 7) & 7
+        ok = {want, 0} if start % period == 0 else {want}
+        if base not in ok:
+            where = f"{start:#x}" if mask == (1 << 64) - 1 else f"{start:#x} (mod 1024)"
             sink.add("spec.desc.base-offset", "error", line,
-                     f"descriptor {name} = {v:#x}: matrix start {start:#x} is not on a {period}-byte boundary "
-                     f"({SWIZZLE_NAMES[swz]}) and base offset is 0; the spec wants base offset {want}")
+                     f"descriptor {name} = {shown}: matrix start {where} with {SWIZZLE_NAMES[swz]} needs base offset "
+                     f"(start >> 7) & 7 = {want}, but the descriptor has {base} (PTX ISA 9.7.15.5.1.2.2)")
 
 
 # ------------------------------------------------------------------ driver

@@ -8,15 +8,17 @@ least uniform operand; a value defined under a branch is no more uniform than th
 ``%tid.x >> k`` (or ``/ 2**k``, or ``& mask`` with k trailing zero bits) is tracked exactly:
 k >= 7 is warpgroup-uniform, k >= 5 warp-uniform.  That is sound when the warp rank is
 ``%tid.x / 32``, i.e. for one-dimensional blocks or ``%ntid.x`` a multiple of 128; a kernel
-whose ``.reqntid``/``.maxntid`` says otherwise gets no such credit.  ``%tid.y``/``%tid.z`` are
-treated as varying per thread.
+whose ``.reqntid``/``.maxntid`` (or repro ``LAUNCH:`` header) says otherwise gets no such credit.
+``%tid.y``/``%tid.z`` vary per thread unless ``.reqntid`` or the repro header's ``LAUNCH: ...
+block=x,y,z`` makes that dimension 1 (then they are 0).  The ``ptxas`` flavour models what
+ptxas itself treats as divergent (measured; see ``analyse_uniformity``).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Reg, Sym
+from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Reg
 
 from .flow import Graph
 from .regs import defs_uses
@@ -49,6 +51,19 @@ def _special(name: str) -> tuple[int, object]:
 def _pow2(v) -> int | None:
     if isinstance(v, int) and v > 0 and v & (v - 1) == 0:
         return v.bit_length() - 1
+    return None
+
+
+def block_dims(fn: Function, preamble: tuple[str, ...] = ()) -> tuple[int, int, int] | None:
+    """The block shape if known: ``.reqntid x, y, z`` or a repro header's ``LAUNCH: kernel=K ... block=x,y,z``."""
+    for attr in fn.attributes:
+        m = re.match(r"\s*\.reqntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", attr)
+        if m:
+            return int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1)
+    for line in preamble:
+        m = re.match(r"\s*LAUNCH:.*\bkernel=(\S+).*\bblock=(\d+),(\d+),(\d+)", line)
+        if m and m.group(1) == fn.name:
+            return int(m.group(2)), int(m.group(3)), int(m.group(4))
     return None
 
 
@@ -97,13 +112,17 @@ def branch_reg(block) -> Reg | None:
     return None
 
 
-def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec") -> Uniformity:
+def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: tuple[str, ...] = ()) -> Uniformity:
     """``flavour="spec"``: sound levels for the PTX rules (divergent = below warpgroup).
     ``flavour="ptxas"``: what ptxas 13.0.88 treats as divergent (measured: anything from %tid/%laneid,
     no credit for %tid.x >> 7; %warpid, %clock and shfl broadcasts uniform; ``bra.uni`` trusted)."""
     ptxas = flavour == "ptxas"
     credit = _tid_credit(fn) and not ptxas
     threshold = WARP if ptxas else WARPGROUP
+    dims = None if ptxas else block_dims(fn, preamble)
+    if dims and (dims[1] > 1 or dims[2] > 1) and dims[0] % 128:
+        credit = False
+    flat = {f"%tid.{ax}" for ax, n in zip("yz", dims[1:]) if n == 1} if dims else set()  # always 0
     level: dict[str, int] = {}
     exact: dict[str, object] = {}
     for p in fn.params:
@@ -116,7 +135,7 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec") -> Uniform
             if op.name in level:
                 return level[op.name], exact.get(op.name)
             if op.name.startswith("%") and op.name.split(".")[0] not in ("%r", "%rd"):
-                sp = _special(op.name)
+                sp = (CTA, None) if op.name in flat else _special(op.name)
                 if ptxas and op.name.split(".")[0] in ("%clock", "%clock64", "%globaltimer"):
                     sp = (WARP, None)
                 if sp != (CTA, None) or "." in op.name:

@@ -51,9 +51,9 @@ def rne(x: np.ndarray, fmt: str) -> np.ndarray:
     """Round to nearest even into ``fmt`` (float64 result; overflow to Inf, or NaN without Inf)."""
     if fmt == "f64":
         return x
-    if fmt == "f32":
+    if fmt in ("f32", "f16"):  # numpy's casts round to nearest even, overflowing to Inf
         with np.errstate(over="ignore", invalid="ignore"):
-            return x.astype(np.float32).astype(np.float64)
+            return x.astype(_NP[fmt]).astype(np.float64)
     if fmt == "tf32":
         return F.round_to_format(x, "tf32")
     return F.round_to_format(x, fmt)
@@ -61,7 +61,7 @@ def rne(x: np.ndarray, fmt: str) -> np.ndarray:
 
 def step(v: np.ndarray, fmt: str, up: bool) -> np.ndarray:
     """The next representable value of ``fmt`` above (``up``) or below ``v`` (float64 in/out)."""
-    if fmt in ("f32", "f64"):
+    if fmt in ("f32", "f64", "f16"):
         t = _NP[fmt]
         with np.errstate(over="ignore", invalid="ignore"):
             return np.nextafter(v.astype(t), t(np.inf if up else -np.inf)).astype(np.float64)

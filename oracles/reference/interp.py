@@ -207,6 +207,7 @@ class Machine:
             raise MissingInput(f"block of {n} threads: the reference runs 1 to {MAX_THREADS} threads (4 warpgroups)")
         lin = np.arange(n, dtype=np.uint64)
         self.tid = lin
+        self.tid32 = lin.astype(np.int32)
         self.all = np.ones(n, bool)
         self.idx_all = np.arange(n)
         self.alive = np.ones(n, bool)

@@ -1,12 +1,14 @@
 """ld / st / barriers / fences: address resolution and per-thread parameter variables."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from fuzzptx.ptx.ir import Addr, Sym, Vec
 
 from .errors import BadAddress, Undefined, Unsupported
-from .ops import types_of
+from .ops import _types
 from .values import TYPES, U64, Shadow, mask
 
 SPACES = {"global": "global", "shared": "shared", "shared::cta": "shared", "param": "param",
@@ -16,18 +18,30 @@ _VIEW = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _space(ins) -> str:
-    for x in ins.modifiers:
+    return _space_of(ins.opcode)
+
+
+@functools.lru_cache(maxsize=4096)
+def _space_of(opcode: str) -> str:
+    for x in opcode.split(".")[1:]:
         if x in SPACES:
             return SPACES[x]
     return "generic"
 
 
 def _shape(ins):
-    t = types_of(ins)[-1] if types_of(ins) else None
+    return _shape_of(ins.opcode, ins)
+
+
+@functools.lru_cache(maxsize=4096)
+def _shape_of(opcode: str, ins):
+    """(element type, bytes, count) of an ld/st opcode (cached: ``ins`` only names the error)."""
+    ts = _types(opcode)
+    t = ts[-1] if ts else None
     if t is None:
         raise Unsupported.at(ins, "no type")
     count = 1
-    for x in ins.modifiers:
+    for x in opcode.split(".")[1:]:
         if x in ("v2", "v4", "v8"):
             count = int(x[1:])
     w = TYPES[t][0]
@@ -40,7 +54,8 @@ def _shape(ins):
 
 def _address(m, f, ins, a: Addr, act: np.ndarray):
     """(addresses of the active threads, per-thread param variable name or None)."""
-    idx = m.idx_all if act is m.all else np.flatnonzero(act)
+    full = act is m.all
+    idx = m.idx_all if full else np.flatnonzero(act)
     if isinstance(a.base, Sym):
         if a.base.name in f.info.pvars:
             return idx, None, a.base.name
@@ -50,11 +65,14 @@ def _address(m, f, ins, a: Addr, act: np.ndarray):
     if a.base is None:
         return idx, np.full(idx.size, a.offset & ((1 << 64) - 1), np.uint64), None
     bits, sh = m.read(f, a.base, "u64", ins)
-    if sh is not None and sh.nonexact()[idx].any():
+    if sh is not None and (sh.nonexact() if full else sh.nonexact()[idx]).any():
         raise Undefined(f"line {ins.loc.line if ins.loc else '?'}: {ins.base} through an undefined address")
     w = f.widths.get(a.base.name, 64)
-    addr = bits[idx] & mask(w)
-    return idx, (addr + U64(a.offset & ((1 << 64) - 1))), None
+    addr = bits if full else bits[idx]  # never written in place below
+    if w < 64:
+        addr = addr & mask(w)
+    off = a.offset & ((1 << 64) - 1)
+    return idx, (addr + U64(off) if off else addr), None
 
 
 def _take(sh: Shadow | None, rows: np.ndarray) -> Shadow | None:
@@ -96,7 +114,7 @@ def h_ld(m, f, ins, act):
         raise Unsupported.at(ins, "load source is not an address")
     idx, addr, pvar = _address(m, f, ins, a, act)
     n = m.n
-    outs = [np.zeros(n, np.uint64) for _ in range(count)]
+    outs = [np.zeros(n, np.uint64) for _ in range(count)] if pvar is None and idx.size != n else [None] * count
     shs: list[Shadow | None] = [None] * count
     if pvar is not None:
         data = f.pdata[pvar]
@@ -113,12 +131,21 @@ def h_ld(m, f, ins, act):
         space = _space(ins)
         if space == "local":
             raise Unsupported.at(ins, ".local memory is not supported")
-        for region, pos, off in m.mem.resolve(space, addr, eb * count, ins, "load"):
-            vals = region.read(off, eb, count)
-            rows = idx[pos]
-            for j, (bits, sh) in enumerate(vals):
-                outs[j][rows] = bits
-                shs[j] = _put(n, rows, sh, shs[j], eb * 8)
+        groups = m.mem.resolve(space, addr, eb * count, ins, "load")
+        if len(groups) == 1 and idx.size == n:  # every thread, in order: the loaded arrays as they are
+            region, pos, off = groups[0]
+            for j, (bits, sh) in enumerate(region.read(off, eb, count)):
+                outs[j] = bits
+                shs[j] = sh
+        else:
+            if outs[0] is None:
+                outs = [np.zeros(n, np.uint64) for _ in range(count)]
+            for region, pos, off in groups:
+                vals = region.read(off, eb, count)
+                rows = idx if pos.size == idx.size else idx[pos]
+                for j, (bits, sh) in enumerate(vals):
+                    outs[j][rows] = bits
+                    shs[j] = _put(n, rows, sh, shs[j], eb * 8)
     for j, dst in enumerate(dests):
         if isinstance(dst, Sym) and dst.name == "_":
             continue
@@ -156,9 +183,12 @@ def h_st(m, f, ins, act):
     for region, pos, off in m.mem.resolve(space, addr, eb * count, ins, "store"):
         if not region.writable:
             raise BadAddress.at(ins, f"store to read-only {region.space} memory ({region.name})")
-        rows = idx[pos]
+        if pos.size == m.n:  # every thread, in order
+            region.write(off, eb, vals, writers=m.tid32 if region.dirty is not None else None)
+            continue
+        rows = idx if pos.size == idx.size else idx[pos]
         region.write(off, eb, [(b[rows], _take(sh, rows)) for b, sh in vals],
-                     writers=m.tid[rows].astype(np.int32) if region.dirty is not None else None)
+                     writers=m.tid32[rows] if region.dirty is not None else None)
 
 
 def h_bar(m, f, ins, act):

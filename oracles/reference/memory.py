@@ -152,6 +152,18 @@ class Region:
                 self.dirty[idx] = writers[:, None]
 
 
+_POS: dict[int, np.ndarray] = {}
+
+
+def _positions(n: int) -> np.ndarray:
+    """``np.arange(n)``, shared and read-only (every access of all threads uses it)."""
+    p = _POS.get(n)
+    if p is None:
+        p = _POS[n] = np.arange(n)
+        p.flags.writeable = False
+    return p
+
+
 class Memory:
     """Regions by state space; resolves addresses to (region, offsets) with bounds and alignment checks."""
 
@@ -185,7 +197,8 @@ class Memory:
 
     def resolve(self, space: str, addr: np.ndarray, nbytes: int, instr, what: str) -> list[tuple[Region, np.ndarray, np.ndarray]]:
         """Groups ``(region, thread positions, byte offsets)`` for the addresses of one access."""
-        addr = addr.astype(np.uint64)
+        if addr.dtype != np.uint64:
+            addr = addr.astype(np.uint64)
         if nbytes > 1 and (addr & np.uint64(nbytes - 1)).any():
             bad = int(addr[(addr & np.uint64(nbytes - 1)) != 0][0])
             raise BadAddress.at(instr, f"misaligned {what} of {nbytes} bytes at {space} address {bad:#x}")
@@ -208,20 +221,22 @@ class Memory:
         return self._global_groups(addr, nbytes, instr, what)
 
     def _within(self, region: Region | None, addr: np.ndarray, off: np.ndarray, nbytes: int, instr, what: str, space: str):
-        if region is None or np.any(off + np.uint64(nbytes) > np.uint64(region.size)) or np.any(addr < np.uint64(region.base if space != "generic" else 0)):
+        # unsigned offsets: one below the base wrapped around, so the upper bound catches it too
+        if region is None or (off.size and (region.size < nbytes or off.max() > np.uint64(region.size - nbytes) or (
+                region.base and addr.min() < np.uint64(region.base if space != "generic" else 0)))):
             size = 0 if region is None else region.size
             bad = off[(off + np.uint64(nbytes)) > np.uint64(size)]
             where = int(bad[0]) if bad.size else int(off[0])
             raise BadAddress.at(instr, f"out-of-bounds {what} of {nbytes} bytes at {space} offset {where:#x} "
                                        f"({'no ' + space + ' memory' if region is None else region.name + f' holds {size} bytes'})")
-        return (region, np.arange(addr.size), off.astype(np.int64))
+        return (region, _positions(addr.size), off.view(np.int64))
 
     def _global_groups(self, addr: np.ndarray, nbytes: int, instr, what: str):
         last = self._last
         if last is not None:  # fast path: every address inside the region used last time
             off = addr - np.uint64(last.base)
             if off.max() <= np.uint64(last.size - nbytes) if last.size >= nbytes else False:
-                return [(last, np.arange(addr.size), off.astype(np.int64))]
+                return [(last, _positions(addr.size), off.view(np.int64))]
         groups = self._global_groups_slow(addr, nbytes, instr, what)
         if len(groups) == 1:
             self._last = groups[0][0]

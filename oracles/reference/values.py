@@ -125,6 +125,28 @@ def merge(old: Shadow | None, new: Shadow | None, active: np.ndarray, nthreads: 
     if old is None and new is None:
         return None
     lb = min(s.lane_bits for s in (old, new) if s is not None)
+    n = max(width // lb, 1)
+    a = None if old is None else lanes_of(old, nthreads, width, lb)
+    b = None if new is None else lanes_of(new, nthreads, width, lb)
+    if (a is None or a.lanes == n) and (b is None or b.lanes == n):
+        # one np.where per field (the same values as copying ``a`` and assigning the active rows)
+        act = active[:, None]
+        if b is None:
+            kind = np.where(act, np.uint8(EXACT), a.kind)
+            if not kind.any():
+                return None
+            return Shadow(lb, kind, np.where(act, 0.0, a.lo), np.where(act, 0.0, a.hi),
+                          np.where(act, np.uint8(0), a.flags))
+        if a is None:
+            kind = np.where(act, b.kind, np.uint8(EXACT))
+            if not kind.any():
+                return None
+            return Shadow(lb, kind, np.where(act, b.lo, 0.0), np.where(act, b.hi, 0.0),
+                          np.where(act, b.flags, np.uint8(0)))
+        kind = np.where(act, b.kind, a.kind)
+        if not kind.any():
+            return None
+        return Shadow(lb, kind, np.where(act, b.lo, a.lo), np.where(act, b.hi, a.hi), np.where(act, b.flags, a.flags))
     a = lanes_of(old, nthreads, width, lb).copy()
     b = lanes_of(new, nthreads, width, lb)
     a.kind[active] = b.kind[active]

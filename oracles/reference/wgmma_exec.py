@@ -137,8 +137,9 @@ def _apply(m, p: Pending) -> None:
     gm = np.zeros(m.n, bool)
     gm[rows] = True
     if m.n == WG:  # one warpgroup: the result replaces the registers outright
+        cols = p.bits.T.astype(np.uint64)  # [nregs, 128]: each register a contiguous row (never written in place)
         for i, name in enumerate(p.d_names):
-            f.regs[name] = p.bits[:, i].astype(np.uint64)
+            f.regs[name] = cols[i]
             sh = Shadow.undef(WG, f.widths.get(name, 32)) if p.poisoned else p.shadows[i]
             if sh is None:
                 f.shadows.pop(name, None)
@@ -463,15 +464,30 @@ def _exact_value(res) -> np.ndarray:
 
 
 def _reg_shadows(acc, kind, lo, hi, flags) -> list[Shadow | None]:
-    per = acc.elements_per_register
-    ks = kind[acc.row, acc.col]
-    los, his, fls = lo[acc.row, acc.col], hi[acc.row, acc.col], flags[acc.row, acc.col]
-    out: list[Shadow | None] = []
-    for r in range(acc.nregs):
-        s = slice(r * per, (r + 1) * per)
-        k = ks[:, s]
-        if not k.any():
-            out.append(None)
-            continue
-        out.append(Shadow(acc.element_bits, k.copy(), los[:, s].copy(), his[:, s].copy(), fls[:, s].copy()))
-    return out
+    """Per D register, its shadow [128, per] (None when exact): one gather per field, then views."""
+    per, nregs = acc.elements_per_register, acc.nregs
+    ridx, cidx = _reg_major_index(acc)
+    ks = kind[ridx, cidx]  # [nregs, 128, per], fresh and contiguous: each register's rows are a view
+    if not ks.any():
+        return [None] * nregs
+    los, his, fls = lo[ridx, cidx], hi[ridx, cidx], flags[ridx, cidx]
+    nonexact = ks.reshape(nregs, -1).any(axis=1).tolist()
+    eb = acc.element_bits
+    return [Shadow(eb, ks[r], los[r], his[r], fls[r]) if nonexact[r] else None for r in range(nregs)]
+
+
+_REG_MAJOR: dict = {}
+
+
+def _reg_major_index(acc):
+    """(row, col) index arrays of ``acc`` reordered to [register, thread, element] (cached per layout)."""
+    key = id(acc)
+    hit = _REG_MAJOR.get(key)
+    if hit is not None and hit[0] is acc:
+        return hit[1], hit[2]
+    per, nregs = acc.elements_per_register, acc.nregs
+    shp = (acc.row.shape[0], nregs, per)
+    r = np.ascontiguousarray(np.asarray(acc.row).reshape(shp).transpose(1, 0, 2))
+    c = np.ascontiguousarray(np.asarray(acc.col).reshape(shp).transpose(1, 0, 2))
+    _REG_MAJOR[key] = (acc, r, c)
+    return r, c

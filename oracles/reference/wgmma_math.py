@@ -112,7 +112,8 @@ def _round_out(x: np.ndarray, type_: str, down: bool) -> np.ndarray:
     """The nearest value of the accumulator format (f32/f16) on the outer side of x."""
     np_t = F._NP_FLOAT[type_]
     with np.errstate(invalid="ignore", over="ignore"):
-        r = F.round_to_format(x, type_).astype(np_t)
+        # numpy's float64 -> float32/float16 casts round to nearest even, like round_to_format
+        r = x.astype(np_t) if type_ in ("f32", "f16", "f64") else F.round_to_format(x, type_).astype(np_t)
         bad = (r > x) if down else (r < x)
         step = np.nextafter(r, np_t(-np.inf if down else np.inf))
     return np.where(bad, step, r).astype(np.float64)
@@ -129,6 +130,8 @@ def _float_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.ndarr
         fast = _finite_result(dtype, av, bv, cv, scale_d, precision)
         if fast is not None:
             return fast
+    if "f64" not in (atype, btype):  # exact float64 products: no [M,K,N] tensor needed
+        return _special_result(atype, btype, dtype, av, bv, cv, scale_d, precision)
     with np.errstate(invalid="ignore", over="ignore"):
         p = av[:, :, None] * bv[None, :, :]  # exact in float64 for every wgmma input type
     flushable = F.is_subnormal(atype, av)[:, :, None] | F.is_subnormal(btype, bv)[None, :, :]
@@ -221,6 +224,96 @@ def _finite_result(dtype: str, av: np.ndarray, bv: np.ndarray, cv: np.ndarray, s
     return Result(dtype, bits, F.decode(dtype, bits), value, lo, hi, err, finite_ok, may_nan, may_pos, may_neg,
                   integer=False)
 
+def _special_result(atype: str, btype: str, dtype: str, av: np.ndarray, bv: np.ndarray, cv: np.ndarray,
+                    scale_d: bool, precision: int) -> Result:
+    """``_float_result``'s general case (NaN/Inf/subnormal inputs, zero sums) without [M,K,N] products.
+
+    Needs exact float64 products (every input type but f64).  Every per-element "any
+    product over k" test is a count from a matrix product of 0/1 indicator matrices
+    (exact: K is small), and every sum over k of finite products is a float64 matrix
+    product of the inputs with their non-finite entries zeroed (a non-finite product
+    has a non-finite factor, so that zeroes exactly the terms the general path drops).
+    Its rounding is inside the bound's 2^-50·n term, as in ``_finite_result``.  Zero
+    sums get the exact sign of their zero (-0 only when every term and C are -0).
+    """
+    acc = F.FLOATS[dtype]
+    k = av.shape[1]
+
+    def ind(x) -> np.ndarray:
+        return x.astype(np.float64)
+
+    def count(x, y) -> np.ndarray:
+        return ind(x) @ ind(y)
+
+    a_nan, b_nan = np.isnan(av), np.isnan(bv)
+    a_fin, b_fin = np.isfinite(av), np.isfinite(bv)
+    a_pinf, a_ninf = av == np.inf, av == -np.inf
+    b_pinf, b_ninf = bv == np.inf, bv == -np.inf
+    a_inf, b_inf = a_pinf | a_ninf, b_pinf | b_ninf
+    a_pos, a_neg, b_pos, b_neg = av > 0, av < 0, bv > 0, bv < 0  # NaN is neither
+    a_zero, b_zero = av == 0, bv == 0
+    a_sub, b_sub = F.is_subnormal(atype, av), F.is_subnormal(btype, bv)
+    c_flushable = F.is_subnormal(dtype, cv)
+
+    nan_p = (a_nan.any(axis=1)[:, None] | b_nan.any(axis=0)[None, :]
+             | (count(a_inf, b_zero) > 0) | (count(a_zero, b_inf) > 0))
+    pos_p = count(a_pinf, b_pos) + count(a_ninf, b_neg) + count(a_pos, b_pinf) + count(a_neg, b_ninf)
+    neg_p = count(a_pinf, b_neg) + count(a_ninf, b_pos) + count(a_pos, b_ninf) + count(a_neg, b_pinf)
+    pos_p_sure = (count(a_pinf, b_pos & ~b_sub) + count(a_ninf, b_neg & ~b_sub)
+                  + count(a_pos & ~a_sub, b_pinf) + count(a_neg & ~a_sub, b_ninf))
+    neg_p_sure = (count(a_pinf, b_neg & ~b_sub) + count(a_ninf, b_pos & ~b_sub)
+                  + count(a_pos & ~a_sub, b_ninf) + count(a_neg & ~a_sub, b_pinf))
+    pos_inf = (pos_p > 0) | (cv == np.inf)
+    neg_inf = (neg_p > 0) | (cv == -np.inf)
+    pos_inf_sure = (pos_p_sure > 0) | (cv == np.inf)
+    neg_inf_sure = (neg_p_sure > 0) | (cv == -np.inf)
+    nan_sure = nan_p | np.isnan(cv) | (pos_inf_sure & neg_inf_sure)
+    nan_flush = (count(a_inf, b_sub) + count(a_sub, b_inf)) > 0
+
+    a0 = np.where(a_fin, av, 0.0)
+    b0 = np.where(b_fin, bv, 0.0)
+    cfin = np.where(np.isfinite(cv), cv, 0.0)
+    n_terms = k + (1 if scale_d else 0)
+    u = 2.0 ** (1 - precision)
+    g = gamma(n_terms + 1, u)  # product, conversion to the accumulator, <= n-1 additions
+    ap, an = np.maximum(a0, 0), np.minimum(a0, 0)
+    bp, bn = np.maximum(b0, 0), np.minimum(b0, 0)
+    aa, ba = np.abs(a0), np.abs(b0)
+    absum = aa @ ba + np.abs(cfin)
+    pos_sum = ap @ bp + an @ bn + np.maximum(cfin, 0)
+    neg_sum = ap @ bn + an @ bp + np.minimum(cfin, 0)
+    eta = (k * PRODUCT_ETA + (k + n_terms - 1) * acc.min_normal) * (1 + g)
+    flush = ((aa * a_sub) @ ba + (aa * ~a_sub) @ (ba * b_sub)
+             + np.where(c_flushable, np.abs(cfin), 0))
+    err = (g + 2.0 ** -50 * n_terms) * absum + eta + flush
+    err = err * (1 + 2.0 ** -40)  # the float64 evaluation of the bound itself
+    value = a0 @ b0 + cfin
+    zero = absum == 0
+    if zero.any():  # a sum of zeros is -0 only when every term (and C) is -0 (round to nearest)
+        a_s, b_s = np.signbit(av), np.signbit(bv)
+        negz = count(a_fin & a_s, b_fin & ~b_s) + count(a_fin & ~a_s, b_fin & b_s)
+        value = np.where(zero, np.where((negz == k) & np.signbit(cfin), -0.0, 0.0), value)
+    over_pos = pos_sum + err > acc.max_finite
+    over_neg = -neg_sum + err > acc.max_finite
+
+    infinite = (pos_inf | neg_inf) & ~nan_sure
+    finite_ok = ~nan_sure & ~infinite
+    may_pos = ~nan_sure & (pos_inf | over_pos)  # an Inf term, or finite terms overflowing
+    may_neg = ~nan_sure & (neg_inf | over_neg)
+    may_nan = nan_sure | nan_flush | (may_pos & may_neg)
+    with np.errstate(invalid="ignore"):
+        nominal = np.where(nan_sure | (infinite & pos_inf & neg_inf), np.nan,
+                           np.where(infinite, np.where(pos_inf, np.inf, -np.inf), value))
+    bits = F.encode(dtype, nominal).astype(np.uint32)
+    slack = (1 + g) * (1 + 2.0 ** -40)
+    lo_v = value - err - np.where(over_pos, pos_sum * slack + eta, 0.0)
+    hi_v = value + err + np.where(over_neg, -neg_sum * slack + eta, 0.0)
+    lo = np.where(finite_ok, _round_out(lo_v, dtype, down=True), np.nan)
+    hi = np.where(finite_ok, _round_out(hi_v, dtype, down=False), np.nan)
+    return Result(dtype, bits, F.decode(dtype, bits), nominal, lo, hi, np.where(finite_ok, err, np.nan),
+                  finite_ok, may_nan, may_pos, may_neg, integer=False)
+
+
 def _int_result(atype: str, btype: str, a: np.ndarray, b: np.ndarray, c: np.ndarray,
                 scale_d: bool, satfinite: bool) -> Result:
     av = F.decode(atype, a)
@@ -260,8 +353,8 @@ def wgmma_dense(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, scale_d: bool
     ``accum_precision`` overrides the accumulator's significand bits for experiments
     (e.g. 14 for the e8m13 fp8 accumulation reported on H100); spec mode keeps the ISA's.
     """
-    if mode != "spec":
-        raise ValueError(f"wgmma_math implements mode='spec' only, not {mode!r}")
+    if mode not in ("spec", "hardware"):
+        raise ValueError(f"wgmma_math mode must be 'spec' or 'hardware', not {mode!r}")
     atype, btype, dtype = form.atype, form.btype, form.dtype
     k, n = form.shape.k, form.shape.n
     a_bits, b_bits = _as_bits(atype, a), _as_bits(btype, b)
@@ -275,8 +368,26 @@ def wgmma_dense(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, scale_d: bool
         if (scale_a, scale_b) != (1, 1):
             raise ValueError("integer wgmma has no imm-scale-a/b")
         return _int_result(atype, btype, a_bits, b_bits, c_bits, bool(scale_d), form.satfinite)
+    if mode == "hardware":
+        return hardware_result(atype, btype, dtype, a_bits, b_bits, c_bits, bool(scale_d), scale_a, scale_b)
     precision = accum_precision or ACC_PRECISION[dtype]
     return _float_result(atype, btype, dtype, a_bits, b_bits, c_bits, bool(scale_d), scale_a, scale_b, precision)
+
+
+def hardware_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.ndarray, c: np.ndarray,
+                    scale_d: bool, scale_a: int = 1, scale_b: int = 1, family: str = "wgmma") -> Result:
+    """``mode="hardware"``: the H100's one result (``hw_numerics``) as a Result with lo == hi.
+
+    ``bits`` are exact (NaN: the canonical pattern the H100 stores); ``within`` then accepts
+    exactly that value (any NaN where the H100 gives NaN).
+    """
+    from . import hw_numerics
+
+    bits = hw_numerics.mma(atype, btype, dtype, a, b, c, scale_d, scale_a, scale_b, family)
+    v = F.decode(dtype, bits)
+    fin = np.isfinite(v)
+    return Result(dtype, bits, v, v, np.where(fin, v, np.nan), np.where(fin, v, np.nan), np.zeros(v.shape), fin,
+                  np.isnan(v), v == np.inf, v == -np.inf, integer=False)
 
 
 def within(result: Result, hw_bits: np.ndarray) -> np.ndarray:
