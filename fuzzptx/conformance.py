@@ -9,7 +9,7 @@ with the spec, the disagreement is either built into the catalogue
 rejected) or pinned in ``PINNED`` here with the fact it records.  Anything else is
 an unexplained discrepancy.
 
-    python -m fuzzptx.conformance [--json] [--write-report reports/conformance.md]
+    python -m fuzzptx.conformance [--json] [--family F] [--every-n] [--write-report reports/conformance.md]
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from fuzzptx import isa
+from fuzzptx.conformance_report import render
 from fuzzptx.isa import warp
 from fuzzptx.isa.model import Form
 from fuzzptx.kernels import build_target, default_version, minimal_kernel
@@ -38,14 +39,6 @@ class Pin:
     outcome: str  # "accept" | "reject": what ptxas does
     fact: str  # the fact about ptxas, one line
     when: Callable[[Case], bool] = lambda c: True
-
-
-def _detail_in(*values: str) -> Callable[[Case], bool]:
-    return lambda c: c.detail in values
-
-
-def _form_has(*parts: str) -> Callable[[Case], bool]:
-    return lambda c: all(p in c.form_key for p in parts)
 
 
 PINNED: tuple[Pin, ...] = (
@@ -272,9 +265,6 @@ def _by_rule(outcomes: Sequence[Outcome]) -> dict[str, Counter]:
 def unused_pins(outcomes: Sequence[Outcome]) -> list[Pin]:
     used = {id(o.pin) for o in outcomes if o.pin is not None}
     return [p for p in PINNED if id(p) not in used]
-
-
-from fuzzptx.conformance_report import render  # noqa: E402  (the report reads the types above)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -205,12 +205,12 @@ def _modifier_neighbours(form: Form) -> list[Case]:
             at += 2
         cand = ".".join(toks[:at] + ["satfinite"] + toks[at:])
         out.append(_case(form, "satfinite-not-allowed", replace(form, opcode=cand), ".satfinite"))
-    if fam in ("mma", "mma.sp") and (form.attr("layout_a"), form.attr("layout_b")) == ("row", "col"):
-        cand = [t for t in toks]
-        i = toks.index("row")
-        cand[i + 1] = "row"
-        if _is_new(".".join(cand)):
-            out.append(_case(form, "layout-not-allowed", replace(form, opcode=".".join(cand)), "row.row"))
+    for i, t in enumerate(toks):  # flip one .row/.col: a neighbour where the table fixes the layout
+        if t in ("row", "col") and fam in ("mma", "mma.sp", "wmma.load", "wmma.store", "wmma.mma"):
+            cand = toks[:i] + ["col" if t == "row" else "row"] + toks[i + 1:]
+            if _is_new(".".join(cand)):
+                out.append(_case(form, "layout-not-allowed", replace(form, opcode=".".join(cand)), f"{t}->{cand[i]}"))
+                break
     if fam in ("ldmatrix", "stmatrix"):
         no_trans = ".".join(t for t in toks if t != "trans")
         if form.attr("trans") and _is_new(no_trans):
