@@ -310,11 +310,14 @@ def nominal_outputs(case: Case, program) -> dict[str, bytes]:
 # ---------------------------------------------------------------- reference judge (the interpreter)
 
 
-def reference_check(program, outputs: dict[str, bytes]) -> dict | None:
-    """The proof's judge: the reference interpreter's allowed outputs vs the hardware's bytes."""
+def reference_check(program, outputs: dict[str, bytes], mode: str = "spec") -> dict | None:
+    """The proof's judge: the reference interpreter's allowed outputs vs the hardware's bytes.
+
+    ``mode="hardware"`` asks the interpreter for its bit-exact sm_90a model (oracle ``reference_hw``).
+    """
     from fuzzptx.oracles import reference
 
-    ref = reference.run_program(program)
+    ref = reference.run_program(program, mode=mode)
     if ref.undefined:
         return {"undefined": ref.undefined}
     mism = reference.compare(program, ref, outputs)
@@ -398,6 +401,8 @@ def _judge(args) -> tuple[int, dict]:
                 v = direct_check(case, program, outputs)
             elif o == "direct_absolute":
                 v = direct_check(case, program, outputs, base_offset_model="absolute")
+            elif o == "reference_hw":
+                v = reference_check(program, outputs, mode="hardware")
             else:
                 v = reference_check(program, outputs)
             if v is not None and "wrong" in v:
@@ -452,7 +457,8 @@ def versions() -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "dense_wgmma.json"))
-    ap.add_argument("--oracle", default="reference", help="comma list of reference,direct")
+    ap.add_argument("--oracle", default="reference",
+                    help="comma list of reference (spec mode: the proof), reference_hw, direct, direct_absolute")
     ap.add_argument("--per-form", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="only the first N cases (spread over mixes)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)

@@ -64,3 +64,22 @@ def path_of(module) -> str | None:
         if loc is not None:
             return loc.file
     return None
+
+
+@dataclass(frozen=True)
+class PredictedDiag:
+    code: str | None
+    line: int | None
+    severity: str  # "error" | "info"
+    kernel: str | None
+    message: str
+
+
+@dataclass(frozen=True)
+class PredictedDiagnostics:
+    accepted: bool
+    diagnostics: tuple[PredictedDiag, ...]
+
+    def pairs(self) -> tuple[tuple[str | None, int | None], ...]:
+        """(code, line) of each diagnostic; errors have code None."""
+        return tuple((d.code, d.line) for d in self.diagnostics)

@@ -2,6 +2,7 @@
 the shared CFG (``fuzzptx.ptx.cfg.build_cfg``)."""
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import Callable, Iterable, TypeVar
 
@@ -130,12 +131,13 @@ def solve_forward(g: Graph, entry: S, transfer: Callable[[int, S], S], join: Cal
     outs: dict[int, S] = {}
     if not g.order:
         return ins
-    work = set(g.order)
+    heap = [pos[b] for b in g.order]  # already sorted: a valid heap
+    queued = set(g.order)
     rounds = 0
-    while work and rounds < max_rounds * max(1, len(g.order)):
+    while heap and rounds < max_rounds * max(1, len(g.order)):
         rounds += 1
-        b = min(work, key=pos.__getitem__)
-        work.discard(b)
+        b = g.order[heapq.heappop(heap)]
+        queued.discard(b)
         if b == g.order[0]:
             incoming = [entry] + [outs[p] for p in g.preds[b] if p in outs]
         else:
@@ -152,5 +154,8 @@ def solve_forward(g: Graph, entry: S, transfer: Callable[[int, S], S], join: Cal
         out = transfer(b, state)
         if outs.get(b) != out:
             outs[b] = out
-            work.update(s for s in g.succs[b] if s in pos)
+            for s in g.succs[b]:
+                if s in pos and s not in queued:
+                    queued.add(s)
+                    heapq.heappush(heap, pos[s])
     return ins

@@ -1,42 +1,48 @@
 """ptxas model: predict what ptxas 13.0.88 prints for a module, learned by experiment.
 
-Every rule below is pinned by a recorded experiment in ``tests/data/checker/*.ptx`` (the
-``// PTXAS:`` header says what real ptxas printed; ``tests/test_checker_ptxas.py`` re-runs
-them).  What ptxas does, in short:
+Every rule is pinned by a recorded experiment in ``tests/data/checker/*.ptx`` (the ``// PTXAS:``
+header says what real ptxas printed; ``tests/test_checker_ptxas.py`` re-runs them) and scored on
+generated programs (``reports/checker_vs_ptxas.md``).  All GMMA messages are ``info`` severity.
 
-- Errors: ISA violations (unknown shape/type mix, immediates out of range, vector sizes,
-  operand kinds, undeclared registers, target/version) are errors at the instruction's line.
-  A missing ``.aligned`` and ``wgmma.wait_group N`` with N > 7 are *accepted*.
-- ``C7519`` (info, "warpgroup.arrive is injected in around line L"), L = the line of:
-  a wgmma with no wgmma.fence on some path from the entry; a wgmma whose accumulator was
-  written by a non-wgmma instruction since the last fence (A-fragment writes only count once
-  a wgmma of the stage has used the register; reads never count; descriptors never count);
-  a wgmma not control-equivalent to its fence (a branch/guard separates them); a commit not
-  control-equivalent to the wgmmas it commits; a commit after ptxas had to wait inside the stage.
-- ``C7517`` (info, "warpgroup.wait is injected in around line L"): a non-wgmma read of an
-  accumulator of a wgmma no wait_group has passed yet: L = that read's line (a store paired
-  with the next store to the adjacent address reports the second one); or a ``ret`` reached
-  with a committed group not waited for: L = the ret's line.  Uncommitted wgmmas at exit: silent.
-- ``C7514`` (serialisation): reading an accumulator after a wait_group that does not cover it.
-- ``C7515`` (serialisation): a non-wgmma write (not a read-modify-write) of an accumulator of a
-  wgmma in flight.
-- ``C7520`` / ``C7518`` (serialisation): the separating branch/guard above is not
-  warpgroup-uniform (fence/wgmma/commit: C7520, wait_group: C7518).  ptxas then prints that
-  one message only.  A whole pipeline inside one divergent region draws nothing.
-- Serialisation messages carry no line (``line=None``); at most one per function.
+Errors (assembly aborted, no C-codes): ISA violations at the instruction's line; ``.version`` too
+old for ``.target`` at the ``.target`` line; a call to an undefined extern ``.func`` (no line).
+Accepted although the spec disagrees: a missing ``.aligned``; ``wait_group N`` with N > 7.
+
+``C7519`` "warpgroup.arrive is injected in around line L" -- L is the line of:
+  a wgmma no wgmma.fence reaches on some path; the first wgmma of a stage whose accumulators a
+  non-wgmma instruction wrote since the fence (writes of 0 excepted: ptxas uses RZ) or whose
+  A registers were rewritten after a wgmma of the stage read them; a wgmma separated from the
+  previous stage piece (fence or wgmma) by a branch or guard; a commit separated so from the
+  wgmmas it commits (or, with none, from its fence); a commit with no fence before it; a commit
+  after an accumulator of its stage was rewritten, or after a direct call inside the stage.
+``C7517`` "warpgroup.wait is injected in around line L" -- L is the line of:
+  a non-wgmma read of an accumulator no wait_group has passed yet (a store paired with the
+  next store to the adjacent address reports the second; a read right after a loop the
+  wgmma is in reports the loop's exit branch); a guarded read (always injected, never
+  serialised); a ``ret`` reached with a committed group not waited for; where paths with and
+  without open groups meet before a ``ret``, the branch (or guarded wait) that split them.
+  ptxas treats ``wait_group`` and ``wgmma.fence`` as committing still-uncommitted wgmmas.
+Serialisation (no line, one per function): ``C7514`` a read after a wait_group that does not
+  cover it, or of a wgmma carried around a loop (but under a divergent branch ptxas waits at
+  the branch instead: C7517 there); ``C7515`` a plain write of an accumulator in flight;
+  ``C7510`` an indirect call in a function with wgmma; ``C7520``/``C7518`` paths whose stage
+  state differs meeting at the reconvergence point of a branch ptxas thinks divergent (or a
+  guard), when a later wgmma/commit (C7520) or accumulator read (C7518) depends on it; an
+  indirect call inside a stage (C7520).  After C7520/C7518 ptxas prints nothing else.
+ptxas's divergence is not the spec's: anything from %tid.*/%laneid (even %tid.x >> 7) is
+divergent, %warpid/%clock/shfl broadcasts are uniform, ``bra.uni`` is trusted.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from fuzzptx import isa
 from fuzzptx.ptx.ir import Addr, Imm, Instr, Module, Reg, Sym
 
 from .context import FnCtx, Site, build_ctx, sites
-from .findings import Finding, Sink, path_of
+from .findings import Finding, PredictedDiag, PredictedDiagnostics
 from .flow import solve_forward
-from .isa_rules import check_function as isa_check_function, check_module_header
+from .ptxas_errors import _callee, predict_errors
 from .regs import defs_uses, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs
 
 SER_PREFIX = "Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
@@ -56,82 +62,6 @@ ADVISORY = {
     "C7517": "warpgroup.wait is injected in around line {line} by compiler to allow use of registers defined by GMMA in function '{f}'",
     "C7519": "warpgroup.arrive is injected in around line {line} by compiler to allow use of registers in GMMA in function '{f}'",
 }
-# Extern functions ptxas resolves itself (device runtime); any other undefined callee is an error.
-SYSTEM_FUNCTIONS = frozenset({"vprintf", "malloc", "free", "__assertfail", "cudaGetParameterBufferV2",
-                              "cudaLaunchDeviceV2", "cudaGetParameterBuffer", "cudaLaunchDevice"})
-# ISA findings ptxas does not reject (measured; see tests/data/checker/isa_*.ptx).
-ACCEPTED_BY_PTXAS = {"isa.wgmma.qualifier:aligned", "isa.imm.n", "isa.mma.qualifier:aligned"}
-
-
-@dataclass(frozen=True)
-class PredictedDiag:
-    code: str | None
-    line: int | None
-    severity: str  # "error" | "info"
-    kernel: str | None
-    message: str
-
-
-@dataclass(frozen=True)
-class PredictedDiagnostics:
-    accepted: bool
-    diagnostics: tuple[PredictedDiag, ...]
-
-    def pairs(self) -> tuple[tuple[str | None, int | None], ...]:
-        """(code, line) of each diagnostic; errors have code None."""
-        return tuple((d.code, d.line) for d in self.diagnostics)
-
-
-# ------------------------------------------------------------------ errors
-
-
-def _ptxas_rejects(f: Finding) -> bool:
-    if f.rule.endswith(".qualifier") and "missing .aligned" in f.message and "unexpected" not in f.message:
-        return False
-    if f.rule == "isa.imm.n":  # wgmma.wait_group N > 7: ptxas takes any constant
-        return False
-    return True
-
-
-def predict_errors(module: Module, isa_findings: dict | None = None) -> list[PredictedDiag]:
-    """ptxas errors predicted from the ISA layer (``isa_findings``: function name -> findings, if known)."""
-    out: list[PredictedDiag] = []
-    path = path_of(module)
-    if isa_findings is not None and "" in isa_findings:
-        head = isa_findings[""]
-    else:
-        sink = Sink(path, None, "isa")
-        check_module_header(module, sink)
-        head = sink.items
-    out += [PredictedDiag(None, f.line, "error", None, f.message) for f in head]
-    defined = {f.name for f in module.functions() if f.body is not None}
-    externs = {f.name for f in module.functions()
-               if f.body is None and f.name not in defined and f.name not in SYSTEM_FUNCTIONS}
-    for fn in module.functions():
-        if fn.body is None:
-            continue
-        if isa_findings is not None and fn.name in isa_findings:
-            items = isa_findings[fn.name]
-        else:
-            sink = Sink(path, fn.name, "isa")
-            isa_check_function(module, fn, sink)
-            items = sink.items
-        for f in items:
-            if _ptxas_rejects(f):
-                out.append(PredictedDiag(None, f.line, "error", fn.name, f.message))
-        for ins in fn.instructions():
-            if ins.base == "call":
-                callee = _callee(ins)
-                if isinstance(callee, Sym) and callee.name in externs:
-                    out.append(PredictedDiag(None, None, "error", callee.name,
-                                             f"Unresolved extern function '{callee.name}'"))
-            form = isa.form_for(ins) if ins.base in ("wgmma", "mma", "wmma", "ldmatrix", "stmatrix") else None
-            if form is not None and not form.ptxas_accepts:
-                out.append(PredictedDiag(None, ins.loc.line if ins.loc else None, "error", fn.name,
-                                         form.ptxas_note or "ptxas rejects this form"))
-    return out
-
-
 # ------------------------------------------------------------------ pipeline model
 
 
@@ -171,25 +101,21 @@ def _reaching(ctx: FnCtx, entry, step) -> dict:
 
 
 def _structure(ctx: FnCtx, out: _Out) -> None:
-    """C7519 at a wgmma not control-equivalent to a fence reaching it, and at a commit not
-    control-equivalent to the wgmmas it commits (ptxas re-arrives there; measured)."""
-    # the last stage piece (fence or wgmma) before each wgmma: a wgmma is re-arrived when a branch
-    # or guard separates it from that piece
-    rf = _reaching(ctx, frozenset({"entry"}),
-                   lambda ins, s, st: frozenset({s}) if is_fence(ins) or is_wgmma(ins) else st)
-    rf_any = _reaching(ctx, frozenset({"entry"}),
-                       lambda ins, s, st: frozenset({s}) if is_fence(ins) else st)
-    unc = _reaching(ctx, frozenset(),
-                    lambda ins, s, st: st | {s} if is_wgmma(ins) else frozenset() if is_commit(ins) else st)
-    for site in sorted(rf, key=_order):
+    """C7519 at a wgmma or commit separated by a branch or guard from the stage piece (fence,
+    wgmma or commit) before it on some path: ptxas re-arrives there (measured)."""
+
+    def step(ins: Instr, site: Site, st):
+        if is_fence(ins) or is_wgmma(ins) or is_commit(ins):
+            return st | {site} if ins.guard is not None else frozenset({site})
+        return st
+
+    last = _reaching(ctx, frozenset({"entry"}), step)
+    for site in sorted(last, key=_order):
         ins = ctx.instr(site)
-        if is_wgmma(ins):
-            others = [x for x in rf[site] if x != "entry"]
-        elif is_commit(ins):
-            others = list(unc.get(site, ())) or [x for x in rf_any[site] if x != "entry"]
-        else:
+        if not (is_wgmma(ins) or is_commit(ins)):
             continue
-        if any(ctx.ctrl_deps(o) != ctx.ctrl_deps(site) for o in others):
+        mine = ctx.ctrl_deps(site)
+        if any(o != "entry" and ctx.ctrl_deps(o) != mine for o in last[site]):
             out.arrive[_line(ins)] = True
 
 
@@ -238,14 +164,6 @@ def _divergent_branch_line(ctx: FnCtx, site: Site) -> int | None:
 
 def _order_pos(pos: dict, site: Site) -> tuple[int, int]:
     return (pos.get(site.block, 0), site.pos)
-
-
-def _callee(ins: Instr):
-    """The called function of a ``call``: a symbol, or a register for an indirect call."""
-    for op in ins.operands:
-        if isinstance(op, (Sym, Reg)):
-            return op
-    return None
 
 
 def _next_access_is_wgmma(ctx: FnCtx, site: Site, reg: str) -> bool:
