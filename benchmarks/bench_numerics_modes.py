@@ -21,7 +21,6 @@ import os
 import sys
 import time
 
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hw_numerics_proof as P  # noqa: E402

@@ -43,13 +43,15 @@ def _slice(res: W.Result, m: int) -> W.Result:
 
 
 def mma_dense(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, scale_d: bool = True,
-              op: str = "", mode: str = "spec") -> W.Result:
+              op: str = "", mode: str = "spec", keep: np.ndarray | None = None) -> W.Result:
     """D = A*B + C for element bits A [M,K], B [K,N], C [M,N] (C bits of ``form.ctype``).
 
     ``op``: ``"xor"`` or ``"and"`` for b1 forms.  Result ``bits`` are uint64 for f64.
     ``mode="hardware"``: f16/bf16/tf32/fp8 forms give the H100's one result
     (``hw_numerics``, family "mma"); integer, b1 and f64 forms are the same in both modes
-    (f64: the nominal correctly rounded value).
+    (f64: the nominal correctly rounded value).  ``mma.sp``: A is the expanded dense A and
+    ``keep`` [M,K] the metadata-selected positions (``wgmma_math.hardware_result``).
+    NOTE: the warp-level hardware model is not yet proved on the H100 (docs/numerics.md).
     """
     if mode not in ("spec", "hardware"):
         raise ValueError(f"mma_math mode must be 'spec' or 'hardware', not {mode!r}")
@@ -72,7 +74,8 @@ def mma_dense(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, scale_d: boo
         return _slice(res, m)
     if mode == "hardware":
         return W.hardware_result(form.atype, form.btype, dtype, a.astype(np.uint32), b.astype(np.uint32),
-                                 c.astype(np.uint32), bool(scale_d), family="mma")
+                                 c.astype(np.uint32), bool(scale_d), family="mma",
+                                 sparse=form.family == "mma.sp", keep=keep)
     res = W._float_result(form.atype, form.btype, dtype, ap.astype(np.uint32), b.astype(np.uint32),
                           cp.astype(np.uint32), bool(scale_d), 1, 1, W.ACC_PRECISION[dtype])
     return _slice(res, m)

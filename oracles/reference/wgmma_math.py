@@ -108,6 +108,19 @@ def _neumaier_sum(c: np.ndarray, terms: np.ndarray) -> np.ndarray:
     return np.where(comp == 0, s, s + comp)  # keeps the sign of an exact zero sum
 
 
+_ACC_NP = {"f32": (np.float32, np.uint32), "f16": (np.float16, np.uint16)}
+
+
+def encode_acc(dtype: str, x: np.ndarray) -> np.ndarray:
+    """``F.encode(dtype, x).astype(np.uint32)`` for accumulator values: numpy's cast is the same RNE."""
+    t = _ACC_NP.get(dtype)
+    if t is None:
+        return F.encode(dtype, x).astype(np.uint32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        raw = x.astype(t[0]).view(t[1])
+    return np.where(np.isnan(x), t[1](F.CANONICAL_NAN[dtype]), raw).astype(np.uint32)
+
+
 def _round_out(x: np.ndarray, type_: str, down: bool) -> np.ndarray:
     """The nearest value of the accumulator format (f32/f16) on the outer side of x."""
     np_t = F._NP_FLOAT[type_]
@@ -120,18 +133,25 @@ def _round_out(x: np.ndarray, type_: str, down: bool) -> np.ndarray:
 
 
 def _float_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.ndarray, c: np.ndarray,
-                  scale_d: bool, scale_a: int, scale_b: int, precision: int) -> Result:
-    with np.errstate(invalid="ignore", over="ignore"):
-        av = F.decode(atype, a) * float(scale_a)  # tf32: decode already drops the low 13 bits
-        bv = F.decode(btype, b) * float(scale_b)
+                  scale_d: bool, scale_a: int, scale_b: int, precision: int, shared: dict | None = None) -> Result:
+    """``shared``: a dict kept between calls with the same a, b, types and scales (``wgmma_dense_pair``)."""
+    if shared is not None and "av" in shared:
+        av, bv, ab_plain = shared["av"], shared["bv"], shared["ab_plain"]
+    else:
+        with np.errstate(invalid="ignore", over="ignore"):
+            av = F.decode(atype, a) * float(scale_a)  # tf32: decode already drops the low 13 bits
+            bv = F.decode(btype, b) * float(scale_b)
+        ab_plain = bool(np.isfinite(av).all() and np.isfinite(bv).all()
+                        and not F.is_subnormal(atype, av).any() and not F.is_subnormal(btype, bv).any())
+        if shared is not None:
+            shared.update(av=av, bv=bv, ab_plain=ab_plain)
     cv = F.decode(dtype, c) if scale_d else np.zeros((M, bv.shape[1]))
-    if (np.isfinite(av).all() and np.isfinite(bv).all() and np.isfinite(cv).all()
-            and not F.is_subnormal(atype, av).any() and not F.is_subnormal(btype, bv).any()):
-        fast = _finite_result(dtype, av, bv, cv, scale_d, precision)
+    if ab_plain and np.isfinite(cv).all():
+        fast = _finite_result(dtype, av, bv, cv, scale_d, precision, shared)
         if fast is not None:
             return fast
     if "f64" not in (atype, btype):  # exact float64 products: no [M,K,N] tensor needed
-        return _special_result(atype, btype, dtype, av, bv, cv, scale_d, precision)
+        return _special_result(atype, btype, dtype, av, bv, cv, scale_d, precision, shared)
     with np.errstate(invalid="ignore", over="ignore"):
         p = av[:, :, None] * bv[None, :, :]  # exact in float64 for every wgmma input type
     flushable = F.is_subnormal(atype, av)[:, :, None] | F.is_subnormal(btype, bv)[None, :, :]
@@ -186,7 +206,7 @@ def _float_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.ndarr
 
 
 def _finite_result(dtype: str, av: np.ndarray, bv: np.ndarray, cv: np.ndarray, scale_d: bool,
-                   precision: int) -> Result | None:
+                   precision: int, shared: dict | None = None) -> Result | None:
     """``_float_result`` for the common case (finite inputs, no subnormal A/B elements), with BLAS.
 
     Same bound as the general path.  Sums of products come from float64 matrix
@@ -198,34 +218,45 @@ def _finite_result(dtype: str, av: np.ndarray, bv: np.ndarray, cv: np.ndarray, s
     n_terms = k + (1 if scale_d else 0)
     u = 2.0 ** (1 - precision)
     g = gamma(n_terms + 1, u)
-    ap, an = np.maximum(av, 0), np.minimum(av, 0)
-    bp, bn = np.maximum(bv, 0), np.minimum(bv, 0)
+    ab = None if shared is None else shared.get("finite_ab")
+    if ab is None:  # the A·B sums (C-independent)
+        ap, an = np.maximum(av, 0), np.minimum(av, 0)
+        bp, bn = np.maximum(bv, 0), np.minimum(bv, 0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            ab = (ap @ bp + an @ bn, ap @ bn + an @ bp, av @ bv)
+        if shared is not None:
+            shared["finite_ab"] = ab
     with np.errstate(over="ignore", invalid="ignore"):
-        pos_sum = ap @ bp + an @ bn + np.maximum(cv, 0)
-        neg_sum = ap @ bn + an @ bp + np.minimum(cv, 0)
+        pos_sum = ab[0] + np.maximum(cv, 0)
+        neg_sum = ab[1] + np.minimum(cv, 0)
         absum = pos_sum - neg_sum
-        value = av @ bv + cv
+        value = ab[2] + cv
     if not (absum > 0).all():
         return None  # an all-zero sum: its sign (-0 or +0) needs the exact terms
     eta = (k * PRODUCT_ETA + (k + n_terms - 1) * acc.min_normal) * (1 + g)
-    flush = np.where(F.is_subnormal(dtype, cv), np.abs(cv), 0.0)
+    c_sub = F.is_subnormal(dtype, cv)
+    flush = np.where(c_sub, np.abs(cv), 0.0) if c_sub.any() else 0.0  # x + 0.0 == x: the same err
     err = ((g + 2.0 ** -50 * n_terms) * absum + eta + flush) * (1 + 2.0 ** -40)
     over_pos = pos_sum + err > acc.max_finite
     over_neg = -neg_sum + err > acc.max_finite
     may_pos, may_neg = over_pos, over_neg
     may_nan = may_pos & may_neg
     finite_ok = np.ones(value.shape, dtype=bool)
-    bits = F.encode(dtype, value).astype(np.uint32)
+    bits = encode_acc(dtype, value)
     slack = (1 + g) * (1 + 2.0 ** -40)
-    lo_v = value - err - np.where(over_pos, pos_sum * slack + eta, 0.0)
-    hi_v = value + err + np.where(over_neg, -neg_sum * slack + eta, 0.0)
+    lo_v = value - err
+    if over_pos.any():
+        lo_v = lo_v - np.where(over_pos, pos_sum * slack + eta, 0.0)
+    hi_v = value + err
+    if over_neg.any():
+        hi_v = hi_v + np.where(over_neg, -neg_sum * slack + eta, 0.0)
     lo = _round_out(lo_v, dtype, down=True)
     hi = _round_out(hi_v, dtype, down=False)
     return Result(dtype, bits, F.decode(dtype, bits), value, lo, hi, err, finite_ok, may_nan, may_pos, may_neg,
                   integer=False)
 
 def _special_result(atype: str, btype: str, dtype: str, av: np.ndarray, bv: np.ndarray, cv: np.ndarray,
-                    scale_d: bool, precision: int) -> Result:
+                    scale_d: bool, precision: int, shared: dict | None = None) -> Result:
     """``_float_result``'s general case (NaN/Inf/subnormal inputs, zero sums) without [M,K,N] products.
 
     Needs exact float64 products (every input type but f64).  Every per-element "any
@@ -238,6 +269,40 @@ def _special_result(atype: str, btype: str, dtype: str, av: np.ndarray, bv: np.n
     """
     acc = F.FLOATS[dtype]
     k = av.shape[1]
+    ab = None if shared is None else shared.get("special_ab")
+    if ab is None:
+        ab = _special_ab(atype, btype, av, bv)
+        if shared is not None:
+            shared["special_ab"] = ab
+    (nan_p, pos_p, neg_p, pos_p_sure, neg_p_sure, nan_flush, ab_abs, ab_pos, ab_neg, ab_flush, ab_value,
+     negz) = ab
+    c_flushable = F.is_subnormal(dtype, cv)
+    pos_inf = (pos_p > 0) | (cv == np.inf)
+    neg_inf = (neg_p > 0) | (cv == -np.inf)
+    pos_inf_sure = (pos_p_sure > 0) | (cv == np.inf)
+    neg_inf_sure = (neg_p_sure > 0) | (cv == -np.inf)
+    nan_sure = nan_p | np.isnan(cv) | (pos_inf_sure & neg_inf_sure)
+
+    cfin = np.where(np.isfinite(cv), cv, 0.0)
+    n_terms = k + (1 if scale_d else 0)
+    u = 2.0 ** (1 - precision)
+    g = gamma(n_terms + 1, u)  # product, conversion to the accumulator, <= n-1 additions
+    absum = ab_abs + np.abs(cfin)
+    pos_sum = ab_pos + np.maximum(cfin, 0)
+    neg_sum = ab_neg + np.minimum(cfin, 0)
+    eta = (k * PRODUCT_ETA + (k + n_terms - 1) * acc.min_normal) * (1 + g)
+    flush = ab_flush + np.where(c_flushable, np.abs(cfin), 0)
+    err = (g + 2.0 ** -50 * n_terms) * absum + eta + flush
+    err = err * (1 + 2.0 ** -40)  # the float64 evaluation of the bound itself
+    value = ab_value + cfin
+    zero = absum == 0
+    if zero.any():  # a sum of zeros is -0 only when every term (and C) is -0 (round to nearest)
+        value = np.where(zero, np.where((negz() == k) & np.signbit(cfin), -0.0, 0.0), value)
+    return _special_tail(dtype, acc, value, err, eta, g, pos_sum, neg_sum, pos_inf, neg_inf, nan_sure, nan_flush)
+
+
+def _special_ab(atype: str, btype: str, av: np.ndarray, bv: np.ndarray) -> tuple:
+    """The C-independent part of ``_special_result``: indicator counts and A·B sums."""
 
     def ind(x) -> np.ndarray:
         return x.astype(np.float64)
@@ -253,7 +318,6 @@ def _special_result(atype: str, btype: str, dtype: str, av: np.ndarray, bv: np.n
     a_pos, a_neg, b_pos, b_neg = av > 0, av < 0, bv > 0, bv < 0  # NaN is neither
     a_zero, b_zero = av == 0, bv == 0
     a_sub, b_sub = F.is_subnormal(atype, av), F.is_subnormal(btype, bv)
-    c_flushable = F.is_subnormal(dtype, cv)
 
     nan_p = (a_nan.any(axis=1)[:, None] | b_nan.any(axis=0)[None, :]
              | (count(a_inf, b_zero) > 0) | (count(a_zero, b_inf) > 0))
@@ -263,36 +327,24 @@ def _special_result(atype: str, btype: str, dtype: str, av: np.ndarray, bv: np.n
                   + count(a_pos & ~a_sub, b_pinf) + count(a_neg & ~a_sub, b_ninf))
     neg_p_sure = (count(a_pinf, b_neg & ~b_sub) + count(a_ninf, b_pos & ~b_sub)
                   + count(a_pos & ~a_sub, b_ninf) + count(a_neg & ~a_sub, b_pinf))
-    pos_inf = (pos_p > 0) | (cv == np.inf)
-    neg_inf = (neg_p > 0) | (cv == -np.inf)
-    pos_inf_sure = (pos_p_sure > 0) | (cv == np.inf)
-    neg_inf_sure = (neg_p_sure > 0) | (cv == -np.inf)
-    nan_sure = nan_p | np.isnan(cv) | (pos_inf_sure & neg_inf_sure)
     nan_flush = (count(a_inf, b_sub) + count(a_sub, b_inf)) > 0
 
     a0 = np.where(a_fin, av, 0.0)
     b0 = np.where(b_fin, bv, 0.0)
-    cfin = np.where(np.isfinite(cv), cv, 0.0)
-    n_terms = k + (1 if scale_d else 0)
-    u = 2.0 ** (1 - precision)
-    g = gamma(n_terms + 1, u)  # product, conversion to the accumulator, <= n-1 additions
     ap, an = np.maximum(a0, 0), np.minimum(a0, 0)
     bp, bn = np.maximum(b0, 0), np.minimum(b0, 0)
     aa, ba = np.abs(a0), np.abs(b0)
-    absum = aa @ ba + np.abs(cfin)
-    pos_sum = ap @ bp + an @ bn + np.maximum(cfin, 0)
-    neg_sum = ap @ bn + an @ bp + np.minimum(cfin, 0)
-    eta = (k * PRODUCT_ETA + (k + n_terms - 1) * acc.min_normal) * (1 + g)
-    flush = ((aa * a_sub) @ ba + (aa * ~a_sub) @ (ba * b_sub)
-             + np.where(c_flushable, np.abs(cfin), 0))
-    err = (g + 2.0 ** -50 * n_terms) * absum + eta + flush
-    err = err * (1 + 2.0 ** -40)  # the float64 evaluation of the bound itself
-    value = a0 @ b0 + cfin
-    zero = absum == 0
-    if zero.any():  # a sum of zeros is -0 only when every term (and C) is -0 (round to nearest)
+
+    def negz() -> np.ndarray:  # per element: how many terms are -0 (only needed for zero sums)
         a_s, b_s = np.signbit(av), np.signbit(bv)
-        negz = count(a_fin & a_s, b_fin & ~b_s) + count(a_fin & ~a_s, b_fin & b_s)
-        value = np.where(zero, np.where((negz == k) & np.signbit(cfin), -0.0, 0.0), value)
+        return count(a_fin & a_s, b_fin & ~b_s) + count(a_fin & ~a_s, b_fin & b_s)
+
+    return (nan_p, pos_p, neg_p, pos_p_sure, neg_p_sure, nan_flush, aa @ ba, ap @ bp + an @ bn,
+            ap @ bn + an @ bp, (aa * a_sub) @ ba + (aa * ~a_sub) @ (ba * b_sub), a0 @ b0, negz)
+
+
+def _special_tail(dtype, acc, value, err, eta, g, pos_sum, neg_sum, pos_inf, neg_inf, nan_sure, nan_flush) -> Result:
+    """Classes, nominal bits and the rounded-out interval of ``_special_result``."""
     over_pos = pos_sum + err > acc.max_finite
     over_neg = -neg_sum + err > acc.max_finite
 
@@ -304,7 +356,10 @@ def _special_result(atype: str, btype: str, dtype: str, av: np.ndarray, bv: np.n
     with np.errstate(invalid="ignore"):
         nominal = np.where(nan_sure | (infinite & pos_inf & neg_inf), np.nan,
                            np.where(infinite, np.where(pos_inf, np.inf, -np.inf), value))
-    bits = F.encode(dtype, nominal).astype(np.uint32)
+    bits = encode_acc(dtype, nominal)
+    # A partial sum past the format's max may saturate (round toward zero) instead of
+    # overflowing; each clamp loses at most the term just added, so the other side of
+    # the interval moves out by that side's whole sum.
     slack = (1 + g) * (1 + 2.0 ** -40)
     lo_v = value - err - np.where(over_pos, pos_sum * slack + eta, 0.0)
     hi_v = value + err + np.where(over_neg, -neg_sum * slack + eta, 0.0)
@@ -312,6 +367,32 @@ def _special_result(atype: str, btype: str, dtype: str, av: np.ndarray, bv: np.n
     hi = np.where(finite_ok, _round_out(hi_v, dtype, down=False), np.nan)
     return Result(dtype, bits, F.decode(dtype, bits), nominal, lo, hi, np.where(finite_ok, err, np.nan),
                   finite_ok, may_nan, may_pos, may_neg, integer=False)
+
+
+def wgmma_dense_pair(form, a: np.ndarray, b: np.ndarray, c1: np.ndarray, c2: np.ndarray,
+                     scale_a: int = 1, scale_b: int = 1) -> tuple[Result, Result]:
+    """``wgmma_dense`` in spec mode with scale-d true for two C's and the same A, B (C bits).
+
+    The two ends of a C interval (``wgmma_exec.widen_for_c``): decoding and classifying A
+    and B and every A·B matrix product do not depend on C, so they are done once.  Equal
+    to two ``wgmma_dense`` calls.
+    """
+    if form.dtype == "s32":
+        return (wgmma_dense(form, a, b, c1, True, scale_a, scale_b, mode="spec"),
+                wgmma_dense(form, a, b, c2, True, scale_a, scale_b, mode="spec"))
+    atype, btype, dtype = form.atype, form.btype, form.dtype
+    k, n = form.shape.k, form.shape.n
+    a_bits, b_bits = _as_bits(atype, a), _as_bits(btype, b)
+    cs = [_as_bits(dtype, c) for c in (c1, c2)]
+    for name, arr, shape in (("a", a_bits, (M, k)), ("b", b_bits, (k, n)), ("c", cs[0], (M, n)), ("c", cs[1], (M, n))):
+        if arr.shape != shape:
+            raise ValueError(f"{form.opcode}: {name} has shape {arr.shape}, expected {shape}")
+    if scale_a not in (-1, 1) or scale_b not in (-1, 1):
+        raise ValueError("imm-scale-a/b must be -1 or 1")
+    shared: dict = {}
+    prec = ACC_PRECISION[dtype]
+    r1, r2 = (_float_result(atype, btype, dtype, a_bits, b_bits, c, True, scale_a, scale_b, prec, shared) for c in cs)
+    return r1, r2
 
 
 def _int_result(atype: str, btype: str, a: np.ndarray, b: np.ndarray, c: np.ndarray,
@@ -345,13 +426,16 @@ def _int_result(atype: str, btype: str, a: np.ndarray, b: np.ndarray, c: np.ndar
 
 def wgmma_dense(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, scale_d: bool = True,
                 scale_a: int = 1, scale_b: int = 1, mode: str = "spec",
-                accum_precision: int | None = None) -> Result:
+                accum_precision: int | None = None, keep: np.ndarray | None = None) -> Result:
     """D for one dense wgmma ``form`` (an ``isa.Form``): A [64,K], B [K,N], C [64,N].
 
     Arrays of unsigned dtype are element bits (C: accumulator bits, f16 in the low half);
     signed-integer or float arrays are values, encoded first (round to nearest even).
     ``accum_precision`` overrides the accumulator's significand bits for experiments
     (e.g. 14 for the e8m13 fp8 accumulation reported on H100); spec mode keeps the ISA's.
+    ``mode="hardware"``: the H100's one result (``hw_numerics``); for ``wgmma.mma_async.sp``
+    forms (A = the expanded dense A) pass ``keep``, the [64,K] mask of metadata-selected
+    positions (see ``hardware_result``).
     """
     if mode not in ("spec", "hardware"):
         raise ValueError(f"wgmma_math mode must be 'spec' or 'hardware', not {mode!r}")
@@ -369,21 +453,30 @@ def wgmma_dense(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, scale_d: bool
             raise ValueError("integer wgmma has no imm-scale-a/b")
         return _int_result(atype, btype, a_bits, b_bits, c_bits, bool(scale_d), form.satfinite)
     if mode == "hardware":
-        return hardware_result(atype, btype, dtype, a_bits, b_bits, c_bits, bool(scale_d), scale_a, scale_b)
+        return hardware_result(atype, btype, dtype, a_bits, b_bits, c_bits, bool(scale_d), scale_a, scale_b,
+                               sparse=".sp." in form.opcode, keep=keep)
     precision = accum_precision or ACC_PRECISION[dtype]
     return _float_result(atype, btype, dtype, a_bits, b_bits, c_bits, bool(scale_d), scale_a, scale_b, precision)
 
 
 def hardware_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.ndarray, c: np.ndarray,
-                    scale_d: bool, scale_a: int = 1, scale_b: int = 1, family: str = "wgmma") -> Result:
+                    scale_d: bool, scale_a: int = 1, scale_b: int = 1, family: str = "wgmma",
+                    params=None, sparse: bool = False, keep: np.ndarray | None = None) -> Result:
     """``mode="hardware"``: the H100's one result (``hw_numerics``) as a Result with lo == hi.
 
     ``bits`` are exact (NaN: the canonical pattern the H100 stores); ``within`` then accepts
-    exactly that value (any NaN where the H100 gives NaN).
+    exactly that value (any NaN where the H100 gives NaN).  ``params``: a ``hw_numerics.Params``
+    override (experiments); default ``hw_numerics.params_for(atype, dtype, family, sparse)``.
+    ``sparse``: A is a sparse instruction's expanded A; ``keep`` [M,K] marks the positions its
+    metadata selected (None: the non-zero bits of A, which differs from the truth only where a
+    selected +0 meets an Inf/NaN of B).
     """
     from . import hw_numerics
 
-    bits = hw_numerics.mma(atype, btype, dtype, a, b, c, scale_d, scale_a, scale_b, family)
+    if sparse and keep is None:
+        keep = np.asarray(a) != 0
+    params = params or hw_numerics.params_for(atype, dtype, family, sparse)
+    bits = hw_numerics.mma(atype, btype, dtype, a, b, c, scale_d, scale_a, scale_b, family, params, keep)
     v = F.decode(dtype, bits)
     fin = np.isfinite(v)
     return Result(dtype, bits, v, v, np.where(fin, v, np.nan), np.where(fin, v, np.nan), np.zeros(v.shape), fin,
