@@ -1,13 +1,18 @@
 """``fuzzptx campaign``: long, batched, resumable, shardable fuzzing with the GPU judge.
 
 Work is cut into *blocks*: block ``b`` holds ``block_size`` programs drawn from
-the strategies under seed ``(S, b)``, so any process can rebuild any block and
-the work is a deterministic function of the seed.  ``--shard i/n`` takes the
-blocks with ``b % n == i``; ``--resume`` rereads ``results.jsonl`` and skips
-every (block, index) already judged.  A pool of CPU processes prepares blocks
-(generate, reference, checker, one batched ptxas run that also yields the
-block's cubin); one isolated GPU worker per GPU runs the programs; the main
-process compares, appends each record (flushed) and draws the progress line.
+the strategies under seed ``(S, b)`` (or files ``b*size ..`` of a ``--corpus``),
+so any process can rebuild any block and the work is a deterministic function of
+the seed.  ``--shard i/n`` takes the blocks with ``b % n == i``; ``--resume``
+rereads ``results.jsonl`` and skips every (block, index) already judged.
+
+A pool of CPU processes prepares blocks (generate, one batched ptxas run that also
+yields the cubins, checker, reference on what ptxas accepted, record fields); one
+thread per GPU feeds an isolated ``HardwareWorker`` (a trap or hang kills and
+restarts only that worker; the program becomes a finding, the rest of the block
+runs on the fresh worker); the main process compares, appends each record (one
+JSON line, flushed) and draws the progress line.  ``--plant-faults`` adds a
+kernel that traps and one that hangs to one block in the middle of the campaign.
 """
 from __future__ import annotations
 
@@ -22,7 +27,8 @@ import sys
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +36,62 @@ from fuzzptx import differ
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.program import Program
 
-STAGES = ("generate", "reference", "checker", "ptxas", "gpu")
+STAGES = ("generate", "ptxas", "checker", "reference", "gpu")
+_CPU_JUDGES = ("reference", "checker", "ptxas")
+
+
+class CampaignError(FuzzptxError):
+    """A bad flag or an unusable campaign directory (one line at the CLI)."""
+
+
+# ----------------------------------------------------------------- planted faults
+
+_PLANT_HEAD = """// fuzzptx-repro v1
+// LAUNCH: kernel={k} grid=1,1,1 block=32,1,1
+// BUFFER: out type=u32 count=32 init=zeros output
+// NOTE: planted fault: {what}
+.version 8.0
+.target sm_90a
+.address_size 64
+
+.visible .entry {k}(.param .u64 out)
+{{
+  .reg .u64 %rd<2>;
+  .reg .u32 %r<2>;
+  .reg .pred %p<1>;
+  ld.param.u64 %rd0, [out];
+  cvta.to.global.u64 %rd1, %rd0;
+"""
+PLANTED = {
+    # `trap;` aborts the kernel: the context is poisoned, the worker must be replaced.
+    "trap": "  mov.u32 %r0, 1;\n  st.global.u32 [%rd1], %r0;\n  trap;\n  ret;\n}\n",
+    # Spins until `out[0]` becomes non-zero, which never happens: only the watchdog ends it.
+    "hang": "LOOP:\n  ld.volatile.global.u32 %r0, [%rd1];\n  setp.eq.u32 %p0, %r0, 0;\n  @%p0 bra LOOP;\n  ret;\n}\n",
+}
+
+
+def planted_programs() -> list[tuple[str, Program]]:
+    """(kind, program) for the kernels ``--plant-faults`` adds: one traps, one never returns."""
+    return [(kind, Program.from_ptx(_PLANT_HEAD.format(k=f"planted_{kind}", what=kind) + body, f"<planted {kind}>"))
+            for kind, body in PLANTED.items()]
+
+
+# ----------------------------------------------------------------- one block
+
+
+@dataclass(frozen=True)
+class BlockTask:
+    """Everything a pool process needs to rebuild and judge one block (picklable)."""
+
+    block: int
+    seed: int
+    size: int
+    judges: tuple[str, ...]
+    skip: frozenset[int] = frozenset()
+    keep: int | None = None  # programs of the block inside --examples (None: all)
+    plant: bool = False
+    corpus: tuple[str, ...] | None = None  # this block's files in --corpus mode
+    generator: str = "direct"  # "direct" (draw_direct) or "hypothesis" (fuzz.draw_programs)
 
 
 @dataclass
@@ -38,11 +99,12 @@ class Prepared:
     """One block after the CPU stages: ready for the GPU (or already final without one)."""
 
     block: int
-    programs: list[Program]
     indices: list[int]
+    programs: list[Program]
     verdicts: list[differ.Verdicts]
     cubins: list[bytes | None]  # per program; programs of one ptxas run share one bytes object
     kernel_names: list[str]
+    records: list[dict]  # record fields the pool computes (family, forms, coverage, ...)
     seconds: dict[str, float]
 
 
@@ -50,52 +112,121 @@ def block_seed(seed: int, block: int) -> int:
     return (seed * 1_000_003 + block * 7919) % (2**31)
 
 
-def prepare_block(block: int, seed: int, size: int, judges: tuple[str, ...], skip: frozenset[int]) -> Prepared:
-    """CPU stages for one block (runs in a pool process)."""
-    from fuzzptx.fuzz import draw_programs
+ILLEGAL_SHARE = 0.25  # as ``fuzzptx.fuzz.draw_programs``: a quarter of each block is mutated (illegal)
+
+
+def draw_direct(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE) -> list[Program]:
+    """``n`` programs, each drawn straight from the strategies with its own random stream.
+
+    Five times cheaper than running Hypothesis's engine (``draw_programs``): no
+    example database, no mutation of earlier examples, no simplest-example-first,
+    so no duplicate programs within or across blocks.  Program ``i`` depends on
+    ``(seed, i)`` alone.  A draw the strategies reject (a filter) is redrawn.
+    """
+    import random
+
+    from hypothesis.control import BuildContext
+    from hypothesis.errors import HypothesisException, StopTest, UnsatisfiedAssumption
+    from hypothesis.internal.conjecture.data import ConjectureData
+
+    import fuzzptx.strategies as S
+
+    n_illegal = int(round(n * illegal_share))
+    strategies = (S.programs(), S.illegal_programs())
+    out: list[Program] = []
+    for i in range(n):
+        strategy = strategies[i >= n - n_illegal]
+        for attempt in range(50):
+            data = ConjectureData(random=random.Random(f"{seed}:{i}:{attempt}"))
+            try:
+                with BuildContext(data, is_final=False, wrapped_test=None):
+                    out.append(data.draw(strategy))
+                break
+            except (StopTest, UnsatisfiedAssumption):
+                continue
+            except HypothesisException as exc:  # e.g. a filter that rejects everything
+                raise CampaignError(f"program {i} of seed {seed}: the strategies failed: {exc}") from exc
+        else:
+            raise CampaignError(f"program {i} of seed {seed}: no valid draw in 50 attempts")
+    return out
+
+
+def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
+    """(index, program, planted kind or None) of a block, the same in every process and run."""
+    if task.corpus is not None:
+        progs = [Program.from_file(f) for f in task.corpus]
+    elif task.generator == "hypothesis":
+        from fuzzptx.fuzz import draw_programs
+
+        progs = draw_programs(task.size, block_seed(task.seed, task.block))
+    else:
+        progs = draw_direct(task.size, block_seed(task.seed, task.block))
+    limit = len(progs) if task.keep is None else min(task.keep, len(progs))
+    out: list[tuple[int, Program, str | None]] = [(i, p, None) for i, p in enumerate(progs[:limit])]
+    if task.plant:
+        out += [(task.size + k, p, kind) for k, (kind, p) in enumerate(planted_programs())]
+    return [t for t in out if t[0] not in task.skip]
+
+
+def prepare_block(task: BlockTask) -> Prepared:
+    """The CPU stages for one block (runs in a pool process)."""
+    from fuzzptx.fuzz import _forms_in, coverage_of
+    from fuzzptx.shrink import instruction_count
 
     secs: Counter = Counter()
     t0 = time.perf_counter()
-    programs = draw_programs(size, block_seed(seed, block))
+    items = block_programs(task)
     secs["generate"] += time.perf_counter() - t0
-    keep = [i for i in range(len(programs)) if i not in skip]
-    programs = [programs[i] for i in keep]
+    programs = [p for _, p, _ in items]
     texts = [p.to_ptx() for p in programs]
-    verdicts = [differ.judge(p, [j for j in judges if j in ("reference", "checker")], text=t) for p, t in zip(programs, texts)]
-    for v in verdicts:
-        for k, s in v.seconds.items():
-            secs[k] += s
-    cubins: list[bytes | None] = [None] * len(programs)
-    names: list[str] = [""] * len(programs)
-    if "ptxas" in judges or "hardware" in judges:
+    hw = "hardware" in task.judges
+    ptxas: list[Any] = [None] * len(programs)
+    if "ptxas" in task.judges or hw:
         from fuzzptx.oracles.ptxas import compile_batch
 
         t0 = time.perf_counter()
-        results = compile_batch(texts, want_cubin="hardware" in judges)
+        ptxas = compile_batch(texts, want_cubin=hw)
         secs["ptxas"] += time.perf_counter() - t0
-        for v, r in zip(verdicts, results):
-            v.ptxas = r
-        if "hardware" in judges:
-            for i, (p, r) in enumerate(zip(programs, results)):
-                if r.accepted and r.cubin:
-                    cubins[i] = r.cubin
-                    names[i] = r.kernel(p.launch.kernel)
-    return Prepared(block, programs, keep, verdicts, cubins, names, dict(secs))
+    verdicts, cubins, names, records = [], [], [], []
+    for (idx, p, planted), text, r in zip(items, texts, ptxas):
+        judges = [j for j in task.judges if j in _CPU_JUDGES]
+        if planted or (r is not None and not r.accepted):
+            # The reference's values only matter for a program the GPU can run (and a
+            # planted kernel is not one the reference should interpret: it never ends).
+            judges = [j for j in judges if j != "reference" and not (planted and j == "checker")]
+        if any(j in judges for j in ("checker", "reference")):
+            v = differ.judge(p, judges, ptxas_result=r, text=text)
+        else:  # ptxas alone needs no parse of the emitted text
+            v = differ.Verdicts(ptxas=r)
+        for k, s in v.seconds.items():
+            secs[k] += s
+        ok = hw and r is not None and r.accepted and r.cubin is not None
+        cubins.append(r.cubin if ok else None)
+        names.append(r.kernel(p.launch.kernel) if ok else "")
+        if r is not None:  # cubins travel once, in ``cubins``; a plain dict pickles
+            v.ptxas = replace(r, cubin=None, kernel_names=dict(r.kernel_names))
+        verdicts.append(v)
+        rec = {"family": differ.program_family(p), "forms": sorted(_forms_in(p)), "coverage": coverage_of(p),
+               "instructions": instruction_count(p)}
+        if planted:
+            rec["planted"] = planted
+        records.append(rec)
+    return Prepared(task.block, [i for i, _, _ in items], programs, verdicts, cubins, names, records, dict(secs))
 
 
-# --------------------------------------------------------------- the record
+# ----------------------------------------------------------------- the record
 
 
-def done_keys(path: Path) -> set[tuple[int, int]]:
-    """(block, index) pairs already judged; a torn last line (kill -9) is ignored."""
-    keys: set[tuple[int, int]] = set()
+def done_keys(path: Path) -> Counter:
+    """(block, index) -> how often it is in the record; a torn last line (kill -9) is ignored."""
+    keys: Counter = Counter()
     if not path.exists():
         return keys
     with path.open() as fh:
         for line in fh:
             try:
                 rec = json.loads(line)
-                keys.add((int(rec["block"]), int(rec["index"])))
+                keys[(int(rec["block"]), int(rec["index"]))] += 1
             except (ValueError, KeyError, TypeError):
                 continue
     return keys
@@ -105,26 +236,27 @@ def _truncate_torn_tail(path: Path) -> None:
     """Drop a partial last line left by a kill, so appends start on a fresh line."""
     if not path.exists() or path.stat().st_size == 0:
         return
+    data = path.read_bytes()
+    if data.endswith(b"\n"):
+        return
     with path.open("rb+") as fh:
-        fh.seek(-1, os.SEEK_END)
-        if fh.read(1) == b"\n":
-            return
-        data = path.read_bytes()
-        fh.seek(0)
         fh.truncate(data.rfind(b"\n") + 1)
+
+
+# ----------------------------------------------------------------- flags
 
 
 def parse_duration(text: str) -> float:
     m = re.fullmatch(r"(\d+(?:\.\d+)?)([smh]?)", text.strip())
-    if not m:
-        raise FuzzptxError(f"--time {text!r}: expected a duration like 300, 300s, 5m or 2h")
+    if not m or float(m.group(1)) <= 0:
+        raise CampaignError(f"--time {text!r}: expected a positive duration like 300, 300s, 5m or 2h")
     return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
 def parse_shard(text: str) -> tuple[int, int]:
-    m = re.fullmatch(r"(\d+)/(\d+)", text)
+    m = re.fullmatch(r"(\d+)/(\d+)", text.strip())
     if not m or not int(m.group(2)) or int(m.group(1)) >= int(m.group(2)):
-        raise FuzzptxError(f"--shard {text!r}: expected i/n with 0 <= i < n")
+        raise CampaignError(f"--shard {text!r}: expected i/n with 0 <= i < n")
     return int(m.group(1)), int(m.group(2))
 
 
@@ -136,81 +268,178 @@ def parse_gpus(text: str) -> list[int]:
 
         env = os.environ.get("CUDA_VISIBLE_DEVICES")
         if env is not None:
-            return list(range(len([d for d in env.split(",") if d.strip()])))
+            return list(range(len([d for d in env.split(",") if d.strip() and d.strip() != "-1"])))
         return list(range(_visible_gpu_count()))
     try:
-        return [int(x) for x in text.split(",")]
+        gpus = [int(x) for x in text.split(",")]
     except ValueError:
-        raise FuzzptxError(f"--gpus {text!r}: expected all, none or a list like 0,1") from None
+        raise CampaignError(f"--gpus {text!r}: expected all, none or a list like 0,1") from None
+    if any(g < 0 for g in gpus) or len(set(gpus)) != len(gpus):
+        raise CampaignError(f"--gpus {text!r}: expected distinct GPU indices >= 0")
+    return gpus
+
+
+def parse_judges(text: str) -> tuple[str, ...]:
+    judges = tuple(j.strip() for j in text.split(",") if j.strip())
+    bad = [j for j in judges if j not in differ.JUDGES]
+    if bad or not judges:
+        raise CampaignError(f"--judges {text!r}: unknown judge(s) {', '.join(bad) or '(none given)'}; "
+                            f"have {', '.join(differ.JUDGES)}")
+    return judges
+
+
+def corpus_files(directory: str) -> list[str]:
+    d = Path(directory)
+    if not d.is_dir():
+        raise CampaignError(f"--corpus {directory}: not a directory")
+    files = sorted(str(p) for p in d.rglob("*.ptx"))
+    if not files:
+        raise CampaignError(f"--corpus {directory}: no .ptx files in it")
+    return files
+
+
+# ----------------------------------------------------------------- live counters
 
 
 @dataclass
 class Live:
     """Counters behind the progress line and stats.json."""
 
+    workers: int = 1
+    gpus: int = 0
     start: float = field(default_factory=time.perf_counter)
     programs: int = 0
     findings: int = 0
-    stage: Counter = field(default_factory=Counter)
-    gpu_busy: Counter = field(default_factory=Counter)
+    stage: Counter = field(default_factory=Counter)  # CPU-process seconds per stage (gpu: kernel-job seconds)
+    gpu_busy: Counter = field(default_factory=Counter)  # per GPU thread: seconds inside the worker's jobs
+    gpu_programs: int = 0
     buckets: Counter = field(default_factory=Counter)
+    smallest: dict = field(default_factory=dict)  # signature -> fewest instructions so far
     faults: Counter = field(default_factory=Counter)
-    workers: int = 1
+    restarts: Counter = field(default_factory=Counter)
+    gpu_errors: list = field(default_factory=list)
+    block_errors: list = field(default_factory=list)
+    timeline: list = field(default_factory=list)  # (seconds, programs) every few seconds
+
+    def wall(self) -> float:
+        return time.perf_counter() - self.start
 
     def rates(self) -> dict[str, float]:
         """Programs per second each stage could sustain with the processes it has."""
         out = {}
         for s in STAGES:
             if self.stage[s] > 0:
-                par = 1 if s == "gpu" else self.workers
-                out[s] = round(self.programs * par / self.stage[s], 1)
+                n = self.gpu_programs if s == "gpu" else self.programs
+                par = max(self.gpus, 1) if s == "gpu" else self.workers
+                out[s] = round(n * par / self.stage[s], 1)
         return out
 
-    def gpu_idle_share(self, gpus: int) -> float | None:
-        if not gpus:
+    def ms_per_program(self) -> dict[str, float]:
+        out = {}
+        for s, v in self.stage.items():
+            n = self.gpu_programs if s == "gpu" else self.programs
+            if n:
+                out[s] = round(1000 * v / n, 2)
+        return out
+
+    def gpu_idle_share(self) -> float | None:
+        wall = self.wall()
+        if not self.gpus or not wall:
             return None
-        wall = time.perf_counter() - self.start
-        return round(1 - sum(self.gpu_busy.values()) / (wall * gpus), 3) if wall else None
+        return round(max(0.0, 1 - sum(self.gpu_busy.values()) / (wall * self.gpus)), 4)
 
 
-def _hardware_runner(gpu: int):
+def _hardware_runner(gpu: int, timeout: float):
     from fuzzptx.oracles.hardware import HardwareWorker
 
-    return HardwareWorker(device=gpu)
+    return HardwareWorker(device=gpu, timeout=timeout)
 
 
-def run_campaign(out: Path, *, seed: int, examples: int | None, seconds: float | None, gpus: list[int],
-                 shard: tuple[int, int], resume: bool, judges: tuple[str, ...], block_size: int, workers: int,
-                 progress: bool = True) -> dict:
+# ----------------------------------------------------------------- the campaign
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to judge: seed, blocks, limits (fixed for a campaign directory across --resume)."""
+
+    seed: int = 0
+    block_size: int = 32
+    shard: tuple[int, int] = (0, 1)
+    examples: int | None = None
+    seconds: float | None = None
+    judges: tuple[str, ...] = ("reference", "checker", "ptxas", "hardware")
+    corpus: tuple[str, ...] | None = None
+    plant: int | None = None  # block for the planted faults; -1: chosen in the middle of the run
+    generator: str = "direct"
+
+    def total_blocks(self) -> int | None:
+        n = self.examples if self.corpus is None else min(self.examples or len(self.corpus), len(self.corpus))
+        return None if n is None else -(-n // self.block_size)
+
+    def limit(self) -> int | None:
+        return self.examples if self.corpus is None else min(self.examples or len(self.corpus), len(self.corpus))
+
+    def blocks(self):
+        b, total = self.shard[0], self.total_blocks()
+        while total is None or b < total:
+            yield b
+            b += self.shard[1]
+
+    def task(self, block: int, skip: frozenset[int], plant: bool) -> BlockTask:
+        lim = self.limit()
+        keep = None if lim is None else max(0, min(self.block_size, lim - block * self.block_size))
+        files = None
+        if self.corpus is not None:
+            files = self.corpus[block * self.block_size:(block + 1) * self.block_size]
+        return BlockTask(block, self.seed, self.block_size, self.judges, skip, keep, plant, files, self.generator)
+
+
+def _check_meta(out: Path, plan: Plan, resume: bool) -> dict:
+    meta = {"seed": plan.seed, "block_size": plan.block_size, "shard": f"{plan.shard[0]}/{plan.shard[1]}",
+            "corpus": None if plan.corpus is None else len(plan.corpus), "generator": plan.generator,
+            "planted_block": None}
+    path = out / "campaign.json"
+    if path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except ValueError:
+            raise CampaignError(f"{path}: not a campaign record (bad JSON)") from None
+        for k in ("seed", "block_size", "shard", "corpus", "generator"):
+            if old.get(k, meta[k]) != meta[k]:
+                raise CampaignError(f"--resume with {k}={meta[k]} but the campaign in {out} used {old.get(k)}")
+        meta["planted_block"] = old.get("planted_block")
+    return meta
+
+
+def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False, workers: int = 1,
+                 gpu_timeout: float = 10.0, progress: bool = True) -> dict:
+    """Run (or resume) a campaign into ``out``; returns the stats also written to stats.json."""
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
-    if results.exists() and not resume:
-        raise FuzzptxError(f"{results} exists: pass --resume to carry on, or choose another --out")
+    if results.exists() and results.stat().st_size and not resume:
+        raise CampaignError(f"{results} exists: pass --resume to carry on, or choose another --out")
+    meta = _check_meta(out, plan, resume)
     _truncate_torn_tail(results)
     done = done_keys(results)
+    done_by_block: dict[int, set[int]] = {}
+    for b, i in done:
+        done_by_block.setdefault(b, set()).add(i)
     (out / "repros").mkdir(exist_ok=True)
-    meta = {"seed": seed, "block_size": block_size, "shard": f"{shard[0]}/{shard[1]}", "judges": list(judges)}
-    meta_path = out / "campaign.json"
-    if meta_path.exists():
-        old = json.loads(meta_path.read_text())
-        for k in ("seed", "block_size", "shard"):
-            if old.get(k) != meta[k]:
-                raise FuzzptxError(f"--resume with {k}={meta[k]} but the campaign in {out} used {old.get(k)}")
-    meta_path.write_text(json.dumps(meta, indent=1))
-    live = Live(workers=workers)
-    total_blocks = None if examples is None else -(-examples // block_size)
-    deadline = None if seconds is None else time.monotonic() + seconds
+    use_gpu = "hardware" in plan.judges and bool(gpus)
+    plant_block = meta["planted_block"]
+    if plan.plant is not None and plant_block is None and plan.plant >= 0:
+        plant_block = plan.plant
+    elif plan.plant == -1 and plant_block is None and plan.total_blocks() is not None:
+        mine = list(plan.blocks())
+        plant_block = mine[len(mine) // 2]
+    meta["planted_block"] = plant_block
+    _write_json(out / "campaign.json", meta)
 
-    def blocks():
-        b = shard[0]
-        while total_blocks is None or b < total_blocks:
-            yield b
-            b += shard[1]
-
-    use_gpu = "hardware" in judges and gpus
-    gpu_q: queue.Queue = queue.Queue(maxsize=max(2, 2 * len(gpus)))
-    done_q: queue.Queue = queue.Queue()
-    runners = [_hardware_runner(g) for g in gpus] if use_gpu else []
+    live = Live(workers=workers, gpus=len(gpus) if use_gpu else 0)
+    deadline = None if plan.seconds is None else time.monotonic() + plan.seconds
+    events: queue.Queue = queue.Queue()
+    gpu_q: queue.Queue = queue.Queue()
+    runners = [_hardware_runner(g, gpu_timeout) for g in gpus] if use_gpu else []
 
     def gpu_loop(idx: int, runner) -> None:
         while True:
@@ -218,181 +447,316 @@ def run_campaign(out: Path, *, seed: int, examples: int | None, seconds: float |
             if item is None:
                 return
             t0 = time.perf_counter()
-            hw = []
+            hw: list[Any] = []
             for p, cubin, name in zip(item.programs, item.cubins, item.kernel_names):
-                hw.append(runner.run(p, cubin=cubin, kernel=name) if cubin else None)
+                if cubin is None:
+                    hw.append(None)
+                    continue
+                try:
+                    hw.append(runner.run(p, cubin=cubin, kernel=name))
+                except Exception as exc:  # the worker could not start: no verdict, never a lost block
+                    live.gpu_errors.append(f"gpu {gpus[idx]}: {type(exc).__name__}: {exc}")
+                    hw.append(None)
             live.gpu_busy[idx] += time.perf_counter() - t0
-            done_q.put((item, hw))
+            live.restarts[idx] = runner.restarts
+            events.put(("gpu", item, hw))
 
-    threads = [threading.Thread(target=gpu_loop, args=(i, r), daemon=True) for i, r in enumerate(runners)]
+    threads = [threading.Thread(target=gpu_loop, args=(i, r), daemon=True, name=f"gpu{i}")
+               for i, r in enumerate(runners)]
     for t in threads:
         t.start()
 
     ctx = mp.get_context("spawn")
-    with results.open("a") as log, cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        pending: set[cf.Future] = set()
-        block_iter = blocks()
-        in_gpu = 0
-        exhausted = False
+    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm)
+    repro_futs: list[cf.Future] = []
+    pending: dict[cf.Future, BlockTask] = {}
+    block_iter = plan.blocks()
+    state = {"exhausted": False, "in_gpu": 0, "last_draw": 0.0, "last_stats": time.monotonic()}
+    log = results.open("a")
 
-        def submit_more() -> None:
-            nonlocal exhausted
-            while not exhausted and len(pending) < workers * 2:
-                if deadline is not None and time.monotonic() > deadline:
-                    exhausted = True
-                    return
-                try:
-                    b = next(block_iter)
-                except StopIteration:
-                    exhausted = True
-                    return
-                skip = frozenset(i for (bb, i) in done if bb == b)
-                if len(skip) >= block_size:
-                    continue
-                pending.add(pool.submit(prepare_block, b, seed, block_size, judges, skip))
+    def submit(task: BlockTask) -> None:
+        fut = pool.submit(prepare_block, task)
+        pending[fut] = task
+        fut.add_done_callback(lambda f: events.put(("cpu", f)))
 
-        def finish(item: Prepared, hw: list[Any] | None) -> None:
-            for k, s in item.seconds.items():
-                live.stage[k] += s
-            for j, (p, v, idx) in enumerate(zip(item.programs, item.verdicts, item.indices)):
-                if examples is not None and item.block * block_size + idx >= examples:
-                    continue
-                if hw is not None:
-                    v.hardware = hw[j]
-                    if hw[j] is not None:
-                        live.stage["gpu"] += hw[j].seconds
-                        if hw[j].fault:
-                            live.faults[hw[j].fault] += 1
-                findings = differ.compare(p, v)
-                repro = None
-                for f in findings:
-                    live.buckets[f.signature] += 1
-                    live.findings += 1
-                    if live.buckets[f.signature] == 1 or f.pair.startswith("hardware"):
-                        repro = _save_repro(out, p, v, f, item.block, idx)
-                rec = _record(item.block, idx, p, v, findings, repro)
-                log.write(json.dumps(rec) + "\n")
-                log.flush()
-                live.programs += 1
-            if progress:
-                _progress(live, len(gpus) if use_gpu else 0)
+    def submit_more() -> None:
+        nonlocal plant_block
+        while not state["exhausted"] and len(pending) < workers + 2:
+            now = time.monotonic()
+            if deadline is not None and now > deadline:
+                state["exhausted"] = True
+                return
+            try:
+                b = next(block_iter)
+            except StopIteration:
+                state["exhausted"] = True
+                return
+            if plan.plant == -1 and plant_block is None and deadline is not None and now > deadline - plan.seconds / 2:
+                plant_block = meta["planted_block"] = b  # the middle of a timed campaign
+                _write_json(out / "campaign.json", meta)
+            task = plan.task(b, frozenset(done_by_block.get(b, ())), b == plant_block)
+            if not block_programs_left(task):
+                continue
+            submit(task)
 
+    def finish(item: Prepared, hw: list[Any] | None) -> None:
+        t_main = time.perf_counter()
+        for k, s in item.seconds.items():
+            live.stage[k] += s
+        lines = []
+        for j, (p, v, idx, base) in enumerate(zip(item.programs, item.verdicts, item.indices, item.records)):
+            if hw is not None and hw[j] is not None:
+                v.hardware = hw[j]
+                live.stage["gpu"] += hw[j].seconds
+                live.gpu_programs += 1
+                if hw[j].fault:
+                    live.faults[hw[j].fault] += 1
+            findings = differ.compare(p, v)
+            repro = None
+            for f in findings:
+                live.buckets[f.signature] += 1
+                live.findings += 1
+                n = base["instructions"]
+                if f.signature not in live.smallest or n < live.smallest[f.signature]:
+                    live.smallest[f.signature] = n
+                    repro = str(out / "repros" / f"b{item.block}_{idx}.ptx")
+                    note = f"hardware when found: {v.summary()['hardware']}" if v.hardware is not None else None
+                    Path(repro).write_text(replace(p, signature=f.signature).to_ptx())  # at once: kill-safe
+                    repro_futs.append(pool.submit(finalize_repro_file, repro, p, _judges_that_ran(v), f.signature, note))
+            rec = {"block": item.block, "index": idx, "id": f"{item.block}:{idx}", "t": time.time(), **base,
+                   "verdicts": v.summary(), "findings": [{"signature": f.signature, "message": f.message} for f in findings],
+                   "repro": repro}
+            lines.append(json.dumps(rec) + "\n")
+            live.programs += 1
+        log.write("".join(lines))
+        log.flush()
+        live.stage["record (main process)"] += time.perf_counter() - t_main
+        live.timeline.append((round(live.wall(), 2), live.programs))
+
+    try:
         submit_more()
-        while pending or in_gpu:
-            if pending:
-                finished, _ = cf.wait(pending, timeout=0.05, return_when=cf.FIRST_COMPLETED)
-                for fut in finished:
-                    pending.discard(fut)
-                    item = fut.result()
-                    if use_gpu:
-                        gpu_q.put(item)
-                        in_gpu += 1
-                    else:
-                        finish(item, None)
+        while pending or state["in_gpu"]:
+            try:
+                ev = events.get(timeout=0.5)
+            except queue.Empty:
+                ev = None
+            if ev is not None and ev[0] == "cpu":
+                fut = ev[1]
+                task = pending.pop(fut, None)
+                if task is not None and not fut.cancelled():
+                    try:
+                        item = fut.result()
+                    except BrokenProcessPool:  # a pool process died (OOM, signal): redo its blocks
+                        state["pool_restarts"] = state.get("pool_restarts", 0) + 1
+                        if state["pool_restarts"] > 5:
+                            raise CampaignError("the CPU pool keeps dying; giving up (the record is kept)") from None
+                        tasks = [task] + [pending.pop(f) for f in list(pending)]
+                        pool = _restart_pool(pool, ctx, workers)
+                        for t in tasks:
+                            submit(t)
+                        item = None
+                    except Exception as exc:  # a block that cannot be prepared: say so, carry on
+                        live.block_errors.append(f"block {task.block}: {type(exc).__name__}: {exc}")
+                        _say(f"fuzzptx campaign: block {task.block} failed: {type(exc).__name__}: {exc}")
+                        item = None
+                    if item is not None:
+                        if use_gpu and any(c is not None for c in item.cubins):
+                            gpu_q.put(item)
+                            state["in_gpu"] += 1
+                        else:
+                            finish(item, None)
                 submit_more()
-            while True:
-                try:
-                    item, hw = done_q.get_nowait() if pending else done_q.get(timeout=0.05)
-                except queue.Empty:
-                    break
-                in_gpu -= 1
-                finish(item, hw)
-    for _ in threads:
-        gpu_q.put(None)
-    for t in threads:
-        t.join(timeout=5)
-    for r in runners:
-        r.close()
-    wall = time.perf_counter() - live.start
-    stats = {
-        "programs": live.programs,
-        "wall_seconds": round(wall, 2),
-        "programs_per_second": round(live.programs / wall, 2) if wall else 0,
-        "stage_rates_programs_per_second": live.rates(),
-        "stage_cpu_seconds": {k: round(v, 2) for k, v in live.stage.items()},
-        "gpu_idle_share": live.gpu_idle_share(len(gpus) if use_gpu else 0),
-        "gpus": gpus if use_gpu else [],
-        "cpu_workers": workers,
-        "findings": live.findings,
-        "faults": dict(live.faults),
-        "buckets": dict(live.buckets.most_common()),
-        "resumed_skipping": len(done),
-    }
-    (out / "stats.json").write_text(json.dumps(stats, indent=1))
+            elif ev is not None:
+                state["in_gpu"] -= 1
+                finish(ev[1], ev[2])
+            if deadline is not None and time.monotonic() > deadline:
+                state["exhausted"] = True
+                for f in [f for f, t in pending.items() if not t.plant and f.cancel()]:
+                    pending.pop(f, None)
+            now = time.monotonic()
+            if progress and now - state["last_draw"] > (0.5 if sys.stderr.isatty() else 15):
+                state["last_draw"] = now
+                _progress(live, gpu_q.qsize())
+            if now - state["last_stats"] > 10:
+                state["last_stats"] = now
+                _write_json(out / "stats.json", _stats(live, plan, gpus if use_gpu else [], len(done), meta, results))
+        cf.wait(repro_futs, timeout=120)  # EXPECT lines for the repros of this run
+    finally:
+        log.close()
+        pool.shutdown(wait=False, cancel_futures=True)
+        for _ in threads:
+            gpu_q.put(None)
+        for t in threads:
+            t.join(timeout=gpu_timeout + 5)
+        for r in runners:
+            r.close()
+    stats = _stats(live, plan, gpus if use_gpu else [], len(done), meta, results)
+    _write_json(out / "stats.json", stats)
     if progress:
+        _progress(live, 0)
         sys.stderr.write("\n")
     return stats
 
 
-def _record(block: int, idx: int, p: Program, v: differ.Verdicts, findings: list[differ.Finding], repro: str | None) -> dict:
-    from fuzzptx.fuzz import coverage_of, _forms_in
-    from fuzzptx.shrink import instruction_count
+def block_programs_left(task: BlockTask) -> bool:
+    """Whether a block has any program not yet in the record (cheap: no generation)."""
+    n = task.size if task.keep is None else task.keep
+    wanted = set(range(n)) | ({task.size, task.size + 1} if task.plant else set())
+    return bool(wanted - task.skip)
 
+
+def _restart_pool(pool, ctx, workers: int):
+    pool.shutdown(wait=False, cancel_futures=True)
+    _say("fuzzptx campaign: a pool process died; restarting the pool")
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm)
+
+
+def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, results: Path) -> dict:
+    wall = live.wall()
     return {
-        "block": block, "index": idx, "id": f"{block}:{idx}", "t": time.time(),
-        "family": differ.program_family(p), "forms": sorted(_forms_in(p)), "coverage": coverage_of(p),
-        "instructions": instruction_count(p), "verdicts": v.summary(),
-        "findings": [{"signature": f.signature, "message": f.message} for f in findings], "repro": repro,
+        "programs": live.programs,
+        "wall_seconds": round(wall, 2),
+        "programs_per_second": round(live.programs / wall, 2) if wall else 0,
+        "stage_rates_programs_per_second": live.rates(),
+        "stage_ms_per_program": live.ms_per_program(),
+        "stage_cpu_seconds": {k: round(v, 2) for k, v in live.stage.items()},
+        "gpu_idle_share": live.gpu_idle_share(),
+        "gpu_programs": live.gpu_programs,
+        "gpus": gpus,
+        "cpu_workers": live.workers,
+        "judges": list(plan.judges),
+        "seed": plan.seed, "block_size": plan.block_size, "shard": f"{plan.shard[0]}/{plan.shard[1]}",
+        "findings": live.findings,
+        "faults": dict(live.faults),
+        "worker_restarts": sum(live.restarts.values()),
+        "gpu_errors": live.gpu_errors[:20],
+        "block_errors": live.block_errors[:20],
+        "planted_block": meta.get("planted_block"),
+        "buckets": dict(live.buckets.most_common()),
+        "resumed_skipping": resumed,
+        "timeline": live.timeline[:: max(1, len(live.timeline) // 200)],
     }
 
 
-def _save_repro(out: Path, p: Program, v: differ.Verdicts, f: differ.Finding, block: int, idx: int) -> str:
-    judges = tuple(j for j in differ.CPU_JUDGES)
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
+def _judges_that_ran(v: differ.Verdicts) -> tuple[str, ...]:
+    ran = {"ptxas": v.ptxas is not None, "checker": v.checker is not None or v.checker_error is not None,
+           "reference": v.reference is not None or v.reference_error is not None or v.reference_skipped is not None}
+    return tuple(j for j in differ.CPU_JUDGES if ran[j])
+
+
+def finalize_repro_file(path: str, p: Program, judges: tuple[str, ...], signature: str, note: str | None) -> None:
+    """Rewrite a repro with EXPECT lines taken on its final text (runs in a pool process)."""
     try:
-        prog = differ.finalize_repro(p, judges, f.signature)
-    except Exception:  # never lose the finding over its bookkeeping
-        from dataclasses import replace
-
-        prog = replace(p, signature=f.signature)
-    if v.hardware is not None:
-        from dataclasses import replace
-
-        prog = replace(prog, notes=prog.notes + (f"hardware when found: {v.summary().get('hardware', '?')}",))
-    path = out / "repros" / f"b{block}_{idx}.ptx"
-    path.write_text(prog.to_ptx())
-    return str(path)
+        prog = differ.finalize_repro(p, judges, signature)
+    except Exception:  # never lose the finding over its bookkeeping: the raw file stays
+        return
+    if note:
+        prog = replace(prog, notes=prog.notes + (note,))
+    tmp = path + ".tmp"
+    Path(tmp).write_text(prog.to_ptx())
+    os.replace(tmp, path)
 
 
-def _progress(live: Live, gpus: int) -> None:
-    wall = time.perf_counter() - live.start
-    rates = " ".join(f"{k} {v}/s" for k, v in live.rates().items())
-    idle = live.gpu_idle_share(gpus)
-    sys.stderr.write(f"\r{live.programs} programs {live.programs / wall:.1f}/s | {rates} | findings {live.findings}"
-                     + (f" | gpu idle {idle:.0%}" if idle is not None else "") + "   ")
+def _warm() -> None:
+    """Pool initializer: imports and catalogue built before the clock of any stage starts."""
+    draw_direct(1, 0)
+    from fuzzptx.oracles import ptxas  # noqa: F401
+    from fuzzptx.oracles.checker import check_module  # noqa: F401
+    from fuzzptx.oracles.reference import run_program  # noqa: F401
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(("\n" if sys.stderr.isatty() else "") + text + "\n")
     sys.stderr.flush()
 
 
-def main_campaign(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="fuzzptx campaign", description="Batched, isolated, resumable hardware campaign.")
-    lim = ap.add_mutually_exclusive_group(required=True)
+def _progress(live: Live, gpu_queue: int) -> None:
+    wall = live.wall()
+    rates = " ".join(f"{k} {v:g}/s" for k, v in live.rates().items())
+    idle = live.gpu_idle_share()
+    faults = sum(live.faults.values())
+    line = (f"{live.programs} programs {live.programs / wall if wall else 0:.1f}/s | {rates} | findings {live.findings}"
+            + (f" | gpu idle {idle:.0%} queue {gpu_queue} faults {faults}" if idle is not None else ""))
+    if sys.stderr.isatty():
+        sys.stderr.write("\r" + line + "   ")
+    else:
+        sys.stderr.write(f"[{wall:6.0f}s] {line}\n")
+    sys.stderr.flush()
+
+
+# ----------------------------------------------------------------- CLI
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="fuzzptx campaign", description="Batched, isolated, resumable hardware campaign.")
+    lim = ap.add_mutually_exclusive_group()
     lim.add_argument("--time", help="duration: 300, 5m, 2h")
-    lim.add_argument("--examples", type=int)
+    lim.add_argument("--examples", type=int, help="programs in the whole campaign (all shards together)")
     ap.add_argument("--gpus", default="all", help="all, none, or a list like 0,1")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", required=True, help="campaign directory (results.jsonl, repros/, stats.json)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--shard", default="0/1")
-    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--shard", default="0/1", help="i/n: this process takes blocks b with b %% n == i")
+    ap.add_argument("--resume", action="store_true", help="carry on from the record in --out")
     ap.add_argument("--judges", default="reference,checker,ptxas,hardware")
-    ap.add_argument("--block-size", type=int, default=32)
-    ap.add_argument("--workers", type=int, default=0, help="CPU processes (default: cores minus one per GPU)")
+    ap.add_argument("--block-size", type=int, default=32, help="programs per block (one ptxas module)")
+    ap.add_argument("--workers", type=int, default=0, help="CPU processes (default: cores, one fewer with a GPU)")
+    ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct",
+                    help="direct: each program drawn straight from the strategies (fast); "
+                         "hypothesis: through Hypothesis's engine (fuzz.draw_programs)")
+    ap.add_argument("--corpus", help="judge the .ptx repro files under this directory instead of generating")
+    ap.add_argument("--plant-faults", nargs="?", type=int, const=-1, default=None, metavar="BLOCK",
+                    help="add a kernel that traps and one that hangs to one block (default: the middle one)")
+    ap.add_argument("--gpu-timeout", type=float, default=10.0, help="seconds before a kernel counts as hung")
     ap.add_argument("--quiet", action="store_true")
+    return ap
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises (one line at the CLI) instead of printing usage and exiting."""
+
+    def error(self, message: str):
+        raise CampaignError(message)
+
+
+def main_campaign(argv: list[str]) -> int:
+    ap = build_parser()
     args = ap.parse_args(argv)
-    judges = tuple(j.strip() for j in args.judges.split(",") if j.strip())
+    if args.time is None and args.examples is None and args.corpus is None:
+        raise CampaignError("say how much to do: --time DURATION or --examples N (or --corpus DIR)")
+    if args.examples is not None and args.examples <= 0:
+        raise CampaignError(f"--examples {args.examples}: expected a positive number of programs")
+    if args.block_size <= 0:
+        raise CampaignError(f"--block-size {args.block_size}: expected a positive number")
+    if args.workers < 0:
+        raise CampaignError(f"--workers {args.workers}: expected 0 (one per core) or more")
+    if args.gpu_timeout <= 0:
+        raise CampaignError(f"--gpu-timeout {args.gpu_timeout}: expected a positive number of seconds")
+    judges = parse_judges(args.judges)
+    shard = parse_shard(args.shard)
+    seconds = parse_duration(args.time) if args.time else None
     gpus = parse_gpus(args.gpus)
+    corpus = tuple(corpus_files(args.corpus)) if args.corpus else None
     if "hardware" in judges and not gpus:
-        print("fuzzptx campaign: no GPU selected: running without the hardware judge", file=sys.stderr)
+        if args.gpus != "none":  # asked for all and found none: say so
+            _say("fuzzptx campaign: no GPU found: running without the hardware judge")
         judges = tuple(j for j in judges if j != "hardware")
     if "hardware" in judges:
         from fuzzptx.oracles.hardware import gpu_available
 
         reason = gpu_available()
         if reason:
-            print(f"fuzzptx campaign: hardware judge unavailable ({reason}); running without it", file=sys.stderr)
+            _say(f"fuzzptx campaign: hardware judge unavailable ({reason}); running without it")
             judges = tuple(j for j in judges if j != "hardware")
-    workers = args.workers or max(1, (os.cpu_count() or 2) - (len(gpus) if "hardware" in judges else 0))
-    stats = run_campaign(Path(args.out), seed=args.seed, examples=args.examples,
-                         seconds=parse_duration(args.time) if args.time else None, gpus=gpus,
-                         shard=parse_shard(args.shard), resume=args.resume, judges=judges,
-                         block_size=args.block_size, workers=workers, progress=not args.quiet)
-    print(json.dumps(stats, indent=1))
+    workers = args.workers or max(1, (os.cpu_count() or 2) - (1 if "hardware" in judges else 0))
+    plan = Plan(seed=args.seed, block_size=args.block_size, shard=shard, examples=args.examples, seconds=seconds,
+                judges=judges, corpus=corpus, plant=args.plant_faults, generator=args.generator)
+    stats = run_campaign(Path(args.out), plan, gpus=gpus, resume=args.resume, workers=workers,
+                         gpu_timeout=args.gpu_timeout, progress=not args.quiet)
+    print(json.dumps({k: v for k, v in stats.items() if k != "timeline"}, indent=1))
     return 0

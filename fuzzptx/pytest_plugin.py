@@ -66,6 +66,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="examples per fuzz test (overrides the profile)")
     group.addoption("--fuzzptx-repro-dir", default="reports/repros",
                     help="where a failing fuzz test writes its repro file")
+    group.addoption("--fuzzptx-fail-on", default="all",
+                    help="which findings fail a fuzz test: all, or comma-separated signature prefixes "
+                         "(e.g. checker:crash,reference:crash)")
 
 
 def _visible_gpu_count() -> int:
@@ -97,6 +100,9 @@ class FuzzConfig:
         self.profile = config.getoption("--fuzzptx-profile")
         self.examples = config.getoption("--fuzzptx-examples") or PROFILES[self.profile]
         self.repro_dir = config.getoption("--fuzzptx-repro-dir")
+        fail_on = config.getoption("--fuzzptx-fail-on")
+        self.fail_on: tuple[str, ...] | None = None if fail_on == "all" else tuple(
+            x.strip() for x in fail_on.split(",") if x.strip())
 
     def settings(self):
         from hypothesis import HealthCheck, settings
@@ -111,8 +117,11 @@ def fuzzptx_config(pytestconfig: pytest.Config) -> FuzzConfig:
     return FuzzConfig(pytestconfig)
 
 
-def check_program(program, config: FuzzConfig) -> None:
-    """Judge one program; on any finding write its repro and fail with the path.
+def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None = None) -> None:
+    """Judge one program; on a finding write its repro and fail with the path.
+
+    ``fail_on`` (else ``--fuzzptx-fail-on``): the signature prefixes that fail the test;
+    None fails on every finding.
 
     Hypothesis calls this again on every shrink step; each write replaces the
     file for that signature, so the file left is the smallest failing program.
@@ -126,8 +135,11 @@ def check_program(program, config: FuzzConfig) -> None:
     judges = config.judges
     if "hardware" in judges and gpu_unavailable_reason() is not None:
         judges = tuple(j for j in judges if j != "hardware")
-    verdicts = differ.judge(program, judges)
+    verdicts = differ.judge(program, judges) if "hardware" not in judges else _judge_with_gpu(program, judges)
     findings = differ.compare(program, verdicts)
+    prefixes = fail_on if fail_on is not None else config.fail_on
+    if prefixes is not None:
+        findings = [f for f in findings if f.signature.startswith(tuple(prefixes))]
     if not findings:
         return
     first = findings[0]
@@ -137,3 +149,29 @@ def check_program(program, config: FuzzConfig) -> None:
     repro = differ.finalize_repro(program, tuple(j for j in judges if j != "hardware"), first.signature)
     path.write_text(repro.to_ptx())
     raise AssertionError(f"{first.signature}: {first.message}\nrepro: {path.resolve()}")
+
+
+_GPU_WORKER = None
+
+
+def _judge_with_gpu(program, judges):
+    """Judge with one long-lived GPU worker per test process (its GPU pinned per xdist worker)
+    and one ptxas run whose cubin the GPU also runs."""
+    import atexit
+
+    from fuzzptx import differ
+    from fuzzptx.oracles.hardware import HardwareWorker
+    from fuzzptx.oracles.ptxas import compile_ptx
+
+    global _GPU_WORKER
+    if _GPU_WORKER is None:
+        _GPU_WORKER = HardwareWorker()
+        atexit.register(_GPU_WORKER.close)
+    text = program.to_ptx()
+    r = compile_ptx(text, want_cubin=True)
+    hw = None
+    if r.accepted and r.cubin:
+        hw = _GPU_WORKER.run(program, cubin=r.cubin, kernel=r.kernel(program.launch.kernel))
+    v = differ.judge(program, [j for j in judges if j != "hardware"], ptxas_result=r, text=text)
+    v.hardware = hw
+    return v

@@ -164,6 +164,11 @@ def html_report(directory: Path, t: Triage, records: list[dict], summ: dict) -> 
         rows.append(f"<tr><td>{b.count}</td><td><code>{html.escape(b.signature)}</code></td><td>{link}</td><td>{rec.get('instructions', '?')}</td></tr>")
     st = summ.get("campaign_stats") or {}
     stage = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in st.items() if not isinstance(v, (dict, list)))
+    stage_rows = stage_table(st)
+    faults = "".join(f"<tr><td>{html.escape(r.get('id', '?'))}</td><td>{html.escape(r.get('planted') or '')}</td>"
+                     f"<td>{html.escape(r.get('verdicts', {}).get('hardware', 'not run'))}</td>"
+                     f"<td>{html.escape(', '.join(f['signature'] for f in r.get('findings', ())))}</td></tr>"
+                     for r in records if r.get("planted") or str(r.get("verdicts", {}).get("hardware", "")).startswith("fault"))
     pps = summ["programs_per_second"]
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>fuzzptx report: {html.escape(directory.name)}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse}}
@@ -175,9 +180,24 @@ td,th{{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}}h2{{margin
 <table><tr><th>findings</th><th>signature</th><th>smallest repro</th><th>instructions</th></tr>{''.join(rows)}</table>
 <h2>Coverage: type mix &times; N &times; A source &times; swizzle</h2>{plot_coverage(coverage_cells(records))}
 <h2>Throughput over time</h2>{plot_throughput(records)}
+<h2>Stages</h2>{stage_rows or '<p>no stats.json</p>'}
+<h2>GPU faults survived</h2>{f'<table><tr><th>program</th><th>planted</th><th>hardware</th><th>findings</th></tr>{faults}</table>' if faults else '<p>No GPU faults.</p>'}
 <h2>Campaign figures</h2><table>{stage or '<tr><td>no stats.json</td></tr>'}</table>
 </body></html>
 """
+
+
+def stage_table(st: dict) -> str:
+    """Per-stage cost and sustainable rate from the campaign's stats.json (empty without one)."""
+    ms = st.get("stage_ms_per_program") or {}
+    rates = st.get("stage_rates_programs_per_second") or {}
+    if not ms:
+        return ""
+    rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{v:.2f}</td><td>{rates.get(k, '')}</td></tr>" for k, v in ms.items())
+    idle = st.get("gpu_idle_share")
+    tail = "" if idle is None else f"<p>GPU idle share: <b>{idle:.1%}</b> over {st.get('gpus')} GPU(s); worker restarts: {st.get('worker_restarts', 0)}; faults: {html.escape(json.dumps(st.get('faults', {})))}.</p>"
+    return ("<table><tr><th>stage</th><th>ms per program (one process)</th><th>programs/s the stage sustains</th></tr>"
+            + rows + "</table>" + tail)
 
 
 def _rel(directory: Path, path: str) -> str:

@@ -2,11 +2,15 @@
 
 Hypothesis shrinks programs it generates; this reducer works on any repro file
 (found by a campaign, written by hand, or from a compiler).  Passes, repeated to
-a fixed point or a time budget: delete chunks of statements (ddmin), drop
-guards, simplify immediates, drop unused parameters/buffers, functions and
-declarations, then simplify input data (random -> small integers -> inline hex).
-Each candidate is judged by the caller's predicate; candidates of one pass are
-judged in a batch where the predicate allows it (ptxas's batch mode).
+a fixed point or a time budget: dead code; delete chunks of statements (ddmin by
+levels); delete whole blocks and loops; empty .func bodies; drop guards and
+simplify immediates; replace computations by moves of a source and propagate
+moves away; narrow wgmma N (fewer accumulators); simplify input data (random ->
+zeros / small integers) and cut buffers to the elements used; finally drop
+unused parameters, buffers, functions and declarations (register ranges cut to
+the highest register used) and inline small data as hex.  Each candidate is
+judged by the caller's predicate; candidates of one pass are judged in batches
+(ptxas's batch mode where the predicate allows it).
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from typing import Callable, Sequence
 
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.program import Buffer, Program
-from fuzzptx.ptx.ir import Function, Imm, Instr, Label, RegDecl, Scope, Statement, Sym, VarDecl, Vec, walk, registers_in
+from fuzzptx.ptx.ir import Function, Imm, Instr, Label, Reg, RegDecl, Scope, Statement, Sym, VarDecl, Vec, walk, registers_in
 
 Predicate = Callable[[Sequence[Program]], list[bool]]
 
@@ -165,8 +169,9 @@ def _collect_syms(op, names: set[str]) -> None:
             _collect_syms(it, names)
 
 
-def cleanup(program: Program) -> Program:
-    """Remove what nothing refers to: params with their buffers, .funcs, register declarations."""
+def cleanup(program: Program, *, variables: bool = True) -> Program:
+    """Remove what nothing refers to: params with their buffers, .funcs, register declarations and
+    (``variables``) state-space variables (an unused one may still back an out-of-range access)."""
     module = program.module
     kernel = module.function(program.launch.kernel)
     used = _used_names(kernel)
@@ -186,29 +191,215 @@ def cleanup(program: Program) -> Program:
                 continue
             if item.body is not None:
                 names = _used_names(item) | {p.name for p in item.params} | {p.name for p in item.returns}
-                item = replace(item, body=_prune_decls(item.body, names))
+                item = replace(item, body=_prune_decls(item.body, names, variables))
+        elif isinstance(item, VarDecl) and variables and item.name not in called:
+            continue
         items.append(item)
     return replace(program, module=replace(module, items=tuple(items)), buffers=buffers, scalars=scalars)
 
 
-def _prune_decls(body: tuple[Statement, ...], used: set[str]) -> tuple[Statement, ...]:
+def _prune_decls(body: tuple[Statement, ...], used: set[str], variables: bool = True) -> tuple[Statement, ...]:
     out: list[Statement] = []
     for s in body:
         if isinstance(s, Scope):
-            out.append(replace(s, body=_prune_decls(s.body, used)))
+            out.append(replace(s, body=_prune_decls(s.body, used, variables)))
         elif isinstance(s, RegDecl) and s.count is None:
             names = tuple(n for n in s.names if n in used)
             if names:
                 out.append(replace(s, names=names))
         elif isinstance(s, RegDecl):
-            if any(n in used for n in s.expand()):
-                out.append(s)
+            live = [k for k, n in enumerate(s.expand()) if n in used]
+            if live:  # %r<53> with only %r0..%r11 used becomes %r<12>
+                out.append(replace(s, count=live[-1] + 1))
         elif isinstance(s, VarDecl):
-            if s.name in used:
+            if s.name in used or not variables:
                 out.append(s)
         else:
             out.append(s)
     return tuple(out)
+
+
+_TYPES = frozenset("b8 b16 b32 b64 u8 u16 u32 u64 s8 s16 s32 s64 f16 f32 f64 pred".split())
+
+
+def _type_of(ins: Instr) -> str | None:
+    """The instruction's last type modifier (``add.u64`` -> ``u64``), the type of its result."""
+    for m in reversed(ins.modifiers):
+        if m in _TYPES:
+            return m
+    return None
+
+
+def _candidates_bypass(program: Program) -> list[Program]:
+    """Replace a computation by a plain move of one of its sources (``add d, a, b`` -> ``mov d, a``)
+    or a load by the constant 0: copy propagation then removes the move."""
+    from fuzzptx.ptx.dataflow import defs_uses
+
+    cands: list[Program] = []
+    for fn in program.module.functions():
+        if fn.body is None:
+            continue
+        for i, s in _statements(fn).items():
+            if not isinstance(s, Instr) or s.base in _EFFECTS or s.base == "mov" or s.opcode.startswith("wmma"):
+                continue
+            t = _type_of(s)
+            defs = defs_uses(s)[0]
+            if t is None or len(defs) != 1 or not s.operands or s.operands[0] != defs[0]:
+                continue
+            srcs = [op for op in s.operands[1:] if isinstance(op, (Reg, Imm))]
+            if s.base in ("ld", "cvta", "cvt"):
+                srcs = [op for op in s.operands[1:] if isinstance(op, Reg)] + [Imm.of(0)]
+            for src in srcs:
+                mov = replace(s, opcode=f"mov.{t}", operands=(defs[0], src))
+                cands.append(_edit_function(program, fn.name, subst={i: mov}))
+    return cands
+
+
+def _substitute(op, name: str, new):
+    """``op`` with register ``name`` replaced by ``new`` (a Reg anywhere; an Imm only as a whole operand)."""
+    from fuzzptx.ptx.ir import Addr, CallArgs, Neg
+
+    if isinstance(op, Reg):
+        return new if op.name == name else op
+    if isinstance(op, Addr) and isinstance(op.base, Reg) and op.base.name == name:
+        return replace(op, base=new) if isinstance(new, Reg) else None
+    if isinstance(op, Neg) and op.reg.name == name:
+        return replace(op, reg=new) if isinstance(new, Reg) else None
+    if isinstance(op, (Vec, CallArgs)):
+        items = [_substitute(x, name, new) for x in op.items]
+        return None if any(x is None for x in items) else replace(op, items=tuple(items))
+    return op
+
+
+# Special registers: ptxas takes them only as mov/cvt sources, so a move from one stays.
+_SPECIAL = frozenset("%tid %ntid %ctaid %nctaid %laneid %warpid %nwarpid %smid %nsmid %gridid %clock %clock64 "
+                     "%globaltimer %lanemask_eq %lanemask_le %lanemask_lt %lanemask_ge %lanemask_gt "
+                     "%dynamic_smem_size %total_smem_size".split())
+
+
+_TENSOR = frozenset(("wgmma", "wmma", "mma", "ldmatrix", "stmatrix"))
+
+
+def _candidates_copyprop(program: Program) -> list[Program]:
+    """Delete ``mov d, s`` (d written once) and read ``s`` wherever ``d`` was read."""
+    from fuzzptx.ptx.dataflow import defs_uses
+
+    cands: list[Program] = []
+    for fn in program.module.functions():
+        if fn.body is None:
+            continue
+        sts = _statements(fn)
+        writes: dict[str, int] = {}
+        for st in sts.values():
+            if isinstance(st, Instr):
+                for d in defs_uses(st)[0]:
+                    writes[d.name] = writes.get(d.name, 0) + 1
+        for i, s in sts.items():
+            if not (isinstance(s, Instr) and s.base == "mov" and s.guard is None and len(s.operands) == 2
+                    and isinstance(s.operands[0], Reg) and isinstance(s.operands[1], (Reg, Imm))):
+                continue
+            d, src = s.operands
+            if writes.get(d.name) != 1 or (isinstance(src, Reg) and src.name.split(".")[0] in _SPECIAL):
+                continue
+            subst: dict[int, Statement] = {}
+            ok = True
+            for j, st in sts.items():
+                if j == i or not isinstance(st, Instr):
+                    continue
+                if st.guard is not None and st.guard.reg.name == d.name:
+                    ok = False
+                    break
+                if isinstance(src, Imm) and st.base in _TENSOR and any(d in registers_in(o) for o in st.operands):
+                    ok = False  # descriptors, strides and fragments stay registers
+                    break
+                ops = tuple(_substitute(op, d.name, src) for op in st.operands)
+                if any(o is None for o in ops):
+                    ok = False
+                    break
+                if ops != st.operands:
+                    subst[j] = replace(st, operands=ops)
+            if ok:
+                cands.append(_edit_function(_edit_function(program, fn.name, subst=subst), fn.name, {i}))
+    return cands
+
+
+def _blocks(fn: Function) -> list[list[int]]:
+    """Statement-id ranges worth deleting whole: each labelled block (label up to the next label)
+    and each loop (a label up to the branch back to it)."""
+    sts = _statements(fn)
+    ids = sorted(sts)
+    labels = [i for i in ids if isinstance(sts[i], Label)]
+    out: list[list[int]] = []
+    for k, start in enumerate(labels):
+        end = labels[k + 1] if k + 1 < len(labels) else ids[-1] + 1
+        out.append([i for i in ids if start <= i < end])
+        name = sts[start].name
+        for j in ids:
+            s = sts[j]
+            if j > start and isinstance(s, Instr) and s.base == "bra" and any(isinstance(o, Sym) and o.name == name for o in s.operands):
+                out.append([i for i in ids if start <= i <= j])
+    keep = lambda i: not (isinstance(sts[i], Instr) and sts[i].base in ("ret", "exit"))
+    return [[i for i in b if keep(i)] for b in out if len(b) > 1]
+
+
+def _candidates_blocks(program: Program) -> list[Program]:
+    cands = []
+    for fn in program.module.functions():
+        if fn.body is not None:
+            cands += [_delete(program, [(fn.name, i) for i in b]) for b in _blocks(fn) if b]
+    return cands
+
+
+def _candidates_funcs(program: Program) -> list[Program]:
+    """A .func's body emptied to its declarations and ``ret``."""
+    cands = []
+    for k, item in enumerate(program.module.items):
+        if isinstance(item, Function) and item.kind == "func" and item.body is not None and len(item.instructions()) > 1:
+            body = tuple(s for s in item.body if isinstance(s, (RegDecl, VarDecl))) + (Instr("ret"),)
+            items = program.module.items[:k] + (replace(item, body=body),) + program.module.items[k + 1:]
+            cands.append(replace(program, module=replace(program.module, items=items)))
+    return cands
+
+
+def _candidates_narrow(program: Program) -> list[Program]:
+    """Tensor-core instructions rewritten to a smaller N of the same catalogue row (fewer accumulators)."""
+    from fuzzptx import isa
+
+    cands = []
+    for fn in program.module.functions():
+        if fn.body is None:
+            continue
+        for i, s in _statements(fn).items():
+            if not isinstance(s, Instr):
+                continue
+            form = isa.form_for(s)
+            if form is None or form.shape is None or not form.family.startswith("wgmma"):
+                continue
+            n = form.shape.n
+            smaller = sorted((f for f in isa.forms(form.family) if f.shape is not None and f.shape.n < n
+                              and f.key.replace(f"n{f.shape.n}k", "#") == form.key.replace(f"n{n}k", "#")),
+                             key=lambda f: f.shape.n)
+            d = s.operands[0]
+            for f in smaller[:1] + smaller[len(smaller) // 2:len(smaller) // 2 + 1]:
+                if not isinstance(d, Vec):
+                    continue
+                count = f.operand("d").count
+                ops = (Vec(d.items[:count]),) + s.operands[1:]
+                cands.append(_edit_function(program, fn.name, subst={i: replace(s, opcode=f.opcode, operands=ops)}))
+    return cands
+
+
+def _candidates_counts(program: Program) -> list[Program]:
+    """Buffers cut to 1, 1/16, 1/4 or 1/2 of their elements (the judges refuse what an access then misses)."""
+    cands = []
+    for k, b in enumerate(program.buffers):
+        for n in sorted({1, b.count // 16, b.count // 4, b.count // 2}):
+            if 1 <= n < b.count:
+                nb = replace(b, count=n)
+                if b.init.startswith("hex:"):
+                    nb = replace(nb, init="hex:" + b.init[4:][:2 * nb.nbytes])
+                cands.append(replace(program, buffers=program.buffers[:k] + (nb,) + program.buffers[k + 1:]))
+    return cands
 
 
 def _candidates_data(program: Program) -> list[Program]:
@@ -232,6 +423,11 @@ def inline_small_data(program: Program, limit: int = 512) -> Program:
             b = replace(b, init="hex:" + buffer_bytes(b).tobytes().hex(), seed=0)
         bufs.append(b)
     return replace(program, buffers=tuple(bufs))
+
+
+PASSES = (("blocks", _candidates_blocks), ("funcs", _candidates_funcs), ("simplify", _candidates_simplify),
+          ("bypass", _candidates_bypass), ("copy-propagate", _candidates_copyprop), ("narrow", _candidates_narrow),
+          ("data", _candidates_data), ("counts", _candidates_counts))
 
 
 # -------------------------------------------------------------------- driver
@@ -298,38 +494,58 @@ def shrink(program: Program, holds: Predicate, *, budget_s: float = 60.0, log: C
             if size == 1:
                 break
             size //= 2
-        for name, make in (("simplify", _candidates_simplify), ("data", _candidates_data)):
+        for name, make in PASSES:
             while not out_of_time():
                 cands = [c for c in make(current) if _size(c) < _size(current)]
                 hit = first_holding(cands) if cands else None
                 if hit is None:
                     break
                 current, changed = hit, True
+                dce = dead_code(current)
+                if dce is not current and first_holding([dce]) is not None:
+                    current = dce
                 if log:
                     log(f"  {name}: {instruction_count(current)} instructions")
-    tidy = cleanup(current)
-    if holds([tidy])[0]:
-        current = tidy
+    for tidy in (cleanup(current), cleanup(current, variables=False)):
+        if tidy != current and holds([tidy])[0]:
+            current = tidy
+            break
     inlined = inline_small_data(current)
     if inlined is not current and holds([inlined])[0]:
         current = inlined
     return ShrinkResult(current, before, instruction_count(current), time.perf_counter() - t0, evaluations)
 
 
-def _size(p: Program) -> tuple[int, int, int]:
+def _size(p: Program) -> tuple[int, int, int, int]:
+    """What the passes minimise, in order: instructions; statements, operands, non-0/1 immediates and
+    guards; buffers with drawn (not simple) data; buffer bytes."""
     simple = sum(0 if b.init in ("zeros", "small_int") or b.init.startswith("hex:") else 1 for b in p.buffers)
-    imms = 0
+    atoms = 0
     for f in p.module.functions():
         for ins in f.instructions():
-            imms += sum(1 for o in ins.operands if isinstance(o, Imm) and isinstance(o.value, int) and o.value not in (0, 1))
-            imms += ins.guard is not None
+            atoms += sum(1 for o in ins.operands if isinstance(o, Imm) and isinstance(o.value, int) and o.value not in (0, 1))
+            atoms += (ins.guard is not None) + sum(_atoms(o) for o in ins.operands) + (ins.base != "mov")
     stmts = sum(len(_statements(f)) for f in p.module.functions() if f.body is not None)
-    return (instruction_count(p), stmts + imms, simple)
+    return (instruction_count(p), stmts + atoms, simple, sum(b.nbytes for b in p.buffers))
 
 
-def signature_predicate(signature: str) -> Predicate:
-    """Judge candidates for ``--keep SIGNATURE``, batching ptxas when only ptxas is needed."""
+def _atoms(op) -> int:
+    return sum(_atoms(x) for x in op.items) if isinstance(op, Vec) else 1
+
+
+def signature_predicate(signature: str, program: Program | None = None) -> Predicate:
+    """Judge candidates for ``--keep SIGNATURE``, batching ptxas when only ptxas is needed.
+
+    A corpus signature (``spec!=ptxas|...``, ``notes!=ptxas|...``, the hardware ones) keeps what
+    its ``fuzzptx.corpus`` entry keeps (given the ``program`` to keep it for)."""
     from fuzzptx import differ
+
+    if program is not None:
+        from fuzzptx.corpus import entry_for, guarded
+
+        entry = entry_for(signature)
+        if entry is not None:
+            return guarded(entry, program)
 
     keep = differ.keep_predicate(signature)
     needed = differ.judges_for(signature)
@@ -370,9 +586,12 @@ def main_shrink(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     program = Program.from_file(args.file)
     print(f"shrinking {args.file}: {instruction_count(program)} instructions, keep {args.keep}")
-    res = shrink(program, signature_predicate(args.keep), budget_s=args.budget, log=print)
+    res = shrink(program, signature_predicate(args.keep, program), budget_s=args.budget, log=print)
     noted = replace(res.program, notes=res.program.notes + (f"shrunk from {res.before} to {res.after} instructions in {res.seconds:.1f} s",))
-    out = rejudged(noted, args.keep)
+    from fuzzptx.corpus import entry_for, finalize
+
+    entry = entry_for(args.keep)
+    out = finalize(entry, noted) if entry is not None else rejudged(noted, args.keep)
     with open(args.output, "w") as fh:
         fh.write(out.to_ptx())
     print(f"done: {res.before} -> {res.after} instructions in {res.seconds:.1f} s ({res.evaluations} candidates); wrote {args.output}")

@@ -23,7 +23,7 @@ from fuzzptx.isa.wgmma import d_register_count
 
 from .descriptors import SmemTile, descriptors
 from .instructions import WGMMA_FAMILIES, forms
-from .operands import register_types, sparse_metadata, immediates
+from .operands import immediates, pick, register_types, sparse_metadata
 
 M = 64  # every wgmma shape is m64
 
@@ -110,7 +110,10 @@ class PipeState:
 @st.composite
 def units(draw, *, max_d_regs: int = 128, allow_mn_major: bool = True) -> Unit:
     """A unit: a wgmma form (uniform over dense and sparse forms), its tiles and register types."""
-    form = draw(forms(WGMMA_FAMILIES, max_d_regs=max_d_regs))
+    # Family first (dense, then sparse), then uniform over that family's forms: two short
+    # lists suffer less from Hypothesis re-using earlier choices than one long list.
+    family = draw(pick(WGMMA_FAMILIES, width=2))
+    form = draw(forms(family, max_d_regs=max_d_regs))
     shape = form.shape
     sparse = form.family == "wgmma.sp"
     # Every draw below happens for every form (unused ones are dropped), so the shrinker

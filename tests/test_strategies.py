@@ -138,10 +138,11 @@ def test_form_choice_is_uniform_at_the_leaves():
     assert s.is_empty is False
 
 
-def test_coverage_reads_programs_back_from_ir():
+def test_coverage_reads_programs_back_from_ir_and_reaches_every_swizzle_and_control_kind():
     seen = []
 
-    @settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=150, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
     @given(programs())
     def collect(p):
         seen.append(p)
@@ -149,8 +150,12 @@ def test_coverage_reads_programs_back_from_ir():
     collect()
     cov = coverage.measure(seen)
     assert cov.programs == len(seen)
-    assert "wgmma.fence" in {isa.by_key(k).family for k in cov.forms}
-    assert cov.control["straight"] + sum(cov.control[k] for k in coverage.CONTROL_KINDS if k != "straight") > 0
+    fams = {isa.by_key(k).family for k in cov.forms}
+    assert {"wgmma", "wgmma.sp", "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group"} <= fams
+    assert len(fams) >= 8, fams  # warp-level families too
+    assert set(coverage.SWIZZLE_NAMES.values()) <= set(cov.swizzles), cov.swizzles
+    missing = [k for k in coverage.CONTROL_KINDS if not cov.control[k]]
+    assert not missing, missing
     report = cov.report()
     assert "forms reached" in report and "swizzle modes" in report
 

@@ -143,6 +143,8 @@ def _writes_zero(ctx: FnCtx, site: Site, ins: Instr, depth: int = 0) -> bool:
 def _loop_exit_line(ctx: FnCtx, pos: dict, site: Site, wgmmas) -> int | None:
     """A read just after a loop whose wgmmas are still in flight: ptxas waits on the loop's exit
     branch and reports that line (measured)."""
+    if any(w.block == site.block and w.pos < site.pos for w in wgmmas):
+        return None  # a wgmma after the loop is read too: the wait goes before the read
     for p in ctx.g.preds[site.block]:
         if p not in pos:
             continue
@@ -151,6 +153,37 @@ def _loop_exit_line(ctx: FnCtx, pos: dict, site: Site, wgmmas) -> int | None:
                 instrs = ctx.g.blocks[p].instrs
                 return _line(instrs[-1]) if instrs else None
     return None
+
+
+def _chain_end_line(ctx: FnCtx, site: Site, acc: frozenset) -> int | None:
+    """An arrive for unfenced wgmmas whose accumulators no instruction wrote (or only zeroed) is
+    reported at the last of the run of adjacent wgmmas on the same accumulators (measured)."""
+    blk = ctx.g.blocks[site.block]
+    k = site.pos
+    while k + 1 < len(blk.instrs) and is_wgmma(blk.instrs[k + 1]) and wgmma_regs(blk.instrs[k + 1])[0] == acc:
+        k += 1
+    return _line(blk.instrs[k])
+
+
+def _postdominates(ctx: FnCtx, b: int, a: int) -> bool:
+    """Every path from block ``a`` to an exit passes through block ``b``."""
+    seen = 0
+    while a is not None and seen < 10_000:
+        if a == b:
+            return True
+        a = ctx.g.ipdom.get(a)
+        seen += 1
+    return False
+
+
+def _hoisted_line(ctx: FnCtx, st, site: Site) -> int | None:
+    """A read in a later block than the last fence/wgmma/commit: ptxas waits at the end of that
+    block and reports its last instruction, if the read's block post-dominates it (measured: loops
+    and branches between commit and use)."""
+    if st.pblock is None or st.pblock == site.block or not _postdominates(ctx, site.block, st.pblock):
+        return None
+    instrs = ctx.g.blocks[st.pblock].instrs
+    return _line(instrs[-1]) if instrs else None
 
 
 def _divergent_branch_line(ctx: FnCtx, site: Site) -> int | None:
@@ -177,10 +210,23 @@ def _next_access_is_wgmma(ctx: FnCtx, site: Site, reg: str) -> bool:
     return False
 
 
+def _sum_of_registers(blk, pos: int, reg: str) -> bool:
+    """The block last set ``reg`` (before ``pos``) by an ``add`` of two registers."""
+    for prev in reversed(blk.instrs[:pos]):
+        if reg in defs_uses(prev)[0]:
+            return prev.base == "add" and len(prev.operands) == 3 and all(
+                isinstance(o, Reg) for o in prev.operands[1:])
+    return False
+
+
 def _store_pair_line(ctx: FnCtx, site: Site, ins: Instr) -> int | None:
-    """ptxas reports a wait before a store paired with the next adjacent store at the second one."""
+    """ptxas reports a wait before a store paired with the next adjacent store at the second one,
+    unless the address is a register sum (base + per-thread offset): then at the first (measured)."""
     blk = ctx.g.blocks[site.block]
     if ins.base == "st" and ins.guard is None and site.pos + 1 < len(blk.instrs) and len(ins.operands) == 2:
+        base = ins.operands[0].base if isinstance(ins.operands[0], Addr) else None
+        if isinstance(base, Reg) and _sum_of_registers(blk, site.pos, base.name):
+            return _line(ins)
         nxt = blk.instrs[site.pos + 1]
         a, b = ins.operands[0], nxt.operands[0] if nxt.operands else None
         if (nxt.opcode == ins.opcode and isinstance(a, Addr) and isinstance(b, Addr) and a.base == b.base
@@ -216,6 +262,8 @@ class PS(NamedTuple):
     stage_div: bool  # uncommitted sets differed at a divergent reconvergence point
     raw_div: bool  # open group counts differed there (matters to the next wgmma or commit)
     wait_div: frozenset  # wgmmas in flight on some paths only, merged divergently
+    call_at: int | None = None  # first call since the last wgmma/commit while groups were in flight
+    pblock: int | None = None  # block of the last fence/wgmma/commit (None where paths disagree)
 
 
 ENTRY_STATE = PS(False, frozenset(), frozenset(), False, frozenset(), frozenset(), False, frozenset(), 0,
@@ -251,6 +299,8 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             stage_div=a.stage_div or b.stage_div or (divergent and ua != ub),
             raw_div=a.raw_div or b.raw_div or (divergent and a.raw != b.raw),
             wait_div=a.wait_div | b.wait_div | (frozenset(fa ^ fb) if divergent else frozenset()),
+            call_at=a.call_at or b.call_at,
+            pblock=a.pblock if a.pblock == b.pblock else None,
         )
     return a
 
@@ -267,7 +317,8 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
         if is_fence(ins):
             fl, implicit = _implicit_commit(st.fl)  # a fence closes the open group (measured)
             return st._replace(armed=True, dirty=frozenset(), stage=frozenset(), arm_div=False, open=True,
-                               fences=frozenset({site}), fl=fl, raw=min(st.raw + implicit, 8))
+                               fences=frozenset({site}), fl=fl, raw=min(st.raw + implicit, 8), call_at=None,
+                               pblock=site.block)
         if is_wgmma(ins):
             acc, a, _ = wgmma_regs(ins)
             if (st.arm_div or st.stage_div or st.raw_div) and report:
@@ -276,12 +327,13 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
             first = not st.stage_acc  # accumulator rewrites count only at a stage's first wgmma
             if not st.armed or (first and acc & dirty) or (a & dirty & st.stage):
                 if report:
-                    out.arrive[line] = True
+                    clean = not st.armed and not (acc & dirty)
+                    out.arrive[_chain_end_line(ctx, site, acc) if clean else line] = True
                 dirty = frozenset()
             return st._replace(armed=True, dirty=dirty, stage=st.stage | acc | a,
                                fl=_norm(frozenset(x for x in st.fl if x[0] != site) | {(site, -1)}),
                                waited=st.waited - {site}, stage_acc=st.stage_acc | acc, open=True,
-                               wait_div=st.wait_div - {site})
+                               wait_div=st.wait_div - {site}, call_at=None, pblock=site.block)
         if is_commit(ins):
             if (st.arm_div or st.stage_div or st.raw_div) and report:
                 out.divergent.append((_order(site), "C7520"))
@@ -290,7 +342,8 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
             counted = st.open or not st.armed
             return st._replace(armed=True, fl=frozenset((s, 0 if d < 0 else min(d + 1, 8)) for s, d in st.fl),
                                flag=False, stage_acc=frozenset(), raw=min(st.raw + counted, 8),
-                               open=st.open or not st.armed, stage_div=False, raw_div=False)
+                               open=st.open or not st.armed, stage_div=False, raw_div=False, call_at=None,
+                               pblock=site.block)
         if is_wait(ins):
             if st.stage_div and report:
                 out.divergent.append((_order(site), "C7520"))
@@ -300,7 +353,7 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
             raw = min(st.raw + implicit, 8, n)
             return st._replace(fl=frozenset((s, d) for s, d in fl if d < n), waited=st.waited | passed,
                                raw=raw, split=st.split if raw else frozenset(), raw_div=False,
-                               open=st.open or st.armed)
+                               open=st.open or st.armed, call_at=None, pblock=site.block)
         if ins.base in ("ret", "exit"):
             if report and (st.raw or st.fl):
                 out.wait_ser[line] = True  # a serialised function waits for everything at its exits
@@ -313,6 +366,9 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
             return st
         if ins.base == "call":
             callee = _callee(ins)
+            if st.fl and st.call_at is None and (isinstance(callee, Reg) or (
+                    isinstance(callee, Sym) and callee.name in ctx_funcs)):
+                st = st._replace(call_at=line)  # a later wait is reported at this call (measured)
             if isinstance(callee, Reg):  # indirect: ptxas gives up on the pipeline (measured)
                 if report:
                     if any(d < 0 for _, d in st.fl):
@@ -351,8 +407,9 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                     out.wait_at_use[branch] = True
                 return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False)
             if report:
-                out.wait_at_use[_loop_exit_line(ctx, pos, site, read) or _store_pair_line(ctx, site, ins)] = True
-            return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False)
+                out.wait_at_use[st.call_at or _hoisted_line(ctx, st, site) or _loop_exit_line(ctx, pos, site, read)
+                                or _store_pair_line(ctx, site, ins)] = True
+            return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False, call_at=None)
         if any(defs & wgmma_regs(ctx.wgmmas[s])[0] for s, _ in st.fl) and report:
             out.ser.append((_order(site), "C7515"))
         return st

@@ -35,7 +35,18 @@ def _warp_handler(ins):
     return handler_for(ins)
 
 
+_BY_OPCODE: dict = {}
+
+
 def _handler(ins):
+    """The handler of ``ins`` (cached per opcode: it depends on nothing else; failures are not cached)."""
+    h = _BY_OPCODE.get(ins.opcode)
+    if h is None:
+        h = _BY_OPCODE[ins.opcode] = _find_handler(ins)
+    return h
+
+
+def _find_handler(ins):
     h = HANDLERS.get(ins.base)
     if h is None:
         if ins.base in WARP_BASES or (ins.base == "wgmma" and ".sp." in ins.opcode):
@@ -120,6 +131,7 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
         pc, msk, rpc = e
         msk &= m.alive
         msk &= f.live
+        m.masks_changed()
         if pc is None or pc == rpc or not msk.any():
             stack.pop()
             continue
@@ -138,6 +150,7 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
             if ins.base in ("call", "exit", "ret"):
                 msk &= m.alive
                 msk &= f.live
+                m.masks_changed()
                 full = bool(msk.all())
         nxt = pc + 1 if pc + 1 < nb else None
         if last is None or body is instrs:

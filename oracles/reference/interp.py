@@ -210,6 +210,7 @@ class Machine:
         self.tid32 = lin.astype(np.int32)
         self.all = np.ones(n, bool)
         self.idx_all = np.arange(n)
+        self._idx: tuple = (None, None)  # (mask array, its flatnonzero): see active_idx
         self.alive = np.ones(n, bool)
         self.steps = 0
         self.depth = 0
@@ -380,6 +381,10 @@ class Machine:
             return
         old = f.regs.get(name)
         if old is None:
+            f.regs[name] = np.where(act, bits, U64(0))
+            if sh is None:  # what merging into an all-UNDEF old shadow gives
+                f.shadows[name] = Shadow.undef(self.n, w, ~act)
+                return
             old = np.zeros(self.n, np.uint64)
             old_sh = Shadow.undef(self.n, w)
         else:
@@ -390,6 +395,23 @@ class Machine:
             f.shadows.pop(name, None)
         else:
             f.shadows[name] = new_sh
+
+    def active_idx(self, act: np.ndarray) -> np.ndarray:
+        """``np.flatnonzero(act)``, kept for the mask object the instructions of a block share.
+
+        Masks are never changed in place except by ``control.run_function``, which calls
+        ``masks_changed`` when it does."""
+        if act is self.all:
+            return self.idx_all
+        c = self._idx
+        if c[0] is act:
+            return c[1]
+        idx = np.flatnonzero(act)
+        self._idx = (act, idx)
+        return idx
+
+    def masks_changed(self) -> None:
+        self._idx = (None, None)
 
     def note(self, text: str) -> None:
         if len(self.notes) < 20 and text not in self.notes:
@@ -443,6 +465,7 @@ def _initial_bytes(v: VarDecl) -> np.ndarray:
 def run_program(program, *, mode: str = "spec"):
     """Run the launch's kernel for one CTA; returns a ``RefResult`` (raises ``ReferenceError_``)."""
     from . import control
+    from .blas import single_thread
     from .result import RefResult, output_from_region
 
     if mode not in ("spec", "hardware"):
@@ -451,7 +474,8 @@ def run_program(program, *, mode: str = "spec"):
     undefined = None
     old = np.seterr(all="ignore")
     try:
-        control.run_kernel(m)
+        with single_thread():  # small matrix products: threads only spin (see blas)
+            control.run_kernel(m)
     except Undefined as u:
         undefined = u.reason
     finally:

@@ -30,16 +30,19 @@ def _space_of(opcode: str) -> str:
 
 
 def _shape(ins):
-    return _shape_of(ins.opcode, ins)
+    got = _shape_of(ins.opcode)
+    if isinstance(got, str):
+        raise Unsupported.at(ins, got)
+    return got
 
 
 @functools.lru_cache(maxsize=4096)
-def _shape_of(opcode: str, ins):
-    """(element type, bytes, count) of an ld/st opcode (cached: ``ins`` only names the error)."""
+def _shape_of(opcode: str):
+    """(element type, bytes, count) of an ld/st opcode, or the reason it is not supported."""
     ts = _types(opcode)
     t = ts[-1] if ts else None
     if t is None:
-        raise Unsupported.at(ins, "no type")
+        return "no type"
     count = 1
     for x in opcode.split(".")[1:]:
         if x in ("v2", "v4", "v8"):
@@ -48,14 +51,14 @@ def _shape_of(opcode: str, ins):
     if w == 128:
         t, w, count = "b64", 64, count * 2
     if w < 8:
-        raise Unsupported.at(ins, f"{ins.base} of .{t}")
+        return f"{opcode.split('.', 1)[0]} of .{t}"
     return t, w // 8, count
 
 
 def _address(m, f, ins, a: Addr, act: np.ndarray):
     """(addresses of the active threads, per-thread param variable name or None)."""
     full = act is m.all
-    idx = m.idx_all if full else np.flatnonzero(act)
+    idx = m.active_idx(act)
     if isinstance(a.base, Sym):
         if a.base.name in f.info.pvars:
             return idx, None, a.base.name
@@ -65,7 +68,7 @@ def _address(m, f, ins, a: Addr, act: np.ndarray):
     if a.base is None:
         return idx, np.full(idx.size, a.offset & ((1 << 64) - 1), np.uint64), None
     bits, sh = m.read(f, a.base, "u64", ins)
-    if sh is not None and (sh.nonexact() if full else sh.nonexact()[idx]).any():
+    if sh is not None and (sh.kind.any() if full else sh.kind[idx].any()):  # EXACT is 0
         raise Undefined(f"line {ins.loc.line if ins.loc else '?'}: {ins.base} through an undefined address")
     w = f.widths.get(a.base.name, 64)
     addr = bits if full else bits[idx]  # never written in place below
@@ -159,7 +162,7 @@ def h_st(m, f, ins, act):
     if len(srcs) != count:
         raise Unsupported.at(ins, f"{len(srcs)} sources for a {count}-element store")
     vals = [m.read(f, s, t if count == 1 or TYPES[t][0] // 8 == eb else f"b{eb * 8}", ins) for s in srcs]
-    vals = [(b & mask(eb * 8), sh) for b, sh in vals]
+    # (no masking to eb bytes: every store below converts to the eb-byte unsigned type)
     idx, addr, pvar = _address(m, f, ins, a, act)
     if pvar is not None:
         data = f.pdata[pvar]

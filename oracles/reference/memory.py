@@ -11,6 +11,7 @@ is undefined behaviour (seed 000, 9.7.15.4).
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,6 +24,7 @@ GLOBAL_SLOT = 1 << 32
 SHARED_WINDOW = 0x7E0000000000  # generic address of shared offset 0
 CONST_BASE = 0x10000  # param/const windows, small like the hardware's
 _VIEW = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_SHIFT = {1: 0, 2: 1, 4: 2, 8: 3}
 
 
 @dataclass(eq=False)
@@ -79,7 +81,7 @@ class Region:
             o = off + j * eb
             if eb == 16:
                 raise AssertionError("16-byte elements are split by the caller")
-            bits = self.view(eb)[o // eb].astype(np.uint64)
+            bits = self.view(eb)[o >> _SHIFT[eb]].astype(np.uint64)  # o is aligned: o // eb
             out.append((bits, self._read_shadow(o, eb, n)))
         return out
 
@@ -116,7 +118,7 @@ class Region:
         self.flush()
         if self.skind is None:
             return None
-        idx = o[:, None] + np.arange(eb)
+        idx = o[:, None] + _positions(eb)
         k = self.skind[idx]
         if not k.any():
             return None
@@ -140,7 +142,7 @@ class Region:
         for j, (bits, sh) in enumerate(values):
             o = off + j * eb
             v = self.view(eb)
-            v[o // eb] = bits.astype(_VIEW[eb])
+            v[o >> _SHIFT[eb]] = bits.astype(_VIEW[eb])  # o is aligned: o // eb
             if sh is None:
                 if self.skind is not None or self.pending:
                     self.pending.append((o, eb, None))
@@ -148,8 +150,10 @@ class Region:
                 lb = max(8, min(sh.lane_bits, eb * 8))
                 self.pending.append((o, eb, lanes_of(sh, n, eb * 8, lb)))
             if self.dirty is not None and writers is not None:
-                idx = o[:, None] + np.arange(eb)
-                self.dirty[idx] = writers[:, None]
+                if eb == 4 and self.dirty.size % 4 == 0:  # one int32x4 row per element (o is 4-aligned)
+                    self.dirty.reshape(-1, 4)[o >> 2] = writers[:, None]
+                else:
+                    self.dirty[o[:, None] + _positions(eb)] = writers[:, None]
 
 
 _POS: dict[int, np.ndarray] = {}
@@ -173,6 +177,7 @@ class Memory:
         self.params: Region | None = None
         self.consts: list[Region] = []
         self._gbases = np.zeros(0, np.uint64)
+        self._gbase_list: list[int] = []
         self._last: Region | None = None
 
     def add_global(self, name: str, content: np.ndarray | int, writable: bool = True, space: str = "global") -> Region:
@@ -180,6 +185,7 @@ class Memory:
         r = Region.make(name, space, base, content, writable)
         self.globals.append(r)
         self._gbases = np.array([g.base for g in self.globals], np.uint64)
+        self._gbase_list = [g.base for g in self.globals]
         return r
 
     def set_shared(self, size: int) -> Region:
@@ -199,7 +205,7 @@ class Memory:
         """Groups ``(region, thread positions, byte offsets)`` for the addresses of one access."""
         if addr.dtype != np.uint64:
             addr = addr.astype(np.uint64)
-        if nbytes > 1 and (addr & np.uint64(nbytes - 1)).any():
+        if nbytes > 1 and int(np.bitwise_or.reduce(addr)) & (nbytes - 1):  # one address misaligned
             bad = int(addr[(addr & np.uint64(nbytes - 1)) != 0][0])
             raise BadAddress.at(instr, f"misaligned {what} of {nbytes} bytes at {space} address {bad:#x}")
         if space == "shared":
@@ -237,6 +243,14 @@ class Memory:
             off = addr - np.uint64(last.base)
             if off.max() <= np.uint64(last.size - nbytes) if last.size >= nbytes else False:
                 return [(last, _positions(addr.size), off.view(np.int64))]
+        if self.globals and addr.size:  # next: every address inside the region of the first one
+            i = bisect.bisect_right(self._gbase_list, int(addr[0])) - 1
+            if i >= 0:
+                cand = self.globals[i]
+                off = addr - np.uint64(cand.base)  # below the base wraps around: caught by the bound
+                if cand.size >= nbytes and off.max() <= np.uint64(cand.size - nbytes):
+                    self._last = cand
+                    return [(cand, _positions(addr.size), off.view(np.int64))]
         groups = self._global_groups_slow(addr, nbytes, instr, what)
         if len(groups) == 1:
             self._last = groups[0][0]

@@ -67,9 +67,10 @@ class Shadow:
 
     @staticmethod
     def undef(nthreads: int, width: int, where: np.ndarray | None = None) -> "Shadow":
-        kind = np.full((nthreads, 1), UNDEF, np.uint8)
-        if where is not None:
-            kind[~where] = EXACT
+        if where is None:
+            kind = np.full((nthreads, 1), UNDEF, np.uint8)
+        else:
+            kind = np.where(where, np.uint8(UNDEF), np.uint8(EXACT))[:, None]
         return Shadow(max(width, 1), kind)
 
     @property
@@ -78,6 +79,8 @@ class Shadow:
 
     def nonexact(self) -> np.ndarray:
         """bool [T]: threads whose value is not simply its bits."""
+        if self.kind.shape[1] == 1:
+            return self.kind[:, 0] != EXACT
         return (self.kind != EXACT).any(axis=1)
 
     def is_trivial(self) -> bool:

@@ -1,0 +1,308 @@
+"""How well the PTX-level reducer shrinks: planted bugs and padded real repros.
+
+(a) planted bugs: a defect planted in a copy of a judge (the plants of
+    tests/test_strategies_planted.py: the reference's swizzle XOR one address bit off,
+    the wgmma accumulator rows g / g+8 swapped past column 128, the checker's fence rule
+    satisfied by a fence on *some* path); programs drawn with ``fuzz.draw_programs`` until
+    the planted judge disagrees with the original; then ``shrink.shrink`` with a predicate
+    comparing the two.
+(b) padded real repros: every corpus/*.ptx padded with unrelated code (a counting loop
+    storing to a .shared pad, a dead arithmetic chain, a called .func with a body, an
+    extra wgmma stage where the repro has wgmma) and shrunk back with its signature's
+    predicate (``shrink.signature_predicate``, which knows the corpus signatures).
+
+Per case: instructions before/after, seconds, candidates judged.
+
+    python benchmarks/bench_shrink.py [--out benchmarks/results/shrink.json] [--only planted|padded]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# ------------------------------------------------------------------ plants
+
+
+@contextmanager
+def swizzle_off_by_one():
+    from fuzzptx.oracles.reference import layouts
+    from fuzzptx.oracles.reference.layouts import SWIZZLES, Swizzle
+
+    planted = {name: Swizzle(s.bits, s.base, s.shift + 1) for name, s in SWIZZLES.items() if name != "none"}
+    with mock.patch.dict(layouts.SWIZZLES, planted):
+        yield
+
+
+@contextmanager
+def fragment_rows_swapped():
+    from fuzzptx.oracles.reference import layouts
+
+    real = layouts.accumulator_layout
+
+    def planted(dtype: str, n: int):
+        lay = real(dtype, n)
+        row = lay.row.copy()
+        far = lay.col >= 128
+        row[far] = np.where(row[far] % 16 >= 8, row[far] - 8, row[far] + 8)
+        return replace(lay, row=row)
+
+    with mock.patch.object(layouts, "accumulator_layout", planted):
+        yield
+
+
+@contextmanager
+def fence_any_path():
+    from fuzzptx.oracles.checker import spec_rules
+
+    real_run = spec_rules._run
+
+    def weak_run(ctx, entry, step, join, end_of_block=None):
+        if entry == (False, frozenset()):  # the fence analysis: fenced on *some* path is enough
+            join = lambda a, b: (a[0] or b[0], a[1] | b[1])  # noqa: E731
+        return real_run(ctx, entry, step, join, end_of_block)
+
+    with mock.patch.object(spec_rules, "_run", weak_run):
+        yield
+
+
+def reference_outputs(program) -> tuple | None:
+    from fuzzptx.oracles.reference import run_program
+
+    try:
+        ref = run_program(program)
+    except Exception:
+        return None
+    if ref.undefined:
+        return None
+    return tuple((k, o.data, o.kind.tobytes()) for k, o in sorted(ref.outputs.items()))
+
+
+def fence_findings(program) -> tuple | None:
+    from fuzzptx.oracles.checker import check_module
+
+    try:
+        return tuple(sorted(f.line or 0 for f in check_module(program.module, layers=("spec",)) if f.rule == "spec.fence.missing"))
+    except Exception:
+        return None
+
+
+def differs(plant, observe):
+    """A shrink predicate: the planted judge and the original say different things (both ran)."""
+
+    def holds(programs):
+        out = []
+        for p in programs:
+            a = observe(p)
+            with plant():
+                b = observe(p)
+            out.append(a is not None and b is not None and a != b)
+        return out
+
+    return holds
+
+
+PLANTS = {
+    "swizzle-off-by-one-bit": (swizzle_off_by_one, reference_outputs),
+    "fragment-rows-swapped": (fragment_rows_swapped, reference_outputs),
+    "fence-rule-any-path": (fence_any_path, fence_findings),
+}
+
+
+def hunt(name: str, limit: int, seed: int):
+    """The first drawn program (of ``limit``) on which the plant shows, and how many were drawn."""
+    from fuzzptx.fuzz import draw_programs
+
+    plant, observe = PLANTS[name]
+    holds = differs(plant, observe)
+    programs = draw_programs(limit, seed, 0.5 if name.startswith("fence") else 0.0)
+    for i, p in enumerate(programs):
+        if holds([p])[0]:
+            return p, i + 1
+    return None, len(programs)
+
+
+def planted_cases(budget: float, limit: int) -> list[dict]:
+    from fuzzptx.shrink import shrink
+
+    rows = []
+    for name, (plant, observe) in PLANTS.items():
+        t0 = time.perf_counter()
+        found, drawn = hunt(name, limit, seed=1)
+        hunt_s = time.perf_counter() - t0
+        if found is None:
+            rows.append({"case": name, "kind": "planted", "found": False, "drawn": drawn, "hunt_seconds": round(hunt_s, 2)})
+            continue
+        res = shrink(found, differs(plant, observe), budget_s=budget)
+        rows.append({"case": name, "kind": "planted", "found": True, "drawn": drawn, "hunt_seconds": round(hunt_s, 2),
+                     "before": res.before, "after": res.after, "seconds": round(res.seconds, 2),
+                     "candidates": res.evaluations, "still_holds": differs(plant, observe)([res.program])[0],
+                     "opcodes": [i.opcode for i in res.program.module.function(res.program.launch.kernel).instructions()]})
+        print(f"planted {name}: drawn {drawn}, {res.before} -> {res.after} instructions in {res.seconds:.1f} s "
+              f"({res.evaluations} candidates)", flush=True)
+    return rows
+
+
+# ------------------------------------------------------------------ padding
+
+
+PAD_DECLS = """
+\t.reg .b32 %pad<12>;
+\t.reg .pred %padp;
+\t.shared .align 4 .b32 padsm[4];
+"""
+PAD_LOOP = """
+\tmov.u32 %pad0, 0;
+\tmov.u32 %pad1, 3;
+PADLOOP:
+\tadd.u32 %pad0, %pad0, 1;
+\tmul.lo.u32 %pad1, %pad1, 7;
+\txor.b32 %pad1, %pad1, %pad0;
+\tsetp.lt.u32 %padp, %pad0, 4;
+\t@%padp bra PADLOOP;
+\tst.shared.u32 [padsm], %pad1;
+"""
+PAD_DEAD = "".join(f"\tadd.u32 %pad{2 + i % 8}, %pad{2 + (i + 3) % 8}, {i + 5};\n" for i in range(10))
+PAD_CALL = "\tcall (%pad10), padf, (%pad1);\n\tst.shared.u32 [padsm+4], %pad10;\n"
+PAD_FUNC = """
+.func (.reg .b32 r) padf(.reg .b32 x)
+{
+\t.reg .b32 t<3>;
+\tadd.u32 t0, x, 1;
+\tmul.lo.u32 t1, t0, t0;
+\tshl.b32 t2, t1, 2;
+\tor.b32 r, t2, 1;
+\tret;
+}
+"""
+PAD_STAGE = """
+\t.reg .f32 %padf<4>;
+\t.reg .b64 %paddesc;
+\tmov.b64 %paddesc, 0;
+\tmov.f32 %padf0, 0f00000000;
+\tmov.f32 %padf1, 0f00000000;
+\tmov.f32 %padf2, 0f00000000;
+\tmov.f32 %padf3, 0f00000000;
+\twgmma.fence.sync.aligned;
+\twgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%padf0, %padf1, %padf2, %padf3}, %paddesc, %paddesc, 0, 1, 1, 0, 0;
+\twgmma.commit_group.sync.aligned;
+\twgmma.wait_group.sync.aligned 0;
+\tst.shared.f32 [padsm+8], %padf0;
+"""
+
+
+def pad(text: str, parts: tuple[str, ...]) -> str:
+    """The repro text with padding inserted at the top of the kernel body (and a .func before it)."""
+    head, sep, body = text.partition("\n{\n")
+    kernel_at = head.rfind(".visible .entry")
+    if "call" in parts:
+        head = head[:kernel_at] + PAD_FUNC.lstrip() + "\n" + head[kernel_at:]
+    lines = body.split("\n")
+    k = 0
+    while k < len(lines) and lines[k].strip().startswith((".reg", ".shared", ".local")):
+        k += 1
+    decls = PAD_DECLS.strip("\n")
+    code = ""
+    if "stage" in parts:
+        stage = PAD_STAGE.strip("\n").split("\n")
+        decls += "\n" + "\n".join(stage[:2])
+        code += "\n".join(stage[2:]) + "\n"
+    if "loop" in parts:
+        code += PAD_LOOP.strip("\n") + "\n"
+    if "dead" in parts:
+        code += PAD_DEAD
+    if "call" in parts:
+        code += PAD_CALL
+    new_body = lines[:k] + decls.split("\n") + code.rstrip("\n").split("\n") + lines[k:]
+    return head + sep + "\n".join(new_body)
+
+
+def padded_cases(budget: float) -> list[dict]:
+    from fuzzptx.program import Program
+    from fuzzptx.shrink import instruction_count, shrink, signature_predicate
+
+    rows = []
+    for path in sorted((ROOT / "corpus").glob("*.ptx")):
+        base = Program.from_file(path)
+        holds = signature_predicate(base.signature, base)
+        chosen = None
+        wg = any(i.opcode.startswith("wgmma") for f in base.module.functions() for i in f.instructions())
+        for parts in (("stage", "loop", "dead", "call") if wg else ("loop", "dead", "call"),
+                      ("loop", "dead", "call"), ("loop", "dead"), ("dead",)):
+            try:
+                p = Program.from_ptx(pad(path.read_text(), parts), str(path))
+            except Exception:
+                continue
+            if holds([p])[0]:
+                chosen = (parts, p)
+                break
+        if chosen is None:
+            rows.append({"case": path.stem, "kind": "padded", "padding": None, "signature": base.signature})
+            print(f"padded {path.stem}: no padding keeps the signature", flush=True)
+            continue
+        parts, p = chosen
+        res = shrink(p, holds, budget_s=budget)
+        rows.append({"case": path.stem, "kind": "padded", "signature": base.signature, "padding": list(parts),
+                     "corpus_instructions": instruction_count(base), "before": res.before, "after": res.after,
+                     "seconds": round(res.seconds, 2), "candidates": res.evaluations,
+                     "still_holds": holds([res.program])[0]})
+        print(f"padded {path.stem} (+{','.join(parts)}): {res.before} -> {res.after} instructions "
+              f"(corpus {instruction_count(base)}) in {res.seconds:.1f} s ({res.evaluations} candidates)", flush=True)
+    return rows
+
+
+def summary(rows: list[dict]) -> dict:
+    done = [r for r in rows if "after" in r]
+    if not done:
+        return {}
+    return {
+        "cases": len(rows), "shrunk": len(done),
+        "median_after": statistics.median(r["after"] for r in done),
+        "max_after": max(r["after"] for r in done),
+        "median_seconds": round(statistics.median(r["seconds"] for r in done), 2),
+        "max_seconds": max(r["seconds"] for r in done),
+        "at_most_10_instructions_within_60_s": sum(r["after"] <= 10 and r["seconds"] <= 60 for r in done),
+        "all_still_hold": all(r.get("still_holds") for r in done),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/shrink.json"))
+    ap.add_argument("--only", choices=("planted", "padded"))
+    ap.add_argument("--budget", type=float, default=60.0, help="shrink budget per case, seconds")
+    ap.add_argument("--draw", type=int, default=200, help="programs drawn per plant at most")
+    args = ap.parse_args(argv)
+    from fuzzptx.oracles.ptxas import ptxas_version
+
+    t0 = time.perf_counter()
+    planted = [] if args.only == "padded" else planted_cases(args.budget, args.draw)
+    padded = [] if args.only == "planted" else padded_cases(args.budget)
+    result = {
+        "what": "PTX-level reducer (fuzzptx.shrink) on planted bugs and padded corpus repros",
+        "command": "python benchmarks/bench_shrink.py" + (f" --only {args.only}" if args.only else ""),
+        "ptxas": ptxas_version(), "python": platform.python_version(), "cpus": __import__("os").cpu_count(),
+        "budget_s": args.budget, "seconds": round(time.perf_counter() - t0, 1),
+        "planted": {"summary": summary(planted), "cases": planted},
+        "padded": {"summary": summary(padded), "cases": padded},
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({"planted": result["planted"]["summary"], "padded": result["padded"]["summary"]}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""Campaign throughput against bare batched ptxas on the same programs and the same cores.
+
+1. Pre-generate the campaign's own blocks (seed S, blocks of B) and write them as a corpus.
+2. Bare: ``compile_batch`` of each block (one ptxas module per block, cubins kept when a GPU
+   judges) on a pool of W workers, nothing else.
+3. The campaign on W CPU processes (and the GPUs): with every judge on generated programs
+   (the same ones: same seed), with ptxas (+GPU) alone on generated programs, and with
+   ptxas (+GPU) alone on the corpus (the campaign's machinery: pool, batching, GPU feed,
+   record).  Ratio = campaign programs/s over bare programs/s; per-stage ms/program and the
+   GPU idle share come from each run's stats.json.
+
+    python benchmarks/campaign_throughput.py --examples 256 --workers 2 --gpus none \\
+        --out benchmarks/results/campaign_throughput.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+
+from fuzzptx.campaign import BlockTask, Plan, block_programs, run_campaign
+
+
+def _gen_block(args: tuple[int, int, int]) -> list[str]:
+    block, seed, size = args
+    return [p.to_ptx() for _, p, _ in block_programs(BlockTask(block, seed, size, ("ptxas",)))]
+
+
+def pregenerate(seed: int, size: int, blocks: int, workers: int, corpus: Path) -> tuple[list[list[str]], float]:
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(workers) as pool:
+        texts = list(pool.map(_gen_block, [(b, seed, size) for b in range(blocks)]))
+    secs = time.perf_counter() - t0
+    corpus.mkdir(parents=True, exist_ok=True)
+    for b, block in enumerate(texts):
+        for i, t in enumerate(block):
+            (corpus / f"b{b:05d}_{i:03d}.ptx").write_text(t)
+    return texts, secs
+
+
+def bare_ptxas(blocks: list[list[str]], workers: int, want_cubin: bool) -> dict:
+    from fuzzptx.oracles.ptxas import compile_batch
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:  # each thread waits on its own ptxas process
+        results = list(pool.map(lambda texts: compile_batch(texts, want_cubin=want_cubin), blocks))
+    secs = time.perf_counter() - t0
+    n = sum(len(b) for b in blocks)
+    return {"programs": n, "seconds": round(secs, 2), "programs_per_second": round(n / secs, 2),
+            "accepted": sum(r.accepted for part in results for r in part)}
+
+
+def steady_rate(stats: dict) -> float | None:
+    """Programs/s between the first and the last finished block (no pool start-up, no tail)."""
+    tl = stats.get("timeline") or []
+    if len(tl) < 3:
+        return None
+    (t0, n0), (t1, n1) = tl[0], tl[-1]
+    return round((n1 - n0) / (t1 - t0), 2) if t1 > t0 else None
+
+
+def campaign(name: str, work: Path, plan: Plan, gpus: list[int], workers: int, bare_pps: float) -> dict:
+    out = work / name
+    shutil.rmtree(out, ignore_errors=True)
+    t0 = time.perf_counter()
+    stats = run_campaign(out, plan, gpus=gpus, workers=workers, progress=False)
+    wall = time.perf_counter() - t0
+    pps = stats["programs"] / wall
+    steady = steady_rate(stats)
+    return {"judges": list(plan.judges), "source": "corpus" if plan.corpus else "generated",
+            "programs": stats["programs"], "seconds": round(wall, 2), "programs_per_second": round(pps, 2),
+            "ratio_to_bare_ptxas": round(pps / bare_pps, 3),
+            "steady_programs_per_second": steady,
+            "steady_ratio_to_bare_ptxas": None if steady is None else round(steady / bare_pps, 3),
+            "stage_ms_per_program": stats["stage_ms_per_program"], "gpu_idle_share": stats["gpu_idle_share"],
+            "gpu_programs": stats["gpu_programs"], "findings": stats["findings"], "faults": stats["faults"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--examples", type=int, default=256)
+    ap.add_argument("--block-size", type=int, default=32)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--workers", type=int, default=0, help="processes for both sides (default: cores, -1 with a GPU)")
+    ap.add_argument("--gpus", default="none", help="none, all, or 0,1")
+    ap.add_argument("--only", default="full,ptxas-generated,ptxas-corpus", help="which campaign runs")
+    ap.add_argument("--out", default="benchmarks/results/campaign_throughput.json")
+    ap.add_argument("--workdir", default=None)
+    args = ap.parse_args(argv)
+    from fuzzptx.campaign import parse_gpus
+
+    gpus = parse_gpus(args.gpus)
+    if gpus:
+        from fuzzptx.oracles.hardware import gpu_available
+
+        if gpu_available():
+            print(f"no GPU judge: {gpu_available()}", file=sys.stderr)
+            gpus = []
+    hw = ("hardware",) if gpus else ()
+    workers = args.workers or max(1, (os.cpu_count() or 2) - (1 if gpus else 0))
+    blocks = -(-args.examples // args.block_size)
+    n = blocks * args.block_size
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="fuzzptx-bench-"))
+    load = os.getloadavg()[0]
+    texts, gen_s = pregenerate(args.seed, args.block_size, blocks, workers, work / "corpus")
+    bare = bare_ptxas(texts, workers, want_cubin=bool(gpus))
+    print(f"bare ptxas: {bare['programs_per_second']} programs/s on {workers} workers", file=sys.stderr)
+    corpus = tuple(sorted(str(p) for p in (work / "corpus").glob("*.ptx")))
+    runs = {
+        "full": Plan(seed=args.seed, block_size=args.block_size, examples=n,
+                     judges=("reference", "checker", "ptxas") + hw),
+        "ptxas-generated": Plan(seed=args.seed, block_size=args.block_size, examples=n, judges=("ptxas",) + hw),
+        "ptxas-corpus": Plan(block_size=args.block_size, corpus=corpus, judges=("ptxas",) + hw),
+    }
+    result = {
+        "what": "campaign throughput vs bare batched ptxas on the same programs and the same number of processes",
+        "host": platform.node(), "cpus": os.cpu_count(), "load_at_start": round(load, 2), "workers": workers,
+        "gpus": gpus, "programs": n, "block_size": args.block_size, "seed": args.seed,
+        "generation_seconds_on_pool": round(gen_s, 2), "bare_ptxas": bare, "campaigns": {},
+    }
+    for name in args.only.split(","):
+        r = campaign(name, work, runs[name], gpus, workers, bare["programs_per_second"])
+        result["campaigns"][name] = r
+        print(f"{name}: {r['programs_per_second']} programs/s = {r['ratio_to_bare_ptxas']:.0%} of bare ptxas "
+              f"(steady {r['steady_ratio_to_bare_ptxas']}); ms/program {r['stage_ms_per_program']}; "
+              f"gpu idle {r['gpu_idle_share']}", file=sys.stderr)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=1))
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

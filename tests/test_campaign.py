@@ -1,0 +1,214 @@
+"""fuzzptx campaign on the CPU: deterministic blocks, shards, kill -9 + --resume, flags, planted faults.
+
+Every campaign here runs the real judges (reference, checker, ptxas) in a real
+process pool; the GPU path (planted trap and hang survived) runs only under
+``@pytest.mark.gpu``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from fuzzptx import cli
+from fuzzptx.campaign import BlockTask, _truncate_torn_tail, block_programs, done_keys, planted_programs
+
+SEED, EXAMPLES, BLOCK = 3, 12, 4
+
+
+def _campaign(out: Path, *extra: str, check: bool = True) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "none", "--out", str(out), "--seed", str(SEED),
+           "--block-size", str(BLOCK), "--workers", "1", "--quiet", *extra]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def _records(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def _essence(rec: dict) -> tuple:
+    """What a record says about its program, without timing."""
+    return (rec["block"], rec["index"], rec["family"], rec["instructions"], tuple(rec["forms"]),
+            json.dumps(rec["verdicts"], sort_keys=True), tuple(f["signature"] for f in rec["findings"]))
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory) -> list[dict]:
+    """One uninterrupted, unsharded campaign: the record every other run is checked against."""
+    out = tmp_path_factory.mktemp("whole")
+    _campaign(out, "--examples", str(EXAMPLES))
+    return _records(out)
+
+
+def test_whole_campaign_judges_each_program_once(whole):
+    keys = Counter((r["block"], r["index"]) for r in whole)
+    assert set(keys) == {(i // BLOCK, i % BLOCK) for i in range(EXAMPLES)}
+    assert max(keys.values()) == 1
+    assert all("ptxas" in r["verdicts"] and "checker" in r["verdicts"] for r in whole)
+
+
+def test_blocks_are_the_same_in_every_process(whole, tmp_path):
+    """A second run (new processes, new hash seeds) rebuilds the same programs and verdicts."""
+    _campaign(tmp_path / "again", "--examples", str(EXAMPLES))
+    assert sorted(map(_essence, _records(tmp_path / "again"))) == sorted(map(_essence, whole))
+    task = BlockTask(block=1, seed=SEED, size=BLOCK, judges=("ptxas",))
+    here = [p.to_ptx() for _, p, _ in block_programs(task)]
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    code = ("import sys, json; from fuzzptx.campaign import BlockTask, block_programs; "
+            f"t = BlockTask(block=1, seed={SEED}, size={BLOCK}, judges=('ptxas',)); "
+            "json.dump([p.to_ptx() for _, p, _ in block_programs(t)], sys.stdout)")
+    there = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                                      check=True, timeout=120).stdout)
+    assert here == there
+
+
+def test_shards_split_the_work_without_overlap(whole, tmp_path):
+    parts = []
+    for i in range(2):
+        _campaign(tmp_path / f"s{i}", "--examples", str(EXAMPLES), "--shard", f"{i}/2")
+        parts.append(_records(tmp_path / f"s{i}"))
+    k0 = {(r["block"], r["index"]) for r in parts[0]}
+    k1 = {(r["block"], r["index"]) for r in parts[1]}
+    assert k0 and k1 and not (k0 & k1)
+    assert {b for b, _ in k0} == {0, 2} and {b for b, _ in k1} == {1}
+    assert sorted(map(_essence, parts[0] + parts[1])) == sorted(map(_essence, whole))
+    # fuzzptx triage merges the shards' records.
+    from fuzzptx.triage import read_records
+
+    t = read_records([tmp_path / "s0", tmp_path / "s1"])
+    assert t.programs == EXAMPLES
+
+
+def test_kill_9_then_resume_loses_and_repeats_nothing(whole, tmp_path):
+    out = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "none", "--out", str(out), "--seed", str(SEED),
+           "--block-size", str(BLOCK), "--workers", "1", "--quiet", "--examples", str(EXAMPLES)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    results = out / "results.jsonl"
+    t0 = time.monotonic()
+    try:
+        while time.monotonic() - t0 < 240:
+            if results.exists() and results.read_text().count("\n") >= BLOCK:
+                break
+            if proc.poll() is not None:
+                pytest.fail("the campaign finished before it could be killed")
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the campaign and its pool: everything this test started
+        proc.wait(timeout=30)
+    before = done_keys(results)
+    assert 0 < sum(before.values()) < EXAMPLES
+    with results.open("a") as fh:  # what a kill in the middle of a write leaves behind
+        fh.write('{"block": 2, "index": 3, "id": "2:')
+    r = _campaign(out, "--examples", str(EXAMPLES), "--resume")
+    assert json.loads(r.stdout)["resumed_skipping"] == sum(before.values())
+    after = _records(out)
+    keys = Counter((x["block"], x["index"]) for x in after)
+    assert keys == Counter((x["block"], x["index"]) for x in whole)  # each once: nothing lost, nothing repeated
+    assert sorted(map(_essence, after)) == sorted(map(_essence, whole))
+
+
+def test_torn_tail_is_dropped(tmp_path):
+    p = tmp_path / "results.jsonl"
+    p.write_text('{"block": 0, "index": 0}\n{"block": 0, "index": 1}\n{"block": 0, "ind')
+    assert done_keys(p) == Counter({(0, 0): 1, (0, 1): 1})
+    _truncate_torn_tail(p)
+    assert p.read_text().endswith('"index": 1}\n')
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--examples", "4", "--shard", "2/2"], "--shard '2/2'"),
+    (["--examples", "4", "--shard", "x"], "--shard 'x'"),
+    (["--time", "5 minutes"], "--time '5 minutes'"),
+    (["--time", "0"], "--time '0'"),
+    (["--examples", "0"], "--examples 0"),
+    (["--examples", "4", "--gpus", "a,b"], "--gpus 'a,b'"),
+    (["--examples", "4", "--judges", "reference,oracle"], "oracle"),
+    (["--examples", "4", "--block-size", "0"], "--block-size 0"),
+    (["--examples", "4", "--bogus"], "--bogus"),
+    (["--examples", "four"], "four"),
+    ([], "--time DURATION or --examples N"),
+    (["--examples", "4", "--time", "5m"], "not allowed with"),
+    (["--corpus", "/nonexistent/dir"], "not a directory"),
+])
+def test_bad_flags_give_one_line(tmp_path, capsys, argv, words):
+    rc = cli.main(["campaign", "--gpus", "none", "--out", str(tmp_path / "c"), *argv])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.count("\n") == 1 and err.startswith("fuzzptx campaign: ") and words in err, err
+
+
+def test_resume_refuses_another_seed_and_fresh_run_refuses_old_record(whole, tmp_path, capsys):
+    out = tmp_path / "c"
+    out.mkdir()
+    (out / "results.jsonl").write_text(json.dumps(whole[0]) + "\n")
+    (out / "campaign.json").write_text(json.dumps({"seed": SEED, "block_size": BLOCK, "shard": "0/1", "corpus": None}))
+    base = ["campaign", "--gpus", "none", "--out", str(out), "--block-size", str(BLOCK), "--examples", "4"]
+    assert cli.main(base + ["--seed", str(SEED)]) == 2
+    assert "--resume" in capsys.readouterr().err
+    assert cli.main(base + ["--seed", "99", "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "seed=99" in err and err.count("\n") == 1
+
+
+def test_planted_faults_are_ptxas_clean_and_recorded_once(tmp_path):
+    from fuzzptx.oracles.ptxas import compile_batch
+
+    kinds = [k for k, _ in planted_programs()]
+    assert kinds == ["trap", "hang"]
+    res = compile_batch([p.to_ptx() for _, p in planted_programs()], want_cubin=True)
+    assert all(r.accepted and r.cubin for r in res)
+    out = tmp_path / "planted"
+    _campaign(out, "--examples", "8", "--plant-faults")
+    recs = _records(out)
+    planted = {(r["block"], r["index"]): r.get("planted") for r in recs if r.get("planted")}
+    meta = json.loads((out / "campaign.json").read_text())
+    b = meta["planted_block"]
+    assert planted == {(b, BLOCK): "trap", (b, BLOCK + 1): "hang"}
+    assert all(r["verdicts"]["ptxas"] == "accepted" for r in recs if r.get("planted"))
+    # Resuming a finished campaign plants nothing twice and judges nothing again.
+    r = _campaign(out, "--examples", "8", "--plant-faults", "--resume")
+    assert json.loads(r.stdout)["programs"] == 0 and len(_records(out)) == len(recs)
+
+
+def test_corpus_mode_judges_the_files(whole, tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i, (_, p) in enumerate(planted_programs()):
+        (corpus / f"k{i}.ptx").write_text(p.to_ptx())
+    out = tmp_path / "c"
+    cmd = [sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "none", "--out", str(out), "--corpus", str(corpus),
+           "--judges", "ptxas,checker", "--workers", "1", "--quiet"]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+    recs = _records(out)
+    assert [(r["block"], r["index"]) for r in recs] == [(0, 0), (0, 1)]
+    assert all(r["verdicts"]["ptxas"] == "accepted" for r in recs)
+
+
+@pytest.mark.gpu
+def test_planted_trap_and_hang_are_survived_on_the_gpu(tmp_path):
+    out = tmp_path / "gpu"
+    cmd = [sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "0", "--out", str(out), "--seed", "1",
+           "--block-size", "8", "--examples", "24", "--plant-faults", "--gpu-timeout", "5", "--quiet"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    stats = json.loads(r.stdout)
+    sigs = set(stats["buckets"])
+    assert any(s.startswith("hardware:fault:trap|") for s in sigs), sigs
+    assert any(s.startswith("hardware:fault:timeout|") for s in sigs), sigs
+    assert stats["worker_restarts"] >= 2
+    recs = _records(out)
+    b = stats["planted_block"]
+    rest = [x for x in recs if x["block"] == b and not x.get("planted") and x["verdicts"]["ptxas"].startswith("accepted")]
+    assert rest and all(x["verdicts"].get("hardware") == "ran" for x in rest)
+    assert len(recs) == 24 + 2

@@ -1,0 +1,76 @@
+"""The pytest plugin: fuzz options and profiles, per-worker GPU pinning, repro on failure."""
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+def test_profiles_and_overrides(pytester):
+    pytester.makepyfile("""
+        def test_cfg(fuzzptx_config):
+            print("CFG", fuzzptx_config.profile, fuzzptx_config.examples, fuzzptx_config.judges, fuzzptx_config.fail_on)
+    """)
+    r = pytester.runpytest("-s", "-p", "no:cacheprovider")
+    r.stdout.fnmatch_lines(["*CFG ci 60 ('reference', 'checker', 'ptxas') None*"])
+    r = pytester.runpytest("-s", "--fuzzptx-profile", "nightly", "--fuzzptx-judges", "reference,ptxas,hardware",
+                           "--fuzzptx-fail-on", "checker:crash,reference:crash")
+    r.stdout.fnmatch_lines(["*CFG nightly 2000 ('reference', 'ptxas', 'hardware') ('checker:crash', 'reference:crash')*"])
+    r = pytester.runpytest("-s", "--fuzzptx-examples", "3")
+    r.stdout.fnmatch_lines(["*CFG ci 3 *"])
+    r = pytester.runpytest("--fuzzptx-profile", "weekly")
+    assert r.ret != 0
+    r.stderr.fnmatch_lines(["*invalid choice*weekly*"])
+
+
+def test_one_gpu_per_xdist_worker(monkeypatch):
+    from fuzzptx import pytest_plugin
+
+    class Cfg:
+        def __init__(self, judges):
+            self.judges = judges
+
+        def getoption(self, name):
+            return self.judges
+
+    monkeypatch.setattr(pytest_plugin, "_visible_gpu_count", lambda: 2)
+    for worker, judges, want in [("gw0", "ptxas,hardware", "0"), ("gw3", "ptxas,hardware", "1"), ("gw3", "ptxas", None)]:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+        pytest_plugin._pin_worker_gpu(Cfg(judges))
+        assert os.environ.get("CUDA_VISIBLE_DEVICES") == want
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5")  # a scheduler's own pinning wins
+    pytest_plugin._pin_worker_gpu(Cfg("hardware"))
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "5"
+
+
+def _contradicted_program():
+    """A legal kernel labelled as if ptxas had to reject it: real ptxas contradicts the label."""
+    from fuzzptx.campaign import planted_programs
+
+    p = planted_programs()[0][1]
+    return replace(p, expect=(("rule", "planted-label"), ("ptxas", "rejected")))
+
+
+def test_check_program_writes_repro_and_fails(tmp_path):
+    from fuzzptx.program import Program
+    from fuzzptx.pytest_plugin import check_program
+
+    class Cfg:
+        judges = ("checker", "ptxas")
+        repro_dir = str(tmp_path / "repros")
+        fail_on = None
+
+    with pytest.raises(AssertionError) as exc:
+        check_program(_contradicted_program(), Cfg())
+    msg = str(exc.value)
+    assert msg.startswith("expect!=ptxas|planted-label|")
+    path = msg.split("repro: ")[1].strip()
+    repro = Program.from_file(path)
+    assert repro.signature.startswith("expect!=ptxas|planted-label") and ("ptxas", "accepted") in repro.expect
+    # A finding outside --fuzzptx-fail-on passes.
+    Cfg.fail_on = ("checker:crash",)
+    check_program(_contradicted_program(), Cfg())

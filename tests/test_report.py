@@ -1,0 +1,73 @@
+"""fuzzptx report on a real (small, CPU) campaign: summary.json, JUnit XML, self-contained HTML,
+and the page rendered by headless Chromium (skipped where none is installed)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from fuzzptx import cli
+from fuzzptx.report import write_report
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def campaign_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("camp")
+    cmd = [sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "none", "--examples", "16", "--block-size", "8",
+           "--seed", "11", "--workers", "1", "--plant-faults", "--quiet", "--out", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    return out
+
+
+def test_summary_and_junit_agree_with_the_record(campaign_dir):
+    summ = write_report(campaign_dir)
+    records = [json.loads(x) for x in (campaign_dir / "results.jsonl").read_text().splitlines()]
+    assert summ["programs"] == len(records) == 18
+    sigs = {f["signature"] for r in records for f in r["findings"]}
+    assert {b["signature"] for b in summ["buckets"]} == sigs
+    assert summ["findings"] == sum(len(r["findings"]) for r in records)
+    assert summ["campaign_stats"]["programs"] == 18
+    suite = ET.parse(campaign_dir / "junit.xml").getroot()
+    failures = suite.findall("testcase/failure")
+    assert int(suite.get("failures")) == len(failures) == len(sigs)
+    for b in summ["buckets"]:  # every bucket's smallest repro exists and is the smallest of its bucket
+        smallest = min(r["instructions"] for r in records if b["signature"] in {f["signature"] for f in r["findings"]})
+        assert b["instructions"] == smallest and Path(b["smallest_repro"]).exists()
+
+
+def test_html_is_self_contained_and_links_repros(campaign_dir):
+    write_report(campaign_dir)
+    page = (campaign_dir / "report.html").read_text()
+    assert page.count("<svg") >= 2 and "<script" not in page and "http://" not in page.split("<svg")[0]
+    assert "Stages" in page and "GPU faults survived" in page
+    for b in json.loads((campaign_dir / "summary.json").read_text())["buckets"]:
+        assert f'href="repros/{Path(b["smallest_repro"]).name}"' in page
+
+
+def test_report_cli_errors_are_one_line(tmp_path, capsys):
+    assert cli.main(["report", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a directory" in err
+
+
+def test_report_renders_in_headless_chromium(campaign_dir, tmp_path):
+    sys.path.insert(0, str(ROOT / "reports"))
+    try:
+        from screenshot import find_browser, screenshot
+    finally:
+        sys.path.pop(0)
+    if find_browser() is None:
+        pytest.skip("no Chromium installed")
+    write_report(campaign_dir)
+    png = screenshot(campaign_dir / "report.html", tmp_path / "r.png", width=1000, height=1400)
+    import matplotlib.image as mpimg
+
+    img = mpimg.imread(png)
+    assert img.shape[0] == 1400 and img.shape[1] == 1000
+    assert img[..., :3].std() > 0.05  # text and plots, not a blank page

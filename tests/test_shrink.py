@@ -1,0 +1,131 @@
+"""The PTX-level reducer on real ptxas: small programs, each test a few seconds."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from fuzzptx import shrink as S
+from fuzzptx.errors import FuzzptxError
+from fuzzptx.program import Program
+from fuzzptx.ptx.ir import Instr
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+HEADER = "// fuzzptx-repro v1\n// LAUNCH: kernel=k\n// BUFFER: out type=f32 count=256 init=random seed=3 output\n"
+KERNEL = """.version 8.0
+.target sm_90a
+.address_size 64
+
+.shared .align 1024 .b8 smem[8192];
+{func}
+.visible .entry k(.param .u64 out)
+{{
+\t.reg .b64 %o, %g, %da, %db, %t<4>;
+\t.reg .b32 %r<60>;
+\t.reg .f32 %f<64>;
+\t.reg .pred %p;
+\tld.param.u64 %o, [out];
+\tcvta.to.global.u64 %g, %o;
+\tmov.u32 %r0, smem;
+\tcvt.u64.u32 %da, %r0;
+\tshr.u64 %da, %da, 4;
+\tadd.u64 %t0, %da, 0;
+\tmov.b64 %db, %t0;
+{body}
+\tret;
+}}
+"""
+W64 = "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {" + ", ".join(f"%f{i}" for i in range(32)) + "}, %da, %db, 1, 1, 1, 0, 0;"
+
+
+def program(body: str, func: str = "") -> Program:
+    return Program.from_ptx(HEADER + KERNEL.format(body=body, func=func))
+
+
+def opcodes(p: Program) -> list[str]:
+    return [i.opcode for i in p.module.function("k").instructions()]
+
+
+def test_no_fence_shrinks_to_the_wgmma_and_narrows_n():
+    """C7519 (no fence): loop, dead chain, wide N and the call all go; N narrows to 8."""
+    body = "\n".join([
+        "\tmov.u32 %r1, 0;", "LOOP:", "\tadd.u32 %r1, %r1, 1;", "\tsetp.lt.u32 %p, %r1, 4;", "\t@%p bra LOOP;",
+        *(f"\tadd.u32 %r{2 + i}, %r{1 + i}, {i};" for i in range(8)),
+        "\tst.global.u32 [%g+512], %r9;",
+        "\t" + W64, "\twgmma.commit_group.sync.aligned;", "\twgmma.wait_group.sync.aligned 0;",
+        "\tst.global.f32 [%g], %f0;",
+    ])
+    p = program(body)
+    c7519 = S.signature_predicate("ptxas:C7519")
+
+    def keep(ps):  # a lone commit draws C7519 too (corpus/notes_lone_commit_injects.ptx): keep the wgmma
+        return [ok and any(o.startswith("wgmma.mma_async") for o in opcodes(q)) for q, ok in zip(ps, c7519(ps))]
+
+    res = S.shrink(p, keep, budget_s=60)
+    ops = opcodes(res.program)
+    assert res.after <= 4 < res.before, ops
+    mma = [o for o in ops if o.startswith("wgmma.mma_async")]
+    assert mma == ["wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16"], ops
+    assert "bra" not in " ".join(ops) and "wgmma.fence.sync.aligned" not in ops
+    assert keep([res.program]) == [True]
+    decl = [s for s in res.program.module.function("k").body if getattr(s, "names", None) == ("%f",)]
+    assert decl and decl[0].count <= 4  # %f<64> cut to the accumulators left
+
+
+def test_func_body_and_call_reduced_while_the_error_stays():
+    """ptxas:error on a bad imm-scale-a: the .func, its call and the rest go; the bad wgmma stays."""
+    func = ".func (.reg .b32 r) side(.reg .b32 x)\n{\n\tadd.u32 r, x, 1;\n\tmul.lo.u32 r, r, 3;\n\tret;\n}\n"
+    body = "\n".join(["\tcall (%r5), side, (%r1);", "\tst.global.u32 [%g+4], %r5;", "\twgmma.fence.sync.aligned;",
+                      "\t" + W64.replace("1, 1, 1, 0, 0;", "1, 2, 1, 0, 0;"), "\twgmma.commit_group.sync.aligned;",
+                      "\twgmma.wait_group.sync.aligned 0;", "\tst.global.f32 [%g], %f0;"])
+    p = program(body, func)
+    keep = S.signature_predicate("ptxas:error")
+    assert keep([p]) == [True]
+    res = S.shrink(p, keep, budget_s=60)
+    assert res.after <= 2, opcodes(res.program)
+    assert not [f for f in res.program.module.functions() if f.kind == "func"]
+    (mma,) = [i for i in res.program.module.function("k").instructions() if i.opcode.startswith("wgmma.mma_async")]
+    assert mma.operands[4].value not in (1, -1)  # imm-scale-a: still illegal (the simplify pass may make it 0)
+
+
+def test_passes_give_smaller_candidates():
+    """Each new pass proposes something on a program made for it."""
+    body = "\n".join(["\tmov.u32 %r1, 0;", "L1:", "\tadd.u32 %r1, %r1, 1;", "\tsetp.lt.u32 %p, %r1, 4;", "\t@%p bra L1;",
+                      "\tadd.u32 %r2, %r1, 7;", "\tmov.u32 %r3, %r2;", "\tst.global.u32 [%g], %r3;"])
+    p = program(body)
+    sizes = S._size(p)
+    for make in (S._candidates_blocks, S._candidates_bypass, S._candidates_copyprop, S._candidates_counts):
+        cands = make(p)
+        assert cands and all(S._size(c) < sizes for c in cands), make.__name__
+    loopless = [c for c in S._candidates_blocks(p) if "bra" not in " ".join(opcodes(c))]
+    assert loopless and all("add.u32" in opcodes(c) for c in loopless)
+    inlined = S.inline_small_data(S._candidates_counts(p)[0])
+    assert inlined.buffers[0].init == "zeros" or inlined.buffers[0].output
+
+
+def test_signature_must_hold_on_the_input():
+    p = program("\twgmma.fence.sync.aligned;")
+    with pytest.raises(FuzzptxError):
+        S.shrink(p, S.signature_predicate("ptxas:C7519"), budget_s=5)
+
+
+def test_cli_shrinks_a_padded_corpus_repro_back(tmp_path):
+    """`fuzzptx shrink FILE --keep SIG -o OUT` on a corpus file padded with a loop, dead code and a call."""
+    from bench_shrink import pad
+
+    from fuzzptx.replay import main_replay
+
+    src = ROOT / "corpus" / "notes_lone_commit_injects.ptx"
+    base = Program.from_file(src)
+    padded = tmp_path / "padded.ptx"
+    padded.write_text(pad(src.read_text(), ("loop", "dead", "call")))
+    assert S.instruction_count(Program.from_file(padded)) >= S.instruction_count(base) + 15
+    out = tmp_path / "out.ptx"
+    assert S.main_shrink([str(padded), "--keep", base.signature, "-o", str(out), "--budget", "60"]) == 0
+    shrunk = Program.from_file(out)
+    assert shrunk.signature == base.signature
+    assert S.instruction_count(shrunk) <= S.instruction_count(base)
+    assert main_replay([str(out), "--no-hardware"]) == 0
