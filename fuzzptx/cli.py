@@ -36,6 +36,11 @@ def _load(name: str) -> Callable[[list[str]], int]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import os
+
+    # numpy's OpenBLAS would spread each small matrix product over every core and spin;
+    # fuzzptx parallelises across programs instead (set before numpy is imported).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from fuzzptx.errors import FuzzptxError
 
     argv = list(sys.argv[1:] if argv is None else argv)

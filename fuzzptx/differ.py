@@ -211,7 +211,7 @@ def as_judged(program: Program, text: str | None = None) -> tuple[Program, str]:
 
 
 def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result: Any = None, hardware_result: Any = None,
-          text: str | None = None) -> Verdicts:
+          text: str | None = None, numerics: str = "spec") -> Verdicts:
     """Run one program through ``judges`` (a precomputed ptxas/hardware result may be passed in;
     ``text`` is the PTX it was compiled from, when the caller already emitted it)."""
     import time
@@ -246,7 +246,7 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
 
         t0 = time.perf_counter()
         try:
-            v.reference = run_program(program)
+            v.reference = run_program(program, mode=numerics)
         except Unsupported as exc:
             v.reference_skipped = str(exc)
         except FuzzptxError as exc:

@@ -126,7 +126,7 @@ def _forms_in(program: Program) -> set[str]:
     return keys
 
 
-def judge_batch(programs: Sequence[Program], judges: Sequence[str]) -> list[differ.Verdicts]:
+def judge_batch(programs: Sequence[Program], judges: Sequence[str], numerics: str = "spec") -> list[differ.Verdicts]:
     """Judge a batch: ptxas once for the whole batch (one module), the rest per program."""
     from fuzzptx.oracles.ptxas import compile_batch
 
@@ -141,7 +141,7 @@ def judge_batch(programs: Sequence[Program], judges: Sequence[str]) -> list[diff
         t_ptxas = time.perf_counter() - t0
     out = []
     for i, p in enumerate(programs):
-        v = differ.judge(p, [j for j in judges if j != "ptxas"], text=texts[i] if results is not None else None)
+        v = differ.judge(p, [j for j in judges if j != "ptxas"], text=texts[i] if results is not None else None, numerics=numerics)
         if results is not None:
             v.ptxas = results[i]
             v.seconds["ptxas"] = t_ptxas / len(programs)
@@ -159,6 +159,8 @@ def main_run(argv: list[str]) -> int:
     ap.add_argument("--illegal-share", type=float, default=0.25)
     ap.add_argument("--out", default=None, help="directory for results.jsonl and repros (default reports/runs/seed<S>)")
     ap.add_argument("--shrink-budget", type=float, default=20.0, help="seconds per new finding signature (0: no shrinking)")
+    ap.add_argument("--numerics", choices=("spec", "hardware"), default="spec",
+                    help="reference numerics: spec (the PTX ISA's error bounds) or hardware (bit-exact H100 model)")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
@@ -169,7 +171,7 @@ def main_run(argv: list[str]) -> int:
     out_dir = Path(args.out or f"reports/runs/seed{args.seed}")
     (out_dir / "repros").mkdir(parents=True, exist_ok=True)
     stats = run(args.examples, args.seed, judges, out_dir, batch=args.batch, illegal_share=args.illegal_share,
-                shrink_budget=args.shrink_budget, progress=not args.quiet and not args.json)
+                shrink_budget=args.shrink_budget, progress=not args.quiet and not args.json, numerics=args.numerics)
     summary = stats.as_dict()
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     if args.json:
@@ -180,7 +182,7 @@ def main_run(argv: list[str]) -> int:
 
 
 def run(n: int, seed: int, judges: Sequence[str], out_dir: Path, *, batch: int = 32, illegal_share: float = 0.25,
-        shrink_budget: float = 20.0, progress: bool = True) -> RunStats:
+        shrink_budget: float = 20.0, progress: bool = True, numerics: str = "spec") -> RunStats:
     stats = RunStats()
     t_start = time.perf_counter()
     t0 = time.perf_counter()
@@ -190,7 +192,7 @@ def run(n: int, seed: int, judges: Sequence[str], out_dir: Path, *, batch: int =
     with results_path.open("a") as log:
         for lo in range(0, len(programs), batch):
             chunk = programs[lo:lo + batch]
-            for idx, (p, v) in enumerate(zip(chunk, judge_batch(chunk, judges)), start=lo):
+            for idx, (p, v) in enumerate(zip(chunk, judge_batch(chunk, judges, numerics)), start=lo):
                 for k, s in v.seconds.items():
                     stats.seconds[k] += s
                 t0 = time.perf_counter()

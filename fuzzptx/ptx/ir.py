@@ -8,6 +8,7 @@ equality, so a parsed program equals the program it was emitted from.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -164,11 +165,11 @@ class Instr:
     guard: Guard | None = None
     loc: SrcLoc | None = field(default=None, compare=False, repr=False)
 
-    @property
+    @functools.cached_property
     def base(self) -> str:
         return self.opcode.split(".", 1)[0]
 
-    @property
+    @functools.cached_property
     def modifiers(self) -> tuple[str, ...]:
         return tuple(self.opcode.split(".")[1:])
 

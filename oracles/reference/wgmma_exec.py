@@ -354,8 +354,8 @@ def _mma(m, f, ins, act, groups):
     form = isa.form_for(ins)
     if form is None or form.family != "wgmma":
         raise Unsupported.at(ins, "not a dense wgmma.mma_async form of the catalogue" + (" (sparse wgmma is not modelled)" if ".sp." in ins.opcode else ""))
-    if m.mode != "spec":
-        raise Unsupported.at(ins, f"wgmma numerics in mode {m.mode!r} are not modelled (spec only)")
+    if m.mode not in ("spec", "hardware"):
+        raise Unsupported.at(ins, f"wgmma numerics in mode {m.mode!r} are not modelled")
     if len(ins.operands) != len(form.operands):
         raise Unsupported.at(ins, f"{len(ins.operands)} operands, the form has {len(form.operands)}")
     ops = {spec.role: op for spec, op in zip(form.operands, ins.operands)}
@@ -441,8 +441,9 @@ def _mma(m, f, ins, act, groups):
             cinf = cset & ((CFL & (MAY_POS_INF | MAY_NEG_INF)) != 0)
             flags = (flags | np.where(cset, CFL, 0) | np.where(cinf, MAY_NAN, 0)).astype(np.uint8)
         else:
-            res = wgmma_dense(form, a_tile, b_tile, c_tile, bool(scale_d), sa, sb, mode="spec")
-            kind = np.full((M, N), EXACT if _is_int(res) else SET, np.uint8)
+            # hardware mode: the H100's one result (docs/numerics.md), exact by construction
+            res = wgmma_dense(form, a_tile, b_tile, c_tile, bool(scale_d), sa, sb, mode=m.mode)
+            kind = np.full((M, N), EXACT if _is_int(res) or m.mode == "hardware" else SET, np.uint8)
             lo, hi = res.lo, res.hi
             flags = ((res.may_nan * MAY_NAN) | (res.may_pos_inf * MAY_POS_INF) | (res.may_neg_inf * MAY_NEG_INF)).astype(np.uint8)
         if scale_d:
