@@ -66,17 +66,22 @@ def draw_programs(n: int, seed: int, illegal_share: float = 0.25) -> list[Progra
     out: list[Program] = []
 
     def collect(strategy, count: int, s: int) -> None:
+        """Exactly ``count`` programs: ask for what is missing until Hypothesis has given enough."""
         got: list[Program] = []
+        for attempt in range(8):
+            want = count - len(got)
+            if want <= 0:
+                break
 
-        @hseed(s)
-        @settings(max_examples=max(count, 1) * 2, database=None, deadline=None, phases=[Phase.generate],
-                  suppress_health_check=list(HealthCheck), derandomize=False)
-        @given(strategy)
-        def draw(p: Program) -> None:
-            if len(got) < count:
-                got.append(p)
+            @hseed(s + 7919 * attempt)
+            @settings(max_examples=want, database=None, deadline=None, phases=[Phase.generate],
+                      suppress_health_check=list(HealthCheck), derandomize=False)
+            @given(strategy)
+            def draw(p: Program) -> None:
+                if len(got) < count:
+                    got.append(p)
 
-        draw()
+            draw()
         out.extend(got)
 
     collect(legal, n - n_illegal, seed)
