@@ -11,9 +11,13 @@
     extra wgmma stage where the repro has wgmma) and shrunk back with its signature's
     predicate (``shrink.signature_predicate``, which knows the corpus signatures).
 
+(c) real findings: programs drawn by ``fuzz.draw_programs`` and judged by the CPU
+    judges (reference, checker, ptxas); one program per distinct finding signature is
+    shrunk with ``--keep`` that signature.
+
 Per case: instructions before/after, seconds, candidates judged.
 
-    python benchmarks/bench_shrink.py [--out benchmarks/results/shrink.json] [--only planted|padded]
+    python benchmarks/bench_shrink.py [--out benchmarks/results/shrink.json] [--only planted|padded|found]
 """
 from __future__ import annotations
 
@@ -41,9 +45,15 @@ def swizzle_off_by_one():
     from fuzzptx.oracles.reference import layouts
     from fuzzptx.oracles.reference.layouts import SWIZZLES, Swizzle
 
+    from fuzzptx.oracles.reference import wgmma_exec
+
     planted = {name: Swizzle(s.bits, s.base, s.shift + 1) for name, s in SWIZZLES.items() if name != "none"}
-    with mock.patch.dict(layouts.SWIZZLES, planted):
-        yield
+    wgmma_exec._tile_addresses.cache_clear()  # tile addresses are cached per layout
+    try:
+        with mock.patch.dict(layouts.SWIZZLES, planted):
+            yield
+    finally:
+        wgmma_exec._tile_addresses.cache_clear()
 
 
 @contextmanager
@@ -263,6 +273,36 @@ def padded_cases(budget: float) -> list[dict]:
     return rows
 
 
+def found_cases(budget: float, draw: int, limit: int, seed: int = 7) -> list[dict]:
+    """(c) real findings: programs drawn by ``fuzz.draw_programs`` and judged by the CPU judges; the first
+    program of each distinct signature is shrunk with ``--keep`` that signature."""
+    from fuzzptx import differ
+    from fuzzptx.fuzz import draw_programs, judge_batch
+    from fuzzptx.shrink import shrink, signature_predicate
+
+    programs = draw_programs(draw, seed)
+    seen: dict[str, object] = {}
+    for lo in range(0, len(programs), 32):
+        batch = programs[lo:lo + 32]
+        for p, v in zip(batch, judge_batch(batch, differ.CPU_JUDGES)):
+            for f in differ.compare(p, v):
+                if f.signature not in seen and not f.signature.startswith(("expect!=",)):
+                    seen[f.signature] = p
+    rows = []
+    for sig, p in list(seen.items())[:limit]:
+        holds = signature_predicate(sig)
+        if not holds([p])[0]:  # a finding that does not reproduce alone (e.g. a line-number artefact)
+            rows.append({"case": sig, "kind": "found", "reproduces": False})
+            continue
+        res = shrink(p, holds, budget_s=budget)
+        rows.append({"case": sig, "kind": "found", "before": res.before, "after": res.after,
+                     "seconds": round(res.seconds, 2), "candidates": res.evaluations,
+                     "still_holds": holds([res.program])[0]})
+        print(f"found {sig}: {res.before} -> {res.after} instructions in {res.seconds:.1f} s "
+              f"({res.evaluations} candidates)", flush=True)
+    return rows
+
+
 def summary(rows: list[dict]) -> dict:
     done = [r for r in rows if "after" in r]
     if not done:
@@ -281,15 +321,18 @@ def summary(rows: list[dict]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/shrink.json"))
-    ap.add_argument("--only", choices=("planted", "padded"))
+    ap.add_argument("--only", choices=("planted", "padded", "found"))
+    ap.add_argument("--found-draw", type=int, default=128, help="programs drawn and judged for (c)")
+    ap.add_argument("--found-limit", type=int, default=8, help="distinct finding signatures shrunk in (c)")
     ap.add_argument("--budget", type=float, default=60.0, help="shrink budget per case, seconds")
     ap.add_argument("--draw", type=int, default=200, help="programs drawn per plant at most")
     args = ap.parse_args(argv)
     from fuzzptx.oracles.ptxas import ptxas_version
 
     t0 = time.perf_counter()
-    planted = [] if args.only == "padded" else planted_cases(args.budget, args.draw)
-    padded = [] if args.only == "planted" else padded_cases(args.budget)
+    planted = [] if args.only in ("padded", "found") else planted_cases(args.budget, args.draw)
+    padded = [] if args.only in ("planted", "found") else padded_cases(args.budget)
+    found = [] if args.only in ("planted", "padded") else found_cases(args.budget, args.found_draw, args.found_limit)
     result = {
         "what": "PTX-level reducer (fuzzptx.shrink) on planted bugs and padded corpus repros",
         "command": "python benchmarks/bench_shrink.py" + (f" --only {args.only}" if args.only else ""),
@@ -297,10 +340,11 @@ def main(argv: list[str] | None = None) -> int:
         "budget_s": args.budget, "seconds": round(time.perf_counter() - t0, 1),
         "planted": {"summary": summary(planted), "cases": planted},
         "padded": {"summary": summary(padded), "cases": padded},
+        "found": {"summary": summary(found), "cases": found},
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({"planted": result["planted"]["summary"], "padded": result["padded"]["summary"]}, indent=1))
+    print(json.dumps({k: result[k]["summary"] for k in ("planted", "padded", "found")}, indent=1))
     return 0
 
 

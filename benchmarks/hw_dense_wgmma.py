@@ -405,7 +405,7 @@ def _judge(args) -> tuple[int, dict]:
                 v = reference_check(program, outputs, mode="hardware")
             else:
                 v = reference_check(program, outputs)
-            if v is not None and "wrong" in v:
+            if v is not None and "wrong" in v and o in ("reference", "direct"):  # spec-mode judges only
                 why = explain_numerics(case, program, outputs)
                 if why:
                     v["explained_by"] = why

@@ -311,7 +311,10 @@ class Live:
     programs: int = 0
     findings: int = 0
     stage: Counter = field(default_factory=Counter)  # CPU-process seconds per stage (gpu: kernel-job seconds)
-    gpu_busy: Counter = field(default_factory=Counter)  # per GPU thread: seconds inside the worker's jobs
+    gpu_busy: Counter = field(default_factory=Counter)  # per GPU: seconds with at least one job running on it
+    gpu_active: Counter = field(default_factory=Counter)
+    gpu_since: dict = field(default_factory=dict)
+    lock: Any = field(default_factory=threading.Lock)
     gpu_programs: int = 0
     buckets: Counter = field(default_factory=Counter)
     smallest: dict = field(default_factory=dict)  # signature -> fewest instructions so far
@@ -319,6 +322,8 @@ class Live:
     restarts: Counter = field(default_factory=Counter)
     gpu_errors: list = field(default_factory=list)
     block_errors: list = field(default_factory=list)
+    gpu_workers: int = 0
+    dropped_at_deadline: int = 0  # prepared programs left unjudged (not recorded) when --time ran out
     timeline: list = field(default_factory=list)  # (seconds, programs) every few seconds
 
     def wall(self) -> float:
@@ -341,6 +346,18 @@ class Live:
             if n:
                 out[s] = round(1000 * v / n, 2)
         return out
+
+    def gpu_enter(self, gpu: int) -> None:
+        with self.lock:
+            if not self.gpu_active[gpu]:
+                self.gpu_since[gpu] = time.perf_counter()
+            self.gpu_active[gpu] += 1
+
+    def gpu_leave(self, gpu: int) -> None:
+        with self.lock:
+            self.gpu_active[gpu] -= 1
+            if not self.gpu_active[gpu]:
+                self.gpu_busy[gpu] += time.perf_counter() - self.gpu_since.pop(gpu)
 
     def gpu_idle_share(self) -> float | None:
         wall = self.wall()
@@ -412,7 +429,7 @@ def _check_meta(out: Path, plan: Plan, resume: bool) -> dict:
 
 
 def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False, workers: int = 1,
-                 gpu_timeout: float = 10.0, progress: bool = True) -> dict:
+                 gpu_timeout: float = 2.0, gpu_workers: int = 4, progress: bool = True) -> dict:
     """Run (or resume) a campaign into ``out``; returns the stats also written to stats.json."""
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
@@ -435,34 +452,38 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
     meta["planted_block"] = plant_block
     _write_json(out / "campaign.json", meta)
 
-    live = Live(workers=workers, gpus=len(gpus) if use_gpu else 0)
+    live = Live(workers=workers, gpus=len(gpus) if use_gpu else 0, gpu_workers=gpu_workers)
     deadline = None if plan.seconds is None else time.monotonic() + plan.seconds
     events: queue.Queue = queue.Queue()
     gpu_q: queue.Queue = queue.Queue()
-    runners = [_hardware_runner(g, gpu_timeout) for g in gpus] if use_gpu else []
+    runners = [(i, _hardware_runner(g, gpu_timeout)) for i, g in enumerate(gpus) for _ in range(gpu_workers)] \
+        if use_gpu else []
 
     def gpu_loop(idx: int, runner) -> None:
+        """One of ``gpu_workers`` threads of GPU ``idx``: several per GPU, so a hang's watchdog
+        or a worker's restart after a fault never stalls that GPU."""
         while True:
             item = gpu_q.get()
             if item is None:
                 return
-            t0 = time.perf_counter()
             hw: list[Any] = []
             for p, cubin, name in zip(item.programs, item.cubins, item.kernel_names):
                 if cubin is None:
                     hw.append(None)
                     continue
+                live.gpu_enter(idx)
                 try:
                     hw.append(runner.run(p, cubin=cubin, kernel=name))
                 except Exception as exc:  # the worker could not start: no verdict, never a lost block
                     live.gpu_errors.append(f"gpu {gpus[idx]}: {type(exc).__name__}: {exc}")
                     hw.append(None)
-            live.gpu_busy[idx] += time.perf_counter() - t0
-            live.restarts[idx] = runner.restarts
+                finally:
+                    live.gpu_leave(idx)
+            live.restarts[id(runner)] = runner.restarts
             events.put(("gpu", item, hw))
 
-    threads = [threading.Thread(target=gpu_loop, args=(i, r), daemon=True, name=f"gpu{i}")
-               for i, r in enumerate(runners)]
+    threads = [threading.Thread(target=gpu_loop, args=(i, r), daemon=True, name=f"gpu{i}.{k}")
+               for k, (i, r) in enumerate(runners)]
     for t in threads:
         t.start()
 
@@ -511,7 +532,10 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
                 live.gpu_programs += 1
                 if hw[j].fault:
                     live.faults[hw[j].fault] += 1
-            findings = differ.compare(p, v)
+            try:
+                findings = differ.compare(p, v)
+            except Exception as exc:  # a comparison that breaks is a finding, never the end of the campaign
+                findings = [differ.Finding(f"differ:crash|{base['family']}", f"compare failed: {type(exc).__name__}: {exc}")]
             repro = None
             for f in findings:
                 live.buckets[f.signature] += 1
@@ -573,6 +597,7 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
                 state["exhausted"] = True
                 for f in [f for f, t in pending.items() if not t.plant and f.cancel()]:
                     pending.pop(f, None)
+                state["in_gpu"] -= _drop_queued(gpu_q, plant_block, live)
             now = time.monotonic()
             if progress and now - state["last_draw"] > (0.5 if sys.stderr.isatty() else 15):
                 state["last_draw"] = now
@@ -588,7 +613,7 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
             gpu_q.put(None)
         for t in threads:
             t.join(timeout=gpu_timeout + 5)
-        for r in runners:
+        for _, r in runners:
             r.close()
     stats = _stats(live, plan, gpus if use_gpu else [], len(done), meta, results)
     _write_json(out / "stats.json", stats)
@@ -596,6 +621,25 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
         _progress(live, 0)
         sys.stderr.write("\n")
     return stats
+
+
+def _drop_queued(gpu_q: queue.Queue, keep_block: int | None, live: Live) -> int:
+    """At the deadline: blocks still waiting for a GPU are left for a later --resume (they are
+    not in the record, so nothing is lost); the planted block stays.  Returns blocks dropped."""
+    kept, dropped = [], 0
+    while True:
+        try:
+            item = gpu_q.get_nowait()
+        except queue.Empty:
+            break
+        if item is None or item.block == keep_block:
+            kept.append(item)
+        else:
+            dropped += 1
+            live.dropped_at_deadline += len(item.programs)
+    for item in kept:
+        gpu_q.put(item)
+    return dropped
 
 
 def block_programs_left(task: BlockTask) -> bool:
@@ -622,6 +666,8 @@ def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, re
         "stage_cpu_seconds": {k: round(v, 2) for k, v in live.stage.items()},
         "gpu_idle_share": live.gpu_idle_share(),
         "gpu_programs": live.gpu_programs,
+        "gpu_workers_per_gpu": live.gpu_workers if gpus else 0,
+        "dropped_at_deadline_for_resume": live.dropped_at_deadline,
         "gpus": gpus,
         "cpu_workers": live.workers,
         "judges": list(plan.judges),
@@ -712,7 +758,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--corpus", help="judge the .ptx repro files under this directory instead of generating")
     ap.add_argument("--plant-faults", nargs="?", type=int, const=-1, default=None, metavar="BLOCK",
                     help="add a kernel that traps and one that hangs to one block (default: the middle one)")
-    ap.add_argument("--gpu-timeout", type=float, default=10.0, help="seconds before a kernel counts as hung")
+    ap.add_argument("--gpu-timeout", type=float, default=2.0, help="seconds before a kernel counts as hung")
+    ap.add_argument("--gpu-workers", type=int, default=4,
+                    help="isolated worker processes per GPU (a hang or a restart stalls only one)")
     ap.add_argument("--quiet", action="store_true")
     return ap
 
@@ -735,6 +783,8 @@ def main_campaign(argv: list[str]) -> int:
         raise CampaignError(f"--block-size {args.block_size}: expected a positive number")
     if args.workers < 0:
         raise CampaignError(f"--workers {args.workers}: expected 0 (one per core) or more")
+    if args.gpu_workers <= 0:
+        raise CampaignError(f"--gpu-workers {args.gpu_workers}: expected a positive number")
     if args.gpu_timeout <= 0:
         raise CampaignError(f"--gpu-timeout {args.gpu_timeout}: expected a positive number of seconds")
     judges = parse_judges(args.judges)
@@ -757,6 +807,6 @@ def main_campaign(argv: list[str]) -> int:
     plan = Plan(seed=args.seed, block_size=args.block_size, shard=shard, examples=args.examples, seconds=seconds,
                 judges=judges, corpus=corpus, plant=args.plant_faults, generator=args.generator)
     stats = run_campaign(Path(args.out), plan, gpus=gpus, resume=args.resume, workers=workers,
-                         gpu_timeout=args.gpu_timeout, progress=not args.quiet)
+                         gpu_timeout=args.gpu_timeout, gpu_workers=args.gpu_workers, progress=not args.quiet)
     print(json.dumps({k: v for k, v in stats.items() if k != "timeline"}, indent=1))
     return 0

@@ -176,6 +176,7 @@ td,th{{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}}h2{{margin
 <h1>fuzzptx report: {html.escape(directory.name)}</h1>
 <p><b>{summ['programs']}</b> programs judged, <b>{summ['findings']}</b> findings in <b>{len(t.buckets)}</b> buckets;
 {'' if pps is None else f'{pps:.1f} programs/s'}.</p>
+{headline(st)}
 <h2>Findings by bucket</h2>{plot_buckets(t)}
 <table><tr><th>findings</th><th>signature</th><th>smallest repro</th><th>instructions</th></tr>{''.join(rows)}</table>
 <h2>Coverage: type mix &times; N &times; A source &times; swizzle</h2>{plot_coverage(coverage_cells(records))}
@@ -185,6 +186,20 @@ td,th{{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}}h2{{margin
 <h2>Campaign figures</h2><table>{stage or '<tr><td>no stats.json</td></tr>'}</table>
 </body></html>
 """
+
+
+def headline(st: dict) -> str:
+    """The campaign's figures a person looks for first (empty without stats.json)."""
+    if not st:
+        return ""
+    idle = st.get("gpu_idle_share")
+    items = [("wall", f"{st.get('wall_seconds', '?')} s"), ("programs/s", st.get("programs_per_second", "?")),
+             ("CPU processes", st.get("cpu_workers", "?")), ("GPUs", ", ".join(map(str, st.get("gpus") or [])) or "none"),
+             ("GPU idle share", "-" if idle is None else f"{idle:.1%}"),
+             ("GPU faults survived", sum((st.get("faults") or {}).values())),
+             ("worker restarts", st.get("worker_restarts", 0)), ("planted block", st.get("planted_block")),
+             ("judges", ", ".join(st.get("judges") or [])), ("seed / shard", f"{st.get('seed')} / {st.get('shard')}")]
+    return "<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in items) + "</table>"
 
 
 def stage_table(st: dict) -> str:

@@ -5,7 +5,7 @@ Hypothesis shrinks programs it generates; this reducer works on any repro file
 a fixed point or a time budget: dead code; delete chunks of statements (ddmin by
 levels); delete whole blocks and loops; empty .func bodies; drop guards and
 simplify immediates; replace computations by moves of a source and propagate
-moves away; narrow wgmma N (fewer accumulators); simplify input data (random ->
+moves away; narrow wgmma N (fewer accumulators) and simplify its types (f16); simplify input data (random ->
 zeros / small integers) and cut buffers to the elements used; finally drop
 unused parameters, buffers, functions and declarations (register ranges cut to
 the highest register used) and inline small data as hex.  Each candidate is
@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from fuzzptx.errors import FuzzptxError
-from fuzzptx.program import Buffer, Program
+from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Function, Imm, Instr, Label, Reg, RegDecl, Scope, Statement, Sym, VarDecl, Vec, walk, registers_in
 
 Predicate = Callable[[Sequence[Program]], list[bool]]
@@ -281,7 +281,8 @@ _TENSOR = frozenset(("wgmma", "wmma", "mma", "ldmatrix", "stmatrix"))
 
 
 def _candidates_copyprop(program: Program) -> list[Program]:
-    """Delete ``mov d, s`` (d written once) and read ``s`` wherever ``d`` was read."""
+    """Delete ``mov d, s`` (d written once) and read ``s`` wherever ``d`` was read (for a symbol
+    ``s``: the register an earlier move of the same symbol wrote)."""
     from fuzzptx.ptx.dataflow import defs_uses
 
     cands: list[Program] = []
@@ -294,11 +295,20 @@ def _candidates_copyprop(program: Program) -> list[Program]:
             if isinstance(st, Instr):
                 for d in defs_uses(st)[0]:
                     writes[d.name] = writes.get(d.name, 0) + 1
+        first_mov: dict[tuple, Reg] = {}  # (opcode, symbol) -> the register the first such move writes
         for i, s in sts.items():
             if not (isinstance(s, Instr) and s.base == "mov" and s.guard is None and len(s.operands) == 2
-                    and isinstance(s.operands[0], Reg) and isinstance(s.operands[1], (Reg, Imm))):
+                    and isinstance(s.operands[0], Reg) and isinstance(s.operands[1], (Reg, Imm, Sym))):
                 continue
             d, src = s.operands
+            if isinstance(src, Sym):  # a second `mov %r, smem`: read the first one's register instead
+                key = (s.opcode, src.name)
+                if key not in first_mov:
+                    first_mov[key] = d
+                    continue
+                src = first_mov[key]
+                if writes.get(src.name) != 1:
+                    continue
             if writes.get(d.name) != 1 or (isinstance(src, Reg) and src.name.split(".")[0] in _SPECIAL):
                 continue
             subst: dict[int, Statement] = {}
@@ -380,12 +390,56 @@ def _candidates_narrow(program: Program) -> list[Program]:
                               and f.key.replace(f"n{f.shape.n}k", "#") == form.key.replace(f"n{n}k", "#")),
                              key=lambda f: f.shape.n)
             d = s.operands[0]
-            for f in smaller[:1] + smaller[len(smaller) // 2:len(smaller) // 2 + 1]:
+            for f in smaller:  # smallest first: the first that keeps the signature wins
                 if not isinstance(d, Vec):
                     continue
                 count = f.operand("d").count
                 ops = (Vec(d.items[:count]),) + s.operands[1:]
                 cands.append(_edit_function(program, fn.name, subst={i: replace(s, opcode=f.opcode, operands=ops)}))
+    return cands
+
+
+_SIMPLE_TYPES = ("f16", "bf16", "tf32", "s8", "u8", "e4m3", "e5m2", "b1")
+
+
+def _simpler_forms(form):
+    """Forms of the same family, shape and A source with simpler types (f16 first), operand roles alike."""
+    from fuzzptx import isa
+
+    rank = {t: i for i, t in enumerate(_SIMPLE_TYPES)}
+    mine = rank.get(form.atype, 99)
+    same = [f for f in isa.forms(form.family) if f.shape is not None and f.shape.m == form.shape.m
+            and f.shape.n == form.shape.n and getattr(f, "a_source", None) == getattr(form, "a_source", None)
+            and rank.get(f.atype, 99) < mine and f.btype == f.atype]
+    return sorted(same, key=lambda f: (rank.get(f.atype, 99), f.dtype != "f32", f.key))
+
+
+def _candidates_types(program: Program) -> list[Program]:
+    """wgmma rewritten with simpler types (``e4m3`` -> ``f16``): operands carried over by role,
+    immediates a new form adds take the minimal kernel's defaults."""
+    from fuzzptx import isa
+    from fuzzptx.kernels import default_immediate
+
+    cands = []
+    for fn in program.module.functions():
+        if fn.body is None:
+            continue
+        for i, s in _statements(fn).items():
+            form = isa.form_for(s) if isinstance(s, Instr) else None
+            if form is None or form.shape is None or not form.family.startswith("wgmma") or len(form.operands) != len(s.operands):
+                continue
+            by_role = {spec.role: op for spec, op in zip(form.operands, s.operands)}
+            for f in _simpler_forms(form)[:3]:
+                ops = []
+                for spec in f.operands:
+                    if spec.role in by_role:
+                        ops.append(by_role[spec.role])
+                    elif spec.kind in ("imm", "pred_or_imm"):
+                        ops.append(Imm.of(default_immediate(spec)))
+                    else:
+                        break
+                else:
+                    cands.append(_edit_function(program, fn.name, subst={i: replace(s, opcode=f.opcode, operands=tuple(ops))}))
     return cands
 
 
@@ -427,7 +481,7 @@ def inline_small_data(program: Program, limit: int = 512) -> Program:
 
 PASSES = (("blocks", _candidates_blocks), ("funcs", _candidates_funcs), ("simplify", _candidates_simplify),
           ("bypass", _candidates_bypass), ("copy-propagate", _candidates_copyprop), ("narrow", _candidates_narrow),
-          ("data", _candidates_data), ("counts", _candidates_counts))
+          ("types", _candidates_types), ("data", _candidates_data), ("counts", _candidates_counts))
 
 
 # -------------------------------------------------------------------- driver
@@ -445,8 +499,10 @@ class ShrinkResult:
 def shrink(program: Program, holds: Predicate, *, budget_s: float = 60.0, log: Callable[[str], None] | None = None) -> ShrinkResult:
     """Reduce ``program`` while ``holds`` stays true; stops at a fixed point or after ``budget_s``.
 
-    Deletion is ddmin by levels: try every chunk of the current size (judged in one
-    batch), keep the first that holds and retry at that size, else halve the size.
+    Deletion is ddmin by levels: try the chunks of the current size in order (judged in
+    batches), drop the first that holds and go on from there at that size, else halve
+    the size.  Other passes likewise go on after their last hit; a round that changed
+    anything is followed by another, so a candidate skipped once is tried again.
     """
     t0 = time.perf_counter()
     before = instruction_count(program)
@@ -455,55 +511,61 @@ def shrink(program: Program, holds: Predicate, *, budget_s: float = 60.0, log: C
     def out_of_time() -> bool:
         return time.perf_counter() - t0 >= budget_s
 
-    def first_holding(cands: list[Program]) -> Program | None:
+    def first_holding(cands: list[Program], start: int = 0) -> tuple[Program, int] | None:
+        """The first candidate (from ``start``) that holds, and its index.  Batches grow 4, 8, 16, 32:
+        a predicate judged one program at a time wastes little past the hit, a batched one
+        (ptxas) still gets large batches."""
         nonlocal evaluations
-        for lo in range(0, len(cands), 32):
+        lo, step = start, 4
+        while lo < len(cands):
             if out_of_time():
                 return None
-            part = cands[lo:lo + 32]
+            part = cands[lo:lo + step]
             evaluations += len(part)
-            for c, ok in zip(part, holds(part)):
+            for k, (c, ok) in enumerate(zip(part, holds(part))):
                 if ok:
-                    return c
+                    return c, lo + k
+            lo, step = lo + step, min(2 * step, 32)
         return None
 
     if not holds([program])[0]:
         raise FuzzptxError("the signature does not hold on the input: nothing to keep")
     evaluations += 1
     current = program
-    dce = dead_code(current)
-    if dce is not current and first_holding([dce]) is not None:
-        current = dce
-        if log:
-            log(f"  dead code: {instruction_count(current)} instructions")
+    def without_dead_code(p: Program) -> Program:
+        dce = dead_code(p)
+        return dce if dce is not p and first_holding([dce]) is not None else p
+
+    current = without_dead_code(program)
+    if log and current is not program:
+        log(f"  dead code: {instruction_count(current)} instructions")
     changed = True
     while changed and not out_of_time():
         changed = False
         items = _removable(current)
-        size = max(1, len(items) // 2)
+        size, start = max(1, len(items) // 2), 0
         while items and not out_of_time():
             chunks = [items[i:i + size] for i in range(0, len(items), size)]
-            hit = first_holding([_delete(current, ch) for ch in chunks])
-            if hit is not None:
-                current, changed = hit, True
+            hit = first_holding([_delete(current, ch) for ch in chunks], start)
+            if hit is not None:  # go on at the same size from the chunk after the one that went
+                current, start, changed = hit[0], hit[1], True
                 if log:
                     log(f"  delete: {instruction_count(current)} instructions")
                 items = _removable(current)
-                size = min(size, max(1, len(items) // 2))
+                if size > max(1, len(items) // 2):
+                    size, start = max(1, len(items) // 2), 0
                 continue
             if size == 1:
                 break
-            size //= 2
+            size, start = size // 2, 0
         for name, make in PASSES:
+            start = 0
             while not out_of_time():
                 cands = [c for c in make(current) if _size(c) < _size(current)]
-                hit = first_holding(cands) if cands else None
+                hit = first_holding(cands, start) if cands else None
                 if hit is None:
                     break
-                current, changed = hit, True
-                dce = dead_code(current)
-                if dce is not current and first_holding([dce]) is not None:
-                    current = dce
+                current, start, changed = without_dead_code(hit[0]), hit[1], True
                 if log:
                     log(f"  {name}: {instruction_count(current)} instructions")
     for tidy in (cleanup(current), cleanup(current, variables=False)):
@@ -525,6 +587,7 @@ def _size(p: Program) -> tuple[int, int, int, int]:
         for ins in f.instructions():
             atoms += sum(1 for o in ins.operands if isinstance(o, Imm) and isinstance(o.value, int) and o.value not in (0, 1))
             atoms += (ins.guard is not None) + sum(_atoms(o) for o in ins.operands) + (ins.base != "mov")
+            atoms += 4 * sum(ins.opcode.count(f".{t}") for t in _SIMPLE_TYPES[1:]) if ins.base == "wgmma" else 0
     stmts = sum(len(_statements(f)) for f in p.module.functions() if f.body is not None)
     return (instruction_count(p), stmts + atoms, simple, sum(b.nbytes for b in p.buffers))
 
@@ -586,7 +649,12 @@ def main_shrink(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     program = Program.from_file(args.file)
     print(f"shrinking {args.file}: {instruction_count(program)} instructions, keep {args.keep}")
-    res = shrink(program, signature_predicate(args.keep, program), budget_s=args.budget, log=print)
+    try:
+        res = shrink(program, signature_predicate(args.keep, program), budget_s=args.budget, log=print)
+    except FuzzptxError as exc:
+        if exc.file is None:
+            raise FuzzptxError(f"{args.keep}: {exc.message}", file=args.file) from None
+        raise
     noted = replace(res.program, notes=res.program.notes + (f"shrunk from {res.before} to {res.after} instructions in {res.seconds:.1f} s",))
     from fuzzptx.corpus import entry_for, finalize
 

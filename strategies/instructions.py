@@ -14,9 +14,11 @@ from hypothesis import event, strategies as st
 
 from fuzzptx import isa
 from fuzzptx.isa import FLOAT_TYPES, Form
-from fuzzptx.kernels import minimal_kernel
+from dataclasses import replace
+
+from fuzzptx.kernels import default_target, minimal_kernel
 from fuzzptx.program import Buffer, Launch, Program
-from fuzzptx.ptx.ir import Instr
+from fuzzptx.ptx.ir import Addr, Function, Instr, Module, Reg, RegDecl, Vec
 
 from .operands import immediates
 
@@ -103,6 +105,70 @@ def instructions(draw, family: str | tuple[str, ...] | None = None) -> Instr:
     raise AssertionError(f"minimal_kernel({form.key}) lost its instruction")
 
 
+_SPECIAL = ("%tid", "%ntid", "%laneid", "%warpid", "%ctaid", "%nctaid", "%clock", "%smid")
+
+
+def _rename(op, prefix: str):
+    """The operand with every ordinary register renamed ``%x`` -> ``%<prefix>x``."""
+    if isinstance(op, Reg):
+        return op if op.name.startswith(_SPECIAL) else Reg("%" + prefix + op.name[1:])
+    if isinstance(op, Vec):
+        return Vec(tuple(_rename(o, prefix) for o in op.items))
+    if isinstance(op, Addr):
+        return Addr(_rename(op.base, prefix), op.offset) if isinstance(op.base, Reg) else op
+    return op
+
+
+def merge_kernels(modules: list[Module]) -> Module:
+    """One kernel running the bodies of several one-kernel modules in turn (registers renamed apart).
+
+    The modules share their ``out`` parameter and module-scope ``smem`` array (minimal_kernel's).
+    """
+    decls, code = [], []
+    for i, m in enumerate(modules):
+        prefix = f"i{i}_"
+        for stmt in m.kernels()[0].body:
+            if isinstance(stmt, RegDecl):
+                decls.append(replace(stmt, names=tuple("%" + prefix + n[1:] for n in stmt.names)))
+            elif isinstance(stmt, Instr) and stmt.opcode != "ret":
+                guard = replace(stmt.guard, reg=_rename(stmt.guard.reg, prefix)) if stmt.guard else None
+                code.append(replace(stmt, operands=tuple(_rename(o, prefix) for o in stmt.operands), guard=guard))
+    first = modules[0]
+    version = max((m.version for m in modules), key=lambda v: tuple(int(x) for x in v.split(".")))
+    items = [it for it in first.items if not isinstance(it, Function)]
+    for m in modules[1:]:
+        items += [it for it in m.items if not isinstance(it, Function) and it not in items]
+    kernel = replace(first.kernels()[0], body=tuple(decls + code + [Instr("ret")]))
+    return replace(first, version=version, items=tuple(items) + (kernel,))
+
+
+@st.composite
+def instruction_programs(draw, family: str | tuple[str, ...] | None = None, max_forms: int = 4) -> Program:
+    """A program of 1..max_forms instructions of ``family`` (each in minimal_kernel's setting,
+    one after another in one kernel; all share the first form's target)."""
+    first = draw(forms(family))
+    chosen = [first]
+    target = default_target(first)
+    for _ in range(draw(st.integers(1, max_forms)) - 1):
+        f = draw(forms(family))
+        if default_target(f) == target:
+            chosen.append(f)
+    modules = []
+    for form in chosen:
+        _record(form)
+        imms = draw(form_immediates(form))
+        pred = form.has_operand("scale_d") and draw(st.booleans())
+        modules.append(minimal_kernel(form, immediates=imms, scale_d_pred=pred))
+    event("control=straight")
+    wg = any(f.family.startswith("wgmma") for f in chosen)
+    threads = 128 if wg else 32 * draw(st.integers(1, 4))
+    return Program(merge_kernels(modules) if len(modules) > 1 else modules[0],
+                   Launch("k", (1, 1, 1), (threads, 1, 1)),
+                   (Buffer("out", "b32", 2, "zeros", 0, output=True),),
+                   expect=(("ptxas", "accepted"), ("checker", "legal")),
+                   notes=tuple(f"form: {f.key}" for f in chosen))
+
+
 @st.composite
 def single_instruction_programs(draw, family: str | tuple[str, ...] | None = None) -> Program:
     """A runnable program around one instruction of ``family`` (minimal_kernel's kernel)."""
@@ -136,5 +202,5 @@ def spec_only_programs(draw) -> Program:
                    notes=(f"form: {form.key}", f"spec-only form: {form.ptxas_note}"))
 
 
-__all__ = ["spec_only_forms", "spec_only_programs", "forms", "ordered_forms", "form_immediates", "instructions", "single_instruction_programs",
+__all__ = ["instruction_programs", "merge_kernels", "spec_only_forms", "spec_only_programs", "forms", "ordered_forms", "form_immediates", "instructions", "single_instruction_programs",
            "simplicity", "WGMMA_FAMILIES", "SYNC_FAMILIES"]

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 from fuzzptx.oracles.ptxas import compile_batch
 from fuzzptx.program import Program
 from fuzzptx.strategies.mutations import MUTATIONS, apply
-from fuzzptx.strategies.programs import warp_programs, wgmma_programs
+from fuzzptx.strategies.programs import warp_programs, wgmma_programs, wgmma_sweeps
 
 COLLECT = settings(deadline=None, database=None, phases=[Phase.generate],
                    suppress_health_check=list(HealthCheck))
@@ -55,8 +55,9 @@ def test_legal_wgmma_programs_are_accepted_by_ptxas():
     assert not bad, f"{len(bad)}/{len(progs)} rejected; first: {_errors(bad[0][1])}\n" + "\n".join(bad[0][0].notes)
 
 
-def test_legal_warp_level_programs_are_accepted_by_ptxas():
-    progs = collect(warp_programs(), 200)
+def test_legal_instruction_programs_are_accepted_by_ptxas():
+    """Warp-level instruction programs and straight-line wgmma sweeps (several forms per kernel)."""
+    progs = collect(warp_programs(), 150) + collect(wgmma_sweeps(), 40)
     bad = [(p, r) for p, r in zip(progs, compile_programs(progs)) if not r.accepted]
     assert not bad, f"{len(bad)}/{len(progs)} rejected; first: {_errors(bad[0][1])}\n" + "\n".join(bad[0][0].notes)
 

@@ -127,10 +127,40 @@ def _sample_section(title: str, how: str, s: Sample) -> list[str]:
         both, none = t.get((True, True), 0), t.get((False, False), 0)
         miss, extra = t.get((True, False), 0), t.get((False, True), 0)
         lines.append(f"| {c} | {both} | {none} | {miss} | {extra} | {100 * (both + none) / max(s.n, 1):.1f}% |")
-    lines += ["", "Disagreements (first 30):", "", "| # | program | ptxas | model |", "| --- | --- | --- | --- |"]
-    for seed, desc, real, mine in s.mismatches[:30]:
-        lines.append(f"| {seed} | `{desc}` | {', '.join(real)} | {', '.join(mine)} |")
+    acc = sum(1 for _, _, r, m in s.mismatches if _rejects(r) != _rejects(m))
+    lines += ["", f"Accept/reject agreement: {s.n - acc}/{s.n} = {100 * (s.n - acc) / max(s.n, 1):.1f}%.", ""]
+    reasons = collections.Counter(reason(r, m) for _, _, r, m in s.mismatches)
+    lines += ["Disagreements by reason:", "", "| reason | programs |", "| --- | --- |"]
+    lines += [f"| {why} | {k} |" for why, k in reasons.most_common()]
+    shown = s.mismatches if len(s.mismatches) <= 60 else s.mismatches[:60]
+    lines += ["", f"Disagreements ({'all' if shown is s.mismatches else 'first 60'}):", "",
+              "| # | program | ptxas | model | reason |", "| --- | --- | --- | --- | --- |"]
+    for seed, desc, real, mine in shown:
+        lines.append(f"| {seed} | `{desc}` | {', '.join(real)} | {', '.join(mine)} | {reason(real, mine)} |")
     return lines + [""]
+
+
+KNOWN = {"C7511": "register pressure (C7511) is not modelled",
+         "C7513": "C7513 (A registers defined inside a stage) trigger not pinned"}
+
+
+def _rejects(diags: list[str]) -> bool:
+    return any(d.startswith("error") for d in diags)
+
+
+def reason(real: list[str], mine: list[str]) -> str:
+    """Why model and ptxas disagree, in a few words (for the report's grouping)."""
+    code = lambda d: d.split()[1] if d.startswith("info") else "error"  # noqa: E731
+    rc, mc = {code(d) for d in real if d != "none"}, {code(d) for d in mine if d != "none"}
+    for c in sorted(rc - mc):
+        if c in KNOWN:
+            return KNOWN[c]
+    if rc - mc:
+        return "missed " + ", ".join(sorted(rc - mc))
+    if mc - rc:
+        return "false " + ", ".join(sorted(mc - rc))
+    diff = sorted({code(d) for d in set(real) ^ set(mine)})
+    return "line placement of " + ", ".join(diff)
 
 
 def behaviours_table(directory) -> list[str]:

@@ -12,7 +12,7 @@ import re
 
 from fuzzptx import isa
 from fuzzptx.isa import ELEMENT_BITS, Form, OperandSpec
-from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Module, Reg, Vec
+from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Module, Reg, Vec, registers_in
 
 from .findings import Sink, line_of
 from .regs import declared_types, special_type
@@ -238,10 +238,25 @@ def check_module_header(module: Module, sink: Sink) -> None:
                  f"(needs {need[0]}.{need[1]} or later)")
 
 
+def _check_selectors(instr: Instr, types: dict[str, str], sink: Sink) -> None:
+    """``%name.x`` where ``%name`` is a declared scalar register (a register named like a special
+    register, e.g. ``%tid``, shadows it): ptxas reads ``.x`` as a video selector and rejects it."""
+    for op in instr.operands:
+        for reg in registers_in(op):
+            stem, dot, sel = reg.name.partition(".")
+            if dot and stem in types and not types[stem].startswith(".v") and reg.name not in types:
+                sink.add("isa.reg.selector", "error", line_of(instr),
+                         f"Unknown video selector '.{sel}': {stem} is declared as a scalar {types[stem]} "
+                         f"register here, so {reg.name} is not the special register")
+
+
 def check_function(module: Module, fn: Function, sink: Sink) -> None:
     types = declared_types(fn)
     have = _version(module.version)
+    shadow = any(special_type(n) is not None for n in types)
     for instr in fn.instructions():
+        if shadow:
+            _check_selectors(instr, types, sink)
         if is_tensor(instr):
             check_instr(module, instr, types, sink)
             continue

@@ -37,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from fuzzptx import isa
 from fuzzptx.ptx.ir import Addr, Imm, Instr, Module, Reg, Sym
 
 from .context import FnCtx, Site, build_ctx, sites
@@ -67,7 +68,7 @@ ADVISORY = {
 
 @dataclass
 class _Out:
-    arrive: dict = field(default_factory=dict)  # line -> True (C7519)
+    arrive: dict = field(default_factory=dict)  # line -> why (C7519): "stage", or "flag" (see _pipeline)
     wait: dict = field(default_factory=dict)  # line -> True (C7517)
     wait_ser: dict = field(default_factory=dict)  # C7517 lines if the function is serialised
     wait_at_use: dict = field(default_factory=dict)  # C7517 at reads of accumulators in flight
@@ -88,13 +89,13 @@ def _reaching(ctx: FnCtx, entry, step) -> dict:
     before: dict[Site, frozenset] = {}
 
     def transfer(block: int, st):
-        for site, ins in sites(ctx, block, hot_only=True):
+        for site, ins in _live_sites(ctx, block):
             st = step(ins, site, st)
         return st
 
     ins_states = solve_forward(ctx.g, entry, transfer, lambda xs: frozenset().union(*xs))
     for b, st in ins_states.items():
-        for site, ins in sites(ctx, b, hot_only=True):
+        for site, ins in _live_sites(ctx, b):
             before[site] = st
             st = step(ins, site, st)
     return before
@@ -155,14 +156,37 @@ def _loop_exit_line(ctx: FnCtx, pos: dict, site: Site, wgmmas) -> int | None:
     return None
 
 
-def _chain_end_line(ctx: FnCtx, site: Site, acc: frozenset) -> int | None:
-    """An arrive for unfenced wgmmas whose accumulators no instruction wrote (or only zeroed) is
-    reported at the last of the run of adjacent wgmmas on the same accumulators (measured)."""
-    blk = ctx.g.blocks[site.block]
-    k = site.pos
-    while k + 1 < len(blk.instrs) and is_wgmma(blk.instrs[k + 1]) and wgmma_regs(blk.instrs[k + 1])[0] == acc:
-        k += 1
-    return _line(blk.instrs[k])
+def _scale_d_zero(ins: Instr) -> bool:
+    """A wgmma whose scale-d is the immediate 0: it overwrites its accumulators without reading them."""
+    form = isa.form_for(ins)
+    if form is None:
+        return False
+    roles = [o.role for o in form.operands]
+    if "scale_d" not in roles or roles.index("scale_d") >= len(ins.operands):
+        return False
+    return _is_zero(ins.operands[roles.index("scale_d")])
+
+
+def _dead_wgmmas(ctx: FnCtx) -> frozenset:
+    """Wgmmas whose accumulators the next instruction, a wgmma on the same accumulators with
+    scale-d 0, overwrites: ptxas drops them before its GMMA passes (measured: an arrive for the
+    run is reported at the overwriting wgmma)."""
+    dead = set()
+    for site, ins in ctx.wgmmas.items():
+        blk = ctx.g.blocks[site.block].instrs
+        if site.pos + 1 < len(blk):
+            nxt = blk[site.pos + 1]
+            if is_wgmma(nxt) and wgmma_regs(nxt)[0] == wgmma_regs(ins)[0] and _scale_d_zero(nxt):
+                dead.add(site)
+    return frozenset(dead)
+
+
+def _live_sites(ctx: FnCtx, block: int):
+    dead = ctx.__dict__.get("_dead_wgmma")
+    if dead is None:
+        dead = ctx.__dict__["_dead_wgmma"] = _dead_wgmmas(ctx)
+    items = sites(ctx, block, hot_only=True)
+    return [x for x in items if x[0] not in dead] if dead else items
 
 
 def _postdominates(ctx: FnCtx, b: int, a: int) -> bool:
@@ -219,6 +243,14 @@ def _sum_of_registers(blk, pos: int, reg: str) -> bool:
     return False
 
 
+def _next_pipe_is_wgmma(ctx: FnCtx, site: Site) -> bool:
+    """The next wgmma-family instruction of the block is a wgmma (not a commit, wait or fence)."""
+    for ins in ctx.g.blocks[site.block].instrs[site.pos + 1:]:
+        if ins.opcode.startswith("wgmma."):
+            return is_wgmma(ins)
+    return False
+
+
 def _store_pair_line(ctx: FnCtx, site: Site, ins: Instr) -> int | None:
     """ptxas reports a wait before a store paired with the next adjacent store at the second one,
     unless the address is a register sum (base + per-thread offset): then at the first (measured)."""
@@ -264,6 +296,7 @@ class PS(NamedTuple):
     wait_div: frozenset  # wgmmas in flight on some paths only, merged divergently
     call_at: int | None = None  # first call since the last wgmma/commit while groups were in flight
     pblock: int | None = None  # block of the last fence/wgmma/commit (None where paths disagree)
+    wdef: frozenset = frozenset()  # accumulator registers whose value a wgmma defined (on every path)
 
 
 ENTRY_STATE = PS(False, frozenset(), frozenset(), False, frozenset(), frozenset(), False, frozenset(), 0,
@@ -301,6 +334,7 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             wait_div=a.wait_div | b.wait_div | (frozenset(fa ^ fb) if divergent else frozenset()),
             call_at=a.call_at or b.call_at,
             pblock=a.pblock if a.pblock == b.pblock else None,
+            wdef=a.wdef & b.wdef,
         )
     return a
 
@@ -311,8 +345,9 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
     div_joins = {ctx.g.ipdom.get(b.index) for b in ctx.g.blocks
                  if len(b.succs) > 1 and any(ctx.dep_divergent((b.index, s), ptxas=True) for s in b.succs)}
     pos = {b: i for i, b in enumerate(ctx.g.order)}
+    accs = frozenset().union(*(wgmma_regs(w)[0] for w in ctx.wgmmas.values()))
 
-    def plain(ins: Instr, site: Site, st: PS, report: bool, guarded: bool = False) -> PS:
+    def plain0(ins: Instr, site: Site, st: PS, report: bool, guarded: bool = False) -> PS:
         line = _line(ins)
         if is_fence(ins):
             fl, implicit = _implicit_commit(st.fl)  # a fence closes the open group (measured)
@@ -325,12 +360,12 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                 out.divergent.append((_order(site), "C7520"))
             dirty = st.dirty
             first = not st.stage_acc  # accumulator rewrites count only at a stage's first wgmma
-            if not st.armed or (first and acc & dirty) or (a & dirty & st.stage):
-                if report:
-                    clean = not st.armed and not (acc & dirty)
-                    out.arrive[_chain_end_line(ctx, site, acc) if clean else line] = True
+            if not st.armed or st.flag or (first and acc & dirty) or (a & dirty & st.stage):
+                if report:  # "flag": an accumulator in flight was redefined (moot once serialised)
+                    out.arrive.setdefault(line, "flag" if st.armed and st.flag and not (first and acc & dirty)
+                                          and not (a & dirty & st.stage) else "stage")
                 dirty = frozenset()
-            return st._replace(armed=True, dirty=dirty, stage=st.stage | acc | a,
+            return st._replace(armed=True, dirty=dirty, stage=st.stage | acc | a, flag=False, wdef=st.wdef | acc,
                                fl=_norm(frozenset(x for x in st.fl if x[0] != site) | {(site, -1)}),
                                waited=st.waited - {site}, stage_acc=st.stage_acc | acc, open=True,
                                wait_div=st.wait_div - {site}, call_at=None, pblock=site.block)
@@ -338,7 +373,7 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
             if (st.arm_div or st.stage_div or st.raw_div) and report:
                 out.divergent.append((_order(site), "C7520"))
             if (not st.armed or st.flag) and report:
-                out.arrive[line] = True
+                out.arrive.setdefault(line, "flag" if st.armed else "stage")
             counted = st.open or not st.armed
             return st._replace(armed=True, fl=frozenset((s, 0 if d < 0 else min(d + 1, 8)) for s, d in st.fl),
                                flag=False, stage_acc=frozenset(), raw=min(st.raw + counted, 8),
@@ -358,7 +393,7 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
             if report and (st.raw or st.fl):
                 out.wait_ser[line] = True  # a serialised function waits for everything at its exits
             if report and st.raw:
-                for x in (st.split or {line}):
+                for x in (st.split or {st.call_at or line}):  # a call since: the wait goes before it
                     out.wait[x] = True
             elif report and st.fl and st.split:
                 for x in st.split:
@@ -380,16 +415,26 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                 unc = any(d < 0 for _, d in st.fl)
                 st = st._replace(flag=st.flag or unc, armed=st.armed and unc)
         defs, uses = defs_uses(ins)
-        if defs & ctx.relevant and _writes_zero(ctx, site, ins):
-            defs = frozenset()  # zeroing an accumulator needs no arrive (ptxas writes RZ; measured)
-        if defs & ctx.relevant:
-            fed = {r for r in defs & st.stage_acc if _next_access_is_wgmma(ctx, site, r)}
-            st = st._replace(dirty=st.dirty | (defs & ctx.relevant),
-                             flag=st.flag or bool((defs & st.stage_acc) - fed))
+        rel = defs & ctx.relevant
+        if rel:
+            # zeroing needs no arrive before the stage (ptxas writes RZ), but still redefines an
+            # accumulator of the open stage or one in flight (measured)
+            zero = _writes_zero(ctx, site, ins)
+            if zero and not _next_pipe_is_wgmma(ctx, site):
+                return st  # ... unless no wgmma follows in the stage: ptxas sinks the constant
+            fed = {r for r in rel & st.stage_acc if _next_access_is_wgmma(ctx, site, r)}
+            st = st._replace(dirty=st.dirty if zero else st.dirty | rel,
+                             flag=st.flag or bool((rel & st.stage_acc) - fed))
             defs = defs - fed
         if not st.fl:
             return st
         read = [s for s, _ in st.fl if uses & wgmma_regs(ctx.wgmmas[s])[0]]
+        if not read and not guarded and uses & accs - st.wdef:
+            # a read of a value some wgmma will take as accumulator, while a group is in flight:
+            # ptxas waits before it (measured)
+            if report:
+                out.wait_at_use[st.call_at or _hoisted_line(ctx, st, site) or _store_pair_line(ctx, site, ins)] = True
+            return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False, call_at=None)
         if read:
             if any(s in st.wait_div for s in read):
                 if report:
@@ -414,6 +459,14 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
             out.ser.append((_order(site), "C7515"))
         return st
 
+    def plain(ins: Instr, site: Site, st: PS, report: bool, guarded: bool = False) -> PS:
+        out_st = plain0(ins, site, st, report, guarded)
+        if not is_wgmma(ins):
+            d = defs_uses(ins)[0] & out_st.wdef
+            if d:
+                out_st = out_st._replace(wdef=out_st.wdef - d)
+        return out_st
+
     def step(ins: Instr, site: Site, st: PS, report: bool) -> PS:
         st = st._replace(last=_line(ins), last_branch=ins.base in ("bra", "brx"))
         if ins.guard is None or ins.base in ("bra", "brx"):
@@ -425,7 +478,7 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
         return _join([after, st], div, False, _line(ins))._replace(last=_line(ins), last_branch=False)
 
     def transfer(block: int, st, report=False):
-        for site, ins in sites(ctx, block, hot_only=True):
+        for site, ins in _live_sites(ctx, block):
             st = step(ins, site, st, report)
         instrs = ctx.g.blocks[block].instrs
         if instrs:
@@ -466,13 +519,19 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
     if out.divergent:
         _, code = min(out.divergent)
         return [PredictedDiag(code, None, "info", name, SER_PREFIX + SER_REASONS[code].format(f=name))]
-    waits = {**out.wait_ser, **out.wait_at_use} if out.ser else {**out.wait, **out.wait_at_use}
+    ser_code = ("C7510" if any(c == "C7510" for _, c in out.ser) else min(out.ser)[1]) if out.ser else None
+    # an indirect call serialises the whole function: no wait is left for its exits (measured)
+    waits = ({**out.wait_at_use} if ser_code == "C7510" else {**out.wait_ser, **out.wait_at_use}) if out.ser \
+        else {**out.wait, **out.wait_at_use}
+    arrives = [x for x, why in out.arrive.items() if not (ser_code == "C7510" and why == "flag")]
     diags = [PredictedDiag("C7519", line, "info", name, ADVISORY["C7519"].format(line=line, f=name))
-             for line in sorted(out.arrive, key=lambda x: x or 0)]
+             for line in sorted(arrives, key=lambda x: x or 0)]
     diags += [PredictedDiag("C7517", line, "info", name, ADVISORY["C7517"].format(line=line, f=name))
               for line in sorted(waits, key=lambda x: x or 0)]
     if out.ser:
         _, code = min(out.ser)
+        if any(c == "C7510" for _, c in out.ser):
+            code = "C7510"  # an indirect call outranks the other reasons (measured)
         diags.append(PredictedDiag(code, None, "info", name, SER_PREFIX + SER_REASONS[code].format(f=name)))
     return diags
 
