@@ -104,9 +104,10 @@ def program_family(program: Program) -> str:
     if best is None:
         return "other"
     form = best[1]
-    if form.atype:
-        return f"{form.family}.{form.dtype}.{form.atype}" + (f".{form.btype}" if form.btype != form.atype else "")
-    return form.family
+    types = [t for t in (form.dtype, form.atype) if t]
+    if form.btype and form.btype != form.atype:
+        types.append(form.btype)
+    return ".".join([form.family] + types)
 
 
 def compare(program: Program, v: Verdicts) -> list[Finding]:
