@@ -115,9 +115,9 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--work", default="/tmp/fuzzptx-device")
     ap.add_argument("--kill-examples", type=int, default=640)
-    ap.add_argument("--bench-examples", type=int, default=1440)
+    ap.add_argument("--bench-examples", type=int, default=960)
     ap.add_argument("--tag", default="h100")
-    ap.add_argument("--bench-runs", default="full,ptxas-corpus")
+    ap.add_argument("--bench-runs", default="full-cpu,ptxas-corpus,full")
     ap.add_argument("--skip", default="", help="steps to skip: campaign,resume,bench,report")
     args = ap.parse_args()
     out, work = Path(args.out), Path(args.work)
@@ -132,6 +132,20 @@ def main() -> int:
         (out / f"campaign_{args.tag}.json").write_text(json.dumps(record, indent=1, default=dict))
 
     save()
+    if "bench" not in skip:
+        bench_json = out / f"campaign_throughput_{args.tag}.json"
+        rc, _ = sh([sys.executable, str(HERE / "campaign_throughput.py"), "--examples", str(args.bench_examples),
+                    "--gpus", args.gpus, "--out", str(bench_json), "--workdir", str(work / "bench"),
+                    "--only", args.bench_runs], 230, log)
+        record["throughput_rc"] = rc
+        if bench_json.exists():
+            b = json.loads(bench_json.read_text())
+            record["throughput"] = {"bare_ptxas_programs_per_second": b["bare_ptxas"]["programs_per_second"],
+                                    **{k: {kk: v[kk] for kk in ("programs_per_second", "ratio_to_bare_ptxas",
+                                                                "steady_ratio_to_bare_ptxas", "gpu_idle_share")}
+                                       for k, v in b["campaigns"].items()}}
+        print("throughput:", record.get("throughput"), flush=True)
+        save()
     camp = work / "campaign"
     if "campaign" not in skip:
         shutil.rmtree(camp, ignore_errors=True)
@@ -157,22 +171,9 @@ def main() -> int:
         record["kill_resume"] = kill_resume_check(work, args.gpus, args.kill_examples, args.kill_examples // 3, log)
         print("kill/resume:", record["kill_resume"], flush=True)
         save()
-    if "bench" not in skip:
-        bench_json = out / f"campaign_throughput_{args.tag}.json"
-        rc, _ = sh([sys.executable, str(HERE / "campaign_throughput.py"), "--examples", str(args.bench_examples),
-                    "--gpus", args.gpus, "--out", str(bench_json), "--workdir", str(work / "bench"),
-                    "--only", args.bench_runs], 200, log)
-        record["throughput_rc"] = rc
-        if bench_json.exists():
-            b = json.loads(bench_json.read_text())
-            record["throughput"] = {"bare_ptxas_programs_per_second": b["bare_ptxas"]["programs_per_second"],
-                                    **{k: {kk: v[kk] for kk in ("programs_per_second", "ratio_to_bare_ptxas",
-                                                                "steady_ratio_to_bare_ptxas", "gpu_idle_share")}
-                                       for k, v in b["campaigns"].items()}}
-            if record.get("campaign"):
-                record["throughput"]["long_campaign_ratio_to_bare_ptxas"] = round(
-                    record["campaign"]["programs_per_second"] / b["bare_ptxas"]["programs_per_second"], 3)
-        print("throughput:", record.get("throughput"), flush=True)
+    if record.get("campaign") and record.get("throughput"):
+        record["throughput"]["long_campaign_ratio_to_bare_ptxas"] = round(
+            record["campaign"]["programs_per_second"] / record["throughput"]["bare_ptxas_programs_per_second"], 3)
         save()
     if "report" not in skip and camp.exists():
         rc, stdout = sh([sys.executable, "-m", "fuzzptx.cli", "report", str(camp)], 120, log)

@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--workers", type=int, default=0, help="processes for both sides (default: cores, -1 with a GPU)")
     ap.add_argument("--gpus", default="none", help="none, all, or 0,1")
-    ap.add_argument("--only", default="full,ptxas-generated,ptxas-corpus", help="which campaign runs")
+    ap.add_argument("--only", default="full,full-cpu,ptxas-generated,ptxas-corpus", help="which campaign runs")
     ap.add_argument("--out", default="benchmarks/results/campaign_throughput.json")
     ap.add_argument("--workdir", default=None)
     args = ap.parse_args(argv)
@@ -116,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = {
         "full": Plan(seed=args.seed, block_size=args.block_size, examples=n,
                      judges=("reference", "checker", "ptxas") + hw),
+        "full-cpu": Plan(seed=args.seed, block_size=args.block_size, examples=n,
+                         judges=("reference", "checker", "ptxas")),
         "ptxas-generated": Plan(seed=args.seed, block_size=args.block_size, examples=n, judges=("ptxas",) + hw),
         "ptxas-corpus": Plan(block_size=args.block_size, corpus=corpus, judges=("ptxas",) + hw),
     }
@@ -126,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         "generation_seconds_on_pool": round(gen_s, 2), "bare_ptxas": bare, "campaigns": {},
     }
     for name in args.only.split(","):
-        r = campaign(name, work, runs[name], gpus, workers, bare["programs_per_second"])
+        r = campaign(name, work, runs[name], gpus if "hardware" in runs[name].judges else [], workers,
+                     bare["programs_per_second"])
         result["campaigns"][name] = r
         print(f"{name}: {r['programs_per_second']} programs/s = {r['ratio_to_bare_ptxas']:.0%} of bare ptxas "
               f"(steady {r['steady_ratio_to_bare_ptxas']}); ms/program {r['stage_ms_per_program']}; "

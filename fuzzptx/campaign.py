@@ -323,6 +323,7 @@ class Live:
     gpu_errors: list = field(default_factory=list)
     block_errors: list = field(default_factory=list)
     gpu_workers: int = 0
+    runner_stats: dict = field(default_factory=dict)  # runner -> (start seconds, seconds waited for a spare)
     dropped_at_deadline: int = 0  # prepared programs left unjudged (not recorded) when --time ran out
     timeline: list = field(default_factory=list)  # (seconds, programs) every few seconds
 
@@ -366,10 +367,57 @@ class Live:
         return round(max(0.0, 1 - sum(self.gpu_busy.values()) / (wall * self.gpus)), 4)
 
 
+class SparedWorker:
+    """A GPU worker with a warm spare: after a fault (the worker process is killed) the spare,
+    already started, runs the next program while the dead one restarts in the background, so
+    a restart (CuPy import, CUDA context) never holds up the queue."""
+
+    def __init__(self, make):
+        self.active, self.spare = make(), make()
+        self._bg: threading.Thread | None = None
+        self.start_seconds: list[float] = []  # how long each background (re)start took
+        self.waited = 0.0  # seconds the queue waited for a spare still starting
+        self._warm(self.spare)
+
+    def _warm(self, worker) -> None:
+        def start() -> None:
+            t0 = time.perf_counter()
+            try:
+                worker.start()
+                self.start_seconds.append(time.perf_counter() - t0)
+            except Exception:  # its next run starts it again (and reports why it cannot)
+                pass
+
+        self._bg = threading.Thread(target=start, daemon=True)
+        self._bg.start()
+
+    @property
+    def restarts(self) -> int:
+        return self.active.restarts + self.spare.restarts
+
+    def run(self, program: Program, *, cubin: bytes, kernel: str):
+        before = self.active.restarts
+        result = self.active.run(program, cubin=cubin, kernel=kernel)
+        if self.active.restarts != before:  # killed after a fault: swap in the warm spare
+            if self._bg is not None:
+                t0 = time.perf_counter()
+                self._bg.join()
+                self.waited += time.perf_counter() - t0
+            self.active, self.spare = self.spare, self.active
+            self._warm(self.spare)
+        return result
+
+    def close(self) -> None:
+        if self._bg is not None:
+            self._bg.join(timeout=30)
+        self.active.close()
+        self.spare.close()
+
+
 def _hardware_runner(gpu: int, timeout: float):
     from fuzzptx.oracles.hardware import HardwareWorker
 
-    return HardwareWorker(device=gpu, timeout=timeout)
+    return SparedWorker(lambda: HardwareWorker(device=gpu, timeout=timeout))
 
 
 # ----------------------------------------------------------------- the campaign
@@ -429,7 +477,7 @@ def _check_meta(out: Path, plan: Plan, resume: bool) -> dict:
 
 
 def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False, workers: int = 1,
-                 gpu_timeout: float = 2.0, gpu_workers: int = 4, progress: bool = True) -> dict:
+                 gpu_timeout: float = 1.0, gpu_workers: int = 0, progress: bool = True) -> dict:
     """Run (or resume) a campaign into ``out``; returns the stats also written to stats.json."""
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
@@ -452,6 +500,7 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
     meta["planted_block"] = plant_block
     _write_json(out / "campaign.json", meta)
 
+    gpu_workers = gpu_workers or default_gpu_workers(len(gpus))
     live = Live(workers=workers, gpus=len(gpus) if use_gpu else 0, gpu_workers=gpu_workers)
     deadline = None if plan.seconds is None else time.monotonic() + plan.seconds
     events: queue.Queue = queue.Queue()
@@ -480,6 +529,7 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
                 finally:
                     live.gpu_leave(idx)
             live.restarts[id(runner)] = runner.restarts
+            live.runner_stats[id(runner)] = (list(getattr(runner, "start_seconds", ())), getattr(runner, "waited", 0.0))
             events.put(("gpu", item, hw))
 
     threads = [threading.Thread(target=gpu_loop, args=(i, r), daemon=True, name=f"gpu{i}.{k}")
@@ -675,6 +725,8 @@ def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, re
         "findings": live.findings,
         "faults": dict(live.faults),
         "worker_restarts": sum(live.restarts.values()),
+        "gpu_worker_start_seconds_mean": _mean([x for st, _ in live.runner_stats.values() for x in st]),
+        "gpu_seconds_waiting_for_a_restart": round(sum(w for _, w in live.runner_stats.values()), 1),
         "gpu_errors": live.gpu_errors[:20],
         "block_errors": live.block_errors[:20],
         "planted_block": meta.get("planted_block"),
@@ -682,6 +734,15 @@ def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, re
         "resumed_skipping": resumed,
         "timeline": live.timeline[:: max(1, len(live.timeline) // 200)],
     }
+
+
+def _mean(xs: list[float]) -> float | None:
+    return round(sum(xs) / len(xs), 3) if xs else None
+
+
+def default_gpu_workers(gpus: int) -> int:
+    """Worker threads per GPU: enough that restarts after faults overlap, few enough for the cores."""
+    return max(2, min(12, (os.cpu_count() or 2) // (2 * max(gpus, 1))))
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -758,9 +819,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--corpus", help="judge the .ptx repro files under this directory instead of generating")
     ap.add_argument("--plant-faults", nargs="?", type=int, const=-1, default=None, metavar="BLOCK",
                     help="add a kernel that traps and one that hangs to one block (default: the middle one)")
-    ap.add_argument("--gpu-timeout", type=float, default=2.0, help="seconds before a kernel counts as hung")
-    ap.add_argument("--gpu-workers", type=int, default=4,
-                    help="isolated worker processes per GPU (a hang or a restart stalls only one)")
+    ap.add_argument("--gpu-timeout", type=float, default=1.0, help="seconds before a kernel counts as hung")
+    ap.add_argument("--gpu-workers", type=int, default=0,
+                    help="isolated GPU worker threads per GPU, each with a warm spare process "
+                         "(a hang's watchdog or a restart stalls only one; default: sized to the cores)")
     ap.add_argument("--quiet", action="store_true")
     return ap
 
@@ -783,8 +845,8 @@ def main_campaign(argv: list[str]) -> int:
         raise CampaignError(f"--block-size {args.block_size}: expected a positive number")
     if args.workers < 0:
         raise CampaignError(f"--workers {args.workers}: expected 0 (one per core) or more")
-    if args.gpu_workers <= 0:
-        raise CampaignError(f"--gpu-workers {args.gpu_workers}: expected a positive number")
+    if args.gpu_workers < 0:
+        raise CampaignError(f"--gpu-workers {args.gpu_workers}: expected 0 (sized to the machine) or more")
     if args.gpu_timeout <= 0:
         raise CampaignError(f"--gpu-timeout {args.gpu_timeout}: expected a positive number of seconds")
     judges = parse_judges(args.judges)

@@ -20,7 +20,7 @@ from fuzzptx.kernels import default_target, minimal_kernel
 from fuzzptx.program import Buffer, Launch, Program
 from fuzzptx.ptx.ir import Addr, Function, Instr, Module, Reg, RegDecl, Vec
 
-from .operands import immediates
+from .operands import immediates, pick
 
 WGMMA_FAMILIES = ("wgmma", "wgmma.sp")
 SYNC_FAMILIES = ("wgmma.fence", "wgmma.commit_group", "wgmma.wait_group")
@@ -146,11 +146,16 @@ def merge_kernels(modules: list[Module]) -> Module:
 def instruction_programs(draw, family: str | tuple[str, ...] | None = None, max_forms: int = 4) -> Program:
     """A program of 1..max_forms instructions of ``family`` (each in minimal_kernel's setting,
     one after another in one kernel; all share the first form's target)."""
-    first = draw(forms(family))
+    def one_form():
+        if family == WGMMA_FAMILIES:  # dense or sparse first: two balanced halves (see pipelines.units)
+            return draw(forms(draw(pick(WGMMA_FAMILIES, width=2))))
+        return draw(forms(family))
+
+    first = one_form()
     chosen = [first]
     target = default_target(first)
     for _ in range(draw(st.integers(1, max_forms)) - 1):
-        f = draw(forms(family))
+        f = one_form()
         if default_target(f) == target:
             chosen.append(f)
     modules = []

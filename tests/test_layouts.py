@@ -111,7 +111,6 @@ def test_a_fragments_match_facts():
 def test_b1_fragment_keeps_32_contiguous_bits_per_register():
     lay = L.a_fragment_layout("b1")
     assert (lay.rows, lay.cols, lay.nregs, lay.elements_per_register) == (64, 256, 4, 32)
-    assert not lay.checked
     row = lay.row.reshape(128, 4, 32)
     col = lay.col.reshape(128, 4, 32)
     assert np.all(row == row[:, :, :1])  # one row per register
@@ -302,3 +301,27 @@ def test_read_tile_inverts_write_tile(ms, bits, bo):
     smem = np.zeros(64 * 1024, dtype=np.uint8)
     L.write_tile(smem, lay, tile)
     assert np.array_equal(L.read_tile(smem, lay, mn_extent, k_extent), tile)
+
+
+def test_checked_flags_follow_the_h100_dense_record():
+    """A layout is marked checked only when the H100 record ran every form that uses it, with no mismatch.
+
+    tests/hw_records/dense_wgmma.json (docs/hardware-facts.md) ran every dense form: every
+    A-register type (bf16, u8, fp8 and b1 included) and every accumulator N.
+    """
+    import json
+    import pathlib
+
+    from fuzzptx import isa
+
+    rec = json.loads((pathlib.Path(__file__).parent / "hw_records" / "dense_wgmma.json").read_text())
+    assert not rec["mismatches"] and not rec["forms_missing"]
+    ran = {isa.by_key(k) for k in rec["forms_run"]}
+    forms = isa.forms("wgmma")
+    for atype in sorted({f.atype for f in forms if f.a_source == "reg"}):
+        lay = L.a_fragment_layout(atype)
+        assert lay.checked == all(f in ran for f in forms if f.a_source == "reg" and f.atype == atype), atype
+    for dtype, n in sorted({(f.dtype, f.shape.n) for f in forms}):
+        lay = L.accumulator_layout(dtype, n)
+        assert lay.checked == all(f in ran for f in forms if (f.dtype, f.shape.n) == (dtype, n)), (dtype, n)
+    assert L.a_fragment_layout("b1").checked and L.accumulator_layout("f32", 256).checked

@@ -259,3 +259,110 @@ def test_example_programs_are_accepted_by_ptxas_without_diagnostics():
     res = compile_batch([p.to_ptx() for p in progs])
     assert all(r.accepted for r in res), [r.diagnostics[:1] for r in res if not r.accepted]
     assert not any(r.codes() for r in res)
+
+
+def _special_record_cases():
+    import json
+    import pathlib
+
+    path = pathlib.Path(__file__).parent / "hw_records" / "dense_wgmma_special.json"
+    rec = json.loads(path.read_text())
+    return [m["case"] for m in rec["mismatches"] if m["case"]["k_steps"] > 1]
+
+
+def test_chained_wgmma_spec_sets_contain_the_h100_results_of_the_special_values_record():
+    """Regression: 35 chained (k_steps=2) special-value cases where the H100 stored a finite D
+    and spec mode allowed "no finite value" (a first result's -Inf interval end read as C = -Inf).
+
+    The hardware mode reproduces the H100 bit for bit on dense wgmma (tests/hw_records), so
+    its result stands in for the recorded bytes.
+    """
+    from fuzzptx.builders import wgmma_program as build
+
+    cases = _special_record_cases()
+    assert len(cases) == 35
+    for case in cases:
+        kw = dict(case)
+        p = build(kw.pop("form"), **kw)
+        hw = run_program(p, mode="hardware")
+        spec = run_program(p)
+        assert hw.undefined is None and spec.undefined is None
+        bad = compare(p, spec, {"d": hw.bytes("d")})
+        assert not bad, f"{case}: {bad[0]}"
+
+
+def _with_c_from(code: str) -> Program:
+    """KEY's program with scale-d on and every accumulator set first: d1..d7 exact, d0 by ``code``."""
+    text = wgmma_program(KEY, init="random").to_ptx()
+    pre = "".join(f"\tmov.f32 %d{i}, 0f3F800800;\n" for i in range(8)) + code
+    text = text.replace("\twgmma.fence.sync.aligned;", pre + "\twgmma.fence.sync.aligned;", 1)
+    return Program.from_ptx(text.replace(", 0, 1, 1, 0;", ", 1, 1, 1, 0;"), "<x>")
+
+
+def test_hardware_mode_with_a_set_accumulator_widens_only_those_elements_and_says_so():
+    """C = x*x - 1 with a plain mul/add: fused (fma) or not, a set even in hardware mode.
+
+    Its D elements get the spec-mode widening (containing both hardware outcomes), with a
+    note; every other element keeps the H100's one exact result.
+    """
+    x = "0f3F800800"  # 1 + 2^-12: x*x - 1 differs fused (2^-11 + 2^-24) and unfused (2^-11)
+    p = _with_c_from(f"\tmul.f32 %d0, %d0, {x};\n\tadd.f32 %d0, %d0, 0fBF800000;\n")
+    r = run_program(p, mode="hardware")
+    assert r.undefined is None
+    assert any("hardware mode" in n and "value set" in n for n in r.notes)
+    o = r.outputs["d"]
+    fused = run_program(_with_c_from(f"\tfma.rn.f32 %d0, %d0, {x}, 0fBF800000;\n"), mode="hardware")
+    split = run_program(_with_c_from(f"\tmul.rn.f32 %d0, %d0, {x};\n\tadd.rn.f32 %d0, %d0, 0fBF800000;\n"),
+                        mode="hardware")
+    for q in (fused, split):
+        assert (q.outputs["d"].kind == 0).all()
+        assert not compare(p, r, {"d": q.bytes("d")})  # the set holds both outcomes
+    s = o.kind == SET
+    assert 0 < s.sum() < s.size and not (o.kind == UNDEF).any()
+    same = fused.outputs["d"].values() == split.outputs["d"].values()
+    assert same[~s].all()  # elements with an exact C: the one H100 result, whatever d0 did
+    assert np.array_equal(o.values()[~s], fused.outputs["d"].values()[~s])
+
+
+def test_hardware_mode_reproduces_recorded_h100_bytes_through_the_interpreter():
+    """Dense wgmma hardware mode, end to end: the interpreter's bytes equal the H100's, bit for bit.
+
+    tests/hw_records/dense_wgmma_outputs.npz: raw D of 96 H100 runs (A in registers and by
+    descriptor, 1, 2 and 4 chained wgmma), each rebuilt from its recorded builder arguments.
+    """
+    import json
+    import pathlib
+
+    from fuzzptx.builders import wgmma_program as build
+
+    z = np.load(pathlib.Path(__file__).parent / "hw_records" / "dense_wgmma_outputs.npz")
+    meta = json.loads(bytes(z["cases_json"]).decode())
+    assert len(meta) >= 90 and {m["k_steps"] for m in meta.values()} >= {1, 2, 4}
+    for key, case in meta.items():
+        kw = dict(case)
+        p = build(kw.pop("form"), **kw)
+        r = run_program(p, mode="hardware")
+        assert r.undefined is None and (r.outputs["d"].kind == 0).all(), case
+        assert r.bytes("d") == z[key].tobytes(), case
+
+
+def test_hardware_mode_is_exact_on_every_accumulator_path():
+    """Chained in flight (pending tile), chained after a wait (registers), two warpgroups:
+    hardware mode gives exact bits, the same along both chaining paths, and no note."""
+    text = wgmma_program(KEY, init="random").to_ptx()
+    line = next(ln for ln in text.splitlines() if "wgmma.mma_async" in ln)
+    second = line.replace(", 0, 1, 1, 0;", ", 1, 1, 1, 0;")
+    inflight = Program.from_ptx(text.replace(line, line + "\n" + second), "<x>")
+    waited = Program.from_ptx(text.replace(
+        "wgmma.wait_group.sync.aligned 0;", "wgmma.wait_group.sync.aligned 0;\n\twgmma.fence.sync.aligned;\n" + second +
+        "\n\twgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;", 1), "<x>")
+    two = Program.from_ptx(text.replace("block=128,1,1", "block=256,1,1").replace(
+        "mov.u32 %ti, %tid.x;", "mov.u32 %ti, %tid.x;\n\tand.b32 %ti, %ti, 127;"), "<2wg>")
+    runs = [run_program(q, mode="hardware") for q in (inflight, waited, two)]
+    for r in runs:
+        assert r.undefined is None and (r.outputs["d"].kind == 0).all() and not r.notes
+    assert runs[0].bytes("d") == runs[1].bytes("d")
+    one = run_program(wgmma_program(KEY, init="random"), mode="hardware")
+    assert runs[2].bytes("d") == one.bytes("d")
+    spec = run_program(inflight)
+    assert not compare(inflight, spec, {"d": runs[0].bytes("d")})  # and inside the spec's set

@@ -138,23 +138,28 @@ def test_form_choice_is_uniform_at_the_leaves():
     assert s.is_empty is False
 
 
-def test_coverage_reads_programs_back_from_ir_and_reaches_every_swizzle_and_control_kind():
+def _collect(strategy, n):
     seen = []
 
-    @settings(max_examples=150, deadline=None, database=None, derandomize=True,
+    @settings(max_examples=n, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
-    @given(programs())
+    @given(strategy)
     def collect(p):
         seen.append(p)
 
     collect()
-    cov = coverage.measure(seen)
-    assert cov.programs == len(seen)
+    return seen
+
+
+def test_coverage_reads_programs_back_from_ir_and_reaches_every_swizzle_and_control_kind():
+    cov = coverage.measure(_collect(programs(), 100))
+    assert cov.programs == 100
     fams = {isa.by_key(k).family for k in cov.forms}
     assert {"wgmma", "wgmma.sp", "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group"} <= fams
     assert len(fams) >= 8, fams  # warp-level families too
-    assert set(coverage.SWIZZLE_NAMES.values()) <= set(cov.swizzles), cov.swizzles
-    missing = [k for k in coverage.CONTROL_KINDS if not cov.control[k]]
+    pipes = coverage.measure(_collect(wgmma_programs(), 120))
+    assert set(coverage.SWIZZLE_NAMES.values()) <= set(pipes.swizzles), pipes.swizzles
+    missing = [k for k in coverage.CONTROL_KINDS if not pipes.control[k]]
     assert not missing, missing
     report = cov.report()
     assert "forms reached" in report and "swizzle modes" in report

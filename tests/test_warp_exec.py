@@ -273,3 +273,38 @@ def test_proof_subset_on_the_gpu(tmp_path):
     rc = H.main(["--limit", "80", "--out", str(out), "--jobs", "4"])
     rec = json.loads(out.read_text())
     assert rc == 0, (rec["mismatches"][:2], rec["faults"][:2], rec["judge_errors"][:2])
+
+
+@pytest.mark.parametrize("kind,key", [
+    ("mma", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+    ("mma", "mma.sp.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32"),
+    ("wmma", "wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32"),
+    ("wgmma_sp", "wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.f16.f16|a=reg"),
+])
+def test_hardware_mode_refuses_unproved_float_numerics(kind, key):
+    """docs/numerics.md proves dense wgmma only: hardware mode must not pass off a guess as the H100."""
+    from fuzzptx.oracles.reference.errors import Unsupported
+
+    f = isa.by_key(key) if "|" in key else isa.by_opcode(key)[0]
+    if kind == "mma":
+        p = H.mma_program(f, seed=3, init="small_int", warps=1)
+    elif kind == "wmma":
+        p = H.wmma_program(f, space="global", c_layout="row", d_layout="row", padded=False, seed=2,
+                           init="small_int", warps=1)
+    else:
+        p = H.wgmma_sp_program(f, seed=11, init="small_int", sel=0)
+    assert reference.run_program(p).undefined is None  # spec mode runs it
+    with pytest.raises(Unsupported, match="not proved on the H100"):
+        reference.run_program(p, mode="hardware")
+
+
+@pytest.mark.parametrize("key", ["mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+                                 "wgmma.mma_async.sp.sync.aligned.m64n8k64.s32.s8.s8|a=reg"])
+def test_hardware_mode_runs_integer_warp_and_sparse_forms_exactly(key):
+    """Integer forms are exact in both modes: hardware mode gives the spec mode's one answer."""
+    f = isa.by_key(key) if "|" in key else isa.by_opcode(key)[0]
+    p = (H.wgmma_sp_program(f, seed=11, init="small_int", sel=0) if "|" in key
+         else H.mma_program(f, seed=3, init="small_int", warps=1))
+    spec, hw = reference.run_program(p), reference.run_program(p, mode="hardware")
+    assert (hw.outputs["d"].kind == EXACT).all()
+    assert hw.bytes("d") == spec.bytes("d")

@@ -280,3 +280,37 @@ def test_spec_bound_contains_every_simulated_machine(case):
         hw = sim.view(bits_t).astype(np.uint32)
         ok = W.within(r, hw)
         assert ok.all(), (f.opcode, np.argwhere(~ok)[:3], sim[~ok][:3], r.lo[~ok][:3], r.hi[~ok][:3])
+
+
+def test_interval_past_the_format_range_stops_at_max_finite():
+    """lo/hi bound the finite members: an end past f16's range is +-65504, never +-Inf.
+
+    Regression (H100, tests/hw_records/dense_wgmma_special.json): -Inf as lo made a
+    chained wgmma read C = -Inf and allow no finite value; the H100 gave -65152.
+    """
+    f16, a, b, c = special_case("f16", "f16")
+    a[0, :] = -255.0
+    b[:, :] = 255.0  # 16 * -65025: far past f16's max, each product alone within it
+    c[0, :] = 0.0
+    r = W.wgmma_dense(f16, a, b, c)
+    big = F.FLOATS["f16"].max_finite
+    assert r.finite_ok[0].all() and r.may_neg_inf[0].all()
+    assert (r.lo[0] == -big).all() and np.isfinite(r.hi[0]).all()
+    assert W.within(r, np.full((64, 8), 0xFBFF, np.uint32))[0].all()  # -65504 (saturated) is allowed
+    assert W.within(r, np.full((64, 8), 0xFC00, np.uint32))[0].all()  # and so is -Inf
+
+
+def test_widen_for_c_reads_an_infinite_end_as_the_largest_finite_c():
+    """C = [-Inf as lo, hi] is a set of finite values (Inf is a flag): D keeps finite members."""
+    from fuzzptx.oracles.reference.wgmma_exec import widen_for_c
+
+    f16, a, b, c = special_case("f16", "f16")
+    a[:, :], b[:, :] = 0.0, 0.0
+    a[:, 0], b[0, :] = 1.0, 2.0  # A*B = 2 everywhere
+    cset = np.ones((64, 8), bool)
+    clo, chi = np.full((64, 8), -np.inf), np.full((64, 8), 100.0)
+    c_bits = F.encode("f16", np.zeros((64, 8))).astype(np.uint32)
+    a_bits, b_bits = F.encode("f16", a).astype(np.uint32), F.encode("f16", b).astype(np.uint32)
+    _, lo, hi, _ = widen_for_c(f16, a_bits, b_bits, c_bits, clo, chi, cset, 1, 1)
+    big = F.FLOATS["f16"].max_finite
+    assert (lo == -big).all() and (hi >= 102.0).all() and (hi < big).all()  # err grows with |C| up to 65504

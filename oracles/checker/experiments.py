@@ -266,6 +266,70 @@ EXPERIMENTS: dict[str, tuple[str, str]] = {
 }
 
 
+# ------------------------------------------------------------------ learned by helper checker2
+ADDR_SUM = ["mul.wide.u32 %rd5, %r20, 16;", "add.u64 %rd6, %rd3, %rd5;"]
+ST_SUM = [f"st.global.b32 [%rd6+{4 * j}], %f{1 + j};" for j in range(4)]
+ZERO = lambda i: f"mov.f32 %f{i}, 0f00000000;"  # noqa: E731
+PRE_ZERO_ACC = PRE[:3] + [ZERO(i) for i in range(1, 13)] + PRE[15:]
+EXT_R = ".extern .func (.reg .b32 r) xside(.reg .b32 x);"
+EXPERIMENTS.update({
+    "no_wait_store_reg_sum": ("no wait, stores to base + per-thread offset (a register sum): wait at the first store",
+                              kernel([FENCE, wg(), COMMIT] + ADDR_SUM + ST_SUM)),
+    "no_wait_after_call": ("no wait, a direct call between commit and the stores: the wait is reported at the call",
+                           kernel([FENCE, wg(), COMMIT] + CALL_R + ADDR_SUM + ST_SUM + KEEP_R30, extra=FUNC_R)),
+    "no_wait_after_indirect_call": ("no wait, an indirect call between commit and the stores",
+                                    kernel([FENCE, wg(), COMMIT] + CALL_IND + ADDR_SUM + ST_SUM + KEEP_R30, extra=FUNC_R)),
+    "call_after_commit_no_use": ("committed, a direct call, never waited nor used: the wait is reported at the call",
+                                 kernel([FENCE, wg(), COMMIT] + CALL_R + KEEP_R30, extra=FUNC_R)),
+    "call_between_stages": ("a direct call between a committed group and the next fence: nothing",
+                            kernel([FENCE, wg(1), COMMIT] + CALL_R + [FENCE, wg(1), COMMIT, WAIT] + store(1) + KEEP_R30,
+                                   extra=FUNC_R)),
+    "no_wait_loop_before_use": ("no wait, a loop without wgmma between commit and use: wait at the end of the commit's block",
+                                kernel([FENCE, wg(), COMMIT] + LOOP_HEAD + LOOP_TAIL + ADDR_SUM + ST_SUM)),
+    "no_wait_div_diamonds_before_use": ("no wait, two divergent if-blocks between commit and use: wait at the first branch",
+                                        kernel([FENCE, wg(), COMMIT, _b("D1", DIV), "add.u32 %r25, %r25, 1;", "D1:",
+                                                _b("D2", DIV), "add.u32 %r25, %r25, 3;", "D2:"] + ADDR_SUM + ST_SUM
+                                               + ["st.global.u32 [%rd3+64], %r25;"])),
+    "dead_wgmma_no_fence": ("no fence; wgmma, then a scale-d 0 wgmma on the same accumulators: arrive at the second",
+                            kernel([wg(sd="1"), wg(sd="0"), COMMIT, WAIT] + store(), pre=PRE_ZERO_ACC)),
+    "dead_wgmmas_no_fence_three": ("no fence; wgmmas with scale-d 0, 1, 0 on the same accumulators: arrive at the third",
+                                   kernel([wg(sd="0"), wg(sd="1"), wg(sd="0"), COMMIT, WAIT] + store(), pre=PRE_ZERO_ACC)),
+    "acc_zero_in_flight_then_wgmma": ("accumulator of an in-flight wgmma zeroed, then a wgmma on others",
+                                      kernel([FENCE, wg(1), ZERO(1), wg(5), COMMIT, WAIT] + store(1) + store(5))),
+    "acc_zero_in_flight_then_commit": ("accumulator of an in-flight wgmma zeroed, then commit (loaded accumulators)",
+                                       kernel([FENCE, wg(1), ZERO(1), COMMIT, WAIT] + store(1))),
+    "acc_zero_in_flight_zero_init": ("the same with zero-initialised accumulators: nothing",
+                                     kernel([FENCE, wg(1), ZERO(1), COMMIT, WAIT] + store(1), pre=PRE_ZERO_ACC)),
+    "acc_zero_in_flight_unused": ("accumulator of an in-flight wgmma zeroed and never read again: nothing",
+                                  kernel([FENCE, wg(1), ZERO(1), COMMIT, WAIT] + store(5))),
+    "later_acc_read_in_flight": ("a later wgmma's accumulator input read while a group is in flight: wait at the read",
+                                 kernel([FENCE, wg(1), COMMIT, "add.f32 %f20, %f9, %f10;", WAIT, FENCE, wg(9), COMMIT, WAIT]
+                                        + store(1) + store(9) + ["st.global.f32 [%rd3+200], %f20;"])),
+    "earlier_acc_read_in_flight": ("an earlier (waited) wgmma's accumulator read while another group is in flight",
+                                   kernel([FENCE, wg(9), COMMIT, WAIT, FENCE, wg(1), COMMIT, "add.f32 %f20, %f9, %f10;", WAIT]
+                                          + store(1) + store(9) + ["st.global.f32 [%rd3+200], %f20;"])),
+    "later_acc_rmw_on_waiting_path": ("a later wgmma's accumulator negated on the path that waits, the other skips the wait",
+                                      kernel([FENCE, wg(1), COMMIT, _b("SK", UNI), "xor.b32 %f5, %f5, 0x80000000;", WAIT,
+                                              "SK:"] + CALL_R + [FENCE, wg(5), COMMIT, WAIT] + store(1) + store(5) + KEEP_R30,
+                                             extra=FUNC_R)),
+    "later_acc_rmw_fed_next": ("a later wgmma's accumulator negated right before that wgmma, a group in flight: nothing",
+                               kernel([FENCE, wg(1), COMMIT, "xor.b32 %f5, %f5, 0x80000000;", FENCE, wg(5), COMMIT, WAIT]
+                                      + store(1) + store(5))),
+    "indirect_call_then_acc_write": ("an indirect call serialises: the accumulator rewrite in a stage draws no arrive",
+                                     kernel(CALL_IND + [FENCE, wg(1), wg(5), "add.f32 %f5, %f6, %f7;", wg(1), COMMIT, WAIT]
+                                            + store(1) + store(5) + KEEP_R30, extra=FUNC_R)),
+    "extern_address_taken": ("the address of an extern .func taken for an indirect call: an error (no C7509)",
+                             kernel([FENCE, wg(), COMMIT, "mov.u64 %rd9, xside;", "PROTO:",
+                                     ".callprototype (.reg .b32 _) _ (.reg .b32 _);", "call (%r30), %rd9, (%r1), PROTO;",
+                                     WAIT] + store() + KEEP_R30, extra=EXT_R)),
+    "tid_register_shadow": ("a kernel declares a scalar register %tid: `%tid.x` is then an unknown video selector",
+                            kernel([FENCE, wg(), COMMIT, WAIT] + store(), pre=[".reg .b32 %tid;"] + PRE)),
+    "tid_vector_register": ("a kernel declares a vector register %tid: `%tid.x` is its element (accepted)",
+                            kernel([FENCE, wg(), COMMIT, WAIT] + store(), pre=[".reg .v4 .b32 %tid;"] + PRE)),
+    "laneid_register_shadow": ("a kernel declares a register %laneid and reads it (accepted)",
+                               kernel([FENCE, wg(), COMMIT, WAIT] + store(), pre=[".reg .b32 %laneid;", "mov.u32 %r25, %laneid;"] + PRE)),
+})
+
 def _branch_on(src: list[str], bra: str = "bra") -> str:
     """A wgmma skipped by a branch on %r30 computed by ``src``: C7520 if ptxas thinks it divergent."""
     return kernel(src + ["setp.eq.u32 %p5, %r30, 0;", FENCE, f"@%p5 {bra} L1;", wg(), "L1:", COMMIT, WAIT] + store())

@@ -2,7 +2,8 @@
 
 ISA-layer findings become errors at their lines, except what ptxas accepts although the spec
 forbids it (a missing ``.aligned``; ``wait_group N`` with N > 7; measured, see
-``tests/data/checker/isa_*.ptx``); calls to undefined extern functions fail to resolve.
+``tests/data/checker/isa_*.ptx``); calls to undefined extern functions fail to resolve, and their
+address cannot be taken (``mov.u64 %rd, ext;``: no line).
 """
 from __future__ import annotations
 
@@ -60,6 +61,9 @@ def predict_errors(module: Module, isa_findings: dict | None = None) -> list[Pre
             if _ptxas_rejects(f):
                 out.append(PredictedDiag(None, f.line, "error", fn.name, f.message))
         for ins in fn.instructions():
+            if ins.base == "mov" and any(isinstance(o, Sym) and o.name in externs for o in ins.operands[1:]):
+                name = next(o.name for o in ins.operands[1:] if isinstance(o, Sym) and o.name in externs)
+                out.append(PredictedDiag(None, None, "error", fn.name, f"Cannot take address of function '{name}'"))
             if ins.base == "call":
                 callee = _callee(ins)
                 if isinstance(callee, Sym) and callee.name in externs:

@@ -72,6 +72,7 @@ class _Out:
     wait: dict = field(default_factory=dict)  # line -> True (C7517)
     wait_ser: dict = field(default_factory=dict)  # C7517 lines if the function is serialised
     wait_at_use: dict = field(default_factory=dict)  # C7517 at reads of accumulators in flight
+    wait_feed: dict = field(default_factory=dict)  # C7517 at reads of future accumulator inputs
     ser: list = field(default_factory=list)  # [(order, code)]
     divergent: list = field(default_factory=list)  # [(order, code)]
 
@@ -168,16 +169,25 @@ def _scale_d_zero(ins: Instr) -> bool:
 
 
 def _dead_wgmmas(ctx: FnCtx) -> frozenset:
-    """Wgmmas whose accumulators the next instruction, a wgmma on the same accumulators with
-    scale-d 0, overwrites: ptxas drops them before its GMMA passes (measured: an arrive for the
-    run is reported at the overwriting wgmma)."""
+    """Wgmmas of a run of adjacent wgmmas on the same accumulators that come before the run's last
+    wgmma with scale-d 0: that one overwrites what they computed, so ptxas drops them before its
+    GMMA passes (measured: an arrive for the run is reported at the overwriting wgmma)."""
     dead = set()
-    for site, ins in ctx.wgmmas.items():
-        blk = ctx.g.blocks[site.block].instrs
-        if site.pos + 1 < len(blk):
-            nxt = blk[site.pos + 1]
-            if is_wgmma(nxt) and wgmma_regs(nxt)[0] == wgmma_regs(ins)[0] and _scale_d_zero(nxt):
-                dead.add(site)
+    for b in {s.block for s in ctx.wgmmas}:
+        instrs = ctx.g.blocks[b].instrs
+        k = 0
+        while k < len(instrs):
+            if not is_wgmma(instrs[k]):
+                k += 1
+                continue
+            acc, j, last_zero = wgmma_regs(instrs[k])[0], k, None
+            while j + 1 < len(instrs) and is_wgmma(instrs[j + 1]) and wgmma_regs(instrs[j + 1])[0] == acc:
+                j += 1
+                if _scale_d_zero(instrs[j]):
+                    last_zero = j
+            if last_zero is not None:
+                dead.update(Site(b, i) for i in range(k, last_zero))
+            k = j + 1
     return frozenset(dead)
 
 
@@ -296,7 +306,9 @@ class PS(NamedTuple):
     wait_div: frozenset  # wgmmas in flight on some paths only, merged divergently
     call_at: int | None = None  # first call since the last wgmma/commit while groups were in flight
     pblock: int | None = None  # block of the last fence/wgmma/commit (None where paths disagree)
-    wdef: frozenset = frozenset()  # accumulator registers whose value a wgmma defined (on every path)
+    vals: frozenset = frozenset()  # accumulator registers holding, on some path, a value computed by a
+    # non-wgmma instruction that ptxas cannot fold to a constant
+    konst: frozenset = frozenset()  # accumulator registers holding a constant on every path
 
 
 ENTRY_STATE = PS(False, frozenset(), frozenset(), False, frozenset(), frozenset(), False, frozenset(), 0,
@@ -334,9 +346,14 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             wait_div=a.wait_div | b.wait_div | (frozenset(fa ^ fb) if divergent else frozenset()),
             call_at=a.call_at or b.call_at,
             pblock=a.pblock if a.pblock == b.pblock else None,
-            wdef=a.wdef & b.wdef,
+            vals=a.vals | b.vals,
+            konst=frozenset() if loop_header else a.konst & b.konst,  # no folding around a loop
         )
     return a
+
+
+# Arithmetic whose result is a constant when its register inputs are (ptxas folds it).
+_FOLDABLE = frozenset({"mov", "xor", "and", "or", "not", "add", "sub", "mul", "neg", "abs", "cvt", "shl", "shr"})
 
 
 def _pipeline(ctx: FnCtx, out: _Out) -> None:
@@ -346,6 +363,13 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                  if len(b.succs) > 1 and any(ctx.dep_divergent((b.index, s), ptxas=True) for s in b.succs)}
     pos = {b: i for i, b in enumerate(ctx.g.order)}
     accs = frozenset().union(*(wgmma_regs(w)[0] for w in ctx.wgmmas.values()))
+    forced: dict = {}  # block -> line: ptxas waits at the block's end, reported there (hoisted feed waits)
+
+    def _feeds_later_wgmma(regs: frozenset, site: Site) -> bool:
+        """Some wgmma after ``site`` (in layout order) reads one of ``regs`` as accumulator input."""
+        here = _order_pos(pos, site)
+        return any(_order_pos(pos, w) > here and regs & wgmma_regs(ins)[0] and not _scale_d_zero(ins)
+                   for w, ins in ctx.wgmmas.items())
 
     def plain0(ins: Instr, site: Site, st: PS, report: bool, guarded: bool = False) -> PS:
         line = _line(ins)
@@ -365,7 +389,8 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                     out.arrive.setdefault(line, "flag" if st.armed and st.flag and not (first and acc & dirty)
                                           and not (a & dirty & st.stage) else "stage")
                 dirty = frozenset()
-            return st._replace(armed=True, dirty=dirty, stage=st.stage | acc | a, flag=False, wdef=st.wdef | acc,
+            return st._replace(armed=True, dirty=dirty, stage=st.stage | acc | a, flag=False, vals=st.vals - acc,
+                               konst=st.konst - acc,
                                fl=_norm(frozenset(x for x in st.fl if x[0] != site) | {(site, -1)}),
                                waited=st.waited - {site}, stage_acc=st.stage_acc | acc, open=True,
                                wait_div=st.wait_div - {site}, call_at=None, pblock=site.block)
@@ -429,11 +454,15 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
         if not st.fl:
             return st
         read = [s for s, _ in st.fl if uses & wgmma_regs(ctx.wgmmas[s])[0]]
-        if not read and not guarded and uses & accs - st.wdef:
+        feed = uses & st.vals
+        if not read and not guarded and feed and _feeds_later_wgmma(feed, site):
             # a read of a value some wgmma will take as accumulator, while a group is in flight:
-            # ptxas waits before it (measured)
+            # ptxas waits before it (measured; moot once an indirect call serialised the function)
+            at = st.call_at or _store_pair_line(ctx, site, ins)
             if report:
-                out.wait_at_use[st.call_at or _hoisted_line(ctx, st, site) or _store_pair_line(ctx, site, ins)] = True
+                out.wait_feed[at] = True
+            if st.pblock is not None and st.pblock != site.block and not st.call_at:
+                forced.setdefault(st.pblock, at)  # ... placed at the end of the last commit's block
             return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False, call_at=None)
         if read:
             if any(s in st.wait_div for s in read):
@@ -462,9 +491,12 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
     def plain(ins: Instr, site: Site, st: PS, report: bool, guarded: bool = False) -> PS:
         out_st = plain0(ins, site, st, report, guarded)
         if not is_wgmma(ins):
-            d = defs_uses(ins)[0] & out_st.wdef
+            d, u = defs_uses(ins)
+            d = d & accs
             if d:
-                out_st = out_st._replace(wdef=out_st.wdef - d)
+                folded = ins.guard is None and ins.base in _FOLDABLE and u <= st.konst
+                out_st = out_st._replace(vals=out_st.vals - d if folded else out_st.vals | d,
+                                         konst=out_st.konst | d if folded else out_st.konst - d)
         return out_st
 
     def step(ins: Instr, site: Site, st: PS, report: bool) -> PS:
@@ -480,6 +512,8 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
     def transfer(block: int, st, report=False):
         for site, ins in _live_sites(ctx, block):
             st = step(ins, site, st, report)
+        if block in forced and st.fl:  # a wait ptxas hoisted to the end of this block (see plain0)
+            st = st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False, call_at=None)
         instrs = ctx.g.blocks[block].instrs
         if instrs:
             st = st._replace(last=_line(instrs[-1]), last_branch=instrs[-1].base in ("bra", "brx"))
@@ -490,10 +524,17 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
         first = ctx.g.blocks[block].instrs[0] if ctx.g.blocks[block].instrs else None
         return _join(states, block in div_joins, header, _line(first))
 
-    ins = solve_forward(ctx.g, ENTRY_STATE, transfer, lambda xs: _join(xs, False, False), join_at=join_at)
+    ins = {}
+    for _ in range(3):  # re-solve while reads force new hoisted waits
+        seen = len(forced)
+        ins = solve_forward(ctx.g, ENTRY_STATE, transfer, lambda xs: _join(xs, False, False), join_at=join_at)
+        if len(forced) == seen:
+            break
     for b in ctx.g.order:
         if b in ins:
             transfer(b, ins[b], True)
+    for line in forced.values():
+        out.wait_feed[line] = True
 
 
 def _gone(a, b) -> frozenset:
@@ -521,8 +562,8 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
         return [PredictedDiag(code, None, "info", name, SER_PREFIX + SER_REASONS[code].format(f=name))]
     ser_code = ("C7510" if any(c == "C7510" for _, c in out.ser) else min(out.ser)[1]) if out.ser else None
     # an indirect call serialises the whole function: no wait is left for its exits (measured)
-    waits = ({**out.wait_at_use} if ser_code == "C7510" else {**out.wait_ser, **out.wait_at_use}) if out.ser \
-        else {**out.wait, **out.wait_at_use}
+    waits = ({**out.wait_at_use} if ser_code == "C7510" else {**out.wait_ser, **out.wait_at_use, **out.wait_feed}) \
+        if out.ser else {**out.wait, **out.wait_at_use, **out.wait_feed}
     arrives = [x for x, why in out.arrive.items() if not (ser_code == "C7510" and why == "flag")]
     diags = [PredictedDiag("C7519", line, "info", name, ADVISORY["C7519"].format(line=line, f=name))
              for line in sorted(arrives, key=lambda x: x or 0)]

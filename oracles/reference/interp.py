@@ -26,10 +26,12 @@ Modelling decisions (spec mode):
 - Uninitialised registers and shared memory, ``%warpid``/``%clock``..., integer division
   by zero and in-flight wgmma registers are UNDEF.  Per-thread ``.param`` variables are
   tracked as defined/undefined per variable, not per byte.
-- ``mode="hardware"`` runs the same scalar semantics; wgmma in that mode raises
-  ``Unsupported`` (``wgmma_math`` has the spec mode only).
-Not modelled (``Unsupported``): sparse wgmma, mma/wmma/ldmatrix/stmatrix, atomics,
-shuffles/votes, ``.local`` memory, approximate transcendental functions.
+- ``mode="hardware"`` runs the same scalar semantics with dense wgmma computed as the
+  H100 does (``hw_numerics``, proved bit-exact: docs/numerics.md).  Float warp-level
+  mma/wmma and sparse wgmma have no proved H100 model, so that mode raises
+  ``Unsupported`` for them (integer forms are exact in both modes).
+Not modelled (``Unsupported``): atomics, shuffles/votes, ``.local`` memory,
+approximate transcendental functions.
 """
 from __future__ import annotations
 

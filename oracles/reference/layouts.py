@@ -12,12 +12,13 @@ q = l%4, every wgmma fragment has the same shape: register r of a thread holds
 
     row = 16w + g + 8*(r % 2),      col = P*q + b + 4P*(r // 2)   (b = 0..P-1)
 
-- accumulator D (f32/s32, and f16 packed in pairs): *checked on an H100* (N=8, 16)
-  once written per element i = P*r + b with P = 2 (FACTS.md's formula).
-- A in registers, k16 f16: *checked* (P=2); bf16 same layout, *unchecked*.
+- accumulator D (f32/s32, and f16 packed in pairs): *checked on an H100* for every
+  N (FACTS.md's formula, written per element i = P*r + b with P = 2; N = 8, 16 first,
+  then every N of the catalogue: tests/hw_records/dense_wgmma.json, docs/hardware-facts.md).
+- A in registers, k16 f16 and bf16: *checked* (P=2).
 - A in registers, k8 tf32: *checked* (P=1).
-- A in registers, k32 s8: *checked* (P=4); u8/e4m3/e5m2 same layout, *unchecked*.
-- A in registers, k256 b1: *derived, unchecked*: seed 000 says four .b32
+- A in registers, k32 s8, u8, e4m3, e5m2: *checked* (P=4).
+- A in registers, k256 b1: *checked* (dense_wgmma.json): seed 000 says four .b32
   registers of 32 .b1 elements each (a0..a127); the same 32-bits-per-register
   pattern gives P = 32, K = 4P*2 = 256, matching the instruction's K.
 
@@ -27,9 +28,11 @@ metadata layout becomes one more ``FragmentLayout`` of 2-bit indices.
 
 Shared memory (seed 000, 9.7.15.5.1.2): canonical K-major and MN-major layouts
 for the no-swizzle ("interleave"), 32B, 64B and 128B modes, followed by the
-swizzle applied to the byte address.  Checked on hardware (FACTS.md): K-major
-every mode, MN-major no-swizzle, all with start 1024-aligned and base offset 0.
-Unchecked: MN-major swizzled, starts inside a swizzle atom, base_offset != 0.
+swizzle applied to the byte address.  Checked on an H100 (docs/hardware-facts.md):
+K-major and MN-major in every mode (MN-major swizzled: LBO = stride between MN atoms,
+SBO = stride between 8-row K groups), K-step starts at +32/64/96 bytes inside a swizzle
+atom (tests/hw_records/dense_wgmma.json), and non-zero base offsets, as the phase
+``((address >> 7) - base_offset) mod 2^bits`` (dense_wgmma_base_offset_explore.json).
 """
 from __future__ import annotations
 
@@ -101,9 +104,9 @@ def quad_fragment(per_reg: int, slots: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 ACCUMULATOR_TYPES = ("f32", "s32", "f16")
-# A-in-register types -> whether the layout was checked on an H100 (FACTS.md).
-A_REGISTER_TYPES = {"f16": True, "bf16": False, "tf32": True, "s8": True, "u8": False,
-                    "e4m3": False, "e5m2": False, "b1": False}
+# A-in-register types -> whether the layout was checked on an H100 (docs/hardware-facts.md).
+A_REGISTER_TYPES = {"f16": True, "bf16": True, "tf32": True, "s8": True, "u8": True,
+                    "e4m3": True, "e5m2": True, "b1": True}  # all: tests/hw_records/dense_wgmma.json
 
 
 @functools.lru_cache(maxsize=None)
@@ -116,7 +119,7 @@ def accumulator_layout(dtype: str, n: int) -> FragmentLayout:
         raise ValueError(f"wgmma N must be a multiple of 8 in 8..256, not {n}")
     row, col = quad_fragment(2, n // 2)  # the element pattern is the same for every dtype
     bits = ELEMENT_BITS[dtype]
-    return FragmentLayout(f"D.{dtype}.n{n}", M_TILE, n, bits, row, col, checked=n <= 16)
+    return FragmentLayout(f"D.{dtype}.n{n}", M_TILE, n, bits, row, col, checked=True)  # every N: dense_wgmma.json
 
 
 @functools.lru_cache(maxsize=None)
@@ -193,7 +196,8 @@ class Swizzle:
         1024/512/256-byte boundary (128B/64B/32B), else ``(pattern start >> 7) & 7``.
         Read literally, a pattern whose row 0 sits at 128-byte line ``base_offset``
         swizzles row r with phase r, i.e. the address's line index minus
-        ``base_offset``.  *Unchecked on hardware* for base_offset != 0.
+        ``base_offset``.  *Checked on an H100* for base_offset != 0, aligned tiles included
+        (tests/hw_records/dense_wgmma_base_offset_explore.json).
         """
         a = np.asarray(addr, dtype=np.int64)
         return a ^ (self.phase(a, base_offset) << self.base)

@@ -216,9 +216,21 @@ def _reg_type(elem: str) -> str:
     return "b64" if elem == "f64" else "b32"
 
 
+def _hardware_unproved(m, ins, form, what: str) -> None:
+    """Hardware mode has no proved H100 model for these float numerics: refuse, never guess.
+
+    docs/numerics.md: only dense wgmma is proved bit-exact; warp-level mma/wmma and sparse
+    wgmma have an exploration model only.  Integer (s32) forms are exact in both modes.
+    """
+    if m.mode == "hardware" and form.dtype != "s32":
+        raise Unsupported.at(ins, f"hardware mode: {what} .{form.dtype} numerics are not proved on the H100 "
+                                  "(docs/numerics.md proves dense wgmma only); use spec mode")
+
+
 def h_mma(m, f, ins, act):
     """``mma.sync`` and ``mma.sp`` (any metadata ordering qualifier)."""
     form, ops = _form(ins, ("mma", "mma.sp"))
+    _hardware_unproved(m, ins, form, "warp-level " + form.family)
     if not {form.atype, form.btype, form.ctype, form.dtype} <= set(isa.ELEMENT_BITS) or "kind" in form.opcode:
         raise Unsupported.at(ins, "mma .kind:: forms (sm_120a) are not modelled")
     sparse = form.family == "mma.sp"
@@ -534,6 +546,7 @@ def h_wmma_mma(m, f, ins, act):
     form = isa.form_for(ins)
     if form is None or form.family != "wmma.mma":
         raise Unsupported.at(ins, "not a wmma.mma form of the catalogue")
+    _hardware_unproved(m, ins, form, "wmma.mma")
     ops = {spec.role: op for spec, op in zip(form.operands, ins.operands)}
     ta, tb = _token(f, ins, ops["a"], ("a",)), _token(f, ins, ops["b"], ("b",))
     tc = _token(f, ins, ops["c"], ("c", "d"))
@@ -606,8 +619,9 @@ def h_wgmma_sp(m, f, ins, act):
     form = isa.form_for(ins)
     if form is None or form.family != "wgmma.sp":
         raise Unsupported.at(ins, "not a sparse wgmma.mma_async form of the catalogue")
-    if m.mode != "spec":
-        raise Unsupported.at(ins, f"wgmma numerics in mode {m.mode!r} are not modelled (spec only)")
+    _hardware_unproved(m, ins, form, "sparse wgmma (wgmma.mma_async.sp)")
+    if m.mode not in ("spec", "hardware"):
+        raise Unsupported.at(ins, f"wgmma numerics in mode {m.mode!r} are not modelled")
     if len(ins.operands) != len(form.operands):
         raise Unsupported.at(ins, f"{len(ins.operands)} operands, the form has {len(form.operands)}")
     ops = {spec.role: op for spec, op in zip(form.operands, ins.operands)}

@@ -440,12 +440,26 @@ def _mma(m, f, ins, act, groups):
             hi = np.where(nofin, np.nan, hi)
             cinf = cset & ((CFL & (MAY_POS_INF | MAY_NEG_INF)) != 0)
             flags = (flags | np.where(cset, CFL, 0) | np.where(cinf, MAY_NAN, 0)).astype(np.uint8)
+            out_tile = res.bits
+            if m.mode == "hardware":
+                # Hardware-mode wgmma results are exact, so a set C came from elsewhere (a scalar
+                # op the reference cannot pin down, e.g. a mul/add ptxas may contract).  No one
+                # H100 result exists for a set of C's: those elements keep the spec-mode
+                # widening above; the others get the H100's one result.
+                m.note(f"line {ins.loc.line if ins.loc else '?'}: wgmma in hardware mode with {int(cset.sum())} "
+                       "accumulator element(s) already a value set: spec-mode widening used for them")
+                hw = wgmma_dense(form, a_tile, b_tile, c_tile, True, sa, sb, mode="hardware")
+                out_tile = np.where(cset, res.bits, hw.bits).astype(np.uint32)
+                kind = np.where(cset, SET, EXACT).astype(np.uint8)
+                lo, hi = np.where(cset, lo, hw.lo), np.where(cset, hi, hw.hi)
+                flags = np.where(cset, flags, 0).astype(np.uint8)
         else:
             # hardware mode: the H100's one result (docs/numerics.md), exact by construction
             res = wgmma_dense(form, a_tile, b_tile, c_tile, bool(scale_d), sa, sb, mode=m.mode)
             kind = np.full((M, N), EXACT if _is_int(res) or m.mode == "hardware" else SET, np.uint8)
             lo, hi = res.lo, res.hi
             flags = ((res.may_nan * MAY_NAN) | (res.may_pos_inf * MAY_POS_INF) | (res.may_neg_inf * MAY_NEG_INF)).astype(np.uint8)
+            out_tile = res.bits
         if scale_d:
             kind[CK == UNDEF] = UNDEF
             if _is_int(res):
@@ -456,10 +470,10 @@ def _mma(m, f, ins, act, groups):
             kind[:] = UNDEF
             for r in reasons:
                 m.note(f"line {ins.loc.line if ins.loc else '?'}: wgmma {r} (undefined)")
-        out_bits = L.gather(acc, res.bits)
+        out_bits = L.gather(acc, out_tile)
         shadows = _reg_shadows(acc, kind, lo, hi, flags)
         p = Pending(f, g, d_names, out_bits, shadows, a_names)
-        p.tile = (acc, res.bits, kind, lo, hi, flags, [s is not None for s in shadows])
+        p.tile = (acc, out_tile, kind, lo, hi, flags, [s is not None for s in shadows])
         st.uncommitted.append(p)
         for r in d_names + a_names:
             st.inflight[r] = p
@@ -490,6 +504,11 @@ def widen_for_c(form, a, b, c, clo, chi, cset, sa, sb):
     from .wgmma_math import encode_acc, wgmma_dense_pair
 
     dt = form.dtype
+    big = F.FLOATS[dt].max_finite
+    # [clo, chi] bounds C's finite members (its Infs are flags): an end of +-Inf means
+    # "unbounded finite", i.e. the format's largest finite value, never C = Inf itself.
+    clo = np.clip(clo, -big, big)
+    chi = np.clip(chi, -big, big)
     c_lo = np.where(cset, encode_acc(dt, np.where(np.isnan(clo), 0.0, clo)), c)
     c_hi = np.where(cset, encode_acc(dt, np.where(np.isnan(chi), 0.0, chi)), c)
     r1, r2 = wgmma_dense_pair(form, a, b, c_lo.astype(np.uint32), c_hi.astype(np.uint32), sa, sb)
@@ -498,8 +517,8 @@ def widen_for_c(form, a, b, c, clo, chi, cset, sa, sb):
     vlo = np.fmin(v1, v2)
     vhi = np.fmax(v1, v2)
     from . import fp
-    nlo = fp.fround(vlo - err, dt, "rm")
-    nhi = fp.fround(vhi + err, dt, "rp")
+    nlo = np.maximum(fp.fround(vlo - err, dt, "rm"), -big)  # finite members only (Inf: flags)
+    nhi = np.minimum(fp.fround(vhi + err, dt, "rp"), big)
     fin = r1.finite_ok & r2.finite_ok
     lo = np.where(cset, np.where(fin, nlo, np.nan), r1.lo)
     hi = np.where(cset, np.where(fin, nhi, np.nan), r1.hi)

@@ -122,14 +122,22 @@ def encode_acc(dtype: str, x: np.ndarray) -> np.ndarray:
 
 
 def _round_out(x: np.ndarray, type_: str, down: bool) -> np.ndarray:
-    """The nearest value of the accumulator format (f32/f16) on the outer side of x."""
+    """The nearest value of the accumulator format (f32/f16) on the outer side of x.
+
+    An end past the format's range stops at its largest finite value: lo/hi bound the
+    *finite* members (Inf membership is the may_*_inf flags).  Rounding out to -Inf/+Inf
+    there made a chained wgmma read that end as C = Inf, so its set lost every finite
+    value the hardware can give (tests/hw_records/dense_wgmma_special.json, k_steps=2).
+    """
     np_t = F._NP_FLOAT[type_]
     with np.errstate(invalid="ignore", over="ignore"):
         # numpy's float64 -> float32/float16 casts round to nearest even, like round_to_format
         r = x.astype(np_t) if type_ in ("f32", "f16", "f64") else F.round_to_format(x, type_).astype(np_t)
         bad = (r > x) if down else (r < x)
         step = np.nextafter(r, np_t(-np.inf if down else np.inf))
-    return np.where(bad, step, r).astype(np.float64)
+    out = np.where(bad, step, r).astype(np.float64)
+    big = F.FLOATS[type_].max_finite
+    return np.maximum(out, -big) if down else np.minimum(out, big)
 
 
 def _float_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.ndarray, c: np.ndarray,
