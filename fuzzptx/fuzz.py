@@ -189,6 +189,7 @@ def main_run(argv: list[str]) -> int:
 def run(n: int, seed: int, judges: Sequence[str], out_dir: Path, *, batch: int = 32, illegal_share: float = 0.25,
         shrink_budget: float = 20.0, progress: bool = True, numerics: str = "spec") -> RunStats:
     stats = RunStats()
+    (out_dir / "repros").mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     t0 = time.perf_counter()
     programs = draw_programs(n, seed, illegal_share)

@@ -138,3 +138,17 @@ def test_out_of_range_immediate_in_any_form_is_named():
                                                          body=fn.body[:-1] + (Instr(instr.opcode, ops),)),))
         rules = [f.rule for f in check_module(m2, layers=("isa",))]
         assert rules == ["isa.imm." + spec.role.removeprefix("imm_").replace("_", "-")], (form.opcode, rules)
+
+
+def test_register_shadowing_a_special_register_makes_its_selector_an_error():
+    """``.reg .b32 %tid;`` shadows the special register: ptxas rejects ``%tid.x`` ("Unknown video
+    selector", tests/data/checker/tid_register_shadow.ptx); a vector %tid makes .x its element."""
+    from fuzzptx.oracles.checker.experiments import PRE
+
+    scalar = kernel([FENCE, wg(), COMMIT, WAIT] + store(), pre=[".reg .b32 %tid;"] + PRE)
+    f = one(scalar)
+    assert f.rule == "isa.reg.selector" and "%tid.x" in f.message
+    assert "%tid.x" in scalar.splitlines()[f.line - 1]
+    assert isa_findings(kernel([FENCE, wg(), COMMIT, WAIT] + store(), pre=[".reg .v4 .b32 %tid;"] + PRE)) == []
+    assert isa_findings(kernel([FENCE, wg(), COMMIT, WAIT] + store(),
+                               pre=[".reg .b32 %laneid;", "mov.u32 %r25, %laneid;"] + PRE)) == []

@@ -1,6 +1,6 @@
 """The 64-bit wgmma matrix descriptor (seed 000, 9.7.15.5.1.2.2): encode, decode, validate.
 
-Bit fields (checked on an H100 for start/LBO/SBO/swizzle; base offset unchecked):
+Bit fields (all checked on an H100, base offset included: tests/hw_records/dense_wgmma_base_offset_explore.json):
   0-13 start >> 4 | 16-29 LBO >> 4 | 32-45 SBO >> 4 | 49-51 base offset | 62-63 swizzle
 where each address field is ``matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4``.
 All other bits are reserved; ``reserved`` keeps them so decode/encode round-trip any
