@@ -167,10 +167,24 @@ class _Run:
     timed_out: bool
 
 
-def _run(ptx: str, arch: str, opt_level: int, timeout: float, want_cubin: bool,
+_TARGET = re.compile(r"^\s*\.target\s+(sm_\w+)", re.MULTILINE)
+
+
+def arch_of(ptx: str) -> str:
+    """The ``-arch`` a module asks for: its first ``.target`` (sm_90a when it names none).
+
+    A module for sm_100a or sm_120a (ldmatrix .b8 shapes, mma .kind::f8f6f4) must be
+    assembled for that target; sm_90a would reject it for a reason that is not its own.
+    """
+    m = _TARGET.search(ptx)
+    return m.group(1) if m else "sm_90a"
+
+
+def _run(ptx: str, arch: str | None, opt_level: int, timeout: float, want_cubin: bool,
          extra_args: Sequence[str]) -> _Run:
     """One ptxas process on ``ptx``; killed (never waited for) past ``timeout``."""
     exe = find_ptxas()
+    arch = arch or arch_of(ptx)
     with tempfile.TemporaryDirectory(prefix="fuzzptx-ptxas-") as d:
         src = pathlib.Path(d) / _INPUT_NAME
         src.write_text(ptx, encoding="utf-8")
@@ -197,9 +211,11 @@ def _run(ptx: str, arch: str, opt_level: int, timeout: float, want_cubin: bool,
     return _Run(rc, text, cubin, seconds, timed_out)
 
 
-def compile_ptx(ptx: str, *, arch: str = "sm_90a", opt_level: int = 3, timeout: float = 60.0,
+def compile_ptx(ptx: str, *, arch: str | None = None, opt_level: int = 3, timeout: float = 60.0,
                 want_cubin: bool = True, extra_args: Sequence[str] = ()) -> PtxasResult:
-    """Assemble one PTX module (one or more kernels) and parse what ptxas printed."""
+    """Assemble one PTX module (one or more kernels) and parse what ptxas printed.
+
+    ``arch`` defaults to the module's own ``.target`` (see ``arch_of``)."""
     shape = scan(ptx)
     r = _run(ptx, arch, opt_level, timeout, want_cubin, extra_args)
     return PtxasResult(
@@ -210,7 +226,7 @@ def compile_ptx(ptx: str, *, arch: str = "sm_90a", opt_level: int = 3, timeout: 
     )
 
 
-def compile_batch(ptxs: Sequence[str], *, arch: str = "sm_90a", opt_level: int = 3,
+def compile_batch(ptxs: Sequence[str], *, arch: str | None = None, opt_level: int = 3,
                   timeout: float = 120.0, want_cubin: bool = False,
                   extra_args: Sequence[str] = ()) -> list[PtxasResult]:
     """Judge many modules with as few ptxas runs as possible; result i has the verdict
