@@ -477,7 +477,7 @@ def _check_meta(out: Path, plan: Plan, resume: bool) -> dict:
 
 
 def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False, workers: int = 1,
-                 gpu_timeout: float = 1.0, gpu_workers: int = 0, progress: bool = True) -> dict:
+                 gpu_timeout: float = 5.0, gpu_workers: int = 0, progress: bool = True) -> dict:
     """Run (or resume) a campaign into ``out``; returns the stats also written to stats.json."""
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
@@ -819,7 +819,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--corpus", help="judge the .ptx repro files under this directory instead of generating")
     ap.add_argument("--plant-faults", nargs="?", type=int, const=-1, default=None, metavar="BLOCK",
                     help="add a kernel that traps and one that hangs to one block (default: the middle one)")
-    ap.add_argument("--gpu-timeout", type=float, default=1.0, help="seconds before a kernel counts as hung")
+    ap.add_argument("--gpu-timeout", type=float, default=5.0,
+                    help="seconds before a kernel counts as hung (1 s turned a planted trap into a timeout "
+                         "under contention on the H100: benchmarks/results/campaign_h100.json)")
     ap.add_argument("--gpu-workers", type=int, default=0,
                     help="isolated GPU worker threads per GPU, each with a warm spare process "
                          "(a hang's watchdog or a restart stalls only one; default: sized to the cores)")

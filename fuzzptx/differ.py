@@ -158,30 +158,59 @@ def compare(program: Program, v: Verdicts) -> list[Finding]:
     return out
 
 
+def mutation_of(program: Program) -> str | None:
+    """The mutation a labelled illegal program came from (its ``mutation: NAME breaks RULE`` note)."""
+    for note in program.notes:
+        if note.startswith("mutation: "):
+            return note.split()[1]
+    return None
+
+
+def is_labelled(program: Program) -> bool:
+    return mutation_of(program) is not None
+
+
 def _expects_defined(program: Program) -> bool:
-    return not any(j == "spec" and verdict.startswith("undefined") for j, verdict in program.expect) and not any(
-        j == "ptxas" and verdict.startswith("rejected") for j, verdict in program.expect
-    )
+    """False for programs labelled rejected by ptxas or undefined by the spec (nothing to compare)."""
+    for judge_, verdict in program.expect:
+        if judge_ == "ptxas" and verdict.startswith("rejected") and is_labelled(program):
+            return False
+        if judge_ in ("checker", "reference") and verdict.startswith(("undefined", "illegal")) and is_labelled(program):
+            return False
+    return True
 
 
 def expectation_findings(program: Program, v: Verdicts, fam: str) -> list[Finding]:
-    """A labelled (mutated) program whose judge verdicts contradict its label."""
+    """A labelled (mutated) program whose judge verdicts contradict its label.
+
+    Labels come from ``fuzzptx.strategies.mutations``: ``ptxas: rejected | accepted [C75xx ...]``,
+    ``checker: illegal: RULE | undefined: RULE``, ``reference: undefined``.
+    """
+    rule = mutation_of(program)
+    if rule is None:
+        return []
     out: list[Finding] = []
-    rule = next((verdict for judge, verdict in program.expect if judge == "rule"), "unlabelled")
-    for judge, verdict in program.expect:
-        if judge == "ptxas" and v.ptxas is not None and not v.ptxas.timed_out:
-            want_reject = verdict.startswith("rejected")
-            if want_reject == v.ptxas.accepted:
+    for judge_, verdict in program.expect:
+        if judge_ == "ptxas" and v.ptxas is not None and not v.ptxas.timed_out:
+            from fuzzptx.strategies.mutations import verdict_holds
+
+            if not verdict_holds(verdict, v.ptxas.accepted, [c for c, _ in _ptxas_codes(v.ptxas)]):
                 out.append(Finding(f"expect!=ptxas|{rule}|{fam}", f"mutation {rule!r} expects ptxas {verdict!r}; ptxas {describe_ptxas(v.ptxas)}"))
-            else:
-                for code in _expected_codes(verdict):
-                    if code not in {c for c, _ in _ptxas_codes(v.ptxas)}:
-                        out.append(Finding(f"expect!=ptxas|{rule}:{code}|{fam}", f"mutation {rule!r} expects {code}; ptxas {describe_ptxas(v.ptxas)}"))
-        if judge == "spec" and v.checker is not None:
-            rules = {f.rule for f in v.checker if getattr(f, "layer", "") == "spec"}
-            if verdict.startswith("undefined") and not rules:
-                out.append(Finding(f"expect!=checker|{rule}|{fam}", f"mutation {rule!r} makes the program undefined; the checker found nothing"))
+        elif judge_ == "checker" and v.checker is not None and ":" in verdict:
+            layer, _, want = verdict.partition(":")
+            want = want.strip()
+            if layer in ("illegal", "undefined") and want not in {f.rule for f in v.checker}:
+                out.append(Finding(f"expect!=checker|{rule}|{fam}", f"mutation {rule!r} breaks {want}; the checker did not say so"))
+        elif judge_ == "reference" and verdict.startswith("undefined") and v.reference is not None:
+            if v.reference.undefined is None and not _any_undefined(v.reference):
+                out.append(Finding(f"expect!=reference|{rule}|{fam}", f"mutation {rule!r} makes the program undefined; the reference ran it fully defined"))
     return out
+
+
+def _any_undefined(ref: Any) -> bool:
+    from fuzzptx.oracles.reference.values import UNDEF
+
+    return any(bool((o.kind == UNDEF).any()) for o in ref.outputs.values())
 
 
 def _expected_codes(verdict: str) -> list[str]:
@@ -315,7 +344,10 @@ def finalize_repro(program: Program, judges: Sequence[str] = CPU_JUDGES, signatu
     on a text whose header has as many lines as the final one (two rounds at most).
     """
     labels = tuple(e for e in program.expect if e[0] == "rule")
-    current = replace(program, signature=signature or program.signature)
+    # The EXPECT lines become records of what the judges said; the mutation label stays as
+    # history only, so the differ no longer reads them as a label to check.
+    notes = tuple(("from " + n) if n.startswith("mutation: ") else n for n in program.notes)
+    current = replace(program, signature=signature or program.signature, notes=notes)
     for _ in range(4):
         v = judge(current, judges, hardware_result=hardware_result)
         nxt = replace(current, expect=labels + tuple(v.summary().items()))

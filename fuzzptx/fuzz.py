@@ -100,7 +100,7 @@ def _record(idx: int, program: Program, verdicts: differ.Verdicts, findings: lis
         "forms": sorted(_forms_in(program)),
         "coverage": coverage_of(program),
         "instructions": instruction_count(program),
-        "rule": next((v for j, v in program.expect if j == "rule"), None),
+        "mutation": differ.mutation_of(program),
         "verdicts": verdicts.summary(),
         "findings": [{"signature": f.signature, "message": f.message} for f in findings],
         "repro": repro,
@@ -205,7 +205,7 @@ def run(n: int, seed: int, judges: Sequence[str], out_dir: Path, *, batch: int =
                 findings = differ.compare(p, v)
                 stats.seconds["differ"] += time.perf_counter() - t0
                 stats.programs += 1
-                stats.illegal += any(j == "rule" for j, _ in p.expect)
+                stats.illegal += differ.is_labelled(p)
                 stats.ptxas_accepted += bool(v.ptxas is not None and v.ptxas.accepted)
                 stats.families[differ.program_family(p)] += 1
                 stats.forms |= _forms_in(p)

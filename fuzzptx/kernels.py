@@ -25,7 +25,9 @@ TARGET_MIN_PTX: dict[str, tuple[int, int]] = {
 OLDEST_TARGET = "sm_75"
 DEFAULT_TARGET = "sm_90a"
 SMEM = "smem"
-SMEM_BYTES = 4096
+# Large enough for every tile a descriptor with LBO 128 / SBO 256 can span
+# ((256/8 - 1) * 256 + 4 * 128 = 8448 bytes for N = 256), so no form reads past it.
+SMEM_BYTES = 16384
 OUT_PARAM = "out"
 # Descriptor fields besides the start address: LBO = 128 B, SBO = 256 B (FACTS.md layout).
 DESC_LBO_SBO = ((128 >> 4) << 16) | ((256 >> 4) << 32)

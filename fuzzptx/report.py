@@ -194,7 +194,7 @@ def headline(st: dict) -> str:
         return ""
     idle = st.get("gpu_idle_share")
     items = [("wall", f"{st.get('wall_seconds', '?')} s"), ("programs/s", st.get("programs_per_second", "?")),
-             ("CPU processes", st.get("cpu_workers", "?")), ("GPUs", ", ".join(map(str, st.get("gpus") or [])) or "none"),
+             ("CPU processes", st.get("cpu_workers", "?")), ("GPUs", f"{len(st.get('gpus') or [])} (indices {', '.join(map(str, st.get('gpus') or [])) or 'none'})"),
              ("GPU idle share", "-" if idle is None else f"{idle:.1%}"),
              ("GPU faults survived", sum((st.get("faults") or {}).values())),
              ("worker restarts", st.get("worker_restarts", 0)), ("planted block", st.get("planted_block")),
