@@ -168,6 +168,18 @@ def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
     return [t for t in out if t[0] not in task.skip]
 
 
+def gpu_worthy(program: Program, v: differ.Verdicts, planted: bool = False) -> bool:
+    """Whether the GPU should run a program: it targets sm_90 (an sm_100a/sm_120a cubin cannot
+    load on Hopper), and it is not labelled undefined by its mutation (such a program may hang
+    or fault by design, and each fault costs a worker restart: that would make the GPU the
+    bottleneck for nothing the spec defines).  Planted fault kernels always run."""
+    if planted:
+        return True
+    if not program.module.target.split(",")[0].strip().startswith("sm_90"):
+        return False
+    return differ._expects_defined(program)
+
+
 def prepare_block(task: BlockTask) -> Prepared:
     """The CPU stages for one block (runs in a pool process)."""
     from fuzzptx.fuzz import _forms_in, coverage_of
@@ -200,7 +212,8 @@ def prepare_block(task: BlockTask) -> Prepared:
             v = differ.Verdicts(ptxas=r)
         for k, s in v.seconds.items():
             secs[k] += s
-        ok = hw and r is not None and r.accepted and r.cubin is not None
+        ok = (hw and r is not None and r.accepted and r.cubin is not None
+              and gpu_worthy(p, v, planted))
         cubins.append(r.cubin if ok else None)
         names.append(r.kernel(p.launch.kernel) if ok else "")
         if r is not None:  # cubins travel once, in ``cubins``; a plain dict pickles
