@@ -59,8 +59,8 @@ def test_differential_sample_against_real_ptxas():
 
 def test_differential_strategies_sample():
     """Programs from the strategies package (legal ones and their named illegal mutations): 100%
-    accept/reject agreement and >= 99% exact agreement on codes and lines.  CI draws the first 150
-    of the report's fixed 2,000-program sample (reports/checker_vs_ptxas.md: 1984/2000)."""
+    accept/reject agreement, and codes and lines at the floor measured on this CI draw (149/150).
+    The report's fixed 2,000-program sample (reports/checker_vs_ptxas.md) is at 1950/2000."""
     s = run_strategies_sample(150)
     assert not [m for m in s.mismatches if _rejects(m[2]) != _rejects(m[3])]
     assert s.rate >= 0.99, f"agreement fell to {_agreement_message(s)}"

@@ -322,6 +322,13 @@ EXPERIMENTS.update({
                              kernel([FENCE, wg(), COMMIT, "mov.u64 %rd9, xside;", "PROTO:",
                                      ".callprototype (.reg .b32 _) _ (.reg .b32 _);", "call (%r30), %rd9, (%r1), PROTO;",
                                      WAIT] + store() + KEEP_R30, extra=EXT_R)),
+    "direct_then_indirect_call": ("a direct call, then an indirect call to the same .func: C7509 (\"Extern calls\")",
+                                  kernel([FENCE, wg(), COMMIT] + CALL_R + [WAIT] + CALL_IND + store() + KEEP_R30, extra=FUNC_R)),
+    "indirect_then_direct_call": ("an indirect call, then a direct call: C7510",
+                                  kernel([FENCE, wg(), COMMIT] + CALL_IND + [WAIT] + CALL_R + store() + KEEP_R30, extra=FUNC_R)),
+    "dead_divergent_stage": ("a stage under a divergent branch whose wgmma the next (scale-d 0) wgmma overwrites: nothing",
+                             kernel([_b("SK", DIV), FENCE, wg(sd="0"), COMMIT, "SK:", FENCE, wg(sd="0"), COMMIT, WAIT]
+                                    + store())),
     "tid_register_shadow": ("a kernel declares a scalar register %tid: `%tid.x` is then an unknown video selector",
                             kernel([FENCE, wg(), COMMIT, WAIT] + store(), pre=[".reg .b32 %tid;"] + PRE)),
     "tid_vector_register": ("a kernel declares a vector register %tid: `%tid.x` is its element (accepted)",

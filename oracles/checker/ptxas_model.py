@@ -29,6 +29,15 @@ Serialisation (no line, one per function): ``C7514`` a read after a wait_group t
   state differs meeting at the reconvergence point of a branch ptxas thinks divergent (or a
   guard), when a later wgmma/commit (C7520) or accumulator read (C7518) depends on it; an
   indirect call inside a stage (C7520).  After C7520/C7518 ptxas prints nothing else.
+Learned later (tests/data/checker/: no_wait_*, call_*, dead_wgmma*, acc_zero_*, later_acc_*): a
+  store through a register-sum address reports its wait at the first store of a pair; after a call
+  (direct or indirect) with groups in flight a later wait (also the one at ``ret``) is reported at
+  the call; a read in a block post-dominating the last commit's block is waited for at the end of
+  that block; a non-wgmma read of a value a later wgmma takes as accumulator (not a folded
+  constant) while a group is in flight gets a wait there; wgmmas overwritten by an adjacent
+  scale-d 0 wgmma on the same accumulators are dropped; an accumulator rewrite in a stage puts the
+  arrive at the next wgmma or commit; zeroing one in flight counts only if a wgmma follows in the
+  stage; C7510 outranks the other serialisation reasons and drops rewrite arrives and exit waits.
 ptxas's divergence is not the spec's: anything from %tid.*/%laneid (even %tid.x >> 7) is
 divergent, %warpid/%clock/shfl broadcasts are uniform, ``bra.uni`` is trusted.
 """
@@ -37,13 +46,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from fuzzptx import isa
-from fuzzptx.ptx.ir import Addr, Imm, Instr, Module, Reg, Sym
+from fuzzptx.ptx.ir import Instr, Module, Reg, Sym
 
-from .context import FnCtx, Site, build_ctx, sites
+from .context import FnCtx, Site, build_ctx
 from .findings import Finding, PredictedDiag, PredictedDiagnostics
 from .flow import solve_forward
 from .ptxas_errors import _callee, predict_errors
+from .ptxas_sites import (_divergent_branch_line, _hoisted_line, _line, _live_sites, _loop_exit_line,
+                          _next_access_is_wgmma, _next_pipe_is_wgmma, _order, _order_pos, _scale_d_zero,
+                          _store_pair_line, _writes_zero)
 from .regs import defs_uses, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs
 
 SER_PREFIX = "Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
@@ -75,14 +86,6 @@ class _Out:
     wait_feed: dict = field(default_factory=dict)  # C7517 at reads of future accumulator inputs
     ser: list = field(default_factory=list)  # [(order, code)]
     divergent: list = field(default_factory=list)  # [(order, code)]
-
-
-def _line(ins: Instr | None) -> int | None:
-    return ins.loc.line if ins is not None and ins.loc else None
-
-
-def _order(site: Site) -> tuple[int, int]:
-    return (site.block, site.pos)
 
 
 def _reaching(ctx: FnCtx, entry, step) -> dict:
@@ -121,162 +124,6 @@ def _structure(ctx: FnCtx, out: _Out) -> None:
             out.arrive[_line(ins)] = True
 
 
-def _is_zero(op) -> bool:
-    return isinstance(op, Imm) and op.value == 0
-
-
-def _writes_zero(ctx: FnCtx, site: Site, ins: Instr, depth: int = 0) -> bool:
-    """A ``mov`` of 0, or of a register the same block last set to 0."""
-    if ins.base != "mov" or len(ins.operands) != 2 or ins.guard is not None:
-        return False
-    src = ins.operands[1]
-    if _is_zero(src):
-        return True
-    if not isinstance(src, Reg) or depth > 4:
-        return False
-    blk = ctx.g.blocks[site.block]
-    for k in range(site.pos - 1, -1, -1):
-        prev = blk.instrs[k]
-        if src.name in defs_uses(prev)[0]:
-            return _writes_zero(ctx, Site(site.block, k), prev, depth + 1)
-    return False
-
-
-def _loop_exit_line(ctx: FnCtx, pos: dict, site: Site, wgmmas) -> int | None:
-    """A read just after a loop whose wgmmas are still in flight: ptxas waits on the loop's exit
-    branch and reports that line (measured)."""
-    if any(w.block == site.block and w.pos < site.pos for w in wgmmas):
-        return None  # a wgmma after the loop is read too: the wait goes before the read
-    for p in ctx.g.preds[site.block]:
-        if p not in pos:
-            continue
-        for h in ctx.g.succs[p]:
-            if h in pos and pos[h] <= pos[p] and any(pos[h] <= pos.get(w.block, -1) <= pos[p] for w in wgmmas):
-                instrs = ctx.g.blocks[p].instrs
-                return _line(instrs[-1]) if instrs else None
-    return None
-
-
-def _scale_d_zero(ins: Instr) -> bool:
-    """A wgmma whose scale-d is the immediate 0: it overwrites its accumulators without reading them."""
-    form = isa.form_for(ins)
-    if form is None:
-        return False
-    roles = [o.role for o in form.operands]
-    if "scale_d" not in roles or roles.index("scale_d") >= len(ins.operands):
-        return False
-    return _is_zero(ins.operands[roles.index("scale_d")])
-
-
-def _dead_wgmmas(ctx: FnCtx) -> frozenset:
-    """Wgmmas of a run of adjacent wgmmas on the same accumulators that come before the run's last
-    wgmma with scale-d 0: that one overwrites what they computed, so ptxas drops them before its
-    GMMA passes (measured: an arrive for the run is reported at the overwriting wgmma)."""
-    dead = set()
-    for b in {s.block for s in ctx.wgmmas}:
-        instrs = ctx.g.blocks[b].instrs
-        k = 0
-        while k < len(instrs):
-            if not is_wgmma(instrs[k]):
-                k += 1
-                continue
-            acc, j, last_zero = wgmma_regs(instrs[k])[0], k, None
-            while j + 1 < len(instrs) and is_wgmma(instrs[j + 1]) and wgmma_regs(instrs[j + 1])[0] == acc:
-                j += 1
-                if _scale_d_zero(instrs[j]):
-                    last_zero = j
-            if last_zero is not None:
-                dead.update(Site(b, i) for i in range(k, last_zero))
-            k = j + 1
-    return frozenset(dead)
-
-
-def _live_sites(ctx: FnCtx, block: int):
-    dead = ctx.__dict__.get("_dead_wgmma")
-    if dead is None:
-        dead = ctx.__dict__["_dead_wgmma"] = _dead_wgmmas(ctx)
-    items = sites(ctx, block, hot_only=True)
-    return [x for x in items if x[0] not in dead] if dead else items
-
-
-def _postdominates(ctx: FnCtx, b: int, a: int) -> bool:
-    """Every path from block ``a`` to an exit passes through block ``b``."""
-    seen = 0
-    while a is not None and seen < 10_000:
-        if a == b:
-            return True
-        a = ctx.g.ipdom.get(a)
-        seen += 1
-    return False
-
-
-def _hoisted_line(ctx: FnCtx, st, site: Site) -> int | None:
-    """A read in a later block than the last fence/wgmma/commit: ptxas waits at the end of that
-    block and reports its last instruction, if the read's block post-dominates it (measured: loops
-    and branches between commit and use)."""
-    if st.pblock is None or st.pblock == site.block or not _postdominates(ctx, site.block, st.pblock):
-        return None
-    instrs = ctx.g.blocks[st.pblock].instrs
-    return _line(instrs[-1]) if instrs else None
-
-
-def _divergent_branch_line(ctx: FnCtx, site: Site) -> int | None:
-    """Line of a (ptxas-)divergent branch the instruction is control dependent on, if any."""
-    for dep in sorted(ctx.g.cdeps[site.block]):
-        if ctx.dep_divergent(dep, ptxas=True):
-            instrs = ctx.g.blocks[dep[0]].instrs
-            return _line(instrs[-1]) if instrs else None
-    return None
-
-
-def _order_pos(pos: dict, site: Site) -> tuple[int, int]:
-    return (pos.get(site.block, 0), site.pos)
-
-
-def _next_access_is_wgmma(ctx: FnCtx, site: Site, reg: str) -> bool:
-    """The next instruction of the block touching ``reg`` is a wgmma using it as accumulator."""
-    for ins in ctx.g.blocks[site.block].instrs[site.pos + 1:]:
-        if is_wgmma(ins) and reg in wgmma_regs(ins)[0]:
-            return True
-        d, u = defs_uses(ins)
-        if reg in d or reg in u:
-            return False
-    return False
-
-
-def _sum_of_registers(blk, pos: int, reg: str) -> bool:
-    """The block last set ``reg`` (before ``pos``) by an ``add`` of two registers."""
-    for prev in reversed(blk.instrs[:pos]):
-        if reg in defs_uses(prev)[0]:
-            return prev.base == "add" and len(prev.operands) == 3 and all(
-                isinstance(o, Reg) for o in prev.operands[1:])
-    return False
-
-
-def _next_pipe_is_wgmma(ctx: FnCtx, site: Site) -> bool:
-    """The next wgmma-family instruction of the block is a wgmma (not a commit, wait or fence)."""
-    for ins in ctx.g.blocks[site.block].instrs[site.pos + 1:]:
-        if ins.opcode.startswith("wgmma."):
-            return is_wgmma(ins)
-    return False
-
-
-def _store_pair_line(ctx: FnCtx, site: Site, ins: Instr) -> int | None:
-    """ptxas reports a wait before a store paired with the next adjacent store at the second one,
-    unless the address is a register sum (base + per-thread offset): then at the first (measured)."""
-    blk = ctx.g.blocks[site.block]
-    if ins.base == "st" and ins.guard is None and site.pos + 1 < len(blk.instrs) and len(ins.operands) == 2:
-        base = ins.operands[0].base if isinstance(ins.operands[0], Addr) else None
-        if isinstance(base, Reg) and _sum_of_registers(blk, site.pos, base.name):
-            return _line(ins)
-        nxt = blk.instrs[site.pos + 1]
-        a, b = ins.operands[0], nxt.operands[0] if nxt.operands else None
-        if (nxt.opcode == ins.opcode and isinstance(a, Addr) and isinstance(b, Addr) and a.base == b.base
-                and abs(a.offset - b.offset) == 4):
-            return _line(nxt)
-    return _line(ins)
-
-
 def _implicit_commit(fl):
     """ptxas treats a wait_group as committing the wgmmas still uncommitted (measured)."""
     if not any(d < 0 for _, d in fl):
@@ -309,13 +156,14 @@ class PS(NamedTuple):
     vals: frozenset = frozenset()  # accumulator registers holding, on some path, a value computed by a
     # non-wgmma instruction that ptxas cannot fold to a constant
     konst: frozenset = frozenset()  # accumulator registers holding a constant on every path
+    cin: frozenset = frozenset()  # accumulators that entered their last wgmma as constants
 
 
 ENTRY_STATE = PS(False, frozenset(), frozenset(), False, frozenset(), frozenset(), False, frozenset(), 0,
                  frozenset(), None, False, frozenset({"entry"}), False, False, False, frozenset())
 
 
-def _join(states: list, divergent: bool, loop_header: bool, at: int | None = None) -> PS:
+def _join(states: list, divergent: bool, loop_header: bool, at: int | None = None, branch: bool = False) -> PS:
     """Merge path states; ``at`` is the line a wait injected at the merge would get."""
     a = states[0]
     for b in states[1:]:
@@ -342,18 +190,27 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             fences=a.fences | b.fences,
             open=a.open or b.open,
             stage_div=a.stage_div or b.stage_div or (divergent and ua != ub),
-            raw_div=a.raw_div or b.raw_div or (divergent and a.raw != b.raw),
+            # at a branch's reconvergence, groups with no wgmma do not count (measured: a guard's do)
+            raw_div=a.raw_div or b.raw_div or (divergent and a.raw != b.raw and (bool(fa | fb) or not branch)),
             wait_div=a.wait_div | b.wait_div | (frozenset(fa ^ fb) if divergent else frozenset()),
             call_at=a.call_at or b.call_at,
             pblock=a.pblock if a.pblock == b.pblock else None,
             vals=a.vals | b.vals,
             konst=frozenset() if loop_header else a.konst & b.konst,  # no folding around a loop
+            cin=a.cin & b.cin,
         )
     return a
 
 
 # Arithmetic whose result is a constant when its register inputs are (ptxas folds it).
 _FOLDABLE = frozenset({"mov", "xor", "and", "or", "not", "add", "sub", "mul", "neg", "abs", "cvt", "shl", "shr"})
+
+
+def _read_later(ctx: FnCtx, pos: dict, site: Site, regs: set) -> bool:
+    """Some instruction after ``site`` in layout order reads one of ``regs``."""
+    here = (pos.get(site.block, 0), site.pos)
+    return any((pos.get(b, 0), k) > here and regs & defs_uses(ins)[1]
+               for b in ctx.g.order for k, ins in enumerate(ctx.g.blocks[b].instrs))
 
 
 def _pipeline(ctx: FnCtx, out: _Out) -> None:
@@ -363,6 +220,9 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                  if len(b.succs) > 1 and any(ctx.dep_divergent((b.index, s), ptxas=True) for s in b.succs)}
     pos = {b: i for i, b in enumerate(ctx.g.order)}
     accs = frozenset().union(*(wgmma_regs(w)[0] for w in ctx.wgmmas.values()))
+    first_direct = min((_order_pos(pos, Site(b.index, k)) for b in ctx.g.blocks for k, i in enumerate(b.instrs)
+                        if i.base == "call" and isinstance(_callee(i), Sym) and _callee(i).name in ctx_funcs),
+                       default=(1 << 30, 0))
     forced: dict = {}  # block -> line: ptxas waits at the block's end, reported there (hoisted feed waits)
 
     def _feeds_later_wgmma(regs: frozenset, site: Site) -> bool:
@@ -390,7 +250,7 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                                           and not (a & dirty & st.stage) else "stage")
                 dirty = frozenset()
             return st._replace(armed=True, dirty=dirty, stage=st.stage | acc | a, flag=False, vals=st.vals - acc,
-                               konst=st.konst - acc,
+                               konst=st.konst - acc, cin=(st.cin - acc) | (acc & st.konst),
                                fl=_norm(frozenset(x for x in st.fl if x[0] != site) | {(site, -1)}),
                                waited=st.waited - {site}, stage_acc=st.stage_acc | acc, open=True,
                                wait_div=st.wait_div - {site}, call_at=None, pblock=site.block)
@@ -433,8 +293,9 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                 if report:
                     if any(d < 0 for _, d in st.fl):
                         out.divergent.append((_order(site), "C7520"))
-                    else:
-                        out.ser.append((_order(site), "C7510"))
+                    else:  # after a direct call ptxas names it an extern call (measured)
+                        direct = _order_pos(pos, site) > first_direct
+                        out.ser.append((_order(site), "C7509" if direct else "C7510"))
             elif isinstance(callee, Sym) and callee.name in ctx_funcs:
                 # a call breaks the stage: the next wgmma or commit needs an arrive (measured)
                 unc = any(d < 0 for _, d in st.fl)
@@ -446,7 +307,12 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
             # accumulator of the open stage or one in flight (measured)
             zero = _writes_zero(ctx, site, ins)
             if zero and not _next_pipe_is_wgmma(ctx, site):
-                return st  # ... unless no wgmma follows in the stage: ptxas sinks the constant
+                # ... unless no wgmma follows in the stage: then only an accumulator that entered
+                # the wgmma as a non-constant and is read later makes it serialise (measured)
+                hit = {r for r in rel - st.cin if any(r in wgmma_regs(ctx.wgmmas[w])[0] for w, _ in st.fl)}
+                if report and hit and _read_later(ctx, pos, site, hit):
+                    out.ser.append((_order(site), "C7515"))
+                return st
             fed = {r for r in rel & st.stage_acc if _next_access_is_wgmma(ctx, site, r)}
             st = st._replace(dirty=st.dirty if zero else st.dirty | rel,
                              flag=st.flag or bool((rel & st.stage_acc) - fed))
@@ -522,7 +388,7 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
     def join_at(block: int, states):
         header = any(p in pos and pos[p] >= pos.get(block, 0) for p in ctx.g.preds[block])
         first = ctx.g.blocks[block].instrs[0] if ctx.g.blocks[block].instrs else None
-        return _join(states, block in div_joins, header, _line(first))
+        return _join(states, block in div_joins, header, _line(first), branch=True)
 
     ins = {}
     for _ in range(3):  # re-solve while reads force new hoisted waits
@@ -550,6 +416,14 @@ def _norm(entries) -> frozenset:
     return frozenset(best.items())
 
 
+def _ser_code(ser: list) -> str | None:
+    """The one serialisation reason ptxas prints: an indirect call's outranks the rest (measured)."""
+    for code in ("C7509", "C7510"):
+        if any(c == code for _, c in ser):
+            return code
+    return min(ser)[1] if ser else None
+
+
 def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
     if not any(i.base == "wgmma" for b in ctx.g.blocks for i in b.instrs):
         return []
@@ -560,7 +434,7 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
     if out.divergent:
         _, code = min(out.divergent)
         return [PredictedDiag(code, None, "info", name, SER_PREFIX + SER_REASONS[code].format(f=name))]
-    ser_code = ("C7510" if any(c == "C7510" for _, c in out.ser) else min(out.ser)[1]) if out.ser else None
+    ser_code = _ser_code(out.ser)
     # an indirect call serialises the whole function: no wait is left for its exits (measured)
     waits = ({**out.wait_at_use} if ser_code == "C7510" else {**out.wait_ser, **out.wait_at_use, **out.wait_feed}) \
         if out.ser else {**out.wait, **out.wait_at_use, **out.wait_feed}
@@ -570,9 +444,7 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
     diags += [PredictedDiag("C7517", line, "info", name, ADVISORY["C7517"].format(line=line, f=name))
               for line in sorted(waits, key=lambda x: x or 0)]
     if out.ser:
-        _, code = min(out.ser)
-        if any(c == "C7510" for _, c in out.ser):
-            code = "C7510"  # an indirect call outranks the other reasons (measured)
+        code = ser_code
         diags.append(PredictedDiag(code, None, "info", name, SER_PREFIX + SER_REASONS[code].format(f=name)))
     return diags
 
