@@ -40,6 +40,7 @@ class Verdicts:
     reference_error: str | None = None
     reference_skipped: str | None = None  # outside the reference's subset: not a finding
     checker_error: str | None = None
+    reference_error_kind: str = ""  # error class and message shape, so shrinking keeps the same error
     hardware: Any = None  # oracles.hardware.HwResult
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -141,6 +142,8 @@ def compare(program: Program, v: Verdicts) -> list[Finding]:
         out.append(Finding(f"ptxas:timeout|{fam}", "ptxas did not finish in time"))
     if v.reference_error is not None and _expects_defined(program) and (v.ptxas is None or v.ptxas.accepted):
         kind = "crash" if v.reference_error.startswith("internal error") else "error"
+        if v.reference_error_kind:
+            kind += ":" + v.reference_error_kind
         out.append(Finding(f"reference:{kind}|{fam}", f"the reference could not run a legal program: {v.reference_error}"))
     if v.checker_error is not None:
         out.append(Finding(f"checker:crash|{fam}", f"the checker crashed: {v.checker_error}"))
@@ -156,6 +159,15 @@ def compare(program: Program, v: Verdicts) -> list[Finding]:
                                    (("mismatches", len(mism)), ("first", str(mism[0])))))
     out += expectation_findings(program, v, fam)
     return out
+
+
+def _message_slug(message: str) -> str:
+    """The shape of an error message: its first three words without numbers or names in them."""
+    import re
+
+    text = message.split(": ", 1)[1] if ": " in message else message
+    words = [w for w in re.findall(r"[A-Za-z][A-Za-z_\-]*", text) if not any(c.isdigit() for c in w)]
+    return "-".join(words[:3]).lower()
 
 
 def mutation_of(program: Program) -> str | None:
@@ -281,6 +293,7 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
             v.reference_skipped = str(exc)
         except FuzzptxError as exc:
             v.reference_error = str(exc)
+            v.reference_error_kind = f"{type(exc).__name__}:{_message_slug(exc.message)}"
         except Exception as exc:  # a crash of the reference is a finding, never the end of a run
             v.reference_error = f"internal error: {type(exc).__name__}: {exc}"
         v.seconds["reference"] = time.perf_counter() - t0

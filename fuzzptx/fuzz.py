@@ -163,7 +163,7 @@ def main_run(argv: list[str]) -> int:
     ap.add_argument("--batch", type=int, default=32, help="programs per ptxas module")
     ap.add_argument("--illegal-share", type=float, default=0.25)
     ap.add_argument("--out", default=None, help="directory for results.jsonl and repros (default reports/runs/seed<S>)")
-    ap.add_argument("--shrink-budget", type=float, default=20.0, help="seconds per new finding signature (0: no shrinking)")
+    ap.add_argument("--shrink-budget", type=float, default=10.0, help="seconds per new finding signature (0: no shrinking)")
     ap.add_argument("--numerics", choices=("spec", "hardware"), default="spec",
                     help="reference numerics: spec (the PTX ISA's error bounds) or hardware (bit-exact H100 model)")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")

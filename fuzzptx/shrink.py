@@ -620,10 +620,12 @@ def signature_predicate(signature: str, program: Program | None = None) -> Predi
             from fuzzptx.oracles.ptxas import compile_batch
 
             results = compile_batch(texts)
-        out = []
+        out = [False] * len(programs)
         for i, p in enumerate(programs):
             v = differ.judge(p, needed, ptxas_result=results[i] if results is not None else None, text=texts[i])
-            out.append(keep(differ.compare(p, v), v))
+            if keep(differ.compare(p, v), v):
+                out[i] = True
+                break  # the reducer takes the first candidate that holds: judging the rest is waste
         return out
 
     return holds

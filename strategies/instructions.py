@@ -12,6 +12,11 @@ import functools
 
 from hypothesis import event, strategies as st
 
+# The minimal kernels point wmma loads/stores (and their strided rows) at the ``out``
+# buffer: 64 KiB covers the largest fragment at the largest stride they use, so a
+# legal program never reads past its buffer.
+OUT_WORDS = 16384
+
 from fuzzptx import isa
 from fuzzptx.isa import FLOAT_TYPES, Form
 from dataclasses import replace
@@ -169,7 +174,7 @@ def instruction_programs(draw, family: str | tuple[str, ...] | None = None, max_
     threads = 128 if wg else 32 * draw(st.integers(1, 4))
     return Program(merge_kernels(modules) if len(modules) > 1 else modules[0],
                    Launch("k", (1, 1, 1), (threads, 1, 1)),
-                   (Buffer("out", "b32", 2, "zeros", 0, output=True),),
+                   (Buffer("out", "b32", OUT_WORDS, "zeros", 0, output=True),),
                    expect=(("ptxas", "accepted"), ("checker", "legal")),
                    notes=tuple(f"form: {f.key}" for f in chosen))
 
@@ -185,7 +190,7 @@ def single_instruction_programs(draw, family: str | tuple[str, ...] | None = Non
     module = minimal_kernel(form, immediates=imms, scale_d_pred=pred)
     threads = 128 if form.family.startswith("wgmma") else 32 * draw(st.integers(1, 4))
     return Program(module, Launch("k", (1, 1, 1), (threads, 1, 1)),
-                   (Buffer("out", "b32", 2, "zeros", 0, output=True),),
+                   (Buffer("out", "b32", OUT_WORDS, "zeros", 0, output=True),),
                    expect=(("ptxas", "accepted"), ("checker", "legal")),
                    notes=(f"form: {form.key}",))
 
@@ -202,7 +207,7 @@ def spec_only_programs(draw) -> Program:
     form = draw(st.sampled_from(choices))
     module = minimal_kernel(form, immediates=draw(form_immediates(form)))
     return Program(module, Launch("k", (1, 1, 1), (32, 1, 1)),
-                   (Buffer("out", "b32", 2, "zeros", 0, output=True),),
+                   (Buffer("out", "b32", OUT_WORDS, "zeros", 0, output=True),),
                    expect=(("ptxas", "rejected"), ("checker", "legal")),
                    notes=(f"form: {form.key}", f"spec-only form: {form.ptxas_note}"))
 

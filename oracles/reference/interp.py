@@ -50,7 +50,7 @@ from .values import TYPES, U64, Shadow, mask, merge, sign_extend
 
 MAX_THREADS = 512
 FUNC_BASE = 0x100000  # fake code addresses of functions
-STEP_LIMIT = 200_000  # instruction executions (each over all threads): far beyond any fuzz program
+STEP_LIMIT = 50_000  # instruction executions (each over all threads): ten times the longest generated program
 SPACES = {"global": "global", "shared": "shared", "shared::cta": "shared", "param": "param",
           "param::entry": "param", "param::func": "param", "const": "const", "local": "local",
           "shared::cluster": "shared"}
