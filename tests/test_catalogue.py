@@ -16,7 +16,9 @@ from fuzzptx.kernels import TARGET_MIN_PTX, build_target, minimal_kernel
 from fuzzptx.ptx.emit import emit
 from fuzzptx.ptx.ir import Instr
 
-SEEDS = pathlib.Path(os.environ.get("FUZZPTX_SEEDS", "/work/shared/seeds"))
+from seeds_dir import seeds_dir
+
+SEEDS = seeds_dir()
 FAMILIES = {"wgmma", "wgmma.sp", "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group", "mma", "mma.sp",
             "wmma.load", "wmma.store", "wmma.mma", "ldmatrix", "stmatrix"}
 BITS = {**ELEMENT_BITS, "e3m2": 8, "e2m3": 8, "e2m1": 8}  # f6/f4 sit in byte containers

@@ -18,7 +18,9 @@ from fuzzptx.ptx.ir import (
 from fuzzptx.ptx.parse import OPCODES as PTX_OPCODES, PtxSyntaxError, parse, parse_file
 
 DATA = Path(__file__).parent / "data"
-SEEDS = Path("/work/shared/seeds")
+from seeds_dir import seeds_dir
+
+SEEDS = seeds_dir()
 HEADER = ".version 8.0\n.target sm_90a\n.address_size 64\n"
 
 
