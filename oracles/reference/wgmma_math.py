@@ -188,28 +188,7 @@ def _float_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.ndarr
     err = (g + 2.0 ** -50 * n_terms) * absum + eta + flush
     err = err * (1 + 2.0 ** -40)  # the float64 evaluation of the bound itself
     value = _neumaier_sum(cfin, fin)
-    over_pos = pos_sum + err > acc.max_finite
-    over_neg = -neg_sum + err > acc.max_finite
-
-    infinite = (pos_inf | neg_inf) & ~nan_sure
-    finite_ok = ~nan_sure & ~infinite
-    may_pos = ~nan_sure & (pos_inf | over_pos)  # an Inf term, or finite terms overflowing
-    may_neg = ~nan_sure & (neg_inf | over_neg)
-    may_nan = nan_sure | nan_flush | (may_pos & may_neg)
-    with np.errstate(invalid="ignore"):
-        nominal = np.where(nan_sure | (infinite & pos_inf & neg_inf), np.nan,
-                           np.where(infinite, np.where(pos_inf, np.inf, -np.inf), value))
-    bits = F.encode(dtype, nominal).astype(np.uint32)
-    # A partial sum past the format's max may saturate (round toward zero) instead of
-    # overflowing; each clamp loses at most the term just added, so the other side of
-    # the interval moves out by that side's whole sum.
-    slack = (1 + g) * (1 + 2.0 ** -40)
-    lo_v = value - err - np.where(over_pos, pos_sum * slack + eta, 0.0)
-    hi_v = value + err + np.where(over_neg, -neg_sum * slack + eta, 0.0)
-    lo = np.where(finite_ok, _round_out(lo_v, dtype, down=True), np.nan)
-    hi = np.where(finite_ok, _round_out(hi_v, dtype, down=False), np.nan)
-    return Result(dtype, bits, F.decode(dtype, bits), nominal, lo, hi, np.where(finite_ok, err, np.nan),
-                  finite_ok, may_nan, may_pos, may_neg, integer=False)
+    return _special_tail(dtype, acc, value, err, eta, g, pos_sum, neg_sum, pos_inf, neg_inf, nan_sure, nan_flush)
 
 
 
