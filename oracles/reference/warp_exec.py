@@ -652,27 +652,8 @@ def h_wgmma_sp(m, f, ins, act):
             reasons.append("accumulators shared with a wgmma of another shape without a fence")
         if sel not in spec.sel_values:
             reasons.append(f"sparsity selector {sel} (defined: {spec.sel_values})")
-        sd = ops["scale_d"]
-        if isinstance(sd, Imm):
-            scale_d = int(sd.value)
-        else:
-            u = WX._uniform(m, f, sd, rows, ins, "scale-d")
-            if u is None:
-                reasons.append("scale-d predicate is undefined or not uniform")
-                scale_d = 1
-            else:
-                scale_d = u & 1
-        sa = int(ops["imm_scale_a"].value) if "imm_scale_a" in ops else 1
-        sb = int(ops["imm_scale_b"].value) if "imm_scale_b" in ops else 1
-        ta = int(ops["imm_trans_a"].value) if "imm_trans_a" in ops else 0
-        tb = int(ops["imm_trans_b"].value) if "imm_trans_b" in ops else 0
-        if not scale_d:
-            c_tile = np.zeros((M, N), np.uint32)
-            CK = np.zeros((M, N), np.uint8)
-            CLO = CHI = np.zeros((M, N))
-            CFL = CK
-        else:
-            c_tile, CK, CLO, CHI, CFL = WX._c_matrix(m, f, st, d_names, rows, acc, M, N)
+        scale_d, sa, sb, ta, tb = WX.operand_scalars(m, f, ops, rows, ins, reasons)
+        c_tile, CK, CLO, CHI, CFL = WX.c_operand(m, f, st, scale_d, d_names, rows, acc, M, N)
         # packed A (M x K/2): the dense fragment / shared layout of the packed matrix
         if "a" in ops:
             al = L.a_fragment_layout(form.atype)

@@ -383,28 +383,9 @@ def _mma(m, f, ins, act, groups):
         if any(st.acc_shape.get(r, shape) != shape for r in d_names):
             reasons.append("accumulators shared with a wgmma of another shape without a fence")
         # scale-d
-        sd = ops["scale_d"]
-        if isinstance(sd, Imm):
-            scale_d = int(sd.value)
-        else:
-            u = _uniform(m, f, sd, rows, ins, "scale-d")
-            if u is None:
-                reasons.append("scale-d predicate is undefined or not uniform")
-                scale_d = 1
-            else:
-                scale_d = u & 1
-        sa = int(ops["imm_scale_a"].value) if "imm_scale_a" in ops else 1
-        sb = int(ops["imm_scale_b"].value) if "imm_scale_b" in ops else 1
-        ta = int(ops["imm_trans_a"].value) if "imm_trans_a" in ops else 0
-        tb = int(ops["imm_trans_b"].value) if "imm_trans_b" in ops else 0
+        scale_d, sa, sb, ta, tb = operand_scalars(m, f, ops, rows, ins, reasons)
         # C (ignored when scale-d is false, so never read then)
-        if not scale_d:
-            c_tile = np.zeros((M, N), np.uint32)
-            CK = np.zeros((M, N), np.uint8)
-            CLO = CHI = np.zeros((M, N))
-            CFL = CK
-        else:
-            c_tile, CK, CLO, CHI, CFL = _c_matrix(m, f, st, d_names, rows, acc, M, N)
+        c_tile, CK, CLO, CHI, CFL = c_operand(m, f, st, scale_d, d_names, rows, acc, M, N)
         # A
         if "a" in ops:
             al = L.a_fragment_layout(form.atype)
@@ -479,6 +460,32 @@ def _mma(m, f, ins, act, groups):
             st.inflight[r] = p
         for r in d_names:
             st.acc_shape[r] = shape
+
+
+def operand_scalars(m, f, ops: dict, rows, ins, reasons: list[str]) -> tuple[int, int, int, int, int]:
+    """scale-d, imm-scale-a/b and imm-trans-a/b of a wgmma (dense or sparse); a predicate scale-d
+    that is undefined or not warpgroup-uniform counts as 1 and adds a reason (results UNDEF)."""
+    sd = ops["scale_d"]
+    if isinstance(sd, Imm):
+        scale_d = int(sd.value)
+    else:
+        u = _uniform(m, f, sd, rows, ins, "scale-d")
+        if u is None:
+            reasons.append("scale-d predicate is undefined or not uniform")
+            scale_d = 1
+        else:
+            scale_d = u & 1
+    imm = lambda role, default: int(ops[role].value) if role in ops else default  # noqa: E731
+    return scale_d, imm("imm_scale_a", 1), imm("imm_scale_b", 1), imm("imm_trans_a", 0), imm("imm_trans_b", 0)
+
+
+def c_operand(m, f, st, scale_d: int, d_names, rows, acc, M: int, N: int):
+    """C as (bits, kinds, lo, hi, flags) [M, N]; zeros when scale-d is false (C is never read then)."""
+    if not scale_d:
+        zero_k = np.zeros((M, N), np.uint8)
+        zero_v = np.zeros((M, N))
+        return np.zeros((M, N), np.uint32), zero_k, zero_v, zero_v, zero_k
+    return _c_matrix(m, f, st, d_names, rows, acc, M, N)
 
 
 def _widen_for_c(form, a, b, c, clo, chi, cset, sa, sb, res=None, lo=None, hi=None, flags=None):
