@@ -37,27 +37,9 @@ class Sample:
 
 
 def run_sample(n: int = 200, seed: int = 0) -> Sample:
-    from fuzzptx.oracles.ptxas import compile_batch
-
     progs = [program(seed + i) for i in range(n)]
-    texts = [render(p) for p in progs]
-    s = Sample(n, seed)
-    t0 = time.perf_counter()
-    results = compile_batch(texts)
-    s.ptxas_seconds = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    preds = [predict_module(parse(t, f"gen{seed + i}.ptx")) for i, t in enumerate(texts)]
-    s.check_seconds = time.perf_counter() - t0
-    s.code_table = {c: collections.Counter() for c in CODES}
-    for i, (prog, res, pred) in enumerate(zip(progs, results, preds)):
-        real, mine = observed(res), predicted(pred)
-        if real == mine:
-            s.agree += 1
-        else:
-            s.mismatches.append((seed + i, describe(prog), real, mine))
-        for c in CODES:
-            s.code_table[c][(any(c in x for x in real), any(c in x for x in mine))] += 1
-    return s
+    return _score(Sample(n, seed), progs, [render(p) for p in progs], [f"gen{seed + i}.ptx" for i in range(n)],
+                  [seed + i for i in range(n)], describe)
 
 
 def strategy_programs(n: int) -> list:
@@ -82,26 +64,35 @@ def strategy_programs(n: int) -> list:
 
 def run_strategies_sample(n: int = 2000) -> Sample:
     """The same scoring over programs from the strategies package (``describe`` = mutation name)."""
-    from fuzzptx.oracles.ptxas import compile_batch
     from fuzzptx.strategies.mutations import mutation_of
 
     progs = strategy_programs(n)
-    texts = [p.to_ptx() for p in progs]
-    s = Sample(len(texts), -1)
+
+    def label(prog) -> str:
+        m = mutation_of(prog)
+        return m.name if m else "legal"
+
+    return _score(Sample(len(progs), -1), progs, [p.to_ptx() for p in progs], [f"strat{i}.ptx" for i in range(len(progs))],
+                  list(range(len(progs))), label)
+
+
+def _score(s: Sample, progs: list, texts: list[str], names: list[str], ids: list[int], describe_) -> Sample:
+    """Real ptxas (one batch) against the model on the same texts: agreement, per-code table, mismatches."""
+    from fuzzptx.oracles.ptxas import compile_batch
+
     t0 = time.perf_counter()
     results = compile_batch(texts)
     s.ptxas_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
-    preds = [predict_module(parse(t, f"strat{i}.ptx")) for i, t in enumerate(texts)]
+    preds = [predict_module(parse(t, name)) for t, name in zip(texts, names)]
     s.check_seconds = time.perf_counter() - t0
     s.code_table = {c: collections.Counter() for c in CODES}
-    for i, (prog, res, pred) in enumerate(zip(progs, results, preds)):
+    for ident, prog, res, pred in zip(ids, progs, results, preds):
         real, mine = observed(res), predicted(pred)
         if real == mine:
             s.agree += 1
         else:
-            m = mutation_of(prog)
-            s.mismatches.append((i, m.name if m else "legal", real, mine))
+            s.mismatches.append((ident, describe_(prog), real, mine))
         for c in CODES:
             s.code_table[c][(any(c in x for x in real), any(c in x for x in mine))] += 1
     return s
