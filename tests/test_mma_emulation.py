@@ -95,3 +95,16 @@ def test_m8n8k4_f32_rounds_each_fma():
     b[:3, 0] = [1.0, 2.0 ** -12, 2.0 ** -12]   # 1 + 2^-24 + 2^-24: each FMA rounds the 2^-24 away (ties to even)
     d = E.mma(f, _bits("f16", a), _bits("f16", b), _bits("f32", c))
     assert F.decode("f32", d)[0, 0] == 1.0
+
+
+@pytest.mark.parametrize("form", _probed(), ids=lambda f: f.key)
+def test_spec_set_contains_the_h100_results(form):
+    """The spec mode's allowed set holds what the H100 returned for the emulated forms too."""
+    from fuzzptx.oracles.reference import mma_math as MM
+
+    z = np.load(RECORDS / "mma_emulation_sample.npz")
+    tag = form.key.replace(".", "_").replace(":", "_")
+    a, b, c, d = (z[f"{tag}__{x}"] for x in "abcd")
+    for i in range(len(a)):
+        res = MM.mma_dense(form, a[i], b[i], c[i])
+        assert MM.within(res, d[i].astype(np.uint32)).all(), (form.key, i)
