@@ -1,18 +1,22 @@
-"""Data for the open warp-level ``mma`` numerics questions (issue 9): fp8 inputs and m8n8k4.
+"""Proof run for the warp-level ``mma`` forms ptxas emulates on sm_90a (issue 9).
 
-The dense wgmma model does not hold for ``mma.sync`` with e4m3/e5m2 inputs (about 18% of
-elements differ) nor for the Volta-era m8n8k4 f16 shapes, so this probe only gathers data:
-it runs each such form (``benchmarks/hw_warp_forms.mma_program``: one mma per warp, fragments
-loaded from global memory) many times on the GPU with adversarial inputs and saves, per form,
-the A, B, C element bits *as matrices* and D as it came back, in one ``.npz``.  Hypotheses are
-then tested offline (``docs/numerics.md``) without the GPU.
+``mma.sync`` with fp8 inputs and the Volta-era m8n8k4 f16 shapes have no tensor-core
+instruction on sm_90a: ptxas lowers them to F2FP + HMMA + FADD, resp. FFMA/FADD chains (the
+record carries each cubin's SASS opcode counts).  This script runs every runnable such form
+(``benchmarks/hw_warp_forms.mma_program``: one mma per warp, fragments loaded from global
+memory) many times on the GPU with adversarial inputs (moderate, wide exponent spread, few
+far-apart terms, few-bit values with ties, cancellation against C, special values) and
+compares D bit for bit with ``oracles/reference/mma_emulation`` on all cores.  It writes a
+JSON record and ``*_sample.npz`` (inputs and the H100's D for a few mmas per form, replayed
+by ``tests/test_mma_emulation.py``); ``--dump-all`` keeps every launch for exploring
+hypotheses offline (that is how the model was found, with the SASS as the lead).
 
-The matrices are recovered from the fragment buffers by the reference's fragment layouts: the
-buffers are filled with element *indices* once, run through the interpreter with a capturing
-``mma_dense``, and that gives the register-to-matrix map used for every launch.
+The matrices are written into the fragment buffers through the reference's own fragment
+layouts: the buffers are filled with element *indices* once, run through the interpreter
+with a capturing ``mma_dense``, and that gives the register-to-matrix map for every launch.
 
-    python3 benchmarks/numerics_mma_probe.py --launches 2000 --out $OUT/mma_emulation.json   # on the GPU
-    python benchmarks/numerics_mma_probe.py --launches 3 --dry-run --out /tmp/p.json           # no GPU
+    python3 benchmarks/numerics_mma_probe.py --launches 1100 --seed 11 --out $OUT/mma_emulation.json  # GPU
+    python benchmarks/numerics_mma_probe.py --launches 3 --dry-run --out /tmp/p.json                  # no GPU
 """
 from __future__ import annotations
 
