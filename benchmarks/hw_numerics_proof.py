@@ -400,14 +400,22 @@ def run(args) -> dict:
     return rec
 
 
-# ---------------------------------------------------------------- sparse wgmma, mma, mma.sp (through the interpreter)
+# ---------------------------------------------------------------- the exploration run's programs
+# Sparse wgmma, mma.sync, mma.sp and wmma.mma are proved by benchmarks/hw_sparse_mma_proof.py.  The
+# third device call's exploration (record: warp_exploration) ran the programs below; they stay so that
+# its data can be regenerated from the seeds (hw_sparse_mma_proof.py --recheck-exploration).
 
 FLOAT_IN = ("f16", "bf16", "tf32", "e4m3", "e5m2")
-# Hypotheses for how K is split into fused steps where the instruction's dense K exceeds
-# 32 bytes of A (sparse forms): "b32" (32 bytes of expanded A per step), "kdense" (one step),
-# "sparse" (one step, unselected positions form no product: hw_numerics' sparse model; the
-# interpreter does not expose the metadata mask, so "A bits != 0" stands in for it), "f13".
-HYPOTHESES = ("b32", "sparse", "kdense", "f13")
+EXPLORATION_DISTS = ("moderate", "wide", "fewbits", "special", "raw")
+
+
+def exploration_cases(seed: int = 3, reps: int = 80) -> list[tuple]:
+    """(family, form, dist, seed) of every exploration launch (device call 3: seed 3, 80 reps per form)."""
+    cases = []
+    for fam, f in warp_forms():
+        for r in range(reps if fam != "wgmma.sp" else max(1, reps // 4)):
+            cases.append((fam, f, EXPLORATION_DISTS[r % len(EXPLORATION_DISTS)], seed * 7919 + len(cases)))
+    return cases
 
 
 def warp_forms() -> list:
@@ -463,130 +471,6 @@ def warp_program(fam: str, f, dist: str, seed: int):
     return dataclasses.replace(prog, buffers=tuple(bufs))
 
 
-def _patched_reference(program, hyp: str) -> bytes:
-    """The interpreter's D with every float mma/wgmma.sp evaluated by hw_numerics under ``hyp``."""
-    from fuzzptx.oracles import reference
-    from fuzzptx.oracles.reference import mma_math as MM
-    from fuzzptx.oracles.reference import warp_exec
-    from fuzzptx.oracles.reference import wgmma_math as W
-
-    def prm(atype, dtype, family, k):
-        p = H.params_for(atype, dtype, family)
-        if hyp in ("kdense", "sparse"):
-            p = dataclasses.replace(p, fused=max(p.fused, k))
-        if hyp == "f13" and atype in ("e4m3", "e5m2") and dtype == "f32":
-            p = dataclasses.replace(p, frac_bits=13, rounding="rz-e8m13")
-        return p
-
-    orig_w, orig_m = W.wgmma_dense, MM.mma_dense
-
-    def wgmma_dense(form, a, b, c, scale_d=True, scale_a=1, scale_b=1, mode="spec", accum_precision=None):
-        if form.dtype not in ("f32", "f16"):
-            return orig_w(form, a, b, c, scale_d, scale_a, scale_b, mode=mode)
-        keep = (np.asarray(a) != 0) if hyp == "sparse" else None
-        return W.hardware_result(form.atype, form.btype, form.dtype, np.asarray(a), np.asarray(b), np.asarray(c),
-                                 bool(scale_d), scale_a, scale_b, params=prm(form.atype, form.dtype, "wgmma", np.shape(a)[1]),
-                                 keep=keep)
-
-    def mma_dense(form, a, b, c, *, scale_d=True, op="", mode="spec"):
-        if form.dtype not in ("f32", "f16") or form.atype not in FLOAT_IN:
-            return orig_m(form, a, b, c, scale_d=scale_d, op=op)
-        ctype = form.ctype or form.dtype
-        c = np.asarray(c).astype(np.uint64)
-        if ctype != form.dtype:
-            c = F.encode(form.dtype, F.decode(ctype, c))
-        keep = (np.asarray(a) != 0) if hyp == "sparse" and form.family == "mma.sp" else None
-        return W.hardware_result(form.atype, form.btype, form.dtype, np.asarray(a).astype(np.uint32),
-                                 np.asarray(b).astype(np.uint32), np.asarray(c).astype(np.uint32), bool(scale_d),
-                                 family="mma", params=prm(form.atype, form.dtype, "mma", np.shape(a)[1]), keep=keep)
-
-    W.wgmma_dense, MM.mma_dense = wgmma_dense, mma_dense
-    try:
-        with warp_exec.install():
-            ref = reference.run_program(program)
-    finally:
-        W.wgmma_dense, MM.mma_dense = orig_w, orig_m
-    if ref.undefined:
-        raise RuntimeError(f"reference undefined: {ref.undefined}")
-    return ref.bytes("d")
-
-
-def warp_judge(job):
-    fam, key, dist, seed, d_bytes = job
-    f = isa.by_key(key)
-    prog = warp_program(fam, f, dist, seed)
-    el = 2 if f.dtype == "f16" else 4
-    hw = np.frombuffer(d_bytes, np.uint16 if el == 2 else np.uint32)
-    out = {}
-    for hyp in HYPOTHESES:
-        try:
-            ref = np.frombuffer(_patched_reference(prog, hyp), hw.dtype)
-            out[hyp] = int((ref != hw).sum())
-        except Exception as exc:  # noqa: BLE001
-            out[hyp] = f"error: {type(exc).__name__}: {exc}"[:300]
-        if hyp == "b32" and out[hyp] == 0:
-            break  # the model holds; the other hypotheses only matter where it does not
-    ex = None
-    if out.get("b32"):
-        ref = np.frombuffer(_patched_reference(prog, "b32"), hw.dtype)
-        i = int(np.argmax(ref != hw))
-        ex = {"family": fam, "form": key, "dist": dist, "seed": seed, "index": i, "hw": hex(int(hw[i])),
-              "model": hex(int(ref[i]))}
-    return fam, key, dist, int(hw.size), out, ex
-
-
-def run_warp(args) -> dict:
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from fuzzptx.oracles.ptxas import compile_parallel
-
-    dists = ("moderate", "wide", "fewbits", "special", "raw")
-    cases = []
-    for fam, f in warp_forms():
-        reps = args.warp_reps if fam != "wgmma.sp" else max(1, args.warp_reps // 4)
-        for r in range(reps):
-            cases.append((fam, f, dists[r % len(dists)], args.seed * 7919 + len(cases)))
-    t0 = time.time()
-    progs = [warp_program(fam, f, d, s) for fam, f, d, s in cases]
-    res = compile_parallel([p.to_ptx() for p in progs], want_cubin=True)
-    t_build = time.time() - t0
-    jobs = []
-    rejected = 0
-    gpu = None if args.dry_run else Gpu()
-    t1 = time.time()
-    for i, ((fam, f, d, s), p, r) in enumerate(zip(cases, progs, res)):
-        if not r.accepted:
-            rejected += 1
-            continue
-        if gpu:
-            gpu.load(i, r.cubin, r.kernel_map().get(p.launch.kernel, p.launch.kernel))
-            from fuzzptx.data import buffer_bytes
-
-            out = gpu.run(i, p, {b.name: buffer_bytes(b) for b in p.buffers})
-            gpu.fns.pop(i)
-        else:
-            out = _patched_reference(p, "b32")
-        jobs.append((fam, f.key, d, s, out))
-    t_gpu = time.time() - t1
-    t2 = time.time()
-    per = defaultdict(Counter)
-    examples = []
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for fam, key, dist, n, out, ex in pool.map(warp_judge, jobs, chunksize=2):
-            f = isa.by_key(key)
-            mix = f"{fam} {f.dtype}.{f.atype}.{f.btype}"
-            per[mix]["elements"] += n
-            per[mix]["launches"] += 1
-            for hyp, v in out.items():
-                per[mix][f"mismatches.{hyp}" if isinstance(v, int) else f"errors.{hyp}"] += v if isinstance(v, int) else 1
-            if ex and len(examples) < 100:
-                examples.append(dict(ex, hypotheses=out))
-    return {"per_mix": {m: dict(c) for m, c in sorted(per.items())}, "examples": examples, "rejected": rejected,
-            "cases": len(cases), "seconds": {"build": round(t_build, 1), "gpu": round(t_gpu, 1),
-                                              "judge": round(time.time() - t2, 1)},
-            "note": "elements = D elements (dot products); b32 = fused steps of 32 bytes of expanded A; "
-                    "the other hypotheses are computed only for launches where b32 mismatches"}
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dots", type=int, default=1_000_000, help="dot products per type mix (at least)")
@@ -596,15 +480,9 @@ def main(argv=None) -> int:
     ap.add_argument("--mmasim", type=int, default=0, help="launches to also run through MMA-Sim")
     ap.add_argument("--keep", type=int, default=64, help="mismatching launches to dump")
     ap.add_argument("--dump", default=None, help=".npz for the D of mismatching launches")
-    ap.add_argument("--warp-reps", type=int, default=0,
-                    help="also run sparse wgmma / mma / mma.sp forms, this many launches per form")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     rec = run(args) if args.dots else {"per_mix": {}, "total_dots": 0, "total_mismatches": 0, "seconds": {}}
-    if args.warp_reps:
-        rec["warp"] = run_warp(args)
-        for m, c in rec["warp"]["per_mix"].items():
-            print("warp", m, json.dumps(c))
     text = json.dumps(rec, indent=1)
     if args.out:
         with open(args.out, "w") as fh:

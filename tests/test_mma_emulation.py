@@ -108,3 +108,18 @@ def test_spec_set_contains_the_h100_results(form):
     for i in range(len(a)):
         res = MM.mma_dense(form, a[i], b[i], c[i])
         assert MM.within(res, d[i].astype(np.uint32)).all(), (form.key, i)
+
+
+@pytest.mark.parametrize("name", ["sparse_mma_proof_seed1.json", "sparse_mma_proof_seed2.json"])
+def test_sparse_and_warp_proof_records_show_no_mismatch(name):
+    """The H100 proof runs of benchmarks/hw_sparse_mma_proof.py: every mix >= 1 M dots, 0 mismatches."""
+    rec = json.loads((RECORDS / name).read_text())
+    assert rec["device"]["name"].startswith("NVIDIA H100") and not rec["dry_run"]
+    assert rec["versions"]["ptxas"] == "13.0.88"
+    assert rec["total_mismatches"] == 0
+    fams = {m.split()[0] for m in rec["per_mix"]}
+    assert {"wgmma.sp", "mma", "mma.sp", "mma.m8n8k4", "wmma"} <= fams
+    sparse_mixes = [m for m in rec["per_mix"] if m.startswith("wgmma.sp")]
+    assert len(sparse_mixes) == 12  # every float mix of sparse wgmma
+    for mix, c in rec["per_mix"].items():
+        assert c["dots"] >= 1_000_000 and c["mismatches"] == 0, mix

@@ -131,3 +131,27 @@ def test_reversed_index_pairs_are_defined_and_honoured():
     fields[:, 0] = S.fields_from_indices(np.array([3, 1]))  # first kept unit goes to position 3
     dense, bad = S.expand(spec, packed, fields)
     assert not bad.any() and list(dense[0, :4]) == [0, 9, 0, 7]
+
+
+@pytest.mark.parametrize("form", SPARSE, ids=lambda f: f.key)
+def test_keep_mask_is_where_expand_puts_the_packed_data(form):
+    """The hardware model's keep mask: exactly the dense positions a packed element lands on."""
+    spec = S.spec_for(form)
+    rng = np.random.default_rng(5)
+    fields = S.random_fields(spec, rng, ordered=False)
+    keep = S.keep_mask(spec, fields)
+    assert keep.shape == (spec.m, spec.k) and keep.sum() == spec.m * spec.k // 2
+    eb = spec.element_bits
+    packed = rng.integers(1, 1 << eb, size=(spec.m, spec.k // 2), dtype=np.uint64)  # no zero element
+    if eb == 4:  # s4/u4: a zero nibble would hide a kept position
+        packed |= np.uint64(1)
+    dense, _ = S.expand(spec, packed, fields)
+    assert np.array_equal(keep, dense != 0)
+
+
+def test_keep_mask_tf32_selects_whole_elements():
+    form = next(f for f in isa.forms("mma.sp") if f.atype == "tf32")
+    spec = S.spec_for(form)
+    fields = np.array([[0b0100, 0b1110] * (spec.chunks // 2)] * spec.m, np.uint8)
+    keep = S.keep_mask(spec, fields)
+    assert keep[0, :4].tolist() == [True, False, False, True]

@@ -28,11 +28,15 @@ Longer K runs step after step, each step's result (in D's format) being the next
 step's C.  Everything is vectorised over [M, K, N] in float64, which holds every
 product and every aligned sum exactly.
 
-Proved: dense wgmma (every float mix, f32/f16 D).  Encoded from exploration runs
-only (docs/numerics.md): sparse forms (one step = 32 bytes of *packed* A; products
-at positions the metadata did not select are not formed: ``keep``) and warp-level
-``mma`` (family "mma": F = 25 also for fp8, which the H100 contradicts; m8n8k4
-behaves like an f32 FMA chain instead).
+Proved on the H100 (docs/numerics.md): dense wgmma (every float mix, f32/f16 D) and
+(``benchmarks/hw_sparse_mma_proof.py``) sparse forms (one
+step = 32 bytes of *packed* A; products at positions the metadata did not select are
+not formed: ``keep``), warp-level ``mma`` f16/bf16/tf32 (family "mma": the wgmma
+parameters; ptxas emits one HMMA per instruction), ``wmma.mma`` (family "wmma": the
+HMMA sequence ptxas emits, see ``wmma``).  Dense fp8 ``mma`` and f16 ``mma.m8n8k4``
+have no tensor-core instruction on sm_90a: ptxas emulates them, and ``mma_emulation``
+models that sequence (proved on the H100); fp8 ``mma.sp`` is not modelled
+(``Unmodelled``).
 """
 from __future__ import annotations
 
@@ -44,6 +48,10 @@ from . import formats as F
 
 CANONICAL_NAN = {"f32": 0x7FFFFFFF, "f16": 0x7FFF}
 _FP8 = ("e4m3", "e5m2")
+
+
+class Unmodelled(ValueError):
+    """A form whose H100 arithmetic the model does not cover (fp8 warp-level mma)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +72,12 @@ def params_for(atype: str, dtype: str, family: str = "wgmma", sparse: bool = Fal
     """
     if dtype not in ("f32", "f16"):
         raise ValueError(f"hardware numerics cover f32/f16 accumulators, not {dtype!r}")
+    if family in ("mma", "wmma") and atype in _FP8:
+        raise Unmodelled(f"{family} with {atype} inputs is emulated by ptxas: dense mma is mma_emulation's, "
+                         "mma.sp is not established (docs/numerics.md)")
     fused = 32 * 8 // F.bits_per_element(atype) * (2 if sparse else 1)
+    if family == "wmma" and atype == "tf32":
+        fused = 4  # wmma m16n16k8 tf32 is two chained HMMA.1684 (k 0-3, then 4-7)
     fp8 = atype in _FP8 and family == "wgmma"
     frac = 13 if fp8 else 25
     if dtype == "f16":
@@ -189,3 +202,31 @@ def mma(atype: str, btype: str, dtype: str, a_bits: np.ndarray, b_bits: np.ndarr
         bits = step(atype, btype, dtype, av[:, s:s + prm.fused], bv[s:s + prm.fused], cv, prm, kp)
         cv = F.decode(dtype, bits)
     return bits
+
+
+# ---------------------------------------------------------------- wmma.mma: the HMMA sequence ptxas emits
+
+
+def wmma_accumulator(ctype: str, dtype: str) -> str:
+    """The HMMA type ptxas uses for ``wmma.mma`` .dtype.ctype: F16 only when C and D are both f16.
+
+    SASS (ptxas 13.0, sm_90a): .f32.f16 converts C exactly (HADD2.F32) and runs HMMA.F32;
+    .f16.f32 runs HMMA.F32 on the f32 C and rounds D to f16 (F2FP.F16.F32, nearest even).
+    """
+    return "f16" if ctype == dtype == "f16" else "f32"
+
+
+def wmma(atype: str, btype: str, ctype: str, dtype: str, a_bits: np.ndarray, b_bits: np.ndarray,
+         c_bits: np.ndarray) -> np.ndarray:
+    """D bits of one ``wmma.mma`` (every shape is HMMA.16816 per 16x8 tile; tf32: 2 x HMMA.1684 along K)."""
+    acc = wmma_accumulator(ctype, dtype)
+    c = np.asarray(c_bits)
+    if ctype != acc:  # f16 C into an F32 HMMA: exact
+        c = F.encode(acc, F.decode(ctype, c)).astype(np.uint32)
+    bits = mma(atype, btype, acc, a_bits, b_bits, c, family="wmma", prm=params_for(atype, acc, "wmma"))
+    if dtype == acc:
+        return bits
+    v = F.decode(acc, bits)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = v.astype(np.float32).astype(np.float16)
+    return to_bits("f16", r, np.isnan(v))

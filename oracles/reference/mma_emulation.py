@@ -13,8 +13,9 @@ fused multi-term adder.  Established on an H100 (``benchmarks/numerics_mma_probe
   operands (so an e4m3 subnormal is an f16 normal, with f16's exponent clamp).
 * **m8n8k4 with f16 inputs** (the Volta shape): products are formed in f32 by ``FFMA`` (round
   to nearest each).  f32 D: ``((a0 b0 + a1 b1) + a2 b2) + a3 b3`` from +0 as an FFMA chain,
-  then ``C + chain`` by FADD.  f16 D: two chains ``p01 = a0 b0 + a1 b1`` and ``p23``, then
-  ``(C + p01) + p23`` in f32 and one rounding to f16 (``F2FP``).
+  then ``C + chain`` by FADD.  f16 D: two chains ``p01 = a0 b0 + a1 b1`` and ``p23``, each
+  started by an FMUL (so a -0 product stays -0), then ``(C + p01) + p23`` in f32 and one
+  rounding to f16 (``F2FP``).
 
 These are pure functions of the matrices' element bits, vectorised over [M, K] x [K, N].
 """
@@ -97,16 +98,15 @@ def m8n8k4(form, a_bits: np.ndarray, b_bits: np.ndarray, c_bits: np.ndarray) -> 
     cv = F.decode(form.ctype or form.dtype, c_bits)
     zero = np.zeros_like(cv)
 
-    def chain(ks):
-        acc = zero
+    def chain(acc, ks):
         for j in ks:
             acc = rn_f32_add(p[j], acc).astype(np.float64)
         return acc
 
-    if form.dtype == "f32":
-        r = rn_f32_add(cv, chain(range(len(p))))
-    else:
-        r = rn_f32_add(rn_f32_add(cv, chain((0, 1))), chain((2, 3)))
+    if form.dtype == "f32":  # FFMA ..., RZ: the chain starts from +0
+        r = rn_f32_add(cv, chain(zero, range(len(p))))
+    else:  # FMUL starts each chain (exact for f16 products, -0 kept), then FFMA
+        r = rn_f32_add(rn_f32_add(cv, chain(p[0], (1,))), chain(p[2], (3,)))
     return _in_d(form.dtype, r)
 
 

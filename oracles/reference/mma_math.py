@@ -47,11 +47,12 @@ def mma_dense(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, scale_d: boo
     """D = A*B + C for element bits A [M,K], B [K,N], C [M,N] (C bits of ``form.ctype``).
 
     ``op``: ``"xor"`` or ``"and"`` for b1 forms.  Result ``bits`` are uint64 for f64.
-    ``mode="hardware"``: f16/bf16/tf32/fp8 forms give the H100's one result
-    (``hw_numerics``, family "mma"); integer, b1 and f64 forms are the same in both modes
-    (f64: the nominal correctly rounded value).  ``mma.sp``: A is the expanded dense A and
-    ``keep`` [M,K] the metadata-selected positions (``wgmma_math.hardware_result``).
-    NOTE: the warp-level hardware model is not yet proved on the H100 (docs/numerics.md).
+    ``mode="hardware"``: f16/bf16/tf32 forms give the H100's one result (``hardware``);
+    integer, b1 and f64 forms are the same in both modes (f64: the nominal correctly rounded
+    value); dense fp8 and f16 m8n8k4 ``mma`` follow ptxas's emulation (``mma_emulation``);
+    fp8 ``mma.sp`` raises ``hw_numerics.Unmodelled``.  ``mma.sp``: A is the
+    expanded dense A and ``keep`` [M,K] the metadata-selected positions.
+    The warp-level hardware models are proved on the H100 (docs/numerics.md).
     """
     if mode not in ("spec", "hardware"):
         raise ValueError(f"mma_math mode must be 'spec' or 'hardware', not {mode!r}")
@@ -61,6 +62,8 @@ def mma_dense(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, scale_d: boo
     b = np.asarray(b).astype(np.uint64)
     c = np.asarray(c).astype(np.uint64)
     dtype, ctype = form.dtype, (form.ctype or form.dtype)
+    if mode == "hardware" and dtype in ("f32", "f16") and form.atype != "b1":
+        return hardware(form, a, b, c, scale_d, keep)
     if ctype != dtype:  # exact widening (f16 -> f32)
         c = F.encode(dtype, F.decode(ctype, c)).astype(np.uint64)
     if form.atype == "b1":
@@ -72,13 +75,57 @@ def mma_dense(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, scale_d: boo
     if dtype == "s32":
         res = W._int_result(form.atype, form.btype, ap, b, cp, bool(scale_d), form.satfinite)
         return _slice(res, m)
-    if mode == "hardware":
-        return W.hardware_result(form.atype, form.btype, dtype, a.astype(np.uint32), b.astype(np.uint32),
-                                 c.astype(np.uint32), bool(scale_d), family="mma",
-                                 sparse=form.family == "mma.sp", keep=keep)
     res = W._float_result(form.atype, form.btype, dtype, ap.astype(np.uint32), b.astype(np.uint32),
                           cp.astype(np.uint32), bool(scale_d), 1, 1, W.ACC_PRECISION[dtype])
     return _slice(res, m)
+
+
+def hardware_family(form) -> str:
+    """Which H100 model a warp-level float form follows (``hw_numerics``).
+
+    "emulated": dense fp8 ``mma`` and f16 ``mma.m8n8k4``, which ptxas lowers to F2FP/HMMA/FADD
+    resp. FFMA/FADD sequences (``mma_emulation``, proved on the H100); "wmma": ``wmma.mma`` (its
+    HMMA sequence); "mma": ``mma``/``mma.sp`` f16/bf16/tf32 (one HMMA, the wgmma parameters).
+    fp8 ``mma.sp`` raises ``hw_numerics.Unmodelled`` (ptxas emulates it too; not established).
+    """
+    from . import hw_numerics as H
+    from . import mma_emulation as E
+
+    if E.emulated(form):
+        return "emulated"
+    if form.atype in ("e4m3", "e5m2"):
+        raise H.Unmodelled(f"{form.opcode}: fp8 warp-level mma.sp is emulated by ptxas; its H100 arithmetic "
+                           "is not established")
+    if form.family == "wmma.mma":
+        return "wmma"
+    return "mma"
+
+
+def hardware(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, scale_d: bool = True,
+             keep: np.ndarray | None = None) -> W.Result:
+    """``mode="hardware"`` of a float warp-level form: element bits A [M,K], B [K,N], C [M,N] (ctype bits)."""
+    from . import hw_numerics as H
+
+    fam = hardware_family(form)
+    dtype, ctype = form.dtype, (form.ctype or form.dtype)
+    a32, b32, c32 = (np.asarray(x).astype(np.uint32) for x in (a, b, c))
+    if not scale_d:
+        c32 = np.zeros_like(c32)
+    if fam == "emulated":
+        from . import mma_emulation as E
+
+        bits = E.mma(form, a32, b32, c32)
+    elif fam == "wmma":
+        bits = H.wmma(form.atype, form.btype, ctype, dtype, a32, b32, c32)
+    else:
+        if ctype != dtype:
+            raise ValueError(f"{form.opcode}: C of type {ctype} with D {dtype} is not an mma form")
+        sparse = form.family == "mma.sp"
+        if sparse and keep is None:
+            raise ValueError(f"{form.opcode}: hardware mode needs the metadata's keep mask")
+        bits = H.mma(form.atype, form.btype, dtype, a32, b32, c32, family="mma",
+                     prm=H.params_for(form.atype, dtype, "mma", sparse), keep=keep if sparse else None)
+    return W.exact_result(dtype, bits)
 
 
 def _f64(fake, a, b, c, scale_d) -> W.Result:

@@ -208,6 +208,25 @@ def expand(spec: SparseSpec, packed: np.ndarray, fields: np.ndarray,
     return dense_el, bad_el
 
 
+def keep_mask(spec: SparseSpec, fields: np.ndarray) -> np.ndarray:
+    """bool ``[m, k]``: the dense A positions the metadata selects (``expand`` puts packed data there).
+
+    The H100 forms no product at the other positions (docs/numerics.md), so this is the
+    ``keep`` mask of ``hw_numerics``.  tf32: an element is selected when its units are
+    (valid fields select both halves of one element); s4/u4: both elements of a unit.
+    """
+    f = np.asarray(fields).astype(np.int64)
+    m, ch = spec.m, spec.chunks
+    units = np.zeros((m, 4 * ch), bool)
+    rows = np.arange(m)[:, None]
+    base = 4 * np.arange(ch)[None, :]
+    units[rows, base + (f & 3)] = True
+    units[rows, base + ((f >> 2) & 3)] = True
+    ue = max(spec.element_bits // spec.unit_bits, 1)
+    eu = max(spec.unit_bits // spec.element_bits, 1)
+    return units.reshape(m, -1, ue).any(axis=2) if ue > 1 else np.repeat(units, eu, axis=1)
+
+
 def compress(spec: SparseSpec, dense: np.ndarray, fields: np.ndarray) -> np.ndarray:
     """Dense A bits ``[m, k]`` + valid fields -> packed bits ``[m, k/2]`` (inverse of ``expand`` on valid fields)."""
     du = _to_units(spec, dense)

@@ -22,6 +22,11 @@ own ``wgmma``).  ``install()`` patches the interpreter's dispatch at run time
   (``.trans``: the transpose).  The 8-bit shapes need sm_100a: Unsupported.
 * ``wgmma.mma_async.sp``: like ``wgmma_exec``'s dense wgmma (same asynchrony
   model, same UB rules) with A expanded from its packed form and metadata.
+* ``mode="hardware"`` (docs/numerics.md; proved on the H100): float
+  ``mma``/``mma.sp``/``wmma.mma``/``wgmma.mma_async.sp`` give one exact result
+  (``mma_math.hardware``; sparse forms with the metadata's true ``keep`` mask; dense fp8
+  and m8n8k4 ``mma`` through ``mma_emulation``); fp8 ``mma.sp`` raises ``Unsupported``.  In spec mode too, positions the metadata did
+  not select form no product (``wgmma_math.spec_with_keep``).
 """
 from __future__ import annotations
 
@@ -142,26 +147,59 @@ def _frag_tile(frag: WL.WarpFragment, bits: np.ndarray, shs: list, rows: slice) 
 # ------------------------------------------------------------------ arithmetic with shadows
 
 
-def _mma_with_shadows(form, a: _Tile, b: _Tile, c: _Tile, scale_d: bool, op: str, a_bad_rows=None):
-    """D bits and shadow (kind, lo, hi, flags) for one product; A/B/C tiles carry their shadows."""
-    res = MM.mma_dense(form, a.bits, b.bits, c.bits, scale_d=scale_d, op=op)
+def _spec_dense(form, a_bits, b_bits, c_bits, scale_d: bool, op: str, keep=None):
+    """``mma_dense`` in spec mode; with ``keep`` (mma.sp) unselected positions form no product."""
+    def compute(bb):
+        return MM.mma_dense(form, a_bits, bb, c_bits, scale_d=scale_d, op=op)
+
+    if keep is None or form.btype not in F.FLOATS:
+        return compute(b_bits)
+    from .wgmma_math import spec_with_keep
+
+    with np.errstate(invalid="ignore"):
+        nf = ~np.isfinite(F.decode(form.btype, np.asarray(b_bits)))
+    return spec_with_keep(compute, np.asarray(b_bits), nf, keep)
+
+
+def _mma_with_shadows(form, a: _Tile, b: _Tile, c: _Tile, scale_d: bool, op: str, a_bad_rows=None,
+                      mode: str = "spec", keep=None):
+    """D bits and shadow (kind, lo, hi, flags) for one product; A/B/C tiles carry their shadows.
+
+    ``mode="hardware"``: float forms get the H100's one result (``mma_math.hardware``, exact);
+    elements whose C is itself a set keep the spec-mode widening (no one H100 result exists).
+    ``keep`` (mma.sp): the metadata-selected positions of the expanded A.
+    """
+    if mode == "hardware" and form.dtype in ("f32", "f16") and form.atype != "b1":
+        res = MM.mma_dense(form, a.bits, b.bits, c.bits, scale_d=scale_d, op=op, mode="hardware", keep=keep)
+    else:
+        res = _spec_dense(form, a.bits, b.bits, c.bits, scale_d, op, keep)
+    hw = mode == "hardware" and not res.integer
     M, N = res.bits.shape
     integer = res.integer
-    kind = np.full((M, N), EXACT if integer else SET, np.uint8)
+    kind = np.full((M, N), EXACT if integer or hw else SET, np.uint8)
     lo, hi = np.array(res.lo, float), np.array(res.hi, float)
     flags = ((res.may_nan * MAY_NAN) | (res.may_pos_inf * MAY_POS_INF) | (res.may_neg_inf * MAY_NEG_INF)).astype(np.uint8)
+    out_bits = np.asarray(res.bits)
     if scale_d:
         cset = c.kind == SET
         if cset.any():
             if integer:
                 kind[cset] = UNDEF
             else:
+                if hw:  # the set elements: spec mode's nominal result and set, widened below
+                    sp = _spec_dense(form, a.bits, b.bits, c.bits, True, op, keep)
+                    out_bits = np.where(cset, np.asarray(sp.bits).astype(out_bits.dtype), out_bits)
+                    kind[cset] = SET
+                    spf = ((sp.may_nan * MAY_NAN) | (sp.may_pos_inf * MAY_POS_INF)
+                           | (sp.may_neg_inf * MAY_NEG_INF)).astype(np.uint8)
+                    flags = np.where(cset, spf, flags).astype(np.uint8)
+                    lo, hi = np.where(cset, sp.lo, lo), np.where(cset, sp.hi, hi)
                 ct = form.ctype or form.dtype
                 with np.errstate(invalid="ignore", over="ignore"):
                     c_lo = np.where(cset, F.encode(ct, np.nan_to_num(c.lo)).astype(np.uint64), c.bits)
                     c_hi = np.where(cset, F.encode(ct, np.nan_to_num(c.hi)).astype(np.uint64), c.bits)
-                r1 = MM.mma_dense(form, a.bits, b.bits, c_lo, scale_d=True, op=op)
-                r2 = MM.mma_dense(form, a.bits, b.bits, c_hi, scale_d=True, op=op)
+                r1 = _spec_dense(form, a.bits, b.bits, c_lo, True, op, keep)
+                r2 = _spec_dense(form, a.bits, b.bits, c_hi, True, op, keep)
                 lo = np.where(cset, np.fmin(r1.lo, r2.lo), lo)
                 hi = np.where(cset, np.fmax(r1.hi, r2.hi), hi)
                 more = ((r1.may_nan | r2.may_nan) * MAY_NAN | (r1.may_pos_inf | r2.may_pos_inf) * MAY_POS_INF
@@ -175,7 +213,7 @@ def _mma_with_shadows(form, a: _Tile, b: _Tile, c: _Tile, scale_d: bool, op: str
         bad_rows = bad_rows | a_bad_rows
     kind[bad_rows, :] = UNDEF
     kind[:, (b.kind != EXACT).any(axis=0)] = UNDEF
-    return np.asarray(res.bits).astype(np.uint64), kind, lo, hi, flags
+    return np.asarray(out_bits).astype(np.uint64), kind, lo, hi, flags
 
 
 def _write_frag(m, f, ins, op, frag: WL.WarpFragment, tiles: dict[int, _Tile], act) -> None:
@@ -216,21 +254,28 @@ def _reg_type(elem: str) -> str:
     return "b64" if elem == "f64" else "b32"
 
 
-def _hardware_unproved(m, ins, form, what: str) -> None:
-    """Hardware mode has no proved H100 model for these float numerics: refuse, never guess.
+def _hardware_check(m, ins, form) -> None:
+    """Hardware mode: refuse float forms with no H100 model (fp8 mma.sp), never guess.
 
-    docs/numerics.md: only dense wgmma is proved bit-exact; warp-level mma/wmma and sparse
-    wgmma have an exploration model only.  Integer (s32) forms are exact in both modes.
+    Modelled and proved on the H100 (docs/numerics.md): mma/mma.sp f16/bf16/tf32, dense fp8
+    mma and mma.m8n8k4 (ptxas's emulation), wmma.mma (its HMMA sequence) and sparse wgmma.
+    Integer, b1 and f64 forms are exact or correctly rounded in both modes.
     """
-    if m.mode == "hardware" and form.dtype != "s32":
-        raise Unsupported.at(ins, f"hardware mode: {what} .{form.dtype} numerics are not proved on the H100 "
-                                  "(docs/numerics.md proves dense wgmma only); use spec mode")
+    if m.mode != "hardware" or form.dtype not in ("f32", "f16"):
+        return
+    from .hw_numerics import Unmodelled
+
+    if form.family != "wgmma.sp":
+        try:
+            MM.hardware_family(form)
+        except Unmodelled as e:
+            raise Unsupported.at(ins, f"hardware mode: {e}; use spec mode") from None
 
 
 def h_mma(m, f, ins, act):
     """``mma.sync`` and ``mma.sp`` (any metadata ordering qualifier)."""
     form, ops = _form(ins, ("mma", "mma.sp"))
-    _hardware_unproved(m, ins, form, "warp-level " + form.family)
+    _hardware_check(m, ins, form)
     if not {form.atype, form.btype, form.ctype, form.dtype} <= set(isa.ELEMENT_BITS) or "kind" in form.opcode:
         raise Unsupported.at(ins, "mma .kind:: forms (sm_120a) are not modelled")
     sparse = form.family == "mma.sp"
@@ -254,7 +299,7 @@ def h_mma(m, f, ins, act):
             continue
         rows = slice(w * WARP, (w + 1) * WARP)
         A, B, C = _frag_tile(la, abits, ashs, rows), _frag_tile(lb, bbits, bshs, rows), _frag_tile(lc, cbits, cshs, rows)
-        bad_rows = None
+        bad_rows = keep = None
         if sparse:
             if sel not in spec.sel_values:
                 m.note(f"{ins.opcode}: sparsity selector {sel} is undefined for this shape")
@@ -264,6 +309,7 @@ def h_mma(m, f, ins, act):
                 thread, _ = S.meta_position(spec, sel)
                 valid = valid & ~msh.nonexact()[rows][thread]
             dense, bad_el = S.expand(spec, A.bits, fields, valid)
+            keep = S.keep_mask(spec, fields)
             bad_rows = bad_el.any(axis=1) | (A.kind != EXACT).any(axis=1)
             A = _Tile(dense, np.zeros(dense.shape, np.uint8), np.zeros(dense.shape), np.zeros(dense.shape),
                       np.zeros(dense.shape, np.uint8))
@@ -274,7 +320,8 @@ def h_mma(m, f, ins, act):
             ra, rb_, rc = slice(p * M, (p + 1) * M), slice(p * K, (p + 1) * K), slice(p * M, (p + 1) * M)
             part = lambda t, r: _Tile(t.bits[r], t.kind[r], t.lo[r], t.hi[r], t.flags[r])  # noqa: E731
             res = _mma_with_shadows(form, part(A, ra), part(B, rb_), part(C, rc), True, op,
-                                    None if bad_rows is None else bad_rows[ra])
+                                    None if bad_rows is None else bad_rows[ra], m.mode,
+                                    None if keep is None else keep[ra])
             for arr, src in zip((out.bits, out.kind, out.lo, out.hi, out.flags), res):
                 arr[rc] = src
         tiles[w] = out
@@ -546,7 +593,7 @@ def h_wmma_mma(m, f, ins, act):
     form = isa.form_for(ins)
     if form is None or form.family != "wmma.mma":
         raise Unsupported.at(ins, "not a wmma.mma form of the catalogue")
-    _hardware_unproved(m, ins, form, "wmma.mma")
+    _hardware_check(m, ins, form)
     ops = {spec.role: op for spec, op in zip(form.operands, ins.operands)}
     ta, tb = _token(f, ins, ops["a"], ("a",)), _token(f, ins, ops["b"], ("b",))
     tc = _token(f, ins, ops["c"], ("c", "d"))
@@ -560,7 +607,7 @@ def h_wmma_mma(m, f, ins, act):
     for w in _warps(m, act):
         if not ok or not _whole(m, act, w) or any(w not in t.tiles for t in (ta, tb, tc)):
             continue
-        res = _mma_with_shadows(form, ta.tiles[w], tb.tiles[w], tc.tiles[w], True, op)
+        res = _mma_with_shadows(form, ta.tiles[w], tb.tiles[w], tc.tiles[w], True, op, mode=m.mode)
         out.tiles[w] = _Tile(*res)
     _bind(m, f, ins, ops["d"], out, act)
 
@@ -619,7 +666,7 @@ def h_wgmma_sp(m, f, ins, act):
     form = isa.form_for(ins)
     if form is None or form.family != "wgmma.sp":
         raise Unsupported.at(ins, "not a sparse wgmma.mma_async form of the catalogue")
-    _hardware_unproved(m, ins, form, "sparse wgmma (wgmma.mma_async.sp)")
+    _hardware_check(m, ins, form)
     if m.mode not in ("spec", "hardware"):
         raise Unsupported.at(ins, f"wgmma numerics in mode {m.mode!r} are not modelled")
     if len(ins.operands) != len(form.operands):
@@ -685,16 +732,35 @@ def h_wgmma_sp(m, f, ins, act):
         lay = MatrixDescriptor.decode(dv).smem_layout("MN" if tb else "K", isa.ELEMENT_BITS[form.btype])
         bt = _smem_tile_checked(WX, m, ins, lay, N, K)
         b_tile, b_bad = bt.bits.T.copy(), bt.bad.T
-        res = wgmma_dense(form, dense.astype(np.uint32), b_tile, c_tile, bool(scale_d), sa, sb, mode="spec")
+        keep = S.keep_mask(spec, fields)
+        a32 = dense.astype(np.uint32)
+        spec_res = lambda c_: _wgmma_sp_spec(form, a32, b_tile, c_, bool(scale_d), sa, sb, keep)  # noqa: E731
+        hw = m.mode == "hardware" and form.dtype != "s32"
+        if hw:  # the H100's one result (docs/numerics.md: proved for sparse wgmma)
+            res = wgmma_dense(form, a32, b_tile, c_tile, bool(scale_d), sa, sb, mode="hardware", keep=keep)
+        else:
+            res = spec_res(c_tile)
         integer = WX._is_int(res)
-        kind = np.full((M, N), EXACT if integer else SET, np.uint8)
+        kind = np.full((M, N), EXACT if integer or hw else SET, np.uint8)
         lo, hi = res.lo.copy(), res.hi.copy()
         flags = ((res.may_nan * MAY_NAN) | (res.may_pos_inf * MAY_POS_INF) | (res.may_neg_inf * MAY_NEG_INF)).astype(np.uint8)
+        out_tile = res.bits
         if scale_d:
             cset = CK == SET
             if cset.any() and not integer:
+                if hw:  # a set C: no one H100 result; those elements keep spec mode's widening
+                    m.note(f"line {ins.loc.line if ins.loc else '?'}: wgmma.sp in hardware mode with "
+                           f"{int(cset.sum())} accumulator element(s) already a value set: spec-mode widening used")
+                    sp = spec_res(c_tile)
+                    out_tile = np.where(cset, sp.bits, res.bits).astype(np.uint32)
+                    kind[cset] = SET
+                    spf = ((sp.may_nan * MAY_NAN) | (sp.may_pos_inf * MAY_POS_INF)
+                           | (sp.may_neg_inf * MAY_NEG_INF)).astype(np.uint8)
+                    lo, hi = np.where(cset, sp.lo, lo), np.where(cset, sp.hi, hi)
+                    flags = np.where(cset, spf, flags).astype(np.uint8)
+                    res = sp
                 dform = _replace(form, shape=shape)
-                lo, hi, flags = WX._widen_for_c(dform, dense.astype(np.uint32), b_tile, c_tile, CLO, CHI, cset,
+                lo, hi, flags = WX._widen_for_c(dform, a32, b_tile, c_tile, CLO, CHI, cset,
                                                 sa, sb, res, lo, hi, flags)
                 kind[(CFL != 0) & cset] = UNDEF
             kind[CK == UNDEF] = UNDEF
@@ -706,7 +772,7 @@ def h_wgmma_sp(m, f, ins, act):
             kind[:] = UNDEF
             for r in reasons:
                 m.note(f"line {ins.loc.line if ins.loc else '?'}: wgmma.sp {r} (undefined)")
-        out_bits = L.gather(acc, res.bits)
+        out_bits = L.gather(acc, out_tile)
         shadows = WX._reg_shadows(acc, kind, lo, hi, flags)
         p = WX.Pending(f, g, d_names, out_bits, shadows, a_names)
         st.uncommitted.append(p)
@@ -714,6 +780,20 @@ def h_wgmma_sp(m, f, ins, act):
             st.inflight[r] = p
         for r in d_names:
             st.acc_shape[r] = shape
+
+
+def _wgmma_sp_spec(form, a32, b_tile, c_tile, scale_d: bool, sa: int, sb: int, keep):
+    """Spec-mode sparse wgmma: unselected positions form no product (``wgmma_math.spec_with_keep``)."""
+    from .wgmma_math import spec_with_keep, wgmma_dense
+
+    def compute(bb):
+        return wgmma_dense(form, a32, bb, c_tile, scale_d, sa, sb, mode="spec")
+
+    if form.btype not in F.FLOATS:
+        return compute(b_tile)
+    with np.errstate(invalid="ignore"):
+        nf = ~np.isfinite(F.decode(form.btype, b_tile))
+    return spec_with_keep(compute, b_tile, nf, keep)
 
 
 def _smem_tile_checked(WX, m, ins, lay, mn: int, k: int):

@@ -464,6 +464,12 @@ def hardware_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.nda
         keep = np.asarray(a) != 0
     params = params or hw_numerics.params_for(atype, dtype, family, sparse)
     bits = hw_numerics.mma(atype, btype, dtype, a, b, c, scale_d, scale_a, scale_b, family, params, keep)
+    return exact_result(dtype, bits)
+
+
+def exact_result(dtype: str, bits: np.ndarray) -> Result:
+    """A Result holding one value per element (hardware mode): ``lo == hi``; NaN/Inf by their flags."""
+    bits = np.asarray(bits).astype(np.uint32)
     v = F.decode(dtype, bits)
     fin = np.isfinite(v)
     return Result(dtype, bits, v, v, np.where(fin, v, np.nan), np.where(fin, v, np.nan), np.zeros(v.shape), fin,
@@ -480,3 +486,44 @@ def within(result: Result, hw_bits: np.ndarray) -> np.ndarray:
         finite = np.isfinite(x) & result.finite_ok & (x >= result.lo) & (x <= result.hi)
     return (np.isnan(x) & result.may_nan) | ((x == np.inf) & result.may_pos_inf) | \
         ((x == -np.inf) & result.may_neg_inf) | finite
+
+
+def merge(first: Result, second: Result, mask: np.ndarray) -> Result:
+    """Elementwise: ``second`` where ``mask``, else ``first`` (same dtype and shape)."""
+    kw = {name: np.where(mask, getattr(second, name), getattr(first, name))
+          for name in ("bits", "value", "exact_value", "lo", "hi", "err", "finite_ok", "may_nan", "may_pos_inf",
+                       "may_neg_inf")}
+    return Result(first.dtype, integer=first.integer, **kw)
+
+
+def spec_with_keep(compute, b_bits: np.ndarray, b_nonfinite: np.ndarray, keep: np.ndarray) -> Result:
+    """Spec-mode Result of a sparse product in which unselected A positions form no product.
+
+    ``compute(b_bits) -> Result`` evaluates the product with the expanded A (zeros where the
+    metadata selected nothing).  A zero there facing an Inf/NaN of B would make the set NaN,
+    but the sparse instruction never multiplies those positions (docs/numerics.md; the ISA's
+    A holds only the selected elements), so such B entries are zeroed for the rows that do
+    not select them: zero products change neither the value nor the soundness of the bound.
+    """
+    res = compute(b_bits)
+    nf = np.asarray(b_nonfinite, bool)
+    if not nf.any():
+        return res
+    unsel = (~keep).astype(np.float64) @ nf.astype(np.float64) > 0  # [M, N]
+    if not unsel.any():
+        return res
+    sel = keep.astype(np.float64) @ nf.astype(np.float64) > 0
+    out = merge(res, compute(np.where(nf, 0, b_bits).astype(b_bits.dtype)), unsel & ~sel)
+    mixed = unsel & sel
+    if mixed.any():  # per pattern of selected rows of B that hold a non-finite entry
+        krows = np.nonzero(nf.any(axis=1))[0]
+        rows = np.nonzero(mixed.any(axis=1))[0]
+        patterns: dict = {}
+        for r in rows:
+            patterns.setdefault(keep[r, krows].tobytes(), []).append(r)
+        for group in patterns.values():
+            zero = nf & ~keep[group[0]][:, None]
+            mask = np.zeros(mixed.shape, bool)
+            mask[group] = mixed[group]
+            out = merge(out, compute(np.where(zero, 0, b_bits).astype(b_bits.dtype)), mask)
+    return out
