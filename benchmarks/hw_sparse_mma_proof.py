@@ -7,8 +7,8 @@ with their own metadata; scale-d off on the first; imm-scale -1; every defined
 selector; random metadata per launch, garbage in the threads that supply none),
 warp-level ``mma.sync`` / ``mma.sp`` (every runnable float form: f16/bf16/tf32 as one
 HMMA; dense fp8 and f16 m8n8k4, which ptxas emulates, through ``mma_emulation``) and
-``wmma.mma`` (its HMMA sequence, ``hw_numerics.wmma``).  fp8 ``mma.sp`` is not modelled
-(``hw_numerics.Unmodelled``) and left out.
+``wmma.mma`` (its HMMA sequence, ``hw_numerics.wmma``); fp8 ``mma.sp`` through
+``mma_emulation`` too.
 
 Each kernel is compiled once and launched again and again with fresh matrices
 (six distributions: moderate, wide, cancel, fewbits, special, raw) written into its
@@ -242,7 +242,7 @@ def plan_sp(seed: int) -> dict[str, list[SpKernel]]:
 
 
 def plan_warp() -> dict[str, list[WarpKernel]]:
-    """Every runnable float mma / mma.sp form with a model (fp8 mma.sp: Unmodelled), every selector."""
+    """Every runnable float mma / mma.sp form with a model, every selector."""
     import hw_warp_forms as WF
 
     plan = defaultdict(list)

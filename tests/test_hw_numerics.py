@@ -415,10 +415,9 @@ def test_wmma_follows_its_hmma_sequence():
     assert (one_step == 0).all()
 
 
-def test_fp8_warp_level_mma_follows_the_emulation_and_fp8_mma_sp_is_refused():
-    """Dense fp8 mma is ptxas's emulation (mma_emulation, proved); fp8 mma.sp has no model: no guess."""
+def test_fp8_warp_level_mma_and_mma_sp_follow_the_emulation():
+    """fp8 mma and mma.sp are ptxas's emulation (mma_emulation, proved on the H100)."""
     from fuzzptx.oracles import reference
-    from fuzzptx.oracles.reference.errors import Unsupported
 
     with pytest.raises(H.Unmodelled):
         H.params_for("e4m3", "f32", "mma")
@@ -432,8 +431,13 @@ def test_fp8_warp_level_mma_follows_the_emulation_and_fp8_mma_sp_is_refused():
     assert len(hw.bytes("d")) == len(spec.bytes("d"))
     sparse = WF.mma_program(_op("mma.sp.sync.aligned.m16n8k64.row.col.f32.e4m3.e4m3.f32"), seed=3, warps=1)
     assert reference.run_program(sparse).undefined is None  # spec mode runs it
-    with pytest.raises(Unsupported, match="fp8"):
-        reference.run_program(sparse, mode="hardware")
+    hw_sp = reference.run_program(sparse, mode="hardware")
+    assert hw_sp.undefined is None and hw_sp.bytes("d") != bytes(len(hw_sp.bytes("d")))
+    kind = _op("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e4m3.e3m2.f32")
+    from fuzzptx.oracles.reference import mma_math as MM
+
+    with pytest.raises(H.Unmodelled):  # an sm_120a form: nothing of the H100's to model
+        MM.hardware_family(kind)
 
 
 @pytest.mark.parametrize("op", [

@@ -110,7 +110,8 @@ def test_spec_set_contains_the_h100_results(form):
         assert MM.within(res, d[i].astype(np.uint32)).all(), (form.key, i)
 
 
-@pytest.mark.parametrize("name", ["sparse_mma_proof_seed1.json", "sparse_mma_proof_seed2.json"])
+@pytest.mark.parametrize("name", ["sparse_mma_proof_seed1.json", "sparse_mma_proof_seed2.json",
+                                  "sparse_mma_proof_seed4.json"])
 def test_sparse_and_warp_proof_records_show_no_mismatch(name):
     """The H100 proof runs of benchmarks/hw_sparse_mma_proof.py: every mix >= 1 M dots, 0 mismatches."""
     rec = json.loads((RECORDS / name).read_text())
@@ -123,3 +124,6 @@ def test_sparse_and_warp_proof_records_show_no_mismatch(name):
     assert len(sparse_mixes) == 12  # every float mix of sparse wgmma
     for mix, c in rec["per_mix"].items():
         assert c["dots"] >= 1_000_000 and c["mismatches"] == 0, mix
+    if name.endswith("seed4.json"):  # every float form of sm_90a, fp8 mma.sp included
+        assert len(rec["per_mix"]) == 41
+        assert sum(m.startswith("mma.sp f32.e") for m in rec["per_mix"]) == 4

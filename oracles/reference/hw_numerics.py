@@ -33,10 +33,9 @@ Proved on the H100 (docs/numerics.md): dense wgmma (every float mix, f32/f16 D) 
 step = 32 bytes of *packed* A; products at positions the metadata did not select are
 not formed: ``keep``), warp-level ``mma`` f16/bf16/tf32 (family "mma": the wgmma
 parameters; ptxas emits one HMMA per instruction), ``wmma.mma`` (family "wmma": the
-HMMA sequence ptxas emits, see ``wmma``).  Dense fp8 ``mma`` and f16 ``mma.m8n8k4``
-have no tensor-core instruction on sm_90a: ptxas emulates them, and ``mma_emulation``
-models that sequence (proved on the H100); fp8 ``mma.sp`` is not modelled
-(``Unmodelled``).
+HMMA sequence ptxas emits, see ``wmma``).  fp8 ``mma``/``mma.sp`` and f16
+``mma.m8n8k4`` have no tensor-core instruction on sm_90a: ptxas emulates them, and
+``mma_emulation`` models that sequence (proved on the H100).
 """
 from __future__ import annotations
 
@@ -73,8 +72,8 @@ def params_for(atype: str, dtype: str, family: str = "wgmma", sparse: bool = Fal
     if dtype not in ("f32", "f16"):
         raise ValueError(f"hardware numerics cover f32/f16 accumulators, not {dtype!r}")
     if family in ("mma", "wmma") and atype in _FP8:
-        raise Unmodelled(f"{family} with {atype} inputs is emulated by ptxas: dense mma is mma_emulation's, "
-                         "mma.sp is not established (docs/numerics.md)")
+        raise Unmodelled(f"{family} with {atype} inputs is emulated by ptxas: see mma_emulation "
+                         "(docs/numerics.md)")
     fused = 32 * 8 // F.bits_per_element(atype) * (2 if sparse else 1)
     if family == "wmma" and atype == "tf32":
         fused = 4  # wmma m16n16k8 tf32 is two chained HMMA.1684 (k 0-3, then 4-7)

@@ -11,6 +11,9 @@ fused multi-term adder.  Established on an H100 (``benchmarks/numerics_mma_probe
   at k % 4 in {2, 3} onto that, and C is added last by one ``FADD`` (f32 D) or ``HADD2``
   (f16 D), rounded to nearest.  Each HMMA is the dense fused step of ``hw_numerics`` with f16
   operands (so an e4m3 subnormal is an f16 normal, with f16's exponent clamp).
+* **fp8 mma.sp** (m16n8k64, f32 D): the packed A is widened to f16; two ``HMMA.SP.16832.F32``
+  from +0 take the 4-groups at even group index (dense k % 8 < 4) and then the odd ones,
+  each one fused sparse step (unselected positions form no product); C is added by FADD.
 * **m8n8k4 with f16 inputs** (the Volta shape): products are formed in f32 by ``FFMA`` (round
   to nearest each).  f32 D: ``((a0 b0 + a1 b1) + a2 b2) + a3 b3`` from +0 as an FFMA chain,
   then ``C + chain`` by FADD.  f16 D: two chains ``p01 = a0 b0 + a1 b1`` and ``p23``, each
@@ -31,6 +34,8 @@ FP8 = ("e4m3", "e5m2")
 
 def emulated(form) -> bool:
     """True for the mma forms ptxas lowers to non-mma sequences on sm_90a (see module doc)."""
+    if form.family == "mma.sp" and form.atype in FP8 and form.dtype == "f32" and "kind::" not in form.opcode:
+        return True
     if form.family != "mma" or form.dtype not in ("f32", "f16"):
         return False
     if "kind::" in form.opcode:  # the sm_120a block-scaled/f8f6f4 forms: not sm_90a
@@ -110,8 +115,29 @@ def m8n8k4(form, a_bits: np.ndarray, b_bits: np.ndarray, c_bits: np.ndarray) -> 
     return _in_d(form.dtype, r)
 
 
-def mma(form, a_bits: np.ndarray, b_bits: np.ndarray, c_bits: np.ndarray) -> np.ndarray:
-    """D bits of one emulated ``mma`` product (``emulated(form)`` must hold)."""
+def fp8_mma_sp(form, a_bits: np.ndarray, b_bits: np.ndarray, c_bits: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """D bits [16, 8] of fp8 ``mma.sp`` m16n8k64 (A: the expanded dense A, ``keep``: selected positions).
+
+    ptxas widens the packed A to f16 and runs two ``HMMA.SP.16832.F32`` from +0, the first on
+    the 4-groups at even group index (dense k % 8 < 4, each register's low half of packed
+    values), the second on the odd ones, then adds C by FADD.
+    """
+    av, bv = F.decode(form.atype, a_bits), F.decode(form.btype, b_bits)
+    k = av.shape[1]
+    halves = [np.array([j for j in range(k) if (j % 8 < 4) == first]) for first in (True, False)]
+    prm = H.Params(k // 2, 25, "rz-f32", -133)
+    x = np.zeros((av.shape[0], bv.shape[1]))
+    for ks in halves:
+        x = F.decode("f32", H.step("f16", "f16", "f32", av[:, ks], bv[ks], x, prm, keep[:, ks]))
+    return _in_d("f32", rn_f32_add(F.decode(form.ctype or "f32", c_bits), x))
+
+
+def mma(form, a_bits: np.ndarray, b_bits: np.ndarray, c_bits: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
+    """D bits of one emulated ``mma`` product (``emulated(form)`` must hold; ``keep`` for mma.sp)."""
     if not emulated(form):
         raise ValueError(f"{form.key}: not an mma form ptxas emulates on sm_90a")
+    if form.family == "mma.sp":
+        if keep is None:
+            raise ValueError(f"{form.key}: the emulated sparse product needs the metadata's keep mask")
+        return fp8_mma_sp(form, a_bits, b_bits, c_bits, keep)
     return (fp8_mma if form.atype in FP8 else m8n8k4)(form, a_bits, b_bits, c_bits)

@@ -49,8 +49,8 @@ def mma_dense(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, scale_d: boo
     ``op``: ``"xor"`` or ``"and"`` for b1 forms.  Result ``bits`` are uint64 for f64.
     ``mode="hardware"``: f16/bf16/tf32 forms give the H100's one result (``hardware``);
     integer, b1 and f64 forms are the same in both modes (f64: the nominal correctly rounded
-    value); dense fp8 and f16 m8n8k4 ``mma`` follow ptxas's emulation (``mma_emulation``);
-    fp8 ``mma.sp`` raises ``hw_numerics.Unmodelled``.  ``mma.sp``: A is the
+    value); fp8 ``mma``/``mma.sp`` and f16 m8n8k4 follow ptxas's emulation (``mma_emulation``).
+    ``mma.sp``: A is the
     expanded dense A and ``keep`` [M,K] the metadata-selected positions.
     The warp-level hardware models are proved on the H100 (docs/numerics.md).
     """
@@ -83,10 +83,10 @@ def mma_dense(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, scale_d: boo
 def hardware_family(form) -> str:
     """Which H100 model a warp-level float form follows (``hw_numerics``).
 
-    "emulated": dense fp8 ``mma`` and f16 ``mma.m8n8k4``, which ptxas lowers to F2FP/HMMA/FADD
-    resp. FFMA/FADD sequences (``mma_emulation``, proved on the H100); "wmma": ``wmma.mma`` (its
-    HMMA sequence); "mma": ``mma``/``mma.sp`` f16/bf16/tf32 (one HMMA, the wgmma parameters).
-    fp8 ``mma.sp`` raises ``hw_numerics.Unmodelled`` (ptxas emulates it too; not established).
+    "emulated": fp8 ``mma``/``mma.sp`` and f16 ``mma.m8n8k4``, which ptxas lowers to
+    F2FP/HMMA/FADD resp. FFMA/FADD sequences (``mma_emulation``, proved on the H100); "wmma":
+    ``wmma.mma`` (its HMMA sequence); "mma": ``mma``/``mma.sp`` f16/bf16/tf32 (one HMMA, the
+    wgmma parameters).  Other narrow-float forms (sm_120a ``kind::``) raise ``Unmodelled``.
     """
     from . import hw_numerics as H
     from . import mma_emulation as E
@@ -94,8 +94,7 @@ def hardware_family(form) -> str:
     if E.emulated(form):
         return "emulated"
     if form.atype in ("e4m3", "e5m2"):
-        raise H.Unmodelled(f"{form.opcode}: fp8 warp-level mma.sp is emulated by ptxas; its H100 arithmetic "
-                           "is not established")
+        raise H.Unmodelled(f"{form.opcode}: not an sm_90a form; no H100 arithmetic to model")
     if form.family == "wmma.mma":
         return "wmma"
     return "mma"
@@ -114,7 +113,7 @@ def hardware(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, scale_d: bool = 
     if fam == "emulated":
         from . import mma_emulation as E
 
-        bits = E.mma(form, a32, b32, c32)
+        bits = E.mma(form, a32, b32, c32, keep)
     elif fam == "wmma":
         bits = H.wmma(form.atype, form.btype, ctype, dtype, a32, b32, c32)
     else:

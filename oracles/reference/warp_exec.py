@@ -25,7 +25,7 @@ own ``wgmma``).  ``install()`` patches the interpreter's dispatch at run time
 * ``mode="hardware"`` (docs/numerics.md; proved on the H100): float
   ``mma``/``mma.sp``/``wmma.mma``/``wgmma.mma_async.sp`` give one exact result
   (``mma_math.hardware``; sparse forms with the metadata's true ``keep`` mask; dense fp8
-  and m8n8k4 ``mma`` through ``mma_emulation``); fp8 ``mma.sp`` raises ``Unsupported``.  In spec mode too, positions the metadata did
+  and m8n8k4 ``mma`` and fp8 ``mma.sp`` through ``mma_emulation``).  In spec mode too, positions the metadata did
   not select form no product (``wgmma_math.spec_with_keep``).
 """
 from __future__ import annotations
@@ -255,10 +255,10 @@ def _reg_type(elem: str) -> str:
 
 
 def _hardware_check(m, ins, form) -> None:
-    """Hardware mode: refuse float forms with no H100 model (fp8 mma.sp), never guess.
+    """Hardware mode: refuse float forms with no H100 model (none on sm_90a now), never guess.
 
-    Modelled and proved on the H100 (docs/numerics.md): mma/mma.sp f16/bf16/tf32, dense fp8
-    mma and mma.m8n8k4 (ptxas's emulation), wmma.mma (its HMMA sequence) and sparse wgmma.
+    Modelled and proved on the H100 (docs/numerics.md): mma/mma.sp f16/bf16/tf32, fp8
+    mma/mma.sp and mma.m8n8k4 (ptxas's emulation), wmma.mma (its HMMA sequence) and sparse wgmma.
     Integer, b1 and f64 forms are exact or correctly rounded in both modes.
     """
     if m.mode != "hardware" or form.dtype not in ("f32", "f16"):
