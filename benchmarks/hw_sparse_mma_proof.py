@@ -696,6 +696,33 @@ def judge(job):
     return k.mix(), dist, int(hw.size), len(bad), ex, (hw if len(bad) else None)
 
 
+def mmasim_judge(job):
+    """Three-way on one dense-mma launch: (mix, dots, MMA-Sim != H100, MMA-Sim != ours, examples)."""
+    from fuzzptx.oracles import mmasim_judge as MS
+
+    k, dist, seed, d_bytes = job
+    f = k.form
+    x = gen(k, dist, seed)
+    hw, ref = decode(k, d_bytes), model(k, x)
+    _, lb, lc, _ = _frags(k)
+    sim = np.zeros_like(ref)
+    M = lc.rows
+    for w in range(k.warps):
+        a, b, c = x["a"][w], x["b"][w], x["c"][w]
+        Kb = b.shape[0] // lc.batches
+        for p in range(lc.batches):
+            r = slice(w * lc.batches * M + p * M, w * lc.batches * M + (p + 1) * M)
+            sim[r] = MS.mma(f, a[p * M:(p + 1) * M], b[p * Kb:(p + 1) * Kb], c[p * M:(p + 1) * M])
+    nan = lambda v: np.isnan(F.decode(f.dtype, v))  # noqa: E731
+    with np.errstate(invalid="ignore"):
+        vs_hw = (sim != hw) & ~(nan(sim) & nan(hw))
+        vs_ref = (sim != ref) & ~(nan(sim) & nan(ref))
+    ex = [{"kernel": dataclasses.asdict(k), "dist": dist, "seed": seed, "m": int(m), "n": int(n),
+           "hw": hex(int(hw[m, n])), "mmasim": hex(int(sim[m, n])), "model": hex(int(ref[m, n]))}
+          for m, n in np.argwhere(vs_hw)[:2]]
+    return k.mix(), int(hw.size), int(vs_hw.sum()), int(vs_ref.sum()), ex
+
+
 def launches_for(plan: dict, dots: int, seed: int):
     out = []
     flat = [k for ks in plan.values() for k in ks]
@@ -779,9 +806,25 @@ def run(args) -> dict:
                 c["dumped"] += 1
                 bad_launches.append((job[0], dist, job[2], hw))
     t_judge = time.time() - t2
+    mmasim = None
+    if args.mmasim:
+        from fuzzptx.oracles import mmasim_judge as MS
+
+        why = MS.available()
+        sel = [j for j in jobs if why is None and j[0].family == "mma" and MS.mma_shape_and_type(j[0].form)]
+        sel = sel[::max(1, len(sel) // args.mmasim)][:args.mmasim]
+        mmasim = {"skipped": why} if why else {"per_mix": {}, "examples": []}
+        if why is None:
+            with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+                for mix, n, vs_hw, vs_ref, ex in pool.map(mmasim_judge, sel, chunksize=2):
+                    c = mmasim["per_mix"].setdefault(mix, {"dots": 0, "mmasim_vs_h100": 0, "mmasim_vs_ours": 0})
+                    c["dots"] += n
+                    c["mmasim_vs_h100"] += vs_hw
+                    c["mmasim_vs_ours"] += vs_ref
+                    mmasim["examples"].extend(ex[: max(0, 50 - len(mmasim["examples"]))])
     rec = {
-        "what": "hw_numerics (mode='hardware') vs the GPU, bit for bit: sparse wgmma (true keep mask), mma.sync "
-                "and mma.sp float forms (m8n8k4: ptxas's FFMA chain); fp8 mma not modelled, not run",
+        "what": "hw_numerics (mode='hardware') vs the GPU, bit for bit: sparse wgmma (true keep mask), mma.sync, "
+                "mma.sp and wmma.mma float forms (fp8 mma/mma.sp and m8n8k4: ptxas's emulation, mma_emulation)",
         "command": " ".join(sys.argv), "seed": args.seed, "dry_run": args.dry_run,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": P.versions(),
         "device": P.device_info(gpu) if gpu else None,
@@ -792,6 +835,8 @@ def run(args) -> dict:
         "examples": examples[:300],
         "seconds": {"build": round(t_build, 1), "gpu": round(t_gpu, 1), "judge": round(t_judge, 1)},
     }
+    if mmasim is not None:
+        rec["mmasim"] = mmasim
     if not gpu:
         rec["interp_checked"] = dict(interp_checked)
         if args.plant:
@@ -914,6 +959,8 @@ def main(argv=None) -> int:
     ap.add_argument("--plant", action="store_true", help="dry run: flip one D bit in every 7th launch")
     ap.add_argument("--keep", type=int, default=8, help="mismatching launches to dump, per mix")
     ap.add_argument("--dump", default=None, help=".npz for the D of mismatching launches (key per launch)")
+    ap.add_argument("--mmasim", type=int, default=0,
+                    help="also run this many dense-mma launches through MMA-Sim (needs the mmasim extra): three-way")
     ap.add_argument("--out", default=None)
     ap.add_argument("--recheck-exploration", default=None, metavar="RECORD",
                     help="no GPU: recheck the models against the exploration data in RECORD (numerics.json)")
@@ -935,6 +982,8 @@ def main(argv=None) -> int:
                                           "seconds")}))
     for m, c in rec["per_mix"].items():
         print(f"{m:40s} {c['dots']:>10d} {c['mismatches']:>8d}")
+    if "mmasim" in rec:
+        print("mmasim", json.dumps(rec["mmasim"].get("per_mix", rec["mmasim"])))
     return 0
 
 

@@ -65,3 +65,27 @@ def wgmma(atype: str, btype: str, dtype: str, a_bits: np.ndarray, b_bits: np.nda
         d = op(_tensor(atype, a[:, s:s + k_step]), _tensor(btype, b[s:s + k_step]), _tensor(dtype, c))
         c = _bits(dtype, d)
     return c
+
+
+def mma_shape_and_type(form) -> str | None:
+    """MMA-Sim's name for a dense ``mma.sync`` form on Hopper, or None where it has no model.
+
+    MMA-Sim's Hopper list holds the sm_75/sm_80/sm_90 shapes (f16/bf16/tf32, f64); it has
+    neither the sm_89 fp8 shapes nor Volta's m8n8k4 there (on sm_90a ptxas emulates both)."""
+    from mmasim.nv_ptx import isa_mma
+
+    sh = form.shape
+    name = f"m{sh.m}n{sh.n}k{sh.k}.{form.dtype}.{form.atype}.{form.btype}.{form.ctype or form.dtype}"
+    return name if form.family == "mma" and name in isa_mma.mma_shape_and_type["Hopper"] else None
+
+
+def mma(form, a_bits: np.ndarray, b_bits: np.ndarray, c_bits: np.ndarray) -> np.ndarray:
+    """D bits [M,N] by MMA-Sim's Hopper model of one dense ``mma.sync`` (see ``mma_shape_and_type``)."""
+    from mmasim.nv_ptx.sim import MMA
+
+    name = mma_shape_and_type(form)
+    if name is None:
+        raise ValueError(f"MMA-Sim has no Hopper model of {form.opcode}")
+    ctype = form.ctype or form.dtype
+    d = MMA("Hopper", name)(_tensor(form.atype, a_bits), _tensor(form.btype, b_bits), _tensor(ctype, c_bits))
+    return _bits(form.dtype, d)

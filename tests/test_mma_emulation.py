@@ -127,3 +127,12 @@ def test_sparse_and_warp_proof_records_show_no_mismatch(name):
     if name.endswith("seed4.json"):  # every float form of sm_90a, fp8 mma.sp included
         assert len(rec["per_mix"]) == 41
         assert sum(m.startswith("mma.sp f32.e") for m in rec["per_mix"]) == 4
+
+
+def test_mmasim_three_way_record_agrees_where_mmasim_models_the_form():
+    rec = json.loads((RECORDS / "mma_mmasim_threeway.json").read_text())
+    assert rec["device"]["name"].startswith("NVIDIA H100") and rec["total_mismatches"] == 0
+    per = rec["mmasim"]["per_mix"]
+    assert {"mma f32.f16.f16", "mma f16.f16.f16", "mma f32.bf16.bf16", "mma f32.tf32.tf32"} <= set(per)
+    for mix, c in per.items():
+        assert c["dots"] > 0 and c["mmasim_vs_h100"] == 0 and c["mmasim_vs_ours"] == 0, mix
