@@ -5,7 +5,9 @@
     the wgmma accumulator rows g / g+8 swapped past column 128, the checker's fence rule
     satisfied by a fence on *some* path); programs drawn with ``fuzz.draw_programs`` until
     the planted judge disagrees with the original; then ``shrink.shrink`` with a predicate
-    comparing the two.
+    comparing the two.  The reference plants count only elements both runs define (an UNDEF
+    element is free: a comparison with hardware skips it) and need ptxas to accept the program
+    (as a reference!=hardware finding does); the checker plant compares fence findings.
 (b) padded real repros: every corpus/*.ptx padded with unrelated code (a counting loop
     storing to a .shared pad, a dead arithmetic chain, a called .func with a body, an
     extra wgmma stage where the repro has wgmma) and shrunk back with its signature's
@@ -97,7 +99,31 @@ def reference_outputs(program) -> tuple | None:
         return None
     if ref.undefined:
         return None
-    return tuple((k, o.data, o.kind.tobytes()) for k, o in sorted(ref.outputs.items()))
+    return tuple(sorted(ref.outputs.items()))
+
+
+def defined_differ(a: tuple, b: tuple) -> bool:
+    """Whether two reference verdicts differ on an element both define: EXACT bits, or SET bounds.
+    UNDEF elements are free (a judge comparing with hardware skips them), so a difference
+    there shows nothing."""
+    from fuzzptx.oracles.reference.values import EXACT, SET, UNDEF
+
+    for (ka, oa), (kb, ob) in zip(a, b):
+        if ka != kb or oa.count != ob.count:
+            return True
+        both = (oa.kind != UNDEF) & (ob.kind != UNDEF)
+        if (oa.kind[both] != ob.kind[both]).any():
+            return True
+        eb = len(oa.data) // max(oa.count, 1)
+        exact = both & (oa.kind == EXACT)
+        da = np.frombuffer(oa.data, np.uint8).reshape(oa.count, eb)[exact]
+        if (da != np.frombuffer(ob.data, np.uint8).reshape(ob.count, eb)[exact]).any():
+            return True
+        s = both & (oa.kind == SET)
+        for x, y in ((oa.lo, ob.lo), (oa.hi, ob.hi), (oa.flags, ob.flags)):
+            if not np.array_equal(x[s], y[s], equal_nan=True):
+                return True
+    return False
 
 
 def fence_findings(program) -> tuple | None:
@@ -109,34 +135,50 @@ def fence_findings(program) -> tuple | None:
         return None
 
 
-def differs(plant, observe):
-    """A shrink predicate: the planted judge and the original say different things (both ran)."""
+def differs(plant, observe, changed=lambda a, b: a != b, accepted: bool = False):
+    """A shrink predicate: the planted judge and the original say different things (both ran);
+    with ``accepted``, ptxas must also accept the program (as a hardware comparison needs).
+    Judges in order and stops at the first program that holds (the reducer takes that one)."""
 
     def holds(programs):
-        out = []
-        for p in programs:
+        out = [False] * len(programs)
+        for i, p in enumerate(programs):
             a = observe(p)
+            if a is None:
+                continue
             with plant():
                 b = observe(p)
-            out.append(a is not None and b is not None and a != b)
+            if b is None or not changed(a, b):
+                continue
+            if accepted:
+                from fuzzptx.oracles.ptxas import compile_ptx
+
+                if not compile_ptx(p.to_ptx()).accepted:
+                    continue
+            out[i] = True
+            break
         return out
 
     return holds
 
 
-PLANTS = {
-    "swizzle-off-by-one-bit": (swizzle_off_by_one, reference_outputs),
-    "fragment-rows-swapped": (fragment_rows_swapped, reference_outputs),
-    "fence-rule-any-path": (fence_any_path, fence_findings),
+PLANTS = {  # name: (plant, observe, how two observations differ, ptxas must accept)
+    "swizzle-off-by-one-bit": (swizzle_off_by_one, reference_outputs, defined_differ, True),
+    "fragment-rows-swapped": (fragment_rows_swapped, reference_outputs, defined_differ, True),
+    "fence-rule-any-path": (fence_any_path, fence_findings, lambda a, b: a != b, False),
 }
+
+
+def plant_predicate(name: str):
+    plant, observe, changed, accepted = PLANTS[name]
+    return differs(plant, observe, changed, accepted)
 
 
 def hunt(name: str, limit: int, seed: int):
     """The first drawn program (of ``limit``) on which the plant shows, and how many were drawn."""
     from fuzzptx.fuzz import draw_programs
 
-    plant, observe = PLANTS[name]
-    holds = differs(plant, observe)
+    holds = plant_predicate(name)
     programs = draw_programs(limit, seed, 0.5 if name.startswith("fence") else 0.0)
     for i, p in enumerate(programs):
         if holds([p])[0]:
@@ -148,17 +190,17 @@ def planted_cases(budget: float, limit: int) -> list[dict]:
     from fuzzptx.shrink import shrink
 
     rows = []
-    for name, (plant, observe) in PLANTS.items():
+    for name in PLANTS:
         t0 = time.perf_counter()
         found, drawn = hunt(name, limit, seed=1)
         hunt_s = time.perf_counter() - t0
         if found is None:
             rows.append({"case": name, "kind": "planted", "found": False, "drawn": drawn, "hunt_seconds": round(hunt_s, 2)})
             continue
-        res = shrink(found, differs(plant, observe), budget_s=budget)
+        res = shrink(found, plant_predicate(name), budget_s=budget)
         rows.append({"case": name, "kind": "planted", "found": True, "drawn": drawn, "hunt_seconds": round(hunt_s, 2),
                      "before": res.before, "after": res.after, "seconds": round(res.seconds, 2),
-                     "candidates": res.evaluations, "still_holds": differs(plant, observe)([res.program])[0],
+                     "candidates": res.evaluations, "still_holds": plant_predicate(name)([res.program])[0],
                      "opcodes": [i.opcode for i in res.program.module.function(res.program.launch.kernel).instructions()]})
         print(f"planted {name}: drawn {drawn}, {res.before} -> {res.after} instructions in {res.seconds:.1f} s "
               f"({res.evaluations} candidates)", flush=True)

@@ -9,6 +9,7 @@ import pytest
 from fuzzptx import shrink as S
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.program import Program
+from fuzzptx.ptx.ir import Reg
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,3 +130,80 @@ def test_cli_shrinks_a_padded_corpus_repro_back(tmp_path):
     assert shrunk.signature == base.signature
     assert S.instruction_count(shrunk) <= S.instruction_count(base)
     assert main_replay([str(out), "--no-hardware"]) == 0
+
+
+def copy_kernel() -> Program:
+    """A value-level repro as a generator writes it: A and B copied global -> shared (unrolled),
+    descriptors computed from the tiles' addresses, all eight accumulators stored (57 instructions)."""
+    copies = "".join(f"\tld.global.b32 %r{3 + k}, [%rd4+{512 * k}];\n\tst.shared.b32 [%r2+{512 * k}], %r{3 + k};\n" for k in range(4))
+    desc = "".join(f"\tcvt.u64.u32 %rd{d}, %r{r};\n\tshr.u64 %rd{d}, %rd{d}, 4;\n\tand.b64 %rd{d}, %rd{d}, 16383;\n"
+                   f"\tor.b64 %rd{d}, %rd{d}, 0xC000001000010000;\n" for d, r in ((6, 1), (7, 7)))
+    acc = ", ".join(f"%f{i}" for i in range(8))
+    text = f"""// fuzzptx-repro v1
+// LAUNCH: kernel=k grid=1,1,1 block=128,1,1
+// BUFFER: a type=f16 count=1024 init=random seed=1
+// BUFFER: b type=f16 count=256 init=random seed=2
+// BUFFER: d type=f32 count=1024 init=zeros output
+.version 8.0
+.target sm_90a
+.address_size 64
+
+.visible .entry k(.param .u64 a, .param .u64 b, .param .u64 d)
+{{
+\t.reg .b32 %r<12>;
+\t.reg .b64 %rd<10>;
+\t.reg .f32 %f<8>;
+\t.shared .align 1024 .b8 sa[2048];
+\t.shared .align 1024 .b8 sb[512];
+\tmov.u32 %r0, %tid.x;
+""" + "".join(f"\tld.param.u64 %rd{i}, [{p}];\n\tcvta.to.global.u64 %rd{i}, %rd{i};\n" for i, p in enumerate("abd")) + f"""\
+\tmul.wide.u32 %rd3, %r0, 4;
+\tadd.u64 %rd4, %rd0, %rd3;
+\tadd.u64 %rd5, %rd1, %rd3;
+\tmov.u32 %r1, sa;
+\tmad.lo.u32 %r2, %r0, 4, %r1;
+{copies}\tmov.u32 %r7, sb;
+\tmad.lo.u32 %r8, %r0, 4, %r7;
+\tld.global.b32 %r9, [%rd5];
+\tst.shared.b32 [%r8], %r9;
+\tfence.proxy.async.shared::cta;
+\tbar.sync 0;
+{desc}""" + "".join(f"\tmov.f32 %f{i}, 0f00000000;\n" for i in range(8)) + f"""\
+\twgmma.fence.sync.aligned;
+\twgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {{{acc}}}, %rd6, %rd7, 1, 1, 1, 0, 0;
+\twgmma.commit_group.sync.aligned;
+\twgmma.wait_group.sync.aligned 0;
+\tmul.wide.u32 %rd8, %r0, 32;
+\tadd.u64 %rd9, %rd2, %rd8;
+""" + "".join(f"\tst.global.f32 [%rd9+{4 * i}], %f{i};\n" for i in range(8)) + "\tret;\n}\n"
+    return Program.from_ptx(text)
+
+
+def test_value_level_plant_shrinks_to_ten_instructions():
+    """The reference with its swizzle XOR one address bit off (benchmarks/bench_shrink.py's plant):
+    the copies, descriptor arithmetic and stores shrink away until at most 10 instructions remain,
+    ptxas still accepts the program and the plant still changes an element the reference defines."""
+    from bench_shrink import plant_predicate
+
+    holds = plant_predicate("swizzle-off-by-one-bit")
+    p = copy_kernel()
+    assert S.instruction_count(p) == 57 and holds([p]) == [True]
+    res = S.shrink(p, holds, budget_s=120)
+    ops = opcodes(res.program)
+    assert res.after <= 10, ops
+    assert holds([res.program]) == [True]
+    assert "ld.global.b32" not in ops and sum(o.startswith("wgmma.mma_async") for o in ops) == 1, ops
+
+
+def test_constants_fold_and_mul_add_fuse():
+    """A descriptor chain on a shared address made 0 folds to one move; mul.wide + add fuse into mad.wide."""
+    from fuzzptx.shrink_values import _candidates_fuse, _candidates_symbols, fold_constants
+
+    p = copy_kernel()
+    zeroed = _candidates_symbols(p)
+    assert len(zeroed) == 2
+    folded = fold_constants(zeroed[0])
+    descs = [i for i in folded.module.function("k").instructions() if i.operands and i.operands[0] == Reg("%rd6")]
+    assert [str(i.operands[1]) for i in descs] == ["0xc000001000010000"] and descs[0].opcode == "mov.b64"
+    fused = [opcodes(c) for c in _candidates_fuse(p)]
+    assert any("mad.wide.u32" in ops and ops.count("add.u64") == 2 and ops.count("mul.wide.u32") == 1 for ops in fused)
