@@ -331,6 +331,10 @@ def signature_predicate(signature: str, program: Program | None = None) -> Predi
         if entry is not None:
             return guarded(entry, program)
 
+    from fuzzptx import metamorphic
+
+    if metamorphic.is_metamorphic(signature):
+        return metamorphic_predicate(signature)
     keep = differ.keep_predicate(signature)
     needed = differ.judges_for(signature)
 
@@ -350,6 +354,23 @@ def signature_predicate(signature: str, program: Program | None = None) -> Predi
         return out
 
     return holds
+
+
+def metamorphic_predicate(signature: str) -> Predicate:
+    """``--keep hardware:pipelined!=serialised|...`` and the other metamorphic signatures: both
+    sides on the GPU (one worker for the whole shrink); ``reference:...`` ones on the CPU."""
+    from fuzzptx import metamorphic
+
+    if signature.startswith("reference:"):
+        return metamorphic.keeps(signature, metamorphic.ReferenceJudge())
+    from fuzzptx.oracles.hardware import HardwareWorker, gpu_available
+
+    why = gpu_available()
+    if why:
+        raise FuzzptxError(f"{signature.split('|')[0]} needs a GPU: {why}")
+    worker = HardwareWorker()
+    worker.start()
+    return metamorphic.keeps(signature, metamorphic.HardwareJudge(worker))
 
 
 def rejudged(program: Program, signature: str) -> Program:

@@ -207,3 +207,20 @@ def test_constants_fold_and_mul_add_fuse():
     assert [str(i.operands[1]) for i in descs] == ["0xc000001000010000"] and descs[0].opcode == "mov.b64"
     fused = [opcodes(c) for c in _candidates_fuse(p)]
     assert any("mad.wide.u32" in ops and ops.count("add.u64") == 2 and ops.count("mul.wide.u32") == 1 for ops in fused)
+
+
+def test_metamorphic_signature_shrinks_through_the_metamorphic_judge():
+    """``--keep reference:pipelined!=planted|...`` goes to fuzzptx.metamorphic, not the differ."""
+    from fuzzptx import metamorphic
+    from fuzzptx.shrink import signature_predicate
+
+    sig = "reference:pipelined!=planted|mismatch"
+    assert metamorphic.is_metamorphic(sig)
+    holds = signature_predicate(sig)
+    assert callable(holds)
+    from fuzzptx.errors import FuzzptxError
+    from fuzzptx.oracles.hardware import gpu_available
+
+    if gpu_available():  # no GPU here: the hardware form says so in one line, never a traceback
+        with pytest.raises(FuzzptxError, match="needs a GPU"):
+            signature_predicate("hardware:O3!=O0|mismatch|wgmma.f32.f16")
