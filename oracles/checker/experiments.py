@@ -337,6 +337,11 @@ EXPERIMENTS.update({
                                kernel([FENCE, wg(), COMMIT, WAIT] + store(), pre=[".reg .b32 %laneid;", "mov.u32 %r25, %laneid;"] + PRE)),
 })
 
+from .experiments_dce import more  # noqa: E402 (it builds on the helpers above)
+
+EXPERIMENTS.update(more())
+
+
 def _branch_on(src: list[str], bra: str = "bra") -> str:
     """A wgmma skipped by a branch on %r30 computed by ``src``: C7520 if ptxas thinks it divergent."""
     return kernel(src + ["setp.eq.u32 %p5, %r30, 0;", FENCE, f"@%p5 {bra} L1;", wg(), "L1:", COMMIT, WAIT] + store())

@@ -3,11 +3,12 @@ of injected waits and arrives, wgmmas ptxas drops, constant writes), each measur
 13.0.88 (``tests/data/checker/``; see ``ptxas_model``'s docstring)."""
 from __future__ import annotations
 
-from fuzzptx import isa
 from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg
 
 from .context import FnCtx, Site, sites
-from .regs import defs_uses, is_wgmma, wgmma_regs
+from .flow import solve_forward
+from .ptxas_dce import _scale_d_zero, dead_code
+from .regs import defs_uses, is_wait, is_wgmma, wait_n, wgmma_regs
 
 def _line(ins: Instr | None) -> int | None:
     return ins.loc.line if ins is not None and ins.loc else None
@@ -53,72 +54,62 @@ def _loop_exit_line(ctx: FnCtx, pos: dict, site: Site, wgmmas) -> int | None:
     return None
 
 
-def _scale_d_zero(ins: Instr) -> bool:
-    """A wgmma whose scale-d is the immediate 0: it overwrites its accumulators without reading them."""
-    form = isa.form_for(ins)
-    if form is None:
-        return False
-    roles = [o.role for o in form.operands]
-    if "scale_d" not in roles or roles.index("scale_d") >= len(ins.operands):
-        return False
-    return _is_zero(ins.operands[roles.index("scale_d")])
+def _after_loop_line(ctx: FnCtx, pos: dict, site: Site, wgmmas) -> int | None:
+    """Line of the back branch of the innermost loop around the last ``wait_group 0`` in a loop
+    before the instruction (whose block post-dominates the loop's latch), when ``wgmmas`` were
+    issued before that loop's end and no wait_group comes after it; else None."""
+    here = pos.get(site.block, 0)
+    waits = [j for b, j in pos.items() if j < here and any(is_wait(i) and wait_n(i) == 0 for i in ctx.g.blocks[b].instrs)]
+    loops = []  # (span, latch) of loops before the instruction that hold a wait_group 0
+    for p, k in pos.items():
+        heads = [pos[h] for h in ctx.g.succs[p] if h in pos and pos[h] <= k]
+        if heads and k < here and _postdominates(ctx, site.block, p) and any(min(heads) <= j <= k for j in waits):
+            loops.append(((min(heads), k), p))
+    if not loops:
+        return None
+    last = max(j for j in waits if any(a <= j <= b for (a, b), _ in loops))
+    span, best = min((x for x in loops if x[0][0] <= last <= x[0][1]), key=lambda x: x[0][1] - x[0][0])
+    if any(pos.get(w.block, 0) > span[1] for w in wgmmas):
+        return None
+    between = [b for b, j in pos.items() if span[1] < j < here] + [site.block]
+    if any(is_wait(i) for b in between for i in ctx.g.blocks[b].instrs[:site.pos if b == site.block else None]):
+        return None  # a wait after the loop decides instead
+    instrs = ctx.g.blocks[best].instrs
+    return _line(instrs[-1]) if instrs else None
+
+
+def _in_loop(ctx: FnCtx, pos: dict, block: int) -> bool:
+    """The block lies between a loop header and its latch in layout order."""
+    k = pos.get(block)
+    return k is not None and any(
+        h in pos and pos[h] <= k <= j for p, j in pos.items() for h in ctx.g.succs[p] if pos.get(h, j + 1) <= j)
 
 
 def _dead_wgmmas(ctx: FnCtx) -> frozenset:
-    """Wgmmas of a run of adjacent wgmmas on the same accumulators that come before the run's last
-    wgmma with scale-d 0: that one overwrites what they computed, so ptxas drops them before its
-    GMMA passes (measured: an arrive for the run is reported at the overwriting wgmma)."""
-    dead = set()
-    for b in {s.block for s in ctx.wgmmas}:
-        instrs = ctx.g.blocks[b].instrs
-        k = 0
-        while k < len(instrs):
-            if not is_wgmma(instrs[k]):
-                k += 1
-                continue
-            acc, j, last_zero = wgmma_regs(instrs[k])[0], k, None
-            while j + 1 < len(instrs) and is_wgmma(instrs[j + 1]) and wgmma_regs(instrs[j + 1])[0] == acc:
-                j += 1
-                if _scale_d_zero(instrs[j]):
-                    last_zero = j
-            if last_zero is not None:
-                dead.update(Site(b, i) for i in range(k, last_zero))
-            k = j + 1
-    dead.update(w for w in ctx.wgmmas if w not in dead and _overwritten(ctx, w))
-    return frozenset(dead)
+    """The wgmmas ptxas deletes before its GMMA passes (dead code, ``ptxas_dce``; e.g. a wgmma that
+    a later scale-d 0 wgmma on the same accumulators overwrites: the arrive for an unfenced run is
+    reported at the overwriting wgmma); remembers the dead plain instructions on the context."""
+    wgmmas, others = dead_code(ctx.g, frozenset(p.name for p in ctx.fn.returns if p.space == ".reg"))
+    ctx.__dict__["_dead_other"] = others
+    return wgmmas
 
 
-def _overwritten(ctx: FnCtx, w: Site) -> bool:
-    """On every path from wgmma ``w`` the next instruction touching its accumulators is a scale-d 0
-    wgmma on exactly them (so nothing reads what ``w`` computed)."""
-    acc = wgmma_regs(ctx.instr(w))[0]
-    seen: set = set()
-    work = [(w.block, w.pos + 1)]
-    while work:
-        b, k = work.pop()
-        instrs = ctx.g.blocks[b].instrs
-        for ins in instrs[k:]:
-            if is_wgmma(ins) and wgmma_regs(ins)[0] == acc and _scale_d_zero(ins) and ins.guard is None:
-                break
-            d, u = defs_uses(ins)
-            if acc & (d | u) or ins.base in ("ret", "exit", "call"):
-                return False
-        else:
-            if not ctx.g.succs[b]:
-                return False
-            for n in ctx.g.succs[b]:
-                if n not in seen:
-                    seen.add(n)
-                    work.append((n, 0))
-    return True
-
-
-def _live_sites(ctx: FnCtx, block: int):
+def _dead(ctx: FnCtx) -> frozenset:
+    """The wgmmas ptxas deletes as dead code (memoised on the context)."""
     dead = ctx.__dict__.get("_dead_wgmma")
     if dead is None:
         dead = ctx.__dict__["_dead_wgmma"] = _dead_wgmmas(ctx)
+    return dead
+
+
+def _live_sites(ctx: FnCtx, block: int):
+    """The block's pipeline-relevant sites, less the plain instructions ptxas deletes as dead code;
+    dead wgmmas stay (the model treats them as ghosts: they draw no arrive and hold no
+    accumulators, but still make paths differ; see ptxas_dce)."""
+    _dead(ctx)
+    other = ctx.__dict__["_dead_other"]
     items = sites(ctx, block, hot_only=True)
-    return [x for x in items if x[0] not in dead] if dead else items
+    return [x for x in items if x[0] not in other] if other else items
 
 
 def _postdominates(ctx: FnCtx, b: int, a: int) -> bool:
@@ -155,15 +146,26 @@ def _order_pos(pos: dict, site: Site) -> tuple[int, int]:
     return (pos.get(site.block, 0), site.pos)
 
 
-def _next_access_is_wgmma(ctx: FnCtx, site: Site, reg: str) -> bool:
-    """The next instruction of the block touching ``reg`` is a wgmma using it as accumulator."""
-    for ins in ctx.g.blocks[site.block].instrs[site.pos + 1:]:
+def _wgmma_next_to(ctx: FnCtx, site: Site, reg: str, step: int) -> Instr | None:
+    """The wgmma that is the next (``step`` 1) or previous (-1) instruction of the block touching
+    ``reg``, if it uses ``reg`` as accumulator and no wgmma.fence comes between."""
+    instrs = ctx.g.blocks[site.block].instrs
+    k = site.pos + step
+    while 0 <= k < len(instrs):
+        ins = instrs[k]
         if is_wgmma(ins) and reg in wgmma_regs(ins)[0]:
-            return True
+            return ins
         d, u = defs_uses(ins)
-        if reg in d or reg in u:
-            return False
-    return False
+        if reg in d or reg in u or ins.opcode.startswith("wgmma.fence"):
+            return None
+        k += step
+    return None
+
+
+def _same_wgmma(a: Instr, b: Instr) -> bool:
+    """The two wgmmas are the same instruction text (opcode, operands, guard): any difference, even an
+    immediate negation or another descriptor, counts (measured: acc_write_between_wgmmas_*)."""
+    return a.opcode == b.opcode and a.operands == b.operands and a.guard == b.guard
 
 
 def _sum_of_registers(blk, pos: int, reg: str) -> bool:
@@ -197,3 +199,44 @@ def _store_pair_line(ctx: FnCtx, site: Site, ins: Instr) -> int | None:
                 and abs(a.offset - b.offset) == 4):
             return _line(nxt)
     return _line(ins)
+
+
+def _reaching(ctx: FnCtx, entry, step) -> dict:
+    """Fixed point of a set-valued forward analysis; returns {site: state before it}."""
+    before: dict[Site, frozenset] = {}
+
+    def transfer(block: int, st):
+        for site, ins in _live_sites(ctx, block):
+            st = step(ins, site, st)
+        return st
+
+    ins_states = solve_forward(ctx.g, entry, transfer, lambda xs: frozenset().union(*xs))
+    for b, st in ins_states.items():
+        for site, ins in _live_sites(ctx, b):
+            before[site] = st
+            st = step(ins, site, st)
+    return before
+
+
+def arrives_before_divergence(ctx: FnCtx, arrive_at: dict, divergent: list) -> list[int]:
+    """Lines of the arrives (``arrive_at``: line -> site) ptxas still reports beside C7520 (the
+    first at the order ``(block, pos)`` in ``divergent``): those at warpgroup-uniform sites it
+    reached before it found the divergence -- earlier in layout order, or anywhere in the loop around
+    that point when the loop's back branch is ``bra.uni`` (measured: div_guard_wgmma_*_loop,
+    unfenced_then_div_wgmma)."""
+    pos = {b: i for i, b in enumerate(ctx.g.order)}
+    found = Site(*min(o for o, c in divergent if c == "C7520"))
+    limit = (pos.get(found.block, 0), found.pos)
+    loops = [(pos[h], k, p) for p, k in pos.items() for h in ctx.g.succs[p]
+             if h in pos and pos[h] <= limit[0] <= k]
+    if loops:
+        _, k, latch = min(loops, key=lambda x: x[1] - x[0])  # the innermost loop around it
+        last = ctx.g.blocks[latch].instrs[-1] if ctx.g.blocks[latch].instrs else None
+        if last is not None and last.opcode == "bra.uni":
+            limit = (k, 1 << 30)
+
+    def uniform(site: Site) -> bool:
+        return not any(ctx.dep_divergent(d, ptxas=True) for d in ctx.ctrl_deps(site))
+
+    return sorted(line for line, site in arrive_at.items()
+                  if line is not None and _order_pos(pos, site) < limit and uniform(site))

@@ -1,0 +1,137 @@
+"""Wgmmas ptxas deletes before its GMMA passes: those whose accumulators nothing reads.
+
+ptxas runs dead-code elimination first, so a wgmma whose results are never read -- overwritten by a
+scale-d 0 wgmma, read only by arithmetic whose result is itself unused, or simply never touched
+again -- is gone before any arrive or wait is placed (measured: ``tests/data/checker/dead_*``; with
+no fence, the arrive for such a wgmma is reported at the next pipeline instruction that remains).
+
+This is faint-variable analysis (liveness where a pure instruction's reads count only if one of
+its results is live), iterated to a fixed point over the CFG.  A wgmma is pure: it reads its
+accumulators unless scale-d is the immediate 0, and writes them unless guarded.
+"""
+from __future__ import annotations
+
+from fuzzptx import isa
+from fuzzptx.ptx.ir import Imm, Instr
+
+from .regs import defs_uses, is_wgmma, wgmma_regs
+
+# Instructions without side effects: dead when nothing reads what they define.
+_PURE = frozenset({
+    "mov", "add", "sub", "mul", "mad", "fma", "div", "rem", "abs", "neg", "min", "max", "and", "or", "xor",
+    "not", "shl", "shr", "cvt", "cvta", "setp", "selp", "set", "slct", "ex2", "lg2", "rcp", "sqrt", "rsqrt",
+    "sin", "cos", "tanh", "bfe", "bfi", "brev", "popc", "clz", "prmt", "mul24", "mad24", "sad", "testp",
+    "copysign", "cnot", "lop3", "shf", "fns", "bfind", "dp4a", "dp2a", "wgmma",
+})
+
+
+def _scale_d_zero(ins: Instr) -> bool:
+    form = isa.form_for(ins)
+    if form is None:
+        return False
+    roles = [o.role for o in form.operands]
+    k = roles.index("scale_d") if "scale_d" in roles else -1
+    return 0 <= k < len(ins.operands) and isinstance(ins.operands[k], Imm) and ins.operands[k].value == 0
+
+
+def _pure(ins: Instr) -> bool:
+    if ins.base == "ld":
+        return ".volatile" not in ins.opcode
+    return ins.base in _PURE
+
+
+class _Code:
+    """Per-instruction masks over a register numbering (ints as bit sets: the analysis repeats)."""
+
+    def __init__(self, g, returns: frozenset):
+        self.g = g
+        self.bit: dict[str, int] = {}
+        self.returns = self.mask(returns)
+        # block -> [(k, kind, writes, kills, reads)], kind: 0 effect, 1 pure, 2 wgmma, 3 ret/exit
+        self.rows: list[list] = []
+        for b in g.blocks:
+            rows = []
+            for k, ins in enumerate(b.instrs):
+                if ins.base in ("ret", "exit"):
+                    rows.append((k, 3, 0, 0, self.returns if ins.base == "ret" else 0))
+                    continue
+                d, u = defs_uses(ins)
+                if is_wgmma(ins):
+                    d = wgmma_regs(ins)[0]
+                    if _scale_d_zero(ins):
+                        u = u - d
+                    kind = 2
+                else:
+                    kind = 1 if _pure(ins) else 0
+                w = self.mask(d)
+                rows.append((k, kind, w, 0 if ins.guard is not None else w, self.mask(u)))
+            self.rows.append(rows)
+
+    def mask(self, regs) -> int:
+        m = 0
+        for r in regs:
+            i = self.bit.get(r)
+            if i is None:
+                i = self.bit[r] = len(self.bit)
+            m |= 1 << i
+        return m
+
+
+def dead_code(g, returns: frozenset = frozenset()) -> tuple[frozenset, frozenset]:
+    """``(wgmmas, others)``: sites ``(block, pos)`` of the wgmmas and of the other pure instructions
+    ptxas deletes as dead code (see the module doc).
+
+    ``g`` is the checker's ``Graph``; ``returns`` are registers live at a ``ret`` (a ``.func``'s
+    return values)."""
+    from .context import Site
+
+    if not any(is_wgmma(i) for b in g.blocks for i in b.instrs):
+        return frozenset(), frozenset()
+    code = _Code(g, returns)
+    dead: set = set()  # (block, pos) of deleted wgmmas
+    while True:
+        after = _live_after(code, dead)
+        new = {bk for bk, (kind, w, live) in after.items() if kind == 2 and bk not in dead and not w & live}
+        if not new:
+            break
+        dead |= new
+    others = frozenset(Site(*bk) for bk, (kind, w, live) in after.items() if kind == 1 and w and not w & live)
+    return frozenset(Site(*bk) for bk in dead), others
+
+
+def _live_after(code: _Code, dead: set) -> dict:
+    """(block, pos) -> (kind, writes, registers live right after it) for every instruction, by
+    strong liveness to a fixed point (a pure instruction's reads count only if it writes a live
+    register; a deleted wgmma does nothing)."""
+    g = code.g
+    n = len(g.blocks)
+    live_in = [0] * n
+
+    def through(b: int, live: int, record: dict | None) -> int:
+        for k, kind, w, kill, reads in reversed(code.rows[b]):
+            if record is not None:
+                record[(b, k)] = (kind, w, live)
+            if kind == 3:
+                live = reads
+            elif kind == 0 or (w & live and (kind == 1 or (b, k) not in dead)):
+                live = (live & ~kill) | reads
+        return live
+
+    def out_of(b: int) -> int:
+        m = 0
+        for s in g.succs[b]:
+            if s < n:
+                m |= live_in[s]
+        return m
+
+    changed, rounds = True, 0
+    while changed and rounds < 100:
+        changed, rounds = False, rounds + 1
+        for b in reversed(g.order):
+            new = through(b, out_of(b), None)
+            if new != live_in[b]:
+                live_in[b], changed = new, True
+    record: dict = {}
+    for b in g.order:
+        through(b, out_of(b), record)
+    return record
