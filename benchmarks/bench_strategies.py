@@ -17,7 +17,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 
-def collect(strategy, n: int, seed: int) -> tuple[list, float]:
+def collect(strategy, n: int, seed: int) -> tuple[list, float, float]:
+    """(examples, wall seconds, CPU seconds: the 2 shared cores make wall time noisy)."""
     from hypothesis import seed as hseed
 
     out: list = []
@@ -28,9 +29,9 @@ def collect(strategy, n: int, seed: int) -> tuple[list, float]:
     def run(x):
         out.append(x)
 
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     hseed(seed)(run)()
-    return out, time.perf_counter() - t
+    return out, time.perf_counter() - t, time.process_time() - cpu
 
 
 def compile_all(progs):
@@ -62,20 +63,22 @@ def main() -> int:
     args = ap.parse_args()
     out: dict = {"load": os.getloadavg()[0]}
 
-    progs, gen_s = collect(programs(), args.legal, args.seed)
+    progs, gen_s, gen_cpu_s = collect(programs(), args.legal, args.seed)
     res, ptxas_s = compile_all(progs)
     rejected = [p for p, r in zip(progs, res) if not r.accepted]
     wg = sum(1 for p in progs if any(i.base == "wgmma" for i in p.module.function(p.launch.kernel).instructions()))
     instrs = sum(len(p.module.function(p.launch.kernel).instructions()) for p in progs)
+    gen_cpu_ms = 1000 * gen_cpu_s / len(progs)
     out["legal"] = dict(n=len(progs), wgmma_programs=wg, rejected=len(rejected), gen_ms=1000 * gen_s / len(progs),
+                        gen_cpu_ms=gen_cpu_ms,
                         ptxas_ms=1000 * ptxas_s / len(progs), mean_instructions=instrs / len(progs))
     print(f"legal programs: {len(progs)} ({wg} wgmma), rejected by ptxas: {len(rejected)}; "
-          f"generate {out['legal']['gen_ms']:.1f} ms/program, ptxas (batched) {out['legal']['ptxas_ms']:.1f} ms/program, "
+          f"generate {out['legal']['gen_ms']:.1f} ms/program ({gen_cpu_ms:.1f} ms CPU), ptxas (batched) {out['legal']['ptxas_ms']:.1f} ms/program, "
           f"{instrs / len(progs):.0f} instructions/program")
     for p in rejected[:3]:
         print("  rejected:", "; ".join(p.notes))
 
-    bases, _ = collect(st.tuples(wgmma_programs(max_units=2), st.integers(0, 7)), args.mutation_bases, args.seed + 1)
+    bases, _, _ = collect(st.tuples(wgmma_programs(max_units=2), st.integers(0, 7)), args.mutation_bases, args.seed + 1)
     cases = [(m, q) for m in MUTATIONS for p, c in bases if (q := apply(m, p, c)) is not None]
     mres, mptxas_s = compile_all([q for _, q in cases])
     agree, tried, seen = Counter(), Counter(), defaultdict(Counter)
@@ -93,8 +96,7 @@ def main() -> int:
     if args.coverage:
         t = time.perf_counter()
         cov = coverage.draw(args.coverage, programs(), args.seed + 2)
-        out["coverage"] = dict(n=args.coverage, seconds=time.perf_counter() - t, forms=len(cov.forms),
-                               missing=len(cov.missing_forms()), swizzles=dict(cov.swizzles), control=dict(cov.control))
+        out["coverage"] = dict(cov.summary(), seconds=time.perf_counter() - t)
         print(cov.report())
         print(f"coverage run: {time.perf_counter() - t:.0f} s")
     Path("benchmarks/results").mkdir(parents=True, exist_ok=True)

@@ -21,15 +21,14 @@ from dataclasses import dataclass
 
 from hypothesis import event, strategies as st
 
-from fuzzptx import isa
 
-from .pipelines import PipeState, Stage, Touch, Unit, Wait, stages
+from .operands import ints, sampled
+from .pipelines import MAX_WAIT_N, PipeState, Stage, Touch, Unit, Wait, stages
 
 SIDE_KINDS: tuple[str, ...] = ("arith", "predicated", "divergent", "call", "call_indirect")
 UNIFORM_CONDS: tuple[str, ...] = ("param", "warpgroup")
 MAX_DEPTH = 2
-#: The largest N the catalogue allows in wgmma.wait_group N.
-MAX_WAIT_N = max(isa.forms("wgmma.wait_group")[0].operand("n").values)
+_KINDS: tuple[str, ...] = ("stage", "wait", "touch", "side", "loop", "if")  # the last two nest
 
 
 @dataclass(frozen=True)
@@ -67,26 +66,26 @@ def scripts(draw, us: tuple[Unit, ...], state: PipeState = PipeState(), *, level
             in_loop: bool = False, min_ops: int = 1, max_ops: int = 5) -> tuple[tuple, PipeState]:
     """A legal op sequence from ``state``; returns (ops, state after them)."""
     ops: list = []
-    n = draw(st.integers(min_ops, max_ops))
-    kinds = ["stage", "wait", "touch", "side"] + (["loop", "if"] if level < MAX_DEPTH else [])
+    n = draw(ints(min_ops, max_ops))
+    kinds = _KINDS if level < MAX_DEPTH else _KINDS[:4]
     max_pending = len(state.pending)
     for _ in range(n):
-        kind = draw(st.sampled_from(kinds))
+        kind = draw(sampled(kinds))
         if kind == "stage":
             op = draw(stages(us, in_loop=in_loop))
         elif kind == "wait":
             if not state.pending:
                 continue
-            op = Wait(draw(st.integers(0, min(len(state.pending) - 1, MAX_WAIT_N))))
+            op = Wait(draw(ints(0, min(len(state.pending) - 1, MAX_WAIT_N))))
             if op.n:
                 event("wait_group N>0")
         elif kind == "touch":
             free = [i for i in range(len(us)) if i not in state.busy()]
             if not free:
                 continue
-            op = Touch(draw(st.sampled_from(free)))
+            op = Touch(draw(sampled(tuple(free))))
         elif kind == "side":
-            op = Side(draw(st.sampled_from(SIDE_KINDS)))
+            op = Side(draw(sampled(SIDE_KINDS)))
             event(f"control={op.kind}")
         elif kind == "loop":
             op, state = draw(_loops(us, state, level))
@@ -108,7 +107,7 @@ def _loops(draw, us, state: PipeState, level: int):
 
     Touches of accumulators that some iteration's entry may still have in flight are dropped.
     """
-    trips = draw(st.integers(1, 3))
+    trips = draw(ints(1, 3))
     body, _ = draw(scripts(us, state, level=level + 1, in_loop=True, max_ops=3))
     entry = _loop_entry(body, state)
     if any(isinstance(op, Touch) and op.unit in entry.busy() for op in walk_ops(body)):
@@ -131,14 +130,14 @@ def _drop_touches(body: tuple) -> tuple:
 
 
 def _loop_entry(body: tuple, state: PipeState) -> PipeState:
-    """The join of the states every iteration may start in (a small fixpoint)."""
+    """The join of the states every iteration may start in (a fixpoint: the states form a
+    finite lattice, ``PipeState.TRACKED_GROUPS`` deep)."""
     entry = state
-    for _ in range(6):
+    while True:
         nxt = entry.join(_run(body, entry))
         if nxt == entry:
-            break
+            return entry
         entry = nxt
-    return entry
 
 
 def _run(body: tuple, state: PipeState) -> PipeState:
@@ -155,11 +154,11 @@ def _run(body: tuple, state: PipeState) -> PipeState:
 
 @st.composite
 def _uniform_ifs(draw, us, state: PipeState, level: int, in_loop: bool):
-    cond = draw(st.sampled_from(UNIFORM_CONDS))
+    cond = draw(sampled(UNIFORM_CONDS))
     body, inner = draw(scripts(us, state, level=level + 1, in_loop=in_loop, max_ops=3))
     if inner.pending:
         body = body + (Wait(0),)  # balanced on both paths
-    taken = draw(st.booleans())
+    taken = draw(sampled((False, True)))
     return UniformIf(cond, taken, body)
 
 

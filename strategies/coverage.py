@@ -8,6 +8,7 @@ programs built elsewhere (``measure(programs)``).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections import Counter
@@ -29,13 +30,39 @@ class Coverage:
     forms: Counter = field(default_factory=Counter)  # form key -> programs reaching it
     swizzles: Counter = field(default_factory=Counter)
     control: Counter = field(default_factory=Counter)
+    text_checked: int = 0  # programs whose emitted PTX was parsed back and gave the same forms
+    first_seen: dict = field(default_factory=dict)  # form key -> index of the first program reaching it
 
-    def add(self, p: Program) -> None:
+    def add(self, p: Program, *, check_text: bool = False) -> None:
         self.programs += 1
         keys, swz, ctl = program_features(p)
+        if check_text:
+            back = Program.from_ptx(p.to_ptx())
+            again = program_features(back)[0]
+            if again != keys:
+                raise AssertionError(f"program {self.programs}: forms in the IR {sorted(keys - again)} "
+                                     f"and in its PTX text {sorted(again - keys)} differ")
+            self.text_checked += 1
+        for k in keys:
+            self.first_seen.setdefault(k, self.programs)
         self.forms.update(keys)
         self.swizzles.update(swz)
         self.control.update(ctl)
+
+    def summary(self) -> dict:
+        """The figures of ``report`` as plain data (for benchmarks/results)."""
+        total = [f for f in isa.forms() if f.ptxas_accepts]
+        fams = {}
+        for fam in isa.families():
+            fs = [f for f in total if f.family == fam]
+            fams[fam] = [sum(1 for f in fs if f.key in self.forms), len(fs)]
+        seen = sorted(self.first_seen[f.key] for f in total if f.key in self.first_seen)
+        return {"programs": self.programs, "forms_reached": sum(v[0] for v in fams.values()),
+                "forms_total": len(total), "spec_only_forms": len(isa.forms()) - len(total),
+                "families": fams, "missing": self.missing_forms(),
+                "last_new_form_at_program": seen[-1] if seen else None,
+                "swizzles": dict(self.swizzles), "control": dict(self.control),
+                "text_checked": self.text_checked}
 
     def missing_forms(self) -> list[str]:
         """Unreached forms among those ptxas accepts (the ones legal programs can hold)."""
@@ -57,6 +84,10 @@ class Coverage:
         lines.append("control-flow kinds (share of programs):")
         for k in CONTROL_KINDS:
             lines.append(f"  {k:20s} {self.control.get(k, 0):6d} ({100 * self.control.get(k, 0) / max(1, self.programs):5.1f}%)")
+        if self.text_checked:
+            lines.append(f"forms read back from the emitted PTX text: {self.text_checked} programs agree with their IR")
+        if self.first_seen:
+            lines.append(f"last new form reached at program {max(self.first_seen.values())}")
         missing = self.missing_forms()
         if missing:
             lines.append(f"unreached forms ({len(missing)}): " + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""))
@@ -114,8 +145,9 @@ def measure(progs) -> Coverage:
     return cov
 
 
-def draw(n: int, strategy=None, seed: int | None = None) -> Coverage:
-    """Draw ``n`` programs with Hypothesis (generation phase only) and measure them."""
+def draw(n: int, strategy=None, seed: int | None = None, check_text_every: int = 0) -> Coverage:
+    """Draw ``n`` programs with Hypothesis (generation phase only, as ``fuzzptx run`` draws
+    them) and measure them; every ``check_text_every``-th one also through its PTX text."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
 
@@ -127,7 +159,7 @@ def draw(n: int, strategy=None, seed: int | None = None) -> Coverage:
               suppress_health_check=list(HealthCheck))
     @given(strategy if strategy is not None else programs())
     def run(p):
-        cov.add(p)
+        cov.add(p, check_text=bool(check_text_every) and cov.programs % check_text_every == 0)
 
     if seed is not None:
         run = hseed(seed)(run)
@@ -141,6 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-n", type=int, default=1000, help="programs to draw (default 1000)")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--family", choices=("all", "wgmma", "warp"), default="all")
+    ap.add_argument("--check-text", type=int, default=10, metavar="K",
+                    help="also emit every K-th program as PTX, parse it back and check it has the same forms "
+                         "(default 10; 0: never)")
+    ap.add_argument("--json", metavar="PATH", help="also write the figures to PATH as JSON")
     args = ap.parse_args(argv)
     if args.n < 1:
         print("coverage: -n must be positive", file=sys.stderr)
@@ -149,9 +185,16 @@ def main(argv: list[str] | None = None) -> int:
 
     strat = {"all": programs, "wgmma": wgmma_programs, "warp": warp_programs}[args.family]()
     t = time.perf_counter()
-    cov = draw(args.n, strat, args.seed)
+    cpu = time.process_time()
+    cov = draw(args.n, strat, args.seed, args.check_text)
+    wall, cpu = time.perf_counter() - t, time.process_time() - cpu
     print(cov.report())
-    print(f"time: {time.perf_counter() - t:.1f} s ({1000 * (time.perf_counter() - t) / args.n:.1f} ms/program)")
+    print(f"time: {wall:.1f} s ({1000 * wall / args.n:.1f} ms/program wall, {1000 * cpu / args.n:.1f} ms/program CPU)")
+    if args.json:
+        out = dict(cov.summary(), command="python -m fuzzptx.strategies.coverage " + " ".join(argv or sys.argv[1:]),
+                   seconds=round(wall, 1), cpu_ms_per_program=round(1000 * cpu / args.n, 2))
+        with open(args.json, "w") as fh:
+            json.dump(out, fh, indent=1)
     return 0
 
 

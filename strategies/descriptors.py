@@ -12,6 +12,7 @@ Shrinking: ``descriptors()`` draws K-major before MN-major, no swizzle before
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -25,6 +26,10 @@ from fuzzptx.oracles.reference.layouts import ROW_BYTES, SmemLayout, tile_coords
 SWIZZLES: tuple[str, ...] = ("none", "32B", "64B", "128B")
 MAJORS: tuple[str, ...] = ("K", "MN")
 ORDERS: tuple[str, ...] = ("k_inner", "mn_inner")
+# (major, swizzle, inner dimension, padding 0..2) and (start 0..2 patterns, off the pattern
+# boundary, lines past it 1..7) as mixed-radix digits; index 0 is the simplest tile.
+_LAYOUTS = st.integers(0, len(MAJORS) * len(SWIZZLES) * len(ORDERS) * 3 - 1)
+_PLACES = st.integers(0, 3 * 2 * 7 - 1)
 
 
 @dataclass(frozen=True)
@@ -57,9 +62,7 @@ class SmemTile:
 
     def footprint(self) -> int:
         """One past the last byte the tile reads, rounded up to 16 bytes."""
-        mn, k = tile_coords(self.mn, self.k)
-        top = int(self.address(mn, k).max()) + max(1, ELEMENT_BITS[self.elem] // 8)
-        return -(-top // 16) * 16
+        return _footprint(self)
 
     def slice(self, j: int, k: int) -> "SmemTile":
         """The j-th K-slice of ``k`` elements: the same layout with the start moved onto it."""
@@ -70,6 +73,15 @@ class SmemTile:
         """The descriptor (start = offset inside the array; the kernel adds the array's address)."""
         lay = self.layout
         return MatrixDescriptor(lay.start, lay.lbo, lay.sbo, lay.base_offset, lay.swizzle)
+
+
+@functools.lru_cache(maxsize=4096)
+def _footprint(tile: SmemTile) -> int:
+    # A pure function of a frozen tile, asked for by the buffer sizes and the copy loop;
+    # the address map behind it is numpy work over every element.
+    mn, k = tile_coords(tile.mn, tile.k)
+    top = int(tile.address(mn, k).max()) + max(1, ELEMENT_BITS[tile.elem] // 8)
+    return -(-top // 16) * 16
 
 
 def legal_swizzles(elem: str, k_total: int, major: str) -> tuple[str, ...]:
@@ -102,31 +114,42 @@ def canonical_layout(elem: str, mn: int, k: int, major: str, swizzle: str, order
     return SmemLayout(major, swizzle, bits, 8 * w * groups + 8 * w * pad, 8 * w)
 
 
+def descriptors(elem: str = "f16", mn: int = 8, k: int = 16, *, slices: int = 1,
+                allow_mn_major: bool = True) -> st.SearchStrategy[SmemTile]:
+    """A legal tile of ``mn`` x ``k * slices`` elements with its descriptor fields (see ``_tiles``)."""
+    return _tiles_cached(elem, mn, k, slices, allow_mn_major)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tiles_cached(elem: str, mn: int, k: int, slices: int, allow_mn_major: bool) -> st.SearchStrategy[SmemTile]:
+    # One strategy object per tile shape: a new one is validated on its first draw.
+    return _tiles(elem, mn, k, slices=slices, allow_mn_major=allow_mn_major)
+
+
 @st.composite
-def descriptors(draw, elem: str = "f16", mn: int = 8, k: int = 16, *, slices: int = 1,
-                allow_mn_major: bool = True) -> SmemTile:
+def _tiles(draw, elem: str = "f16", mn: int = 8, k: int = 16, *, slices: int = 1,
+           allow_mn_major: bool = True) -> SmemTile:
     """A legal tile of ``mn`` x ``k * slices`` elements with its descriptor fields.
 
     Starts are 16-byte aligned: on the swizzle pattern's boundary (base offset 0),
-    or — drawn last, so rarer and shrunk away — some 128-byte lines past it with
+    or — a digit the shrinker clears — some 128-byte lines past it with
     the base offset the PTX ISA formula gives, ``(start >> 7) & 7``.
     """
-    # The same draws whatever the element type and extent (choices illegal for this tile fall
-    # back to the simplest legal one), so the shrinker can swap the form under a fixed tile.
-    major = draw(st.sampled_from(MAJORS))
+    # The same two draws whatever the element type and extent (choices illegal for this tile
+    # fall back to the simplest legal one), so the shrinker can swap the form under a fixed
+    # tile.  Each draw packs several small choices as digits, the simplest-first one highest
+    # (one draw costs more than the arithmetic: generation profile, benchmarks/README.md).
+    i = draw(_LAYOUTS)
+    major, swizzle, order, pad = MAJORS[i // 24], SWIZZLES[i // 6 % 4], ORDERS[i // 3 % 2], i % 3
     if not allow_mn_major:
         major = "K"
     ktot = k * slices
-    swizzle = draw(st.sampled_from(SWIZZLES))
     if swizzle not in legal_swizzles(elem, ktot, major):
         swizzle = "none"
-    order = draw(st.sampled_from(ORDERS))
-    pad = draw(st.integers(0, 2))
     layout = canonical_layout(elem, mn, ktot, major, swizzle, order, pad)
     align = PATTERN_ALIGN.get(swizzle, 128)
-    start = draw(st.integers(0, 2)) * align
-    off_boundary = draw(st.booleans())
-    line = draw(st.integers(1, 7))
+    j = draw(_PLACES)
+    start, off_boundary, line = j // 14 * align, j // 7 % 2 == 1, 1 + j % 7
     line = min(line, align // 128 - 1) if off_boundary and align > 128 else 0
     layout = replace(layout, start=start + 128 * line, base_offset=(start + 128 * line) >> 7 & 7 if line else 0)
     event(f"swizzle={swizzle}")

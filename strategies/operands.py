@@ -7,6 +7,9 @@ type, metadata selecting elements (0, 1).
 """
 from __future__ import annotations
 
+import functools
+import math
+
 from hypothesis import strategies as st
 
 from fuzzptx.isa import ELEMENT_BITS, FLOAT_TYPES, Form, OperandSpec
@@ -26,8 +29,59 @@ def pick(seq: tuple, width: int = 8) -> st.SearchStrategy:
     Whatever ``len(seq)`` is (even 1), the draw is the same shape, so a shrinker that
     swaps the form under it does not shift the choices that follow.
     """
-    seq = tuple(seq)
+    return _pick(tuple(seq), width)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pick(seq: tuple, width: int) -> st.SearchStrategy:
+    # One strategy object per list: Hypothesis validates a new strategy on its first draw,
+    # which cost more than the draw itself (generation profile, benchmarks/README.md).
     return st.integers(0, width - 1).map(lambda i: seq[i % len(seq)])
+
+
+@functools.lru_cache(maxsize=None)
+def ints(lo: int, hi: int) -> st.SearchStrategy[int]:
+    """``st.integers(lo, hi)``, one object per range (Hypothesis's own strategy cache costs
+    ~60 us a call, a large share of a program's generation time)."""
+    return st.integers(lo, hi)
+
+
+@functools.lru_cache(maxsize=None)
+def sampled(seq: tuple) -> st.SearchStrategy:
+    """``st.sampled_from(seq)`` (a short tuple), one object per tuple."""
+    return st.sampled_from(seq)
+
+
+#: Hypothesis draws an integer uniformly only within [-256, 256]; a wider range leans
+#: toward its small end (Hypothesis >= 6.150's integer distribution: the 3,000th of
+#: 3,066 forms came up 4x less often than uniform, the first 4x more often).
+UNIFORM_SPAN = 256
+
+
+def choice(seq: tuple) -> st.SearchStrategy:
+    """An element of ``seq`` (first = simplest), uniform however long ``seq`` is.
+
+    Up to ``UNIFORM_SPAN`` elements: ``sampled_from``.  Longer: two digits
+    ``hi * w + lo`` (``digits``: each range within the uniform span), wrapped modulo
+    ``len(seq)``, so every element has probability at least ``1 / (len + w)`` (the first
+    few up to twice that) and shrinking still heads for index 0.  Callers cache the
+    strategy (hashing a long tuple of forms is not free).
+    """
+    seq = tuple(seq)
+    n = len(seq)
+    if n <= UNIFORM_SPAN:
+        return st.sampled_from(seq)
+    h, w = digits(n)
+    return st.tuples(ints(0, h - 1), ints(0, w - 1)).map(lambda t: seq[(t[0] * w + t[1]) % n])
+
+
+def digits(n: int) -> tuple[int, int]:
+    """(h, w): ranges of the two digits ``choice`` draws for ``n`` elements (h * w >= n)."""
+    w = math.isqrt(n - 1) + 1
+    h = -(-n // w)
+    if max(h, w) > UNIFORM_SPAN:
+        raise ValueError(f"choice: {n} elements need more than two digits")
+    return h, w
 
 
 def _simplest_first(values: tuple[int, ...], role: str) -> tuple[int, ...]:
@@ -38,10 +92,20 @@ def _simplest_first(values: tuple[int, ...], role: str) -> tuple[int, ...]:
 
 def immediates(spec: OperandSpec, form: Form | None = None) -> st.SearchStrategy[int]:
     """A legal (and defined) immediate for an ``imm``/``pred_or_imm`` slot."""
+    return _immediates(immediate_values(spec, form))
+
+
+def immediate_values(spec: OperandSpec, form: Form | None = None) -> tuple[int, ...]:
+    """The slot's legal and defined values, simplest first."""
     values = spec.values
     if spec.role == "sp_sel" and form is not None:
         values = tuple(v for v in values if v in form.attr("sp_sel_defined", values))
-    return st.sampled_from(_simplest_first(tuple(values), spec.role))
+    return _simplest_first(tuple(values), spec.role)
+
+
+@functools.lru_cache(maxsize=None)
+def _immediates(values: tuple) -> st.SearchStrategy[int]:
+    return st.sampled_from(values)
 
 
 def register_types(spec: OperandSpec, form: Form | None = None) -> st.SearchStrategy[str]:
@@ -59,15 +123,25 @@ def register_types(spec: OperandSpec, form: Form | None = None) -> st.SearchStra
 
 def scale_d_kinds() -> st.SearchStrategy[object]:
     """scale-d as immediate 1, immediate 0, or a predicate register (named by its source)."""
-    return st.sampled_from((1, 0, "param", "loop"))
+    return sampled((1, 0, "param", "loop"))
+
+
+@functools.lru_cache(maxsize=None)
+def sparse_metadata(atype: str) -> st.SearchStrategy[int]:
+    """A 32-bit metadata word of valid nibbles for ``atype`` (2:4, or 1:2 for tf32)."""
+    return _metadata(atype)
 
 
 @st.composite
-def sparse_metadata(draw, atype: str) -> int:
-    """A 32-bit metadata word of valid nibbles for ``atype`` (2:4, or 1:2 for tf32)."""
+def _metadata(draw, atype: str) -> int:
     nibbles = _TF32_NIBBLES if atype == "tf32" else _PAIR_NIBBLES
-    mixed = draw(st.booleans())  # False: one nibble repeated (shrinks to 0x44444444)
-    picks = [draw(pick(nibbles)) for _ in range(8)]
+    mixed = draw(_BOOLS)  # False: one nibble repeated (shrinks to 0x44444444)
+    # Eight nibble indices as base-6 digits of three draws (fewer draws, each uniform).
+    digits = []
+    for _ in range(3):
+        v = draw(_SIX_CUBED)
+        digits += [v // 36, v // 6 % 6, v % 6]
+    picks = [nibbles[d % len(nibbles)] for d in digits[:8]]
     if not mixed:
         return int(picks[0]) * 0x11111111
     word = 0
@@ -76,12 +150,18 @@ def sparse_metadata(draw, atype: str) -> int:
     return word
 
 
+_BOOLS = st.booleans()
+_SIX_CUBED = st.integers(0, 6 ** 3 - 1)
+_INITS = st.sampled_from(INITS)
+_SEEDS = st.integers(0, 2**16 - 1)
+
+
 def inits() -> st.SearchStrategy[str]:
-    return st.sampled_from(INITS)
+    return _INITS
 
 
 def seeds() -> st.SearchStrategy[int]:
-    return st.integers(0, 2**16 - 1)
+    return _SEEDS
 
 
 def buffer_type(elem: str) -> str:
@@ -89,5 +169,5 @@ def buffer_type(elem: str) -> str:
     return "b32" if ELEMENT_BITS[elem] < 8 else elem
 
 
-__all__ = ["pick", "INITS", "immediates", "register_types", "scale_d_kinds", "sparse_metadata", "inits", "seeds",
+__all__ = ["pick", "choice", "digits", "ints", "sampled", "UNIFORM_SPAN", "INITS", "immediates", "immediate_values", "register_types", "scale_d_kinds", "sparse_metadata", "inits", "seeds",
            "buffer_type"]

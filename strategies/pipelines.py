@@ -14,16 +14,18 @@ epilogue waits for everything before storing.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from hypothesis import event, strategies as st
 
+from fuzzptx import isa
 from fuzzptx.isa import Form
 from fuzzptx.isa.wgmma import d_register_count
 
 from .descriptors import SmemTile, descriptors
 from .instructions import WGMMA_FAMILIES, forms
-from .operands import immediates, pick, register_types, sparse_metadata
+from .operands import immediates, ints, pick, register_types, sparse_metadata
 
 M = 64  # every wgmma shape is m64
 
@@ -76,9 +78,20 @@ class Touch:
     unit: int
 
 
+#: The largest N the catalogue allows in wgmma.wait_group N.
+MAX_WAIT_N = max(isa.forms("wgmma.wait_group")[0].operand("n").values)
+#: Groups tracked one by one: any wait_group (N <= MAX_WAIT_N) retires all older ones.
+TRACKED_GROUPS = MAX_WAIT_N + 1
+
+
 @dataclass(frozen=True)
 class PipeState:
-    """Groups in flight, oldest first, each the set of units its wgmmas write."""
+    """Groups that may be in flight, oldest first, each the set of units its wgmmas write.
+
+    A state may stand for several paths (``join``): lists are aligned at the newest group,
+    since ``wait_group N`` keeps the newest N of each.  Groups past ``TRACKED_GROUPS``
+    merge into the oldest tracked one, so loop fixpoints end.
+    """
 
     pending: tuple[frozenset[int], ...] = ()
 
@@ -90,25 +103,39 @@ class PipeState:
 
     def after(self, op) -> "PipeState":
         if isinstance(op, Stage):
-            return PipeState(self.pending + (frozenset(m.unit for m in op.mmas),))
+            pending = self.pending + (frozenset(m.unit for m in op.mmas),)
+            if len(pending) > TRACKED_GROUPS:
+                pending = (pending[0] | pending[1],) + pending[2:]
+            return PipeState(pending)
         if isinstance(op, Wait):
             return PipeState(self.pending[len(self.pending) - op.n:] if op.n else ())
         return self
 
     def join(self, other: "PipeState") -> "PipeState":
-        """A conservative state after two paths meet: the longer list, every busy unit kept busy."""
-        longer, shorter = (self, other) if len(self.pending) >= len(other.pending) else (other, self)
-        extra = shorter.busy() - longer.busy()
-        if not longer.pending:
-            return longer
-        return PipeState(longer.pending[:-1] + (longer.pending[-1] | extra,))
+        """The state after two paths meet: position by position from the newest group, the
+        units either path may have there (the longer list's length)."""
+        a, b = self.pending, other.pending
+        n = max(len(a), len(b))
+        a = (frozenset(),) * (n - len(a)) + a
+        b = (frozenset(),) * (n - len(b)) + b
+        return PipeState(tuple(x | y for x, y in zip(a, b)))
 
 
 # ------------------------------------------------------------------ strategies
 
 
+def units(*, max_d_regs: int = 128, allow_mn_major: bool = True) -> st.SearchStrategy[Unit]:
+    """A unit: a wgmma form (uniform over dense and sparse forms), its tiles and register types."""
+    return _units(max_d_regs, allow_mn_major)
+
+
+@functools.lru_cache(maxsize=None)
+def _units(max_d_regs: int, allow_mn_major: bool) -> st.SearchStrategy[Unit]:
+    return _draw_unit(max_d_regs=max_d_regs, allow_mn_major=allow_mn_major)
+
+
 @st.composite
-def units(draw, *, max_d_regs: int = 128, allow_mn_major: bool = True) -> Unit:
+def _draw_unit(draw, *, max_d_regs: int = 128, allow_mn_major: bool = True) -> Unit:
     """A unit: a wgmma form (uniform over dense and sparse forms), its tiles and register types."""
     # Family first (dense, then sparse), then uniform over that family's forms: two short
     # lists suffer less from Hypothesis re-using earlier choices than one long list.
@@ -118,7 +145,7 @@ def units(draw, *, max_d_regs: int = 128, allow_mn_major: bool = True) -> Unit:
     sparse = form.family == "wgmma.sp"
     # Every draw below happens for every form (unused ones are dropped), so the shrinker
     # can replace the form by a simpler one without shifting the other choices.
-    slices = draw(st.integers(1, 2))
+    slices = draw(ints(1, 2))
     trans_b = form.has_operand("imm_trans_b") and allow_mn_major
     b_tile = draw(descriptors(form.btype, shape.n, shape.k, slices=slices, allow_mn_major=trans_b))
     trans_a = form.has_operand("imm_trans_a") and allow_mn_major
@@ -143,28 +170,44 @@ def units(draw, *, max_d_regs: int = 128, allow_mn_major: bool = True) -> Unit:
     return Unit(form, b_tile, a_tile, slices, d_type, a_type, meta, sp_sel)
 
 
-@st.composite
-def mmas(draw, unit_index: int, unit: Unit, *, in_loop: bool = False) -> Mma:
+def mmas(unit_index: int, unit: Unit, *, in_loop: bool = False) -> st.SearchStrategy[Mma]:
     """One wgmma on a unit: which K-slice, scale-d (immediate or predicate), negations."""
-    kinds = (1, 0, "param", "loop") if in_loop else (1, 0, "param")
-    scale_d = draw(st.sampled_from(kinds))
-    event(f"scale_d={scale_d}")
+    return st.composite(lambda draw: _draw_mma(draw, unit_index, unit, in_loop))()
+
+
+def _draw_mma(draw, unit_index: int, unit: Unit, in_loop: bool) -> Mma:
     neg = unit.form.has_operand("imm_scale_a")
-    sa, sb = draw(st.sampled_from((1, -1))), draw(st.sampled_from((1, -1)))
-    if not neg:
-        sa = sb = 1
-    else:  # the catalogue's values, in the drawn preference
-        sa = sa if sa in unit.form.operand("imm_scale_a").values else 1
-        sb = sb if sb in unit.form.operand("imm_scale_b").values else 1
-    return Mma(unit_index, draw(st.integers(0, unit.slices - 1)), scale_d, sa, sb)
+    sa_ok = unit.form.operand("imm_scale_a").values if neg else (1,)
+    sb_ok = unit.form.operand("imm_scale_b").values if neg else (1,)
+    return _mma(draw(_mma_codes(in_loop)), unit_index, unit.slices, in_loop, sa_ok, sb_ok)
+
+
+_SCALE_D = {False: (1, 0, "param"), True: (1, 0, "param", "loop")}
+
+
+@functools.lru_cache(maxsize=None)
+def _mma_codes(in_loop: bool) -> st.SearchStrategy[int]:
+    # (scale-d kind, scale-a, scale-b, K-slice) as mixed-radix digits of one draw, the
+    # simplest (scale-d 1, no negation, slice 0) at 0.
+    return ints(0, len(_SCALE_D[in_loop]) * 8 - 1)
+
+
+def _mma(i: int, unit_index: int, slices: int, in_loop: bool, sa_ok, sb_ok) -> Mma:
+    scale_d = _SCALE_D[in_loop][i // 8]
+    event(f"scale_d={scale_d}")
+    sa, sb = (1, -1)[i // 4 % 2], (1, -1)[i // 2 % 2]
+    # the catalogue's values, in the drawn preference
+    sa = sa if sa in sa_ok else 1
+    sb = sb if sb in sb_ok else 1
+    return Mma(unit_index, i % 2 % slices, scale_d, sa, sb)
 
 
 @st.composite
 def stages(draw, us: tuple[Unit, ...], *, in_loop: bool = False) -> Stage:
     """fence, one or more wgmma on one or more accumulator sets, commit."""
-    n = draw(st.integers(1, 3))
-    picks = [draw(st.integers(0, len(us) - 1)) for _ in range(n)]
-    return Stage(tuple(draw(mmas(i, us[i], in_loop=in_loop)) for i in picks))
+    n = draw(ints(1, 3))
+    picks = [draw(ints(0, len(us) - 1)) for _ in range(n)]
+    return Stage(tuple(_draw_mma(draw, i, us[i], in_loop) for i in picks))
 
 
-__all__ = ["Unit", "Mma", "Stage", "Wait", "Touch", "PipeState", "units", "mmas", "stages", "M"]
+__all__ = ["Unit", "Mma", "Stage", "Wait", "Touch", "PipeState", "MAX_WAIT_N", "TRACKED_GROUPS", "units", "mmas", "stages", "M"]
