@@ -155,3 +155,19 @@ def test_keep_mask_tf32_selects_whole_elements():
     fields = np.array([[0b0100, 0b1110] * (spec.chunks // 2)] * spec.m, np.uint8)
     keep = S.keep_mask(spec, fields)
     assert keep[0, :4].tolist() == [True, False, False, True]
+
+
+def test_spec_set_of_chained_sparse_wgmma_with_specials_contains_the_hardware_result():
+    """Found by the H100 campaign (reference!=hardware on wgmma.sp f16 with special inputs): when C is
+    already a value set (a chained sparse wgmma), the widening re-evaluated the product without the
+    metadata's selection, so an Inf of B at an unselected position made the set NaN-only."""
+    import pathlib
+
+    from fuzzptx.program import Program
+    from fuzzptx.oracles.reference import compare, run_program
+
+    p = Program.from_file(pathlib.Path(__file__).parent / "data" / "sparse_chain_special_inputs.ptx")
+    hw = run_program(p, mode="hardware")
+    spec = run_program(p)
+    assert hw.undefined is None and spec.undefined is None
+    assert compare(p, spec, {b: hw.bytes(b) for b in hw.outputs}) == []

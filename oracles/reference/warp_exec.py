@@ -760,8 +760,8 @@ def h_wgmma_sp(m, f, ins, act):
                     flags = np.where(cset, spf, flags).astype(np.uint8)
                     res = sp
                 dform = _replace(form, shape=shape)
-                lo, hi, flags = WX._widen_for_c(dform, a32, b_tile, c_tile, CLO, CHI, cset,
-                                                sa, sb, res, lo, hi, flags)
+                lo, hi, flags = _widen_sparse(WX, dform, a32, b_tile, c_tile, CLO, CHI, cset,
+                                              sa, sb, res, lo, hi, flags, keep)
                 kind[(CFL != 0) & cset] = UNDEF
             kind[CK == UNDEF] = UNDEF
             if integer:
@@ -780,6 +780,30 @@ def h_wgmma_sp(m, f, ins, act):
             st.inflight[r] = p
         for r in d_names:
             st.acc_shape[r] = shape
+
+
+def _widen_sparse(WX, form, a32, b_tile, c_tile, clo, chi, cset, sa, sb, res, lo, hi, flags, keep):
+    """``wgmma_exec._widen_for_c`` for a sparse product: as in ``_wgmma_sp_spec``, a B entry that is
+    Inf/NaN at a position a row did not select is never multiplied, so it is zeroed for that row
+    (rows grouped by their selection pattern over B's non-finite rows), else the widened set of a
+    chained sparse wgmma would be NaN-only where the H100 gives a finite value."""
+    nf = None
+    if form.btype in F.FLOATS:
+        with np.errstate(invalid="ignore"):
+            nf = ~np.isfinite(F.decode(form.btype, b_tile))
+    if nf is None or not nf.any():
+        return WX._widen_for_c(form, a32, b_tile, c_tile, clo, chi, cset, sa, sb, res, lo, hi, flags)
+    krows = np.nonzero(nf.any(axis=1))[0]
+    groups: dict[bytes, list[int]] = {}
+    for r in range(keep.shape[0]):
+        groups.setdefault(keep[r, krows].tobytes(), []).append(r)
+    out_lo, out_hi, out_fl = np.array(lo, copy=True), np.array(hi, copy=True), np.array(flags, copy=True)
+    for rows in groups.values():
+        zero = nf & ~keep[rows[0]][:, None]
+        bb = np.where(zero, 0, b_tile).astype(b_tile.dtype)
+        l_, h_, f_ = WX._widen_for_c(form, a32, bb, c_tile, clo, chi, cset, sa, sb, res, lo, hi, flags)
+        out_lo[rows], out_hi[rows], out_fl[rows] = l_[rows], h_[rows], f_[rows]
+    return out_lo, out_hi, out_fl.astype(np.uint8)
 
 
 def _wgmma_sp_spec(form, a32, b_tile, c_tile, scale_d: bool, sa: int, sb: int, keep):
