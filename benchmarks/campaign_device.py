@@ -118,6 +118,8 @@ def main() -> int:
     ap.add_argument("--bench-examples", type=int, default=960)
     ap.add_argument("--tag", default="h100")
     ap.add_argument("--bench-runs", default="full-cpu,ptxas-corpus,full")
+    ap.add_argument("--bench-budget", type=float, default=150.0,
+                    help="seconds after which campaign_throughput.py starts no further run")
     ap.add_argument("--skip", default="", help="steps to skip: campaign,resume,bench,report")
     args = ap.parse_args()
     out, work = Path(args.out), Path(args.work)
@@ -136,7 +138,7 @@ def main() -> int:
         bench_json = out / f"campaign_throughput_{args.tag}.json"
         rc, _ = sh([sys.executable, str(HERE / "campaign_throughput.py"), "--examples", str(args.bench_examples),
                     "--gpus", args.gpus, "--out", str(bench_json), "--workdir", str(work / "bench"),
-                    "--only", args.bench_runs], 230, log)
+                    "--only", args.bench_runs, "--budget", str(args.bench_budget)], 2 * args.bench_budget + 60, log)
         record["throughput_rc"] = rc
         if bench_json.exists():
             b = json.loads(bench_json.read_text())

@@ -7,11 +7,13 @@ the seed.  ``--shard i/n`` takes the blocks with ``b % n == i``; ``--resume``
 rereads ``results.jsonl`` and skips every (block, index) already judged.
 
 A pool of CPU processes prepares blocks (generate, one batched ptxas run that also
-yields the cubins, checker, reference on what ptxas accepted, record fields); one
-thread per GPU feeds an isolated ``HardwareWorker`` (a trap or hang kills and
-restarts only that worker; the program becomes a finding, the rest of the block
-runs on the fresh worker); the main process compares, appends each record (one
-JSON line, flushed) and draws the progress line.  ``--plant-faults`` adds a
+yields the cubins, checker, reference on what ptxas accepted, record fields); the
+pool forks from a forkserver that preloaded the judges, so it starts in well under a
+second.  Threads per GPU feed isolated ``HardwareWorker``s, each with a warm spare
+(a trap or hang kills and restarts only that worker, in the background, while the
+spare runs on; the program becomes a finding, the rest of the block runs on); the
+main process compares, appends each record (one JSON line, flushed) and draws the
+progress line.  ``--plant-faults`` adds a
 kernel that traps and one that hangs to one block in the middle of the campaign.
 """
 from __future__ import annotations
@@ -37,7 +39,7 @@ from fuzzptx.errors import FuzzptxError
 from fuzzptx.program import Program
 
 STAGES = ("generate", "ptxas", "checker", "reference", "gpu")
-_CPU_JUDGES = ("reference", "checker", "ptxas")
+_CPU_JUDGES = ("reference", "checker", "ptxas", "mmasim")  # judged in the pool; the GPU runs in the main process
 
 
 class CampaignError(FuzzptxError):
@@ -123,17 +125,24 @@ def draw_direct(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE) -> list
     so no duplicate programs within or across blocks.  Program ``i`` depends on
     ``(seed, i)`` alone.  A draw the strategies reject (a filter) is redrawn.
     """
+    import fuzzptx.strategies as S
+    from fuzzptx.strategies.reproducible import reproducible
+
+    n_illegal = int(round(n * illegal_share))
+    strategies = (S.programs(), S.illegal_programs())
+    out: list[Program] = []
+    with reproducible():  # program i depends on (seed, i), not on what else the process imported
+        _draw_direct(out, n, n_illegal, seed, strategies)
+    return out
+
+
+def _draw_direct(out: list[Program], n: int, n_illegal: int, seed: int, strategies) -> None:
     import random
 
     from hypothesis.control import BuildContext
     from hypothesis.errors import HypothesisException, StopTest, UnsatisfiedAssumption
     from hypothesis.internal.conjecture.data import ConjectureData
 
-    import fuzzptx.strategies as S
-
-    n_illegal = int(round(n * illegal_share))
-    strategies = (S.programs(), S.illegal_programs())
-    out: list[Program] = []
     for i in range(n):
         strategy = strategies[i >= n - n_illegal]
         for attempt in range(50):
@@ -148,7 +157,6 @@ def draw_direct(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE) -> list
                 raise CampaignError(f"program {i} of seed {seed}: the strategies failed: {exc}") from exc
         else:
             raise CampaignError(f"program {i} of seed {seed}: no valid draw in 50 attempts")
-    return out
 
 
 def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
@@ -205,8 +213,8 @@ def prepare_block(task: BlockTask) -> Prepared:
         if planted or (r is not None and not r.accepted):
             # The reference's values only matter for a program the GPU can run (and a
             # planted kernel is not one the reference should interpret: it never ends).
-            judges = [j for j in judges if j != "reference" and not (planted and j == "checker")]
-        if any(j in judges for j in ("checker", "reference")):
+            judges = [j for j in judges if j not in ("reference", "mmasim") and not (planted and j == "checker")]
+        if any(j in judges for j in ("checker", "reference", "mmasim")):
             v = differ.judge(p, judges, ptxas_result=r, text=text)
         else:  # ptxas alone needs no parse of the emitted text
             v = differ.Verdicts(ptxas=r)
@@ -336,7 +344,7 @@ class Live:
     gpu_errors: list = field(default_factory=list)
     block_errors: list = field(default_factory=list)
     gpu_workers: int = 0
-    runner_stats: dict = field(default_factory=dict)  # runner -> (start seconds, seconds waited for a spare)
+    runner_stats: dict = field(default_factory=dict)  # runner -> (start seconds, seconds waited for a worker to start)
     dropped_at_deadline: int = 0  # prepared programs left unjudged (not recorded) when --time ran out
     timeline: list = field(default_factory=list)  # (seconds, programs) every few seconds
 
@@ -383,13 +391,16 @@ class Live:
 class SparedWorker:
     """A GPU worker with a warm spare: after a fault (the worker process is killed) the spare,
     already started, runs the next program while the dead one restarts in the background, so
-    a restart (CuPy import, CUDA context) never holds up the queue."""
+    a restart (CuPy import, CUDA context) never holds up the queue.  Both start in the
+    background as soon as the campaign starts (while the CPU pool prepares the first blocks),
+    so the first GPU job does not pay a start either."""
 
     def __init__(self, make):
         self.active, self.spare = make(), make()
-        self._bg: threading.Thread | None = None
         self.start_seconds: list[float] = []  # how long each background (re)start took
-        self.waited = 0.0  # seconds the queue waited for a spare still starting
+        self.waited = 0.0  # seconds the queue waited for a worker still starting
+        self._starting: dict[int, threading.Thread] = {}
+        self._warm(self.active)
         self._warm(self.spare)
 
     def _warm(self, worker) -> None:
@@ -401,28 +412,33 @@ class SparedWorker:
             except Exception:  # its next run starts it again (and reports why it cannot)
                 pass
 
-        self._bg = threading.Thread(target=start, daemon=True)
-        self._bg.start()
+        t = threading.Thread(target=start, daemon=True)
+        self._starting[id(worker)] = t
+        t.start()
+
+    def _ready(self, worker) -> None:
+        t = self._starting.pop(id(worker), None)
+        if t is not None:
+            t0 = time.perf_counter()
+            t.join()
+            self.waited += time.perf_counter() - t0
 
     @property
     def restarts(self) -> int:
         return self.active.restarts + self.spare.restarts
 
     def run(self, program: Program, *, cubin: bytes, kernel: str):
+        self._ready(self.active)
         before = self.active.restarts
         result = self.active.run(program, cubin=cubin, kernel=kernel)
         if self.active.restarts != before:  # killed after a fault: swap in the warm spare
-            if self._bg is not None:
-                t0 = time.perf_counter()
-                self._bg.join()
-                self.waited += time.perf_counter() - t0
             self.active, self.spare = self.spare, self.active
             self._warm(self.spare)
         return result
 
     def close(self) -> None:
-        if self._bg is not None:
-            self._bg.join(timeout=30)
+        for t in list(self._starting.values()):
+            t.join(timeout=30)
         self.active.close()
         self.spare.close()
 
@@ -550,7 +566,7 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
     for t in threads:
         t.start()
 
-    ctx = mp.get_context("spawn")
+    ctx = pool_context()
     pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm)
     repro_futs: list[cf.Future] = []
     pending: dict[cf.Future, BlockTask] = {}
@@ -596,7 +612,7 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
                 if hw[j].fault:
                     live.faults[hw[j].fault] += 1
             try:
-                findings = differ.compare(p, v)
+                findings = differ.compare(p, v, family=base["family"])
             except Exception as exc:  # a comparison that breaks is a finding, never the end of the campaign
                 findings = [differ.Finding(f"differ:crash|{base['family']}", f"compare failed: {type(exc).__name__}: {exc}")]
             repro = None
@@ -622,6 +638,9 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
 
     try:
         submit_more()
+        # While the pool prepares the first blocks, this process loads what comparing and
+        # recording need (else the first block waits ~1.5 s for those imports).
+        threading.Thread(target=_warm_main, daemon=True, name="warm").start()
         while pending or state["in_gpu"]:
             try:
                 ev = events.get(timeout=0.5)
@@ -739,7 +758,7 @@ def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, re
         "faults": dict(live.faults),
         "worker_restarts": sum(live.restarts.values()),
         "gpu_worker_start_seconds_mean": _mean([x for st, _ in live.runner_stats.values() for x in st]),
-        "gpu_seconds_waiting_for_a_restart": round(sum(w for _, w in live.runner_stats.values()), 1),
+        "gpu_seconds_waiting_for_a_worker_start": round(sum(w for _, w in live.runner_stats.values()), 1),
         "gpu_errors": live.gpu_errors[:20],
         "block_errors": live.block_errors[:20],
         "planted_block": meta.get("planted_block"),
@@ -781,6 +800,36 @@ def finalize_repro_file(path: str, p: Program, judges: tuple[str, ...], signatur
     tmp = path + ".tmp"
     Path(tmp).write_text(prog.to_ptx())
     os.replace(tmp, path)
+
+
+# Imported once by the forkserver, so every pool process starts with them loaded (a spawned
+# process spent 1.2-1.5 s importing them, and all of them did so at once at the start).
+POOL_PRELOAD = ["fuzzptx.campaign", "fuzzptx.fuzz", "fuzzptx.strategies", "fuzzptx.shrink",
+                "fuzzptx.oracles.ptxas", "fuzzptx.oracles.checker", "fuzzptx.oracles.reference"]
+
+
+def pool_context():
+    """The CPU pool's start method: ``forkserver`` with the judges preloaded where there is one
+    (a fork of a clean server process: safe although this process runs GPU threads, and
+    the pool's processes start in milliseconds); ``spawn`` elsewhere."""
+    if "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(POOL_PRELOAD)
+        return ctx
+    return mp.get_context("spawn")
+
+
+def _warm_main() -> None:
+    """The campaign process's imports for ``differ.compare`` and the records (see ``run_campaign``)."""
+    try:
+        from fuzzptx import isa
+        from fuzzptx.oracles.reference import compare  # noqa: F401
+        from fuzzptx.oracles.reference.values import UNDEF  # noqa: F401
+        from fuzzptx.strategies.mutations import verdict_holds  # noqa: F401
+
+        isa.forms()
+    except Exception:  # only a head start: the first use imports them again and says what fails
+        pass
 
 
 def _warm() -> None:

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Sequence
 from fuzzptx import isa
 from fuzzptx.program import Program
 
-JUDGES = ("reference", "checker", "ptxas", "hardware")
+JUDGES = ("reference", "checker", "ptxas", "hardware", "mmasim")
 CPU_JUDGES = ("reference", "checker", "ptxas")
 
 
@@ -42,6 +42,8 @@ class Verdicts:
     checker_error: str | None = None
     reference_error_kind: str = ""  # error class and message shape, so shrinking keeps the same error
     hardware: Any = None  # oracles.hardware.HwResult
+    mmasim: Any = None  # the reference with MMA-Sim's arithmetic (oracles.mmasim_judge.run_program)
+    mmasim_skipped: str | None = None  # MMA-Sim missing, or it models no product of this program
     seconds: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> dict[str, str]:
@@ -62,6 +64,8 @@ class Verdicts:
             out["reference"] = self.reference.summary()
         if self.hardware is not None:
             out["hardware"] = f"fault: {self.hardware.fault}" if self.hardware.fault else "ran"
+        if self.mmasim is not None:
+            out["mmasim"] = self.mmasim.summary()
         return out
 
 
@@ -111,9 +115,10 @@ def program_family(program: Program) -> str:
     return ".".join([form.family] + types)
 
 
-def compare(program: Program, v: Verdicts) -> list[Finding]:
-    """Every pairwise disagreement between the judges that ran, plus broken expectations."""
-    fam = program_family(program)
+def compare(program: Program, v: Verdicts, *, family: str | None = None) -> list[Finding]:
+    """Every pairwise disagreement between the judges that ran, plus broken expectations
+    (``family``: the program's ``program_family``, when the caller has it already)."""
+    fam = program_family(program) if family is None else family
     out: list[Finding] = []
     if v.ptxas is not None and v.predicted is not None and not v.ptxas.timed_out:
         if v.predicted.accepted != v.ptxas.accepted:
@@ -157,7 +162,30 @@ def compare(program: Program, v: Verdicts) -> list[Finding]:
             if mism:
                 out.append(Finding(f"reference!=hardware|mismatch|{fam}", f"{len(mism)} element(s) differ; first: {mism[0]}",
                                    (("mismatches", len(mism)), ("first", str(mism[0])))))
+    out += mmasim_findings(program, v, fam)
     out += expectation_findings(program, v, fam)
+    return out
+
+
+def mmasim_findings(program: Program, v: Verdicts, fam: str) -> list[Finding]:
+    """MMA-Sim three ways: against the GPU (a disagreement where our hardware mode agrees with the
+    GPU is a finding about MMA-Sim) and against the reference (its hardware mode: bit for bit;
+    spec mode: MMA-Sim's result outside the allowed set)."""
+    if v.mmasim is None or v.mmasim.undefined or not _expects_defined(program):
+        return []
+    from fuzzptx.oracles.reference import compare as ref_compare
+
+    out = []
+    if v.hardware is not None and not v.hardware.fault:
+        mism = ref_compare(program, v.mmasim, v.hardware.outputs)
+        if mism:
+            out.append(Finding(f"mmasim!=hardware|mismatch|{fam}", f"{len(mism)} element(s) differ; first: {mism[0]}",
+                               (("mismatches", len(mism)), ("first", str(mism[0])))))
+    if v.reference is not None and not v.reference.undefined:  # spec mode: MMA-Sim outside the set; hardware: != ours
+        mism = ref_compare(program, v.reference, {b: v.mmasim.bytes(b) for b in v.mmasim.outputs})
+        if mism:
+            out.append(Finding(f"mmasim!=reference|mismatch|{fam}", f"{len(mism)} element(s) differ; first: {mism[0]}",
+                               (("mismatches", len(mism)), ("first", str(mism[0])))))
     return out
 
 
@@ -240,8 +268,6 @@ def as_judged(program: Program, text: str | None = None) -> tuple[Program, str]:
     Every judge reads the same text, so the checker's and the reference's line numbers are
     the lines ptxas reports (a generated program has no source lines until it is emitted).
     """
-    import time
-
     text = program.to_ptx() if text is None else text
     try:
         from fuzzptx.ptx.parse import parse
@@ -253,15 +279,23 @@ def as_judged(program: Program, text: str | None = None) -> tuple[Program, str]:
 
 
 def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result: Any = None, hardware_result: Any = None,
-          text: str | None = None, numerics: str = "spec") -> Verdicts:
+          text: str | None = None, numerics: str = "spec", judged: Program | None = None,
+          into: Verdicts | None = None) -> Verdicts:
     """Run one program through ``judges`` (a precomputed ptxas/hardware result may be passed in;
-    ``text`` is the PTX it was compiled from, when the caller already emitted it)."""
+    ``text`` is the PTX it was compiled from, when the caller already emitted it; ``judged`` the
+    program ``as_judged`` read back from that text, when the caller has it; ``into`` verdicts
+    of other judges on the same program, to add to)."""
     import time
 
-    v = Verdicts()
-    t0 = time.perf_counter()
-    program, text = as_judged(program, text)
-    v.seconds["emit+parse"] = time.perf_counter() - t0
+    v = Verdicts() if into is None else into
+    if judged is None:
+        t0 = time.perf_counter()
+        program, text = as_judged(program, text)
+        v.seconds["emit+parse"] = v.seconds.get("emit+parse", 0.0) + time.perf_counter() - t0
+    else:
+        program = judged
+        if text is None and "ptxas" in judges and ptxas_result is None:
+            text = program.to_ptx()
     if "ptxas" in judges:
         if ptxas_result is None:
             from fuzzptx.oracles.ptxas import compile_ptx
@@ -271,12 +305,11 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
             v.seconds["ptxas"] = time.perf_counter() - t0
         v.ptxas = ptxas_result
     if "checker" in judges:
-        from fuzzptx.oracles.checker import check_module, predict_ptxas
+        from fuzzptx.oracles.checker import check_and_predict  # one run of the ptxas model for both
 
         t0 = time.perf_counter()
         try:
-            v.checker = check_module(program.module)
-            v.predicted = predict_ptxas(program.module)
+            v.checker, v.predicted = check_and_predict(program.module)
         except Exception as exc:  # likewise for the checker
             v.checker_error = f"internal error: {type(exc).__name__}: {exc}"
             v.checker = v.predicted = None
@@ -305,6 +338,23 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
             hardware_result = run_program_on_gpu(program)
             v.seconds["hardware"] = time.perf_counter() - t0
         v.hardware = hardware_result
+    if "mmasim" in judges:
+        from fuzzptx.oracles import mmasim_judge
+
+        t0 = time.perf_counter()
+        why = mmasim_judge.available()
+        if why:
+            v.mmasim_skipped = why
+        else:
+            try:
+                res, modelled = mmasim_judge.run_program(program)
+                if modelled:
+                    v.mmasim = res
+                else:
+                    v.mmasim_skipped = "MMA-Sim models no tensor-core product of this program"
+            except Exception as exc:  # noqa: BLE001 - outside the reference's subset, or MMA-Sim failing
+                v.mmasim_skipped = f"{type(exc).__name__}: {exc}"
+        v.seconds["mmasim"] = time.perf_counter() - t0
     return v
 
 
@@ -350,17 +400,21 @@ def judges_for(signature: str) -> tuple[str, ...]:
 
 
 def finalize_repro(program: Program, judges: Sequence[str] = CPU_JUDGES, signature: str | None = None,
-                   hardware_result: Any = None) -> Program:
+                   hardware_result: Any = None, verdicts: Verdicts | None = None) -> Program:
     """The program with EXPECT lines saying what ``judges`` say of the very file they will be written to.
 
     Line numbers in verdicts count the header's comment lines, so the verdicts are taken
     on a text whose header has as many lines as the final one (two rounds at most).
+    ``verdicts`` (what the same judges said of the program before) only sizes the header of
+    the first round, which then usually is the last: an EXPECT line per judge that spoke.
     """
     labels = tuple(e for e in program.expect if e[0] == "rule")
     # The EXPECT lines become records of what the judges said; the mutation label stays as
     # history only, so the differ no longer reads them as a label to check.
     notes = tuple(("from " + n) if n.startswith("mutation: ") else n for n in program.notes)
     current = replace(program, signature=signature or program.signature, notes=notes)
+    if verdicts is not None:
+        current = replace(current, expect=labels + tuple(verdicts.summary().items()))
     for _ in range(4):
         v = judge(current, judges, hardware_result=hardware_result)
         nxt = replace(current, expect=labels + tuple(v.summary().items()))

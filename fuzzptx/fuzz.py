@@ -1,10 +1,18 @@
 """``fuzzptx run``: the CPU fuzz loop — generate, judge in batches, diff, shrink, summarise.
 
 Programs are drawn from ``fuzzptx.strategies`` under a fixed seed (so a run is
-reproducible), compiled by ptxas in batches on a process pool, checked and
-interpreted in this process, and compared.  Each new finding signature is
-shrunk once and written as a repro file; every judged program is appended to
-``results.jsonl`` as it finishes, so an interrupted run keeps what it judged.
+reproducible), batch by batch.  ptxas compiles each batch as one module in a
+background thread (it waits on the ptxas process, so ptxas and this process's
+checker and reference run on two cores at once: the next batch is generated and
+the current one judged while ptxas compiles), then the verdicts are compared.
+Each new finding signature is shrunk once and written as a repro file; every
+judged program is appended to ``results.jsonl`` as it finishes, so an
+interrupted run keeps what it judged.
+
+``--generator direct`` (the default) draws each program straight from the
+strategies as the campaign does (batch ``b`` of ``fuzzptx run --seed S`` is block
+``b`` of ``fuzzptx campaign --seed S``); ``--generator hypothesis`` runs
+Hypothesis's engine (``draw_programs``), several times slower per program.
 """
 from __future__ import annotations
 
@@ -16,7 +24,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from fuzzptx import differ
 from fuzzptx.program import Program
@@ -36,7 +44,8 @@ class RunStats:
 
     def as_dict(self) -> dict:
         ptxas = self.seconds["ptxas"]
-        other = sum(v for k, v in self.seconds.items() if k not in ("ptxas", "shrink"))
+        # Shrinking and repro files are paid once per new finding signature, not per program.
+        other = sum(v for k, v in self.seconds.items() if k not in ("ptxas", "shrink", "repro"))
         return {
             "programs": self.programs,
             "illegal_programs": self.illegal,
@@ -45,6 +54,10 @@ class RunStats:
             "programs_per_second": round(self.programs / self.wall, 2) if self.wall else 0.0,
             "stage_seconds": {k: round(v, 3) for k, v in sorted(self.seconds.items())},
             "overhead_vs_ptxas": round((ptxas + other) / ptxas, 3) if ptxas else None,
+            # ptxas compiles in the background while this process judges: the run's wall time
+            # over the ptxas time (excluding the per-signature shrink and repro seconds).
+            "wall_over_ptxas": round((self.wall - self.seconds["shrink"] - self.seconds["repro"]) / ptxas, 3)
+            if ptxas else None,
             "findings_by_bucket": dict(self.buckets.most_common()),
             "families": dict(self.families.most_common()),
             "forms_reached": len(self.forms),
@@ -84,20 +97,24 @@ def draw_programs(n: int, seed: int, illegal_share: float = 0.25) -> list[Progra
             draw()
         out.extend(got)
 
-    collect(legal, n - n_illegal, seed)
-    if n_illegal:
-        collect(illegal, n_illegal, seed + 1)
+    from fuzzptx.strategies.reproducible import reproducible
+
+    with reproducible():  # the same programs whatever else the process imported
+        collect(legal, n - n_illegal, seed)
+        if n_illegal:
+            collect(illegal, n_illegal, seed + 1)
     return out[:n]
 
 
-def _record(idx: int, program: Program, verdicts: differ.Verdicts, findings: list[differ.Finding], repro: str | None) -> dict:
+def _record(idx: int, program: Program, verdicts: differ.Verdicts, findings: list[differ.Finding], repro: str | None,
+            family: str | None = None, forms: set[str] | None = None) -> dict:
     from fuzzptx.shrink import instruction_count
 
     return {
         "id": idx,
         "t": time.time(),
-        "family": differ.program_family(program),
-        "forms": sorted(_forms_in(program)),
+        "family": differ.program_family(program) if family is None else family,
+        "forms": sorted(_forms_in(program) if forms is None else forms),
         "coverage": coverage_of(program),
         "instructions": instruction_count(program),
         "mutation": differ.mutation_of(program),
@@ -133,26 +150,55 @@ def _forms_in(program: Program) -> set[str]:
 
 def judge_batch(programs: Sequence[Program], judges: Sequence[str], numerics: str = "spec") -> list[differ.Verdicts]:
     """Judge a batch: ptxas once for the whole batch (one module), the rest per program."""
-    from fuzzptx.oracles.ptxas import compile_batch
-
+    texts = [p.to_ptx() for p in programs]
     results = None
-    t_ptxas = emit_s = 0.0
     if "ptxas" in judges:
-        t0 = time.perf_counter()
-        texts = [p.to_ptx() for p in programs]
-        emit_s = time.perf_counter() - t0
+        from fuzzptx.oracles.ptxas import compile_batch
+
         t0 = time.perf_counter()
         results = compile_batch(texts)
-        t_ptxas = time.perf_counter() - t0
-    out = []
-    for i, p in enumerate(programs):
-        v = differ.judge(p, [j for j in judges if j != "ptxas"], text=texts[i] if results is not None else None, numerics=numerics)
-        if results is not None:
-            v.ptxas = results[i]
-            v.seconds["ptxas"] = t_ptxas / len(programs)
-            v.seconds["emit+parse"] += emit_s / len(programs)
+        results = (results, time.perf_counter() - t0)
+    return judge_texts(programs, texts, judges, results, numerics)
+
+
+def judge_texts(programs: Sequence[Program], texts: Sequence[str], judges: Sequence[str], ptxas: Any,
+                numerics: str = "spec") -> list[differ.Verdicts]:
+    """The other judges on each (program, its emitted text); ``ptxas`` is (results, seconds) of one
+    ``compile_batch`` of ``texts``, or a future of it still compiling, or None.
+
+    The checker runs first, while ptxas may still be compiling; the reference then runs on
+    the programs ptxas accepted (as in the campaign: on a rejected program it can only add
+    what the checker and ptxas already said, and a quarter of the programs are mutants)."""
+    first = [j for j in judges if j not in ("ptxas", "reference")]
+    parsed, out = [], []
+    for p, t in zip(programs, texts):
+        t0 = time.perf_counter()
+        q, _ = differ.as_judged(p, t)
+        parse_s = time.perf_counter() - t0
+        v = differ.judge(p, first, text=t, numerics=numerics, judged=q)
+        v.seconds["emit+parse"] = parse_s
+        parsed.append(q)
         out.append(v)
+    results: list = [None] * len(programs)
+    if ptxas is not None:
+        results, secs = ptxas.result() if hasattr(ptxas, "result") else ptxas
+        for v, r in zip(out, results):
+            v.ptxas = r
+            v.seconds["ptxas"] = secs / len(programs)
+    if "reference" in judges:
+        for p, q, v, r in zip(programs, parsed, out, results):
+            if r is None or r.accepted:
+                differ.judge(p, ("reference",), numerics=numerics, judged=q, into=v)
     return out
+
+
+def batch_programs(b: int, seed: int, batch: int, n: int, illegal_share: float) -> list[Program]:
+    """Batch ``b`` of a direct run: block ``b`` of the campaign with the same seed and block size
+    (drawn at full size and cut at ``n``, so every program depends on (seed, b, index) alone)."""
+    from fuzzptx.campaign import block_seed, draw_direct
+
+    keep = min(batch, n - b * batch)
+    return draw_direct(batch, block_seed(seed, b), illegal_share)[:keep]
 
 
 def main_run(argv: list[str]) -> int:
@@ -166,6 +212,9 @@ def main_run(argv: list[str]) -> int:
     ap.add_argument("--shrink-budget", type=float, default=10.0, help="seconds per new finding signature (0: no shrinking)")
     ap.add_argument("--numerics", choices=("spec", "hardware"), default="spec",
                     help="reference numerics: spec (the PTX ISA's error bounds) or hardware (bit-exact H100 model)")
+    ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct",
+                    help="direct: each program drawn straight from the strategies, as the campaign does (fast); "
+                         "hypothesis: through Hypothesis's engine")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
@@ -176,7 +225,8 @@ def main_run(argv: list[str]) -> int:
     out_dir = Path(args.out or f"reports/runs/seed{args.seed}")
     (out_dir / "repros").mkdir(parents=True, exist_ok=True)
     stats = run(args.examples, args.seed, judges, out_dir, batch=args.batch, illegal_share=args.illegal_share,
-                shrink_budget=args.shrink_budget, progress=not args.quiet and not args.json, numerics=args.numerics)
+                shrink_budget=args.shrink_budget, progress=not args.quiet and not args.json, numerics=args.numerics,
+                generator=args.generator)
     summary = stats.as_dict()
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     if args.json:
@@ -187,42 +237,87 @@ def main_run(argv: list[str]) -> int:
 
 
 def run(n: int, seed: int, judges: Sequence[str], out_dir: Path, *, batch: int = 32, illegal_share: float = 0.25,
-        shrink_budget: float = 20.0, progress: bool = True, numerics: str = "spec") -> RunStats:
+        shrink_budget: float = 20.0, progress: bool = True, numerics: str = "spec", generator: str = "direct",
+        repros: bool = True) -> RunStats:
+    """Judge ``n`` programs into ``out_dir`` (``repros=False``: findings are counted and recorded,
+    but no repro files are shrunk or written, as a benchmark of the per-program cost wants)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     stats = RunStats()
     (out_dir / "repros").mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    t0 = time.perf_counter()
-    programs = draw_programs(n, seed, illegal_share)
-    stats.seconds["generate"] += time.perf_counter() - t0
+    n_batches = -(-n // batch)
+    drawn: list[Program] | None = None
+    if generator == "hypothesis":
+        t0 = time.perf_counter()
+        drawn = draw_programs(n, seed, illegal_share)
+        stats.seconds["generate"] += time.perf_counter() - t0
+    elif generator != "direct":
+        raise ValueError(f"unknown generator {generator!r} (direct or hypothesis)")
+    ptxas_pool = ThreadPoolExecutor(1, thread_name_prefix="ptxas")
+
+    def compile_timed(texts: list[str]) -> tuple[list, float]:
+        from fuzzptx.oracles.ptxas import compile_batch
+
+        t0 = time.perf_counter()
+        res = compile_batch(texts)
+        return res, time.perf_counter() - t0
+
+    def start(b: int) -> tuple[list[Program], list[str], object]:
+        """Generate batch ``b``, emit it once, and queue its ptxas run (which starts at once when
+        ptxas is idle, so it overlaps the judging of the batch before)."""
+        t0 = time.perf_counter()
+        progs = drawn[b * batch:(b + 1) * batch] if drawn is not None else batch_programs(b, seed, batch, n, illegal_share)
+        stats.seconds["generate"] += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        texts = [p.to_ptx() for p in progs]
+        stats.seconds["emit+parse"] += time.perf_counter() - t0
+        return progs, texts, ptxas_pool.submit(compile_timed, texts) if "ptxas" in judges else None
+
     results_path = out_dir / "results.jsonl"
-    with results_path.open("a") as log:
-        for lo in range(0, len(programs), batch):
-            chunk = programs[lo:lo + batch]
-            for idx, (p, v) in enumerate(zip(chunk, judge_batch(chunk, judges, numerics)), start=lo):
-                for k, s in v.seconds.items():
-                    stats.seconds[k] += s
-                t0 = time.perf_counter()
-                findings = differ.compare(p, v)
-                stats.seconds["differ"] += time.perf_counter() - t0
-                stats.programs += 1
-                stats.illegal += differ.is_labelled(p)
-                stats.ptxas_accepted += bool(v.ptxas is not None and v.ptxas.accepted)
-                stats.families[differ.program_family(p)] += 1
-                stats.forms |= _forms_in(p)
-                repro = None
-                for f in findings:
-                    stats.buckets[f.signature] += 1
-                    if f.signature not in stats.repros:
-                        repro = _write_repro(p, v, f, out_dir, shrink_budget, stats)
-                        stats.repros[f.signature] = repro
-                log.write(json.dumps(_record(idx, p, v, findings, repro)) + "\n")
-                log.flush()
-            if progress:
-                _progress(stats, len(programs), time.perf_counter() - t_start)
+    try:
+        with results_path.open("a") as log:
+            nxt = start(0) if n_batches else None
+            for b in range(n_batches):
+                chunk, texts, fut = nxt
+                nxt = start(b + 1) if b + 1 < n_batches else None
+                verdicts = judge_texts(chunk, texts, judges, fut, numerics)
+                for idx, (p, v) in enumerate(zip(chunk, verdicts), start=b * batch):
+                    _account(idx, p, v, stats, log, out_dir, shrink_budget if repros else None)
+                if progress:
+                    _progress(stats, n, time.perf_counter() - t_start)
+    finally:
+        ptxas_pool.shutdown(wait=False, cancel_futures=True)
     stats.wall = time.perf_counter() - t_start
     if progress:
         print(file=sys.stderr)
     return stats
+
+
+def _account(idx: int, p: Program, v: differ.Verdicts, stats: RunStats, log, out_dir: Path,
+             shrink_budget: float | None) -> None:
+    """Compare one judged program, count it, write a repro for a new signature (unless
+    ``shrink_budget`` is None), append its record."""
+    for k, s in v.seconds.items():
+        stats.seconds[k] += s
+    t0 = time.perf_counter()
+    family = differ.program_family(p)
+    findings = differ.compare(p, v, family=family)
+    stats.seconds["differ"] += time.perf_counter() - t0
+    stats.programs += 1
+    stats.illegal += differ.is_labelled(p)
+    stats.ptxas_accepted += bool(v.ptxas is not None and v.ptxas.accepted)
+    stats.families[family] += 1
+    forms = _forms_in(p)
+    stats.forms |= forms
+    repro = None
+    for f in findings:
+        stats.buckets[f.signature] += 1
+        if f.signature not in stats.repros and shrink_budget is not None:
+            repro = _write_repro(p, v, f, out_dir, shrink_budget, stats)
+            stats.repros[f.signature] = repro
+    log.write(json.dumps(_record(idx, p, v, findings, repro, family, forms)) + "\n")
+    log.flush()
 
 
 def _write_repro(p: Program, v: differ.Verdicts, f: differ.Finding, out_dir: Path, budget: float, stats: RunStats) -> str:
@@ -236,7 +331,10 @@ def _write_repro(p: Program, v: differ.Verdicts, f: differ.Finding, out_dir: Pat
         except Exception as exc:  # a finding must never be lost because shrinking failed
             program = replace(p, notes=p.notes + (f"not shrunk: {type(exc).__name__}: {exc}",))
     stats.seconds["shrink"] += time.perf_counter() - t0
-    program = differ.finalize_repro(program, tuple(j for j in differ.CPU_JUDGES), f.signature)
+    t0 = time.perf_counter()
+    program = differ.finalize_repro(program, tuple(j for j in differ.CPU_JUDGES), f.signature,
+                                    verdicts=v if program is p else None)
+    stats.seconds["repro"] += time.perf_counter() - t0
     name = f"{len(stats.repros):03d}_" + "".join(c if c.isalnum() else "_" for c in f.signature)[:80] + ".ptx"
     path = out_dir / "repros" / name
     path.write_text(program.to_ptx())
@@ -260,7 +358,8 @@ def format_summary(s: dict, out_dir: Path) -> str:
         "  stage seconds   " + ", ".join(f"{k} {v}" for k, v in s["stage_seconds"].items()),
     ]
     if s["overhead_vs_ptxas"] is not None:
-        lines.append(f"  cost vs ptxas   {s['overhead_vs_ptxas']}x (everything but shrinking, over ptxas time alone)")
+        lines.append(f"  cost vs ptxas   {s['overhead_vs_ptxas']}x CPU (every stage but shrinking and repros, over ptxas time"
+                     f" alone); wall {s['wall_over_ptxas']}x (ptxas runs beside the other judges)")
     lines.append(f"  coverage        {s['forms_reached']} catalogue forms; families: " + ", ".join(f"{k} {v}" for k, v in list(s["families"].items())[:8]))
     if s["findings_by_bucket"]:
         lines.append("  findings by bucket:")

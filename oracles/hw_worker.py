@@ -5,7 +5,8 @@ parent).  It receives jobs over a pipe, loads cubins with CuPy ``RawModule``
 (cached by key), allocates and fills buffers, launches, synchronises and sends
 back the output bytes, one reply per job.  A launch fault (trap, illegal
 instruction, bad address) poisons the CUDA context, so after replying with the
-fault the worker exits; the parent starts a fresh one.
+fault the worker exits at once (no finalisers: they would print CUDA errors); the parent
+starts a fresh one.
 
 Messages parent -> worker: ``("run", job)`` with ``job`` a ``Job``; ``("cubin", key,
 bytes)`` before the first job that uses ``key``; ``("stop",)``.  Both sides keep the
@@ -117,6 +118,18 @@ def pin_device(device: int) -> None:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(device)
 
 
+def _quit(tmp: str | None, poisoned: bool) -> None:
+    """End the worker.  After a fault that poisoned the context, leave at once (``os._exit``):
+    a normal interpreter exit would run CuPy's finalisers, whose CUDA frees fail on the
+    poisoned context and print one "Exception ignored" traceback per array to stderr."""
+    if tmp is not None:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    if poisoned:
+        os._exit(0)
+
+
 def main(conn, device: int = 0) -> None:
     """Worker loop (the spawn target); runs on GPU ``device``."""
     pin_device(device)
@@ -136,9 +149,9 @@ def main(conn, device: int = 0) -> None:
         try:
             msg = conn.recv()
         except EOFError:
-            return
+            return _quit(tmp, False)
         if msg[0] == "stop":
-            return
+            return _quit(tmp, False)
         if msg[0] == "cubin":
             _, key, data = msg
             if len(cubins) >= CUBIN_CACHE:
@@ -162,7 +175,7 @@ def main(conn, device: int = 0) -> None:
             fault, poisoned = classify(exc)
             conn.send(("result", job.job_id, None, fault, time.perf_counter() - t0))
             if poisoned:
-                return
+                return _quit(tmp, True)
             continue
         try:
             args, outs = [], {}
@@ -181,6 +194,6 @@ def main(conn, device: int = 0) -> None:
             fault, poisoned = classify(exc)
             conn.send(("result", job.job_id, None, fault, time.perf_counter() - t0))
             if poisoned:
-                return
+                return _quit(tmp, True)
             continue
         conn.send(("result", job.job_id, result, None, time.perf_counter() - t0))

@@ -89,3 +89,53 @@ def mma(form, a_bits: np.ndarray, b_bits: np.ndarray, c_bits: np.ndarray) -> np.
     ctype = form.ctype or form.dtype
     d = MMA("Hopper", name)(_tensor(form.atype, a_bits), _tensor(form.btype, b_bits), _tensor(ctype, c_bits))
     return _bits(form.dtype, d)
+
+
+def _wgmma_modelled(form) -> bool:
+    if form.family != "wgmma" or form.dtype not in ("f32", "f16") or form.atype not in _TORCH_VIEW:
+        return False
+    try:
+        from mmasim.nv_ptx.sim import WGMMA
+
+        WGMMA("Hopper", f"m64n{form.shape.n}k{form.shape.k}.{form.dtype}.{form.atype}.{form.btype}")
+    except Exception:  # MMA-Sim asserts on shapes and types it does not know
+        return False
+    return True
+
+
+def run_program(program):
+    """The reference interpreter in hardware mode with MMA-Sim's arithmetic wherever MMA-Sim models
+    the form (dense wgmma, dense mma f16/bf16/tf32 on Hopper); ``modelled`` counts those products.
+
+    Everything else (layouts, memory, control flow, the forms MMA-Sim lacks) is the reference's,
+    so a difference from the reference's own hardware mode is a difference of arithmetic only, and
+    a difference from the GPU where the reference agrees is a finding about MMA-Sim.
+    Returns (RefResult, modelled)."""
+    from fuzzptx.oracles import reference
+    from fuzzptx.oracles.reference import mma_math as MM
+    from fuzzptx.oracles.reference import wgmma_math as W
+
+    orig_w, orig_m = W.wgmma_dense, MM.mma_dense
+    modelled = 0
+
+    def wgmma_dense(form, a, b, c, scale_d=True, scale_a=1, scale_b=1, mode="spec", accum_precision=None, keep=None):
+        nonlocal modelled
+        if mode != "hardware" or keep is not None or not _wgmma_modelled(form):
+            return orig_w(form, a, b, c, scale_d, scale_a, scale_b, mode=mode, accum_precision=accum_precision, keep=keep)
+        modelled += 1
+        bits = wgmma(form.atype, form.btype, form.dtype, np.asarray(a), np.asarray(b), np.asarray(c), bool(scale_d),
+                     scale_a, scale_b, k_step=form.shape.k)
+        return W.exact_result(form.dtype, bits)
+
+    def mma_dense(form, a, b, c, *, scale_d=True, op="", mode="spec", keep=None):
+        nonlocal modelled
+        if mode != "hardware" or not scale_d or mma_shape_and_type(form) is None:
+            return orig_m(form, a, b, c, scale_d=scale_d, op=op, mode=mode, keep=keep)
+        modelled += 1
+        return W.exact_result(form.dtype, mma(form, np.asarray(a), np.asarray(b), np.asarray(c)))
+
+    W.wgmma_dense, MM.mma_dense = wgmma_dense, mma_dense
+    try:
+        return reference.run_program(program, mode="hardware"), modelled
+    finally:
+        W.wgmma_dense, MM.mma_dense = orig_w, orig_m

@@ -212,3 +212,60 @@ def test_planted_trap_and_hang_are_survived_on_the_gpu(tmp_path):
     rest = [x for x in recs if x["block"] == b and not x.get("planted") and x["verdicts"]["ptxas"].startswith("accepted")]
     assert rest and all(x["verdicts"].get("hardware") == "ran" for x in rest)
     assert len(recs) == 24 + 2
+
+
+def _judges_loaded() -> tuple[bool, bool]:
+    return "fuzzptx.oracles.checker" in sys.modules, "fuzzptx.oracles.reference" in sys.modules
+
+
+def test_pool_processes_start_with_the_judges_already_imported():
+    """The CPU pool forks from a server that preloaded the judges (no 1.5 s import per process)."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    from fuzzptx.campaign import pool_context
+
+    if "forkserver" not in mp.get_all_start_methods():
+        pytest.skip("no forkserver on this platform: the pool spawns")
+    with cf.ProcessPoolExecutor(1, mp_context=pool_context()) as pool:  # no initializer: preload alone
+        assert pool.submit(_judges_loaded).result(timeout=120) == (True, True)
+
+
+class _FakeGpuWorker:
+    """Stands in for ``HardwareWorker`` (no GPU here): starts slowly, and 'faults' on program "bad"."""
+
+    def __init__(self, log: list):
+        self.log, self.restarts, self.started, self.spans = log, 0, False, []
+
+    def start(self):
+        t0 = time.monotonic()
+        time.sleep(0.2)
+        self.started = True
+        self.spans.append((t0, time.monotonic()))
+
+    def run(self, program, *, cubin, kernel):
+        assert self.started, "ran on a worker that was never started"
+        self.log.append((id(self), program))
+        if program == "bad":
+            self.restarts += 1
+            self.started = False  # killed: the next run on it would need a fresh start
+        return program
+
+    def close(self):
+        pass
+
+
+def test_spared_worker_starts_both_at_once_and_swaps_in_the_spare_after_a_fault():
+    from fuzzptx.campaign import SparedWorker
+
+    log: list = []
+    w = SparedWorker(lambda: _FakeGpuWorker(log))
+    first, spare = w.active, w.spare
+    assert w.run("ok", cubin=b"", kernel="k") == "ok"
+    assert w.run("bad", cubin=b"", kernel="k") == "bad"
+    assert w.active is not first and w.restarts == 1
+    assert w.run("ok2", cubin=b"", kernel="k") == "ok2"  # on the spare, started long ago
+    assert [x for x, _ in log] == [id(first), id(first), id(w.active)]
+    w.close()
+    assert spare.spans[0][0] < first.spans[0][1], "the spare did not start while the first worker was starting"
+    assert len(w.start_seconds) == 3  # active, spare, and the dead one restarted in the background

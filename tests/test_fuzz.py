@@ -34,3 +34,59 @@ def test_judges_agree_on_legal_programs(fuzzptx_config):
         check_program(program, fuzzptx_config)
 
     run()
+
+
+# ----------------------------------------------------------------- the fuzz run's judging path
+
+
+def _drawn(n: int = 8, seed: int = 11):
+    from fuzzptx.fuzz import batch_programs
+
+    return batch_programs(0, seed, n, n, 0.5)  # half of them mutated (illegal, labelled)
+
+
+def test_the_judge_runs_the_ptxas_model_once_for_the_checkers_two_verdicts():
+    """``differ.judge`` takes the checker's findings and its ptxas prediction from one model run
+    (``check_and_predict``); they must be what the two separate calls say."""
+    from fuzzptx import differ
+    from fuzzptx.oracles.checker import check_module, predict_ptxas
+
+    seen_rejected = False
+    for p in _drawn(12, 4):
+        judged, text = differ.as_judged(p)
+        v = differ.judge(p, ("checker",), text=text, judged=judged)
+        assert v.checker == check_module(judged.module)
+        assert v.predicted == predict_ptxas(judged.module)
+        seen_rejected |= not v.predicted.accepted
+    assert seen_rejected, "no mutant the model rejects among the drawn programs: the error path went untested"
+
+
+def test_pipelined_run_records_what_the_judges_say_one_by_one(tmp_path):
+    """ptxas in the background and the reference only on what ptxas accepted: every record says
+    what ``differ.judge`` says of the same program alone (minus the reference where ptxas rejected)."""
+    import json
+
+    from fuzzptx import differ
+    from fuzzptx.fuzz import batch_programs, run
+
+    n, batch, seed = 6, 4, 2
+    stats = run(n, seed, differ.CPU_JUDGES, tmp_path, batch=batch, progress=False, repros=False)
+    records = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in records] == list(range(n)) and stats.programs == n
+    programs = [p for b in range(2) for p in batch_programs(b, seed, batch, n, 0.25)]
+    for rec, p in zip(records, programs):
+        alone = differ.judge(p, differ.CPU_JUDGES).summary()
+        if not alone["ptxas"].startswith("accepted"):
+            alone.pop("reference", None)
+        assert rec["verdicts"] == alone
+        assert rec["family"] == differ.program_family(p)
+
+
+def test_finalize_repro_with_a_header_hint_writes_the_same_file():
+    from fuzzptx import differ
+
+    p = next(q for q in _drawn(8, 6) if differ.is_labelled(q))
+    v = differ.judge(p, differ.CPU_JUDGES)
+    sig = "test|hint|x"
+    assert differ.finalize_repro(p, differ.CPU_JUDGES, sig, verdicts=v).to_ptx() == \
+        differ.finalize_repro(p, differ.CPU_JUDGES, sig).to_ptx()

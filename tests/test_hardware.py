@@ -119,3 +119,30 @@ def test_worker_pinned_to_a_missing_device_is_cleanly_unavailable():
     with pytest.raises(hardware.HardwareUnavailable) as ei:
         w.start()
     assert "\n" not in str(ei.value)
+
+
+@pytest.mark.gpu
+def test_worker_leaves_quietly_after_a_fault(capfd):
+    """After a trap the worker exits by itself, without CuPy's finalisers printing CUDA errors
+    ("Exception ignored ...") for every array on the poisoned context."""
+    import multiprocessing
+
+    from fuzzptx.oracles import hw_worker
+
+    p = _trap_program("trap")
+    cubin, kernel, err = hardware._compile(p)
+    assert err is None
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=hw_worker.main, args=(child, 0), daemon=True)
+    proc.start()
+    child.close()
+    assert parent.recv()[0] == "ready"
+    la = p.launch
+    parent.send(("cubin", "k", cubin))
+    parent.send(("run", hw_worker.Job(0, "k", kernel, la.grid, la.block, la.dynamic_smem, hardware.program_args(p))))
+    reply = parent.recv()
+    proc.join(30)
+    assert reply[3] == "trap" and proc.exitcode == 0
+    stderr = capfd.readouterr().err
+    assert "Exception ignored" not in stderr and "Traceback" not in stderr

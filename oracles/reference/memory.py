@@ -75,14 +75,16 @@ class Region:
 
     def read(self, off: np.ndarray, eb: int, count: int) -> list[tuple[np.ndarray, Shadow | None]]:
         """``count`` consecutive elements of ``eb`` bytes at byte offsets ``off`` (aligned)."""
+        if eb == 16:
+            raise AssertionError("16-byte elements are split by the caller")
         out = []
         n = off.size
+        view, shift = self.view(eb), _SHIFT[eb]
+        shadowed = self.skind is not None or bool(self.pending)
         for j in range(count):
-            o = off + j * eb
-            if eb == 16:
-                raise AssertionError("16-byte elements are split by the caller")
-            bits = self.view(eb)[o >> _SHIFT[eb]].astype(np.uint64)  # o is aligned: o // eb
-            out.append((bits, self._read_shadow(o, eb, n)))
+            o = off + j * eb if j else off
+            bits = view[o >> shift].astype(np.uint64)  # o is aligned: o // eb
+            out.append((bits, self._read_shadow(o, eb, n) if shadowed else None))
         return out
 
     def flush(self) -> None:
