@@ -27,9 +27,9 @@ Modelling decisions (spec mode):
   by zero and in-flight wgmma registers are UNDEF.  Per-thread ``.param`` variables are
   tracked as defined/undefined per variable, not per byte.
 - ``mode="hardware"`` runs the same scalar semantics with dense wgmma computed as the
-  H100 does (``hw_numerics``, proved bit-exact: docs/numerics.md).  Float warp-level
-  mma/wmma and sparse wgmma have no proved H100 model, so that mode raises
-  ``Unsupported`` for them (integer forms are exact in both modes).
+  H100 does (``hw_numerics``, proved bit-exact: docs/numerics.md), and so do sparse
+  wgmma, ``mma``/``mma.sp`` and ``wmma.mma`` (``warp_exec``; the forms ptxas emulates
+  through ``mma_emulation``); integer forms are exact in both modes.
 Not modelled (``Unsupported``): atomics, shuffles/votes, ``.local`` memory,
 approximate transcendental functions.
 """
