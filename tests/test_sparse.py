@@ -166,7 +166,7 @@ def test_spec_set_of_chained_sparse_wgmma_with_specials_contains_the_hardware_re
     from fuzzptx.program import Program
     from fuzzptx.oracles.reference import compare, run_program
 
-    p = Program.from_file(pathlib.Path(__file__).parent / "data" / "sparse_chain_special_inputs.ptx")
+    p = Program.from_file(pathlib.Path(__file__).parent / "data" / "repros" / "sparse_chain_special_inputs.ptx")
     hw = run_program(p, mode="hardware")
     spec = run_program(p)
     assert hw.undefined is None and spec.undefined is None
