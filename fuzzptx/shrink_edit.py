@@ -69,3 +69,32 @@ def _type_of(ins: Instr) -> str | None:
         if m in _TYPES:
             return m
     return None
+
+
+def _as_form(ins: Instr, by_role: dict, form) -> Instr | None:
+    """``ins`` rewritten as catalogue ``form``: operands of the same role carried over, immediates
+    the form adds set to their defaults; None where the form needs an operand ``ins`` lacks."""
+    from fuzzptx.kernels import default_immediate
+    from fuzzptx.ptx.ir import Imm
+
+    ops = []
+    for spec in form.operands:
+        if spec.role in by_role:
+            ops.append(by_role[spec.role])
+        elif spec.kind in ("imm", "pred_or_imm"):
+            ops.append(Imm.of(default_immediate(spec)))
+        else:
+            return None
+    return replace(ins, opcode=form.opcode, operands=tuple(ops))
+
+
+def _write_counts(sts: dict[int, Statement]) -> dict[str, int]:
+    """How many instructions write each register (a register written once can be substituted)."""
+    from fuzzptx.ptx.dataflow import defs_uses
+
+    writes: dict[str, int] = {}
+    for st in sts.values():
+        if isinstance(st, Instr):
+            for d in defs_uses(st)[0]:
+                writes[d.name] = writes.get(d.name, 0) + 1
+    return writes

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Function, Imm, Instr, Label, Reg, RegDecl, Statement, Sym, VarDecl, Vec, registers_in
-from fuzzptx.shrink_edit import _EFFECTS, _delete, _edit_function, _statements, _type_of
+from fuzzptx.shrink_edit import _EFFECTS, _as_form, _delete, _edit_function, _statements, _type_of, _write_counts
 
 
 def _candidates_simplify(program: Program) -> list[Program]:
@@ -84,18 +84,12 @@ _TENSOR = frozenset(("wgmma", "wmma", "mma", "ldmatrix", "stmatrix"))
 def _candidates_copyprop(program: Program) -> list[Program]:
     """Delete ``mov d, s`` (d written once) and read ``s`` wherever ``d`` was read (for a symbol
     ``s``: the register an earlier move of the same symbol wrote)."""
-    from fuzzptx.ptx.dataflow import defs_uses
-
     cands: list[Program] = []
     for fn in program.module.functions():
         if fn.body is None:
             continue
         sts = _statements(fn)
-        writes: dict[str, int] = {}
-        for st in sts.values():
-            if isinstance(st, Instr):
-                for d in defs_uses(st)[0]:
-                    writes[d.name] = writes.get(d.name, 0) + 1
+        writes = _write_counts(sts)
         first_mov: dict[tuple, Reg] = {}  # (opcode, symbol) -> the register the first such move writes
         for i, s in sts.items():
             if not (isinstance(s, Instr) and s.base == "mov" and s.guard is None and len(s.operands) == 2
@@ -234,7 +228,6 @@ def _candidates_types(program: Program) -> list[Program]:
     """wgmma rewritten with simpler types (``e4m3`` -> ``f16``): operands carried over by role,
     immediates a new form adds take the minimal kernel's defaults."""
     from fuzzptx import isa
-    from fuzzptx.kernels import default_immediate
 
     cands = []
     for fn in program.module.functions():
@@ -246,16 +239,9 @@ def _candidates_types(program: Program) -> list[Program]:
                 continue
             by_role = {spec.role: op for spec, op in zip(form.operands, s.operands)}
             for f in _simpler_forms(form)[:3]:
-                ops = []
-                for spec in f.operands:
-                    if spec.role in by_role:
-                        ops.append(by_role[spec.role])
-                    elif spec.kind in ("imm", "pred_or_imm"):
-                        ops.append(Imm.of(default_immediate(spec)))
-                    else:
-                        break
-                else:
-                    cands.append(_edit_function(program, fn.name, subst={i: replace(s, opcode=f.opcode, operands=tuple(ops))}))
+                rewritten = _as_form(s, by_role, f)
+                if rewritten is not None:
+                    cands.append(_edit_function(program, fn.name, subst={i: rewritten}))
     return cands
 
 

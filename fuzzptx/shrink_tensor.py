@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fuzzptx.program import Program
-from fuzzptx.ptx.ir import Imm, Instr, Label, Reg, registers_in
-from fuzzptx.shrink_edit import _edit_function, _statements, _type_of
+from fuzzptx.ptx.ir import Instr, Label, Reg, registers_in
+from fuzzptx.shrink_edit import _as_form, _edit_function, _statements, _type_of
 from fuzzptx.shrink_values import _bits, _kernels, _thread_registers
 
 
@@ -15,7 +15,6 @@ def _candidates_dense(program: Program) -> list[Program]:
     the metadata register and its setup go.  Operands carry over by role; an immediate the dense
     form adds takes the minimal kernel's default."""
     from fuzzptx import isa
-    from fuzzptx.kernels import default_immediate
 
     cands = []
     for fn in _kernels(program):
@@ -28,16 +27,9 @@ def _candidates_dense(program: Program) -> list[Program]:
                      and (f.atype, f.btype, f.dtype) == (form.atype, form.btype, form.dtype)
                      and getattr(f, "a_source", None) == getattr(form, "a_source", None)]
             for f in dense[:1]:
-                ops = []
-                for spec in f.operands:
-                    if spec.role in by_role:
-                        ops.append(by_role[spec.role])
-                    elif spec.kind in ("imm", "pred_or_imm"):
-                        ops.append(Imm.of(default_immediate(spec)))
-                    else:
-                        break
-                else:
-                    cands.append(_edit_function(program, fn.name, subst={i: replace(s, opcode=f.opcode, operands=tuple(ops))}))
+                rewritten = _as_form(s, by_role, f)
+                if rewritten is not None:
+                    cands.append(_edit_function(program, fn.name, subst={i: rewritten}))
     return cands
 
 

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Label, Reg, Statement, Sym, VarDecl
-from fuzzptx.shrink_edit import _edit_function, _statements, _type_of
+from fuzzptx.shrink_edit import _edit_function, _statements, _type_of, _write_counts
 
 _INT = {f"{k}{n}": n for k in "bus" for n in (8, 16, 32, 64)}
 
@@ -429,11 +429,7 @@ def _candidates_cse(program: Program) -> list[Program]:
     cands = []
     for fn in _kernels(program):
         sts = _statements(fn)
-        writes: dict[str, int] = {}
-        for st in sts.values():
-            if isinstance(st, Instr):
-                for d in defs_uses(st)[0]:
-                    writes[d.name] = writes.get(d.name, 0) + 1
+        writes = _write_counts(sts)
         seen: dict[tuple, Reg] = {}
         for i, st in sts.items():
             if not (isinstance(st, Instr) and st.guard is None and st.base not in _EFFECTS and st.base not in ("mov", "ld")
