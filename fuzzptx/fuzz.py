@@ -169,7 +169,7 @@ def judge_texts(programs: Sequence[Program], texts: Sequence[str], judges: Seque
     The checker runs first, while ptxas may still be compiling; the reference then runs on
     the programs ptxas accepted (as in the campaign: on a rejected program it can only add
     what the checker and ptxas already said, and a quarter of the programs are mutants)."""
-    first = [j for j in judges if j not in ("ptxas", "reference")]
+    first = [j for j in judges if j not in ("ptxas", "reference", "hardware")]
     parsed, out = [], []
     for p, t in zip(programs, texts):
         t0 = time.perf_counter()
@@ -189,7 +189,35 @@ def judge_texts(programs: Sequence[Program], texts: Sequence[str], judges: Seque
         for p, q, v, r in zip(programs, parsed, out, results):
             if r is None or r.accepted:
                 differ.judge(p, ("reference",), numerics=numerics, judged=q, into=v)
+    if "hardware" in judges:
+        from fuzzptx.campaign import gpu_worthy
+
+        worker = gpu_worker()
+        for q, v, r in zip(parsed, out, results):
+            if (r is None or r.accepted) and gpu_worthy(q, v):
+                t0 = time.perf_counter()
+                v.hardware = worker.run(q)
+                v.seconds["hardware"] = time.perf_counter() - t0
     return out
+
+
+_WORKER: list = []
+
+
+def gpu_worker():
+    """One GPU worker for the whole run (a fresh worker per program costs seconds: CuPy and a
+    CUDA context); it survives faults and hangs itself and is closed when the process exits.
+    Raises ``HardwareUnavailable`` (one line at the CLI) without a usable GPU."""
+    if not _WORKER:
+        import atexit
+
+        from fuzzptx.oracles.hardware import HardwareWorker
+
+        w = HardwareWorker()
+        w.start()
+        atexit.register(w.close)
+        _WORKER.append(w)
+    return _WORKER[0]
 
 
 def batch_programs(b: int, seed: int, batch: int, n: int, illegal_share: float) -> list[Program]:
