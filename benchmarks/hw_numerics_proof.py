@@ -246,7 +246,8 @@ class Gpu:
             fh.write(cubin)
         self.fns[idx] = self.cp.RawModule(path=path).get_function(kernel)
 
-    def run(self, idx: int, program, bufs: dict[str, np.ndarray]) -> bytes:
+    def run(self, idx: int, program, bufs: dict[str, np.ndarray], threads: int = 128) -> bytes:
+        """One CTA of ``threads`` threads; returns buffer ``d``."""
         cp = self.cp
         fn = program.module.function(program.launch.kernel)
         dev = {name: cp.asarray(arr) for name, arr in bufs.items()}
@@ -256,7 +257,7 @@ class Gpu:
                 args.append(dev[p.name])
             else:
                 args.append(np.uint32(dict(program.scalars)[p.name]))
-        self.fns[idx]((1, 1, 1), (128, 1, 1), tuple(args))
+        self.fns[idx]((1, 1, 1), (threads, 1, 1), tuple(args))
         return cp.asnumpy(dev["d"]).tobytes()
 
 
@@ -313,8 +314,11 @@ def device_info(gpu) -> dict:
         return {"error": str(exc)}
 
 
-def launches_for(plan: dict[str, list[Kernel]], dots: int, seed: int):
-    """(kernel index, Kernel, dist, seed) until every mix has at least ``dots`` dot products."""
+def launches_for(plan: dict[str, list], dots: int, seed: int, dots_per_launch=None):
+    """(kernel index, kernel, dist, seed) until every mix has at least ``dots`` dot products
+    (``dots_per_launch(kernel)``; default: one dense wgmma's 64 x N) and every kernel has run
+    with every distribution."""
+    dots_per_launch = dots_per_launch or (lambda k: 64 * k.form.shape.n)
     out = []
     flat = [k for ks in plan.values() for k in ks]
     index = {k: i for i, k in enumerate(flat)}
@@ -324,7 +328,7 @@ def launches_for(plan: dict[str, list[Kernel]], dots: int, seed: int):
             k = ks[j % len(ks)]
             dist = DISTS[(j // len(ks)) % len(DISTS)]
             out.append((index[k], k, dist, seed * 1_000_003 + len(out)))
-            total += 64 * k.form.shape.n
+            total += dots_per_launch(k)
             j += 1
     return flat, out
 

@@ -628,18 +628,6 @@ def dots_per_launch(k) -> int:
 # ---------------------------------------------------------------- running
 
 
-class Gpu(P.Gpu):
-    """hw_numerics_proof's loader with the kernel's own block size."""
-
-    def launch(self, idx: int, program, bufs: dict[str, np.ndarray], threads: int) -> bytes:
-        cp = self.cp
-        fn = program.module.function(program.launch.kernel)
-        dev = {name: cp.asarray(arr) for name, arr in bufs.items()}
-        args = [dev[p.name] if p.name in dev else np.uint32(dict(program.scalars)[p.name]) for p in fn.params]
-        self.fns[idx]((1, 1, 1), (threads, 1, 1), tuple(args))
-        return cp.asnumpy(dev["d"]).tobytes()
-
-
 def interp_bytes(k, program, bufs: dict[str, np.ndarray]) -> bytes:
     """The reference interpreter's D (hardware mode) for the program with these buffers."""
     from fuzzptx.oracles import reference
@@ -723,21 +711,6 @@ def mmasim_judge(job):
     return k.mix(), int(hw.size), int(vs_hw.sum()), int(vs_ref.sum()), ex
 
 
-def launches_for(plan: dict, dots: int, seed: int):
-    out = []
-    flat = [k for ks in plan.values() for k in ks]
-    index = {k: i for i, k in enumerate(flat)}
-    for mix, ks in plan.items():
-        total, j = 0, 0
-        while total < dots or j < len(ks) * len(DISTS):
-            k = ks[j % len(ks)]
-            dist = DISTS[(j // len(ks)) % len(DISTS)]
-            out.append((index[k], k, dist, seed * 1_000_003 + len(out)))
-            total += dots_per_launch(k)
-            j += 1
-    return flat, out
-
-
 def compile_all(kernels: list):
     from fuzzptx.oracles.ptxas import compile_parallel
 
@@ -760,10 +733,10 @@ def run(args) -> dict:
         plan.update(plan_wmma(args.seed))
     if args.mix:
         plan = {m: ks for m, ks in plan.items() if any(m.startswith(s) for s in args.mix)}
-    flat, launches = launches_for(plan, args.dots, args.seed)
+    flat, launches = P.launches_for(plan, args.dots, args.seed, dots_per_launch)
     progs, cubins = compile_all(flat)
     t_build = time.time() - t0
-    gpu = None if args.dry_run else Gpu()
+    gpu = None if args.dry_run else P.Gpu()
     t1 = time.time()
     if gpu:
         for i, (cb, name) in enumerate(cubins):
@@ -774,7 +747,7 @@ def run(args) -> dict:
         prepared = pool.map(prepare, [(k, dist, seed, args.dry_run) for _, k, dist, seed in launches], chunksize=4)
         for (idx, k, dist, seed), (bufs, dry) in zip(launches, prepared):
             if gpu:
-                d = gpu.launch(idx, progs[idx], bufs, k.threads())
+                d = gpu.run(idx, progs[idx], bufs, k.threads())
             elif (idx not in interp_done and interp_checked[k.family] < args.interp and k.form.atype not in FP8
                   and dist == DISTS[idx % len(DISTS)]):
                 interp_done.add(idx)  # one launch per kernel through the interpreter (hardware mode)

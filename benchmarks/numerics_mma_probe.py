@@ -283,7 +283,7 @@ def main(argv=None) -> int:
             m, n = f.shape.m, f.shape.n
             if gpu:
                 t1 = time.time()
-                d_bytes = _run(gpu, i, prog, bufs)
+                d_bytes = gpu.run(i, prog, bufs, prog.launch.block[0])  # two warps, not a warpgroup
                 t_gpu += time.time() - t1
                 width = F.bits_per_element(f.dtype)
                 dflat = np.frombuffer(d_bytes, _UINT[width // 8]).astype(np.uint32)
@@ -346,16 +346,6 @@ def _device(gpu) -> dict | None:
     p = gpu.cp.cuda.runtime.getDeviceProperties(0)
     name = p["name"].decode() if isinstance(p["name"], bytes) else p["name"]
     return {"name": name, "cc": f"{p['major']}.{p['minor']}", "cupy": gpu.cp.__version__}
-
-
-def _run(gpu, idx: int, program, bufs: dict[str, np.ndarray]) -> bytes:
-    """One launch of 64 threads (two warps) — the mma programs use 2 warps, not a warpgroup."""
-    cp = gpu.cp
-    fn = program.module.function(program.launch.kernel)
-    dev = {name: cp.asarray(arr) for name, arr in bufs.items()}
-    args = [dev[p.name] if p.name in dev else np.uint32(dict(program.scalars)[p.name]) for p in fn.params]
-    gpu.fns[idx]((1, 1, 1), (program.launch.block[0], 1, 1), tuple(args))
-    return cp.asnumpy(dev["d"]).tobytes()
 
 
 if __name__ == "__main__":
