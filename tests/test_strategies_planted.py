@@ -8,7 +8,6 @@ one wgmma, fence/commit/wait only.  The comparisons are self-contained
 """
 from __future__ import annotations
 
-from unittest import mock
 
 import numpy as np
 import pytest
@@ -99,21 +98,15 @@ def test_fragment_row_swap_is_found_and_shrunk_to_the_smallest_n():
 
 def test_missed_fence_rule_is_found_and_shrunk():
     """Planted: a copy of the checker's fence rule that joins paths with 'any' instead of 'all'."""
-    from fuzzptx.oracles.checker import check_module, spec_rules
-
-    real_run = spec_rules._run
-
-    def weak_run(ctx, entry, step, join, end_of_block=None):
-        if entry == (False, frozenset()):  # the fence analysis: fenced on *some* path is enough
-            join = lambda a, b: (a[0] or b[0], a[1] | b[1])  # noqa: E731
-        return real_run(ctx, entry, step, join, end_of_block)
+    from fuzzptx.oracles.checker import check_module
+    from fuzzptx.planted import fence_any_path
 
     def fence_findings(module):
         return sorted(f.line or 0 for f in check_module(module, layers=("spec",)) if f.rule == "spec.fence.missing")
 
     def prop(program):
         original = fence_findings(program.module)
-        with mock.patch.object(spec_rules, "_run", weak_run):
+        with fence_any_path():
             planted = fence_findings(program.module)
         assert original == planted
 
