@@ -51,17 +51,18 @@ def _agreement_message(s) -> str:
 
 def test_differential_sample_against_real_ptxas():
     """Pipegen seeds 0..199: accept/reject always agrees; codes and lines at the measured floor
-    (reports/checker_vs_ptxas.md has seeds 0..1999: 1895/2000)."""
+    (reports/checker_vs_ptxas.md has seeds 0..1999: 1894/2000)."""
     s = run_sample(200, seed=0)
     assert not [m for m in s.mismatches if _rejects(m[2]) != _rejects(m[3])]
     assert s.rate >= 0.93, f"agreement fell to {_agreement_message(s)}"
 
 
 def test_differential_strategies_sample():
-    """Programs from the strategies package (legal ones and their named illegal mutations): 100%
-    accept/reject agreement, and codes and lines on at least 98% of this CI draw of 200 (the report's
-    fixed 2,000-program sample, reports/checker_vs_ptxas.md, is at 1983/2000; its disagreements
-    come in runs of up to five related programs, so a smaller draw needs that much slack)."""
-    s = run_strategies_sample(200)
+    """The issue's bar on the report's own fixed sample: 2,000 programs from the strategies package
+    (legal ones and their named illegal mutations, drawn derandomized), 100% accept/reject
+    agreement and codes and lines on at least 99% (reports/checker_vs_ptxas.md lists the rest).
+    About two minutes on two cores: ptxas compiles the 2,000 in batches."""
+    s = run_strategies_sample(2000)
+    assert s.n == 2000
     assert not [m for m in s.mismatches if _rejects(m[2]) != _rejects(m[3])]
-    assert s.rate >= 0.98, f"agreement fell to {_agreement_message(s)}"
+    assert s.rate >= 0.99, f"agreement fell to {_agreement_message(s)}"

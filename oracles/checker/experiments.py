@@ -338,8 +338,10 @@ EXPERIMENTS.update({
 })
 
 from .experiments_dce import more  # noqa: E402 (it builds on the helpers above)
+from .experiments_blocks import more as more_blocks  # noqa: E402
 
 EXPERIMENTS.update(more())
+EXPERIMENTS.update(more_blocks())
 
 
 def _branch_on(src: list[str], bra: str = "bra") -> str:

@@ -96,6 +96,7 @@ class _Out:
     arrive_at: dict = field(default_factory=dict)  # line -> the site of that arrive
     wait: dict = field(default_factory=dict)  # line -> True (C7517)
     wait_ser: dict = field(default_factory=dict)  # C7517 lines if the function is serialised
+    wait_pre_ind: dict = field(default_factory=dict)  # exit waits for groups committed before an indirect call
     wait_at_use: dict = field(default_factory=dict)  # C7517 at reads of accumulators in flight
     wait_feed: dict = field(default_factory=dict)  # C7517 at reads of future accumulator inputs:
     # line -> whether ptxas still reports it when an indirect call serialises the function
@@ -182,6 +183,8 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
         if not loop_header and pend_a != pend_b:
             split |= {x.last if x.last_branch or at is None else at for x in (a, b)
                       if (x.raw or x.fl) and (x.last is not None or at is not None)}
+        if loop_header and any(x.call_at and not x.split and (x.raw or x.fl) for x in (a, b)):
+            split = frozenset()  # a call in the loop comes after the split: the wait goes there
         a = PS(
             armed=a.armed and b.armed,
             dirty=a.dirty | b.dirty,
@@ -302,18 +305,20 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
         if ins.base in ("ret", "exit"):
             if report and (st.raw or st.fl):
                 out.wait_ser[line] = True  # a serialised function waits for everything at its exits
-            if report and st.raw:
-                for x in (st.split or {st.call_at or line}):  # a call since: the wait goes before it
-                    out.wait[x] = True
-            elif report and st.fl and st.split:
-                for x in st.split:
-                    out.wait[x] = True
+            at = (st.split or {st.call_at or line}) if st.raw else st.split if st.fl else ()
+            # (a call since: the wait goes before it)
+            early = st.pblock is None or (pos.get(st.pblock, 0), 0) < first_indirect
+            for x in at if report else ():
+                out.wait[x] = True
+                if early:  # committed before an indirect call: still reported beside C7509 (measured)
+                    out.wait_pre_ind[x] = True
             return st
         if ins.base == "call":
             callee = _callee(ins)
             if (st.fl or st.raw) and st.call_at is None and (isinstance(callee, Reg) or (
                     isinstance(callee, Sym) and callee.name in ctx_funcs)):
-                st = st._replace(call_at=line)  # a later wait is reported at this call (measured)
+                # a later wait is reported at this call, even past a split (measured: exit_wait_call_after_split)
+                st = st._replace(call_at=line, split=frozenset())
             if isinstance(callee, Reg):  # indirect: ptxas gives up on the pipeline (measured)
                 if report:
                     if any(d < 0 for _, d in st.fl):
@@ -501,8 +506,15 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
     # an indirect call serialises the whole function: no wait is left for its exits (measured)
     # ... but ptxas still reports the feed waits it placed before reaching the indirect call (measured)
     early = {x: True for x, before in out.wait_feed.items() if before}
-    waits = ({**out.wait_at_use, **early} if ser_code == "C7510" else {**out.wait_ser, **out.wait_at_use, **out.wait_feed}) \
-        if out.ser else {**out.wait, **out.wait_at_use, **out.wait_feed}
+    if ser_code == "C7510":  # ... save one at an indirect call itself with groups in flight (measured: wait_at_indirect_call)
+        at_ind = {_line(i) for b in ctx.g.blocks for i in b.instrs if i.base == "call" and isinstance(_callee(i), Reg)}
+        waits = {**{x: True for x in out.wait if x in at_ind}, **out.wait_at_use, **early}
+    elif ser_code == "C7509":  # exits wait as unserialised, for groups committed before the indirect call (measured)
+        waits = {**out.wait_pre_ind, **out.wait_at_use, **out.wait_feed}
+    elif out.ser:
+        waits = {**out.wait_ser, **out.wait_at_use, **out.wait_feed}
+    else:
+        waits = {**out.wait, **out.wait_at_use, **out.wait_feed}
     arrives = [x for x, why in out.arrive.items() if not (ser_code == "C7510" and why == "flag")]
     diags = [PredictedDiag("C7519", line, "info", name, ADVISORY["C7519"].format(line=line, f=name))
              for line in sorted(arrives, key=lambda x: x or 0)]

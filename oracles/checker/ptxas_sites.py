@@ -7,7 +7,7 @@ from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg
 
 from .context import FnCtx, Site, sites
 from .flow import solve_forward
-from .ptxas_dce import _scale_d_zero, dead_code
+from .ptxas_dce import _pure, _scale_d_zero, dead_code
 from .regs import defs_uses, is_wait, is_wgmma, wait_n, wgmma_regs
 
 def _line(ins: Instr | None) -> int | None:
@@ -123,12 +123,54 @@ def _postdominates(ctx: FnCtx, b: int, a: int) -> bool:
     return False
 
 
+def _erased_between(ctx: FnCtx, a: int, b: int) -> bool:
+    """Whether ptxas merges every block between ``a`` and ``b`` into one before its GMMA passes:
+    branches without a loop between (if-converted or folded), or an empty counted loop -- pure
+    instructions whose results are read nowhere else (measured: no_wait_empty_loop_before_use,
+    no_wait_branch_*_before_use; a loop that stores or feeds a later read keeps its blocks)."""
+    memo = ctx.__dict__.setdefault("_erased", {})
+    order = {blk: k for k, blk in enumerate(ctx.g.order)}
+    pos_of = lambda blk: order.get(blk, -1)  # noqa: E731
+    if (a, b) in memo:
+        return memo[a, b]
+    region, todo = set(), [s for s in ctx.g.succs[a] if s != b]
+    while todo and len(region) <= 64:
+        x = todo.pop()
+        if x in region or x == a:
+            continue
+        region.add(x)
+        todo += [s for s in ctx.g.succs[x] if s != b]
+    ok = len(region) <= 64 and a not in {s for x in region for s in ctx.g.succs[x]}
+    if ok and not any(s in region and pos_of(s) <= pos_of(x) for x in region for s in ctx.g.succs[x]):
+        # no loop between: ptxas if-converts or merges it (measured: no_wait_branch_*_before_use) --
+        # unless two divergent branches test one predicate (threaded together: no_wait_div_diamonds_before_use)
+        conds = [str(i.guard) for x in [a, *region] for i in ctx.g.blocks[x].instrs[-1:]
+                 if i.base == "bra" and i.guard is not None
+                 and any(ctx.dep_divergent((x, y), ptxas=True) for y in ctx.g.succs[x])]
+        memo[a, b] = len(conds) == len(set(conds))
+        return memo[a, b]
+    defs: set = set()
+    for x in region if ok else ():
+        for ins in ctx.g.blocks[x].instrs:
+            if ins.base != "bra" and not (_pure(ins) and not is_wgmma(ins)):
+                ok = False
+                break
+            defs |= defs_uses(ins)[0]
+    if ok and defs:
+        ok = not any(defs & defs_uses(ins)[1] for x in range(len(ctx.g.blocks)) if x not in region
+                     for ins in ctx.g.blocks[x].instrs)
+    memo[a, b] = ok
+    return ok
+
+
 def _hoisted_line(ctx: FnCtx, st, site: Site) -> int | None:
     """A read in a later block than the last fence/wgmma/commit: ptxas waits at the end of that
     block and reports its last instruction, if the read's block post-dominates it (measured: loops
     and branches between commit and use)."""
     if st.pblock is None or st.pblock == site.block or not _postdominates(ctx, site.block, st.pblock):
         return None
+    if _erased_between(ctx, st.pblock, site.block):
+        return None  # ptxas deletes what lies between: one block, the wait stays at the read
     instrs = ctx.g.blocks[st.pblock].instrs
     return _line(instrs[-1]) if instrs else None
 

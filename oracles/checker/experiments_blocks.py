@@ -1,0 +1,78 @@
+"""Experiments on the block structure ptxas 13.0.88 sees when it places waits: what it merges or
+deletes between a commit and a read (branches without a loop, empty loops), where an exit wait
+goes when a call follows the split, and which exit waits survive beside C7509.
+
+Recorded like the others (``experiments.EXPERIMENTS`` includes these) as
+``tests/data/checker/NAME.ptx``.
+"""
+from __future__ import annotations
+
+
+def more() -> dict[str, tuple[str, str]]:
+    """name -> (description, kernel text), built on ``experiments``' helpers."""
+    from .experiments import CALL_IND, CALL_R, COMMIT, DIV, FENCE, FUNC_R, KEEP_R30, UNI, WAIT, _b, kernel, store, wg
+
+    read = ["mul.wide.u32 %rd10, %r20, 16;", "add.u64 %rd11, %rd3, %rd10;", "st.global.f32 [%rd11], %f1;",
+            "st.global.f32 [%rd11+4], %f2;"]
+    stage = [FENCE, wg(), COMMIT]
+
+    def loop(n, body=()) -> list[str]:
+        return ["mov.u32 %r24, 0;", "LOOP:", *body, "add.u32 %r24, %r24, 1;", f"setp.lt.u32 %p4, %r24, {n};",
+                "@%p4 bra.uni LOOP;"]
+
+    def diamonds(c1: str, c2: str) -> list[str]:
+        return stage + [f"{c1} bra D1;", "add.u32 %r25, %r25, 1;", "D1:", f"{c2} bra D2;", "add.u32 %r25, %r25, 3;",
+                        "D2:"] + read + ["st.global.u32 [%rd3+64], %r25;"]
+
+    keep_r1 = ["st.global.u32 [%rd3+200], %r1;"]
+    return {
+        # what lies between commit and read: ptxas's blocks, not the PTX's
+        "no_wait_empty_loop_before_use": ("no wait, an empty counted loop between commit and use: deleted, the wait "
+                                          "is at the read", kernel(stage + loop(2) + read)),
+        "no_wait_store_loop_before_use": ("no wait, a counted loop that stores: the wait is hoisted to the end of "
+                                          "the commit's block", kernel(stage + loop(2, ["st.global.u32 [%rd3+200], %r24;"])
+                                                                     + read)),
+        "no_wait_branch_to_next_before_use": ("no wait, a branch to the next label between commit and use: the wait "
+                                              "is at the read", kernel(stage + [_b("SK", UNI), "SK:"] + read)),
+        "no_wait_branch_over_add_before_use": ("no wait, a uniform branch over an add: if-converted, the wait is at "
+                                               "the read", kernel(stage + [_b("SK", UNI), "add.u32 %r1, %r1, 1;", "SK:"]
+                                                                  + read + keep_r1)),
+        "no_wait_branch_over_store_before_use": ("no wait, a uniform branch over a store: the wait is at the read",
+                                                 kernel(stage + [_b("SK", UNI), "st.global.u32 [%rd3+200], %r1;", "SK:"]
+                                                        + read)),
+        "no_wait_div_diamonds_two_predicates": ("no wait, two divergent if-blocks on different predicates: the wait "
+                                                "is at the read", kernel(diamonds(DIV, "@%p3"))),
+        "no_wait_uni_diamonds_one_predicate": ("no wait, two uniform if-blocks on one predicate: the wait is at the "
+                                               "read", kernel(diamonds(UNI, UNI))),
+        # exit waits and calls
+        "exit_wait_call_after_split": ("a wait skipped on a uniform path, then a direct call, then the exit: the "
+                                       "wait is reported at the call", kernel(stage + [_b("SK", UNI), WAIT, "SK:"]
+                                                                              + CALL_R + KEEP_R30, extra=FUNC_R)),
+        "exit_wait_call_after_split_c7509": ("the same after a direct and an indirect call: C7509 and the wait at "
+                                             "the call", kernel(CALL_R + CALL_IND + stage + [_b("SK", UNI), WAIT, "SK:"]
+                                                                + CALL_R + KEEP_R30, extra=FUNC_R)),
+        "wait_at_indirect_call": ("committed, an indirect call, never waited nor used: C7510 and the wait at the "
+                                  "call", kernel(stage + CALL_IND + KEEP_R30, extra=FUNC_R)),
+        "empty_group_after_direct_and_indirect_call": ("a direct call, an indirect call, then fence and commit "
+                                                       "never waited: C7509 only",
+                                                       kernel(CALL_R + CALL_IND + [FENCE, COMMIT] + KEEP_R30,
+                                                              extra=FUNC_R)),
+        "exit_wait_split_then_call_loop_c7509": ("commit, a uniform branch past a direct and an indirect call and "
+                                                 "the wait, then a loop with a direct call: C7509 and the wait at "
+                                                 "that call",
+                                                 kernel(stage + [_b("SK", UNI)] + CALL_R + CALL_IND + [WAIT, "SK:",
+                                                        "LC:"] + CALL_R + ["add.u32 %r24, %r24, 1;",
+                                                                           "setp.lt.u32 %p4, %r24, %r22;",
+                                                                           "@%p4 bra.uni LC;"] + store() + KEEP_R30,
+                                                        extra=FUNC_R)),
+        # ptxas does not fold the back branch of a loop that runs once: its second iteration still counts
+        "feed_read_in_one_trip_loop": ("a later wgmma's accumulator read in a loop that runs once, an empty group "
+                                       "committed after it: the wait at the read all the same",
+                                       kernel(["mov.u32 %r24, 0;", "L1:", "xor.b32 %f5, %f5, 0x80000000;", FENCE,
+                                               COMMIT, "add.u32 %r24, %r24, 1;", "setp.lt.u32 %p4, %r24, 1;",
+                                               "@%p4 bra.uni L1;", WAIT, FENCE, wg(5), COMMIT, WAIT] + store(5))),
+        "feed_read_in_two_trip_loop": ("the same loop running twice: the wait at the read",
+                                       kernel(["mov.u32 %r24, 0;", "L1:", "xor.b32 %f5, %f5, 0x80000000;", FENCE,
+                                               COMMIT, "add.u32 %r24, %r24, 1;", "setp.lt.u32 %p4, %r24, 2;",
+                                               "@%p4 bra.uni L1;", WAIT, FENCE, wg(5), COMMIT, WAIT] + store(5))),
+    }
