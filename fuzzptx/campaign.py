@@ -108,6 +108,9 @@ class Prepared:
     kernel_names: list[str]
     records: list[dict]  # record fields the pool computes (family, forms, coverage, ...)
     seconds: dict[str, float]
+    # per program: metamorphic.PreparedPairs for the GPU to judge, a Checked already judged on
+    # the reference (no GPU), or None (no metamorphic judge)
+    metamorphic: list = field(default_factory=list)
 
 
 def block_seed(seed: int, block: int) -> int:
@@ -232,7 +235,32 @@ def prepare_block(task: BlockTask) -> Prepared:
         if planted:
             rec["planted"] = planted
         records.append(rec)
-    return Prepared(task.block, [i for i, _, _ in items], programs, verdicts, cubins, names, records, dict(secs))
+    pairs = _metamorphic_block(task, programs, texts, ptxas, cubins, [p for _, _, p in items], secs) \
+        if "metamorphic" in task.judges else []
+    return Prepared(task.block, [i for i, _, _ in items], programs, verdicts, cubins, names, records, dict(secs), pairs)
+
+
+def _metamorphic_block(task: BlockTask, programs, texts, ptxas, cubins, planted, secs: Counter) -> list:
+    """Each GPU-bound program's metamorphic pairs, every side compiled here in the pool (the
+    original's -O3 build reused); without the hardware judge, judged at once on the reference."""
+    from fuzzptx import metamorphic
+
+    t0 = time.perf_counter()
+    out: list = []
+    for p, text, r, cubin, plant in zip(programs, texts, ptxas, cubins, planted):
+        if plant or r is None or not r.accepted or ("hardware" in task.judges and cubin is None):
+            out.append(None)
+            continue
+        try:
+            pairs = metamorphic.prepare_pairs(p)
+            if isinstance(pairs, metamorphic.PreparedPairs):
+                pairs = pairs.compile({(text, 3): r}) if "hardware" in task.judges else \
+                    pairs.judge(metamorphic.ReferenceJudge())
+        except Exception as exc:  # noqa: BLE001 - never lose the block's other verdicts
+            pairs = metamorphic.Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}")
+        out.append(pairs)
+    secs["metamorphic (CPU)"] += time.perf_counter() - t0
+    return out
 
 
 # ----------------------------------------------------------------- the record
@@ -557,6 +585,17 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
                     hw.append(None)
                 finally:
                     live.gpu_leave(idx)
+            for j, pairs in enumerate(item.metamorphic):
+                if pairs is not None and not hasattr(pairs, "skipped"):  # PreparedPairs: sides on this GPU
+                    live.gpu_enter(idx)
+                    t0 = time.perf_counter()
+                    try:
+                        item.metamorphic[j] = pairs.judge(_meta_judge(runner, pairs.built))
+                    except Exception as exc:  # noqa: BLE001
+                        item.metamorphic[j] = _meta_failed(exc)
+                    finally:
+                        live.gpu_leave(idx)
+                        live.stage["gpu (metamorphic)"] += time.perf_counter() - t0
             live.restarts[id(runner)] = runner.restarts
             live.runner_stats[id(runner)] = (list(getattr(runner, "start_seconds", ())), getattr(runner, "waited", 0.0))
             events.put(("gpu", item, hw))
@@ -605,6 +644,9 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
             live.stage[k] += s
         lines = []
         for j, (p, v, idx, base) in enumerate(zip(item.programs, item.verdicts, item.indices, item.records)):
+            pairs = item.metamorphic[j] if item.metamorphic else None
+            if pairs is not None and hasattr(pairs, "skipped"):
+                v.metamorphic = pairs
             if hw is not None and hw[j] is not None:
                 v.hardware = hw[j]
                 live.stage["gpu"] += hw[j].seconds
@@ -703,6 +745,18 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
         _progress(live, 0)
         sys.stderr.write("\n")
     return stats
+
+
+def _meta_judge(runner, built: dict):
+    from fuzzptx.metamorphic import HardwareJudge
+
+    return HardwareJudge(runner, _built=built)
+
+
+def _meta_failed(exc: Exception):
+    from fuzzptx.metamorphic import Checked
+
+    return Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}")
 
 
 def _drop_queued(gpu_q: queue.Queue, keep_block: int | None, live: Live) -> int:

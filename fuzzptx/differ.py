@@ -14,7 +14,7 @@ from typing import Any, Iterable, Sequence
 from fuzzptx import isa
 from fuzzptx.program import Program
 
-JUDGES = ("reference", "checker", "ptxas", "hardware", "mmasim")
+JUDGES = ("reference", "checker", "ptxas", "hardware", "mmasim", "metamorphic")
 CPU_JUDGES = ("reference", "checker", "ptxas")
 
 
@@ -44,6 +44,7 @@ class Verdicts:
     hardware: Any = None  # oracles.hardware.HwResult
     mmasim: Any = None  # the reference with MMA-Sim's arithmetic (oracles.mmasim_judge.run_program)
     mmasim_skipped: str | None = None  # MMA-Sim missing, or it models no product of this program
+    metamorphic: Any = None  # metamorphic.Checked: the program's pairs through the GPU (or the reference)
     seconds: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> dict[str, str]:
@@ -66,6 +67,11 @@ class Verdicts:
             out["hardware"] = f"fault: {self.hardware.fault}" if self.hardware.fault else "ran"
         if self.mmasim is not None:
             out["mmasim"] = self.mmasim.summary()
+        if self.metamorphic is not None:
+            m = self.metamorphic
+            out["metamorphic"] = (f"skipped: {m.skipped}" if m.skipped else
+                                  f"{len(m.relations)} pair(s) ({', '.join(m.relations) or 'none'}), "
+                                  f"{len(m.findings)} differ")
         return out
 
 
@@ -163,6 +169,8 @@ def compare(program: Program, v: Verdicts, *, family: str | None = None) -> list
                 out.append(Finding(f"reference!=hardware|mismatch|{fam}", f"{len(mism)} element(s) differ; first: {mism[0]}",
                                    (("mismatches", len(mism)), ("first", str(mism[0])))))
     out += mmasim_findings(program, v, fam)
+    if v.metamorphic is not None:
+        out += [f for _, f in v.metamorphic.findings]
     out += expectation_findings(program, v, fam)
     return out
 
@@ -355,7 +363,32 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
             except Exception as exc:  # noqa: BLE001 - outside the reference's subset, or MMA-Sim failing
                 v.mmasim_skipped = f"{type(exc).__name__}: {exc}"
         v.seconds["mmasim"] = time.perf_counter() - t0
+    if "metamorphic" in judges:
+        t0 = time.perf_counter()
+        v.metamorphic = metamorphic_verdict(program, on_gpu="hardware" in judges)
+        v.seconds["metamorphic"] = time.perf_counter() - t0
     return v
+
+
+def metamorphic_verdict(program: Program, *, on_gpu: bool, worker: Any = None) -> Any:
+    """The program's metamorphic pairs (``fuzzptx.metamorphic``) on the GPU when ``on_gpu`` (through
+    ``worker``, or a fresh one), else on the reference as its CPU stand-in. A judge that breaks
+    says so as a skip, never by losing the program's other verdicts."""
+    from fuzzptx import metamorphic
+
+    try:
+        if on_gpu:
+            if worker is None:
+                from fuzzptx.oracles.hardware import HardwareWorker
+
+                with HardwareWorker() as w:
+                    return metamorphic.check_program(program, metamorphic.HardwareJudge(w))
+            return metamorphic.check_program(program, metamorphic.HardwareJudge(worker))
+        return metamorphic.check_program(program, metamorphic.ReferenceJudge())
+    except Exception as exc:  # noqa: BLE001
+        if type(exc).__name__ == "HardwareUnavailable":
+            raise
+        return metamorphic.Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}")
 
 
 def keep_predicate(signature: str):

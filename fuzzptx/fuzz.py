@@ -169,7 +169,7 @@ def judge_texts(programs: Sequence[Program], texts: Sequence[str], judges: Seque
     The checker runs first, while ptxas may still be compiling; the reference then runs on
     the programs ptxas accepted (as in the campaign: on a rejected program it can only add
     what the checker and ptxas already said, and a quarter of the programs are mutants)."""
-    first = [j for j in judges if j not in ("ptxas", "reference", "hardware")]
+    first = [j for j in judges if j not in ("ptxas", "reference", "hardware", "metamorphic")]
     parsed, out = [], []
     for p, t in zip(programs, texts):
         t0 = time.perf_counter()
@@ -198,6 +198,13 @@ def judge_texts(programs: Sequence[Program], texts: Sequence[str], judges: Seque
                 t0 = time.perf_counter()
                 v.hardware = worker.run(q)
                 v.seconds["hardware"] = time.perf_counter() - t0
+    if "metamorphic" in judges:  # on the GPU beside the hardware judge, else on the reference
+        on_gpu = "hardware" in judges
+        for q, v, r in zip(parsed, out, results):
+            if (r is None or r.accepted) and (v.reference is not None or "reference" not in judges):
+                t0 = time.perf_counter()
+                v.metamorphic = differ.metamorphic_verdict(q, on_gpu=on_gpu, worker=gpu_worker() if on_gpu else None)
+                v.seconds["metamorphic"] = time.perf_counter() - t0
     return out
 
 

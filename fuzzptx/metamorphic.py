@@ -629,18 +629,54 @@ class Checked:
 def check_program(program: Program, judge: Judge, *, seed: int = 0, planted: bool = False,
                   cache: dict | None = None) -> Checked:
     """Every pair of ``program`` through ``judge`` (nothing when the spec does not define it)."""
+    pairs = prepare_pairs(program, seed=seed, planted=planted)
+    return pairs if isinstance(pairs, Checked) else pairs.judge(judge, cache=cache)
+
+
+@dataclass
+class PreparedPairs:
+    """A program's pairs with every side already compiled (``built``: (text, opt) -> PtxasResult):
+    what a campaign's CPU pool hands its GPU workers, so no ptxas runs beside the GPU."""
+
+    variants: list[Variant]
+    defined: dict[str, np.ndarray] | None
+    family: str
+    built: dict = field(default_factory=dict)
+
+    def judge(self, judge: Judge, cache: dict | None = None) -> Checked:
+        out = Checked(relations=[v.relation for v in self.variants])
+        cache = {} if cache is None else cache
+        for v in self.variants:
+            f = compare_pair(v, judge, defined=self.defined, family=self.family, cache=cache)
+            if f is not None:
+                out.findings.append((v, f))
+        return out
+
+    def compile(self, known: dict | None = None) -> "PreparedPairs":
+        """Compile every side in one ptxas batch per opt level (``known``: results at hand)."""
+        from fuzzptx.oracles.ptxas import compile_batch
+
+        self.built.update(known or {})
+        by_opt: dict[int, list[str]] = {}
+        for v in self.variants:
+            for side in (v.left, v.right):
+                key = (side.program.to_ptx(), side.opt_level)
+                if key not in self.built:
+                    by_opt.setdefault(side.opt_level, []).append(key[0])
+        for opt, texts in by_opt.items():
+            texts = list(dict.fromkeys(texts))
+            for text, res in zip(texts, compile_batch(texts, opt_level=opt, want_cubin=True)):
+                self.built[(text, opt)] = res
+        return self
+
+
+def prepare_pairs(program: Program, *, seed: int = 0, planted: bool = False) -> "PreparedPairs | Checked":
+    """The pairs ``program`` takes part in, ready to judge; a ``Checked`` saying why when none can."""
     el = spec_defined(program)
     if not el.ok:
         return Checked(skipped=el.reason)
-    fam = program_family(program)
-    out = Checked()
-    cache = {} if cache is None else cache
-    for v in metamorphic_pairs(program, seed=seed, planted=planted, defined=el.defined):
-        out.relations.append(v.relation)
-        f = compare_pair(v, judge, defined=el.defined, family=fam, cache=cache)
-        if f is not None:
-            out.findings.append((v, f))
-    return out
+    return PreparedPairs(metamorphic_pairs(program, seed=seed, planted=planted, defined=el.defined), el.defined,
+                         program_family(program))
 
 
 def is_metamorphic(sig: str) -> bool:
@@ -673,6 +709,7 @@ __all__ = [
     "RELATIONS", "PLANTED", "DEAD_PARAM", "Side", "Variant", "serialise", "drop_wgmma", "planted_variant",
     "with_dead_uniform_branches", "dead_branch_points", "contractible_float_ops", "Eligibility",
     "spec_findings", "spec_defined", "first_defined", "metamorphic_pairs", "Outcome", "Judge", "ReferenceJudge",
-    "HardwareJudge", "ReferenceWorker", "Difference", "first_difference", "signature", "compare_pair", "Checked", "check_program",
+    "HardwareJudge", "ReferenceWorker", "Difference", "first_difference", "signature", "compare_pair", "Checked", "check_program", "PreparedPairs",
+    "prepare_pairs",
     "is_metamorphic", "keeps",
 ]

@@ -358,3 +358,26 @@ def test_pairs_hold_on_the_gpu_and_the_planted_pair_does_not():
         r = M.check_program(p, M.HardwareJudge(w), planted=True)
     assert r.skipped is None
     assert [f.signature for _, f in r.findings] == ["hardware:pipelined!=planted|mismatch|wgmma.f32.f16"]
+
+
+# ------------------------------------------------------------------ as a judge of fuzzptx run
+
+
+def test_the_metamorphic_judge_runs_in_a_fuzz_run_and_its_findings_reach_the_differ():
+    """``--judges ...,metamorphic``: every accepted program the spec defines has its pairs judged
+    (on the reference without a GPU), the verdict says which ran, and a pair that differs comes
+    out of ``differ.compare`` as a finding with the metamorphic signature."""
+    from fuzzptx import differ
+    from fuzzptx.fuzz import judge_batch
+
+    progs = [p for p, _ in eligible()[:3]]
+    verdicts = judge_batch(progs, ("reference", "checker", "ptxas", "metamorphic"))
+    for p, v in zip(progs, verdicts):
+        assert v.metamorphic is not None and v.metamorphic.skipped is None, v.metamorphic
+        assert "opt-level" in v.metamorphic.relations and set(v.metamorphic.relations) <= set(M.RELATIONS)
+        assert "pair(s)" in v.summary()["metamorphic"]
+        assert not [f for f in differ.compare(p, v) if M.is_metamorphic(f.signature)]
+    planted = M.check_program(progs[0], M.ReferenceJudge(), planted=True)
+    v = replace(verdicts[0], metamorphic=planted)
+    sigs = [f.signature for f in differ.compare(progs[0], v)]
+    assert any(s.startswith("reference:pipelined!=planted|") for s in sigs), sigs

@@ -15,6 +15,8 @@ def register_pressure(ctx: FnCtx, ser: list) -> None:
     ptxas cannot give the pipeline its registers (measured: c7511_*; fences, commits and waits
     between do not matter)."""
     dead = _dead(ctx)
+    if not any(is_wgmma(i) and _scale_d_zero(i) and i.guard is None for b in ctx.g.blocks for i in b.instrs):
+        return  # only a scale-d 0 wgmma starts what this tracks
 
     def step(ins: Instr, site: Site, st):
         if site in dead:
@@ -23,6 +25,8 @@ def register_pressure(ctx: FnCtx, ser: list) -> None:
             acc = wgmma_regs(ins)[0]
             return frozenset(x for x in st if x[0] not in acc) | (
                 {(r, "w0") for r in acc} if _scale_d_zero(ins) and ins.guard is None else frozenset())
+        if not st:
+            return st
         d, u = defs_uses(ins)
         d = (d & ctx.relevant) - u  # rewriting a register from its own value keeps what it was (measured)
         if not d:

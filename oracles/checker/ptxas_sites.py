@@ -221,10 +221,17 @@ def _sum_of_registers(blk, pos: int, reg: str) -> bool:
 
 def _next_pipe_is_wgmma(ctx: FnCtx, site: Site) -> bool:
     """The next wgmma-family instruction of the block is a wgmma (not a commit, wait or fence)."""
-    for ins in ctx.g.blocks[site.block].instrs[site.pos + 1:]:
-        if ins.opcode.startswith("wgmma."):
-            return is_wgmma(ins)
-    return False
+    memo = ctx.__dict__.setdefault("_next_pipe", {})
+    nxt = memo.get(site.block)
+    if nxt is None:  # one backward pass per block: nxt[k] answers for position k
+        instrs = ctx.g.blocks[site.block].instrs
+        nxt, after = [False] * len(instrs), False
+        for k in range(len(instrs) - 1, -1, -1):
+            nxt[k] = after
+            if instrs[k].opcode.startswith("wgmma."):
+                after = is_wgmma(instrs[k])
+        memo[site.block] = nxt
+    return nxt[site.pos]
 
 
 def _store_pair_line(ctx: FnCtx, site: Site, ins: Instr) -> int | None:
