@@ -223,7 +223,13 @@ def dead_branch_points(program: Program) -> list[int]:
     body = fn.body or ()
     start = _first_code_index(body)
     opened = _open_stage_points(body)
-    return [i for i in range(start + 1, len(body) + 1) if i == len(body) or not opened[i]]
+    return [i for i in range(start + 1, len(body) + 1) if i == len(body) or not (opened[i] or _labelled_directive(body[i]))]
+
+
+def _labelled_directive(s: Statement) -> bool:
+    """A ``.callprototype``/``.branchtargets``/``.calltargets`` line: its label must stay right
+    before it (junk in between gave "Call target not recognized" on the H100 campaign)."""
+    return isinstance(s, Directive) and s.text.startswith((".callprototype", ".branchtargets", ".calltargets"))
 
 
 def _junk_target(program: Program, names: set[str], element: tuple[str, int] | None) -> tuple[str, int] | None:
@@ -656,7 +662,12 @@ class PreparedPairs:
         """Compile every side in one ptxas batch per opt level (``known``: results at hand)."""
         from fuzzptx.oracles.ptxas import compile_batch
 
-        self.built.update(known or {})
+        from dataclasses import replace as _replace
+
+        def portable(res):  # a plain dict of kernel names, so the result pickles to a GPU worker
+            return _replace(res, kernel_names=dict(res.kernel_names))
+
+        self.built.update({k: portable(r) for k, r in (known or {}).items()})
         by_opt: dict[int, list[str]] = {}
         for v in self.variants:
             for side in (v.left, v.right):
@@ -666,7 +677,7 @@ class PreparedPairs:
         for opt, texts in by_opt.items():
             texts = list(dict.fromkeys(texts))
             for text, res in zip(texts, compile_batch(texts, opt_level=opt, want_cubin=True)):
-                self.built[(text, opt)] = res
+                self.built[(text, opt)] = portable(res)
         return self
 
 

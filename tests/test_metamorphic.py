@@ -381,3 +381,35 @@ def test_the_metamorphic_judge_runs_in_a_fuzz_run_and_its_findings_reach_the_dif
     v = replace(verdicts[0], metamorphic=planted)
     sigs = [f.signature for f in differ.compare(progs[0], v)]
     assert any(s.startswith("reference:pipelined!=planted|") for s in sigs), sigs
+
+
+def test_a_campaign_block_ships_its_pairs_compiled_to_the_gpu_worker():
+    """With the hardware judge the pool compiles every side and hands ``PreparedPairs`` to the GPU
+    thread: they must pickle (cubins and all) and judge there without another ptxas run. The
+    reference stands in for the GPU worker here; nothing differs on it."""
+    import pickle
+
+    from fuzzptx.campaign import BlockTask, prepare_block
+
+    item = pickle.loads(pickle.dumps(prepare_block(BlockTask(0, 5, 6, ("ptxas", "hardware", "metamorphic")))))
+    prepared = [x for x in item.metamorphic if isinstance(x, M.PreparedPairs)]
+    assert prepared, item.metamorphic
+    for pairs in prepared:
+        sides = {(s.program.to_ptx(), s.opt_level) for v in pairs.variants for s in (v.left, v.right)}
+        assert sides <= set(pairs.built) and all(pairs.built[k].cubin for k in sides)
+        judge = M.HardwareJudge(M.ReferenceWorker(), _built=pairs.built)
+        checked = pairs.judge(judge)
+        assert checked.relations and not checked.findings, checked
+        assert set(judge._built) == set(pairs.built)  # nothing compiled on the GPU side
+
+
+def test_dead_branches_never_split_a_call_prototype_from_its_label():
+    """Found by the metamorphic judge in an H100 campaign (benchmarks/results/
+    campaign_metamorphic_h100.json): junk between ``fz_protoL4:`` and its ``.callprototype`` made
+    ptxas reject the dead-branch side ("Call target not recognized"). Every placement now compiles."""
+    from pathlib import Path
+
+    p = Program.from_file(Path(__file__).parent / "data" / "metamorphic" / "deadbranch_callprototype.ptx")
+    variants = [M.with_dead_uniform_branches(p, seed, points=3) for seed in range(40)]
+    rejected = [r.errors()[0].message for r in compile_batch([v.to_ptx() for v in variants]) if not r.accepted]
+    assert not rejected, rejected
