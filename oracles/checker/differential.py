@@ -133,6 +133,11 @@ def _sample_section(title: str, how: str, s: Sample) -> list[str]:
     reasons = collections.Counter(reason(r, m) for _, _, r, m in s.mismatches)
     lines += ["Disagreements by reason:", "", "| reason | programs |", "| --- | --- |"]
     lines += [f"| {why} | {k} |" for why, k in reasons.most_common()]
+    known = [(why, CAUSES[why]) for why, _ in reasons.most_common() if why in CAUSES]
+    if known:
+        lines += ["", "What is known of them (shrunk with `fuzzptx shrink --keep checker!=ptxas|...` and probed "
+                      "with small kernels):", "", "| reason | what we know |", "| --- | --- |"]
+        lines += [f"| {why} | {text} |" for why, text in known]
     shown = s.mismatches if len(s.mismatches) <= 60 else s.mismatches[:60]
     lines += ["", f"Disagreements ({'all' if shown is s.mismatches else 'first 60'}):", "",
               "| # | program | ptxas | model | reason |", "| --- | --- | --- | --- | --- |"]
@@ -140,6 +145,19 @@ def _sample_section(title: str, how: str, s: Sample) -> list[str]:
         lines.append(f"| {seed} | `{desc}` | {', '.join(real)} | {', '.join(mine)} | {reason(real, mine)} |")
     return lines + [""]
 
+
+CAUSES = {
+    "false C7517": "beside C7509 (a direct, then an indirect call): a later wgmma's accumulator read again in a "
+                   "loop's second iteration while the group committed at the end of the first is in flight; ptxas "
+                   "reports no wait there. Small kernels with the same shape agree with the model "
+                   "(feed_read_in_one_trip_loop, exit_wait_*_c7509): the trigger is not isolated yet",
+    "false C7514": "wait_skipped_on_a_path / no_wait mutants: a read after a loop that waited on some paths only; "
+                   "ptxas places one more wait where the model serialises the function",
+    "missed C7517": "fence_skipped_on_a_path mutants and one legal program: a wait ptxas adds after a re-armed stage "
+                    "that the model does not place",
+    "missed C7518": "bra.uni on a predicate of %tid.x >> 7 (warpgroup-uniform, so the model calls it uniform) "
+                    "around waits: ptxas still reports a dependence on a divergent path",
+}
 
 KNOWN = {"C7511": "register pressure (C7511) other than a rewrite after a scale-d 0 wgmma is not modelled",
          "C7513": "C7513 (A registers defined inside a stage) trigger not pinned"}
