@@ -59,7 +59,7 @@ PROFILES = {"ci": 60, "nightly": 2000}
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fuzzptx")
     group.addoption("--fuzzptx-judges", default="reference,checker,ptxas",
-                    help="comma-separated judges for fuzz tests: reference, checker, ptxas, hardware")
+                    help="comma-separated judges for fuzz tests: reference, checker, ptxas, hardware, mmasim, metamorphic")
     group.addoption("--fuzzptx-profile", default="ci", choices=sorted(PROFILES),
                     help="example budget profile: ci (fast) or nightly (long)")
     group.addoption("--fuzzptx-examples", type=int, default=None,

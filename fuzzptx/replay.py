@@ -123,9 +123,33 @@ def run_judges(program, text: str, *, hardware: bool):
             rows.append(Row("hardware", "skipped", f"hardware judge unavailable: {exc}"))
         except FuzzptxError as exc:
             rows.append(Row("hardware", "skipped", str(exc)))
+    _metamorphic_row(program, v, rows, hardware)
     del ReferenceError_
     v.reference_error = None
     return rows, v
+
+
+def _metamorphic_row(program, v, rows: list, hardware: bool) -> None:
+    """A repro of a metamorphic finding reruns its pairs: on the GPU for ``hardware:...``
+    signatures (skipped, saying why, without one), on the reference for ``reference:...``."""
+    from fuzzptx import differ, metamorphic
+
+    sig = program.signature or ""
+    if not metamorphic.is_metamorphic(sig):
+        return
+    on_gpu = not sig.startswith("reference:")
+    if on_gpu:
+        from fuzzptx.oracles.hardware import gpu_available
+
+        why = "--no-hardware" if not hardware else gpu_available()
+        if why is not None:
+            rows.append(Row("metamorphic", "skipped", f"{sig.split('|')[0]} needs the GPU: {why}"))
+            return
+    v.metamorphic = differ.metamorphic_verdict(program, on_gpu=on_gpu)
+    found = [f.signature for _, f in v.metamorphic.findings]
+    rows.append(Row("metamorphic", v.summary()["metamorphic"],
+                    ("signature holds" if any(f.startswith(sig) for f in found) else "signature gone")
+                    + (f"; found: {', '.join(found)}" if found else "")))
 
 
 def check_expectations(program, v) -> list[Expectation]:

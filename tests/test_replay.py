@@ -122,3 +122,26 @@ def test_instruction_outside_the_reference_subset_skips_that_judge_only(tmp_path
     out = capsys.readouterr().out
     assert "unsupported" in out and "bfind" in out and f + ":" in out
     assert "[holds] ptxas: accepted" in out and "[not run] reference: ran" in out
+
+
+def test_a_metamorphic_repro_reruns_its_pairs(tmp_path, capsys):
+    """A repro whose signature is a metamorphic one reruns the pairs (on the reference for a
+    ``reference:`` signature) and says whether the signature still holds; a ``hardware:`` one
+    without a GPU is skipped with the reason, never a traceback."""
+    from dataclasses import replace
+
+    from fuzzptx.metamorphic import ReferenceJudge, check_program
+    from test_metamorphic import chained
+
+    p = chained()
+    assert check_program(p, ReferenceJudge()).relations
+    for sig, want in (("reference:pipelined!=serialised|mismatch|wgmma.f32.f16", "signature gone"),
+                      ("hardware:O3!=O0|mismatch|wgmma.f32.f16", None)):
+        f = tmp_path / "meta.ptx"
+        f.write_text(replace(p, signature=sig).to_ptx())
+        main_replay([str(f), "--json", "--no-hardware"])
+        rows = {r["judge"]: r for r in json.loads(capsys.readouterr().out)["judges"]}
+        if want:
+            assert "pair(s)" in rows["metamorphic"]["verdict"] and rows["metamorphic"]["details"] == want
+        else:
+            assert rows["metamorphic"]["verdict"] == "skipped" and "needs the GPU" in rows["metamorphic"]["details"]
