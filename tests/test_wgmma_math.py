@@ -314,3 +314,25 @@ def test_widen_for_c_reads_an_infinite_end_as_the_largest_finite_c():
     _, lo, hi, _ = widen_for_c(f16, a_bits, b_bits, c_bits, clo, chi, cset, 1, 1)
     big = F.FLOATS["f16"].max_finite
     assert (lo == -big).all() and (hi >= 102.0).all() and (hi < big).all()  # err grows with |C| up to 65504
+
+
+def test_the_blas_path_and_the_general_path_agree_on_zero_sums():
+    """``_finite_result`` keeps the BLAS path when some D elements sum only zeros (it used to hand
+    the whole tile to ``_special_result``): the sign of each zero sum (-0 only when every term and
+    C are -0) and every other field must match the general path's exactly."""
+    rng = np.random.default_rng(0)
+    vals, p = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -3.0, 0.5]), [.35, .35, .06, .06, .06, .06, .06]
+    zero_sums = 0
+    for t in range(120):
+        k, n, scale_d = int(rng.choice([8, 16, 32])), int(rng.choice([8, 16, 24])), bool(t % 2)
+        av, bv = rng.choice(vals, size=(64, k), p=p), rng.choice(vals, size=(k, n), p=p)
+        cv = rng.choice(vals, size=(64, n)) if scale_d else np.zeros((64, n))
+        for dtype, precision in (("f32", 24), ("f16", 11)):
+            fast = W._finite_result(dtype, av, bv, cv, scale_d, precision)
+            slow = W._special_result("f16", "f16", dtype, av, bv, cv, scale_d, precision)
+            assert fast is not None
+            zero_sums += int((fast.value == 0).sum())
+            for f in ("bits", "value", "lo", "hi", "finite_ok", "may_nan", "may_pos_inf", "may_neg_inf"):
+                assert np.array_equal(getattr(fast, f), getattr(slow, f), equal_nan=True), (t, dtype, f)
+            assert np.array_equal(np.signbit(fast.value), np.signbit(slow.value))
+    assert zero_sums > 1000  # the case this is about did occur

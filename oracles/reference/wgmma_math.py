@@ -218,8 +218,11 @@ def _finite_result(dtype: str, av: np.ndarray, bv: np.ndarray, cv: np.ndarray, s
         neg_sum = ab[1] + np.minimum(cv, 0)
         absum = pos_sum - neg_sum
         value = ab[2] + cv
-    if not (absum > 0).all():
-        return None  # an all-zero sum: its sign (-0 or +0) needs the exact terms
+    zero = ~(absum > 0)
+    if zero.any():  # an all-zero sum is -0 only when every term and C are -0 (as _special_result)
+        a_s, b_s = np.signbit(av), np.signbit(bv)
+        negz = a_s.astype(np.float64) @ (~b_s).astype(np.float64) + (~a_s).astype(np.float64) @ b_s.astype(np.float64)
+        value = np.where(zero, np.where((negz == k) & np.signbit(cv), -0.0, 0.0), value)
     eta = (k * PRODUCT_ETA + (k + n_terms - 1) * acc.min_normal) * (1 + g)
     c_sub = F.is_subnormal(dtype, cv)
     flush = np.where(c_sub, np.abs(cv), 0.0) if c_sub.any() else 0.0  # x + 0.0 == x: the same err
