@@ -88,6 +88,9 @@ def main() -> None:
     ap.add_argument("--ab", type=int, default=0, help="time the old vs the new judging path, best of this many")
     ap.add_argument("--out", default="benchmarks/results/fuzz_run.json")
     args = ap.parse_args()
+    from fuzzptx.perf import tune_gc
+
+    tune_gc()  # as the CLI does for every subcommand
     if args.ab:
         from fuzzptx.fuzz import batch_programs, draw_programs
 

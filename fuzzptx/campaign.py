@@ -892,6 +892,9 @@ def _warm() -> None:
     from fuzzptx.oracles import ptxas  # noqa: F401
     from fuzzptx.oracles.checker import check_module  # noqa: F401
     from fuzzptx.oracles.reference import run_program  # noqa: F401
+    from fuzzptx.perf import tune_gc
+
+    tune_gc()
 
 
 def _say(text: str) -> None:

@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         print(_usage())
         return 0
     name, rest = argv[0], argv[1:]
+    from fuzzptx.perf import tune_gc
+
+    tune_gc()  # every subcommand judges programs (fuzzptx.perf says why)
     if name not in COMMANDS:
         print(f"fuzzptx: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
         return 2
