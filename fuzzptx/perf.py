@@ -4,7 +4,7 @@ Judging allocates many small, short-lived objects (IR nodes, tuples, numpy scala
 reference cycles, so CPython's default cyclic-GC threshold (700 allocations) makes it walk
 the young generation thousands of times per program. A higher threshold, with what was
 imported before judging starts frozen out of the collector, cut parse + checker + reference
-from 66 to 54 ms/program (60 generated programs, 2 CPUs; benchmarks/README.md).
+by about a sixth (median 66 -> 55 ms/program; benchmarks/bench_judge_gc.py, benchmarks/README.md).
 """
 from __future__ import annotations
 
