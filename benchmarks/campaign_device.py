@@ -48,7 +48,7 @@ def device_info() -> dict:
         info["nvidia_smi"] = q.splitlines()
     except (OSError, subprocess.TimeoutExpired):
         info["nvidia_smi"] = None
-    for mod in ("cupy", "hypothesis", "numpy", "matplotlib"):
+    for mod in ("cupy", "hypothesis", "numpy", "ml_dtypes", "matplotlib"):
         try:
             info[mod] = __import__(mod).__version__
         except Exception as exc:  # a missing one is a fact to record, not a failure

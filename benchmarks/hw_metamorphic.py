@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -29,25 +27,11 @@ from pathlib import Path
 
 
 def versions() -> dict:
-    out: dict = {"python": platform.python_version(), "host": platform.node(), "cpus": os.cpu_count()}
-    for mod in ("numpy", "hypothesis", "ml_dtypes", "cupy"):
-        try:
-            out[mod] = __import__(mod).__version__
-        except Exception as exc:  # a missing one is a fact to record
-            out[mod] = f"missing ({type(exc).__name__})"
-    try:
-        from fuzzptx.oracles.ptxas import find_ptxas, ptxas_version
+    """The device record every device script writes (``campaign_device.device_info``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from campaign_device import device_info
 
-        out["ptxas"] = {"path": str(find_ptxas()), "version": ptxas_version()}
-    except Exception as exc:
-        out["ptxas"] = f"unavailable: {exc}"
-    try:
-        q = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-                           capture_output=True, text=True, timeout=30).stdout.strip()
-        out["nvidia_smi"] = q.splitlines()
-    except (OSError, subprocess.TimeoutExpired):
-        out["nvidia_smi"] = None
-    return out
+    return device_info()
 
 
 def prepare(task: tuple[int, object, int, bool]):
