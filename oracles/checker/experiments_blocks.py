@@ -53,6 +53,17 @@ def more() -> dict[str, tuple[str, str]]:
                                                                 + CALL_R + KEEP_R30, extra=FUNC_R)),
         "wait_at_indirect_call": ("committed, an indirect call, never waited nor used: C7510 and the wait at the "
                                   "call", kernel(stage + CALL_IND + KEEP_R30, extra=FUNC_R)),
+        # what makes a direct call an "Extern call" (C7509): its callee's address is taken
+        "direct_then_indirect_call_unknown_target": ("a direct call, then an indirect call through a register "
+                                                     "nothing set (no address taken): C7510",
+                                                     kernel(CALL_R + [i for i in CALL_IND if not i.startswith("mov.u64")]
+                                                            + KEEP_R30 + stage + [WAIT] + store(), extra=FUNC_R)),
+        "direct_then_indirect_call_other_target": ("a direct call to one function, the address of another taken "
+                                                   "for the indirect call: C7510",
+                                                   kernel(CALL_R + ["mov.u64 %rd9, other;"]
+                                                          + [i for i in CALL_IND if not i.startswith("mov.u64")]
+                                                          + KEEP_R30 + stage + [WAIT] + store(),
+                                                          extra=FUNC_R + "\n" + FUNC_R.replace("side", "other"))),
         "empty_group_after_direct_and_indirect_call": ("a direct call, an indirect call, then fence and commit "
                                                        "never waited: C7509 only",
                                                        kernel(CALL_R + CALL_IND + [FENCE, COMMIT] + KEEP_R30,

@@ -25,7 +25,8 @@ Accepted although the spec disagrees: a missing ``.aligned``; ``wait_group N`` w
 Serialisation (no line, one per function): ``C7514`` a read after a wait_group that does not
   cover it, or of a wgmma carried around a loop (but under a divergent branch ptxas waits at
   the branch instead: C7517 there); ``C7515`` a plain write of an accumulator in flight;
-  ``C7510`` an indirect call in a function with wgmma; ``C7520``/``C7518`` paths whose stage
+  ``C7510`` an indirect call in a function with wgmma (``C7509`` instead when a direct call to a
+  function whose address is taken comes before it); ``C7520``/``C7518`` paths whose stage
   state differs meeting at the reconvergence point of a branch ptxas thinks divergent (or a
   guard), when a later wgmma/commit (C7520) or accumulator read (C7518) depends on it; an
   indirect call inside a stage (C7520).  After C7520/C7518 ptxas prints nothing else.
@@ -237,8 +238,11 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
     dead = _dead(ctx)
     first_indirect = min((_order_pos(pos, Site(b.index, k)) for b in ctx.g.blocks for k, i in enumerate(b.instrs)
                           if i.base == "call" and isinstance(_callee(i), Reg)), default=(1 << 30, 0))
+    # C7509 ("Extern calls") needs a direct call to a function whose address is taken: a direct
+    # call to any other is not one (measured: direct_then_indirect_call_*)
+    taken = _address_taken(ctx.module) & ctx_funcs
     first_direct = min((_order_pos(pos, Site(b.index, k)) for b in ctx.g.blocks for k, i in enumerate(b.instrs)
-                        if i.base == "call" and isinstance(_callee(i), Sym) and _callee(i).name in ctx_funcs),
+                        if i.base == "call" and isinstance(_callee(i), Sym) and _callee(i).name in taken),
                        default=(1 << 30, 0))
     # block -> (line, reported under C7510): ptxas waits at the block's end, reported there
     # (hoisted feed waits)
@@ -457,6 +461,16 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
             transfer(b, ins[b], True)
     for line, before in forced.values():
         out.wait_feed[line] = out.wait_feed.get(line, False) or before
+
+
+def _address_taken(module: Module) -> frozenset:
+    """Names used as values (``mov.u64 %rd, f``) rather than as a direct call's callee."""
+    out = set()
+    for fn in module.functions():
+        for ins in fn.instructions() if fn.body is not None else ():
+            ops = ins.operands[1:] if ins.base != "call" else ()
+            out |= {o.name for o in ops if isinstance(o, Sym)}
+    return frozenset(out)
 
 
 def _tied_acc(ins: Instr) -> frozenset:
