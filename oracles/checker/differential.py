@@ -160,7 +160,10 @@ CAUSES = {
                     "around waits: ptxas still reports a dependence on a divergent path",
 }
 
-KNOWN = {"C7511": "register pressure (C7511) other than a rewrite after a scale-d 0 wgmma is not modelled",
+KNOWN = {"C7511": "register pressure (C7511) other than a rewrite after a scale-d 0 wgmma or a read of an "
+                  "uncommitted wgmma's constant accumulators is not modelled",
+         "C7512": "C7512 beyond plain liveness (236 32-bit registers live at once) is not modelled: the registers "
+                  "of wgmmas in flight together and their alignment",
          "C7513": "C7513 (A registers defined inside a stage) trigger not pinned"}
 
 

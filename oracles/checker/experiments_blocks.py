@@ -10,7 +10,8 @@ from __future__ import annotations
 
 def more() -> dict[str, tuple[str, str]]:
     """name -> (description, kernel text), built on ``experiments``' helpers."""
-    from .experiments import CALL_IND, CALL_R, COMMIT, DIV, FENCE, FUNC_R, KEEP_R30, UNI, WAIT, _b, kernel, store, wg
+    from .experiments import (CALL_IND, CALL_R, COMMIT, DIV, FENCE, FUNC_R, KEEP_R30, PRE_ZERO_ACC, UNI, WAIT, _b, kernel,
+                              store, wg)
 
     read = ["mul.wide.u32 %rd10, %r20, 16;", "add.u64 %rd11, %rd3, %rd10;", "st.global.f32 [%rd11], %f1;",
             "st.global.f32 [%rd11+4], %f2;"]
@@ -76,6 +77,25 @@ def more() -> dict[str, tuple[str, str]]:
                                                                            "setp.lt.u32 %p4, %r24, %r22;",
                                                                            "@%p4 bra.uni LC;"] + store() + KEEP_R30,
                                                         extra=FUNC_R)),
+        # an uncommitted wgmma's accumulator read, then another wgmma before the commit: serialised
+        "read_uncommitted_then_wgmma": ("no fence: a wgmma, a read of its accumulator, another wgmma on them: C7514, "
+                                        "no wait at the read", kernel([wg(), "st.global.f32 [%rd3+0], %f1;", wg()]
+                                                                      + store())),
+        "read_uncommitted_then_wgmma_other_regs": ("the same with the second wgmma on other registers: C7514",
+                                                   kernel([wg(), "st.global.f32 [%rd3+0], %f1;", wg(5, sd="0")]
+                                                          + store() + store(5))),
+        "read_uncommitted_then_wgmma_committed": ("fenced, the read, a scale-d 0 wgmma, commit and wait: C7514 only",
+                                                  kernel([FENCE, wg(), "st.global.f32 [%rd3+0], %f1;", wg(sd="0"),
+                                                          COMMIT, WAIT] + store())),
+        "read_uncommitted_then_commit": ("fenced, the read, then commit and wait: the wait at the read",
+                                         kernel([FENCE, wg(), "st.global.f32 [%rd3+0], %f1;", COMMIT, WAIT] + store())),
+        "read_uncommitted_zero_acc_then_wgmma": ("accumulators zeroed first, then the read and a scale-d 0 wgmma: "
+                                                 "C7511", kernel([wg(), "st.global.f32 [%rd3+0], %f1;", wg(sd="0")]
+                                                                 + store(), pre=PRE_ZERO_ACC)),
+        # C7512: too many registers live at once
+        "c7512_live_228": ("228 uninitialised accumulator registers of two wgmmas live from the entry (plus three "
+                           "addresses): compiles", kernel(_two_stages(256, 200))),
+        "c7512_live_230": ("230 of them: C7512", kernel(_two_stages(256, 200, 8))),
         # ptxas does not fold the back branch of a loop that runs once: its second iteration still counts
         "feed_read_in_one_trip_loop": ("a later wgmma's accumulator read in a loop that runs once, an empty group "
                                        "committed after it: the wait at the read all the same",
@@ -87,3 +107,17 @@ def more() -> dict[str, tuple[str, str]]:
                                                COMMIT, "add.u32 %r24, %r24, 1;", "setp.lt.u32 %p4, %r24, 2;",
                                                "@%p4 bra.uni L1;", WAIT, FENCE, wg(5), COMMIT, WAIT] + store(5))),
     }
+
+
+def _two_stages(n1: int, n2: int, n3_f16: int = 0) -> list[str]:
+    """Fenced, committed, waited wgmmas (f32 m64n{n1}/m64n{n2}, f16 m64n{n3}) on registers nothing
+    initialised, each stored after its wait: all of them are live from the entry."""
+    from .experiments import COMMIT, FENCE, WAIT
+
+    body, specs = [], [(n1, "f32", 2), (n2, "f32", 2)] + ([(n3_f16, "f16", 4)] if n3_f16 else [])
+    for j, (n, t, per) in enumerate(specs):
+        regs = ", ".join(f"%q{j}_{i}" for i in range(n // per))
+        body += [f".reg .b32 %q{j}_<{n // per}>;", FENCE,
+                 f"wgmma.mma_async.sync.aligned.m64n{n}k16.{t}.f16.f16 {{{regs}}}, %rd1, %rd2, 1, 1, 1, 0, 0;",
+                 COMMIT, WAIT] + [f"st.global.b32 [%rd3+{4 * i}], %q{j}_{i};" for i in range(n // per)]
+    return body

@@ -65,7 +65,7 @@ from .context import FnCtx, Site, build_ctx
 from .findings import Finding, PredictedDiag, PredictedDiagnostics
 from .flow import solve_forward
 from .ptxas_errors import _callee, predict_errors
-from .ptxas_pressure import register_pressure
+from .ptxas_pressure import function_pressure, register_pressure
 from .ptxas_sites import (_after_loop_line, arrives_before_divergence, _dead, _divergent_branch_line, _hoisted_line,
                           _in_loop, _line, _live_sites, _loop_exit_line, _next_pipe_is_wgmma, _order, _order_pos,
                           _reaching, _same_wgmma, _scale_d_zero, _store_pair_line, _wgmma_next_to, _writes_zero)
@@ -388,6 +388,14 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                 if report:
                     out.divergent.append((_order(site), "C7518"))
                 return st
+            if not guarded and any(d < 0 for s, d in st.fl if s in read) and _next_pipe_is_wgmma(ctx, site):
+                # an uncommitted wgmma's accumulator read, then another wgmma before the commit: ptxas
+                # serialises instead of waiting here -- C7511 when the registers read went in as
+                # constants, else C7514 (measured: read_uncommitted_then_wgmma_*)
+                if report:
+                    hit = uses & frozenset().union(*(wgmma_regs(ctx.wgmmas[s])[0] for s in read))
+                    out.ser.append((_order(site), "C7511" if hit <= st.cin else "C7514"))
+                return st
             if not guarded and any(s in st.waited or _order_pos(pos, s) >= _order_pos(pos, site) for s in read):
                 # a wait that does not cover it, or a wgmma carried around a loop: serialised ...
                 after = _after_loop_line(ctx, pos, site, read)
@@ -453,7 +461,9 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
     ins = {}
     for _ in range(3):  # re-solve while reads force new hoisted waits
         seen = len(forced)
-        ins = solve_forward(ctx.g, ENTRY_STATE, transfer, lambda xs: _join(xs, False, False), join_at=join_at)
+        # a register nothing has written yet is any constant ptxas likes (measured: read_uncommitted_*)
+        ins = solve_forward(ctx.g, ENTRY_STATE._replace(konst=accs), transfer, lambda xs: _join(xs, False, False),
+                            join_at=join_at)
         if len(forced) == seen:
             break
     for b in ctx.g.order:
@@ -507,6 +517,7 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
     _structure(ctx, out)
     _pipeline(ctx, out)
     register_pressure(ctx, out.ser)
+    function_pressure(ctx, out.ser)
     name = ctx.fn.name
     if out.divergent:
         _, code = min(out.divergent)

@@ -41,3 +41,94 @@ def register_pressure(ctx: FnCtx, ser: list) -> None:
                 (r, "redef") in before[site] for r in wgmma_regs(ins)[0]):
             ser.append((_order(site), "C7511"))
             return
+
+
+# ptxas 13.0.88 gives up with C7512 once this many 32-bit registers are live at one point
+# (measured: c7512_live_* -- 228 accumulator registers plus three 64-bit addresses compile,
+# 230 plus the same do not).
+C7512_LIVE = 236
+
+
+def _weight(decl: str | None) -> int:
+    """32-bit registers a declared register takes (``.f32`` 1, ``.b64`` 2, ``.v4.f32`` 4,
+    ``.f16x2`` 1, predicates none)."""
+    if decl is None:
+        return 0
+    parts = decl.strip(".").split(".")
+    base = parts[-1]
+    if base == "pred":
+        return 0
+    lanes = int(parts[0][1:]) if parts[0].startswith("v") and len(parts) > 1 else 1
+    bits = int(base[1:].split("x")[0])
+    return lanes * max(1, bits // 32)
+
+
+def peak_live_registers(ctx: FnCtx) -> int:
+    """The most 32-bit registers live at any point of the function (may-liveness over bitsets; a
+    register read before any write -- an uninitialised accumulator -- is live from the entry)."""
+    from .regs import declared_types
+
+    types = declared_types(ctx.fn)
+    bit: dict[str, int] = {}
+    masks = {1: 0, 2: 0, 4: 0}
+
+    def bits(names) -> int:
+        m = 0
+        for n in names:
+            b = bit.get(n)
+            if b is None:
+                b = bit[n] = 1 << len(bit)
+                k = _weight(types.get(n))
+                if k:
+                    masks[min(k, 4)] |= b
+            m |= b
+        return m
+
+    blocks = ctx.g.blocks
+    steps = []  # per block: [(kill, use)] in order
+    gen, kill = [], []
+    for blk in blocks:
+        st = []
+        for ins in blk.instrs:
+            d, u = defs_uses(ins)
+            st.append((bits(d) if ins.guard is None else 0, bits(u)))
+        g = k = 0
+        for dk, du in reversed(st):
+            g = (g & ~dk) | du
+            k |= dk
+        steps.append(st)
+        gen.append(g)
+        kill.append(k)
+    if sum(k * m.bit_count() for k, m in masks.items()) < C7512_LIVE:
+        return sum(k * m.bit_count() for k, m in masks.items())  # not enough registers in all
+
+    def weight(live: int) -> int:
+        return (live & masks[1]).bit_count() + 2 * (live & masks[2]).bit_count() + 4 * (live & masks[4]).bit_count()
+
+    n = len(blocks)
+    live_in, live_out = [0] * n, [0] * n
+    changed = True
+    while changed:
+        changed = False
+        for b in reversed(range(n)):
+            out = 0
+            for sx in ctx.g.succs[b]:
+                out |= live_in[sx]
+            inn = gen[b] | (out & ~kill[b])
+            if out != live_out[b] or inn != live_in[b]:
+                live_out[b], live_in[b] = out, inn
+                changed = True
+    peak = 0
+    for b in range(n):
+        live = live_out[b]
+        peak = max(peak, weight(live))
+        for dk, du in reversed(steps[b]):
+            live = (live & ~dk) | du
+            peak = max(peak, weight(live))
+    return peak
+
+
+def function_pressure(ctx: FnCtx, ser: list) -> None:
+    """Append ``((-1, -1), "C7512")`` when more registers are live at once than ptxas can give."""
+    if peak_live_registers(ctx) >= C7512_LIVE:
+        ser.append(((-1, -1), "C7512"))
