@@ -129,10 +129,25 @@ def _erased_between(ctx: FnCtx, a: int, b: int) -> bool:
     instructions whose results are read nowhere else (measured: no_wait_empty_loop_before_use,
     no_wait_branch_*_before_use; a loop that stores or feeds a later read keeps its blocks)."""
     memo = ctx.__dict__.setdefault("_erased", {})
-    order = {blk: k for k, blk in enumerate(ctx.g.order)}
-    pos_of = lambda blk: order.get(blk, -1)  # noqa: E731
-    if (a, b) in memo:
-        return memo[a, b]
+    if (a, b) not in memo:
+        region = _region_between(ctx, a, b)
+        if region is None:
+            memo[a, b] = False
+        elif _loop_free(ctx, region):
+            # ptxas if-converts or merges it (measured: no_wait_branch_*_before_use) -- unless two
+            # divergent branches test one predicate (threaded together: no_wait_div_diamonds_before_use)
+            conds = [str(i.guard) for x in [a, *region] for i in ctx.g.blocks[x].instrs[-1:]
+                     if i.base == "bra" and i.guard is not None
+                     and any(ctx.dep_divergent((x, y), ptxas=True) for y in ctx.g.succs[x])]
+            memo[a, b] = len(conds) == len(set(conds))
+        else:
+            memo[a, b] = _dead_region(ctx, region)
+    return memo[a, b]
+
+
+def _region_between(ctx: FnCtx, a: int, b: int) -> set | None:
+    """Blocks reachable from ``a`` without passing ``b`` (None when a path returns to ``a`` or the
+    region is too large to be one ptxas merges)."""
     region, todo = set(), [s for s in ctx.g.succs[a] if s != b]
     while todo and len(region) <= 64:
         x = todo.pop()
@@ -140,27 +155,26 @@ def _erased_between(ctx: FnCtx, a: int, b: int) -> bool:
             continue
         region.add(x)
         todo += [s for s in ctx.g.succs[x] if s != b]
-    ok = len(region) <= 64 and a not in {s for x in region for s in ctx.g.succs[x]}
-    if ok and not any(s in region and pos_of(s) <= pos_of(x) for x in region for s in ctx.g.succs[x]):
-        # no loop between: ptxas if-converts or merges it (measured: no_wait_branch_*_before_use) --
-        # unless two divergent branches test one predicate (threaded together: no_wait_div_diamonds_before_use)
-        conds = [str(i.guard) for x in [a, *region] for i in ctx.g.blocks[x].instrs[-1:]
-                 if i.base == "bra" and i.guard is not None
-                 and any(ctx.dep_divergent((x, y), ptxas=True) for y in ctx.g.succs[x])]
-        memo[a, b] = len(conds) == len(set(conds))
-        return memo[a, b]
+    if len(region) > 64 or a in {s for x in region for s in ctx.g.succs[x]}:
+        return None
+    return region
+
+
+def _loop_free(ctx: FnCtx, region: set) -> bool:
+    order = {blk: k for k, blk in enumerate(ctx.g.order)}
+    return not any(s in region and order.get(s, -1) <= order.get(x, -1) for x in region for s in ctx.g.succs[x])
+
+
+def _dead_region(ctx: FnCtx, region: set) -> bool:
+    """Only branches and pure instructions, whose results nothing outside the region reads."""
     defs: set = set()
-    for x in region if ok else ():
+    for x in region:
         for ins in ctx.g.blocks[x].instrs:
             if ins.base != "bra" and not (_pure(ins) and not is_wgmma(ins)):
-                ok = False
-                break
+                return False
             defs |= defs_uses(ins)[0]
-    if ok and defs:
-        ok = not any(defs & defs_uses(ins)[1] for x in range(len(ctx.g.blocks)) if x not in region
-                     for ins in ctx.g.blocks[x].instrs)
-    memo[a, b] = ok
-    return ok
+    return not defs or not any(defs & defs_uses(ins)[1] for x in range(len(ctx.g.blocks)) if x not in region
+                               for ins in ctx.g.blocks[x].instrs)
 
 
 def _hoisted_line(ctx: FnCtx, st, site: Site) -> int | None:
