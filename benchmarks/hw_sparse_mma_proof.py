@@ -70,23 +70,12 @@ MMA_WARPS = 16  # 512 threads: the reference interpreter runs up to 4 warpgroups
 
 
 @dataclasses.dataclass(frozen=True)
-class SpKernel:
-    """A chain of ``k_steps`` sparse wgmma (each with its own packed A, B slice and metadata)."""
+class SpKernel(P.Kernel):
+    """A chain of ``k_steps`` sparse wgmma (each with its own packed A, B slice and metadata): the
+    dense proof's kernel (A stays K-major) plus the metadata selector."""
 
-    key: str
-    k_steps: int
-    b_major: str = "K"
-    a_swizzle: str = "none"
-    b_swizzle: str = "none"
-    scale_d: bool = True
-    scale_a: int = 1
-    scale_b: int = 1
     sel: int = 0
     family: str = "wgmma.sp"
-
-    @property
-    def form(self):
-        return isa.by_key(self.key)
 
     def mix(self) -> str:
         f = self.form
