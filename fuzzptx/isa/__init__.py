@@ -59,12 +59,14 @@ def by_key(key: str) -> Form:
 
 
 def form_for(instr) -> Form | None:
-    """The catalogue form of an IR instruction, or None if none matches its opcode and operand kinds."""
-    from fuzzptx.ptx.ir import Vec
+    """The catalogue form of an IR instruction, or None if none matches its opcode and operand kinds.
 
-    cands = by_opcode(instr.opcode)
+    Every judge asks this of every instruction, so the common cases return before any import."""
+    cands = _index().get(instr.opcode, ())
     if len(cands) <= 1:
         return cands[0] if cands else None
+    from fuzzptx.ptx.ir import Vec
+
     # wgmma: operand 1 is a vector (A in registers) or a register (A descriptor).
     if len(instr.operands) > 1:
         src = "reg" if isinstance(instr.operands[1], Vec) else "desc"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fuzzptx import isa
 
 from .cfg import CFG
-from .ir import Addr, CallArgs, Instr, Reg, Vec, registers_in
+from .ir import Addr, CallArgs, Imm, Instr, Reg, Vec, registers_in
 
 # Base opcodes that never write their first operand.
 NO_DEST = frozenset(
@@ -45,6 +45,8 @@ def is_special(reg: Reg) -> bool:
 
 
 def _regs(op) -> tuple[Reg, ...]:
+    if isinstance(op, Reg) and "|" not in op.name:
+        return (op,)
     out: list[Reg] = []
     for r in registers_in(op):
         out.extend(split_pair(r))
@@ -52,6 +54,10 @@ def _regs(op) -> tuple[Reg, ...]:
 
 
 def _dedup(regs: list[Reg]) -> tuple[Reg, ...]:
+    if len(regs) < 2:  # most instructions: no hashing needed
+        return tuple(regs)
+    if len(regs) == 2:
+        return (regs[0],) if regs[0].name == regs[1].name else tuple(regs)
     return tuple(dict.fromkeys(regs))
 
 
@@ -90,6 +96,8 @@ def defs_uses(instr: Instr) -> tuple[tuple[Reg, ...], tuple[Reg, ...]]:
         and not instr.opcode.startswith(_NO_DEST_PREFIX)
     )
     for i, op in enumerate(ops):
+        if isinstance(op, Imm):
+            continue
         regs = _regs(op)
         if i == 0 and first_is_dest:
             defs.extend(r for r in regs if not is_special(r))

@@ -434,9 +434,11 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
         return out_st
 
     def step(ins: Instr, site: Site, st: PS, report: bool) -> PS:
-        st = st._replace(last=_line(ins), last_branch=ins.base in ("bra", "brx"))
+        # ``last`` matters only where paths meet: ``transfer`` sets it at each block's end, and a
+        # guarded instruction (a join of its two outcomes) sets it here
         if ins.guard is None or ins.base in ("bra", "brx"):
             return plain(ins, site, st, report)
+        st = st._replace(last=_line(ins), last_branch=False)
         after = plain(ins, site, st, report, guarded=True)._replace(last=_line(ins))
         if st.fl and not after.fl and not is_wait(ins):
             return after  # ptxas put its wait before the guarded instruction: both paths waited

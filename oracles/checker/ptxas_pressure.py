@@ -2,10 +2,12 @@
 for accumulators rewritten after a scale-d 0 wgmma (measured: tests/data/checker/c7511_*)."""
 from __future__ import annotations
 
-from fuzzptx.ptx.ir import Instr
+import functools
+from functools import reduce
 
 from .context import FnCtx, Site
-from .ptxas_sites import _dead, _order, _reaching, _scale_d_zero
+from .flow import solve_forward
+from .ptxas_sites import _dead, _live_sites, _order, _scale_d_zero
 from .regs import defs_uses, is_wgmma, wgmma_regs
 
 
@@ -13,34 +15,72 @@ def register_pressure(ctx: FnCtx, ser: list) -> None:
     """Append ``(order, "C7511")`` to ``ser`` when a wgmma reads as accumulator a register that a
     non-wgmma instruction set afresh (not from its own value) after a scale-d 0 wgmma wrote it:
     ptxas cannot give the pipeline its registers (measured: c7511_*; fences, commits and waits
-    between do not matter)."""
+    between do not matter).
+
+    The state is two register bitsets: written by a scale-d 0 wgmma (``w0``), and rewritten
+    since (``redef``); each live site is reduced once to the masks its step needs."""
     dead = _dead(ctx)
     if not any(is_wgmma(i) and _scale_d_zero(i) and i.guard is None for b in ctx.g.blocks for i in b.instrs):
         return  # only a scale-d 0 wgmma starts what this tracks
+    bit: dict[str, int] = {}
 
-    def step(ins: Instr, site: Site, st):
-        if site in dead:
-            return st
-        if is_wgmma(ins):
-            acc = wgmma_regs(ins)[0]
-            return frozenset(x for x in st if x[0] not in acc) | (
-                {(r, "w0") for r in acc} if _scale_d_zero(ins) and ins.guard is None else frozenset())
-        if not st:
-            return st
-        d, u = defs_uses(ins)
-        d = (d & ctx.relevant) - u  # rewriting a register from its own value keeps what it was (measured)
-        if not d:
-            return st
-        kept = frozenset(x for x in st if x[0] not in d)
-        return kept | {(r, "redef") for r in d if (r, "w0") in st or (r, "redef") in st}
+    def bits(names) -> int:
+        m = 0
+        for n in names:
+            b = bit.get(n)
+            if b is None:
+                b = bit[n] = 1 << len(bit)
+            m |= b
+        return m
 
-    before = _reaching(ctx, frozenset(), step)
-    for site in sorted(before, key=_order):
-        ins = ctx.instr(site)
-        if site not in dead and is_wgmma(ins) and not _scale_d_zero(ins) and any(
-                (r, "redef") in before[site] for r in wgmma_regs(ins)[0]):
-            ser.append((_order(site), "C7511"))
-            return
+    relevant = ctx.relevant
+    # per block, its live sites that matter: (site, wgmma?, register mask, starts, scale-d 0) --
+    # a wgmma's accumulators (``starts``: it writes them as an unguarded scale-d 0 wgmma), or
+    # another instruction's fresh definitions (not from its own value)
+    ops: dict[int, list] = {}
+    for b in range(len(ctx.g.blocks)):
+        row = []
+        for site, ins in _live_sites(ctx, b):
+            if site in dead:
+                continue
+            if is_wgmma(ins):
+                zero = _scale_d_zero(ins)
+                row.append((site, True, bits(wgmma_regs(ins)[0]), zero and ins.guard is None, zero))
+            else:
+                d, u = defs_uses(ins)
+                d = (d & relevant) - u  # rewriting a register from its own value keeps what it was (measured)
+                if d:
+                    row.append((site, False, bits(d), False, False))
+        ops[b] = row
+
+    def transfer(block: int, st: tuple[int, int]) -> tuple[int, int]:
+        for op in ops[block]:
+            st = _pressure_step(op, st)
+        return st
+
+    def join(states):
+        return reduce(lambda x, y: (x[0] | y[0], x[1] | y[1]), states)
+
+    found = []
+    for b, st in solve_forward(ctx.g, (0, 0), transfer, join).items():
+        for op in ops[b]:
+            site, wg, m, _, zero = op
+            if wg and not zero and m & st[1]:
+                found.append(_order(site))
+            st = _pressure_step(op, st)
+    if found:
+        ser.append((min(found), "C7511"))
+
+
+def _pressure_step(op: tuple, st: tuple[int, int]) -> tuple[int, int]:
+    """``register_pressure``'s step over (``w0``, ``redef``) bitsets."""
+    _, wg, m, starts, _ = op
+    w0, redef = st
+    if wg:
+        return (w0 & ~m) | (m if starts else 0), redef & ~m
+    if not (w0 | redef):
+        return st
+    return w0 & ~m, (redef & ~m) | (m & (w0 | redef))
 
 
 # ptxas 13.0.88 gives up with C7512 once this many 32-bit registers are live at one point
@@ -49,6 +89,7 @@ def register_pressure(ctx: FnCtx, ser: list) -> None:
 C7512_LIVE = 236
 
 
+@functools.lru_cache(maxsize=None)
 def _weight(decl: str | None) -> int:
     """32-bit registers a declared register takes (``.f32`` 1, ``.b64`` 2, ``.v4.f32`` 4,
     ``.f16x2`` 1, predicates none)."""
@@ -123,12 +164,18 @@ def peak_live_registers(ctx: FnCtx) -> int:
         live = live_out[b]
         peak = max(peak, weight(live))
         for dk, du in reversed(steps[b]):
-            live = (live & ~dk) | du
-            peak = max(peak, weight(live))
+            live &= ~dk
+            if du & ~live:  # only a new live register can raise the peak
+                live |= du
+                peak = max(peak, weight(live))
     return peak
 
 
 def function_pressure(ctx: FnCtx, ser: list) -> None:
     """Append ``((-1, -1), "C7512")`` when more registers are live at once than ptxas can give."""
+    from .regs import declared_types
+
+    if sum(_weight(t) for t in declared_types(ctx.fn).values()) < C7512_LIVE:
+        return  # too few registers declared in all (undeclared ones weigh nothing)
     if peak_live_registers(ctx) >= C7512_LIVE:
         ser.append(((-1, -1), "C7512"))

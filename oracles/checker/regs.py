@@ -1,6 +1,6 @@
 """Registers: declared types per function, tensor-core operand roles, and defs/uses.
 
-``defs_uses`` is ``fuzzptx.ptx.dataflow``'s (names only, memoised by identity); this module
+``defs_uses`` is ``fuzzptx.ptx.dataflow``'s (names only, memoised on the instruction); this module
 adds what the checker needs on top: the accumulator / A-fragment registers of a wgmma.
 """
 from __future__ import annotations
@@ -47,32 +47,36 @@ def declared_types(fn: Function) -> dict[str, str]:
     return out
 
 
-class _IdCache(dict):
-    """Memo keyed by object identity (IR nodes hash deeply, and are compared by value)."""
-
-    def get_for(self, obj, compute):
-        hit = self.get(id(obj))
-        if hit is not None and hit[0] is obj:
-            return hit[1]
-        if len(self) > 200_000:
-            self.clear()
-        val = compute(obj)
-        self[id(obj)] = (obj, val)
-        return val
-
-
-_DU = _IdCache()
-_WG = _IdCache()
+def _memo(instr: Instr, key: str, compute):
+    """``compute(instr)``, kept in the instruction's own ``__dict__`` (as ``functools.cached_property``
+    does): the checker's passes ask each instruction the same questions many times, and a frozen
+    instruction's answer never changes (equality and hashing look at its fields only)."""
+    d = instr.__dict__
+    hit = d.get(key)
+    if hit is None:
+        hit = d[key] = compute(instr)
+    return hit
 
 
 def defs_uses(instr: Instr) -> tuple[frozenset[str], frozenset[str]]:
     """Names of the registers ``instr`` writes and reads (guard included in reads)."""
-    return _DU.get_for(instr, _defs_uses)
+    return _memo(instr, "_checker_defs_uses", _defs_uses)
+
+
+# The same instruction text recurs across programs (a campaign worker judges thousands of
+# generated programs with the same register names), and the answer depends only on these fields.
+_BY_VALUE: dict = {}
 
 
 def _defs_uses(instr: Instr) -> tuple[frozenset[str], frozenset[str]]:
-    d, u = shared_defs_uses(instr)
-    return frozenset(r.name for r in d), frozenset(r.name for r in u)
+    key = (instr.opcode, instr.operands, instr.guard)
+    hit = _BY_VALUE.get(key)
+    if hit is None:
+        if len(_BY_VALUE) > 100_000:
+            _BY_VALUE.clear()
+        d, u = shared_defs_uses(instr)
+        hit = _BY_VALUE[key] = (frozenset(r.name for r in d), frozenset(r.name for r in u))
+    return hit
 
 
 # ------------------------------------------------------------------ wgmma roles
@@ -102,7 +106,7 @@ def wait_n(instr: Instr) -> int | None:
 
 def wgmma_regs(instr: Instr) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """(accumulator D, A-fragment, descriptor) register names of a wgmma; A is empty with an A descriptor."""
-    return _WG.get_for(instr, _wgmma_regs)
+    return _memo(instr, "_checker_wgmma_regs", _wgmma_regs)
 
 
 def _wgmma_regs(instr: Instr) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
