@@ -102,7 +102,7 @@ class Prepared:
 
     block: int
     indices: list[int]
-    programs: list[Program]
+    programs: list[Program]  # as ``shipped``: the launched kernel's signature, no bodies
     verdicts: list[differ.Verdicts]
     cubins: list[bytes | None]  # per program; programs of one ptxas run share one bytes object
     kernel_names: list[str]
@@ -111,6 +111,26 @@ class Prepared:
     # per program: metamorphic.PreparedPairs for the GPU to judge, a Checked already judged on
     # the reference (no GPU), or None (no metamorphic judge)
     metamorphic: list = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)  # the PTX every judge saw, per program
+
+    def program(self, j: int) -> Program:
+        """Program ``j`` in full, as the judges saw it (parsed back from its text: only a repro needs it)."""
+        from fuzzptx.ptx.parse import parse
+
+        return replace(self.programs[j], module=parse(self.texts[j], "<program>"))
+
+
+def shipped(program: Program) -> Program:
+    """What the main process needs of a judged program: its header, and of its module the
+    launched kernel's signature (the GPU fills the arguments from it).  The whole IR costs the
+    pool several ms per program to pickle and the main process more to unpickle; the text
+    travels instead (``Prepared.program``)."""
+    from fuzzptx.ptx.ir import Function, Module
+
+    m = program.module
+    kernels = tuple(Function(f.kind, f.name, f.params, f.returns, (), f.linkage)
+                    for f in m.functions() if f.name == program.launch.kernel and f.body is not None)
+    return replace(program, module=Module(m.version, m.target, m.address_size, kernels))
 
 
 def block_seed(seed: int, block: int) -> int:
@@ -237,7 +257,8 @@ def prepare_block(task: BlockTask) -> Prepared:
         records.append(rec)
     pairs = _metamorphic_block(task, programs, texts, ptxas, cubins, [p for _, _, p in items], secs) \
         if "metamorphic" in task.judges else []
-    return Prepared(task.block, [i for i, _, _ in items], programs, verdicts, cubins, names, records, dict(secs), pairs)
+    return Prepared(task.block, [i for i, _, _ in items], [shipped(p) for p in programs], verdicts, cubins, names,
+                    records, dict(secs), pairs, texts)
 
 
 def _metamorphic_block(task: BlockTask, programs, texts, ptxas, cubins, planted, secs: Counter) -> list:
@@ -666,8 +687,9 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
                     live.smallest[f.signature] = n
                     repro = str(out / "repros" / f"b{item.block}_{idx}.ptx")
                     note = f"hardware when found: {v.summary()['hardware']}" if v.hardware is not None else None
-                    Path(repro).write_text(replace(p, signature=f.signature).to_ptx())  # at once: kill-safe
-                    repro_futs.append(pool.submit(finalize_repro_file, repro, p, _judges_that_ran(v), f.signature, note))
+                    full = item.program(j)
+                    Path(repro).write_text(replace(full, signature=f.signature).to_ptx())  # at once: kill-safe
+                    repro_futs.append(pool.submit(finalize_repro_file, repro, full, _judges_that_ran(v), f.signature, note))
             rec = {"block": item.block, "index": idx, "id": f"{item.block}:{idx}", "t": time.time(), **base,
                    "verdicts": v.summary(), "findings": [{"signature": f.signature, "message": f.message} for f in findings],
                    "repro": repro}

@@ -269,3 +269,27 @@ def test_spared_worker_starts_both_at_once_and_swaps_in_the_spare_after_a_fault(
     w.close()
     assert spare.spans[0][0] < first.spans[0][1], "the spare did not start while the first worker was starting"
     assert len(w.start_seconds) == 3  # active, spare, and the dead one restarted in the background
+
+
+def test_pool_ships_a_light_program_and_the_text_gives_it_back():
+    """The pool sends the main process each program's header and kernel signature plus its text
+    (the whole IR was most of a block's pickle); the text gives back the program the judges saw,
+    byte for byte, for a repro."""
+    import pickle
+    from dataclasses import replace
+
+    from fuzzptx.campaign import prepare_block
+    from fuzzptx.oracles.hardware import program_args
+
+    task = BlockTask(3, 7, 8, ("checker", "ptxas"), plant=True)
+    prep = prepare_block(task)
+    originals = [p for _, p, _ in block_programs(task)]
+    assert len(prep.programs) == len(originals) == len(prep.texts)
+    for j, original in enumerate(originals):
+        light = prep.programs[j]
+        assert all(not (f.body or ()) for f in light.module.functions())
+        assert [a.name for a in program_args(light)] == [a.name for a in program_args(original)]
+        full = prep.program(j)
+        assert full.to_ptx() == original.to_ptx()
+        assert replace(full, signature="a|b").to_ptx() == replace(original, signature="a|b").to_ptx()
+    assert len(pickle.dumps(prep.programs)) * 5 < len(pickle.dumps(originals))

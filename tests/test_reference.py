@@ -727,3 +727,25 @@ def test_f64_arithmetic_and_conversions():
         q = Fraction(float(x[i])) * Fraction(float(y[i]))
         r = Fraction(float(o[i, 4]))
         assert abs(r) <= abs(q) and abs(q - r) < abs(Fraction(float(np.spacing(o[i, 4]))))
+
+
+def test_output_buffer_pickles_sparse_and_bit_exact():
+    """A verdict crosses the campaign's process boundary: kinds, bounds and flags travel only where
+    not zero, and come back bit for bit (a -0.0 bound included)."""
+    import pickle
+
+    from fuzzptx.oracles.reference.result import OutputBuffer
+
+    n = 4096
+    kind = np.zeros(n, np.uint8)
+    kind[10:20], kind[7] = UNDEF, SET
+    lo, hi, flags = np.zeros(n), np.zeros(n), np.zeros(n, np.uint8)
+    lo[7], hi[7], flags[7] = -1.5, 2.25, 3
+    lo[9] = -0.0
+    buf = OutputBuffer("d", "f32", bytes(range(256)) * 64, kind, lo, hi, flags)
+    wire = pickle.dumps(buf)
+    back = pickle.loads(wire)
+    assert (back.name, back.type, back.data) == (buf.name, buf.type, buf.data)
+    for a, b in ((back.kind, kind), (back.lo, lo), (back.hi, hi), (back.flags, flags)):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    assert len(wire) < len(buf.data) + 1024  # dense bounds alone would be 64 KB more
