@@ -98,6 +98,8 @@ def campaign(name: str, work: Path, plan: Plan, gpus: list[int], workers: int, b
             "steady_programs_per_second": steady,
             "steady_ratio_to_bare_ptxas": None if steady is None else round(steady / bare_pps, 3),
             "stage_ms_per_program": stats["stage_ms_per_program"], "gpu_idle_share": stats["gpu_idle_share"],
+            "pool_busy_share": stats.get("pool_busy_share"), "pool_repro_seconds": stats.get("pool_repro_seconds"),
+            "pool_unstaged_ms_per_program": stats.get("pool_unstaged_ms_per_program"),
             "gpu_programs": stats["gpu_programs"], "findings": stats["findings"], "faults": stats["faults"]}
 
 

@@ -112,6 +112,7 @@ class Prepared:
     # the reference (no GPU), or None (no metamorphic judge)
     metamorphic: list = field(default_factory=list)
     texts: list[str] = field(default_factory=list)  # the PTX every judge saw, per program
+    wall: float = 0.0  # seconds the pool process spent on the block, stages and all
 
     def program(self, j: int) -> Program:
         """Program ``j`` in full, as the judges saw it (parsed back from its text: only a repro needs it)."""
@@ -216,6 +217,7 @@ def prepare_block(task: BlockTask) -> Prepared:
     from fuzzptx.fuzz import _forms_in, coverage_of
     from fuzzptx.shrink import instruction_count
 
+    t_block = time.perf_counter()
     secs: Counter = Counter()
     t0 = time.perf_counter()
     items = block_programs(task)
@@ -257,8 +259,9 @@ def prepare_block(task: BlockTask) -> Prepared:
         records.append(rec)
     pairs = _metamorphic_block(task, programs, texts, ptxas, cubins, [p for _, _, p in items], secs) \
         if "metamorphic" in task.judges else []
-    return Prepared(task.block, [i for i, _, _ in items], [shipped(p) for p in programs], verdicts, cubins, names,
-                    records, dict(secs), pairs, texts)
+    light = [shipped(p) for p in programs]
+    return Prepared(task.block, [i for i, _, _ in items], light, verdicts, cubins, names, records, dict(secs), pairs,
+                    texts, time.perf_counter() - t_block)
 
 
 def _metamorphic_block(task: BlockTask, programs, texts, ptxas, cubins, planted, secs: Counter) -> list:
@@ -396,6 +399,8 @@ class Live:
     runner_stats: dict = field(default_factory=dict)  # runner -> (start seconds, seconds waited for a worker to start)
     dropped_at_deadline: int = 0  # prepared programs left unjudged (not recorded) when --time ran out
     timeline: list = field(default_factory=list)  # (seconds, programs) every few seconds
+    pool_blocks: float = 0.0  # pool-process seconds spent preparing the blocks judged so far
+    pool_repros: float = 0.0  # pool-process seconds spent finalising repros
 
     def wall(self) -> float:
         return time.perf_counter() - self.start
@@ -409,6 +414,19 @@ class Live:
                 par = max(self.gpus, 1) if s == "gpu" else self.workers
                 out[s] = round(n * par / self.stage[s], 1)
         return out
+
+    def pool_accounting(self) -> dict[str, float | None]:
+        """Where the CPU pool's time went: its busy share (blocks and repros over workers x wall),
+        and per program the block time no stage timer covers (emitting, records, pickling)."""
+        wall = self.wall()
+        busy = (self.pool_blocks + self.pool_repros) / (self.workers * wall) if wall else None
+        staged = sum(v for k, v in self.stage.items() if k != "gpu" and not k.startswith(("gpu ", "record")))
+        return {
+            "pool_busy_share": round(busy, 3) if busy is not None else None,
+            "pool_repro_seconds": round(self.pool_repros, 2),
+            "pool_unstaged_ms_per_program": round((self.pool_blocks - staged) / self.programs * 1000, 2)
+            if self.programs else None,
+        }
 
     def ms_per_program(self) -> dict[str, float]:
         out = {}
@@ -629,6 +647,7 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
     ctx = pool_context()
     pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm)
     repro_futs: list[cf.Future] = []
+    finalizing: dict[str, cf.Future] = {}  # signature -> its latest repro's finalisation
     pending: dict[cf.Future, BlockTask] = {}
     block_iter = plan.blocks()
     state = {"exhausted": False, "in_gpu": 0, "last_draw": 0.0, "last_stats": time.monotonic()}
@@ -663,6 +682,7 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
         t_main = time.perf_counter()
         for k, s in item.seconds.items():
             live.stage[k] += s
+        live.pool_blocks += item.wall
         lines = []
         for j, (p, v, idx, base) in enumerate(zip(item.programs, item.verdicts, item.indices, item.records)):
             pairs = item.metamorphic[j] if item.metamorphic else None
@@ -678,21 +698,35 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
                 findings = differ.compare(p, v, family=base["family"])
             except Exception as exc:  # a comparison that breaks is a finding, never the end of the campaign
                 findings = [differ.Finding(f"differ:crash|{base['family']}", f"compare failed: {type(exc).__name__}: {exc}")]
-            repro = None
+            repros: dict[str, str] = {}  # signature -> its repro file (one file per signature)
+            full = None
             for f in findings:
                 live.buckets[f.signature] += 1
                 live.findings += 1
                 n = base["instructions"]
                 if f.signature not in live.smallest or n < live.smallest[f.signature]:
                     live.smallest[f.signature] = n
-                    repro = str(out / "repros" / f"b{item.block}_{idx}.ptx")
+                    stem = f"b{item.block}_{idx}" + (f"_{len(repros)}" if repros else "")
+                    repro = repros[f.signature] = str(out / "repros" / f"{stem}.ptx")
                     note = f"hardware when found: {v.summary()['hardware']}" if v.hardware is not None else None
-                    full = item.program(j)
+                    full = full or item.program(j)
                     Path(repro).write_text(replace(full, signature=f.signature).to_ptx())  # at once: kill-safe
-                    repro_futs.append(pool.submit(finalize_repro_file, repro, full, _judges_that_ran(v), f.signature, note))
+                    # the CPU judges' verdicts size the final header, so one round of judging
+                    # usually settles it; a repro a smaller one supersedes before its turn in the
+                    # pool stays as written (signature and labels, no EXPECT lines)
+                    sizing = replace(v, hardware=None, mmasim=None, metamorphic=None)
+                    old = finalizing.pop(f.signature, None)
+                    if old is not None:
+                        old.cancel()
+                    fut = pool.submit(finalize_repro_file, repro, full, _judges_that_ran(v), f.signature, note, sizing)
+                    fut.add_done_callback(lambda x: _add_repro_seconds(live, x))
+                    finalizing[f.signature] = fut
+                    repro_futs.append(fut)
             rec = {"block": item.block, "index": idx, "id": f"{item.block}:{idx}", "t": time.time(), **base,
-                   "verdicts": v.summary(), "findings": [{"signature": f.signature, "message": f.message} for f in findings],
-                   "repro": repro}
+                   "verdicts": v.summary(),
+                   "findings": [{"signature": f.signature, "message": f.message, "repro": repros.get(f.signature)}
+                                for f in findings],
+                   "repro": next(iter(repros.values()), None)}
             lines.append(json.dumps(rec) + "\n")
             live.programs += 1
         log.write("".join(lines))
@@ -823,6 +857,7 @@ def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, re
         "stage_ms_per_program": live.ms_per_program(),
         "stage_cpu_seconds": {k: round(v, 2) for k, v in live.stage.items()},
         "gpu_idle_share": live.gpu_idle_share(),
+        **live.pool_accounting(),
         "gpu_programs": live.gpu_programs,
         "gpu_workers_per_gpu": live.gpu_workers if gpus else 0,
         "dropped_at_deadline_for_resume": live.dropped_at_deadline,
@@ -865,17 +900,28 @@ def _judges_that_ran(v: differ.Verdicts) -> tuple[str, ...]:
     return tuple(j for j in differ.CPU_JUDGES if ran[j])
 
 
-def finalize_repro_file(path: str, p: Program, judges: tuple[str, ...], signature: str, note: str | None) -> None:
-    """Rewrite a repro with EXPECT lines taken on its final text (runs in a pool process)."""
+def finalize_repro_file(path: str, p: Program, judges: tuple[str, ...], signature: str, note: str | None,
+                        verdicts: differ.Verdicts | None = None) -> float:
+    """Rewrite a repro with EXPECT lines taken on its final text (runs in a pool process; ``verdicts``:
+    what the judges said of the program in the campaign, to size the header); returns the
+    seconds it took."""
+    t0 = time.perf_counter()
     try:
-        prog = differ.finalize_repro(p, judges, signature)
+        prog = differ.finalize_repro(p, judges, signature, verdicts=verdicts)
     except Exception:  # never lose the finding over its bookkeeping: the raw file stays
-        return
+        return time.perf_counter() - t0
     if note:
         prog = replace(prog, notes=prog.notes + (note,))
     tmp = path + ".tmp"
     Path(tmp).write_text(prog.to_ptx())
     os.replace(tmp, path)
+    return time.perf_counter() - t0
+
+
+def _add_repro_seconds(live: "Live", fut: cf.Future) -> None:
+    if not fut.cancelled() and fut.exception() is None:
+        with live.lock:
+            live.pool_repros += fut.result()
 
 
 # Imported once by the forkserver, so every pool process starts with them loaded (a spawned

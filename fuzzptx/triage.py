@@ -4,8 +4,10 @@ A result record is one JSON object per judged program, as ``fuzzptx run`` and
 ``fuzzptx campaign`` append them:
 
     {"id": "...", "family": "...", "instructions": 12,
-     "findings": [{"signature": "...", "message": "..."}],
+     "findings": [{"signature": "...", "message": "...", "repro": "path.ptx" | null}],
      "repro": "relative/path.ptx" | null, "ptx": "<text, when no repro file>"}
+
+(a finding's own ``repro``, where a campaign wrote one per signature, wins over the record's).
 
 Shards of one campaign are merged by passing all their files; a bad line is
 reported with its file and line and skipped, never losing the rest.
@@ -45,7 +47,9 @@ class Triage:
         self.programs += 1
         for f in record.get("findings", ()):
             sig = f["signature"]
-            self.buckets.setdefault(sig, Bucket(sig)).add(record, source)
+            # a program with several findings has one repro per signature (campaign records)
+            rec = {**record, "repro": f["repro"]} if f.get("repro") else record
+            self.buckets.setdefault(sig, Bucket(sig)).add(rec, source)
 
     def ordered(self) -> list[Bucket]:
         return sorted(self.buckets.values(), key=lambda b: (-b.count, b.signature))

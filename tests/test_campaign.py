@@ -293,3 +293,32 @@ def test_pool_ships_a_light_program_and_the_text_gives_it_back():
         assert full.to_ptx() == original.to_ptx()
         assert replace(full, signature="a|b").to_ptx() == replace(original, signature="a|b").to_ptx()
     assert len(pickle.dumps(prep.programs)) * 5 < len(pickle.dumps(originals))
+
+
+def test_stats_say_where_the_pool_time_went(tmp_path):
+    """stats.json accounts for the CPU pool as it does for the GPU: its busy share, the block time
+    no stage timer covers, and the time spent finalising repros."""
+    _campaign(tmp_path, "--examples", "4")
+    st = json.loads((tmp_path / "stats.json").read_text())
+    assert 0 < st["pool_busy_share"] <= 1.05
+    assert st["pool_unstaged_ms_per_program"] >= 0
+    assert st["pool_repro_seconds"] >= 0
+    assert sum(st["stage_cpu_seconds"].get(k, 0) for k in ("generate", "ptxas")) > 0
+
+
+def test_each_repro_carries_the_signature_of_the_finding_that_names_it(whole):
+    """A program with several findings gets one repro per signature (a shared file could carry
+    only one SIGNATURE line), and triage links each bucket to its own."""
+    from fuzzptx.triage import Triage
+
+    named = [(f["signature"], f["repro"]) for r in whole for f in r["findings"] if f.get("repro")]
+    assert named, "the campaign wrote no repro"
+    assert len({path for _, path in named}) == len(named)
+    for sig, path in named:
+        assert f"// SIGNATURE: {sig}\n" in Path(path).read_text()
+    t = Triage()
+    for r in whole:
+        t.add_record(r, "results.jsonl")
+    for b in t.buckets.values():
+        if b.smallest.get("repro"):
+            assert f"// SIGNATURE: {b.signature}\n" in Path(b.smallest["repro"]).read_text()
