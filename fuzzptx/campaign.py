@@ -699,7 +699,7 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
             except Exception as exc:  # a comparison that breaks is a finding, never the end of the campaign
                 findings = [differ.Finding(f"differ:crash|{base['family']}", f"compare failed: {type(exc).__name__}: {exc}")]
             repros: dict[str, str] = {}  # signature -> its repro file (one file per signature)
-            full = None
+            full = sizing = None
             for f in findings:
                 live.buckets[f.signature] += 1
                 live.findings += 1
@@ -714,7 +714,7 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
                     # the CPU judges' verdicts size the final header, so one round of judging
                     # usually settles it; a repro a smaller one supersedes before its turn in the
                     # pool stays as written (signature and labels, no EXPECT lines)
-                    sizing = replace(v, hardware=None, mmasim=None, metamorphic=None)
+                    sizing = sizing or replace(v, hardware=None, mmasim=None, metamorphic=None)
                     old = finalizing.pop(f.signature, None)
                     if old is not None:
                         old.cancel()

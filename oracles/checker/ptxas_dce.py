@@ -14,7 +14,7 @@ from __future__ import annotations
 from fuzzptx import isa
 from fuzzptx.ptx.ir import Imm, Instr
 
-from .regs import defs_uses, is_wgmma, wgmma_regs
+from .regs import RegisterBits, defs_uses, is_wgmma, wgmma_regs
 
 # Instructions without side effects: dead when nothing reads what they define.
 _PURE = frozenset({
@@ -45,7 +45,7 @@ class _Code:
 
     def __init__(self, g, returns: frozenset):
         self.g = g
-        self.bit: dict[str, int] = {}
+        self.mask = RegisterBits().mask
         self.returns = self.mask(returns)
         # block -> [(k, kind, writes, kills, reads)], kind: 0 effect, 1 pure, 2 wgmma, 3 ret/exit
         self.rows: list[list] = []
@@ -66,15 +66,6 @@ class _Code:
                 w = self.mask(d)
                 rows.append((k, kind, w, 0 if ins.guard is not None else w, self.mask(u)))
             self.rows.append(rows)
-
-    def mask(self, regs) -> int:
-        m = 0
-        for r in regs:
-            i = self.bit.get(r)
-            if i is None:
-                i = self.bit[r] = len(self.bit)
-            m |= 1 << i
-        return m
 
 
 def dead_code(g, returns: frozenset = frozenset()) -> tuple[frozenset, frozenset]:

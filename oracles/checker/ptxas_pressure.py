@@ -5,10 +5,10 @@ from __future__ import annotations
 import functools
 from functools import reduce
 
-from .context import FnCtx, Site
+from .context import FnCtx
 from .flow import solve_forward
 from .ptxas_sites import _dead, _live_sites, _order, _scale_d_zero
-from .regs import defs_uses, is_wgmma, wgmma_regs
+from .regs import RegisterBits, defs_uses, is_wgmma, wgmma_regs
 
 
 def register_pressure(ctx: FnCtx, ser: list) -> None:
@@ -22,17 +22,7 @@ def register_pressure(ctx: FnCtx, ser: list) -> None:
     dead = _dead(ctx)
     if not any(is_wgmma(i) and _scale_d_zero(i) and i.guard is None for b in ctx.g.blocks for i in b.instrs):
         return  # only a scale-d 0 wgmma starts what this tracks
-    bit: dict[str, int] = {}
-
-    def bits(names) -> int:
-        m = 0
-        for n in names:
-            b = bit.get(n)
-            if b is None:
-                b = bit[n] = 1 << len(bit)
-            m |= b
-        return m
-
+    bits = RegisterBits().mask
     relevant = ctx.relevant
     # per block, its live sites that matter: (site, wgmma?, register mask, starts, scale-d 0) --
     # a wgmma's accumulators (``starts``: it writes them as an unguarded scale-d 0 wgmma), or
@@ -110,20 +100,8 @@ def peak_live_registers(ctx: FnCtx) -> int:
     from .regs import declared_types
 
     types = declared_types(ctx.fn)
-    bit: dict[str, int] = {}
-    masks = {1: 0, 2: 0, 4: 0}
-
-    def bits(names) -> int:
-        m = 0
-        for n in names:
-            b = bit.get(n)
-            if b is None:
-                b = bit[n] = 1 << len(bit)
-                k = _weight(types.get(n))
-                if k:
-                    masks[min(k, 4)] |= b
-            m |= b
-        return m
+    numbering = RegisterBits()
+    bits = numbering.mask
 
     blocks = ctx.g.blocks
     steps = []  # per block: [(kill, use)] in order
@@ -140,6 +118,11 @@ def peak_live_registers(ctx: FnCtx) -> int:
         steps.append(st)
         gen.append(g)
         kill.append(k)
+    masks = {1: 0, 2: 0, 4: 0}  # registers by how many 32-bit registers each takes
+    for name, b in numbering.bit.items():
+        k = _weight(types.get(name))
+        if k:
+            masks[min(k, 4)] |= b
     if sum(k * m.bit_count() for k, m in masks.items()) < C7512_LIVE:
         return sum(k * m.bit_count() for k, m in masks.items())  # not enough registers in all
 

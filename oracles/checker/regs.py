@@ -135,3 +135,21 @@ def wgmma_shape(instr: Instr) -> str:
 
 def catalogue_families() -> frozenset[str]:
     return frozenset(f.family for f in isa.forms())
+
+
+class RegisterBits:
+    """Register names numbered as bits of an int: the analyses that iterate to a fixed point keep
+    register sets as int bitsets (union, difference and test are one machine operation)."""
+
+    def __init__(self) -> None:
+        self.bit: dict[str, int] = {}  # name -> its single-bit mask
+
+    def mask(self, names) -> int:
+        m = 0
+        for n in names:
+            b = self.bit.get(n)
+            if b is None:
+                b = self.bit[n] = 1 << len(self.bit)
+            m |= b
+        return m
+
