@@ -718,7 +718,8 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
                     old = finalizing.pop(f.signature, None)
                     if old is not None:
                         old.cancel()
-                    fut = pool.submit(finalize_repro_file, repro, full, _judges_that_ran(v), f.signature, note, sizing)
+                    fut = pool.submit(finalize_repro_file, repro, full, _judges_that_ran(v), f.signature, note, sizing,
+                                      item.texts[j])
                     fut.add_done_callback(lambda x: _add_repro_seconds(live, x))
                     finalizing[f.signature] = fut
                     repro_futs.append(fut)
@@ -901,13 +902,14 @@ def _judges_that_ran(v: differ.Verdicts) -> tuple[str, ...]:
 
 
 def finalize_repro_file(path: str, p: Program, judges: tuple[str, ...], signature: str, note: str | None,
-                        verdicts: differ.Verdicts | None = None) -> float:
+                        verdicts: differ.Verdicts | None = None, text: str | None = None) -> float:
     """Rewrite a repro with EXPECT lines taken on its final text (runs in a pool process; ``verdicts``:
-    what the judges said of the program in the campaign, to size the header); returns the
+    what the judges said of the program in the campaign, on ``text``: they size the header, and
+    ptxas's verdict is moved to the final text rather than compiled again); returns the
     seconds it took."""
     t0 = time.perf_counter()
     try:
-        prog = differ.finalize_repro(p, judges, signature, verdicts=verdicts)
+        prog = differ.finalize_repro(p, judges, signature, verdicts=verdicts, text=text)
     except Exception:  # never lose the finding over its bookkeeping: the raw file stays
         return time.perf_counter() - t0
     if note:

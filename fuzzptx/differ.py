@@ -433,13 +433,17 @@ def judges_for(signature: str) -> tuple[str, ...]:
 
 
 def finalize_repro(program: Program, judges: Sequence[str] = CPU_JUDGES, signature: str | None = None,
-                   hardware_result: Any = None, verdicts: Verdicts | None = None) -> Program:
+                   hardware_result: Any = None, verdicts: Verdicts | None = None,
+                   text: str | None = None) -> Program:
     """The program with EXPECT lines saying what ``judges`` say of the very file they will be written to.
 
     Line numbers in verdicts count the header's comment lines, so the verdicts are taken
     on a text whose header has as many lines as the final one (two rounds at most).
-    ``verdicts`` (what the same judges said of the program before) only sizes the header of
-    the first round, which then usually is the last: an EXPECT line per judge that spoke.
+    ``verdicts`` (what the same judges said of the program before) sizes the header of the
+    first round, which then usually is the last: an EXPECT line per judge that spoke.  With
+    ``text``, the PTX those verdicts were taken on, ptxas is not run again where the body is
+    unchanged: its verdict is moved by the header's growth (its line numbers are positions in
+    the file; nothing else in it depends on them), which is most of a repro's cost.
     """
     labels = tuple(e for e in program.expect if e[0] == "rule")
     # The EXPECT lines become records of what the judges said; the mutation label stays as
@@ -448,10 +452,27 @@ def finalize_repro(program: Program, judges: Sequence[str] = CPU_JUDGES, signatu
     current = replace(program, signature=signature or program.signature, notes=notes)
     if verdicts is not None:
         current = replace(current, expect=labels + tuple(verdicts.summary().items()))
+    known = verdicts.ptxas if verdicts is not None and text is not None and "ptxas" in judges else None
     for _ in range(4):
-        v = judge(current, judges, hardware_result=hardware_result)
+        now = current.to_ptx()
+        moved = _moved_ptxas(known, text, now) if known is not None else None
+        v = judge(current, [j for j in judges if moved is None or j != "ptxas"], text=now,
+                  hardware_result=hardware_result)
+        if moved is not None:
+            v.ptxas = moved
         nxt = replace(current, expect=labels + tuple(v.summary().items()))
         if len(nxt.header_lines()) == len(current.header_lines()):
             return nxt
         current = nxt
     return current
+
+
+def _moved_ptxas(known: Any, before: str, now: str) -> Any:
+    """``known`` (ptxas on ``before``) as it reads for ``now``, if ``now`` is ``before`` with
+    another comment header; else None (ptxas must run)."""
+    a, b = before.splitlines(), now.splitlines()
+    i = next((k for k, ln in enumerate(a) if not ln.startswith("//")), len(a))
+    j = next((k for k, ln in enumerate(b) if not ln.startswith("//")), len(b))
+    if a[i:] != b[j:]:
+        return None
+    return known.moved(j - i)

@@ -368,7 +368,8 @@ def _write_repro(p: Program, v: differ.Verdicts, f: differ.Finding, out_dir: Pat
     stats.seconds["shrink"] += time.perf_counter() - t0
     t0 = time.perf_counter()
     program = differ.finalize_repro(program, tuple(j for j in differ.CPU_JUDGES), f.signature,
-                                    verdicts=v if program is p else None)
+                                    verdicts=v if program is p else None,
+                                    text=p.to_ptx() if program is p else None)  # ptxas moved, not rerun
     stats.seconds["repro"] += time.perf_counter() - t0
     name = f"{len(stats.repros):03d}_" + "".join(c if c.isalnum() else "_" for c in f.signature)[:80] + ".ptx"
     path = out_dir / "repros" / name

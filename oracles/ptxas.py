@@ -18,13 +18,13 @@ import time
 import warnings
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
 from fuzzptx.errors import FuzzptxError
 
-from .ptxas_diag import Diagnostic, parse_diagnostics
+from .ptxas_diag import Diagnostic, moved, parse_diagnostics
 from .ptxas_merge import ModuleShape, merge, scan, split_stderr, suffixed
 
 __all__ = [
@@ -62,6 +62,12 @@ class PtxasResult:
     kernel_names: Mapping[str, str] = field(default_factory=lambda: _names(()))
     shared_cubin: bool = False
     stderr: str = ""
+
+    def moved(self, delta: int) -> "PtxasResult":
+        """This verdict for the same body ``delta`` lines further down (a repro's header grew):
+        ptxas's line numbers are positions in the file and nothing else depends on them."""
+        diags, stderr = moved(self.diagnostics, self.stderr, delta)
+        return replace(self, diagnostics=diags, stderr=stderr)
 
     def codes(self) -> tuple[str, ...]:
         """The C-codes of the diagnostics, in order (e.g. ``("C7519", "C7517")``)."""

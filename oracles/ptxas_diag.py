@@ -104,6 +104,28 @@ def kernel_named(message: str) -> str | None:
     return None
 
 
+def moved(diags: tuple[Diagnostic, ...], stderr: str, delta: int) -> tuple[tuple[Diagnostic, ...], str]:
+    """The same diagnostics and stderr for the same PTX body ``delta`` lines further down
+    (a repro's header grew or shrank): every line number, located or "around line N", moves."""
+    if not delta:
+        return diags, stderr
+
+    def around(msg: str) -> str:
+        return AROUND_RE.sub(lambda m: m[0][:m.start(1) - m.start(0)] + str(int(m[1]) + delta), msg)
+
+    out = tuple(replace(d, line=None if d.line is None else d.line + delta, message=around(d.message))
+                for d in diags)
+    lines = []
+    for raw in stderr.splitlines(keepends=True):
+        m = LINE_RE.match(raw.rstrip("\n"))
+        if m is not None and m["line"]:
+            raw = raw[:m.start("line")] + str(int(m["line"]) + delta) + raw[m.end("line"):]
+        elif m is not None:
+            raw = raw[:m.start("msg")] + around(raw[m.start("msg"):])
+        lines.append(raw)
+    return out, "".join(lines)
+
+
 def kernel_at(line: int | None, spans: tuple[tuple[str, int, int], ...]) -> str | None:
     """The function whose declaration or body holds ``line``."""
     if line is None:

@@ -90,3 +90,29 @@ def test_finalize_repro_with_a_header_hint_writes_the_same_file():
     sig = "test|hint|x"
     assert differ.finalize_repro(p, differ.CPU_JUDGES, sig, verdicts=v).to_ptx() == \
         differ.finalize_repro(p, differ.CPU_JUDGES, sig).to_ptx()
+
+
+def test_finalize_repro_moves_ptxas_verdicts_instead_of_compiling_again(monkeypatch):
+    """Given the text the verdicts were taken on, ptxas's verdict moves with the header (no
+    second compile) and the file is the one a full second round of judging writes."""
+    from fuzzptx import differ
+    from fuzzptx.oracles import ptxas
+    from fuzzptx.oracles.ptxas import compile_batch
+
+    progs = [q for q in _drawn(12, 9)]
+    texts = [q.to_ptx() for q in progs]
+    batch = compile_batch(texts)
+    assert any(not r.accepted for r in batch) and any(r.accepted and r.diagnostics for r in batch)
+    expected = [differ.finalize_repro(q, differ.CPU_JUDGES, "test|move|x").to_ptx() for q in progs]
+    calls = []
+    real = ptxas.compile_ptx
+    monkeypatch.setattr(ptxas, "compile_ptx", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for q, t, r, want in zip(progs, texts, batch, expected):
+        v = differ.judge(q, differ.CPU_JUDGES, ptxas_result=r, text=t)
+        assert differ.finalize_repro(q, differ.CPU_JUDGES, "test|move|x", verdicts=v, text=t).to_ptx() == want
+    assert not calls
+    # a text that is not this program's body: ptxas runs after all
+    q, r = progs[0], batch[0]
+    v = differ.judge(q, differ.CPU_JUDGES, ptxas_result=r, text=texts[0])
+    differ.finalize_repro(q, differ.CPU_JUDGES, "test|move|x", verdicts=v, text=texts[1])
+    assert calls

@@ -140,6 +140,22 @@ def test_gmma_diagnostic_codes(code):
     assert d.line == (marked_line(ptx) if has_line else None)
 
 
+@pytest.mark.parametrize("case", ["C7519", "C7517", "syntax", "shape"])
+@pytest.mark.parametrize("lines", [3, -3])
+def test_moved_verdict_is_what_ptxas_says_of_the_text_with_another_header(case, lines):
+    """A repro's header grows or shrinks; ptxas's verdict on the body moves with it, located
+    lines and "around line N" advisories alike, instead of compiling the file again."""
+    body = {"syntax": f"{FENCE}\nW;\n{COMMIT}\n{WAIT}\nadd.u32 t, t, 1",
+            "shape": f"{FENCE}\n{W.replace('m64n8k16', 'm64n9k16')}\n{COMMIT}\n{WAIT}"}.get(case)
+    ptx = kernel(body if body is not None else GMMA_CASES[case][0])
+    short, tall = "// a\n// b\n" + ptx, "// a\n// b\n// c\n// d\n// e\n" + ptx
+    before, after = (short, tall) if lines > 0 else (tall, short)
+    r0, r1 = single(before), single(after)
+    assert any(d.line for d in r0.diagnostics), r0.stderr
+    moved = r0.moved(lines)
+    assert (moved.diagnostics, moved.stderr, moved.accepted) == (r1.diagnostics, r1.stderr, r1.accepted)
+
+
 def test_timeout_kills_ptxas_and_says_so():
     r = ptxas.compile_ptx(GOOD, timeout=1e-4)
     assert r.timed_out and not r.accepted and r.cubin is None and r.seconds < 10

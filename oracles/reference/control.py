@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from fuzzptx.ptx.ir import CallArgs, Reg, Sym, Vec
+from fuzzptx.ptx.ir import CallArgs, Imm, Reg, Sym, Vec
 
 from . import alu, mem_ops
 from .errors import StepLimit, Undefined, Unsupported
 from .interp import STEP_LIMIT, Frame, Machine, func_info
+from .ops import types_of
 from .values import TYPES, U64, Shadow, undef_where
 
 HANDLERS = {
@@ -119,6 +120,66 @@ def exec_instr(m: Machine, f: Frame, ins, mask_: np.ndarray) -> None:
                 f.shadows[d.name] = sh
 
 
+class MovRun:
+    """Consecutive unguarded ``mov reg, imm`` of one block (half the instructions of a fuzz
+    program: accumulator and fragment set-up), run as one step when every thread is active."""
+
+    __slots__ = ("instrs",)
+    base = "mov"
+
+    def __init__(self, instrs: tuple) -> None:
+        self.instrs = instrs
+
+
+def _plain_mov_imm(ins) -> bool:
+    ops = ins.operands
+    return (ins.base == "mov" and ins.guard is None and len(ops) == 2 and type(ops[0]) is Reg
+            and type(ops[1]) is Imm and "|" not in ops[0].name and len(types_of(ins)) == 1)
+
+
+def _segments(info, pc: int, body) -> tuple:
+    seg = info.segments.get(pc)
+    if seg is None:
+        out: list = []
+        run: list = []
+        for ins in body:
+            if _plain_mov_imm(ins):
+                run.append(ins)
+                continue
+            if run:
+                out.append(run[0] if len(run) == 1 else MovRun(tuple(run)))
+                run = []
+            out.append(ins)
+        if run:
+            out.append(run[0] if len(run) == 1 else MovRun(tuple(run)))
+        seg = info.segments[pc] = tuple(out)
+    return seg
+
+
+def exec_mov_run(m: Machine, f: Frame, run: MovRun, act: np.ndarray) -> None:
+    """What ``exec_instr`` does for each mov of the run, without the per-instruction dispatch."""
+    if act is not m.all:
+        for ins in run.instrs:
+            exec_instr(m, f, ins, act)
+        return
+    m.cur_act = act
+    widths, regs, shadows, contract, wg = f.info.widths, f.regs, f.shadows, f.contract, f.info.wg_regs
+    for ins in run.instrs:
+        name = ins.operands[0].name
+        w = widths.get(name)
+        t = types_of(ins)[0]
+        if w is None or t not in TYPES:
+            exec_instr(m, f, ins, act)  # says what is wrong, as one instruction would
+            continue
+        bits = m.mov_imm(ins, t, w)
+        if contract:
+            contract.pop(name, None)
+        if name in wg:
+            m.wg.on_write(m, f, name, act)
+        regs[name] = bits
+        shadows.pop(name, None)
+
+
 def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
     """Run ``f``'s function for the threads in ``entry_mask`` until they all return or exit."""
     info = f.info
@@ -145,7 +206,10 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
         last = instrs[-1] if instrs else None
         body = instrs[:-1] if last is not None and last.base in ("bra", "ret", "exit", "trap", "brx") else instrs
         full = bool(msk.all())
-        for ins in body:
+        for ins in _segments(info, pc, body):
+            if type(ins) is MovRun:
+                exec_mov_run(m, f, ins, m.all if full else msk)
+                continue
             exec_instr(m, f, ins, m.all if full else msk)
             if ins.base in ("call", "exit", "ret"):
                 msk &= m.alive

@@ -67,6 +67,7 @@ class FuncInfo:
     widths: dict[str, int]
     pvars: dict[str, int]  # per-thread .param variables declared in the body: name -> bytes
     wg_regs: frozenset[str]
+    segments: dict = field(default_factory=dict)  # block -> its body with mov-immediate runs grouped (control.py)
 
 
 def _ipdoms(succs: list[list[int]]) -> tuple[int | None, ...]:
@@ -342,6 +343,19 @@ class Machine:
             b, s = self.read(f, op.reg, t, ins)
             return b ^ U64(1), s
         raise Unsupported.at(ins, f"operand {op} is not supported here")
+
+    def mov_imm(self, ins, t: str, reg_width: int) -> np.ndarray:
+        """What ``mov.t reg, imm`` leaves in a register of ``reg_width`` bits, for all threads
+        (read-only, shared: registers are replaced, never written in place)."""
+        key = (ins.operands[1].text, t, reg_width)
+        v = self._imm_cache.get(key)
+        if v is None:
+            w = min(TYPES[t][0], reg_width)
+            bits, _ = self.read(None, ins.operands[1], t, ins)
+            v = bits & mask(w) if w < 64 else bits
+            v.flags.writeable = False
+            self._imm_cache[key] = v
+        return v
 
     def symbol(self, name: str, ins) -> tuple[str, int]:
         s = self.symbols.get(name)
