@@ -441,9 +441,11 @@ def finalize_repro(program: Program, judges: Sequence[str] = CPU_JUDGES, signatu
     on a text whose header has as many lines as the final one (two rounds at most).
     ``verdicts`` (what the same judges said of the program before) sizes the header of the
     first round, which then usually is the last: an EXPECT line per judge that spoke.  With
-    ``text``, the PTX those verdicts were taken on, ptxas is not run again where the body is
-    unchanged: its verdict is moved by the header's growth (its line numbers are positions in
-    the file; nothing else in it depends on them), which is most of a repro's cost.
+    ``text``, the PTX those verdicts were taken on, a judge whose verdict depends on the text
+    only through line numbers is not run again where the body is unchanged: its verdict moves
+    with the header (ptxas's diagnostics, the checker's predicted ones; the checker's rule
+    list and a reference run that ended have no line in them).  Only a reference verdict
+    that quotes a line ('undefined', an error) is taken again.
     """
     labels = tuple(e for e in program.expect if e[0] == "rule")
     # The EXPECT lines become records of what the judges said; the mutation label stays as
@@ -452,14 +454,12 @@ def finalize_repro(program: Program, judges: Sequence[str] = CPU_JUDGES, signatu
     current = replace(program, signature=signature or program.signature, notes=notes)
     if verdicts is not None:
         current = replace(current, expect=labels + tuple(verdicts.summary().items()))
-    known = verdicts.ptxas if verdicts is not None and text is not None and "ptxas" in judges else None
     for _ in range(4):
         now = current.to_ptx()
-        moved = _moved_ptxas(known, text, now) if known is not None else None
-        v = judge(current, [j for j in judges if moved is None or j != "ptxas"], text=now,
-                  hardware_result=hardware_result)
-        if moved is not None:
-            v.ptxas = moved
+        delta = _header_growth(text, now) if verdicts is not None and text is not None else None
+        v, rerun = (Verdicts(), list(judges)) if delta is None else moved_verdicts(verdicts, judges, delta)
+        if rerun:
+            judge(current, rerun, text=now, hardware_result=hardware_result, into=v)
         nxt = replace(current, expect=labels + tuple(v.summary().items()))
         if len(nxt.header_lines()) == len(current.header_lines()):
             return nxt
@@ -467,12 +467,27 @@ def finalize_repro(program: Program, judges: Sequence[str] = CPU_JUDGES, signatu
     return current
 
 
-def _moved_ptxas(known: Any, before: str, now: str) -> Any:
-    """``known`` (ptxas on ``before``) as it reads for ``now``, if ``now`` is ``before`` with
-    another comment header; else None (ptxas must run)."""
+def moved_verdicts(v: Verdicts, judges: Sequence[str], delta: int) -> tuple[Verdicts, list[str]]:
+    """``v`` for the same body ``delta`` lines further down, for those of ``judges`` whose
+    verdict can be moved; the others are returned to be run again."""
+    out, rerun = Verdicts(), []
+    for j in judges:
+        if j == "ptxas" and v.ptxas is not None:
+            out.ptxas = v.ptxas.moved(delta)
+        elif j == "checker" and v.checker is not None and v.predicted is not None and v.checker_error is None:
+            out.checker = v.checker  # its summary is the set of rule ids
+            out.predicted = replace(v.predicted, diagnostics=tuple(
+                replace(d, line=None if d.line is None else d.line + delta) for d in v.predicted.diagnostics))
+        elif j == "reference" and v.reference is not None and not v.reference.undefined:
+            out.reference = v.reference  # values and bounds: no line in them
+        else:
+            rerun.append(j)
+    return out, rerun
+
+
+def _header_growth(before: str, now: str) -> int | None:
+    """How many lines further down ``now`` holds the body of ``before`` (None: another body)."""
     a, b = before.splitlines(), now.splitlines()
     i = next((k for k, ln in enumerate(a) if not ln.startswith("//")), len(a))
     j = next((k for k, ln in enumerate(b) if not ln.startswith("//")), len(b))
-    if a[i:] != b[j:]:
-        return None
-    return known.moved(j - i)
+    return j - i if a[i:] == b[j:] else None

@@ -92,11 +92,12 @@ def test_finalize_repro_with_a_header_hint_writes_the_same_file():
         differ.finalize_repro(p, differ.CPU_JUDGES, sig).to_ptx()
 
 
-def test_finalize_repro_moves_ptxas_verdicts_instead_of_compiling_again(monkeypatch):
-    """Given the text the verdicts were taken on, ptxas's verdict moves with the header (no
-    second compile) and the file is the one a full second round of judging writes."""
+def test_finalize_repro_moves_verdicts_instead_of_judging_again(monkeypatch):
+    """Given the text the verdicts were taken on, ptxas's and the checker's verdicts move with the
+    header (no second compile, no second checker run; the reference runs again only where its
+    verdict quotes a line) and the file is the one a full second round of judging writes."""
     from fuzzptx import differ
-    from fuzzptx.oracles import ptxas
+    from fuzzptx.oracles import checker, ptxas
     from fuzzptx.oracles.ptxas import compile_batch
 
     progs = [q for q in _drawn(12, 9)]
@@ -104,15 +105,15 @@ def test_finalize_repro_moves_ptxas_verdicts_instead_of_compiling_again(monkeypa
     batch = compile_batch(texts)
     assert any(not r.accepted for r in batch) and any(r.accepted and r.diagnostics for r in batch)
     expected = [differ.finalize_repro(q, differ.CPU_JUDGES, "test|move|x").to_ptx() for q in progs]
+    verdicts = [differ.judge(q, differ.CPU_JUDGES, ptxas_result=r, text=t) for q, t, r in zip(progs, texts, batch)]
+    assert any(v.predicted.diagnostics for v in verdicts)
     calls = []
-    real = ptxas.compile_ptx
-    monkeypatch.setattr(ptxas, "compile_ptx", lambda *a, **k: calls.append(1) or real(*a, **k))
-    for q, t, r, want in zip(progs, texts, batch, expected):
-        v = differ.judge(q, differ.CPU_JUDGES, ptxas_result=r, text=t)
+    for mod, name in ((ptxas, "compile_ptx"), (checker, "check_and_predict")):
+        real = getattr(mod, name)
+        monkeypatch.setattr(mod, name, lambda *a, _r=real, _n=name, **k: calls.append(_n) or _r(*a, **k))
+    for q, t, v, want in zip(progs, texts, verdicts, expected):
         assert differ.finalize_repro(q, differ.CPU_JUDGES, "test|move|x", verdicts=v, text=t).to_ptx() == want
     assert not calls
-    # a text that is not this program's body: ptxas runs after all
-    q, r = progs[0], batch[0]
-    v = differ.judge(q, differ.CPU_JUDGES, ptxas_result=r, text=texts[0])
-    differ.finalize_repro(q, differ.CPU_JUDGES, "test|move|x", verdicts=v, text=texts[1])
-    assert calls
+    # a text that is not this program's body: every judge runs again
+    differ.finalize_repro(progs[0], differ.CPU_JUDGES, "test|move|x", verdicts=verdicts[0], text=texts[1])
+    assert set(calls) == {"compile_ptx", "check_and_predict"}
