@@ -117,3 +117,21 @@ def test_finalize_repro_moves_verdicts_instead_of_judging_again(monkeypatch):
     # a text that is not this program's body: every judge runs again
     differ.finalize_repro(progs[0], differ.CPU_JUDGES, "test|move|x", verdicts=verdicts[0], text=texts[1])
     assert set(calls) == {"compile_ptx", "check_and_predict"}
+
+
+def test_moved_verdicts_take_again_only_what_quotes_a_line():
+    """A reference verdict that names a line ('undefined at line N', an error) and a judge that did
+    not speak are run again; ptxas, the checker and a finished reference run move or carry over."""
+    from fuzzptx import differ
+    from fuzzptx.oracles.checker.findings import PredictedDiag, PredictedDiagnostics
+    from fuzzptx.oracles.reference.result import RefResult
+
+    pred = PredictedDiagnostics(True, (PredictedDiag("C7515", 30, "info", "k", "m"), PredictedDiag("C7520", None, "info", "k", "m")))
+    ran = differ.Verdicts(checker=[], predicted=pred, reference=RefResult({}))
+    out, rerun = differ.moved_verdicts(ran, ("ptxas", "checker", "reference"), 4)
+    assert rerun == ["ptxas"] and out.reference is ran.reference
+    assert out.predicted.pairs() == (("C7515", 34), ("C7520", None))
+    undefined = differ.Verdicts(reference=RefResult({}, undefined="line 31: trap"))
+    assert differ.moved_verdicts(undefined, ("reference",), 2)[1] == ["reference"]
+    errored = differ.Verdicts(reference_error="line 12: bad address", checker_error="internal error: x")
+    assert differ.moved_verdicts(errored, ("checker", "reference"), 2)[1] == ["checker", "reference"]
