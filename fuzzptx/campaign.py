@@ -647,7 +647,6 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
     ctx = pool_context()
     pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm)
     repro_futs: list[cf.Future] = []
-    finalizing: dict[str, cf.Future] = {}  # signature -> its latest repro's finalisation
     pending: dict[cf.Future, BlockTask] = {}
     block_iter = plan.blocks()
     state = {"exhausted": False, "in_gpu": 0, "last_draw": 0.0, "last_stats": time.monotonic()}
@@ -711,17 +710,13 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
                     note = f"hardware when found: {v.summary()['hardware']}" if v.hardware is not None else None
                     full = full or item.program(j)
                     Path(repro).write_text(replace(full, signature=f.signature).to_ptx())  # at once: kill-safe
-                    # the CPU judges' verdicts size the final header, so one round of judging
-                    # usually settles it; a repro a smaller one supersedes before its turn in the
-                    # pool stays as written (signature and labels, no EXPECT lines)
+                    # EXPECT lines from the campaign's own verdicts, moved to the final header
+                    # (differ.finalize_repro: a few ms, so every repro file gets them, even one
+                    # a smaller repro of its signature supersedes later)
                     sizing = sizing or replace(v, hardware=None, mmasim=None, metamorphic=None)
-                    old = finalizing.pop(f.signature, None)
-                    if old is not None:
-                        old.cancel()
                     fut = pool.submit(finalize_repro_file, repro, full, _judges_that_ran(v), f.signature, note, sizing,
                                       item.texts[j])
                     fut.add_done_callback(lambda x: _add_repro_seconds(live, x))
-                    finalizing[f.signature] = fut
                     repro_futs.append(fut)
             rec = {"block": item.block, "index": idx, "id": f"{item.block}:{idx}", "t": time.time(), **base,
                    "verdicts": v.summary(),

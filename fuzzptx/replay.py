@@ -4,7 +4,8 @@ Prints a verdict table (judge | verdict | details), the disagreements the differ
 finds, and whether each recorded ``EXPECT`` line still holds.  Exit status: 0 when
 every expectation holds, 1 when one changed, 2 for bad input (one line
 ``file:line: message``, never a traceback): an unreadable file, a bad header, a
-missing buffer, an out-of-bounds or misaligned access.  Judges that cannot run here
+missing buffer, an out-of-bounds or misaligned access (unless the file records the
+reference's verdict: then the error is that judge's verdict, compared like any other).  Judges that cannot run here
 (no GPU, no checker, an instruction outside the reference's subset) are reported as
 skipped / unsupported and their expectations as "not run".
 """
@@ -64,8 +65,10 @@ def run_judges(program, text: str, *, hardware: bool):
 
     v = differ.Verdicts()
     rows: list[Row] = []
-    # reference: a bad address or missing input is bad input (propagates: exit 2); an instruction
-    # outside the reference's subset only means this judge cannot say anything here
+    # reference: a bad address or missing input is bad input (propagates: exit 2) unless the
+    # repro recorded what the reference said (a fuzz finding whose reference verdict is that
+    # error: then it is a verdict to compare, as the differ took it); an instruction outside
+    # the reference's subset only means this judge cannot say anything here
     try:
         ref = run_program(program)
         v.reference = ref
@@ -73,6 +76,12 @@ def run_judges(program, text: str, *, hardware: bool):
     except Unsupported as exc:
         ref = None
         rows.append(Row("reference", "unsupported", str(exc)))
+    except ReferenceError_ as exc:
+        if not any(judge == "reference" for judge, _ in program.expect):
+            raise
+        ref = None
+        v.reference_error = str(exc)
+        rows.append(Row("reference", "error", str(exc)))
     # ptxas
     try:
         from fuzzptx.oracles.ptxas import compile_ptx
@@ -124,8 +133,6 @@ def run_judges(program, text: str, *, hardware: bool):
         except FuzzptxError as exc:
             rows.append(Row("hardware", "skipped", str(exc)))
     _metamorphic_row(program, v, rows, hardware)
-    del ReferenceError_
-    v.reference_error = None
     return rows, v
 
 

@@ -322,3 +322,16 @@ def test_each_repro_carries_the_signature_of_the_finding_that_names_it(whole):
     for b in t.buckets.values():
         if b.smallest.get("repro"):
             assert f"// SIGNATURE: {b.signature}\n" in Path(b.smallest["repro"]).read_text()
+
+
+def test_every_repro_replays_with_its_expectations_holding(whole, capsys):
+    """The repro contract: each file the campaign writes carries EXPECT lines that ``fuzzptx replay``
+    finds still hold (the verdicts were moved to the final header, not taken again)."""
+    from fuzzptx.replay import main_replay
+
+    paths = sorted({f["repro"] for r in whole for f in r["findings"] if f.get("repro")})
+    assert paths
+    for path in paths:
+        text = Path(path).read_text()
+        assert "// EXPECT: ptxas: " in text and "// EXPECT: checker: " in text, path
+        assert main_replay([path, "--no-hardware"]) == 0, capsys.readouterr().out

@@ -107,6 +107,19 @@ def test_bad_input_one_line_exit_2(tmp_path, capsys, case, expect_in):
         assert err.split(f + ":")[1].split(":")[0].isdigit()
 
 
+def test_a_recorded_reference_error_is_a_verdict_not_bad_input(tmp_path, capsys):
+    """A fuzz finding's repro may record the reference's error (an out-of-bounds access is what a
+    mutant is about): replay compares it like any verdict instead of refusing the file."""
+    oob = lambda t: t.replace("inp type=s32 count=128", "inp type=s32 count=100")  # noqa: E731
+    f = write(tmp_path, ["ptxas: accepted", "reference: error: <program>:34: out-of-bounds load"], edit=oob)
+    assert main_replay([f, "--no-hardware"]) == 0
+    out = capsys.readouterr().out
+    assert "[holds] reference: error" in out and "out-of-bounds load" in out
+    f = write(tmp_path, ["reference: ran"], edit=oob)
+    assert main_replay([f, "--no-hardware"]) == 1
+    assert "[changed] reference: ran" in capsys.readouterr().out
+
+
 def test_same_verdict_rules():
     assert same_verdict("ptxas", "accepted C7519@12", "accepted  C7519@12")
     assert not same_verdict("ptxas", "accepted C7519@12", "accepted")
