@@ -82,6 +82,10 @@ def run_judges(program, text: str, *, hardware: bool):
         ref = None
         v.reference_error = str(exc)
         rows.append(Row("reference", "error", str(exc)))
+    except Exception as exc:  # noqa: BLE001 - a crash of the reference is its verdict (as in the differ), never a traceback
+        ref = None
+        v.reference_error = f"internal error: {type(exc).__name__}: {exc}"
+        rows.append(Row("reference", "error", v.reference_error))
     # ptxas
     try:
         from fuzzptx.oracles.ptxas import compile_ptx

@@ -366,3 +366,15 @@ def test_hardware_mode_is_exact_on_every_accumulator_path():
     assert runs[2].bytes("d") == one.bytes("d")
     spec = run_program(inflight)
     assert not compare(inflight, spec, {"d": runs[0].bytes("d")})  # and inside the spec's set
+
+
+@pytest.mark.parametrize("imm", [0, 2])
+def test_an_imm_scale_the_isa_forbids_is_outside_the_reference_not_a_crash(imm):
+    """ptxas rejects imm-scale-a/b other than -1 and 1; the reference says it cannot run such a
+    program (Unsupported, at the instruction's line) instead of failing inside its arithmetic."""
+    from fuzzptx.oracles.reference import Unsupported
+
+    key = "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16|a=reg"
+    p = wgmma_program(key, scale_d=1, imm_scale_a=imm)
+    with pytest.raises(Unsupported, match="imm-scale-a/b"):
+        run_program(p)

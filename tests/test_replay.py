@@ -158,3 +158,18 @@ def test_a_metamorphic_repro_reruns_its_pairs(tmp_path, capsys):
             assert "pair(s)" in rows["metamorphic"]["verdict"] and rows["metamorphic"]["details"] == want
         else:
             assert rows["metamorphic"]["verdict"] == "skipped" and "needs the GPU" in rows["metamorphic"]["details"]
+
+
+def test_a_crashing_reference_is_a_row_not_a_traceback(tmp_path, capsys, monkeypatch):
+    """Whatever the reference raises, replay prints its table (the crash as the reference's
+    verdict, as the differ records it) and never a traceback."""
+    from fuzzptx.oracles import reference
+
+    def boom(*a, **k):
+        raise ValueError("planted crash")
+
+    monkeypatch.setattr(reference, "run_program", boom)
+    f = write(tmp_path, ["ptxas: accepted"])
+    assert main_replay([f, "--no-hardware"]) == 0
+    captured = capsys.readouterr()
+    assert "internal error: ValueError: planted crash" in captured.out and "Traceback" not in captured.err

@@ -476,7 +476,13 @@ def operand_scalars(m, f, ops: dict, rows, ins, reasons: list[str]) -> tuple[int
         else:
             scale_d = u & 1
     imm = lambda role, default: int(ops[role].value) if role in ops else default  # noqa: E731
-    return scale_d, imm("imm_scale_a", 1), imm("imm_scale_b", 1), imm("imm_trans_a", 0), imm("imm_trans_b", 0)
+    sa, sb, ta, tb = imm("imm_scale_a", 1), imm("imm_scale_b", 1), imm("imm_trans_a", 0), imm("imm_trans_b", 0)
+    # the ISA allows only these; ptxas rejects others, and the reference says nothing of them
+    if sa not in (-1, 1) or sb not in (-1, 1):
+        raise Unsupported.at(ins, f"imm-scale-a/b {sa}, {sb}: the ISA allows only -1 and 1")
+    if ta not in (0, 1) or tb not in (0, 1):
+        raise Unsupported.at(ins, f"imm-trans-a/b {ta}, {tb}: the ISA allows only 0 and 1")
+    return scale_d, sa, sb, ta, tb
 
 
 def c_operand(m, f, st, scale_d: int, d_names, rows, acc, M: int, N: int):
