@@ -903,12 +903,12 @@ def finalize_repro_file(path: str, p: Program, judges: tuple[str, ...], signatur
     ptxas's verdict is moved to the final text rather than compiled again); returns the
     seconds it took."""
     t0 = time.perf_counter()
+    if note:  # before the verdicts are placed: the note is a header line too, it moves the body
+        p = replace(p, notes=p.notes + (note,))
     try:
         prog = differ.finalize_repro(p, judges, signature, verdicts=verdicts, text=text)
     except Exception:  # never lose the finding over its bookkeeping: the raw file stays
         return time.perf_counter() - t0
-    if note:
-        prog = replace(prog, notes=prog.notes + (note,))
     tmp = path + ".tmp"
     Path(tmp).write_text(prog.to_ptx())
     os.replace(tmp, path)

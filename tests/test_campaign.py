@@ -335,3 +335,24 @@ def test_every_repro_replays_with_its_expectations_holding(whole, capsys):
         text = Path(path).read_text()
         assert "// EXPECT: ptxas: " in text and "// EXPECT: checker: " in text, path
         assert main_replay([path, "--no-hardware"]) == 0, capsys.readouterr().out
+
+
+def test_a_repro_with_the_hardware_note_still_replays(tmp_path, capsys):
+    """The "hardware when found" NOTE is a header line: it must be in place before the verdicts'
+    line numbers are, or every located verdict of a GPU finding's repro is off by one."""
+    from fuzzptx.campaign import _judges_that_ran, finalize_repro_file, prepare_block
+    from fuzzptx.replay import main_replay
+
+    import re
+
+    item = prepare_block(BlockTask(0, 5, 32, ("reference", "checker", "ptxas")))
+    located = [j for j, v in enumerate(item.verdicts) if re.search(r"C\d{4}@\d", " ".join(v.summary().values()))]
+    assert located, "no program with a located ptxas or model diagnostic in this block"
+    for j in located[:2]:
+        path = str(tmp_path / f"r{j}.ptx")
+        v = item.verdicts[j]
+        finalize_repro_file(path, item.program(j), _judges_that_ran(v), "test|note|x", "hardware when found: ran",
+                            v, item.texts[j])
+        text = Path(path).read_text()
+        assert "// NOTE: hardware when found: ran\n" in text
+        assert main_replay([path, "--no-hardware"]) == 0, capsys.readouterr().out
