@@ -13,7 +13,10 @@ second.  Threads per GPU feed isolated ``HardwareWorker``s, each with a warm spa
 (a trap or hang kills and restarts only that worker, in the background, while the
 spare runs on; the program becomes a finding, the rest of the block runs on); the
 main process compares, appends each record (one JSON line, flushed) and draws the
-progress line.  ``--plant-faults`` adds a
+progress line.  A finding that is the smallest of its signature so far is written to
+``repros/`` at once (kill-safe), then rewritten in the pool with EXPECT lines: the
+campaign's own verdicts moved to the file's final header (``differ.finalize_repro``), so
+``fuzzptx replay`` finds them holding.  ``--plant-faults`` adds a
 kernel that traps and one that hangs to one block in the middle of the campaign.
 """
 from __future__ import annotations
