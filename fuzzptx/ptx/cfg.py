@@ -11,6 +11,7 @@ import functools
 from dataclasses import dataclass
 
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.perf import per_object
 
 from .ir import CallArgs, Directive, Function, Instr, Label, Module, Reg, Scope, Sym
 
@@ -143,22 +144,13 @@ def _target_name(instr: Instr) -> str | None:
     return None
 
 
-_BUILT: dict[int, tuple[Function, CFG]] = {}
-
-
+@per_object(64)
 def build_cfg(fn: Function) -> CFG:
     """Basic blocks of ``fn`` (a declaration gives an empty CFG).
 
-    Kept per function *object* (both are immutable), so the checker and the reference judging
+    Kept per function object (both are immutable), so the checker and the reference judging
     one parsed program build it once (~3 ms for a fuzz program of ~500 instructions)."""
-    hit = _BUILT.get(id(fn))
-    if hit is not None and hit[0] is fn:
-        return hit[1]
-    if len(_BUILT) > 64:
-        _BUILT.clear()
-    cfg = _build_cfg(fn)
-    _BUILT[id(fn)] = (fn, cfg)
-    return cfg
+    return _build_cfg(fn)
 
 
 def _build_cfg(fn: Function) -> CFG:

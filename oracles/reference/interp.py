@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fuzzptx.perf import per_object
 from fuzzptx.ptx.cfg import build_cfg
 from fuzzptx.ptx.ir import Function, Imm, Instr, Neg, Reg, RegDecl, Sym, VarDecl, Vec, walk
 
@@ -112,19 +113,10 @@ def _exit_succs(cfg) -> list[list[int]]:
     return out
 
 
-_INFO: dict[int, tuple[Function, FuncInfo]] = {}
-
-
+@per_object(256)
 def func_info(fn: Function) -> FuncInfo:
     """Cached per function *object*: equal functions from two files differ in their source locations."""
-    hit = _INFO.get(id(fn))
-    if hit is not None and hit[0] is fn:
-        return hit[1]
-    if len(_INFO) > 256:
-        _INFO.clear()
-    info = _func_info(fn)
-    _INFO[id(fn)] = (fn, info)
-    return info
+    return _func_info(fn)
 
 
 def _func_info(fn: Function) -> FuncInfo:
