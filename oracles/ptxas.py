@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 
 from fuzzptx.errors import FuzzptxError
 
-from .ptxas_diag import Diagnostic, moved, parse_diagnostics
+from .ptxas_diag import Diagnostic, moved_lines, parse_diagnostics
 from .ptxas_merge import ModuleShape, merge, scan, split_stderr, suffixed
 
 __all__ = [
@@ -66,7 +66,7 @@ class PtxasResult:
     def moved(self, delta: int) -> "PtxasResult":
         """This verdict for the same body ``delta`` lines further down (a repro's header grew):
         ptxas's line numbers are positions in the file and nothing else depends on them."""
-        diags, stderr = moved(self.diagnostics, self.stderr, delta)
+        diags, stderr = moved_lines(self.diagnostics, self.stderr, delta)
         return replace(self, diagnostics=diags, stderr=stderr)
 
     def codes(self) -> tuple[str, ...]:

@@ -104,7 +104,7 @@ def kernel_named(message: str) -> str | None:
     return None
 
 
-def moved(diags: tuple[Diagnostic, ...], stderr: str, delta: int) -> tuple[tuple[Diagnostic, ...], str]:
+def moved_lines(diags: tuple[Diagnostic, ...], stderr: str, delta: int) -> tuple[tuple[Diagnostic, ...], str]:
     """The same diagnostics and stderr for the same PTX body ``delta`` lines further down
     (a repro's header grew or shrank): every line number, located or "around line N", moves."""
     if not delta:
