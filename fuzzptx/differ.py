@@ -55,6 +55,8 @@ class Verdicts:
         if self.checker is not None:
             rules = sorted({f.rule for f in self.checker})
             out["checker"] = ("findings " + ",".join(rules)) if rules else "clean"
+        elif self.checker_error is not None:
+            out["checker"] = f"error: {self.checker_error}"
         if self.predicted is not None:
             out["ptxas-model"] = describe_prediction(self.predicted)
         if self.reference_error is not None:

@@ -108,6 +108,10 @@ def run_judges(program, text: str, *, hardware: bool):
         rows.append(Row("ptxas-model", s["ptxas-model"]))
     except (ImportError, AttributeError) as exc:
         rows.append(Row("checker", "skipped", f"checker unavailable: {exc}"))
+    except Exception as exc:  # noqa: BLE001 - a checker crash is a finding (checker:crash), never a traceback
+        v.checker = v.predicted = None
+        v.checker_error = f"internal error: {type(exc).__name__}: {exc}"
+        rows.append(Row("checker", "error", v.checker_error))
     # hardware
     if not hardware:
         rows.append(Row("hardware", "skipped", "--no-hardware"))

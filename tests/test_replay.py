@@ -173,3 +173,17 @@ def test_a_crashing_reference_is_a_row_not_a_traceback(tmp_path, capsys, monkeyp
     assert main_replay([f, "--no-hardware"]) == 0
     captured = capsys.readouterr()
     assert "internal error: ValueError: planted crash" in captured.out and "Traceback" not in captured.err
+
+
+def test_a_crashing_checker_is_a_finding_not_a_traceback(tmp_path, capsys, monkeypatch):
+    from fuzzptx.oracles import checker
+
+    def boom(*a, **k):
+        raise RuntimeError("planted checker crash")
+
+    monkeypatch.setattr(checker, "check_module", boom)
+    f = write(tmp_path, ["ptxas: accepted", "checker: clean"])
+    assert main_replay([f, "--no-hardware"]) == 1  # the recorded checker verdict can no longer be read
+    captured = capsys.readouterr()
+    assert "internal error: RuntimeError: planted checker crash" in captured.out and "checker:crash" in captured.out
+    assert "Traceback" not in captured.err
