@@ -4,7 +4,8 @@
 2. Bare: ``compile_batch`` of each block (one ptxas module per block, cubins kept when a GPU
    judges) on a pool of W workers, nothing else.
 3. The campaign on W CPU processes (and the GPUs): with every judge on generated programs
-   (the same ones: same seed), with ptxas (+GPU) alone on generated programs, and with
+   (the same ones: same seed), with reference + ptxas (+GPU) (``hardware-judges``: the
+   judges of a nightly hardware run), with ptxas (+GPU) alone on generated programs, and with
    ptxas (+GPU) alone on the corpus (the campaign's machinery: pool, batching, GPU feed,
    record).  Ratio = campaign programs/s over bare programs/s; per-stage ms/program and the
    GPU idle share come from each run's stats.json.
@@ -140,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
                      judges=("reference", "checker", "ptxas") + hw),
         "full-cpu": Plan(seed=args.seed, block_size=args.block_size, examples=n,
                          judges=("reference", "checker", "ptxas")),
+        # the judges of the nightly pytest route: the checker is a static judge a
+        # hardware night can leave to the CPU fuzz runs
+        "hardware-judges": Plan(seed=args.seed, block_size=args.block_size, examples=n,
+                                judges=("reference", "ptxas") + hw),
         "ptxas-generated": Plan(seed=args.seed, block_size=args.block_size, examples=n, judges=("ptxas",) + hw),
         "ptxas-corpus": Plan(block_size=args.block_size, corpus=corpus, judges=("ptxas",) + hw),
     }

@@ -226,7 +226,15 @@ def prepare_block(task: BlockTask) -> Prepared:
     items = block_programs(task)
     secs["generate"] += time.perf_counter() - t0
     programs = [p for _, p, _ in items]
-    texts = [p.to_ptx() for p in programs]
+    t0 = time.perf_counter()
+    if any(j in task.judges for j in ("checker", "reference", "mmasim")):
+        # the text and the located IR the judges read, from one emission: no parse back
+        emitted = [p.to_ptx_located() for p in programs]
+        secs["emit+parse"] += time.perf_counter() - t0
+    else:
+        emitted = [(p.to_ptx(), None) for p in programs]
+        secs["emit"] += time.perf_counter() - t0
+    texts = [t for t, _ in emitted]
     hw = "hardware" in task.judges
     ptxas: list[Any] = [None] * len(programs)
     if "ptxas" in task.judges or hw:
@@ -236,14 +244,14 @@ def prepare_block(task: BlockTask) -> Prepared:
         ptxas = compile_batch(texts, want_cubin=hw)
         secs["ptxas"] += time.perf_counter() - t0
     verdicts, cubins, names, records = [], [], [], []
-    for (idx, p, planted), text, r in zip(items, texts, ptxas):
+    for (idx, p, planted), (text, judged), r in zip(items, emitted, ptxas):
         judges = [j for j in task.judges if j in _CPU_JUDGES]
         if planted or (r is not None and not r.accepted):
             # The reference's values only matter for a program the GPU can run (and a
             # planted kernel is not one the reference should interpret: it never ends).
             judges = [j for j in judges if j not in ("reference", "mmasim") and not (planted and j == "checker")]
         if any(j in judges for j in ("checker", "reference", "mmasim")):
-            v = differ.judge(p, judges, ptxas_result=r, text=text)
+            v = differ.judge(p, judges, ptxas_result=r, text=text, judged=judged)
         else:  # ptxas alone needs no parse of the emitted text
             v = differ.Verdicts(ptxas=r)
         for k, s in v.seconds.items():

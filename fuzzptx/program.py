@@ -116,6 +116,14 @@ class Program:
 
         return emit(self.with_header())
 
+    def to_ptx_located(self, file: str = "<program>") -> tuple[str, "Program"]:
+        """``to_ptx()`` and this program as the judges read it back from that text (what
+        ``differ.as_judged`` parses), built while emitting: no parse."""
+        from fuzzptx.ptx.emit import emit_located
+
+        text, module = emit_located(self.with_header(), file)
+        return text, replace(self, module=module)
+
     @staticmethod
     def from_ptx(text: str, file: str = "<string>") -> "Program":
         from fuzzptx.ptx.parse import parse

@@ -72,6 +72,27 @@ def test_integer_satfinite_clamps_and_plain_wraps(sat):
     assert np.array_equal(r.outputs["d"].values().reshape(64, 16), want)
 
 
+
+@pytest.mark.parametrize("atype,btype", [("u8", "u8"), ("s8", "s8"), ("s8", "u8")])
+def test_integer_products_are_exact_at_the_extremes(atype, btype):
+    """Integer dot products go through float64 BLAS where that is exact: check against Python
+    ints with every element at its largest magnitude (K = 32, N = 256: the biggest sums)."""
+    from fuzzptx.oracles.reference import formats as F
+    from fuzzptx.oracles.reference.wgmma_math import wgmma_dense
+
+    form = isa.by_key(f"wgmma.mma_async.sync.aligned.m64n256k32.s32.{atype}.{btype}|a=reg")
+    big = {"u8": 255, "s8": 0x80}  # 255 and -128
+    a = np.full((64, 32), big[atype], np.uint32)
+    b = np.full((32, 256), big[btype], np.uint32)
+    b[:, ::2] = 1  # mixed columns
+    c = np.full((64, 256), 0x7FFFFF00, np.uint32)
+    got = wgmma_dense(form, a, b, c).bits
+    av, bv = F.decode(atype, a).astype(object), F.decode(btype, b).astype(object)
+    exact = av.dot(bv) + F.decode("s32", c).astype(object)
+    want = np.array([[int(x) % 2**32 for x in row] for row in exact], dtype=np.int64)  # the s32 wrap, as bits
+    assert np.array_equal(got.astype(np.int64), want)
+
+
 # The examples of seed 000 (9.7.15.5.2), each wrapped into a whole program.
 SEED_EXAMPLES = [
     ("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16|a=reg", dict(scale_d=1, imm_scale_a=-1, imm_scale_b=-1, trans_b=1)),

@@ -1,6 +1,8 @@
 """IR -> PTX text.  ``parse(emit(m)) == m`` for every module the framework builds."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .ir import (
     Addr,
     CallArgs,
@@ -13,6 +15,7 @@ from .ir import (
     Param,
     RegDecl,
     Scope,
+    SrcLoc,
     Statement,
     VarDecl,
     Vec,
@@ -139,3 +142,69 @@ def emit(module: Module) -> str:
         else:
             raise TypeError(f"not a module item: {item!r}")
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- emission with source locations
+
+_new = object.__new__
+
+
+def _at(stmt, loc: SrcLoc):
+    """A copy of a frozen IR node with ``loc`` set (its memoised answers come along: they depend
+    on the compared fields only); the original may be shared (cached strategy sections)."""
+    o = _new(type(stmt))
+    o.__dict__.update(stmt.__dict__)
+    o.__dict__["loc"] = loc
+    return o
+
+
+def _located_body(body, depth: int, line: int, file: str, lines: list[str]) -> tuple:
+    """``_statement_lines`` over a body, appending to ``lines`` (``line``: the next line's number)
+    and returning the statements located where they land."""
+    out = []
+    for stmt in body:
+        if isinstance(stmt, Scope):
+            lines.append(INDENT * depth + "{")
+            inner = _located_body(stmt.body, depth + 1, line + 1, file, lines)
+            out.append(_at(replace(stmt, body=inner), SrcLoc(file, line, depth + 1)))
+            line += 1 + _count(stmt.body) + 1
+            lines.append(INDENT * depth + "}")
+            continue
+        text = _statement_lines(stmt, depth)[0]
+        lines.append(text)
+        out.append(_at(stmt, SrcLoc(file, line, 1 if isinstance(stmt, Label) else depth + 1)))
+        line += 1
+    return tuple(out)
+
+
+def _count(body) -> int:
+    return sum(_count(s.body) + 2 if isinstance(s, Scope) else 1 for s in body)
+
+
+def emit_located(module: Module, file: str = "<program>") -> tuple[str, Module]:
+    """``emit(module)`` and the module as ``parse`` would read it back from that text (every
+    statement's and function's ``loc`` its line there), without parsing: the campaign's judges
+    need the located program, and parsing it back cost 5 ms of every program's ~30 ms of
+    Python judging.  ``tests/test_emit_located.py`` holds it to ``parse`` on generated programs."""
+    lines = [f"// {p}" if p else "//" for p in module.preamble]
+    lines += [f".version {module.version}", f".target {module.target}", f".address_size {module.address_size}", ""]
+    items = []
+    for item in module.items:
+        if isinstance(item, Function):
+            head = emit_function(replace(item, body=None if item.body is None else ()))
+            start = len(lines) + 1
+            if item.body is None:
+                lines += head
+                items.append(_at(item, SrcLoc(file, start, 1)))
+            else:
+                lines += head[:-1]  # up to and with "{"; the closing "}" comes after the body
+                body = _located_body(item.body, 1, len(lines) + 1, file, lines)
+                lines.append("}")
+                items.append(_at(replace(item, body=body), SrcLoc(file, start, 1)))
+            lines.append("")
+        elif isinstance(item, (VarDecl, Directive)):
+            lines.append(emit_var(item) if isinstance(item, VarDecl) else item.text)
+            items.append(_at(item, SrcLoc(file, len(lines), 1)))
+        else:
+            raise TypeError(f"not a module item: {item!r}")
+    return "\n".join(lines) + "\n", replace(module, items=tuple(items))

@@ -400,8 +400,9 @@ def _int_result(atype: str, btype: str, a: np.ndarray, b: np.ndarray, c: np.ndar
             dots = np.bitwise_count(both).sum(axis=2, dtype=np.int64)
         else:
             dots = np.unpackbits(both.view(np.uint8), axis=2).sum(axis=2, dtype=np.int64)
-    else:
-        dots = av @ bv
+    else:  # float64 BLAS is exact while every partial sum stays below 2^53 (8-bit inputs: K*255*255)
+        big = float(np.abs(av).max(initial=0)) * float(np.abs(bv).max(initial=0)) * av.shape[1]
+        dots = (av.astype(np.float64) @ bv.astype(np.float64)).astype(np.int64) if big < 2.0 ** 53 else av @ bv
     exact = dots + cv
     if satfinite:
         out = np.clip(exact, -(1 << 31), (1 << 31) - 1)
