@@ -134,13 +134,28 @@ def a_fragment_layout(atype: str) -> FragmentLayout:
     return FragmentLayout(f"A.{atype}", M_TILE, 8 * per_reg, bits, row, col, checked=A_REGISTER_TYPES[atype])
 
 
+_FLAT: dict = {}
+
+
+def flat_index(layout: FragmentLayout) -> np.ndarray:
+    """``row * cols + col`` of every slot ``[128, slots]``: one ``take`` from a raveled tile instead
+    of two-array indexing (cached per layout; the layouts themselves are cached)."""
+    hit = _FLAT.get(id(layout))
+    if hit is None or hit[0] is not layout:
+        flat = (np.asarray(layout.row, np.intp) * layout.cols + np.asarray(layout.col, np.intp))
+        hit = _FLAT[id(layout)] = (layout, np.ascontiguousarray(flat))
+    return hit[1]
+
+
 def gather(layout: FragmentLayout, matrix: np.ndarray) -> np.ndarray:
     """Tile of element bits ``[rows, cols]`` -> registers ``uint32[128, nregs]`` (pure layout move)."""
     m = np.asarray(matrix)
     if m.shape != (layout.rows, layout.cols):
         raise ValueError(f"{layout.name}: tile shape {m.shape}, expected {(layout.rows, layout.cols)}")
     bits, per = layout.element_bits, layout.elements_per_register
-    elems = m.astype(np.uint64)[layout.row, layout.col] & np.uint64((1 << bits) - 1)
+    elems = m.ravel().take(flat_index(layout)).astype(np.uint64) & np.uint64((1 << bits) - 1)
+    if per == 1:  # one element per register: nothing to pack
+        return elems.astype(np.uint32)
     shifts = (np.arange(per, dtype=np.uint64) * np.uint64(bits))
     packed = (elems.reshape(WARPGROUP, layout.nregs, per) << shifts).sum(axis=2, dtype=np.uint64)
     return packed.astype(np.uint32)

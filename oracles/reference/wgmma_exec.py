@@ -329,18 +329,28 @@ def _smem_tile(m, ins, layout: L.SmemLayout, mn_ext: int, k_ext: int) -> _Tile:
     eb = layout.element_bits
     nbytes = max(1, eb // 8)
     size = region.size if region is not None else 0
-    if np.any(addr < 0) or np.any(addr + nbytes > size):
+    if addr.size and (int(addr.min()) < 0 or int(addr.max()) + nbytes > size):
         bad = int(addr[(addr < 0) | (addr + nbytes > size)].ravel()[0])
         raise BadAddress.at(ins, f"wgmma operand tile reaches shared offset {bad:#x}, outside the {size} bytes of shared memory")
-    val = np.zeros(addr.shape, np.uint64)
+    skind = region.skind if region.skind is not None and region.skind.any() else None  # EXACT is 0
+    written = region.dirty if region.dirty is not None and (region.dirty >= 0).any() else None
     bad = np.zeros(addr.shape, bool)
     dirty = np.zeros(addr.shape, bool)
-    for i in range(nbytes):
-        val |= region.data[addr + i].astype(np.uint64) << U64(8 * i)
-        if region.skind is not None:
-            bad |= region.skind[addr + i] != EXACT
-        if region.dirty is not None:
-            dirty |= region.dirty[addr + i] >= 0
+    if nbytes in (2, 4) and not (addr & (nbytes - 1)).any():  # aligned elements: one gather each
+        idx = addr >> (nbytes.bit_length() - 1)
+        val = region.view(nbytes)[idx].astype(np.uint64)
+        if skind is not None:  # an element with any byte not exact is a non-zero word of the kinds
+            bad = skind.view(region.view(nbytes).dtype)[idx] != 0
+        if written is not None:
+            dirty = (written[addr[..., None] + np.arange(nbytes)] >= 0).any(axis=-1)
+    else:
+        val = np.zeros(addr.shape, np.uint64)
+        for i in range(nbytes):
+            val |= region.data[addr + i].astype(np.uint64) << U64(8 * i)
+            if skind is not None:
+                bad |= skind[addr + i] != EXACT
+            if written is not None:
+                dirty |= written[addr + i] >= 0
     if eb < 8:
         val = (val >> bit) & U64((1 << eb) - 1)
     if dirty.any():
@@ -552,11 +562,11 @@ def _exact_value(res) -> np.ndarray:
 def _reg_shadows(acc, kind, lo, hi, flags) -> list[Shadow | None]:
     """Per D register, its shadow [128, per] (None when exact): one gather per field, then views."""
     per, nregs = acc.elements_per_register, acc.nregs
-    ridx, cidx = _reg_major_index(acc)
-    ks = kind[ridx, cidx]  # [nregs, 128, per], fresh and contiguous: each register's rows are a view
+    flat = _reg_major_index(acc)
+    ks = kind.ravel().take(flat)  # [nregs, 128, per], fresh and contiguous: each register's rows are a view
     if not ks.any():
         return [None] * nregs
-    los, his, fls = lo[ridx, cidx], hi[ridx, cidx], flags[ridx, cidx]
+    los, his, fls = lo.ravel().take(flat), hi.ravel().take(flat), flags.ravel().take(flat)
     nonexact = ks.reshape(nregs, -1).any(axis=1).tolist()
     eb = acc.element_bits
     return [Shadow(eb, ks[r], los[r], his[r], fls[r]) if nonexact[r] else None for r in range(nregs)]
@@ -566,14 +576,14 @@ _REG_MAJOR: dict = {}
 
 
 def _reg_major_index(acc):
-    """(row, col) index arrays of ``acc`` reordered to [register, thread, element] (cached per layout)."""
+    """Flat tile index (``row * cols + col``) of ``acc``'s slots reordered to [register, thread,
+    element] (cached per layout)."""
     key = id(acc)
     hit = _REG_MAJOR.get(key)
     if hit is not None and hit[0] is acc:
-        return hit[1], hit[2]
+        return hit[1]
     per, nregs = acc.elements_per_register, acc.nregs
     shp = (acc.row.shape[0], nregs, per)
-    r = np.ascontiguousarray(np.asarray(acc.row).reshape(shp).transpose(1, 0, 2))
-    c = np.ascontiguousarray(np.asarray(acc.col).reshape(shp).transpose(1, 0, 2))
-    _REG_MAJOR[key] = (acc, r, c)
-    return r, c
+    flat = np.ascontiguousarray(L.flat_index(acc).reshape(shp).transpose(1, 0, 2))
+    _REG_MAJOR[key] = (acc, flat)
+    return flat
