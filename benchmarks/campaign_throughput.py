@@ -75,23 +75,28 @@ def first_block_seconds(stats: dict) -> float | None:
     return tl[0][0] if tl else None
 
 
-def steady_rate(stats: dict) -> float | None:
-    """Programs/s between the first and the last finished block (no pool start-up, no tail)."""
+def steady_rate(stats: dict, first_wave: int) -> float | None:
+    """Programs/s from the end of the first wave of blocks (``first_wave`` programs: one block
+    per worker, all started together) to the last finished block: no pool start-up, no tail.
+    (Measuring from the first finished block instead, as before 2026-11-23 04:30, counted the
+    rest of the first wave -- work done before that block -- and ran ~(workers-1)/blocks high.)"""
     tl = stats.get("timeline") or []
-    if len(tl) < 3:
+    start = next((k for k, (_, n) in enumerate(tl) if n >= first_wave), None)
+    if start is None or len(tl) - start < 3:
         return None
-    (t0, n0), (t1, n1) = tl[0], tl[-1]
+    (t0, n0), (t1, n1) = tl[start], tl[-1]
     return round((n1 - n0) / (t1 - t0), 2) if t1 > t0 else None
 
 
-def campaign(name: str, work: Path, plan: Plan, gpus: list[int], workers: int, bare_pps: float) -> dict:
+def campaign(name: str, work: Path, plan: Plan, gpus: list[int], workers: int, bare_pps: float,
+             gpu_workers: int = 0) -> dict:
     out = work / name
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
-    stats = run_campaign(out, plan, gpus=gpus, workers=workers, progress=False)
+    stats = run_campaign(out, plan, gpus=gpus, workers=workers, gpu_workers=gpu_workers, progress=False)
     wall = time.perf_counter() - t0
     pps = stats["programs"] / wall
-    steady = steady_rate(stats)
+    steady = steady_rate(stats, workers * plan.block_size)
     return {"judges": list(plan.judges), "source": "corpus" if plan.corpus else "generated",
             "programs": stats["programs"], "seconds": round(wall, 2), "programs_per_second": round(pps, 2),
             "ratio_to_bare_ptxas": round(pps / bare_pps, 3),
@@ -101,7 +106,10 @@ def campaign(name: str, work: Path, plan: Plan, gpus: list[int], workers: int, b
             "stage_ms_per_program": stats["stage_ms_per_program"], "gpu_idle_share": stats["gpu_idle_share"],
             "pool_busy_share": stats.get("pool_busy_share"), "pool_repro_seconds": stats.get("pool_repro_seconds"),
             "pool_unstaged_ms_per_program": stats.get("pool_unstaged_ms_per_program"),
-            "gpu_programs": stats["gpu_programs"], "findings": stats["findings"], "faults": stats["faults"]}
+            "gpu_programs": stats["gpu_programs"], "findings": stats["findings"], "faults": stats["faults"],
+            "gpu_workers_per_gpu": stats.get("gpu_workers_per_gpu"),
+            "gpu_worker_start_seconds_mean": stats.get("gpu_worker_start_seconds_mean"),
+            "timeline": stats.get("timeline")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="full,full-cpu,ptxas-generated,ptxas-corpus", help="which campaign runs")
     ap.add_argument("--out", default="benchmarks/results/campaign_throughput.json")
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--gpu-workers", type=int, default=0, help="GPU worker threads per GPU (default: the campaign's)")
     ap.add_argument("--budget", type=float, default=0.0,
                     help="seconds: a run that would likely end later is skipped (0: no limit)")
     args = ap.parse_args(argv)
@@ -165,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         t0 = time.monotonic()
         r = campaign(name, work, runs[name], gpus if "hardware" in runs[name].judges else [], workers,
-                     bare["programs_per_second"])
+                     bare["programs_per_second"], args.gpu_workers)
         last_run = time.monotonic() - t0
         result["campaigns"][name] = r
         print(f"{name}: {r['programs_per_second']} programs/s = {r['ratio_to_bare_ptxas']:.0%} of bare ptxas "
