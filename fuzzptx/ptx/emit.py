@@ -127,10 +127,15 @@ def emit_function(f: Function) -> list[str]:
     return lines
 
 
+def _head(module: Module) -> list[str]:
+    """Preamble comments, then .version, .target and .address_size."""
+    lines = [f"// {p}" if p else "//" for p in module.preamble]
+    return lines + [f".version {module.version}", f".target {module.target}", f".address_size {module.address_size}", ""]
+
+
 def emit(module: Module) -> str:
     """The module as PTX text, preamble comments first."""
-    lines = [f"// {p}" if p else "//" for p in module.preamble]
-    lines += [f".version {module.version}", f".target {module.target}", f".address_size {module.address_size}", ""]
+    lines = _head(module)
     for item in module.items:
         if isinstance(item, Function):
             lines += emit_function(item)
@@ -158,27 +163,21 @@ def _at(stmt, loc: SrcLoc):
     return o
 
 
-def _located_body(body, depth: int, line: int, file: str, lines: list[str]) -> tuple:
-    """``_statement_lines`` over a body, appending to ``lines`` (``line``: the next line's number)
-    and returning the statements located where they land."""
+def _located_body(body, depth: int, file: str, lines: list[str]) -> tuple:
+    """``_statement_lines`` over a body, appending to ``lines`` (a statement's line number is the
+    length of ``lines`` once it is in), and returning the statements located where they land."""
     out = []
     for stmt in body:
         if isinstance(stmt, Scope):
             lines.append(INDENT * depth + "{")
-            inner = _located_body(stmt.body, depth + 1, line + 1, file, lines)
-            out.append(_at(replace(stmt, body=inner), SrcLoc(file, line, depth + 1)))
-            line += 1 + _count(stmt.body) + 1
+            loc = SrcLoc(file, len(lines), depth + 1)
+            inner = _located_body(stmt.body, depth + 1, file, lines)
             lines.append(INDENT * depth + "}")
+            out.append(_at(replace(stmt, body=inner), loc))
             continue
-        text = _statement_lines(stmt, depth)[0]
-        lines.append(text)
-        out.append(_at(stmt, SrcLoc(file, line, 1 if isinstance(stmt, Label) else depth + 1)))
-        line += 1
+        lines.append(_statement_lines(stmt, depth)[0])
+        out.append(_at(stmt, SrcLoc(file, len(lines), 1 if isinstance(stmt, Label) else depth + 1)))
     return tuple(out)
-
-
-def _count(body) -> int:
-    return sum(_count(s.body) + 2 if isinstance(s, Scope) else 1 for s in body)
 
 
 def emit_located(module: Module, file: str = "<program>") -> tuple[str, Module]:
@@ -186,8 +185,7 @@ def emit_located(module: Module, file: str = "<program>") -> tuple[str, Module]:
     statement's and function's ``loc`` its line there), without parsing: the campaign's judges
     need the located program, and parsing it back cost 5 ms of every program's ~30 ms of
     Python judging.  ``tests/test_emit_located.py`` holds it to ``parse`` on generated programs."""
-    lines = [f"// {p}" if p else "//" for p in module.preamble]
-    lines += [f".version {module.version}", f".target {module.target}", f".address_size {module.address_size}", ""]
+    lines = _head(module)
     items = []
     for item in module.items:
         if isinstance(item, Function):
@@ -198,7 +196,7 @@ def emit_located(module: Module, file: str = "<program>") -> tuple[str, Module]:
                 items.append(_at(item, SrcLoc(file, start, 1)))
             else:
                 lines += head[:-1]  # up to and with "{"; the closing "}" comes after the body
-                body = _located_body(item.body, 1, len(lines) + 1, file, lines)
+                body = _located_body(item.body, 1, file, lines)
                 lines.append("}")
                 items.append(_at(replace(item, body=body), SrcLoc(file, start, 1)))
             lines.append("")
