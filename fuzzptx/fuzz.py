@@ -150,7 +150,7 @@ def _forms_in(program: Program) -> set[str]:
 
 def judge_batch(programs: Sequence[Program], judges: Sequence[str], numerics: str = "spec") -> list[differ.Verdicts]:
     """Judge a batch: ptxas once for the whole batch (one module), the rest per program."""
-    texts = [p.to_ptx() for p in programs]
+    texts, judged = _emit(programs)
     results = None
     if "ptxas" in judges:
         from fuzzptx.oracles.ptxas import compile_batch
@@ -158,22 +158,29 @@ def judge_batch(programs: Sequence[Program], judges: Sequence[str], numerics: st
         t0 = time.perf_counter()
         results = compile_batch(texts)
         results = (results, time.perf_counter() - t0)
-    return judge_texts(programs, texts, judges, results, numerics)
+    return judge_texts(programs, texts, judges, results, numerics, judged)
+
+
+def _emit(programs: Sequence[Program]) -> tuple[list[str], list[Program]]:
+    """Each program's text and the program as the judges read it back (located, no parse)."""
+    pairs = [p.to_ptx_located() for p in programs]
+    return [t for t, _ in pairs], [q for _, q in pairs]
 
 
 def judge_texts(programs: Sequence[Program], texts: Sequence[str], judges: Sequence[str], ptxas: Any,
-                numerics: str = "spec") -> list[differ.Verdicts]:
+                numerics: str = "spec", judged: Sequence[Program] | None = None) -> list[differ.Verdicts]:
     """The other judges on each (program, its emitted text); ``ptxas`` is (results, seconds) of one
-    ``compile_batch`` of ``texts``, or a future of it still compiling, or None.
+    ``compile_batch`` of ``texts``, or a future of it still compiling, or None; ``judged``: the
+    programs as read back from ``texts`` (``Program.to_ptx_located``), else each text is parsed.
 
     The checker runs first, while ptxas may still be compiling; the reference then runs on
     the programs ptxas accepted (as in the campaign: on a rejected program it can only add
     what the checker and ptxas already said, and a quarter of the programs are mutants)."""
     first = [j for j in judges if j not in ("ptxas", "reference", "hardware", "metamorphic")]
     parsed, out = [], []
-    for p, t in zip(programs, texts):
+    for k, (p, t) in enumerate(zip(programs, texts)):
         t0 = time.perf_counter()
-        q, _ = differ.as_judged(p, t)
+        q = differ.as_judged(p, t)[0] if judged is None else judged[k]
         parse_s = time.perf_counter() - t0
         v = differ.judge(p, first, text=t, numerics=numerics, judged=q)
         v.seconds["emit+parse"] = parse_s
@@ -298,25 +305,25 @@ def run(n: int, seed: int, judges: Sequence[str], out_dir: Path, *, batch: int =
         res = compile_batch(texts)
         return res, time.perf_counter() - t0
 
-    def start(b: int) -> tuple[list[Program], list[str], object]:
+    def start(b: int) -> tuple[list[Program], list[str], list[Program], object]:
         """Generate batch ``b``, emit it once, and queue its ptxas run (which starts at once when
         ptxas is idle, so it overlaps the judging of the batch before)."""
         t0 = time.perf_counter()
         progs = drawn[b * batch:(b + 1) * batch] if drawn is not None else batch_programs(b, seed, batch, n, illegal_share)
         stats.seconds["generate"] += time.perf_counter() - t0
         t0 = time.perf_counter()
-        texts = [p.to_ptx() for p in progs]
+        texts, judged = _emit(progs)
         stats.seconds["emit+parse"] += time.perf_counter() - t0
-        return progs, texts, ptxas_pool.submit(compile_timed, texts) if "ptxas" in judges else None
+        return progs, texts, judged, ptxas_pool.submit(compile_timed, texts) if "ptxas" in judges else None
 
     results_path = out_dir / "results.jsonl"
     try:
         with results_path.open("a") as log:
             nxt = start(0) if n_batches else None
             for b in range(n_batches):
-                chunk, texts, fut = nxt
+                chunk, texts, judged, fut = nxt
                 nxt = start(b + 1) if b + 1 < n_batches else None
-                verdicts = judge_texts(chunk, texts, judges, fut, numerics)
+                verdicts = judge_texts(chunk, texts, judges, fut, numerics, judged)
                 for idx, (p, v) in enumerate(zip(chunk, verdicts), start=b * batch):
                     _account(idx, p, v, stats, log, out_dir, shrink_budget if repros else None)
                 if progress:
