@@ -14,7 +14,9 @@ Two ratios per run, both honest: ``ratio_to_bare_ptxas`` over the whole run (poo
 and the first blocks' latency included: it dominates short runs), and
 ``steady_ratio_to_bare_ptxas`` between the first and the last finished block (the rate a
 long campaign holds).  ``--examples 4000`` makes the start-up a small share of the run.
-``--budget S`` skips (and records as skipped) a run unless the time spent plus 1.5x the
+``--bare-after`` measures bare ptxas again after each run and gives that run's ratio against the
+mean of the two bare runs around it too (the machine's ptxas speed was seen to drift by ~10%
+within one invocation).  ``--budget S`` skips (and records as skipped) a run unless the time spent plus 1.5x the
 previous run's time fits in S seconds, and the JSON is rewritten after every run, so a time
 limit still leaves a record.
 
@@ -122,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="full,full-cpu,ptxas-generated,ptxas-corpus", help="which campaign runs")
     ap.add_argument("--out", default="benchmarks/results/campaign_throughput.json")
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--bare-after", action="store_true",
+                    help="measure bare ptxas again after each run; each run's ratio is also given against the "
+                         "mean of the bare runs just before and after it")
     ap.add_argument("--gpu-workers", type=int, default=0, help="GPU worker threads per GPU (default: the campaign's)")
     ap.add_argument("--budget", type=float, default=0.0,
                     help="seconds: a run that would likely end later is skipped (0: no limit)")
@@ -176,6 +181,14 @@ def main(argv: list[str] | None = None) -> int:
         r = campaign(name, work, runs[name], gpus if "hardware" in runs[name].judges else [], workers,
                      bare["programs_per_second"], args.gpu_workers)
         last_run = time.monotonic() - t0
+        if args.bare_after:  # the machine's ptxas speed drifts within an invocation: bracket each run
+            after = bare_ptxas(texts, workers, want_cubin=bool(gpus))
+            mean = (bare["programs_per_second"] + after["programs_per_second"]) / 2
+            r.update(bare_before=bare["programs_per_second"], bare_after=after["programs_per_second"],
+                     ratio_to_bare_before_and_after=round(r["programs_per_second"] / mean, 3))
+            print(f"bare ptxas after {name}: {after['programs_per_second']} programs/s; {name} = "
+                  f"{r['ratio_to_bare_before_and_after']:.0%} of the mean of the bare runs around it", file=sys.stderr)
+            bare = after
         result["campaigns"][name] = r
         print(f"{name}: {r['programs_per_second']} programs/s = {r['ratio_to_bare_ptxas']:.0%} of bare ptxas "
               f"(steady {r['steady_ratio_to_bare_ptxas']}, first block after {r['first_block_after_seconds']} s); "
