@@ -399,3 +399,35 @@ def test_an_imm_scale_the_isa_forbids_is_outside_the_reference_not_a_crash(imm):
     p = wgmma_program(key, scale_d=1, imm_scale_a=imm)
     with pytest.raises(Unsupported, match="imm-scale-a/b"):
         run_program(p)
+
+
+_PARTIAL = """// fuzzptx-repro v1
+// LAUNCH: kernel=k grid=1,1,1 block={block},1,1
+.version 8.0
+.target sm_90a
+.address_size 64
+
+.shared .align 1024 .b8 smem[16384];
+.visible .entry k()
+{{
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<2>;
+	mov.b64 %rd1, 0;
+	wgmma.fence.sync.aligned;
+	{wgmma}
+	wgmma.commit_group.sync.aligned;
+	wgmma.wait_group.sync.aligned 0;
+	ret;
+}}
+"""
+_DENSE = "wgmma.mma_async.sync.aligned.m64n8k32.s32.u8.s8 {%r0, %r1, %r2, %r3}, {%r4, %r5, %r6, %r7}, %rd1, 0;"
+_SPARSE = "wgmma.mma_async.sp.sync.aligned.m64n8k64.s32.u8.s8 {%r0, %r1, %r2, %r3}, {%r4, %r5, %r6, %r7}, %rd1, %r4, 0, 0;"
+
+
+@pytest.mark.parametrize("wgmma", [_DENSE, _SPARSE], ids=["dense", "sparse"])
+@pytest.mark.parametrize("block,threads", [(32, 32), (160, 32)])
+def test_wgmma_in_a_block_without_its_whole_warpgroup_is_undefined_not_a_crash(wgmma, block, threads):
+    """A block of 32 (or the second warpgroup of a block of 160) cannot hold a warpgroup: the
+    reference said so by crashing on the missing threads' registers (a shrunk campaign repro)."""
+    r = run_program(Program.from_ptx(_PARTIAL.format(block=block, wgmma=wgmma)))
+    assert r.undefined is not None and f"in a warpgroup of {threads} threads" in r.undefined

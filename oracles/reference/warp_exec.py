@@ -685,10 +685,11 @@ def h_wgmma_sp(m, f, ins, act):
     mbits, msh = m.read(f, ops["sp_meta"], "b32", ins)
     WG = L.WARPGROUP
     for g in m.wg.active_groups(act):
+        WX.require_whole_warpgroup(m, ins, g)
         st = m.wg.groups[g]
         rows = slice(g * WG, (g + 1) * WG)
         reasons: list[str] = []
-        if (g + 1) * WG > m.n or not act[rows].all():
+        if not act[rows].all():
             reasons.append("executed by part of a warpgroup")
         if not st.fenced:
             reasons.append("no wgmma.fence before the first wgmma")

@@ -24,7 +24,7 @@ from fuzzptx.ptx.ir import Imm, Vec
 
 from . import layouts as L
 from .descriptors import MatrixDescriptor
-from .errors import BadAddress, Unsupported
+from .errors import BadAddress, Undefined, Unsupported
 from .values import EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, UNDEF, U64, Shadow, lanes_of, merge
 
 WG = L.WARPGROUP
@@ -141,6 +141,15 @@ def h_wgmma(m, f, ins, act):
         _mma(m, f, ins, act, groups)
         return
     raise Unsupported.at(ins, f"{ins.opcode} is not supported")
+
+
+def require_whole_warpgroup(m, ins, g: int) -> None:
+    """A wgmma of warpgroup ``g`` in a block that does not hold all 128 of its threads (a block of
+    32, or the last warpgroup of a block of 160) is undefined: raised, as the register files of
+    threads that do not exist cannot be modelled (nor written back)."""
+    if (g + 1) * WG > m.n:
+        raise Undefined(f"line {ins.loc.line if ins.loc else '?'}: {ins.opcode.split('.sync')[0]} in a warpgroup of "
+                        f"{m.n - g * WG} threads (the block has {m.n}; a wgmma needs all {WG} threads of its warpgroup)")
 
 
 def _apply(m, p: Pending) -> None:
@@ -380,10 +389,11 @@ def _mma(m, f, ins, act, groups):
     ebits_d = acc.element_bits
     per_d = acc.elements_per_register
     for g in groups:
+        require_whole_warpgroup(m, ins, g)
         st = m.wg.groups[g]
         rows = slice(g * WG, (g + 1) * WG)
         reasons: list[str] = []
-        if (g + 1) * WG > m.n or not act[rows].all():
+        if not act[rows].all():
             reasons.append("executed by part of a warpgroup")
         if not st.fenced:
             reasons.append("no wgmma.fence before the first wgmma")
