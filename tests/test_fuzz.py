@@ -135,3 +135,20 @@ def test_moved_verdicts_take_again_only_what_quotes_a_line():
     assert differ.moved_verdicts(undefined, ("reference",), 2)[1] == ["reference"]
     errored = differ.Verdicts(reference_error="line 12: bad address", checker_error="internal error: x")
     assert differ.moved_verdicts(errored, ("checker", "reference"), 2)[1] == ["checker", "reference"]
+
+
+@pytest.mark.parametrize("mutation", ["imm_out_of_range", "sparse_selector"])
+def test_a_label_naming_a_rule_family_holds_for_its_members(mutation):
+    """``isa.imm`` (the label) is what the checker's ``isa.imm.scale-a`` / ``isa.imm.sp-sel`` say:
+    every such mutant was an ``expect!=checker`` finding in the README's fuzz run."""
+    from fuzzptx import differ
+    from fuzzptx.campaign import draw_direct
+    from fuzzptx.strategies.mutations import apply
+
+    mutants = [m for p in draw_direct(40, 5, illegal_share=0) if (m := apply(mutation, p)) is not None]
+    assert mutants, f"no program of the sample takes {mutation}"
+    for m in mutants[:5]:
+        v = differ.judge(m, ("checker",))
+        rules = {f.rule for f in v.checker}
+        assert any(r.startswith("isa.imm.") for r in rules), rules
+        assert not [f for f in differ.expectation_findings(m, v, "x") if f.signature.startswith("expect!=checker")]
