@@ -326,6 +326,11 @@ EXPERIMENTS.update({
                                   kernel([FENCE, wg(), COMMIT] + CALL_R + [WAIT] + CALL_IND + store() + KEEP_R30, extra=FUNC_R)),
     "indirect_then_direct_call": ("an indirect call, then a direct call: C7510",
                                   kernel([FENCE, wg(), COMMIT] + CALL_IND + [WAIT] + CALL_R + store() + KEEP_R30, extra=FUNC_R)),
+    "indirect_direct_indirect_call": ("an indirect call, a direct call, then an indirect call through the direct call's "
+                                      "target: C7510 (the first call's code; a README fuzz-run finding)",
+                                      kernel([FENCE, wg(), COMMIT] + CALL_IND + [WAIT] + CALL_R
+                                             + [x.replace("%rd9", "%rd10").replace("PROTO", "PROTO2") for x in CALL_IND]
+                                             + store() + KEEP_R30, extra=FUNC_R)),
     "dead_divergent_stage": ("a stage under a divergent branch whose wgmma the next (scale-d 0) wgmma overwrites: nothing",
                              kernel([_b("SK", DIV), FENCE, wg(sd="0"), COMMIT, "SK:", FENCE, wg(sd="0"), COMMIT, WAIT]
                                     + store())),

@@ -505,8 +505,11 @@ def _norm(entries) -> frozenset:
 
 
 def _ser_code(ser: list) -> str | None:
-    """The one serialisation reason ptxas prints: an indirect call's outranks the rest (measured)."""
-    for code in ("C7509", "C7510"):
+    """The one serialisation reason ptxas prints: an indirect call's outranks the rest (measured);
+    of an indirect call's two codes the first call's wins, and a C7510 call always comes before any
+    C7509 one (C7509 is an indirect call after a direct call; measured: indirect, direct, indirect
+    gives C7510)."""
+    for code in ("C7510", "C7509"):
         if any(c == code for _, c in ser):
             return code
     return min(ser)[1] if ser else None
