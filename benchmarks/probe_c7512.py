@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from fuzzptx.oracles.checker import check_and_predict
+from fuzzptx.oracles.checker.experiments import wgmma_sections as kernel
 from fuzzptx.oracles.ptxas import compile_batch, compile_parallel, ptxas_version
 from fuzzptx.ptx.parse import parse
 
@@ -34,21 +35,6 @@ CASES = [
     ((("f32", 192),) * 3, True, True), ((("f32", 128),) * 4, True, True), ((("f32", 240),) * 3, True, True),
     ((("f16", 256),) * 5, True, False), ((("f16", 256),) * 5, True, True),
 ]
-
-
-def kernel(sections, fence: bool, init: bool) -> str:
-    decls = [".reg .b64 %out;", ".reg .b64 %ad, %bd;"]
-    body = ["wgmma.fence.sync.aligned;"] if not fence else []
-    for k, (acc, n) in enumerate(sections):
-        count = n // 2 if acc == "f32" else n // 4  # f16 accumulators: two per .f16x2 register
-        decls.append(f".reg .{'f32' if acc == 'f32' else 'f16x2'} %d{k}_<{count}>;")
-        regs = [f"%d{k}_{i}" for i in range(count)]
-        body += [f"mov.b32 {r}, 0;" for r in regs] if init else []
-        body += ["wgmma.fence.sync.aligned;"] if fence else []
-        body.append(f"wgmma.mma_async.sync.aligned.m64n{n}k16.{acc}.f16.f16 {{{', '.join(regs)}}}, %ad, %bd, 1, 1, 1, 0, 0;")
-        body += ["wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned 0;", f"st.global.b32 [%out], {regs[0]};"]
-    head = [".version 8.4", ".target sm_90a", ".address_size 64", ".visible .entry k()", "{"]
-    return "\n".join(head + decls + body + ["ret;", "}", ""])
 
 
 def _mark(r) -> str:

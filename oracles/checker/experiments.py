@@ -81,6 +81,25 @@ CALL = ["{", ".param .b32 arg0;", "st.param.b32 [arg0], %r1;", "call.uni helper,
 CALL_EXT = ["{", ".param .b32 arg0;", "st.param.b32 [arg0], %r1;", "call.uni ext, (arg0);", "}"]
 
 # name -> (description, kernel text)
+
+def wgmma_sections(sections, fence: bool, init: bool) -> str:
+    """Straight-line sections, each ``[fence] [mov 0 to its accumulators] wgmma commit wait_group 0
+    st.global`` of its first accumulator, no two sharing registers (``sections``: (f32|f16, N) of
+    m64nNk16; ``benchmarks/probe_c7512.py`` maps ptxas's C7512 over them)."""
+    decls = [".reg .b64 %out;", ".reg .b64 %ad, %bd;"]
+    body = ["wgmma.fence.sync.aligned;"] if not fence else []
+    for k, (acc, n) in enumerate(sections):
+        count = n // 2 if acc == "f32" else n // 4  # f16 accumulators: two per .f16x2 register
+        decls.append(f".reg .{'f32' if acc == 'f32' else 'f16x2'} %d{k}_<{count}>;")
+        regs = [f"%d{k}_{i}" for i in range(count)]
+        body += [f"mov.b32 {r}, 0;" for r in regs] if init else []
+        body += ["wgmma.fence.sync.aligned;"] if fence else []
+        body.append(f"wgmma.mma_async.sync.aligned.m64n{n}k16.{acc}.f16.f16 {{{', '.join(regs)}}}, %ad, %bd, 1, 1, 1, 0, 0;")
+        body += ["wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned 0;", f"st.global.b32 [%out], {regs[0]};"]
+    head = [".version 8.4", ".target sm_90a", ".address_size 64", ".visible .entry k()", "{"]
+    return "\n".join(head + decls + body + ["ret;", "}", ""])
+
+
 EXPERIMENTS: dict[str, tuple[str, str]] = {
     "pipe_ok": ("fence, wgmma, commit, wait 0, use: the legal pipeline", kernel([FENCE, wg(), COMMIT, WAIT] + store())),
     "no_fence": ("no wgmma.fence before the first wgmma", kernel([wg(), COMMIT, WAIT] + store())),
@@ -331,6 +350,18 @@ EXPERIMENTS.update({
                                       kernel([FENCE, wg(), COMMIT] + CALL_IND + [WAIT] + CALL_R
                                              + [x.replace("%rd9", "%rd10").replace("PROTO", "PROTO2") for x in CALL_IND]
                                              + store() + KEEP_R30, extra=FUNC_R)),
+    # an empty commit group before a divergent stage (a README fuzz-run finding, shrunk)
+    "empty_commit_divergent_stage": ("an empty commit group, then a stage skipped by a divergent branch: C7519 at the commit, C7517 at the branch",
+                                     kernel([COMMIT, _b("L2", DIV), FENCE, wg(), "L2:"])),
+    "empty_commit_divergent_stage_then_store": (
+        "the same with an unrelated store after the merge: C7519, C7518 (not C7517)",
+        kernel([COMMIT, _b("L2", DIV), FENCE, wg(), "L2:", "st.global.u32 [%rd3+64], %r22;"])),
+    "empty_commit_divergent_stage_then_acc_store": (
+        "the same with the accumulators stored after the merge: C7519, C7518",
+        kernel([COMMIT, _b("L2", DIV), FENCE, wg(), "L2:"] + store())),
+    "c7512_equal_sections": ("two fenced f32 m64n248 sections, accumulators set first, 248 registers in all: "
+                             "C7512 (m64n256 + m64n248 compiles clean; benchmarks/probe_c7512.py --grid)",
+                             wgmma_sections((("f32", 248), ("f32", 248)), True, True)),
     "dead_divergent_stage": ("a stage under a divergent branch whose wgmma the next (scale-d 0) wgmma overwrites: nothing",
                              kernel([_b("SK", DIV), FENCE, wg(sd="0"), COMMIT, "SK:", FENCE, wg(sd="0"), COMMIT, WAIT]
                                     + store())),
