@@ -138,20 +138,32 @@ def _plain_mov_imm(ins) -> bool:
 
 
 def _segments(info, pc: int, body) -> tuple:
+    """The block body with its runs of ``mov reg, imm`` as ``MovRun``s and of plain ld/st as
+    ``mem_ops.MemRun``s (built once per function: ``info.segments``)."""
     seg = info.segments.get(pc)
     if seg is None:
         out: list = []
-        run: list = []
+        movs: list = []
+        mems: list = []
         for ins in body:
             if _plain_mov_imm(ins):
-                run.append(ins)
+                out.extend(mem_ops.mem_runs(mems))
+                mems = []
+                movs.append(ins)
                 continue
-            if run:
-                out.append(run[0] if len(run) == 1 else MovRun(tuple(run)))
-                run = []
+            if movs:
+                out.append(movs[0] if len(movs) == 1 else MovRun(tuple(movs)))
+                movs = []
+            acc = mem_ops.access_of(ins)
+            if acc is not None:
+                mems.append(acc)
+                continue
+            out.extend(mem_ops.mem_runs(mems))
+            mems = []
             out.append(ins)
-        if run:
-            out.append(run[0] if len(run) == 1 else MovRun(tuple(run)))
+        if movs:
+            out.append(movs[0] if len(movs) == 1 else MovRun(tuple(movs)))
+        out.extend(mem_ops.mem_runs(mems))
         seg = info.segments[pc] = tuple(out)
     return seg
 
@@ -209,6 +221,11 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
         for ins in _segments(info, pc, body):
             if type(ins) is MovRun:
                 exec_mov_run(m, f, ins, m.all if full else msk)
+                continue
+            if type(ins) is mem_ops.MemRun:
+                if not mem_ops.exec_mem_run(m, f, ins, m.all if full else msk):
+                    for one in ins.instrs:  # the failing access says what is wrong, as alone
+                        exec_instr(m, f, one, m.all if full else msk)
                 continue
             exec_instr(m, f, ins, m.all if full else msk)
             if ins.base in ("call", "exit", "ret"):

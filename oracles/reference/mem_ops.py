@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 
-from fuzzptx.ptx.ir import Addr, Sym, Vec
+from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, Sym, Vec
 
 from .errors import BadAddress, Undefined, Unsupported
 from .ops import _types
+from .memory import _positions as _positions_of
 from .values import TYPES, U64, Shadow, mask
 
 SPACES = {"global": "global", "shared": "shared", "shared::cta": "shared", "param": "param",
@@ -134,21 +136,32 @@ def h_ld(m, f, ins, act):
         space = _space(ins)
         if space == "local":
             raise Unsupported.at(ins, ".local memory is not supported")
-        groups = m.mem.resolve(space, addr, eb * count, ins, "load")
-        if len(groups) == 1 and idx.size == n:  # every thread, in order: the loaded arrays as they are
-            region, pos, off = groups[0]
-            for j, (bits, sh) in enumerate(region.read(off, eb, count)):
-                outs[j] = bits
-                shs[j] = sh
-        else:
-            if outs[0] is None:
-                outs = [np.zeros(n, np.uint64) for _ in range(count)]
-            for region, pos, off in groups:
-                vals = region.read(off, eb, count)
-                rows = idx if pos.size == idx.size else idx[pos]
-                for j, (bits, sh) in enumerate(vals):
-                    outs[j][rows] = bits
-                    shs[j] = _put(n, rows, sh, shs[j], eb * 8)
+        outs, shs = _load(m, idx, m.mem.resolve(space, addr, eb * count, ins, "load"), eb, count, outs)
+    _write_dests(m, f, ins, dests, outs, shs, act, t)
+
+
+def _load(m, idx: np.ndarray, groups, eb: int, count: int, outs: list) -> tuple[list, list]:
+    """The loaded elements (full-width arrays, shadows) from resolved groups (``outs``: zeros or None)."""
+    n = m.n
+    shs: list[Shadow | None] = [None] * count
+    if len(groups) == 1 and idx.size == n:  # every thread, in order: the loaded arrays as they are
+        region, pos, off = groups[0]
+        for j, (bits, sh) in enumerate(region.read(off, eb, count)):
+            outs[j] = bits
+            shs[j] = sh
+        return outs, shs
+    if outs[0] is None:
+        outs = [np.zeros(n, np.uint64) for _ in range(count)]
+    for region, pos, off in groups:
+        vals = region.read(off, eb, count)
+        rows = idx if pos.size == idx.size else idx[pos]
+        for j, (bits, sh) in enumerate(vals):
+            outs[j][rows] = bits
+            shs[j] = _put(n, rows, sh, shs[j], eb * 8)
+    return outs, shs
+
+
+def _write_dests(m, f, ins, dests, outs, shs, act, t: str) -> None:
     for j, dst in enumerate(dests):
         if isinstance(dst, Sym) and dst.name == "_":
             continue
@@ -183,7 +196,12 @@ def h_st(m, f, ins, act):
     space = _space(ins)
     if space in ("local",):
         raise Unsupported.at(ins, ".local memory is not supported")
-    for region, pos, off in m.mem.resolve(space, addr, eb * count, ins, "store"):
+    _store(m, ins, idx, m.mem.resolve(space, addr, eb * count, ins, "store"), eb, vals)
+
+
+def _store(m, ins, idx: np.ndarray, groups, eb: int, vals: list) -> None:
+    """Write (bits, shadow) elements of full-width arrays to resolved groups, in order."""
+    for region, pos, off in groups:
         if not region.writable:
             raise BadAddress.at(ins, f"store to read-only {region.space} memory ({region.name})")
         if pos.size == m.n:  # every thread, in order
@@ -225,3 +243,129 @@ def h_fence(m, f, ins, act):
 
 def h_nop(m, f, ins, act):
     return None
+
+
+# ------------------------------------------------------------------ runs of plain ld / st
+
+@dataclass(frozen=True)
+class Access:
+    """One unguarded scalar ld/st of global or shared memory at ``[base register + offset]``."""
+
+    ins: Instr
+    load: bool
+    space: str
+    t: str
+    eb: int
+    reg: Reg | Imm  # loaded into (a register) or stored (a register or an immediate)
+    base: str
+    offset: int
+
+
+def access_of(ins: Instr) -> Access | None:
+    """The instruction as an ``Access`` if a ``MemRun`` may hold it, else None."""
+    if ins.guard is not None or ins.base not in ("ld", "st") or len(ins.operands) != 2:
+        return None
+    shape, space = _shape_of(ins.opcode), _space_of(ins.opcode)
+    if isinstance(shape, str) or shape[2] != 1 or space not in ("global", "shared"):
+        return None
+    load = ins.base == "ld"
+    reg, a = ins.operands if load else ins.operands[::-1]
+    if type(a) is not Addr or type(a.base) is not Reg or "|" in a.base.name:
+        return None
+    if not (type(reg) is Reg and "|" not in reg.name) and not (not load and type(reg) is Imm):
+        return None
+    return Access(ins, load, space, shape[0], shape[1], reg, a.base.name, a.offset)
+
+
+class MemRun:
+    """Consecutive ``Access``es of one block in which no load writes a later access's base
+    register: the copy loops, fragment loads and result stores that are a third of a fuzz
+    program's instructions.  Their addresses are formed and checked in one batch per space;
+    each access then reads or writes memory and registers in program order, as alone."""
+
+    __slots__ = ("instrs", "accesses", "bases")
+    base = "ld"
+
+    def __init__(self, accesses: tuple[Access, ...]) -> None:
+        self.accesses = accesses
+        self.instrs = tuple(a.ins for a in accesses)
+        self.bases = tuple(dict.fromkeys(a.base for a in accesses))
+
+
+def mem_runs(accesses: list[Access]) -> list:
+    """Split consecutive accesses where a load has written a base register that follows."""
+    out: list = []
+    run: list[Access] = []
+    written: set[str] = set()
+    for a in accesses:
+        if a.base in written:
+            out.append(run[0].ins if len(run) == 1 else MemRun(tuple(run)))
+            run, written = [], set()
+        run.append(a)
+        if a.load:
+            written.add(a.reg.name)
+    if run:
+        out.append(run[0].ins if len(run) == 1 else MemRun(tuple(run)))
+    return out
+
+
+def exec_mem_run(m, f, run: MemRun, act: np.ndarray) -> bool:
+    """Run ``run`` as its instructions would run one by one; False (nothing done) where an
+    address is undefined, out of bounds, misaligned, read-only or spans buffers: the caller
+    then runs the instructions alone, and the failing one says what is wrong."""
+    plans = _plan(m, f, run, act)
+    if plans is None:
+        return False
+    m.cur_act = act
+    idx, n = m.active_idx(act), m.n
+    for a, groups in zip(run.accesses, plans):
+        if a.load:
+            outs, shs = _load(m, idx, groups, a.eb, 1, [None] if idx.size == n else [np.zeros(n, np.uint64)])
+            _write_dests(m, f, a.ins, [a.reg], outs, shs, act, a.t)
+        else:
+            _store(m, a.ins, idx, groups, a.eb, [m.read(f, a.reg, a.t, a.ins)])
+    return True
+
+
+def _plan(m, f, run: MemRun, act: np.ndarray) -> list | None:
+    """Each access's resolved group ``[(region, positions, offsets)]``, or None (see exec_mem_run)."""
+    idx = m.active_idx(act)
+    if not idx.size:
+        return None
+    full = act is m.all
+    base_addr: dict[str, np.ndarray] = {}
+    for name in run.bases:  # what _address reads, before any access of the run has run
+        bits = f.regs.get(name)
+        if bits is None or name in f.info.wg_regs:
+            return None
+        sh = f.shadows.get(name)
+        if sh is not None and (sh.kind.any() if full else sh.kind[idx].any()):
+            return None
+        w = f.widths.get(name, 64)
+        addr = bits if full else bits[idx]
+        base_addr[name] = addr & mask(w) if w < 64 else addr
+    by_key: dict[tuple[str, int, str], list[int]] = {}  # one resolve per base register, space and size
+    for i, a in enumerate(run.accesses):
+        by_key.setdefault((a.space, a.eb, a.base), []).append(i)
+    plans: list = [None] * len(run.accesses)
+    pos = _positions_of(idx.size)
+    for (space, eb, base), members in by_key.items():
+        accs = [run.accesses[i] for i in members]
+        offs = np.array([a.offset & _MASK64 for a in accs], np.uint64)
+        addrs = base_addr[base][None, :] + offs[:, None]
+        try:
+            groups = m.mem.resolve(space, addrs.ravel(), eb, accs[0].ins, "load")
+        except BadAddress:
+            return None
+        if len(groups) != 1:
+            return None
+        region, _, off = groups[0]
+        if not region.writable and not all(a.load for a in accs):
+            return None
+        rows = off.reshape(len(accs), idx.size)
+        for r, i in enumerate(members):
+            plans[i] = [(region, pos, rows[r])]
+    return plans
+
+
+_MASK64 = (1 << 64) - 1
