@@ -63,6 +63,13 @@ def default_immediate(op: OperandSpec) -> int:
     return op.values[0]
 
 
+def merged_name(rtype: str, name: str, count: int | None = None, vector: str = "") -> str:
+    """A declared register's name once kernels are merged: its declaration's type, vector
+    width and count in front (``%d`` of ``.reg .f32 %d<64>`` becomes ``%f32x64_d``), so
+    sections with the same declaration share registers (``strategies.instructions``)."""
+    return "%" + rtype.lstrip(".") + vector.lstrip(".") + (f"x{count}" if count else "") + "_" + name[1:]
+
+
 @dataclass
 class _Parts:
     """What the operands need, gathered while walking them (internal, mutable)."""
@@ -72,6 +79,19 @@ class _Parts:
     operands: list = field(default_factory=list)
     out: tuple[str, Reg] | None = None  # (register type, register) to store
     smem: bool = False
+    merged: bool = False  # registers named by ``merged_name``
+
+    def name(self, rtype: str, name: str, count: int | None = None) -> str:
+        return merged_name(rtype, name, count) if self.merged else name
+
+    def out_p(self) -> Reg:
+        return Reg(self.name(".b64", "%out_p"))
+
+    def out_g(self) -> Reg:
+        return Reg(self.name(".b64", "%out_g"))
+
+    def smem_addr(self) -> Reg:
+        return Reg(self.name(".b32", "%smem_addr"))
 
 
 def _reg_width(t: str) -> int:
@@ -93,6 +113,7 @@ def _operand(op: OperandSpec, form: Form, *, scale_d_pred: bool, immediates: dic
     name = "%" + op.role
     if op.kind == "vec":
         t = op.reg_types[0]
+        name = p.name(t, name, op.count)
         p.decls.append(RegDecl(t, (name,), count=op.count))
         regs = tuple(Reg(f"{name}{i}") for i in range(op.count))
         if op.io in ("in", "inout"):
@@ -102,10 +123,11 @@ def _operand(op: OperandSpec, form: Form, *, scale_d_pred: bool, immediates: dic
         p.operands.append(Vec(regs))
     elif op.kind == "reg":
         t = op.reg_types[0]
+        name = p.name(t, name)
         p.decls.append(RegDecl(t, (name,)))
         reg = Reg(name)
         if op.role.endswith("desc"):
-            p.init += [Instr("cvt.u64.u32", (reg, Reg("%smem_addr"))), Instr("shr.u64", (reg, reg, Imm.of(4))),
+            p.init += [Instr("cvt.u64.u32", (reg, p.smem_addr())), Instr("shr.u64", (reg, reg, Imm.of(4))),
                        Instr("and.b64", (reg, reg, Imm.of(0x3FFF))),
                        Instr("or.b64", (reg, reg, Imm.of(DESC_LBO_SBO)))]
             p.smem = True
@@ -119,27 +141,29 @@ def _operand(op: OperandSpec, form: Form, *, scale_d_pred: bool, immediates: dic
     elif op.kind == "pred_or_imm":
         value = immediates.get(op.role, default_immediate(op))
         if scale_d_pred:
-            p.decls.append(RegDecl(".pred", ("%" + op.role,)))
-            p.init.append(Instr("setp.ne.b32", (Reg("%" + op.role), Reg("%smem_addr"), Imm.of(-1))))
+            reg = Reg(p.name(".pred", "%" + op.role))
+            p.decls.append(RegDecl(".pred", (reg.name,)))
+            p.init.append(Instr("setp.ne.b32", (reg, p.smem_addr(), Imm.of(-1))))
             p.smem = True
-            p.operands.append(Reg("%" + op.role))
+            p.operands.append(reg)
         else:
             p.operands.append(Imm.of(value))
     elif op.kind == "imm":
         p.operands.append(Imm.of(immediates.get(op.role, default_immediate(op))))
     elif op.kind == "addr":
-        p.decls.append(RegDecl(op.reg_types[0], (name,)))
+        reg = Reg(p.name(op.reg_types[0], name))
+        p.decls.append(RegDecl(op.reg_types[0], (reg.name,)))
         space = _space_of(form)
         if space in ("shared", "shared::cta", "generic_shared"):
-            p.init.append(Instr("mov.u64", (Reg(name), Sym(SMEM))))
+            p.init.append(Instr("mov.u64", (reg, Sym(SMEM))))
             if space == "generic_shared":
-                p.init.append(Instr("cvta.shared.u64", (Reg(name), Reg(name))))
+                p.init.append(Instr("cvta.shared.u64", (reg, reg)))
             p.smem = True
         elif space == "global":
-            p.init.append(Instr("mov.b64", (Reg(name), Reg("%out_g"))))
+            p.init.append(Instr("mov.b64", (reg, p.out_g())))
         else:  # generic: the out pointer as given (points to global)
-            p.init.append(Instr("mov.b64", (Reg(name), Reg("%out_p"))))
-        p.operands.append(Addr(Reg(name)))
+            p.init.append(Instr("mov.b64", (reg, p.out_p())))
+        p.operands.append(Addr(reg))
     else:
         raise ValueError(f"{form.key}: unknown operand kind {op.kind!r}")
 
@@ -155,7 +179,8 @@ def _space_of(form: Form) -> str:
 
 def minimal_kernel(form: Form, *, name: str = "k", target: str | None = None,
                    version: tuple[int, int] | str | None = None, scale_d_pred: bool = False,
-                   immediates: dict[str, int] | None = None, include_optional: bool = False) -> Module:
+                   immediates: dict[str, int] | None = None, include_optional: bool = False,
+                   merged_names: bool = False) -> Module:
     """A one-kernel module that exercises ``form``.
 
     target: defaults to ``default_target(form)``; version: to the larger of
@@ -163,12 +188,15 @@ def minimal_kernel(form: Form, *, name: str = "k", target: str | None = None,
     wgmma's scale-d as a ``.pred`` register instead of the immediate.  immediates:
     role -> value for immediate operands (defaults: ``default_immediate``).
     include_optional: also pass optional trailing operands (wmma's stride).
+    merged_names: name every register by ``merged_name``, as merging kernels renames them
+    (strategies build their sections this way: no renaming pass).
     """
     target = target or default_target(form)
     if version is None:
         version = default_version(form, target)
     vtext = version if isinstance(version, str) else version_text(version)
-    p = _Parts(decls=[RegDecl(".b64", ("%out_p", "%out_g"))])
+    p = _Parts(merged=merged_names)
+    p.decls.append(RegDecl(".b64", (p.out_p().name, p.out_g().name)))
     imms = dict(immediates or {})
     for op in form.operands:
         if op.optional and not include_optional:
@@ -176,11 +204,11 @@ def minimal_kernel(form: Form, *, name: str = "k", target: str | None = None,
         _operand(op, form, scale_d_pred=scale_d_pred, immediates=imms, p=p)
     body: list[Statement] = list(p.decls)
     if p.smem:
-        body.append(RegDecl(".b32", ("%smem_addr",)))
-    body += [Instr("ld.param.u64", (Reg("%out_p"), Addr(Sym(OUT_PARAM)))),
-             Instr("cvta.to.global.u64", (Reg("%out_g"), Reg("%out_p")))]
+        body.append(RegDecl(".b32", (p.smem_addr().name,)))
+    body += [Instr("ld.param.u64", (p.out_p(), Addr(Sym(OUT_PARAM)))),
+             Instr("cvta.to.global.u64", (p.out_g(), p.out_p()))]
     if p.smem:
-        body.append(Instr("mov.u32", (Reg("%smem_addr"), Sym(SMEM))))
+        body.append(Instr("mov.u32", (p.smem_addr(), Sym(SMEM))))
     body += p.init
     instr = Instr(form.opcode, tuple(p.operands))
     if form.family in ("wgmma", "wgmma.sp"):
@@ -190,7 +218,7 @@ def minimal_kernel(form: Form, *, name: str = "k", target: str | None = None,
         body.append(instr)
     if p.out is not None:
         t, reg = p.out
-        body.append(Instr(f"st.global{_store_type(t)}", (Addr(Reg("%out_g")), reg)))
+        body.append(Instr(f"st.global{_store_type(t)}", (Addr(p.out_g()), reg)))
     body.append(Instr("ret"))
     items: list = []
     if p.smem:

@@ -22,7 +22,7 @@ from fuzzptx import isa
 from fuzzptx.isa import FLOAT_TYPES, Form
 from dataclasses import replace
 
-from fuzzptx.kernels import default_target, minimal_kernel
+from fuzzptx.kernels import default_target, merged_name, minimal_kernel
 from fuzzptx.program import Buffer, Launch, Program
 from fuzzptx.ptx.ir import Addr, Function, Instr, Module, Reg, RegDecl, Vec
 
@@ -141,17 +141,16 @@ def instructions(draw, family: str | tuple[str, ...] | None = None) -> Instr:
 def _register_names(module: Module) -> dict[str, str]:
     """Every register a one-kernel module declares -> its name in a merged kernel.
 
-    The declaration's type and count go in front (``%d`` of ``.reg .f32 %d<64>`` becomes
-    ``%f32x64_d``): sections run one after another, each initialising what it reads, so
-    sections with the same declaration share registers.  ptxas then allocates the
-    registers of one section, not of all: half the ptxas time on 20-form sweeps.
+    The declaration's type and count go in front (``kernels.merged_name``): sections run
+    one after another, each initialising what it reads, so sections with the same
+    declaration share registers.  ptxas then allocates the registers of one section, not
+    of all: half the ptxas time on 20-form sweeps.
     """
     names: dict[str, str] = {}
     for stmt in module.kernels()[0].body:
         if isinstance(stmt, RegDecl):
-            tag = stmt.type.lstrip(".") + stmt.vector.lstrip(".") + (f"x{stmt.count}" if stmt.count else "") + "_"
             for n in stmt.names:
-                names[n] = "%" + tag + n[1:]
+                names[n] = merged_name(stmt.type, n, stmt.count, stmt.vector)
                 for i in range(stmt.count or 0):
                     names[f"{n}{i}"] = f"{names[n]}{i}"
     return names
@@ -212,8 +211,17 @@ def _kernel(key: str, imms: tuple, pred: bool) -> Module:
 
 
 @functools.lru_cache(maxsize=2048)
+def _merged_kernel(key: str, imms: tuple, pred: bool) -> Module:
+    """``_kernel`` with its registers already named as merging names them (no renaming pass:
+    that pass was half the generation time of a campaign, most sections being cache misses)."""
+    return minimal_kernel(isa.by_key(key), immediates=dict(imms), scale_d_pred=pred, merged_names=True)
+
+
 def _section(key: str, imms: tuple, pred: bool) -> tuple[tuple, tuple]:
-    return _renamed_body(_kernel(key, imms, pred))
+    """(register declarations, instructions but ``ret``) of a form's section of a merged kernel."""
+    body = _merged_kernel(key, imms, pred).kernels()[0].body
+    return (tuple(s for s in body if isinstance(s, RegDecl)),
+            tuple(s for s in body if isinstance(s, Instr) and s.opcode != "ret"))
 
 
 def _family_key(family) -> tuple[str, ...] | None:
@@ -287,7 +295,7 @@ def instruction_programs(draw, family: str | tuple[str, ...] | None = None, max_
     if len(parts) == 1:
         module = _kernel(*parts[0])
     else:
-        module = _join([_kernel(*p) for p in parts], [_section(*p) for p in parts])
+        module = _join([_merged_kernel(*p) for p in parts], [_section(*p) for p in parts])
     return Program(module, Launch("k", (1, 1, 1), (threads, 1, 1)),
                    (Buffer("out", "b32", OUT_WORDS, "zeros", 0, output=True),),
                    expect=(("ptxas", "accepted"), ("checker", "legal")),

@@ -302,3 +302,18 @@ def test_fixed_seed_draws_do_not_depend_on_the_imported_modules(tmp_path):
                                      cwd=tmp_path, timeout=300).stdout.strip()
     few, more = run("few"), run("more")
     assert few and few == more
+
+
+def test_sections_built_with_merged_names_equal_renamed_kernels():
+    """A sweep's sections come from ``minimal_kernel(merged_names=True)``; renaming the plain
+    kernel (what merging any module does) must give the same declarations and code."""
+    import importlib
+
+    from fuzzptx.kernels import minimal_kernel
+
+    ins = importlib.import_module("fuzzptx.strategies.instructions")
+    forms = isa.forms()[::5]
+    assert len(forms) > 500
+    for form in forms:
+        for pred in (False, True) if form.has_operand("scale_d") else (False,):
+            assert ins._section(form.key, (), pred) == ins._renamed_body(minimal_kernel(form, scale_d_pred=pred)), form.key
