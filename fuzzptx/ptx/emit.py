@@ -13,6 +13,7 @@ from .ir import (
     Module,
     Operand,
     Param,
+    Reg,
     RegDecl,
     Scope,
     SrcLoc,
@@ -27,6 +28,11 @@ INDENT = "\t"
 def emit_operand(op: Operand) -> str:
     """One operand as PTX.  A negative address offset is written ``[%r1+-8]``, as nvcc
     writes it: ptxas 13.0 rejects ``[%r1-8]`` ("Parsing error near '-'")."""
+    t = type(op)
+    if t is Reg:  # most operands: the fast way first
+        return op.name
+    if t is Vec and all(type(i) is Reg for i in op.items):  # accumulator and fragment vectors
+        return "{" + ", ".join([i.name for i in op.items]) + "}"
     if isinstance(op, Addr):
         if op.base is None or op.offset == 0:
             return str(op)
@@ -41,7 +47,7 @@ def emit_instr(instr: Instr) -> str:
     guard = f"{instr.guard} " if instr.guard else ""
     if not instr.operands:
         return f"{guard}{instr.opcode};"
-    return f"{guard}{instr.opcode} " + ", ".join(emit_operand(o) for o in instr.operands) + ";"
+    return f"{guard}{instr.opcode} " + ", ".join([emit_operand(o) for o in instr.operands]) + ";"
 
 
 def _dims(dims: tuple[int | None, ...]) -> str:
