@@ -41,6 +41,7 @@ over K, wrapped.  imm-scale-a/b negate A/B (floats only).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,6 +88,22 @@ def gamma(n: int | np.ndarray, u: float) -> np.ndarray:
     if np.any(nu >= 1):
         raise ValueError("n*u >= 1: the error bound is void")
     return nu / (1 - nu)
+
+
+@functools.lru_cache(maxsize=None)
+def _bound_consts(dtype: str, k: int, n_terms: int, precision: int) -> tuple[float, float, float, float]:
+    """(g, eta, g + 2^-50 n, slack) of the error bound, per form: the same float64 operations as
+    written inline before (Python floats and numpy float64 scalars round alike)."""
+    acc = F.FLOATS[dtype]
+    g = float(gamma(n_terms + 1, 2.0 ** (1 - precision)))  # product, conversion to the accumulator, <= n-1 additions
+    eta = (k * PRODUCT_ETA + (k + n_terms - 1) * acc.min_normal) * (1 + g)
+    return g, eta, g + 2.0 ** -50 * n_terms, (1 + g) * (1 + 2.0 ** -40)
+
+
+@functools.lru_cache(maxsize=None)
+def _max_finite(dtype: str) -> float:
+    """``F.FLOATS[dtype].max_finite`` (a property that recomputes an ldexp per call)."""
+    return F.FLOATS[dtype].max_finite
 
 
 def _as_bits(type_: str, x: np.ndarray) -> np.ndarray:
@@ -140,17 +157,122 @@ def _round_out(x: np.ndarray, type_: str, down: bool) -> np.ndarray:
     return np.maximum(out, -big) if down else np.minimum(out, big)
 
 
+_INT_OF = {np.float16: np.int16, np.float32: np.int32, np.float64: np.int64}
+
+
+def _round_out_pair(x2: np.ndarray, type_: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(_round_out(x2[0], down=True), _round_out(-x2[1], down=False))`` in one pass over both.
+
+    x2 is ``[2, ...]`` with the upper end negated: rounding out upwards is the negation of
+    rounding the negated value out downwards (round-to-nearest and the clamp are symmetric,
+    signed zeros and NaN signs included), so both ends take the same casts.  The step down
+    from a cast value r > x is r's bits minus one (r > 0) or plus one (r < 0, -0 included):
+    what ``np.nextafter(r, -inf)`` gives (+0 is never above x), without its per-element libm call.
+    """
+    np_t = F._NP_FLOAT[type_]
+    int_t = _INT_OF.get(np_t)
+    if int_t is None or type_ not in ("f32", "f16", "f64"):
+        return _round_out(x2[0], type_, down=True), _round_out(-x2[1], type_, down=False)
+    if type_ == "f16" and np.isfinite(x2).all():  # numpy's float16 casts are per-element software
+        out = _round_down_f16(x2)
+        return out[0], np.negative(out[1])
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = x2.astype(np_t)  # numpy's casts round to nearest even, like round_to_format
+        bad = r > x2
+    rb = r.view(int_t)
+    step = rb >> (8 * rb.itemsize - 1)  # -1 where the sign bit is set, else 0
+    step |= 1
+    step *= bad
+    rb -= step
+    out = r.astype(np.float64)
+    np.maximum(out, -_max_finite(type_), out=out)
+    return out[0], np.negative(out[1])
+
+
+def _round_down_f16(x: np.ndarray) -> np.ndarray:
+    """``max(RD(x), -max)`` for finite float64 x, RD = the largest f16 value <= x: what
+    ``_round_out(x, "f16", down=True)`` computes (a cast to nearest, stepped down where above x).
+
+    Clamped to +-max first (RD(x) is max above it, and below -max the clamp gives -max).  f16
+    normal range: dropping the low 42 of float64's 52 fraction bits rounds the magnitude down,
+    so positives truncate and negatives round their magnitude up (carrying into the exponent
+    where it must).  Below the smallest normal the quantum is fixed: floor(x / 2^-24) · 2^-24.
+    """
+    big = _max_finite("f16")
+    y = np.minimum(x, big)
+    np.maximum(y, -big, out=y)
+    b = y.view(np.int64)
+    mask = (1 << 42) - 1
+    t = b >> 63  # all ones for negatives
+    t &= mask
+    t += b
+    t &= ~mask
+    out = t.view(np.float64)
+    tiny = np.abs(y) < 2.0 ** -14
+    if tiny.any():
+        out[tiny] = np.floor(y[tiny] * 2.0 ** 24) * 2.0 ** -24
+    return out
+
+
+def _encode_decode(dtype: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(encode_acc(dtype, x), F.decode(dtype, that))`` from one cast."""
+    t = _ACC_NP.get(dtype)
+    if t is None:
+        bits = encode_acc(dtype, x)
+        return bits, F.decode(dtype, bits)
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = x.astype(t[0])
+    raw = r.view(t[1])
+    nan = np.isnan(r)  # a cast gives NaN exactly where x is NaN
+    if nan.any():
+        raw = np.where(nan, t[1](F.CANONICAL_NAN[dtype]), raw)
+        r = raw.view(t[0])
+    return (raw if raw.dtype == np.uint32 else raw.astype(np.uint32)), r.astype(np.float64)
+
+
+def _decode_input(type_: str, bits: np.ndarray, scale: int) -> np.ndarray:
+    """``F.decode(type_, bits) * scale``.  Times 1 is skipped: it can change only a NaN's payload
+    (quieting a signalling one), and every path reads NaN inputs through isnan/isfinite alone."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        v = F.decode(type_, bits)
+        if scale != 1:
+            v *= float(scale)
+    return v
+
+
+@functools.lru_cache(maxsize=None)
+def _min_normal(type_: str) -> float:
+    return F.FLOATS[type_].min_normal
+
+
+def _subnormal(type_: str, v: np.ndarray) -> np.ndarray | None:
+    """``F.is_subnormal(type_, v)``, or None when it holds no True: zeros are the only values
+    below the smallest normal that are not subnormal, so two counts decide."""
+    a = np.abs(v)
+    low = a < _min_normal(type_)
+    n = np.count_nonzero(low)
+    if n == 0 or n == np.count_nonzero(a == 0):
+        return None
+    return low & (a > 0)
+
+
+def _plain(type_: str, v: np.ndarray) -> bool:
+    """No NaN, Inf or subnormal element: the condition of ``_finite_result``."""
+    with np.errstate(invalid="ignore"):
+        if not np.abs(v).max(initial=0.0) < np.inf:  # a NaN maximum is NaN
+            return False
+    return _subnormal(type_, v) is None
+
+
 def _float_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.ndarray, c: np.ndarray,
                   scale_d: bool, scale_a: int, scale_b: int, precision: int, shared: dict | None = None) -> Result:
     """``shared``: a dict kept between calls with the same a, b, types and scales (``wgmma_dense_pair``)."""
     if shared is not None and "av" in shared:
         av, bv, ab_plain = shared["av"], shared["bv"], shared["ab_plain"]
     else:
-        with np.errstate(invalid="ignore", over="ignore"):
-            av = F.decode(atype, a) * float(scale_a)  # tf32: decode already drops the low 13 bits
-            bv = F.decode(btype, b) * float(scale_b)
-        ab_plain = bool(np.isfinite(av).all() and np.isfinite(bv).all()
-                        and not F.is_subnormal(atype, av).any() and not F.is_subnormal(btype, bv).any())
+        av = _decode_input(atype, a, scale_a)  # tf32: decode already drops the low 13 bits
+        bv = _decode_input(btype, b, scale_b)
+        ab_plain = _plain(atype, av) and _plain(btype, bv)
         if shared is not None:
             shared.update(av=av, bv=bv, ab_plain=ab_plain)
     cv = F.decode(dtype, c) if scale_d else np.zeros((M, bv.shape[1]))
@@ -164,7 +286,6 @@ def _float_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.ndarr
         p = av[:, :, None] * bv[None, :, :]  # exact in float64 for every wgmma input type
     flushable = F.is_subnormal(atype, av)[:, :, None] | F.is_subnormal(btype, bv)[None, :, :]
     c_flushable = F.is_subnormal(dtype, cv)
-    acc = F.FLOATS[dtype]
 
     nan_p, inf_p = np.isnan(p), np.isinf(p)
     pos_inf = (inf_p & (p > 0)).any(axis=1) | (cv == np.inf)
@@ -178,18 +299,41 @@ def _float_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.ndarr
     cfin = np.where(np.isfinite(cv), cv, 0.0)
     k = av.shape[1]
     n_terms = k + (1 if scale_d else 0)
-    u = 2.0 ** (1 - precision)
-    g = gamma(n_terms + 1, u)  # product, conversion to the accumulator, <= n-1 additions
+    g, eta, coef, slack = _bound_consts(dtype, k, n_terms, precision)
     absum = np.abs(fin).sum(axis=1) + np.abs(cfin)
     pos_sum = np.maximum(fin, 0).sum(axis=1) + np.maximum(cfin, 0)
     neg_sum = np.minimum(fin, 0).sum(axis=1) + np.minimum(cfin, 0)
-    eta = (k * PRODUCT_ETA + (k + n_terms - 1) * acc.min_normal) * (1 + g)
     flush = np.where(flushable, np.abs(fin), 0).sum(axis=1) + np.where(c_flushable, np.abs(cfin), 0)
-    err = (g + 2.0 ** -50 * n_terms) * absum + eta + flush
+    err = coef * absum + eta + flush
     err = err * (1 + 2.0 ** -40)  # the float64 evaluation of the bound itself
     value = _neumaier_sum(cfin, fin)
-    return _special_tail(dtype, acc, value, err, eta, g, pos_sum, neg_sum, pos_inf, neg_inf, nan_sure, nan_flush)
+    return _special_tail(dtype, value, err, eta, slack, pos_sum, neg_sum, pos_inf, neg_inf, nan_sure, nan_flush)
 
+
+def _finite_ab(av: np.ndarray, bv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The C-independent sums of ``_finite_result``: positive and negative products, and A·B."""
+    ap, an = np.maximum(av, 0), np.minimum(av, 0)
+    bp, bn = np.maximum(bv, 0), np.minimum(bv, 0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return ap @ bp + an @ bn, ap @ bn + an @ bp, av @ bv
+
+
+def _match_all_k(a_code: np.ndarray, b_code: np.ndarray, bits: int) -> np.ndarray:
+    """bool [M, N]: ``a_code[m, k] == b_code[k, n]`` for every k (codes below 2**bits).
+
+    Each row of A and column of B packed into 64-bit keys (64 // bits codes per key): one
+    comparison per key instead of a matrix product of indicator counts.
+    """
+    k = a_code.shape[1]
+    per = 64 // bits
+    out = None
+    for s in range(0, k, per):
+        sh = np.arange(min(per, k - s), dtype=np.uint64) * np.uint64(bits)
+        ka = (a_code[:, s:s + per].astype(np.uint64) << sh).sum(axis=1, dtype=np.uint64)
+        kb = (b_code[s:s + per].astype(np.uint64) << sh[:, None]).sum(axis=0, dtype=np.uint64)
+        eq = ka[:, None] == kb[None, :]
+        out = eq if out is None else np.logical_and(out, eq, out=out)
+    return out
 
 
 def _finite_result(dtype: str, av: np.ndarray, bv: np.ndarray, cv: np.ndarray, scale_d: bool,
@@ -200,50 +344,48 @@ def _finite_result(dtype: str, av: np.ndarray, bv: np.ndarray, cv: np.ndarray, s
     products instead of a compensated per-k loop; their own error (at most
     k·2^-53·Σ|a·b| each) is inside the bound's 2^-50·n term, so the sets stay sound.
     """
-    acc = F.FLOATS[dtype]
     k = av.shape[1]
     n_terms = k + (1 if scale_d else 0)
-    u = 2.0 ** (1 - precision)
-    g = gamma(n_terms + 1, u)
+    g, eta, coef, slack = _bound_consts(dtype, k, n_terms, precision)
+    big = _max_finite(dtype)
     ab = None if shared is None else shared.get("finite_ab")
     if ab is None:  # the A·B sums (C-independent)
-        ap, an = np.maximum(av, 0), np.minimum(av, 0)
-        bp, bn = np.maximum(bv, 0), np.minimum(bv, 0)
-        with np.errstate(over="ignore", invalid="ignore"):
-            ab = (ap @ bp + an @ bn, ap @ bn + an @ bp, av @ bv)
+        ab = _finite_ab(av, bv)
         if shared is not None:
             shared["finite_ab"] = ab
     with np.errstate(over="ignore", invalid="ignore"):
-        pos_sum = ab[0] + np.maximum(cv, 0)
-        neg_sum = ab[1] + np.minimum(cv, 0)
+        pos_sum = np.maximum(cv, 0)
+        np.add(ab[0], pos_sum, out=pos_sum)
+        neg_sum = np.minimum(cv, 0)
+        np.add(ab[1], neg_sum, out=neg_sum)
         absum = pos_sum - neg_sum
         value = ab[2] + cv
-    zero = ~(absum > 0)
+    zero = absum > 0
+    np.logical_not(zero, out=zero)
     if zero.any():  # an all-zero sum is -0 only when every term and C are -0 (as _special_result)
-        a_s, b_s = np.signbit(av), np.signbit(bv)
-        negz = a_s.astype(np.float64) @ (~b_s).astype(np.float64) + (~a_s).astype(np.float64) @ b_s.astype(np.float64)
-        value = np.where(zero, np.where((negz == k) & np.signbit(cv), -0.0, 0.0), value)
-    eta = (k * PRODUCT_ETA + (k + n_terms - 1) * acc.min_normal) * (1 + g)
-    c_sub = F.is_subnormal(dtype, cv)
-    flush = np.where(c_sub, np.abs(cv), 0.0) if c_sub.any() else 0.0  # x + 0.0 == x: the same err
-    err = ((g + 2.0 ** -50 * n_terms) * absum + eta + flush) * (1 + 2.0 ** -40)
-    over_pos = pos_sum + err > acc.max_finite
-    over_neg = -neg_sum + err > acc.max_finite
-    may_pos, may_neg = over_pos, over_neg
-    may_nan = may_pos & may_neg
-    finite_ok = np.ones(value.shape, dtype=bool)
-    bits = encode_acc(dtype, value)
-    slack = (1 + g) * (1 + 2.0 ** -40)
-    lo_v = value - err
+        negz = _match_all_k(np.signbit(av), ~np.signbit(bv), 1)  # every product's sign bit set
+        value = np.where(zero, np.where(negz & np.signbit(cv), -0.0, 0.0), value)
+    err = absum * coef
+    err += eta
+    c_sub = _subnormal(dtype, cv) if scale_d else None
+    if c_sub is not None:  # else the flush term is 0.0, and err + 0.0 == err
+        err += np.where(c_sub, np.abs(cv), 0.0)
+    err *= 1 + 2.0 ** -40
+    over_pos = pos_sum + err > big
+    over_neg = err - neg_sum > big  # -neg_sum + err, the same rounding
+    bits, decoded = _encode_decode(dtype, value)
+    x2 = np.empty((2,) + value.shape)  # [lo end, -(hi end)] for _round_out_pair
+    np.subtract(value, err, out=x2[0])
     if over_pos.any():
-        lo_v = lo_v - np.where(over_pos, pos_sum * slack + eta, 0.0)
-    hi_v = value + err
+        x2[0] -= np.where(over_pos, pos_sum * slack + eta, 0.0)
+    np.add(value, err, out=x2[1])
     if over_neg.any():
-        hi_v = hi_v + np.where(over_neg, -neg_sum * slack + eta, 0.0)
-    lo = _round_out(lo_v, dtype, down=True)
-    hi = _round_out(hi_v, dtype, down=False)
-    return Result(dtype, bits, F.decode(dtype, bits), value, lo, hi, err, finite_ok, may_nan, may_pos, may_neg,
-                  integer=False)
+        x2[1] += np.where(over_neg, -neg_sum * slack + eta, 0.0)
+    np.negative(x2[1], out=x2[1])
+    lo, hi = _round_out_pair(x2, dtype)
+    return Result(dtype, bits, decoded, value, lo, hi, err, np.ones(value.shape, dtype=bool), over_pos & over_neg,
+                  over_pos, over_neg, integer=False)
+
 
 def _special_result(atype: str, btype: str, dtype: str, av: np.ndarray, bv: np.ndarray, cv: np.ndarray,
                     scale_d: bool, precision: int, shared: dict | None = None) -> Result:
@@ -257,7 +399,6 @@ def _special_result(atype: str, btype: str, dtype: str, av: np.ndarray, bv: np.n
     Its rounding is inside the bound's 2^-50·n term, as in ``_finite_result``.  Zero
     sums get the exact sign of their zero (-0 only when every term and C are -0).
     """
-    acc = F.FLOATS[dtype]
     k = av.shape[1]
     ab = None if shared is None else shared.get("special_ab")
     if ab is None:
@@ -266,97 +407,145 @@ def _special_result(atype: str, btype: str, dtype: str, av: np.ndarray, bv: np.n
             shared["special_ab"] = ab
     (nan_p, pos_p, neg_p, pos_p_sure, neg_p_sure, nan_flush, ab_abs, ab_pos, ab_neg, ab_flush, ab_value,
      negz) = ab
-    c_flushable = F.is_subnormal(dtype, cv)
-    pos_inf = (pos_p > 0) | (cv == np.inf)
-    neg_inf = (neg_p > 0) | (cv == -np.inf)
-    pos_inf_sure = (pos_p_sure > 0) | (cv == np.inf)
-    neg_inf_sure = (neg_p_sure > 0) | (cv == -np.inf)
-    nan_sure = nan_p | np.isnan(cv) | (pos_inf_sure & neg_inf_sure)
-
-    cfin = np.where(np.isfinite(cv), cv, 0.0)
+    if np.isfinite(cv).all():  # C adds no class: the product's own (never written in place below)
+        cfin = cv
+        pos_inf, neg_inf = pos_p, neg_p
+        nan_sure = nan_p | (pos_p_sure & neg_p_sure)
+    else:
+        c_pinf, c_ninf = cv == np.inf, cv == -np.inf
+        pos_inf, neg_inf = pos_p | c_pinf, neg_p | c_ninf
+        nan_sure = nan_p | np.isnan(cv) | ((pos_p_sure | c_pinf) & (neg_p_sure | c_ninf))
+        cfin = np.where(np.isfinite(cv), cv, 0.0)
     n_terms = k + (1 if scale_d else 0)
-    u = 2.0 ** (1 - precision)
-    g = gamma(n_terms + 1, u)  # product, conversion to the accumulator, <= n-1 additions
+    g, eta, coef, slack = _bound_consts(dtype, k, n_terms, precision)
     absum = ab_abs + np.abs(cfin)
     pos_sum = ab_pos + np.maximum(cfin, 0)
     neg_sum = ab_neg + np.minimum(cfin, 0)
-    eta = (k * PRODUCT_ETA + (k + n_terms - 1) * acc.min_normal) * (1 + g)
-    flush = ab_flush + np.where(c_flushable, np.abs(cfin), 0)
-    err = (g + 2.0 ** -50 * n_terms) * absum + eta + flush
-    err = err * (1 + 2.0 ** -40)  # the float64 evaluation of the bound itself
+    err = absum * coef
+    err += eta
+    # the flush term: A·B's (None: no subnormal factor, all zeros) plus C's; err > 0, so adding a zero changes nothing
+    c_sub = _subnormal(dtype, cv) if scale_d else None
+    if c_sub is not None:
+        err += np.where(c_sub, np.abs(cfin), 0) if ab_flush is None else ab_flush + np.where(c_sub, np.abs(cfin), 0)
+    elif ab_flush is not None:
+        err += ab_flush
+    err *= 1 + 2.0 ** -40  # the float64 evaluation of the bound itself
     value = ab_value + cfin
     zero = absum == 0
     if zero.any():  # a sum of zeros is -0 only when every term (and C) is -0 (round to nearest)
-        value = np.where(zero, np.where((negz() == k) & np.signbit(cfin), -0.0, 0.0), value)
-    return _special_tail(dtype, acc, value, err, eta, g, pos_sum, neg_sum, pos_inf, neg_inf, nan_sure, nan_flush)
+        value = np.where(zero, np.where(negz() & np.signbit(cfin), -0.0, 0.0), value)
+    return _special_tail(dtype, value, err, eta, slack, pos_sum, neg_sum, pos_inf, neg_inf, nan_sure, nan_flush)
+
+
+def _exists(pairs: list, m: int, n: int) -> np.ndarray:
+    """bool [m, n]: some k with ``a[i, k] and b[k, j]`` for some (a, b) of ``pairs`` (bool [m,K], [K,n]).
+
+    One matrix product of the concatenated 0/1 indicators (exact counts: K is small); pairs
+    with an all-false side are left out, and with none left there is no product at all."""
+    live = [(a, b) for a, b in pairs if a.any() and b.any()]
+    if not live:
+        return np.zeros((m, n), bool)
+    am = np.concatenate([a for a, _ in live], axis=1).astype(np.float64)
+    bm = np.concatenate([b for _, b in live], axis=0).astype(np.float64)
+    return (am @ bm) > 0
 
 
 def _special_ab(atype: str, btype: str, av: np.ndarray, bv: np.ndarray) -> tuple:
-    """The C-independent part of ``_special_result``: indicator counts and A·B sums."""
+    """The C-independent part of ``_special_result``: "some product" tests and A·B sums.
 
-    def ind(x) -> np.ndarray:
-        return x.astype(np.float64)
-
-    def count(x, y) -> np.ndarray:
-        return ind(x) @ ind(y)
-
+    ``pos_p``... are bool (the only use of their counts was ``> 0``); ``ab_flush`` is None when
+    no factor is subnormal (its sums are then all zero); ``negz()``: every product is -0."""
+    m, n = av.shape[0], bv.shape[1]
     a_nan, b_nan = np.isnan(av), np.isnan(bv)
     a_fin, b_fin = np.isfinite(av), np.isfinite(bv)
-    a_pinf, a_ninf = av == np.inf, av == -np.inf
-    b_pinf, b_ninf = bv == np.inf, bv == -np.inf
-    a_inf, b_inf = a_pinf | a_ninf, b_pinf | b_ninf
-    a_pos, a_neg, b_pos, b_neg = av > 0, av < 0, bv > 0, bv < 0  # NaN is neither
-    a_zero, b_zero = av == 0, bv == 0
-    a_sub, b_sub = F.is_subnormal(atype, av), F.is_subnormal(btype, bv)
+    a_sub, b_sub = _subnormal(atype, av), _subnormal(btype, bv)
+    nan_p = a_nan.any(axis=1)[:, None] | b_nan.any(axis=0)[None, :]
+    a_inf, b_inf = ~(a_fin | a_nan), ~(b_fin | b_nan)
+    if a_inf.any() or b_inf.any():
+        a_pinf, a_ninf = av == np.inf, av == -np.inf
+        b_pinf, b_ninf = bv == np.inf, bv == -np.inf
+        a_pos, a_neg, b_pos, b_neg = av > 0, av < 0, bv > 0, bv < 0  # NaN is neither
+        a_zero, b_zero = av == 0, bv == 0
+        nan_p = nan_p | _exists([(a_inf, b_zero), (a_zero, b_inf)], m, n)
+        pos_p = _exists([(a_pinf, b_pos), (a_ninf, b_neg), (a_pos, b_pinf), (a_neg, b_ninf)], m, n)
+        neg_p = _exists([(a_pinf, b_neg), (a_ninf, b_pos), (a_pos, b_ninf), (a_neg, b_pinf)], m, n)
+        if a_sub is None and b_sub is None:  # no Inf·subnormal product: every Inf product is sure
+            pos_p_sure, neg_p_sure, nan_flush = pos_p, neg_p, np.zeros((m, n), bool)
+        else:
+            a_nsub = ~a_sub if a_sub is not None else np.ones(av.shape, bool)
+            b_nsub = ~b_sub if b_sub is not None else np.ones(bv.shape, bool)
+            pos_p_sure = _exists([(a_pinf, b_pos & b_nsub), (a_ninf, b_neg & b_nsub), (a_pos & a_nsub, b_pinf),
+                                  (a_neg & a_nsub, b_ninf)], m, n)
+            neg_p_sure = _exists([(a_pinf, b_neg & b_nsub), (a_ninf, b_pos & b_nsub), (a_pos & a_nsub, b_ninf),
+                                  (a_neg & a_nsub, b_pinf)], m, n)
+            nan_flush = _exists([(a_inf, b_sub if b_sub is not None else ~b_nsub),
+                                 (a_sub if a_sub is not None else ~a_nsub, b_inf)], m, n)
+    else:
+        pos_p = neg_p = pos_p_sure = neg_p_sure = nan_flush = np.zeros((m, n), bool)
 
-    nan_p = (a_nan.any(axis=1)[:, None] | b_nan.any(axis=0)[None, :]
-             | (count(a_inf, b_zero) > 0) | (count(a_zero, b_inf) > 0))
-    pos_p = count(a_pinf, b_pos) + count(a_ninf, b_neg) + count(a_pos, b_pinf) + count(a_neg, b_ninf)
-    neg_p = count(a_pinf, b_neg) + count(a_ninf, b_pos) + count(a_pos, b_ninf) + count(a_neg, b_pinf)
-    pos_p_sure = (count(a_pinf, b_pos & ~b_sub) + count(a_ninf, b_neg & ~b_sub)
-                  + count(a_pos & ~a_sub, b_pinf) + count(a_neg & ~a_sub, b_ninf))
-    neg_p_sure = (count(a_pinf, b_neg & ~b_sub) + count(a_ninf, b_pos & ~b_sub)
-                  + count(a_pos & ~a_sub, b_ninf) + count(a_neg & ~a_sub, b_pinf))
-    nan_flush = (count(a_inf, b_sub) + count(a_sub, b_inf)) > 0
-
-    a0 = np.where(a_fin, av, 0.0)
-    b0 = np.where(b_fin, bv, 0.0)
+    a_all, b_all = bool(a_fin.all()), bool(b_fin.all())
+    a0 = av if a_all else np.where(a_fin, av, 0.0)
+    b0 = bv if b_all else np.where(b_fin, bv, 0.0)
     ap, an = np.maximum(a0, 0), np.minimum(a0, 0)
     bp, bn = np.maximum(b0, 0), np.minimum(b0, 0)
     aa, ba = np.abs(a0), np.abs(b0)
+    flush = None
+    if a_sub is not None or b_sub is not None:
+        a_s = a_sub if a_sub is not None else np.zeros(av.shape, bool)
+        b_s = b_sub if b_sub is not None else np.zeros(bv.shape, bool)
+        flush = (aa * a_s) @ ba + (aa * ~a_s) @ (ba * b_s)
 
-    def negz() -> np.ndarray:  # per element: how many terms are -0 (only needed for zero sums)
-        a_s, b_s = np.signbit(av), np.signbit(bv)
-        return count(a_fin & a_s, b_fin & ~b_s) + count(a_fin & ~a_s, b_fin & b_s)
+    def negz() -> np.ndarray:  # per element: every term is -0 (only needed for zero sums)
+        a_code = np.signbit(av).astype(np.uint8)
+        b_code = (~np.signbit(bv)).astype(np.uint8)
+        if not a_all:
+            a_code[~a_fin] = 2  # a non-finite factor: no -0 term (matches no B code)
+        if not b_all:
+            b_code[~b_fin] = 3
+        return _match_all_k(a_code, b_code, 2)
 
     return (nan_p, pos_p, neg_p, pos_p_sure, neg_p_sure, nan_flush, aa @ ba, ap @ bp + an @ bn,
-            ap @ bn + an @ bp, (aa * a_sub) @ ba + (aa * ~a_sub) @ (ba * b_sub), a0 @ b0, negz)
+            ap @ bn + an @ bp, flush, a0 @ b0, negz)
 
 
-def _special_tail(dtype, acc, value, err, eta, g, pos_sum, neg_sum, pos_inf, neg_inf, nan_sure, nan_flush) -> Result:
+def _special_tail(dtype, value, err, eta, slack, pos_sum, neg_sum, pos_inf, neg_inf, nan_sure, nan_flush) -> Result:
     """Classes, nominal bits and the rounded-out interval of ``_special_result``."""
-    over_pos = pos_sum + err > acc.max_finite
-    over_neg = -neg_sum + err > acc.max_finite
+    big = _max_finite(dtype)
+    over_pos = pos_sum + err > big
+    over_neg = err - neg_sum > big  # -neg_sum + err, the same rounding
 
-    infinite = (pos_inf | neg_inf) & ~nan_sure
-    finite_ok = ~nan_sure & ~infinite
-    may_pos = ~nan_sure & (pos_inf | over_pos)  # an Inf term, or finite terms overflowing
-    may_neg = ~nan_sure & (neg_inf | over_neg)
+    not_nan = ~nan_sure
+    infinite = (pos_inf | neg_inf) & not_nan
+    finite_ok = not_nan & ~infinite
+    may_pos = not_nan & (pos_inf | over_pos)  # an Inf term, or finite terms overflowing
+    may_neg = not_nan & (neg_inf | over_neg)
     may_nan = nan_sure | nan_flush | (may_pos & may_neg)
-    with np.errstate(invalid="ignore"):
-        nominal = np.where(nan_sure | (infinite & pos_inf & neg_inf), np.nan,
-                           np.where(infinite, np.where(pos_inf, np.inf, -np.inf), value))
-    bits = encode_acc(dtype, nominal)
+    all_finite = bool(finite_ok.all())
+    if all_finite:
+        nominal = value
+    else:
+        with np.errstate(invalid="ignore"):
+            nominal = np.where(nan_sure | (infinite & pos_inf & neg_inf), np.nan,
+                               np.where(infinite, np.where(pos_inf, np.inf, -np.inf), value))
+    bits, decoded = _encode_decode(dtype, nominal)
     # A partial sum past the format's max may saturate (round toward zero) instead of
     # overflowing; each clamp loses at most the term just added, so the other side of
-    # the interval moves out by that side's whole sum.
-    slack = (1 + g) * (1 + 2.0 ** -40)
-    lo_v = value - err - np.where(over_pos, pos_sum * slack + eta, 0.0)
-    hi_v = value + err + np.where(over_neg, -neg_sum * slack + eta, 0.0)
-    lo = np.where(finite_ok, _round_out(lo_v, dtype, down=True), np.nan)
-    hi = np.where(finite_ok, _round_out(hi_v, dtype, down=False), np.nan)
-    return Result(dtype, bits, F.decode(dtype, bits), nominal, lo, hi, np.where(finite_ok, err, np.nan),
-                  finite_ok, may_nan, may_pos, may_neg, integer=False)
+    # the interval moves out by that side's whole sum.  (Adding 0.0 where none does is exact.)
+    x2 = np.empty((2,) + value.shape)  # [lo end, -(hi end)] for _round_out_pair
+    np.subtract(value, err, out=x2[0])
+    if over_pos.any():
+        x2[0] -= np.where(over_pos, pos_sum * slack + eta, 0.0)
+    np.add(value, err, out=x2[1])
+    if over_neg.any():
+        x2[1] += np.where(over_neg, -neg_sum * slack + eta, 0.0)
+    np.negative(x2[1], out=x2[1])
+    lo, hi = _round_out_pair(x2, dtype)
+    if not all_finite:
+        gone = ~finite_ok
+        lo[gone] = np.nan
+        hi[gone] = np.nan
+        err = np.where(finite_ok, err, np.nan)
+    return Result(dtype, bits, decoded, nominal, lo, hi, err, finite_ok, may_nan, may_pos, may_neg, integer=False)
 
 
 def wgmma_dense_pair(form, a: np.ndarray, b: np.ndarray, c1: np.ndarray, c2: np.ndarray,
