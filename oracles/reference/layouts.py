@@ -37,6 +37,7 @@ atom (tests/hw_records/dense_wgmma.json), and non-zero base offsets, as the phas
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -147,12 +148,36 @@ def flat_index(layout: FragmentLayout) -> np.ndarray:
     return hit[1]
 
 
+_LANE_UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32}
+_LITTLE = sys.byteorder == "little"  # element 0 of a register is its low bits: a view's first lane
+_INV: dict = {}
+
+
+def _inverse_index(layout: FragmentLayout) -> np.ndarray | None:
+    """Per tile element (raveled), the flat slot ``thread * slots + slot`` holding it, when every
+    element has exactly one slot (every wgmma fragment): ``scatter`` is then one ``take``.
+    None otherwise.  Cached per layout, as ``flat_index``."""
+    hit = _INV.get(id(layout))
+    if hit is None or hit[0] is not layout:
+        flat = flat_index(layout).ravel()
+        inv = np.full(layout.rows * layout.cols, -1, np.intp)
+        inv[flat] = np.arange(flat.size)
+        ok = flat.size == inv.size and bool((inv >= 0).all())
+        hit = _INV[id(layout)] = (layout, inv if ok else None)
+    return hit[1]
+
+
 def gather(layout: FragmentLayout, matrix: np.ndarray) -> np.ndarray:
     """Tile of element bits ``[rows, cols]`` -> registers ``uint32[128, nregs]`` (pure layout move)."""
     m = np.asarray(matrix)
     if m.shape != (layout.rows, layout.cols):
         raise ValueError(f"{layout.name}: tile shape {m.shape}, expected {(layout.rows, layout.cols)}")
     bits, per = layout.element_bits, layout.elements_per_register
+    if m.dtype == np.uint32 and bits in _LANE_UINT and _LITTLE:  # whole-byte lanes: pack by a view
+        elems = m.ravel().take(flat_index(layout))
+        if bits != 32:
+            elems = (elems & np.uint32((1 << bits) - 1)).astype(_LANE_UINT[bits])
+        return elems.reshape(WARPGROUP, layout.nregs * per).view(np.uint32)
     elems = m.ravel().take(flat_index(layout)).astype(np.uint64) & np.uint64((1 << bits) - 1)
     if per == 1:  # one element per register: nothing to pack
         return elems.astype(np.uint32)
@@ -167,10 +192,26 @@ def scatter(layout: FragmentLayout, regs: np.ndarray) -> np.ndarray:
     if r.shape != (WARPGROUP, layout.nregs):
         raise ValueError(f"{layout.name}: registers shape {r.shape}, expected {(WARPGROUP, layout.nregs)}")
     bits, per = layout.element_bits, layout.elements_per_register
+    inv = _inverse_index(layout)
+    if inv is not None and bits in _LANE_UINT and _LITTLE:  # whole-byte lanes: split by a view
+        lanes = np.ascontiguousarray(r.astype(np.uint32)).view(_LANE_UINT[bits])  # [128, slots]
+        return lanes.ravel().take(inv).astype(np.uint32).reshape(layout.rows, layout.cols)
     shifts = np.arange(per, dtype=np.uint64) * np.uint64(bits)
     elems = (r[:, :, None] >> shifts) & np.uint64((1 << bits) - 1)
     out = np.zeros((layout.rows, layout.cols), dtype=np.uint32)
     out[layout.row, layout.col] = elems.reshape(WARPGROUP, layout.slots)
+    return out
+
+
+def scatter_slots(layout: FragmentLayout, values: np.ndarray) -> np.ndarray:
+    """Per-slot values ``[128, slots]`` (any dtype) -> tile ``[rows, cols]``, zero where no slot
+    lands (``out[layout.row, layout.col] = values``; one ``take`` when the layout is a bijection)."""
+    v = np.asarray(values)
+    inv = _inverse_index(layout)
+    if inv is not None and v.shape == (WARPGROUP, layout.slots):
+        return v.ravel().take(inv).reshape(layout.rows, layout.cols)
+    out = np.zeros((layout.rows, layout.cols), dtype=v.dtype)
+    out[layout.row, layout.col] = v
     return out
 
 

@@ -707,9 +707,7 @@ def h_wgmma_sp(m, f, ins, act):
             al = L.a_fragment_layout(form.atype)
             abits, ashs = WX._reg_matrix(m, f, st, a_names, rows, 32)
             packed = L.scatter(al, abits.astype(np.uint32))
-            ak, _, _, _ = WX._slot_info(ashs, al.element_bits, al.elements_per_register)
-            p_bad = np.zeros(packed.shape, bool)
-            p_bad[al.row, al.col] = ak != EXACT
+            p_bad = WX._a_bad(al, ashs)
         else:
             dv = WX._uniform(m, f, ops["a_desc"], rows, ins, "A descriptor")
             if dv is None:

@@ -211,26 +211,31 @@ class _Tile:
 
 def _reg_matrix(m, f, st, names: list[str], rows: slice, w: int):
     """Current (or pending) values of registers for one warpgroup: bits [128, n] and shadow kinds/lo/hi."""
-    n = len(names)
-    bits = np.zeros((WG, n), np.uint64)
+    cols: list[np.ndarray] = []
     shs: list[Shadow | None] = []
-    for i, name in enumerate(names):
-        p = st.inflight.get(name)
+    inflight, regs, shadows = st.inflight, f.regs, f.shadows
+    for name in names:
+        p = inflight.get(name)
         j = None if p is None else p.d_index().get(name)
         if j is not None and p.frame is f:
-            bits[:, i] = p.bits[:, j]
+            cols.append(p.bits[:, j])
             sh = Shadow.undef(WG, w) if p.poisoned else p.shadows[j]
         else:
-            v = f.regs.get(name)
+            v = regs.get(name)
             if v is None:
-                bits[:, i] = 0
+                cols.append(_ZERO_COL)
                 sh = Shadow.undef(WG, w)
             else:
-                bits[:, i] = v[rows]
-                full = f.shadows.get(name)
+                cols.append(v[rows])
+                full = shadows.get(name)
                 sh = None if full is None else Shadow(full.lane_bits, full.kind[rows], full.lo[rows], full.hi[rows], full.flags[rows])
         shs.append(None if sh is None or sh.is_trivial() else sh)
+    bits = np.stack(cols, axis=1, dtype=np.uint64, casting="unsafe") if cols else np.zeros((WG, 0), np.uint64)
     return bits, shs
+
+
+_ZERO_COL = np.zeros(WG, np.uint64)
+_ZERO_COL.flags.writeable = False
 
 
 def _pending_tile(f, st, d_names, acc, M, N):
@@ -246,10 +251,12 @@ def _pending_tile(f, st, d_names, acc, M, N):
     _, bits, kind, lo, hi, flags, has_shadow = p.tile
     if bits.shape != (M, N):
         return None
-    keep = np.zeros((M, N), bool)
-    keep[acc.row, acc.col] = np.repeat(np.array(has_shadow, bool), acc.elements_per_register)[None, :]
     eb = acc.element_bits
     c_tile = bits.astype(np.uint32) & np.uint32((1 << eb) - 1 if eb < 32 else 0xFFFFFFFF)
+    if all(has_shadow) and L._inverse_index(acc) is not None:  # every slot kept its lo/hi/flags: copies
+        return c_tile, kind.copy(), lo.copy(), hi.copy(), flags.astype(np.uint8)
+    slots = np.repeat(np.array(has_shadow, bool), acc.elements_per_register)
+    keep = L.scatter_slots(acc, np.broadcast_to(slots[None, :], (WG, slots.size)))
     return (c_tile, kind.copy(), np.where(keep, lo, 0.0), np.where(keep, hi, 0.0),
             np.where(keep, flags, np.uint8(0)).astype(np.uint8))
 
@@ -260,17 +267,11 @@ def _c_matrix(m, f, st, d_names, rows, acc, M, N):
         return fast
     cbits, cshs = _reg_matrix(m, f, st, d_names, rows, 32)
     c_tile = L.scatter(acc, cbits.astype(np.uint32))
-    CK = np.zeros((M, N), np.uint8)
-    CLO = np.zeros((M, N))
-    CHI = np.zeros((M, N))
-    CFL = np.zeros((M, N), np.uint8)
     if any(s is not None for s in cshs):
         ck, clo, chi, cfl = _slot_info(cshs, acc.element_bits, acc.elements_per_register)
-        CK[acc.row, acc.col] = ck
-        CLO[acc.row, acc.col] = clo
-        CHI[acc.row, acc.col] = chi
-        CFL[acc.row, acc.col] = cfl
-    return c_tile, CK, CLO, CHI, CFL
+        return (c_tile, L.scatter_slots(acc, ck), L.scatter_slots(acc, clo), L.scatter_slots(acc, chi),
+                L.scatter_slots(acc, cfl))
+    return c_tile, np.zeros((M, N), np.uint8), np.zeros((M, N)), np.zeros((M, N)), np.zeros((M, N), np.uint8)
 
 
 def _slot_info(shs: list[Shadow | None], ebits: int, per: int):
@@ -281,6 +282,20 @@ def _slot_info(shs: list[Shadow | None], ebits: int, per: int):
         z8, zf = np.zeros((WG, per), np.uint8), np.zeros((WG, per))
         return tuple(np.stack([zero if sh is None else getattr(sh, fld) for sh in shs], axis=1).reshape(WG, nregs * per)
                      for fld, zero in (("kind", z8), ("lo", zf), ("hi", zf), ("flags", z8)))
+    return _slot_info_loop(shs, ebits, per)
+
+
+def _a_bad(layout, shs: list[Shadow | None]) -> np.ndarray:
+    """bool [M, K]: A-fragment elements whose register slot is not exact (``_slot_info``'s kinds)."""
+    if all(sh is None for sh in shs):
+        return np.zeros((layout.rows, layout.cols), bool)
+    ak, _, _, _ = _slot_info(shs, layout.element_bits, layout.elements_per_register)
+    return L.scatter_slots(layout, ak != EXACT)
+
+
+def _slot_info_loop(shs: list[Shadow | None], ebits: int, per: int):
+    """``_slot_info`` for shadows on other lanes than the elements': slot by slot."""
+    nregs = len(shs)
     kind = np.zeros((WG, nregs * per), np.uint8)
     lo = np.zeros((WG, nregs * per))
     hi = np.zeros((WG, nregs * per))
@@ -317,28 +332,43 @@ def _uniform(m, f, reg, rows, ins, what: str):
     return int(vals[0])
 
 
+@functools.lru_cache(maxsize=256)
+def _tile_offsets(major: str, swizzle: str, element_bits: int, lbo: int, sbo: int, mn_ext: int, k_ext: int):
+    """(unswizzled byte offset from the start, bit in byte or None) of a tile's elements, read-only:
+    ``SmemLayout.bit_offset`` does not depend on the start address or the base offset, which
+    differ from program to program, so this is cached apart from them."""
+    mn, k = L.tile_coords(mn_ext, k_ext)
+    off = L.SmemLayout(major, swizzle, element_bits, lbo, sbo).bit_offset(mn, k)
+    byte = off // 8
+    byte.flags.writeable = False
+    bit = None
+    if element_bits < 8:
+        bit = (off % 8).astype(np.uint64)
+        bit.flags.writeable = False
+    return byte, bit
+
+
 @functools.lru_cache(maxsize=1024)
 def _tile_addresses(layout: L.SmemLayout, mn_ext: int, k_ext: int):
-    """Byte addresses of a tile's elements (and bit in byte, sub-byte types), read-only, per layout."""
-    mn, k = L.tile_coords(mn_ext, k_ext)
-    addr = layout.address(mn, k)
+    """Byte addresses of a tile's elements (and bit in byte, sub-byte types; their lowest and
+    highest address), read-only, per layout: ``layout.address``, from the cached offsets."""
+    byte, bit = _tile_offsets(layout.major, layout.swizzle, layout.element_bits, layout.lbo, layout.sbo,
+                              mn_ext, k_ext)
+    addr = L.SWIZZLES[layout.swizzle](layout.start + byte, 0 if layout.swizzle == "none" else layout.base_offset)
     addr.flags.writeable = False
-    bit = None
-    if layout.element_bits < 8:
-        bit = layout.bit_in_byte(mn, k).astype(np.uint64)
-        bit.flags.writeable = False
-    return addr, bit
+    lo, hi = (int(addr.min()), int(addr.max())) if addr.size else (0, 0)
+    return addr, bit, lo, hi
 
 
 def _smem_tile(m, ins, layout: L.SmemLayout, mn_ext: int, k_ext: int) -> _Tile:
     region = m.mem.shared
     if region is not None:
         region.flush()
-    addr, bit = _tile_addresses(layout, mn_ext, k_ext)
+    addr, bit, amin, amax = _tile_addresses(layout, mn_ext, k_ext)
     eb = layout.element_bits
     nbytes = max(1, eb // 8)
     size = region.size if region is not None else 0
-    if addr.size and (int(addr.min()) < 0 or int(addr.max()) + nbytes > size):
+    if addr.size and (amin < 0 or amax + nbytes > size):
         bad = int(addr[(addr < 0) | (addr + nbytes > size)].ravel()[0])
         raise BadAddress.at(ins, f"wgmma operand tile reaches shared offset {bad:#x}, outside the {size} bytes of shared memory")
     skind = region.skind if region.skind is not None and region.skind.any() else None  # EXACT is 0
@@ -411,9 +441,7 @@ def _mma(m, f, ins, act, groups):
             al = L.a_fragment_layout(form.atype)
             abits, ashs = _reg_matrix(m, f, st, a_names, rows, 32)
             a_tile = L.scatter(al, abits.astype(np.uint32))
-            ak, _, _, _ = _slot_info(ashs, al.element_bits, al.elements_per_register)
-            a_bad = np.zeros((M, K), bool)
-            a_bad[al.row, al.col] = ak != EXACT
+            a_bad = _a_bad(al, ashs)
         else:
             dv = _uniform(m, f, ops["a_desc"], rows, ins, "A descriptor")
             if dv is None:
@@ -579,7 +607,9 @@ def _reg_shadows(acc, kind, lo, hi, flags) -> list[Shadow | None]:
     los, his, fls = lo.ravel().take(flat), hi.ravel().take(flat), flags.ravel().take(flat)
     nonexact = ks.reshape(nregs, -1).any(axis=1).tolist()
     eb = acc.element_bits
-    return [Shadow(eb, ks[r], los[r], his[r], fls[r]) if nonexact[r] else None for r in range(nregs)]
+    # iterating an array yields the same views as indexing it per register, without the per-index calls
+    return [Shadow(eb, k, lo_, hi_, f) if ne else None
+            for ne, k, lo_, hi_, f in zip(nonexact, ks, los, his, fls)]
 
 
 _REG_MAJOR: dict = {}
