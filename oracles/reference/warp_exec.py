@@ -696,7 +696,7 @@ def h_wgmma_sp(m, f, ins, act):
         used = set(d_names) | set(a_names)
         if st.touched & used:
             reasons.append(f"register {sorted(st.touched & used)[0]} accessed since the last wgmma.fence")
-        if any(st.acc_shape.get(r, shape) != shape for r in d_names):
+        if WX.shape_conflict(st, d_names, shape):
             reasons.append("accumulators shared with a wgmma of another shape without a fence")
         if sel not in spec.sel_values:
             reasons.append(f"sparsity selector {sel} (defined: {spec.sel_values})")
@@ -775,10 +775,8 @@ def h_wgmma_sp(m, f, ins, act):
         shadows = WX._reg_shadows(acc, kind, lo, hi, flags)
         p = WX.Pending(f, g, d_names, out_bits, shadows, a_names)
         st.uncommitted.append(p)
-        for r in d_names + a_names:
-            st.inflight[r] = p
-        for r in d_names:
-            st.acc_shape[r] = shape
+        st.inflight.update(dict.fromkeys(d_names + a_names, p))
+        st.acc_shape.update(dict.fromkeys(d_names, shape))
 
 
 def _widen_sparse(WX, form, a32, b_tile, c_tile, clo, chi, cset, sa, sb, res, lo, hi, flags, keep):
@@ -809,8 +807,10 @@ def _wgmma_sp_spec(form, a32, b_tile, c_tile, scale_d: bool, sa: int, sb: int, k
     """Spec-mode sparse wgmma: unselected positions form no product (``wgmma_math.spec_with_keep``)."""
     from .wgmma_math import spec_with_keep, wgmma_dense
 
+    sums: dict = {}  # B variants (non-finite entries zeroed) share the A·B products (wgmma_math._reuse_sums)
+
     def compute(bb):
-        return wgmma_dense(form, a32, bb, c_tile, scale_d, sa, sb, mode="spec")
+        return wgmma_dense(form, a32, bb, c_tile, scale_d, sa, sb, mode="spec", sums_cache=sums)
 
     if form.btype not in F.FLOATS:
         return compute(b_tile)

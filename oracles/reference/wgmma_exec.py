@@ -143,6 +143,13 @@ def h_wgmma(m, f, ins, act):
     raise Unsupported.at(ins, f"{ins.opcode} is not supported")
 
 
+def shape_conflict(st: GroupState, d_names: list[str], shape) -> bool:
+    """Some accumulator was last used by a wgmma of another shape since the fence
+    (``st.acc_shape.get(r, shape) != shape`` for some r, comparing only other objects)."""
+    get = st.acc_shape.get
+    return any(s != shape for s in [get(r) for r in d_names] if s is not None and s is not shape)
+
+
 def require_whole_warpgroup(m, ins, g: int) -> None:
     """A wgmma of warpgroup ``g`` in a block that does not hold all 128 of its threads (a block of
     32, or the last warpgroup of a block of 160) is undefined: raised, as the register files of
@@ -430,7 +437,7 @@ def _mma(m, f, ins, act, groups):
         used = set(d_names) | set(a_names)
         if st.touched & used:
             reasons.append(f"register {sorted(st.touched & used)[0]} accessed since the last wgmma.fence")
-        if any(st.acc_shape.get(r, shape) != shape for r in d_names):
+        if shape_conflict(st, d_names, shape):
             reasons.append("accumulators shared with a wgmma of another shape without a fence")
         # scale-d
         scale_d, sa, sb, ta, tb = operand_scalars(m, f, ops, rows, ins, reasons)
@@ -504,10 +511,8 @@ def _mma(m, f, ins, act, groups):
         p = Pending(f, g, d_names, out_bits, shadows, a_names)
         p.tile = (acc, out_tile, kind, lo, hi, flags, [s is not None for s in shadows])
         st.uncommitted.append(p)
-        for r in d_names + a_names:
-            st.inflight[r] = p
-        for r in d_names:
-            st.acc_shape[r] = shape
+        st.inflight.update(dict.fromkeys(d_names + a_names, p))
+        st.acc_shape.update(dict.fromkeys(d_names, shape))
 
 
 def operand_scalars(m, f, ops: dict, rows, ins, reasons: list[str]) -> tuple[int, int, int, int, int]:

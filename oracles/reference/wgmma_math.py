@@ -265,8 +265,11 @@ def _plain(type_: str, v: np.ndarray) -> bool:
 
 
 def _float_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.ndarray, c: np.ndarray,
-                  scale_d: bool, scale_a: int, scale_b: int, precision: int, shared: dict | None = None) -> Result:
-    """``shared``: a dict kept between calls with the same a, b, types and scales (``wgmma_dense_pair``)."""
+                  scale_d: bool, scale_a: int, scale_b: int, precision: int, shared: dict | None = None,
+                  sums_cache: dict | None = None) -> Result:
+    """``shared``: a dict kept between calls with the same a, b, types and scales (``wgmma_dense_pair``).
+    ``sums_cache``: one kept between calls with the same A whose B differ only where the
+    general path zeroes them (``_reuse_sums``: sparse B variants with non-finite entries zeroed)."""
     if shared is not None and "av" in shared:
         av, bv, ab_plain = shared["av"], shared["bv"], shared["ab_plain"]
     else:
@@ -277,11 +280,11 @@ def _float_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.ndarr
             shared.update(av=av, bv=bv, ab_plain=ab_plain)
     cv = F.decode(dtype, c) if scale_d else np.zeros((M, bv.shape[1]))
     if ab_plain and np.isfinite(cv).all():
-        fast = _finite_result(dtype, av, bv, cv, scale_d, precision, shared)
+        fast = _finite_result(dtype, av, bv, cv, scale_d, precision, shared, sums_cache)
         if fast is not None:
             return fast
     if "f64" not in (atype, btype):  # exact float64 products: no [M,K,N] tensor needed
-        return _special_result(atype, btype, dtype, av, bv, cv, scale_d, precision, shared)
+        return _special_result(atype, btype, dtype, av, bv, cv, scale_d, precision, shared, sums_cache)
     with np.errstate(invalid="ignore", over="ignore"):
         p = av[:, :, None] * bv[None, :, :]  # exact in float64 for every wgmma input type
     flushable = F.is_subnormal(atype, av)[:, :, None] | F.is_subnormal(btype, bv)[None, :, :]
@@ -337,7 +340,7 @@ def _match_all_k(a_code: np.ndarray, b_code: np.ndarray, bits: int) -> np.ndarra
 
 
 def _finite_result(dtype: str, av: np.ndarray, bv: np.ndarray, cv: np.ndarray, scale_d: bool,
-                   precision: int, shared: dict | None = None) -> Result | None:
+                   precision: int, shared: dict | None = None, sums_cache: dict | None = None) -> Result | None:
     """``_float_result`` for the common case (finite inputs, no subnormal A/B elements), with BLAS.
 
     Same bound as the general path.  Sums of products come from float64 matrix
@@ -350,7 +353,8 @@ def _finite_result(dtype: str, av: np.ndarray, bv: np.ndarray, cv: np.ndarray, s
     big = _max_finite(dtype)
     ab = None if shared is None else shared.get("finite_ab")
     if ab is None:  # the A·B sums (C-independent)
-        ab = _finite_ab(av, bv)
+        hit = _reuse_sums(sums_cache, av, bv)
+        ab = _finite_ab(av, bv) if hit is None else (hit[1], hit[2], hit[4])
         if shared is not None:
             shared["finite_ab"] = ab
     with np.errstate(over="ignore", invalid="ignore"):
@@ -388,7 +392,8 @@ def _finite_result(dtype: str, av: np.ndarray, bv: np.ndarray, cv: np.ndarray, s
 
 
 def _special_result(atype: str, btype: str, dtype: str, av: np.ndarray, bv: np.ndarray, cv: np.ndarray,
-                    scale_d: bool, precision: int, shared: dict | None = None) -> Result:
+                    scale_d: bool, precision: int, shared: dict | None = None,
+                    sums_cache: dict | None = None) -> Result:
     """``_float_result``'s general case (NaN/Inf/subnormal inputs, zero sums) without [M,K,N] products.
 
     Needs exact float64 products (every input type but f64).  Every per-element "any
@@ -402,7 +407,7 @@ def _special_result(atype: str, btype: str, dtype: str, av: np.ndarray, bv: np.n
     k = av.shape[1]
     ab = None if shared is None else shared.get("special_ab")
     if ab is None:
-        ab = _special_ab(atype, btype, av, bv)
+        ab = _special_ab(atype, btype, av, bv, sums_cache)
         if shared is not None:
             shared["special_ab"] = ab
     (nan_p, pos_p, neg_p, pos_p_sure, neg_p_sure, nan_flush, ab_abs, ab_pos, ab_neg, ab_flush, ab_value,
@@ -437,20 +442,47 @@ def _special_result(atype: str, btype: str, dtype: str, av: np.ndarray, bv: np.n
     return _special_tail(dtype, value, err, eta, slack, pos_sum, neg_sum, pos_inf, neg_inf, nan_sure, nan_flush)
 
 
-def _exists(pairs: list, m: int, n: int) -> np.ndarray:
-    """bool [m, n]: some k with ``a[i, k] and b[k, j]`` for some (a, b) of ``pairs`` (bool [m,K], [K,n]).
+def _counts(lhs: list, rhs: list) -> list:
+    """Per output j, bool [m, n]: ``sum_i lhs[i] @ rhs[j][i] > 0`` for 0/1 indicators (bool arrays).
 
-    One matrix product of the concatenated 0/1 indicators (exact counts: K is small); pairs
-    with an all-false side are left out, and with none left there is no product at all."""
-    live = [(a, b) for a, b in pairs if a.any() and b.any()]
-    if not live:
-        return np.zeros((m, n), bool)
-    am = np.concatenate([a for a, _ in live], axis=1).astype(np.float64)
-    bm = np.concatenate([b for _, b in live], axis=0).astype(np.float64)
-    return (am @ bm) > 0
+    One matrix product for all outputs: the lhs indicators side by side along k, each output's
+    rhs stacked along k and the outputs side by side along n (exact: counts of at most 4K)."""
+    n = rhs[0][0].shape[1]
+    am = np.concatenate(lhs, axis=1).astype(np.float64)
+    bm = np.concatenate([np.concatenate(col, axis=0) for col in rhs], axis=1).astype(np.float64)
+    hit = (am @ bm) > 0
+    return [hit[:, j * n:(j + 1) * n] for j in range(len(rhs))]
 
 
-def _special_ab(atype: str, btype: str, av: np.ndarray, bv: np.ndarray) -> tuple:
+def _inf_tests(av: np.ndarray, bv: np.ndarray, a_inf: np.ndarray, b_inf: np.ndarray,
+               a_sub: np.ndarray | None, b_sub: np.ndarray | None) -> tuple:
+    """``_special_ab``'s "some product is ..." tests, bool [M, N]: (Inf times zero, +Inf, -Inf,
+    +Inf and -Inf without a subnormal factor, Inf times subnormal).
+
+    An Inf product has an Inf factor, so every count runs over the k where A has an Inf column
+    entry (meeting B's rows there) or B an Inf row entry (meeting A's columns there): a few k,
+    not K.  The counts are those of the full indicator products, exactly."""
+    ka = np.flatnonzero(a_inf.any(axis=0))
+    kb = np.flatnonzero(b_inf.any(axis=1))
+    ai, bf = av[:, ka], bv[ka]  # A's Inf columns and the B rows they meet
+    af, bi = av[:, kb], bv[kb]  # A's columns meeting B's Inf rows
+    a_pinf, a_ninf, b_pinf, b_ninf = ai == np.inf, ai == -np.inf, bi == np.inf, bi == -np.inf
+    b_pos, b_neg, a_pos, a_neg = bf > 0, bf < 0, af > 0, af < 0  # NaN is neither
+    a_inf_k, b_inf_k = a_pinf | a_ninf, b_pinf | b_ninf
+    nan_p, = _counts([a_inf_k, af == 0], [[bf == 0, b_inf_k]])
+    pos_p, neg_p = _counts([a_pinf, a_ninf, a_pos, a_neg], [[b_pos, b_neg, b_pinf, b_ninf], [b_neg, b_pos, b_ninf, b_pinf]])
+    if a_sub is None and b_sub is None:  # no Inf·subnormal product: every Inf product is sure
+        return nan_p, pos_p, neg_p, pos_p, neg_p, np.zeros(pos_p.shape, bool)
+    a_s = a_sub[:, kb] if a_sub is not None else np.zeros(af.shape, bool)
+    b_s = b_sub[ka] if b_sub is not None else np.zeros(bf.shape, bool)
+    a_pos_n, a_neg_n, b_pos_n, b_neg_n = a_pos & ~a_s, a_neg & ~a_s, b_pos & ~b_s, b_neg & ~b_s
+    pos_sure, neg_sure = _counts([a_pinf, a_ninf, a_pos_n, a_neg_n],
+                                 [[b_pos_n, b_neg_n, b_pinf, b_ninf], [b_neg_n, b_pos_n, b_ninf, b_pinf]])
+    nan_flush, = _counts([a_inf_k, a_s], [[b_s, b_inf_k]])
+    return nan_p, pos_p, neg_p, pos_sure, neg_sure, nan_flush
+
+
+def _special_ab(atype: str, btype: str, av: np.ndarray, bv: np.ndarray, sums_cache: dict | None = None) -> tuple:
     """The C-independent part of ``_special_result``: "some product" tests and A·B sums.
 
     ``pos_p``... are bool (the only use of their counts was ``> 0``); ``ab_flush`` is None when
@@ -462,38 +494,19 @@ def _special_ab(atype: str, btype: str, av: np.ndarray, bv: np.ndarray) -> tuple
     nan_p = a_nan.any(axis=1)[:, None] | b_nan.any(axis=0)[None, :]
     a_inf, b_inf = ~(a_fin | a_nan), ~(b_fin | b_nan)
     if a_inf.any() or b_inf.any():
-        a_pinf, a_ninf = av == np.inf, av == -np.inf
-        b_pinf, b_ninf = bv == np.inf, bv == -np.inf
-        a_pos, a_neg, b_pos, b_neg = av > 0, av < 0, bv > 0, bv < 0  # NaN is neither
-        a_zero, b_zero = av == 0, bv == 0
-        nan_p = nan_p | _exists([(a_inf, b_zero), (a_zero, b_inf)], m, n)
-        pos_p = _exists([(a_pinf, b_pos), (a_ninf, b_neg), (a_pos, b_pinf), (a_neg, b_ninf)], m, n)
-        neg_p = _exists([(a_pinf, b_neg), (a_ninf, b_pos), (a_pos, b_ninf), (a_neg, b_pinf)], m, n)
-        if a_sub is None and b_sub is None:  # no Inf·subnormal product: every Inf product is sure
-            pos_p_sure, neg_p_sure, nan_flush = pos_p, neg_p, np.zeros((m, n), bool)
-        else:
-            a_nsub = ~a_sub if a_sub is not None else np.ones(av.shape, bool)
-            b_nsub = ~b_sub if b_sub is not None else np.ones(bv.shape, bool)
-            pos_p_sure = _exists([(a_pinf, b_pos & b_nsub), (a_ninf, b_neg & b_nsub), (a_pos & a_nsub, b_pinf),
-                                  (a_neg & a_nsub, b_ninf)], m, n)
-            neg_p_sure = _exists([(a_pinf, b_neg & b_nsub), (a_ninf, b_pos & b_nsub), (a_pos & a_nsub, b_ninf),
-                                  (a_neg & a_nsub, b_pinf)], m, n)
-            nan_flush = _exists([(a_inf, b_sub if b_sub is not None else ~b_nsub),
-                                 (a_sub if a_sub is not None else ~a_nsub, b_inf)], m, n)
+        nan_i, pos_p, neg_p, pos_p_sure, neg_p_sure, nan_flush = _inf_tests(av, bv, a_inf, b_inf, a_sub, b_sub)
+        nan_p = nan_p | nan_i
     else:
         pos_p = neg_p = pos_p_sure = neg_p_sure = nan_flush = np.zeros((m, n), bool)
 
     a_all, b_all = bool(a_fin.all()), bool(b_fin.all())
     a0 = av if a_all else np.where(a_fin, av, 0.0)
     b0 = bv if b_all else np.where(b_fin, bv, 0.0)
-    ap, an = np.maximum(a0, 0), np.minimum(a0, 0)
-    bp, bn = np.maximum(b0, 0), np.minimum(b0, 0)
-    aa, ba = np.abs(a0), np.abs(b0)
-    flush = None
-    if a_sub is not None or b_sub is not None:
-        a_s = a_sub if a_sub is not None else np.zeros(av.shape, bool)
-        b_s = b_sub if b_sub is not None else np.zeros(bv.shape, bool)
-        flush = (aa * a_s) @ ba + (aa * ~a_s) @ (ba * b_s)
+    sums = _reuse_sums(sums_cache, a0, b0)
+    if sums is None:
+        sums = _special_sums(a0, b0, a_sub, b_sub)
+        if sums_cache is not None and "sums" not in sums_cache:
+            sums_cache["sums"] = (a0, b0, sums)
 
     def negz() -> np.ndarray:  # per element: every term is -0 (only needed for zero sums)
         a_code = np.signbit(av).astype(np.uint8)
@@ -504,8 +517,39 @@ def _special_ab(atype: str, btype: str, av: np.ndarray, bv: np.ndarray) -> tuple
             b_code[~b_fin] = 3
         return _match_all_k(a_code, b_code, 2)
 
-    return (nan_p, pos_p, neg_p, pos_p_sure, neg_p_sure, nan_flush, aa @ ba, ap @ bp + an @ bn,
-            ap @ bn + an @ bp, flush, a0 @ b0, negz)
+    return (nan_p, pos_p, neg_p, pos_p_sure, neg_p_sure, nan_flush) + sums + (negz,)
+
+
+def _special_sums(a0: np.ndarray, b0: np.ndarray, a_sub: np.ndarray | None, b_sub: np.ndarray | None) -> tuple:
+    """``_special_ab``'s sums of finite products: |a||b|, positive, negative, flushable (None:
+    no subnormal factor, all zero), and A·B, from the inputs with non-finite entries zeroed."""
+    ap, an = np.maximum(a0, 0), np.minimum(a0, 0)
+    bp, bn = np.maximum(b0, 0), np.minimum(b0, 0)
+    aa, ba = np.abs(a0), np.abs(b0)
+    flush = None
+    if a_sub is not None or b_sub is not None:
+        a_s = a_sub if a_sub is not None else np.zeros(a0.shape, bool)
+        b_s = b_sub if b_sub is not None else np.zeros(b0.shape, bool)
+        flush = (aa * a_s) @ ba + (aa * ~a_s) @ (ba * b_s)
+    return aa @ ba, ap @ bp + an @ bn, ap @ bn + an @ bp, flush, a0 @ b0
+
+
+def _same_bits(x: np.ndarray, y: np.ndarray) -> bool:
+    """Bit-for-bit equal float64 arrays (-0 differs from +0)."""
+    return x is y or (x.shape == y.shape and bool((np.ascontiguousarray(x).view(np.int64)
+                                                   == np.ascontiguousarray(y).view(np.int64)).all()))
+
+
+def _reuse_sums(sums_cache: dict | None, a0: np.ndarray, b0: np.ndarray) -> tuple | None:
+    """The ``_special_sums`` an earlier call stored in ``sums_cache``, when its finite-zeroed
+    operands were bit for bit these: the same matrix products of the same operands.  Zeroing
+    a non-finite B entry (a sparse row that never multiplies it) leaves the zeroed B the same,
+    so such B variants share the products; -0 in place of +0 does not, and is checked.  (The
+    subnormal masks, hence the flush sums, are those of the same zeroed operands.)"""
+    hit = None if sums_cache is None else sums_cache.get("sums")
+    if hit is None or not (_same_bits(hit[0], a0) and _same_bits(hit[1], b0)):
+        return None
+    return hit[2]
 
 
 def _special_tail(dtype, value, err, eta, slack, pos_sum, neg_sum, pos_inf, neg_inf, nan_sure, nan_flush) -> Result:
@@ -606,7 +650,8 @@ def _int_result(atype: str, btype: str, a: np.ndarray, b: np.ndarray, c: np.ndar
 
 def wgmma_dense(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, scale_d: bool = True,
                 scale_a: int = 1, scale_b: int = 1, mode: str = "spec",
-                accum_precision: int | None = None, keep: np.ndarray | None = None) -> Result:
+                accum_precision: int | None = None, keep: np.ndarray | None = None,
+                sums_cache: dict | None = None) -> Result:
     """D for one dense wgmma ``form`` (an ``isa.Form``): A [64,K], B [K,N], C [64,N].
 
     Arrays of unsigned dtype are element bits (C: accumulator bits, f16 in the low half);
@@ -615,7 +660,7 @@ def wgmma_dense(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, scale_d: bool
     (e.g. 14 for the e8m13 fp8 accumulation reported on H100); spec mode keeps the ISA's.
     ``mode="hardware"``: the H100's one result (``hw_numerics``); for ``wgmma.mma_async.sp``
     forms (A = the expanded dense A) pass ``keep``, the [64,K] mask of metadata-selected
-    positions (see ``hardware_result``).
+    positions (see ``hardware_result``).  ``sums_cache``: see ``_float_result`` (spec mode).
     """
     if mode not in ("spec", "hardware"):
         raise ValueError(f"wgmma_math mode must be 'spec' or 'hardware', not {mode!r}")
@@ -636,7 +681,8 @@ def wgmma_dense(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, scale_d: bool
         return hardware_result(atype, btype, dtype, a_bits, b_bits, c_bits, bool(scale_d), scale_a, scale_b,
                                sparse=".sp." in form.opcode, keep=keep)
     precision = accum_precision or ACC_PRECISION[dtype]
-    return _float_result(atype, btype, dtype, a_bits, b_bits, c_bits, bool(scale_d), scale_a, scale_b, precision)
+    return _float_result(atype, btype, dtype, a_bits, b_bits, c_bits, bool(scale_d), scale_a, scale_b, precision,
+                         sums_cache=sums_cache)
 
 
 def hardware_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.ndarray, c: np.ndarray,
