@@ -31,6 +31,7 @@ for wgmma, ``warp_layouts.mma_a_layout(..., sparse=True)`` for mma.sp.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,7 +89,22 @@ def spec_for(form) -> SparseSpec:
 
 
 def meta_position(spec: SparseSpec, sel: int) -> tuple[np.ndarray, np.ndarray]:
-    """(thread[m, chunks], bit shift[m, chunks]) of each chunk's 4-bit field."""
+    """(thread[m, chunks], bit shift[m, chunks]) of each chunk's 4-bit field (fresh arrays)."""
+    thread, shift, _ = _meta_position(spec, sel)
+    return thread.copy(), shift.copy()
+
+
+@functools.lru_cache(maxsize=None)
+def _meta_position(spec: SparseSpec, sel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``meta_position`` per (spec, selector), read-only, with the shifts as uint64 too."""
+    thread, shift = _meta_position_uncached(spec, sel)
+    out = (thread, shift, shift.astype(np.uint64))
+    for arr in out:
+        arr.flags.writeable = False
+    return out
+
+
+def _meta_position_uncached(spec: SparseSpec, sel: int) -> tuple[np.ndarray, np.ndarray]:
     rows = np.arange(spec.m)[:, None]
     c = np.arange(spec.chunks)[None, :]
     warp, r16 = rows // 16, rows % 16
@@ -127,8 +143,8 @@ def encode_metadata(spec: SparseSpec, fields: np.ndarray, sel: int = 0) -> np.nd
 def decode_metadata(spec: SparseSpec, regs: np.ndarray, sel: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Metadata registers ``[threads]`` -> (fields uint8[m, chunks], valid bool[m, chunks])."""
     r = np.asarray(regs).astype(np.uint64)
-    thread, shift = meta_position(spec, sel)
-    fields = ((r[thread] >> shift.astype(np.uint64)) & np.uint64(0xF)).astype(np.uint8)
+    thread, _, shift = _meta_position(spec, sel)
+    fields = ((r[thread] >> shift) & np.uint64(0xF)).astype(np.uint8)
     return fields, field_valid(spec, fields)
 
 

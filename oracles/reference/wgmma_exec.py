@@ -582,15 +582,29 @@ def widen_for_c(form, a, b, c, clo, chi, cset, sa, sb):
     v1, v2 = _exact_value(r1), _exact_value(r2)
     vlo = np.fmin(v1, v2)
     vhi = np.fmax(v1, v2)
-    from . import fp
-    nlo = np.maximum(fp.fround(vlo - err, dt, "rm"), -big)  # finite members only (Inf: flags)
-    nhi = np.minimum(fp.fround(vhi + err, dt, "rp"), big)
+    nlo, nhi = _round_ends(vlo - err, vhi + err, dt, big)  # finite members only (Inf: flags)
     fin = r1.finite_ok & r2.finite_ok
     lo = np.where(cset, np.where(fin, nlo, np.nan), r1.lo)
     hi = np.where(cset, np.where(fin, nhi, np.nan), r1.hi)
     flags = ((r1.may_nan | r2.may_nan) * MAY_NAN | (r1.may_pos_inf | r2.may_pos_inf) * MAY_POS_INF |
              (r1.may_neg_inf | r2.may_neg_inf) * MAY_NEG_INF).astype(np.uint8)
     return r1, lo, hi, flags
+
+
+def _round_ends(lo: np.ndarray, hi: np.ndarray, dt: str, big: float) -> tuple[np.ndarray, np.ndarray]:
+    """``max(fp.fround(lo, dt, "rm"), -big)`` and ``min(fp.fround(hi, dt, "rp"), big)``.
+
+    For f32/f16 those are ``wgmma_math._round_out``'s steps (round to nearest by numpy's cast,
+    then one step out where that passed the value; non-finite values pass through), so both
+    ends go through its one-pass pair."""
+    if dt not in ("f32", "f16"):
+        from . import fp
+        return np.maximum(fp.fround(lo, dt, "rm"), -big), np.minimum(fp.fround(hi, dt, "rp"), big)
+    from .wgmma_math import _round_out_pair
+    x2 = np.empty((2,) + lo.shape)
+    x2[0] = lo
+    np.negative(hi, out=x2[1])
+    return _round_out_pair(x2, dt)
 
 
 def _is_int(res) -> bool:

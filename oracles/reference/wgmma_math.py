@@ -442,16 +442,34 @@ def _special_result(atype: str, btype: str, dtype: str, av: np.ndarray, bv: np.n
     return _special_tail(dtype, value, err, eta, slack, pos_sum, neg_sum, pos_inf, neg_inf, nan_sure, nan_flush)
 
 
-def _counts(lhs: list, rhs: list) -> list:
-    """Per output j, bool [m, n]: ``sum_i lhs[i] @ rhs[j][i] > 0`` for 0/1 indicators (bool arrays).
+_POW2 = 2.0 ** np.arange(52)  # bit weights of a 52-bit key: float64 sums of them are exact
 
-    One matrix product for all outputs: the lhs indicators side by side along k, each output's
-    rhs stacked along k and the outputs side by side along n (exact: counts of at most 4K)."""
-    n = rhs[0][0].shape[1]
-    am = np.concatenate(lhs, axis=1).astype(np.float64)
-    bm = np.concatenate([np.concatenate(col, axis=0) for col in rhs], axis=1).astype(np.float64)
-    hit = (am @ bm) > 0
-    return [hit[:, j * n:(j + 1) * n] for j in range(len(rhs))]
+
+def _exists_and(am: np.ndarray, bm: np.ndarray) -> np.ndarray:
+    """bool [m, n]: some k with ``am[i, k] and bm[k, j]`` (bool [m, K], [K, n]).
+
+    The k where either side is all false are dropped; the rest are packed 52 to a 64-bit key
+    per row of ``am`` and per column of ``bm`` (dot products with powers of two: exact), so
+    each chunk of k is one AND of keys instead of a matrix product over k."""
+    live = am.any(axis=0) & bm.any(axis=1)
+    if not live.any():
+        return np.zeros((am.shape[0], bm.shape[1]), bool)
+    am, bm = am[:, live], bm[live]
+    acc = None
+    for s in range(0, am.shape[1], 52):
+        w = _POW2[:min(52, am.shape[1] - s)]
+        ka = (am[:, s:s + 52].astype(np.float64) @ w).astype(np.uint64)
+        kb = (w @ bm[s:s + 52].astype(np.float64)).astype(np.uint64)
+        t = ka[:, None] & kb[None, :]
+        acc = t if acc is None else np.bitwise_or(acc, t, out=acc)
+    return acc != 0
+
+
+def _counts(lhs: list, rhs: list) -> list:
+    """Per output j, bool [m, n]: ``sum_i lhs[i] @ rhs[j][i] > 0`` for 0/1 indicators (bool arrays):
+    the lhs indicators side by side along k against each output's rhs stacked along k."""
+    am = np.concatenate(lhs, axis=1)
+    return [_exists_and(am, np.concatenate(col, axis=0)) for col in rhs]
 
 
 def _inf_tests(av: np.ndarray, bv: np.ndarray, a_inf: np.ndarray, b_inf: np.ndarray,
