@@ -162,8 +162,6 @@ def require_whole_warpgroup(m, ins, g: int) -> None:
 def _apply(m, p: Pending) -> None:
     f = p.frame
     rows = slice(p.group * WG, (p.group + 1) * WG)
-    gm = np.zeros(m.n, bool)
-    gm[rows] = True
     if m.n == WG:  # one warpgroup: the result replaces the registers outright
         cols = p.bits.T.astype(np.uint64)  # [nregs, 128]: each register a contiguous row (never written in place)
         for i, name in enumerate(p.d_names):
@@ -174,40 +172,114 @@ def _apply(m, p: Pending) -> None:
             else:
                 f.shadows[name] = sh
         return
-    for i, name in enumerate(p.d_names):
-        w = f.widths.get(name, 32)
-        old = f.regs.get(name)
-        if old is None:
-            old = np.zeros(m.n, np.uint64)
-            old_sh = Shadow.undef(m.n, w)
+    gm = np.zeros(m.n, bool)
+    gm[rows] = True
+    if not _apply_stacked(m, f, p, rows, gm):
+        for i, name in enumerate(p.d_names):
+            _apply_one(m, f, p, i, name, rows, gm)
+
+
+def _apply_one(m, f, p: Pending, i: int, name: str, rows: slice, gm: np.ndarray) -> None:
+    """Register ``name`` (D column i) of a larger block: the warpgroup's rows replaced."""
+    w = f.widths.get(name, 32)
+    old = f.regs.get(name)
+    if old is None:
+        old = np.zeros(m.n, np.uint64)
+        old_sh = Shadow.undef(m.n, w)
+    else:
+        old_sh = f.shadows.get(name)
+    new = old.copy()
+    new[rows] = p.bits[:, i].astype(np.uint64)
+    f.regs[name] = new
+    sh = p.shadows[i]
+    if p.poisoned:
+        sh = Shadow.undef(WG, w)
+    _apply_shadow(m, f, name, old_sh, sh, rows, gm, w)
+
+
+def _apply_shadow(m, f, name: str, old_sh: Shadow | None, sh: Shadow | None, rows: slice, gm: np.ndarray,
+                  w: int) -> None:
+    """The shadow of a register whose warpgroup rows now hold ``sh`` (the others ``old_sh``)."""
+    if old_sh is None and sh is None:
+        f.shadows.pop(name, None)
+        return
+    if sh is not None and _same_lanes(old_sh, sh):
+        full = old_sh.copy() if old_sh is not None else Shadow(
+            sh.lane_bits, np.zeros((m.n, sh.lanes), np.uint8), np.zeros((m.n, sh.lanes)),
+            np.zeros((m.n, sh.lanes)), np.zeros((m.n, sh.lanes), np.uint8))
+        full.kind[rows], full.lo[rows], full.hi[rows], full.flags[rows] = sh.kind, sh.lo, sh.hi, sh.flags
+        f.shadows[name] = full
+        return
+    full = None
+    if sh is not None:
+        full = Shadow(sh.lane_bits, np.zeros((m.n, sh.lanes), np.uint8), np.zeros((m.n, sh.lanes)),
+                      np.zeros((m.n, sh.lanes)), np.zeros((m.n, sh.lanes), np.uint8))
+        full.kind[rows], full.lo[rows], full.hi[rows], full.flags[rows] = sh.kind, sh.lo, sh.hi, sh.flags
+    res = merge(old_sh, full, gm, m.n, w)
+    if res is None:
+        f.shadows.pop(name, None)
+    else:
+        f.shadows[name] = res
+
+
+def _same_lanes(old_sh: Shadow | None, sh: Shadow) -> bool:
+    return old_sh is None or (old_sh.lane_bits == sh.lane_bits and old_sh.lanes == sh.lanes)
+
+
+_SHADOW_DTYPES = (np.dtype(np.uint8), np.dtype(np.float64), np.dtype(np.float64), np.dtype(np.uint8))
+
+
+def _plain_shadow(sh: Shadow) -> bool:
+    return (sh.kind.dtype, sh.lo.dtype, sh.hi.dtype, sh.flags.dtype) == _SHADOW_DTYPES
+
+
+def _apply_stacked(m, f, p: Pending, rows: slice, gm: np.ndarray) -> bool:
+    """``_apply_one`` for every D register at once, when they are distinct and all written
+    before: the registers as rows of one array, and the shadows that copy an old shadow
+    (or zeros) and replace the warpgroup's rows stacked the same way; the rest (merges) one
+    by one, in the same order.  False (nothing done) where that does not hold."""
+    names = p.d_names
+    if len(set(names)) != len(names):
+        return False
+    olds = [f.regs.get(n) for n in names]
+    if any(o is None or o.shape != (m.n,) for o in olds):
+        return False
+    widths = [f.widths.get(n, 32) for n in names]
+    news = [Shadow.undef(WG, w) for w in widths] if p.poisoned else p.shadows
+    old_shs = [f.shadows.get(n) for n in names]
+    copy = [sh is not None and _same_lanes(o, sh) for o, sh in zip(old_shs, news)]
+    group = [i for i, c in enumerate(copy) if c]
+    if group:
+        first = news[group[0]]
+        shape = (first.lane_bits, first.lanes)
+        if any((news[i].lane_bits, news[i].lanes) != shape or not _plain_shadow(news[i])
+               or (old_shs[i] is not None and not _plain_shadow(old_shs[i])) for i in group):
+            return False
+    regs = np.array(olds, dtype=np.uint64)
+    regs[:, rows] = p.bits.T
+    stacked = _stack_shadows([old_shs[i] for i in group], [news[i] for i in group], m.n, rows) if group else None
+    j = 0
+    for i, name in enumerate(names):
+        f.regs[name] = regs[i]
+        if copy[i]:
+            f.shadows[name] = Shadow(news[i].lane_bits, *(a[j] for a in stacked))
+            j += 1
         else:
-            old_sh = f.shadows.get(name)
-        new = old.copy()
-        new[rows] = p.bits[:, i].astype(np.uint64)
-        f.regs[name] = new
-        sh = p.shadows[i]
-        if p.poisoned:
-            sh = Shadow.undef(WG, w)
-        if old_sh is None and sh is None:
-            f.shadows.pop(name, None)
-            continue
-        if sh is not None and (old_sh is None or (old_sh.lane_bits == sh.lane_bits and old_sh.lanes == sh.lanes)):
-            full = old_sh.copy() if old_sh is not None else Shadow(
-                sh.lane_bits, np.zeros((m.n, sh.lanes), np.uint8), np.zeros((m.n, sh.lanes)),
-                np.zeros((m.n, sh.lanes)), np.zeros((m.n, sh.lanes), np.uint8))
-            full.kind[rows], full.lo[rows], full.hi[rows], full.flags[rows] = sh.kind, sh.lo, sh.hi, sh.flags
-            f.shadows[name] = full
-            continue
-        full = None
-        if sh is not None:
-            full = Shadow(sh.lane_bits, np.zeros((m.n, sh.lanes), np.uint8), np.zeros((m.n, sh.lanes)),
-                          np.zeros((m.n, sh.lanes)), np.zeros((m.n, sh.lanes), np.uint8))
-            full.kind[rows], full.lo[rows], full.hi[rows], full.flags[rows] = sh.kind, sh.lo, sh.hi, sh.flags
-        res = merge(old_sh, full, gm, m.n, w)
-        if res is None:
-            f.shadows.pop(name, None)
-        else:
-            f.shadows[name] = res
+            _apply_shadow(m, f, name, old_shs[i], news[i], rows, gm, widths[i])
+    return True
+
+
+def _stack_shadows(olds: list, news: list, n: int, rows: slice) -> tuple:
+    """(kind, lo, hi, flags) [r, n, lanes]: each old shadow's arrays (zeros for None) with the
+    warpgroup's rows replaced by the new shadow's."""
+    lanes = news[0].lanes
+    zeros = (np.zeros((n, lanes), np.uint8), np.zeros((n, lanes)), np.zeros((n, lanes)), np.zeros((n, lanes), np.uint8))
+    out = []
+    for k, fld in enumerate(("kind", "lo", "hi", "flags")):
+        arr = np.stack([zeros[k] if o is None else getattr(o, fld) for o in olds])
+        arr[:, rows] = np.stack([getattr(s, fld) for s in news])
+        out.append(arr)
+    return tuple(out)
 
 
 @dataclass
@@ -358,13 +430,34 @@ def _tile_offsets(major: str, swizzle: str, element_bits: int, lbo: int, sbo: in
 @functools.lru_cache(maxsize=1024)
 def _tile_addresses(layout: L.SmemLayout, mn_ext: int, k_ext: int):
     """Byte addresses of a tile's elements (and bit in byte, sub-byte types; their lowest and
-    highest address), read-only, per layout: ``layout.address``, from the cached offsets."""
-    byte, bit = _tile_offsets(layout.major, layout.swizzle, layout.element_bits, layout.lbo, layout.sbo,
-                              mn_ext, k_ext)
-    addr = L.SWIZZLES[layout.swizzle](layout.start + byte, 0 if layout.swizzle == "none" else layout.base_offset)
+    highest address), read-only, per layout: ``layout.address``.
+
+    The swizzle reads and flips only address bits below its atom (``Swizzle.atom_bytes``), so
+    the start's multiple of the atom adds on afterwards: the swizzled addresses relative to it
+    are cached by the start's remainder alone (``_tile_relative``)."""
+    swz = L.SWIZZLES[layout.swizzle]
+    atom = swz.atom_bytes
+    rest = layout.start % atom
+    rel, bit, lo, hi = _tile_relative(swz, layout.major, layout.swizzle, layout.element_bits, layout.lbo,
+                                      layout.sbo, mn_ext, k_ext, rest,
+                                      0 if layout.swizzle == "none" else layout.base_offset)
+    base = layout.start - rest
+    addr = rel + base
     addr.flags.writeable = False
-    lo, hi = (int(addr.min()), int(addr.max())) if addr.size else (0, 0)
-    return addr, bit, lo, hi
+    return addr, bit, lo + base, hi + base
+
+
+@functools.lru_cache(maxsize=512)
+def _tile_relative(swz: L.Swizzle, major: str, swizzle: str, element_bits: int, lbo: int, sbo: int,
+                   mn_ext: int, k_ext: int, start: int, base_offset: int):
+    """``swz(start + offset, base_offset)`` of a tile's elements for a start inside one atom,
+    with bit in byte and lowest/highest address (keyed by the Swizzle value itself, so a
+    patched ``layouts.SWIZZLES`` entry gets its own)."""
+    byte, bit = _tile_offsets(major, swizzle, element_bits, lbo, sbo, mn_ext, k_ext)
+    rel = swz(start + byte, base_offset)
+    rel.flags.writeable = False
+    lo, hi = (int(rel.min()), int(rel.max())) if rel.size else (0, 0)
+    return rel, bit, lo, hi
 
 
 def _smem_tile(m, ins, layout: L.SmemLayout, mn_ext: int, k_ext: int) -> _Tile:
