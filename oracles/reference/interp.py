@@ -41,14 +41,15 @@ import numpy as np
 
 from fuzzptx.perf import per_object
 from fuzzptx.ptx.cfg import build_cfg
-from fuzzptx.ptx.ir import Function, Imm, Instr, Neg, Reg, RegDecl, Sym, VarDecl, Vec, walk
+from fuzzptx.ptx.ir import Function, Imm, Instr, Neg, Reg, RegDecl, Scope, Sym, VarDecl, Vec
 
 from . import fp
 from .errors import MissingInput, Undefined, Unsupported
 from .memory import CONST_BASE, Memory, Region
 from .ops import HALF
-from .values import TYPES, U64, Shadow, mask, merge, sign_extend
+from .values import TYPES, U64, Shadow, count_nonzero, mask, merge, sign_extend
 
+_U64 = np.dtype(np.uint64)
 MAX_THREADS = 512
 FUNC_BASE = 0x100000  # fake code addresses of functions
 STEP_LIMIT = 50_000  # instruction executions (each over all threads): ten times the longest generated program
@@ -119,6 +120,48 @@ def func_info(fn: Function) -> FuncInfo:
     return _func_info(fn)
 
 
+@dataclass(eq=False)
+class BodyDecls:
+    """The statements of a function body that the machine set-up and ``FuncInfo`` look at, each
+    list in textual order: one pass over the body serves both (a fuzz kernel has ~500 statements)."""
+
+    regs: list[RegDecl] = field(default_factory=list)
+    vars: list[VarDecl] = field(default_factory=list)
+    wgmma: list[Instr] = field(default_factory=list)  # wgmma.mma_async instructions
+
+
+@per_object(256)
+def body_decls(fn: Function) -> BodyDecls:
+    """Cached per function object, like ``func_info`` (``Machine`` scans every function, then
+    ``func_info`` the ones that run)."""
+    out = BodyDecls()
+    _scan(fn.body or (), out)
+    return out
+
+
+def _scan(body, out: BodyDecls) -> None:
+    """``walk(body)``, sorted into ``out``; exact type checks first (nearly every statement is an
+    ``Instr``), then the isinstance tests ``walk``'s users make."""
+    for s in body:
+        t = type(s)
+        if t is Instr:
+            op = s.opcode
+            if ".mma_async" in op and op.startswith("wgmma."):  # base == "wgmma"
+                out.wgmma.append(s)
+        elif t is RegDecl:
+            out.regs.append(s)
+        elif t is VarDecl:
+            out.vars.append(s)
+        elif isinstance(s, Scope):
+            _scan(s.body, out)
+        elif isinstance(s, RegDecl):
+            out.regs.append(s)
+        elif isinstance(s, VarDecl):
+            out.vars.append(s)
+        elif isinstance(s, Instr) and s.base == "wgmma" and ".mma_async" in s.opcode:
+            out.wgmma.append(s)
+
+
 def _func_info(fn: Function) -> FuncInfo:
     cfg = build_cfg(fn)
     widths: dict[str, int] = {}
@@ -131,20 +174,22 @@ def _func_info(fn: Function) -> FuncInfo:
             widths[p.name] = TYPES[p.type.lstrip(".")][0]
         else:
             pvars[p.name] = _var_bytes(p.type, p.dims)
-    for s in walk(fn.body or ()):
-        if isinstance(s, RegDecl):
-            t = s.type.lstrip(".")
-            if t not in TYPES or s.vector:
-                raise Unsupported(f"register declaration .{t}{' ' + s.vector if s.vector else ''} is not supported",
-                                  *(_locargs(s)))
-            for name in s.expand():
-                widths[name] = TYPES[t][0]
-        elif isinstance(s, VarDecl) and s.space == ".param":
+    # RegDecls, .param VarDecls and wgmma instructions fill different tables and only a RegDecl
+    # can raise: taking each kind in its own textual order gives what one walk in order gives.
+    decls = body_decls(fn)
+    for s in decls.regs:
+        t = s.type.lstrip(".")
+        if t not in TYPES or s.vector:
+            raise Unsupported(f"register declaration .{t}{' ' + s.vector if s.vector else ''} is not supported",
+                              *(_locargs(s)))
+        widths.update(dict.fromkeys(s.expand(), TYPES[t][0]))
+    for s in decls.vars:
+        if s.space == ".param":
             pvars[s.name] = _var_bytes(s.type, s.dims)
-        elif isinstance(s, Instr) and s.base == "wgmma" and ".mma_async" in s.opcode:
-            for op in s.operands[:2]:
-                if isinstance(op, Vec):
-                    wg.update(i.name for i in op.items if isinstance(i, Reg))
+    for s in decls.wgmma:
+        for op in s.operands[:2]:
+            if isinstance(op, Vec):
+                wg.update([i.name for i in op.items if isinstance(i, Reg)])
     succs = _exit_succs(cfg)
     return FuncInfo(fn, cfg.blocks, _ipdoms(succs), widths, pvars, frozenset(wg))
 
@@ -264,7 +309,7 @@ class Machine:
         # shared memory: module and function variables, then the dynamic part
         decls = [i for i in self.module.items if isinstance(i, VarDecl)]
         for fn in self.module.functions():
-            decls += [s for s in walk(fn.body or ()) if isinstance(s, VarDecl)]
+            decls += body_decls(fn).vars
         soff, dyn = 0, []
         for v in decls:
             space = v.space.lstrip(".")
@@ -358,12 +403,16 @@ class Machine:
     def write(self, f: Frame, reg, bits: np.ndarray, sh: Shadow | None, act: np.ndarray, ins: Instr,
               ext: str | None = None) -> None:
         """Write the active threads of register ``reg``; ``ext`` (a type) extends narrower values."""
-        if isinstance(reg, Sym) and reg.name == "_":
-            return
-        if not isinstance(reg, Reg):
-            raise Unsupported.at(ins, f"destination {reg} is not a register")
+        # the most called method of the machine (a third of its calls write a register for the first
+        # time under a partial mask): exact type tests first, constants hoisted, no U64(0) per call
+        if type(reg) is not Reg:
+            if isinstance(reg, Sym) and reg.name == "_":
+                return
+            if not isinstance(reg, Reg):
+                raise Unsupported.at(ins, f"destination {reg} is not a register")
         name = reg.name
-        w = f.widths.get(name)
+        info = f.info
+        w = info.widths.get(name)
         if w is None:
             raise Unsupported.at(ins, f"register {name} is not declared")
         if ext is not None:
@@ -375,12 +424,13 @@ class Machine:
                         sh = Shadow.undef(self.n, w, sh.nonexact())
                 else:
                     bits = bits & mask(tw)
-        bits = bits & mask(w) if w < 64 else bits
+        if w < 64:
+            bits = bits & mask(w)
         if f.contract:
             f.contract.pop(name, None)
-        if name in f.info.wg_regs:
+        if name in info.wg_regs:
             self.wg.on_write(self, f, name, act)
-        if act is self.all or act.all():
+        if act is self.all or count_nonzero(act) == act.size:  # act.all(), at a sixth of the cost
             f.regs[name] = bits
             if sh is None:
                 f.shadows.pop(name, None)
@@ -389,7 +439,8 @@ class Machine:
             return
         old = f.regs.get(name)
         if old is None:
-            f.regs[name] = np.where(act, bits, U64(0))
+            # np.where(act, bits, U64(0)); for uint64 bits, the product with the mask is the same
+            f.regs[name] = np.multiply(bits, act) if bits.dtype == _U64 else np.where(act, bits, U64(0))
             if sh is None:  # what merging into an all-UNDEF old shadow gives
                 f.shadows[name] = Shadow.undef(self.n, w, ~act)
                 return

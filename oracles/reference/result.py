@@ -13,7 +13,7 @@ import numpy as np
 from fuzzptx.data import element_bytes, numpy_dtype
 
 from . import formats as F
-from .values import EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, UNDEF
+from .values import EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, UNDEF, count_nonzero
 
 _FLOAT = {"f64", "f32", "tf32", "f16", "bf16", "e4m3", "e5m2"}
 
@@ -93,23 +93,42 @@ def output_from_region(buf, region, undefined: bool) -> OutputBuffer:
     """Element view of a buffer's final bytes and byte shadow."""
     eb = element_bytes(buf.type)
     n = buf.count
-    region.flush()
+    if not undefined:  # an undefined run's kinds are all UNDEF whatever the shadow says
+        region.flush()
     data = region.data[: n * eb].tobytes()
-    kind = np.zeros(n, np.uint8)
     lo = np.zeros(n)
     hi = np.zeros(n)
     flags = np.zeros(n, np.uint8)
     if undefined:
-        kind[:] = UNDEF
-    elif region.skind is not None:
-        k = region.skind[: n * eb].reshape(n, eb)
-        first = np.arange(n) * eb
-        all_set = (k == SET).all(axis=1) & (region.slw[first] == eb)
-        kind = np.where((k == EXACT).all(axis=1), EXACT, np.where(all_set, SET, UNDEF)).astype(np.uint8)
-        lo = np.where(kind == SET, region.slo[first], 0.0)
-        hi = np.where(kind == SET, region.shi[first], 0.0)
-        flags = np.where(kind == SET, region.sflags[first], 0).astype(np.uint8)
+        kind = np.full(n, UNDEF, np.uint8)
+    elif region.skind is None:
+        kind = np.zeros(n, np.uint8)
+    else:
+        kind = _element_kinds(region, n, eb)
+        if kind is None:
+            kind = np.zeros(n, np.uint8)
+        else:
+            is_set = kind == SET
+            if count_nonzero(is_set):
+                lo = np.where(is_set, region.slo[: n * eb: eb], 0.0)
+                hi = np.where(is_set, region.shi[: n * eb: eb], 0.0)
+                flags = np.where(is_set, region.sflags[: n * eb: eb], 0).astype(np.uint8)
     return OutputBuffer(buf.name, buf.type, data, kind, lo, hi, flags)
+
+
+_WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _element_kinds(region, n: int, eb: int) -> np.ndarray | None:
+    """Per element: EXACT where all its bytes are, SET where all are SET and its first byte's record
+    spans the element, else UNDEF; None where every byte is EXACT.  The bytes of an element are
+    compared as one word (EXACT is 0, SET 1 in every byte), not reduced along a short axis."""
+    k = region.skind[: n * eb]
+    if not count_nonzero(k):
+        return None
+    words = k.view(_WORD[eb])
+    all_set = (words == _WORD[eb](int.from_bytes(bytes([SET]) * eb, "little"))) & (region.slw[: n * eb: eb] == eb)
+    return np.where(words == EXACT, EXACT, np.where(all_set, SET, UNDEF)).astype(np.uint8)
 
 
 def _decode(type_: str, raw: bytes, n: int) -> np.ndarray:
