@@ -514,6 +514,13 @@ class SparedWorker:
             self._warm(self.spare)
         return result
 
+    def request_stop(self) -> None:
+        """Ask both workers to exit (one still starting is asked by ``close``)."""
+        for w in (self.active, self.spare):
+            t = self._starting.get(id(w))
+            if t is None or not t.is_alive():
+                w.request_stop()
+
     def close(self) -> None:
         for t in list(self._starting.values()):
             t.join(timeout=30)
@@ -800,6 +807,8 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
             gpu_q.put(None)
         for t in threads:
             t.join(timeout=gpu_timeout + 5)
+        for _, r in runners:  # every worker asked first: their exits overlap (~2 s of 16 workers' teardowns)
+            r.request_stop()
         for _, r in runners:
             r.close()
     stats = _stats(live, plan, gpus if use_gpu else [], len(done), meta, results)

@@ -123,6 +123,7 @@ class HardwareWorker:
         self.restarts = 0
         self._proc = None
         self._conn = None
+        self._stop_sent = False
         self._sent: dict[str, None] = {}  # cubin keys the worker holds (FIFO, CUBIN_CACHE long)
         self._next_id = 0
 
@@ -151,15 +152,24 @@ class HardwareWorker:
             raise HardwareUnavailable(str(payload))
         self._proc, self._conn, self.info = proc, parent, payload
         self._sent = {}
+        self._stop_sent = False
         return self.info
 
-    def close(self) -> None:
-        if self._proc is None:
+    def request_stop(self) -> None:
+        """Ask the worker to exit without waiting for it (``close`` waits): closing many workers
+        asks them all first, so their CUDA teardowns overlap instead of adding up."""
+        if self._proc is None or self._stop_sent:
             return
         try:
             self._conn.send(("stop",))
         except (OSError, BrokenPipeError):
             pass
+        self._stop_sent = True
+
+    def close(self) -> None:
+        if self._proc is None:
+            return
+        self.request_stop()
         self._proc.join(5)
         if self._proc.is_alive():
             self._proc.kill()
