@@ -203,7 +203,7 @@ def _apply_shadow(m, f, name: str, old_sh: Shadow | None, sh: Shadow | None, row
     if old_sh is None and sh is None:
         f.shadows.pop(name, None)
         return
-    if sh is not None and _same_lanes(old_sh, sh):
+    if sh is not None and (old_sh is None or (old_sh.lane_bits == sh.lane_bits and old_sh.lanes == sh.lanes)):
         full = old_sh.copy() if old_sh is not None else Shadow(
             sh.lane_bits, np.zeros((m.n, sh.lanes), np.uint8), np.zeros((m.n, sh.lanes)),
             np.zeros((m.n, sh.lanes)), np.zeros((m.n, sh.lanes), np.uint8))
@@ -222,64 +222,24 @@ def _apply_shadow(m, f, name: str, old_sh: Shadow | None, sh: Shadow | None, row
         f.shadows[name] = res
 
 
-def _same_lanes(old_sh: Shadow | None, sh: Shadow) -> bool:
-    return old_sh is None or (old_sh.lane_bits == sh.lane_bits and old_sh.lanes == sh.lanes)
-
-
-_SHADOW_DTYPES = (np.dtype(np.uint8), np.dtype(np.float64), np.dtype(np.float64), np.dtype(np.uint8))
-
-
-def _plain_shadow(sh: Shadow) -> bool:
-    return (sh.kind.dtype, sh.lo.dtype, sh.hi.dtype, sh.flags.dtype) == _SHADOW_DTYPES
-
-
 def _apply_stacked(m, f, p: Pending, rows: slice, gm: np.ndarray) -> bool:
-    """``_apply_one`` for every D register at once, when they are distinct and all written
-    before: the registers as rows of one array, and the shadows that copy an old shadow
-    (or zeros) and replace the warpgroup's rows stacked the same way; the rest (merges) one
-    by one, in the same order.  False (nothing done) where that does not hold."""
+    """``_apply_one`` for every D register, the register values as rows of one array (one
+    copy and one row assignment for all), when the registers are distinct and all written
+    before; shadows one register at a time, in the same order.  False (nothing done) else."""
     names = p.d_names
     if len(set(names)) != len(names):
         return False
     olds = [f.regs.get(n) for n in names]
-    if any(o is None or o.shape != (m.n,) for o in olds):
+    if any(o is None or o.shape != (m.n,) or o.dtype != np.uint64 for o in olds):
         return False
-    widths = [f.widths.get(n, 32) for n in names]
-    news = [Shadow.undef(WG, w) for w in widths] if p.poisoned else p.shadows
-    old_shs = [f.shadows.get(n) for n in names]
-    copy = [sh is not None and _same_lanes(o, sh) for o, sh in zip(old_shs, news)]
-    group = [i for i, c in enumerate(copy) if c]
-    if group:
-        first = news[group[0]]
-        shape = (first.lane_bits, first.lanes)
-        if any((news[i].lane_bits, news[i].lanes) != shape or not _plain_shadow(news[i])
-               or (old_shs[i] is not None and not _plain_shadow(old_shs[i])) for i in group):
-            return False
-    regs = np.array(olds, dtype=np.uint64)
+    regs = np.array(olds)
     regs[:, rows] = p.bits.T
-    stacked = _stack_shadows([old_shs[i] for i in group], [news[i] for i in group], m.n, rows) if group else None
-    j = 0
-    for i, name in enumerate(names):
-        f.regs[name] = regs[i]
-        if copy[i]:
-            f.shadows[name] = Shadow(news[i].lane_bits, *(a[j] for a in stacked))
-            j += 1
-        else:
-            _apply_shadow(m, f, name, old_shs[i], news[i], rows, gm, widths[i])
+    for i, (name, new) in enumerate(zip(names, regs)):
+        w = f.widths.get(name, 32)
+        old_sh = f.shadows.get(name)
+        f.regs[name] = new
+        _apply_shadow(m, f, name, old_sh, Shadow.undef(WG, w) if p.poisoned else p.shadows[i], rows, gm, w)
     return True
-
-
-def _stack_shadows(olds: list, news: list, n: int, rows: slice) -> tuple:
-    """(kind, lo, hi, flags) [r, n, lanes]: each old shadow's arrays (zeros for None) with the
-    warpgroup's rows replaced by the new shadow's."""
-    lanes = news[0].lanes
-    zeros = (np.zeros((n, lanes), np.uint8), np.zeros((n, lanes)), np.zeros((n, lanes)), np.zeros((n, lanes), np.uint8))
-    out = []
-    for k, fld in enumerate(("kind", "lo", "hi", "flags")):
-        arr = np.stack([zeros[k] if o is None else getattr(o, fld) for o in olds])
-        arr[:, rows] = np.stack([getattr(s, fld) for s in news])
-        out.append(arr)
-    return tuple(out)
 
 
 @dataclass
@@ -309,7 +269,7 @@ def _reg_matrix(m, f, st, names: list[str], rows: slice, w: int):
                 full = shadows.get(name)
                 sh = None if full is None else Shadow(full.lane_bits, full.kind[rows], full.lo[rows], full.hi[rows], full.flags[rows])
         shs.append(None if sh is None or sh.is_trivial() else sh)
-    bits = np.stack(cols, axis=1, dtype=np.uint64, casting="unsafe") if cols else np.zeros((WG, 0), np.uint64)
+    bits = np.ascontiguousarray(np.array(cols, dtype=np.uint64).T) if cols else np.zeros((WG, 0), np.uint64)
     return bits, shs
 
 

@@ -313,8 +313,26 @@ def _float_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.ndarr
     return _special_tail(dtype, value, err, eta, slack, pos_sum, neg_sum, pos_inf, neg_inf, nan_sure, nan_flush)
 
 
+def _zero_sums(av: np.ndarray, bv: np.ndarray) -> np.ndarray | None:
+    """A read-only +0 matrix [M, N] when A or B holds only zeros (often: unwritten shared memory),
+    else None.
+
+    Every product is then a signed zero, so every matrix product of them is a zero whose sign
+    depends on the BLAS's order; no result reads that sign: with C non-zero each sum plus C is
+    C, and with C zero the sums of magnitudes are zero, so the nominal value takes the
+    all-terms-negative-zero rule and the bound is eta (x·coef + eta and ±0 + eta are eta)."""
+    if av.any() and bv.any():
+        return None
+    z = np.zeros((av.shape[0], bv.shape[1]))
+    z.flags.writeable = False
+    return z
+
+
 def _finite_ab(av: np.ndarray, bv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The C-independent sums of ``_finite_result``: positive and negative products, and A·B."""
+    z = _zero_sums(av, bv)
+    if z is not None:
+        return z, z, z
     ap, an = np.maximum(av, 0), np.minimum(av, 0)
     bp, bn = np.maximum(bv, 0), np.minimum(bv, 0)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -540,7 +558,11 @@ def _special_ab(atype: str, btype: str, av: np.ndarray, bv: np.ndarray, sums_cac
 
 def _special_sums(a0: np.ndarray, b0: np.ndarray, a_sub: np.ndarray | None, b_sub: np.ndarray | None) -> tuple:
     """``_special_ab``'s sums of finite products: |a||b|, positive, negative, flushable (None:
-    no subnormal factor, all zero), and A·B, from the inputs with non-finite entries zeroed."""
+    no subnormal factor, all zero), and A·B, from the inputs with non-finite entries zeroed.
+    All zero when a side is (``_zero_sums``: their signs reach no result)."""
+    z = _zero_sums(a0, b0)
+    if z is not None:
+        return z, z, z, None, z
     ap, an = np.maximum(a0, 0), np.minimum(a0, 0)
     bp, bn = np.maximum(b0, 0), np.minimum(b0, 0)
     aa, ba = np.abs(a0), np.abs(b0)
