@@ -163,3 +163,16 @@ ret;
     body = [i for i in fn.instructions() if i.loc and i.loc.line > HEAD.count("\n")]
     got = [mem_ops.access_of(i) is not None for i in body[:-1]]
     assert got == [False, False, False, False, False, True, True]
+
+
+def test_stores_gathered_to_the_end_keep_undefined_elements_and_the_last_write():
+    """Stores to a region no load of the run reads are written together: undefined sources
+    (never-written registers) leave their shadow records; two stores to one address fall back
+    to one-by-one writes, so the later store's value stays."""
+    body = ("ld.global.b32 %r5, [%rd1]; st.global.b32 [%rd2], %r5; st.global.b32 [%rd2+256], %r30;"
+            "ld.global.b32 %r6, [%rd1+4]; st.global.b32 [%rd2+512], %r6;")
+    w, a, taken = both(body)
+    assert w == a and w[0] == "ok" and taken == [(5, True)]
+    dup = "ld.global.b32 %r5, [%rd1]; st.global.b32 [%rd2], %r5; st.global.b32 [%rd2], %r0; st.global.b32 [%rd2+4], 9;"
+    w, a, taken = both(dup, block=32)
+    assert w == a and w[0] == "ok" and taken == [(4, True)]

@@ -11,12 +11,13 @@ from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, Sym, Vec
 from .errors import BadAddress, Undefined, Unsupported
 from .ops import _types
 from .memory import _positions as _positions_of
-from .values import TYPES, U64, Shadow, mask
+from .values import TYPES, U64, Shadow, lanes_of, mask
 
 SPACES = {"global": "global", "shared": "shared", "shared::cta": "shared", "param": "param",
           "param::entry": "param", "param::func": "param", "const": "global", "local": "local",
           "shared::cluster": "shared"}
 _VIEW = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_SHIFT = {1: 0, 2: 1, 4: 2, 8: 3}
 
 
 def _space(ins) -> str:
@@ -312,19 +313,73 @@ def mem_runs(accesses: list[Access]) -> list:
 def exec_mem_run(m, f, run: MemRun, act: np.ndarray) -> bool:
     """Run ``run`` as its instructions would run one by one; False (nothing done) where an
     address is undefined, out of bounds, misaligned, read-only or spans buffers: the caller
-    then runs the instructions alone, and the failing one says what is wrong."""
+    then runs the instructions alone, and the failing one says what is wrong.
+
+    Stores to a region that no load of the run reads, all of one size, are gathered and
+    written together at the end (``_store_together``): nothing in the run can see them
+    earlier, and a register's array is replaced, never changed in place, so each store keeps
+    the value its source held at its place in the run."""
     plans = _plan(m, f, run, act)
     if plans is None:
         return False
     m.cur_act = act
     idx, n = m.active_idx(act), m.n
+    later = _deferrable(run, plans)
+    deferred: dict[int, list] = {}
     for a, groups in zip(run.accesses, plans):
         if a.load:
             outs, shs = _load(m, idx, groups, a.eb, 1, [None] if idx.size == n else [np.zeros(n, np.uint64)])
             _write_dests(m, f, a.ins, [a.reg], outs, shs, act, a.t)
+        elif id(groups[0][0]) in later:
+            deferred.setdefault(id(groups[0][0]), []).append((a, groups, m.read(f, a.reg, a.t, a.ins)))
         else:
             _store(m, a.ins, idx, groups, a.eb, [m.read(f, a.reg, a.t, a.ins)])
+    for stores in deferred.values():
+        _store_together(m, idx, stores)
     return True
+
+
+def _deferrable(run: MemRun, plans: list) -> set[int]:
+    """Regions (ids) the run stores to, never loads from, with one element size."""
+    loaded = {id(g[0][0]) for a, g in zip(run.accesses, plans) if a.load}
+    sizes: dict[int, set[int]] = {}
+    for a, g in zip(run.accesses, plans):
+        if not a.load and id(g[0][0]) not in loaded:
+            sizes.setdefault(id(g[0][0]), set()).add(a.eb)
+    return {r for r, s in sizes.items() if len(s) == 1}
+
+
+def _store_together(m, idx: np.ndarray, stores: list) -> None:
+    """The gathered stores to one region as one write when no two elements share a byte (else
+    one by one, in order).  Value sets and undefined elements go as one shadow record per lane
+    shape, each the concatenation of the records the stores alone would leave: every byte is
+    in one record, so the records' order does not matter."""
+    offs = [g[0][2] for _, g, _ in stores]
+    o = np.concatenate(offs) if len(offs) > 1 else offs[0]
+    region, eb = stores[0][1][0][0], stores[0][0].eb
+    if np.bincount(o >> _SHIFT[eb]).max() > 1:  # aligned elements: one count per element slot
+        for a, groups, val in stores:
+            _store(m, a.ins, idx, groups, a.eb, [val])
+        return
+    full = idx.size == m.n
+    bits = np.concatenate([b if full else b[idx] for _, _, (b, _) in stores])
+    writers = None
+    if region.dirty is not None:
+        writers = np.tile(m.tid32 if full else m.tid32[idx], len(stores))
+    region.write(o, eb, [(bits, None)], writers=writers)
+    records: dict[tuple[int, int], tuple[list, list]] = {}
+    for off, (_, _, (_, sh)) in zip(offs, stores):
+        if sh is not None and not full:
+            sh = _take(sh, idx)
+        if sh is None:
+            continue
+        rec = lanes_of(sh, off.size, eb * 8, max(8, min(sh.lane_bits, eb * 8)))
+        group = records.setdefault((rec.lane_bits, rec.lanes), ([], []))
+        group[0].append(off)
+        group[1].append(rec)
+    for (lane_bits, _), (where, recs) in records.items():
+        region.add_record(np.concatenate(where), eb, Shadow(lane_bits, *(np.concatenate([getattr(r, a) for r in recs])
+                                                                        for a in ("kind", "lo", "hi", "flags"))))
 
 
 def _plan(m, f, run: MemRun, act: np.ndarray) -> list | None:

@@ -116,6 +116,11 @@ class Region:
                 self.sflags[start] = np.concatenate([r[2].flags for r in run])
             i = j
 
+    def add_record(self, off: np.ndarray, eb: int, sh: Shadow) -> None:
+        """The shadow record a store of shadowed ``eb``-byte elements at ``off`` leaves (``write``
+        with values that carry ``sh``, already on ``write``'s lanes), applied at the next flush."""
+        self.pending.append((off, eb, sh))
+
     def _read_shadow(self, o: np.ndarray, eb: int, n: int) -> Shadow | None:
         self.flush()
         if self.skind is None:
