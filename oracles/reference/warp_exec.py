@@ -659,6 +659,7 @@ def h_wgmma_sp(m, f, ins, act):
     from dataclasses import replace as _replace
 
     from . import layouts as L
+    from . import observed
     from . import wgmma_exec as WX
     from .descriptors import MatrixDescriptor
     from .wgmma_math import wgmma_dense
@@ -735,7 +736,17 @@ def h_wgmma_sp(m, f, ins, act):
         a32 = dense.astype(np.uint32)
         spec_res = lambda c_: _wgmma_sp_spec(form, a32, b_tile, c_, bool(scale_d), sa, sb, keep)  # noqa: E731
         hw = m.mode == "hardware" and form.dtype != "s32"
-        if hw:  # the H100's one result (docs/numerics.md: proved for sparse wgmma)
+        cols = None
+        if not (scale_d and (CK == SET).any()):  # a value-set C widens over the whole tile below
+            obs = observed.observed_d(f.info, ins)
+            cols = None if obs is None else observed.columns(acc, d_names, obs)
+        if cols is not None:  # only the columns of D anything reads (observed.py)
+            narrow = _replace(form, shape=_replace(shape, n=int(cols.size)))
+            bn, cn = b_tile[:, cols], c_tile[:, cols]
+            part = (wgmma_dense(narrow, a32, bn, cn, bool(scale_d), sa, sb, mode="hardware", keep=keep) if hw
+                    else _wgmma_sp_spec(narrow, a32, bn, cn, bool(scale_d), sa, sb, keep))
+            res = observed.embed(part, cols, N)
+        elif hw:  # the H100's one result (docs/numerics.md: proved for sparse wgmma)
             res = wgmma_dense(form, a32, b_tile, c_tile, bool(scale_d), sa, sb, mode="hardware", keep=keep)
         else:
             res = spec_res(c_tile)

@@ -23,6 +23,7 @@ from fuzzptx import isa
 from fuzzptx.ptx.ir import Imm, Vec
 
 from . import layouts as L
+from . import observed
 from .descriptors import MatrixDescriptor
 from .errors import BadAddress, Undefined, Unsupported
 from .values import EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, UNDEF, U64, Shadow, lanes_of, merge
@@ -544,7 +545,8 @@ def _mma(m, f, ins, act, groups):
                 flags = np.where(cset, flags, 0).astype(np.uint8)
         else:
             # hardware mode: the H100's one result (docs/numerics.md), exact by construction
-            res = wgmma_dense(form, a_tile, b_tile, c_tile, bool(scale_d), sa, sb, mode=m.mode)
+            res = observed.dense_observed(f.info, ins, acc, d_names, form, a_tile, b_tile, c_tile, bool(scale_d),
+                                          sa, sb, m.mode)  # only the columns of D anything reads
             kind = np.full((M, N), EXACT if _is_int(res) or m.mode == "hardware" else SET, np.uint8)
             lo, hi = res.lo, res.hi
             flags = ((res.may_nan * MAY_NAN) | (res.may_pos_inf * MAY_POS_INF) | (res.may_neg_inf * MAY_NEG_INF)).astype(np.uint8)
