@@ -118,10 +118,12 @@ def run_program(program):
     orig_w, orig_m = W.wgmma_dense, MM.mma_dense
     modelled = 0
 
-    def wgmma_dense(form, a, b, c, scale_d=True, scale_a=1, scale_b=1, mode="spec", accum_precision=None, keep=None):
+    def wgmma_dense(form, a, b, c, scale_d=True, scale_a=1, scale_b=1, mode="spec", accum_precision=None, keep=None,
+                    **kw):  # kw: the reference's own options (sums_cache), passed through
         nonlocal modelled
         if mode != "hardware" or keep is not None or not _wgmma_modelled(form):
-            return orig_w(form, a, b, c, scale_d, scale_a, scale_b, mode=mode, accum_precision=accum_precision, keep=keep)
+            return orig_w(form, a, b, c, scale_d, scale_a, scale_b, mode=mode, accum_precision=accum_precision, keep=keep,
+                          **kw)
         modelled += 1
         bits = wgmma(form.atype, form.btype, form.dtype, np.asarray(a), np.asarray(b), np.asarray(c), bool(scale_d),
                      scale_a, scale_b, k_step=form.shape.k)

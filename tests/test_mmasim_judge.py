@@ -47,3 +47,18 @@ def test_mmasim_judge_agrees_with_the_hardware_mode_on_a_dense_wgmma():
     assert modelled == 1
     ref = run_program(p, mode="hardware")
     assert all(res.bytes(b) == ref.bytes(b) for b in ref.outputs)
+
+
+def test_the_judges_wrapper_passes_the_references_own_options_through():
+    """MMA-Sim's judge swaps ``wgmma_math.wgmma_dense`` for a wrapper; the reference calls it with
+    options of its own (``sums_cache`` from an integer sparse wgmma, which takes the spec path even
+    in hardware mode).  The wrapper once refused them: a TypeError for every such program."""
+    from fuzzptx import isa
+    from fuzzptx.kernels import minimal_kernel
+    from fuzzptx.program import Buffer, Launch, Program
+
+    form = isa.by_key("wgmma.mma_async.sp.sync.aligned.m64n8k64.s32.s8.s8|a=desc")
+    p = Program(minimal_kernel(form), Launch("k", (1, 1, 1), (128, 1, 1)),
+                (Buffer("out", "b32", 1024, "random", 1, output=True),))
+    res, _ = mmasim_judge.run_program(p)
+    assert res.bytes("out") == run_program(p, mode="hardware").bytes("out")

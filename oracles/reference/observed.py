@@ -33,12 +33,16 @@ def observed_d(info, ins: Instr) -> frozenset[str] | None:
 
 
 def columns(layout, d_names: list[str], observed: frozenset[str]) -> np.ndarray | None:
-    """The tile columns holding the observed registers' elements (sorted), or None where
-    that is more than half the tile (no saving worth a second code path)."""
+    """The tile columns holding the observed registers' elements, padded with the next
+    columns to a multiple of 8 (a shape wgmma has: MMA-Sim's judge models the narrow product
+    too), sorted; None where that is more than half the tile (no saving worth it)."""
     per = layout.elements_per_register
     regs = [r for r, name in enumerate(d_names) if name in observed]
     slots = [r * per + e for r in regs for e in range(per)]
     cols = np.unique(layout.col[:, slots]) if slots else np.zeros(0, np.int64)
+    if cols.size % 8 or not cols.size:  # a real wgmma width (multiple of 8), as other models of it expect
+        rest = np.setdiff1d(np.arange(layout.cols), cols)
+        cols = np.sort(np.concatenate([cols, rest[: 8 - cols.size % 8]]))
     return cols if 2 * cols.size <= layout.cols else None
 
 
