@@ -18,6 +18,7 @@ The rule is deliberately narrow, so that "not observed" is certain:
 from __future__ import annotations
 
 import bisect
+import functools
 
 import numpy as np
 
@@ -36,14 +37,21 @@ def columns(layout, d_names: list[str], observed: frozenset[str]) -> np.ndarray 
     """The tile columns holding the observed registers' elements, padded with the next
     columns to a multiple of 8 (a shape wgmma has: MMA-Sim's judge models the narrow product
     too), sorted; None where that is more than half the tile (no saving worth it)."""
+    return _columns(layout, tuple(r for r, name in enumerate(d_names) if name in observed))
+
+
+@functools.lru_cache(maxsize=4096)
+def _columns(layout, regs: tuple[int, ...]) -> np.ndarray | None:
     per = layout.elements_per_register
-    regs = [r for r, name in enumerate(d_names) if name in observed]
     slots = [r * per + e for r in regs for e in range(per)]
     cols = np.unique(layout.col[:, slots]) if slots else np.zeros(0, np.int64)
     if cols.size % 8 or not cols.size:  # a real wgmma width (multiple of 8), as other models of it expect
         rest = np.setdiff1d(np.arange(layout.cols), cols)
         cols = np.sort(np.concatenate([cols, rest[: 8 - cols.size % 8]]))
-    return cols if 2 * cols.size <= layout.cols else None
+    if 2 * cols.size > layout.cols:
+        return None
+    cols.flags.writeable = False  # shared by every call with these registers
+    return cols
 
 
 def _observed_table(blocks) -> dict[int, frozenset[str]]:
@@ -80,59 +88,51 @@ def _observed_table(blocks) -> dict[int, frozenset[str]]:
 
 
 def _events(instrs, wanted: set[str]) -> dict[str, tuple[list[int], list[bool]]]:
-    """Register of ``wanted`` -> (positions of the instructions naming it, whether each kills it)."""
+    """Register of ``wanted`` -> (positions of the instructions naming it, whether each kills it).
+    One walk over the block, inlined: it runs once per program and function with a wgmma."""
     ev: dict[str, tuple[list[int], list[bool]]] = {}
     for k, ins in enumerate(instrs):
-        kill = _mov_imm_dest(ins)
-        if kill is not None:  # half of a sweep's instructions: one name, no walk
-            if kill in wanted:
-                e = ev.get(kill)
+        ops = ins.operands
+        if (ins.base == "mov" and ins.guard is None and len(ops) == 2 and type(ops[1]) is Imm
+                and type(ops[0]) is Reg and "|" not in ops[0].name):  # half of a sweep: one name, a kill
+            name = ops[0].name
+            if name in wanted:
+                e = ev.get(name)
                 if e is None:
-                    e = ev[kill] = ([], [])
+                    e = ev[name] = ([], [])
                 e[0].append(k)
                 e[1].append(True)
             continue
         for name in _names(ins):
-            if name not in wanted:
-                continue
-            e = ev.get(name)
-            if e is None:
-                e = ev[name] = ([], [])
-            if e[0] and e[0][-1] == k:
-                continue
-            e[0].append(k)
-            e[1].append(name == kill)
+            if name in wanted:
+                e = ev.get(name)
+                if e is None:
+                    e = ev[name] = ([], [])
+                if not e[0] or e[0][-1] != k:
+                    e[0].append(k)
+                    e[1].append(False)
     return ev
 
 
-def _mov_imm_dest(ins: Instr) -> str | None:
-    ops = ins.operands
-    if ins.base == "mov" and ins.guard is None and len(ops) == 2 and type(ops[0]) is Reg and type(ops[1]) is Imm \
-            and "|" not in ops[0].name:
-        return ops[0].name
-    return None
-
-
-def _names(ins: Instr):
-    if ins.guard is not None:
-        yield ins.guard.reg.name
+def _names(ins: Instr) -> list[str]:
+    """Every register name an instruction mentions (guard, operands, address bases, call args)."""
+    out: list[str] = [] if ins.guard is None else [ins.guard.reg.name]
     for op in ins.operands:
         t = type(op)
         if t is Reg:
-            yield from op.name.split("|")
+            out.extend(op.name.split("|"))
         elif t is Vec:
             for x in op.items:
                 if type(x) is Reg:
-                    yield from x.name.split("|")
+                    out.extend(x.name.split("|"))
         elif t is Addr:
             if type(op.base) is Reg:
-                yield op.base.name
+                out.append(op.base.name)
         elif hasattr(op, "reg"):
-            yield op.reg.name
+            out.append(op.reg.name)
         elif hasattr(op, "items"):  # call arguments
-            for x in op.items:
-                if type(x) is Reg:
-                    yield x.name
+            out.extend(x.name for x in op.items if type(x) is Reg)
+    return out
 
 
 def _is_wait0(ins: Instr) -> bool:
