@@ -56,6 +56,9 @@ def _stem(rtype: str) -> str:
     return _STEMS.get(rtype, "%" + rtype.lstrip(".").replace("x", "v"))
 
 
+_IR_OPERANDS = frozenset((Reg, Imm, Addr, Vec, Sym))  # taken as they are (most operands: no conversion)
+
+
 def _operand(x: Operand | int | float | str) -> Operand:
     """Accept IR operands, Python numbers (immediates) and names (``%r`` register, else symbol)."""
     if isinstance(x, (int, float)):
@@ -119,7 +122,7 @@ class KernelBuilder:
         """Append one instruction; a bare ``Reg`` guard means ``@reg``."""
         if isinstance(guard, Reg):
             guard = Guard(guard)
-        self._body.append(Instr(opcode, tuple(_operand(o) for o in operands), guard))
+        self._body.append(Instr(opcode, tuple([o if type(o) in _IR_OPERANDS else _operand(o) for o in operands]), guard))
 
     def directive(self, text: str) -> None:
         """Append a directive kept as text (``.pragma "nounroll";``, ``.loc ...``)."""
