@@ -334,6 +334,69 @@ class SmemLayout:
         return self.bit_offset(mn, k) % 8
 
 
+def tile_byte_offsets(major: str, swizzle: str, element_bits: int, lbo: int, sbo: int, mn_extent: int,
+                      k_extent: int) -> tuple[np.ndarray, np.ndarray]:
+    """``divmod(SmemLayout(major, swizzle, element_bits, lbo, sbo).bit_offset(*tile_coords(mn, k)), 8)``:
+    (unswizzled byte offset, bit in byte) of every element of a tile.
+
+    ``bit_offset`` is ``core + i_lead * lead_step + i_other * other_step`` (bytes) plus the
+    bit in the byte, where only the steps (LBO/SBO) vary between programs: the rest is cached
+    per shape (``_offset_terms``), leaving two multiply-adds per tile.  Same integers, and the
+    same ValueError for a K-major swizzled tile wider than its atom row."""
+    core, i_lead, i_other, sub = _offset_terms(major, swizzle, element_bits, mn_extent, k_extent)
+    W = ROW_BYTES[swizzle]
+    if major == "K" and swizzle != "none" and mn_extent > 0 and k_extent > 0 and (k_extent - 1) * element_bits // 8 >= W:
+        raise ValueError(f"K-major {swizzle} tile holds at most {W} bytes of K")
+    if swizzle == "none":
+        lead_step, other_step = (lbo, sbo) if major == "K" else (sbo, lbo)
+    else:
+        lead_step, other_step = (0, sbo) if major == "K" else (lbo, sbo)
+    off = i_lead * np.int64(lead_step)
+    off += core
+    off += i_other * np.int64(other_step)
+    return off, sub
+
+
+_TERMS: dict = {}
+
+
+def _offset_terms(major: str, swizzle: str, element_bits: int, mn_extent: int, k_extent: int) -> tuple:
+    """The LBO/SBO-free terms of ``SmemLayout.bit_offset`` on a tile (read-only views): core
+    bytes, the lead and other step counts, and the bit in the byte.  Each is a function of
+    the element's (mn, k) alone, so one table per (major, swizzle, width), grown to the
+    largest tile asked for, serves every tile as its top-left corner."""
+    key = (major, swizzle, element_bits)
+    hit = _TERMS.get(key)
+    if hit is None or mn_extent > hit[0] or k_extent > hit[1]:
+        old = hit[:2] if hit else (0, 0)
+        caps = (_pow2_at_least(max(mn_extent, old[0], 64)), _pow2_at_least(max(k_extent, old[1], 32)))
+        hit = _TERMS[key] = caps + (_offset_table(major, swizzle, element_bits, *caps),)
+    return tuple(arr[:mn_extent, :k_extent] for arr in hit[2])
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
+def _offset_table(major: str, swizzle: str, element_bits: int, mn_extent: int, k_extent: int) -> tuple:
+    """``_offset_terms`` of one tile: ``SmemLayout.bit_offset``'s arithmetic without the steps."""
+    mn, k = tile_coords(mn_extent, k_extent)
+    mn = np.asarray(mn, dtype=np.int64)
+    k = np.asarray(k, dtype=np.int64)
+    W, eb = ROW_BYTES[swizzle], element_bits
+    lead = (k if major == "K" else mn) * eb
+    other = mn if major == "K" else k
+    byte_in_row, sub = lead // 8, lead % 8
+    if swizzle == "none":
+        core, i_lead = (other % 8) * 16 + byte_in_row % 16, byte_in_row // 16
+    else:
+        core, i_lead = (other % 8) * W + byte_in_row % W, byte_in_row // W
+    out = (core, i_lead, other // 8, sub)
+    for arr in out:
+        arr.flags.writeable = False
+    return out
+
+
 def smem_address(major: str, swizzle: str, mn: np.ndarray, k: np.ndarray, element_bits: int,
                  lbo: int, sbo: int, start: int = 0, base_offset: int = 0) -> np.ndarray:
     """Byte address of element (mn, k) of a canonical layout (``SmemLayout`` as one call)."""

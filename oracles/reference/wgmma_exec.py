@@ -254,6 +254,7 @@ def _reg_matrix(m, f, st, names: list[str], rows: slice, w: int):
     cols: list[np.ndarray] = []
     shs: list[Shadow | None] = []
     inflight, regs, shadows = st.inflight, f.regs, f.shadows
+    whole = m.n == WG and rows == slice(0, WG)
     for name in names:
         p = inflight.get(name)
         j = None if p is None else p.d_index().get(name)
@@ -268,7 +269,10 @@ def _reg_matrix(m, f, st, names: list[str], rows: slice, w: int):
             else:
                 cols.append(v[rows])
                 full = shadows.get(name)
-                sh = None if full is None else Shadow(full.lane_bits, full.kind[rows], full.lo[rows], full.hi[rows], full.flags[rows])
+                if full is None or whole:
+                    sh = full  # read only here: the register's own shadow when it is exactly these rows
+                else:
+                    sh = Shadow(full.lane_bits, full.kind[rows], full.lo[rows], full.hi[rows], full.flags[rows])
         shs.append(None if sh is None or sh.is_trivial() else sh)
     bits = np.ascontiguousarray(np.array(cols, dtype=np.uint64).T) if cols else np.zeros((WG, 0), np.uint64)
     return bits, shs
@@ -316,11 +320,11 @@ def _c_matrix(m, f, st, d_names, rows, acc, M, N):
 
 def _slot_info(shs: list[Shadow | None], ebits: int, per: int):
     """Shadow per element slot [128, nregs*per]: kind, lo, hi, flags."""
-    nregs = len(shs)
     if all(sh is None or (sh.lane_bits == ebits and sh.lanes == per) for sh in shs):
-        # every shadow already on element lanes: stack them (what the loop below copies slot by slot)
+        # every shadow already on element lanes: their [128, per] blocks side by side (what the loop
+        # below copies slot by slot; np.concatenate, as np.stack costs ~1 us per array)
         z8, zf = np.zeros((WG, per), np.uint8), np.zeros((WG, per))
-        return tuple(np.stack([zero if sh is None else getattr(sh, fld) for sh in shs], axis=1).reshape(WG, nregs * per)
+        return tuple(np.concatenate([zero if sh is None else getattr(sh, fld) for sh in shs], axis=1)
                      for fld, zero in (("kind", z8), ("lo", zf), ("hi", zf), ("flags", z8)))
     return _slot_info_loop(shs, ebits, per)
 
@@ -372,20 +376,12 @@ def _uniform(m, f, reg, rows, ins, what: str):
     return int(vals[0])
 
 
-@functools.lru_cache(maxsize=256)
 def _tile_offsets(major: str, swizzle: str, element_bits: int, lbo: int, sbo: int, mn_ext: int, k_ext: int):
-    """(unswizzled byte offset from the start, bit in byte or None) of a tile's elements, read-only:
-    ``SmemLayout.bit_offset`` does not depend on the start address or the base offset, which
-    differ from program to program, so this is cached apart from them."""
-    mn, k = L.tile_coords(mn_ext, k_ext)
-    off = L.SmemLayout(major, swizzle, element_bits, lbo, sbo).bit_offset(mn, k)
-    byte = off // 8
-    byte.flags.writeable = False
-    bit = None
-    if element_bits < 8:
-        bit = (off % 8).astype(np.uint64)
-        bit.flags.writeable = False
-    return byte, bit
+    """(unswizzled byte offset from the start, bit in byte or None) of a tile's elements:
+    ``SmemLayout.bit_offset`` does not depend on the start address or the base offset, and
+    ``L.tile_byte_offsets`` caches all of it but the LBO/SBO multiply-adds."""
+    byte, sub = L.tile_byte_offsets(major, swizzle, element_bits, lbo, sbo, mn_ext, k_ext)
+    return byte, (sub.astype(np.uint64) if element_bits < 8 else None)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -433,29 +429,38 @@ def _smem_tile(m, ins, layout: L.SmemLayout, mn_ext: int, k_ext: int) -> _Tile:
         bad = int(addr[(addr < 0) | (addr + nbytes > size)].ravel()[0])
         raise BadAddress.at(ins, f"wgmma operand tile reaches shared offset {bad:#x}, outside the {size} bytes of shared memory")
     skind = region.skind if region.skind is not None and region.skind.any() else None  # EXACT is 0
-    written = region.dirty if region.dirty is not None and (region.dirty >= 0).any() else None
-    bad = np.zeros(addr.shape, bool)
-    dirty = np.zeros(addr.shape, bool)
-    if nbytes in (2, 4) and not (addr & (nbytes - 1)).any():  # aligned elements: one gather each
+    # -1: not written by the generic proxy (a maximum instead of a [size] comparison)
+    written = region.dirty if region.dirty is not None and region.dirty.size and region.dirty.max() >= 0 else None
+    bad = dirty = None
+    if nbytes == 1:  # one byte per element: one take each
+        val = region.data.take(addr)
+        if skind is not None:
+            bad = skind.take(addr) != EXACT
+        if written is not None:
+            dirty = written.take(addr) >= 0
+        if eb < 8:
+            val = (val.astype(np.uint64) >> bit) & U64((1 << eb) - 1)
+    elif nbytes in (2, 4) and not (addr & (nbytes - 1)).any():  # aligned elements: one gather each
         idx = addr >> (nbytes.bit_length() - 1)
-        val = region.view(nbytes)[idx].astype(np.uint64)
+        val = region.view(nbytes).take(idx)
         if skind is not None:  # an element with any byte not exact is a non-zero word of the kinds
-            bad = skind.view(region.view(nbytes).dtype)[idx] != 0
+            bad = skind.view(region.view(nbytes).dtype).take(idx) != 0
         if written is not None:
             dirty = (written[addr[..., None] + np.arange(nbytes)] >= 0).any(axis=-1)
     else:
         val = np.zeros(addr.shape, np.uint64)
+        bad = np.zeros(addr.shape, bool) if skind is not None else None
+        dirty = np.zeros(addr.shape, bool) if written is not None else None
         for i in range(nbytes):
             val |= region.data[addr + i].astype(np.uint64) << U64(8 * i)
             if skind is not None:
                 bad |= skind[addr + i] != EXACT
             if written is not None:
                 dirty |= written[addr + i] >= 0
-    if eb < 8:
-        val = (val >> bit) & U64((1 << eb) - 1)
-    if dirty.any():
+    if dirty is not None and dirty.any():
         m.note("wgmma reads shared memory written by the generic proxy with no fence.proxy.async since (undefined)")
-    return _Tile(val.astype(np.uint32), bad | dirty)
+    flags = bad if dirty is None else (dirty if bad is None else bad | dirty)
+    return _Tile(val.astype(np.uint32), np.zeros(addr.shape, bool) if flags is None else flags)
 
 
 def _mma(m, f, ins, act, groups):

@@ -42,6 +42,7 @@ over K, wrapped.  imm-scale-a/b negate A/B (floats only).
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -214,8 +215,37 @@ def _round_down_f16(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def _encode_decode_f16(x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``_encode_decode("f16", x)`` from float64 bits, for x with every |x| < 65520 (else None:
+    overflow, Inf and NaN take numpy's cast).  numpy's float64 -> float16 cast is per-element
+    software; this is the same round to nearest even: the magnitude's 52 fraction bits rounded
+    to 10 (a carry moves into the exponent), rebiased; below the smallest normal the quantum
+    is 2^-24, so rint(|x|·2^24) are the bits and that times 2^-24 the value."""
+    a = np.abs(x)
+    if not (a < 65520.0).all():
+        return None
+    u = a.view(np.uint64)
+    r = (u >> np.uint64(42)) & np.uint64(1)
+    r += u
+    r += np.uint64((1 << 41) - 1)
+    r >>= np.uint64(42)  # f64 exponent and 10 fraction bits, rounded
+    val = (r << np.uint64(42)).view(np.float64)
+    r -= np.uint64((1023 - 15) << 10)  # rebias: f16 magnitude bits (normal range)
+    tiny = a < 2.0 ** -14
+    if tiny.any():
+        q = np.rint(a[tiny] * 2.0 ** 24)
+        r[tiny] = q.astype(np.uint64)
+        val[tiny] = q * 2.0 ** -24
+    r |= np.signbit(x).astype(np.uint64) << np.uint64(15)
+    return r.astype(np.uint32), np.copysign(val, x)
+
+
 def _encode_decode(dtype: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(encode_acc(dtype, x), F.decode(dtype, that))`` from one cast."""
+    if dtype == "f16":
+        fast = _encode_decode_f16(x)
+        if fast is not None:
+            return fast
     t = _ACC_NP.get(dtype)
     if t is None:
         bits = encode_acc(dtype, x)
@@ -225,7 +255,7 @@ def _encode_decode(dtype: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     raw = r.view(t[1])
     nan = np.isnan(r)  # a cast gives NaN exactly where x is NaN
     if nan.any():
-        raw = np.where(nan, t[1](F.CANONICAL_NAN[dtype]), raw)
+        raw[nan] = F.CANONICAL_NAN[dtype]  # raw views r, a fresh array
         r = raw.view(t[0])
     return (raw if raw.dtype == np.uint32 else raw.astype(np.uint32)), r.astype(np.float64)
 
@@ -234,10 +264,30 @@ def _decode_input(type_: str, bits: np.ndarray, scale: int) -> np.ndarray:
     """``F.decode(type_, bits) * scale``.  Times 1 is skipped: it can change only a NaN's payload
     (quieting a signalling one), and every path reads NaN inputs through isnan/isfinite alone."""
     with np.errstate(invalid="ignore", over="ignore"):
-        v = F.decode(type_, bits)
+        v = _decode(type_, bits)
         if scale != 1:
             v *= float(scale)
     return v
+
+
+_LUT: dict = {}
+
+
+def _decode(type_: str, bits: np.ndarray) -> np.ndarray:
+    """``F.decode(type_, bits)``; 8- and 16-bit float formats from a table of every pattern's
+    ``F.decode`` (one take instead of ml_dtypes' or numpy's per-element software casts)."""
+    arr = np.asarray(bits)
+    fmt = F.FLOATS.get(type_)
+    if fmt is None or fmt.storage_bits > 16 or arr.dtype.kind != "u" or arr.ndim == 0:
+        return F.decode(type_, bits)
+    lut = _LUT.get(type_)
+    if lut is None:
+        with np.errstate(invalid="ignore"):
+            lut = _LUT[type_] = F.decode(type_, np.arange(1 << fmt.storage_bits, dtype=np.uint32))
+        lut.flags.writeable = False
+    if arr.dtype.itemsize * 8 > fmt.storage_bits:
+        arr = arr & arr.dtype.type((1 << fmt.storage_bits) - 1)
+    return lut.take(arr)
 
 
 @functools.lru_cache(maxsize=None)
@@ -278,9 +328,9 @@ def _float_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.ndarr
         ab_plain = _plain(atype, av) and _plain(btype, bv)
         if shared is not None:
             shared.update(av=av, bv=bv, ab_plain=ab_plain)
-    cv = F.decode(dtype, c) if scale_d else np.zeros((M, bv.shape[1]))
+    cv = _decode(dtype, c) if scale_d else np.zeros((M, bv.shape[1]))
     if ab_plain and np.isfinite(cv).all():
-        fast = _finite_result(dtype, av, bv, cv, scale_d, precision, shared, sums_cache)
+        fast = _finite_result(dtype, av, bv, cv, scale_d, precision, shared, sums_cache, (atype, btype))
         if fast is not None:
             return fast
     if "f64" not in (atype, btype):  # exact float64 products: no [M,K,N] tensor needed
@@ -328,11 +378,17 @@ def _zero_sums(av: np.ndarray, bv: np.ndarray) -> np.ndarray | None:
     return z
 
 
-def _finite_ab(av: np.ndarray, bv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The C-independent sums of ``_finite_result``: positive and negative products, and A·B."""
+def _finite_ab(av: np.ndarray, bv: np.ndarray, types: tuple[str, str] | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The C-independent sums of ``_finite_result``: positive and negative products, and A·B
+    (``types``: the input formats, for ``_exact_sums``)."""
     z = _zero_sums(av, bv)
     if z is not None:
         return z, z, z
+    if types is not None and _exact_sums(types, av, bv):
+        with np.errstate(over="ignore", invalid="ignore"):
+            value = av @ bv
+            return _split_sums(np.abs(av) @ np.abs(bv), value) + (value,)
     ap, an = np.maximum(av, 0), np.minimum(av, 0)
     bp, bn = np.maximum(bv, 0), np.minimum(bv, 0)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -358,7 +414,8 @@ def _match_all_k(a_code: np.ndarray, b_code: np.ndarray, bits: int) -> np.ndarra
 
 
 def _finite_result(dtype: str, av: np.ndarray, bv: np.ndarray, cv: np.ndarray, scale_d: bool,
-                   precision: int, shared: dict | None = None, sums_cache: dict | None = None) -> Result | None:
+                   precision: int, shared: dict | None = None, sums_cache: dict | None = None,
+                   types: tuple[str, str] | None = None) -> Result | None:
     """``_float_result`` for the common case (finite inputs, no subnormal A/B elements), with BLAS.
 
     Same bound as the general path.  Sums of products come from float64 matrix
@@ -372,7 +429,7 @@ def _finite_result(dtype: str, av: np.ndarray, bv: np.ndarray, cv: np.ndarray, s
     ab = None if shared is None else shared.get("finite_ab")
     if ab is None:  # the A·B sums (C-independent)
         hit = _reuse_sums(sums_cache, av, bv)
-        ab = _finite_ab(av, bv) if hit is None else (hit[1], hit[2], hit[4])
+        ab = _finite_ab(av, bv, types) if hit is None else (hit[1], hit[2], hit[4])
         if shared is not None:
             shared["finite_ab"] = ab
     with np.errstate(over="ignore", invalid="ignore"):
@@ -386,7 +443,7 @@ def _finite_result(dtype: str, av: np.ndarray, bv: np.ndarray, cv: np.ndarray, s
     np.logical_not(zero, out=zero)
     if zero.any():  # an all-zero sum is -0 only when every term and C are -0 (as _special_result)
         negz = _match_all_k(np.signbit(av), ~np.signbit(bv), 1)  # every product's sign bit set
-        value = np.where(zero, np.where(negz & np.signbit(cv), -0.0, 0.0), value)
+        _zero_signs(value, zero, negz & np.signbit(cv))
     err = absum * coef
     err += eta
     c_sub = _subnormal(dtype, cv) if scale_d else None
@@ -456,11 +513,17 @@ def _special_result(atype: str, btype: str, dtype: str, av: np.ndarray, bv: np.n
     value = ab_value + cfin
     zero = absum == 0
     if zero.any():  # a sum of zeros is -0 only when every term (and C) is -0 (round to nearest)
-        value = np.where(zero, np.where(negz() & np.signbit(cfin), -0.0, 0.0), value)
+        _zero_signs(value, zero, negz() & np.signbit(cfin))
     return _special_tail(dtype, value, err, eta, slack, pos_sum, neg_sum, pos_inf, neg_inf, nan_sure, nan_flush)
 
 
 _POW2 = 2.0 ** np.arange(52)  # bit weights of a 52-bit key: float64 sums of them are exact
+
+
+def _zero_signs(value: np.ndarray, zero: np.ndarray, neg: np.ndarray) -> None:
+    """In place: ``value = where(zero, where(neg, -0.0, 0.0), value)`` (value is the caller's own)."""
+    value[zero] = 0.0
+    value[zero & neg] = -0.0
 
 
 def _exists_and(am: np.ndarray, bm: np.ndarray) -> np.ndarray:
@@ -540,7 +603,7 @@ def _special_ab(atype: str, btype: str, av: np.ndarray, bv: np.ndarray, sums_cac
     b0 = bv if b_all else np.where(b_fin, bv, 0.0)
     sums = _reuse_sums(sums_cache, a0, b0)
     if sums is None:
-        sums = _special_sums(a0, b0, a_sub, b_sub)
+        sums = _special_sums(a0, b0, a_sub, b_sub, (atype, btype))
         if sums_cache is not None and "sums" not in sums_cache:
             sums_cache["sums"] = (a0, b0, sums)
 
@@ -556,22 +619,67 @@ def _special_ab(atype: str, btype: str, av: np.ndarray, bv: np.ndarray, sums_cac
     return (nan_p, pos_p, neg_p, pos_p_sure, neg_p_sure, nan_flush) + sums + (negz,)
 
 
-def _special_sums(a0: np.ndarray, b0: np.ndarray, a_sub: np.ndarray | None, b_sub: np.ndarray | None) -> tuple:
+def _special_sums(a0: np.ndarray, b0: np.ndarray, a_sub: np.ndarray | None, b_sub: np.ndarray | None,
+                  types: tuple[str, str] | None = None) -> tuple:
     """``_special_ab``'s sums of finite products: |a||b|, positive, negative, flushable (None:
     no subnormal factor, all zero), and A·B, from the inputs with non-finite entries zeroed.
     All zero when a side is (``_zero_sums``: their signs reach no result)."""
     z = _zero_sums(a0, b0)
     if z is not None:
         return z, z, z, None, z
-    ap, an = np.maximum(a0, 0), np.minimum(a0, 0)
-    bp, bn = np.maximum(b0, 0), np.minimum(b0, 0)
-    aa, ba = np.abs(a0), np.abs(b0)
     flush = None
+    aa, ba = np.abs(a0), np.abs(b0)
     if a_sub is not None or b_sub is not None:
         a_s = a_sub if a_sub is not None else np.zeros(a0.shape, bool)
         b_s = b_sub if b_sub is not None else np.zeros(b0.shape, bool)
         flush = (aa * a_s) @ ba + (aa * ~a_s) @ (ba * b_s)
+    if types is not None and _exact_sums(types, a0, b0):
+        absum, value = aa @ ba, a0 @ b0
+        pos, neg = _split_sums(absum, value)
+        return absum, pos, neg, flush, value
+    ap, an = np.maximum(a0, 0), np.minimum(a0, 0)
+    bp, bn = np.maximum(b0, 0), np.minimum(b0, 0)
     return aa @ ba, ap @ bp + an @ bn, ap @ bn + an @ bp, flush, a0 @ b0
+
+
+_NARROW = ("f16", "bf16", "tf32", "e4m3", "e5m2")  # at most 24 significant bits: exact float64 products
+
+
+def _min_quantum(type_: str, x: np.ndarray) -> tuple[float, float] | None:
+    """(a power of two every element of x is an integer multiple of, max |x|); None if x is all zero.
+
+    A value v of a format with p significant bits is a multiple of 2^(floor(log2|v|) - p + 1)
+    (subnormals of a finer one still), and a larger |v| of a multiple of that power."""
+    a = np.abs(x)
+    nz = a[a > 0]
+    if not nz.size:
+        return None
+    return math.ldexp(1.0, math.frexp(float(nz.min()))[1] - 1 - F.FLOATS[type_].man_bits), float(nz.max())
+
+
+def _exact_sums(types: tuple[str, str], a: np.ndarray, b: np.ndarray) -> bool:
+    """Every sum of any products a[m,k]·b[k,n] over k (any order, any subset, doubled) is exact
+    in float64: each product is a multiple of Q = qa·qb and each sum is at most K·max|a|·max|b|,
+    so below 2^51·Q every partial sum, doubled, is a representable multiple of Q.  Then each matrix
+    product is the exact sum whatever the BLAS's order (or +0 where terms cancel, as round to
+    nearest gives x + (-x)), and so is (|A|·|B| ± A·B)/2 for the positive / negative sums:
+    they differ from the separate products at most in the sign of a zero sum, which no
+    result reads (see ``_zero_sums``)."""
+    if types[0] not in _NARROW or types[1] not in _NARROW:
+        return False
+    qa, qb = _min_quantum(types[0], a), _min_quantum(types[1], b)
+    if qa is None or qb is None:
+        return False
+    return a.shape[1] * qa[1] * qb[1] < 2.0 ** 51 * qa[0] * qb[0]  # doubled sums below 2^53·Q, rounding aside
+
+
+def _split_sums(absum: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(positive, negative) product sums from the exact |A|·|B| and A·B (``_exact_sums``)."""
+    pos = absum + value
+    pos *= 0.5
+    neg = value - absum
+    neg *= 0.5
+    return pos, neg
 
 
 def _same_bits(x: np.ndarray, y: np.ndarray) -> bool:
@@ -608,9 +716,10 @@ def _special_tail(dtype, value, err, eta, slack, pos_sum, neg_sum, pos_inf, neg_
     if all_finite:
         nominal = value
     else:
-        with np.errstate(invalid="ignore"):
-            nominal = np.where(nan_sure | (infinite & pos_inf & neg_inf), np.nan,
-                               np.where(infinite, np.where(pos_inf, np.inf, -np.inf), value))
+        nominal = value.copy()  # NaN where sure or Infs of both signs, else the Inf of its sign
+        nominal[infinite & pos_inf] = np.inf
+        nominal[infinite & ~pos_inf] = -np.inf
+        nominal[nan_sure | (infinite & pos_inf & neg_inf)] = np.nan
     bits, decoded = _encode_decode(dtype, nominal)
     # A partial sum past the format's max may saturate (round toward zero) instead of
     # overflowing; each clamp loses at most the term just added, so the other side of
@@ -628,7 +737,7 @@ def _special_tail(dtype, value, err, eta, slack, pos_sum, neg_sum, pos_inf, neg_
         gone = ~finite_ok
         lo[gone] = np.nan
         hi[gone] = np.nan
-        err = np.where(finite_ok, err, np.nan)
+        err[gone] = np.nan  # err is this call's own array
     return Result(dtype, bits, decoded, nominal, lo, hi, err, finite_ok, may_nan, may_pos, may_neg, integer=False)
 
 
