@@ -216,11 +216,36 @@ def _apply_shadow(m, f, name: str, old_sh: Shadow | None, sh: Shadow | None, row
         full = Shadow(sh.lane_bits, np.zeros((m.n, sh.lanes), np.uint8), np.zeros((m.n, sh.lanes)),
                       np.zeros((m.n, sh.lanes)), np.zeros((m.n, sh.lanes), np.uint8))
         full.kind[rows], full.lo[rows], full.hi[rows], full.flags[rows] = sh.kind, sh.lo, sh.hi, sh.flags
-    res = merge(old_sh, full, gm, m.n, w)
+        res = merge(old_sh, full, gm, m.n, w)
+    else:
+        res = _exact_rows(old_sh, rows, m.n, w)
     if res is None:
         f.shadows.pop(name, None)
     else:
         f.shadows[name] = res
+
+
+def _exact_rows(old_sh: Shadow, rows: slice, n: int, w: int) -> Shadow | None:
+    """``values.merge(old_sh, None, rows, n, w)``: the rows now exact, the others as they were.
+    For a shadow already on its own lanes (the usual case) that merge's np.where per field is
+    a copy with the rows zeroed; anything else goes to merge itself."""
+    if (old_sh.lanes != max(w // old_sh.lane_bits, 1) or old_sh.kind.shape[0] != n
+            or (old_sh.kind.dtype, old_sh.lo.dtype, old_sh.hi.dtype, old_sh.flags.dtype) != _SHADOW_DTYPES):
+        gm = np.zeros(n, bool)
+        gm[rows] = True
+        return merge(old_sh, None, gm, n, w)
+    kind = old_sh.kind.copy()
+    kind[rows] = EXACT
+    if not kind.any():
+        return None
+    lo, hi, flags = old_sh.lo.copy(), old_sh.hi.copy(), old_sh.flags.copy()
+    lo[rows] = 0.0
+    hi[rows] = 0.0
+    flags[rows] = 0
+    return Shadow(old_sh.lane_bits, kind, lo, hi, flags)
+
+
+_SHADOW_DTYPES = (np.dtype(np.uint8), np.dtype(np.float64), np.dtype(np.float64), np.dtype(np.uint8))
 
 
 def _apply_stacked(m, f, p: Pending, rows: slice, gm: np.ndarray) -> bool:
@@ -233,7 +258,7 @@ def _apply_stacked(m, f, p: Pending, rows: slice, gm: np.ndarray) -> bool:
     olds = [f.regs.get(n) for n in names]
     if any(o is None or o.shape != (m.n,) or o.dtype != np.uint64 for o in olds):
         return False
-    regs = np.array(olds)
+    regs = np.concatenate(olds).reshape(len(olds), m.n)  # (np.array of a list of arrays costs more)
     regs[:, rows] = p.bits.T
     for i, (name, new) in enumerate(zip(names, regs)):
         w = f.widths.get(name, 32)
@@ -251,10 +276,14 @@ class _Tile:
 
 def _reg_matrix(m, f, st, names: list[str], rows: slice, w: int):
     """Current (or pending) values of registers for one warpgroup: bits [128, n] and shadow kinds/lo/hi."""
+    whole = m.n == WG and rows == slice(0, WG)
+    if whole and names and st.inflight.keys().isdisjoint(names):
+        fast = _reg_matrix_settled(f, names)
+        if fast is not None:
+            return fast
     cols: list[np.ndarray] = []
     shs: list[Shadow | None] = []
     inflight, regs, shadows = st.inflight, f.regs, f.shadows
-    whole = m.n == WG and rows == slice(0, WG)
     for name in names:
         p = inflight.get(name)
         j = None if p is None else p.d_index().get(name)
@@ -274,8 +303,25 @@ def _reg_matrix(m, f, st, names: list[str], rows: slice, w: int):
                 else:
                     sh = Shadow(full.lane_bits, full.kind[rows], full.lo[rows], full.hi[rows], full.flags[rows])
         shs.append(None if sh is None or sh.is_trivial() else sh)
-    bits = np.ascontiguousarray(np.array(cols, dtype=np.uint64).T) if cols else np.zeros((WG, 0), np.uint64)
-    return bits, shs
+    return _columns(cols), shs
+
+
+def _reg_matrix_settled(f, names: list[str]):
+    """``_reg_matrix`` of a one-warpgroup block whose registers are all written and none in
+    flight: the register arrays and shadows as they are (None when one is missing)."""
+    cols = [f.regs.get(n) for n in names]
+    if any(v is None or v.shape != (WG,) for v in cols):
+        return None
+    get = f.shadows.get
+    shs = [None if sh is None or sh.is_trivial() else sh for sh in map(get, names)]
+    return _columns(cols), shs
+
+
+def _columns(cols: list[np.ndarray]) -> np.ndarray:
+    """uint64 [128, n] with the given [128] columns (np.concatenate: np.array of a list costs more)."""
+    if not cols:
+        return np.zeros((WG, 0), np.uint64)
+    return np.ascontiguousarray(np.concatenate(cols).astype(np.uint64, copy=False).reshape(len(cols), WG).T)
 
 
 _ZERO_COL = np.zeros(WG, np.uint64)
