@@ -215,6 +215,16 @@ def gpu_worthy(program: Program, v: differ.Verdicts, planted: bool = False) -> b
     return differ._expects_defined(program)
 
 
+def gpu_skip_reason(program: Program) -> str:
+    """Why ``gpu_worthy`` keeps an accepted program off the GPU, in words for the record."""
+    target = program.module.target.split(",")[0].strip()
+    if not target.startswith("sm_90"):
+        return f"targets {target}: its cubin cannot load on Hopper"
+    label = next((f"{j}: {v}" for j, v in program.expect
+                  if j in ("checker", "reference", "ptxas") and v.startswith(("undefined", "illegal", "rejected"))), "")
+    return f"labelled by its mutation ({label})" if label else "labelled undefined by its mutation"
+
+
 def prepare_block(task: BlockTask) -> Prepared:
     """The CPU stages for one block (runs in a pool process)."""
     from fuzzptx.fuzz import _forms_in, coverage_of
@@ -267,6 +277,8 @@ def prepare_block(task: BlockTask) -> Prepared:
                "instructions": instruction_count(p)}
         if planted:
             rec["planted"] = planted
+        if hw and r is not None and r.accepted and not ok:
+            rec["gpu_skipped"] = gpu_skip_reason(p)  # why the record has no hardware verdict
         records.append(rec)
     pairs = _metamorphic_block(task, programs, texts, ptxas, cubins, [p for _, _, p in items], secs) \
         if "metamorphic" in task.judges else []

@@ -251,12 +251,14 @@ def _all_defined(ref) -> bool:
 
 
 def spec_vs_hardware_model(model: Callable[[Program], object], drawn: Sequence[str] = ()) -> Callable[[Program], Holds]:
-    """Holds where ptxas accepts, the spec reference runs the program with every output defined and the
+    """Holds where ptxas accepts, the checker finds nothing (a numerics repro should not carry a second,
+    unrelated disagreement), the spec reference runs the program with every output defined and the
     hardware model's outputs fall outside the spec's bounds; buffers ``drawn`` keep data drawn at random
     (not zeros: the domain the model was proved on)."""
 
     def make(_original: Program) -> Holds:
         def holds(ps: Sequence[Program]) -> list[bool]:
+            from fuzzptx import differ
             from fuzzptx.oracles.reference import compare, run_program
 
             out = []
@@ -267,7 +269,8 @@ def spec_vs_hardware_model(model: Callable[[Program], object], drawn: Sequence[s
                     continue
                 try:
                     ref = run_program(p)
-                    out.append(r.accepted and _all_defined(ref) and bool(compare(p, ref, model(p).outputs)))
+                    ok = r.accepted and _all_defined(ref) and bool(compare(p, ref, model(p).outputs))
+                    out.append(ok and differ.judge(p, ("checker",)).summary().get("checker") == "clean")
                 except Exception:
                     out.append(False)
             return out

@@ -41,11 +41,11 @@ import numpy as np
 
 from fuzzptx.perf import per_object
 from fuzzptx.ptx.cfg import build_cfg
-from fuzzptx.ptx.ir import Function, Imm, Instr, Neg, Reg, RegDecl, Scope, Sym, VarDecl, Vec
+from fuzzptx.ptx.ir import Addr, CallArgs, Function, Imm, Instr, Neg, Reg, RegDecl, Scope, Sym, VarDecl, Vec
 
 from . import fp
 from .errors import MissingInput, Undefined, Unsupported
-from .memory import CONST_BASE, Memory, Region
+from .memory import CONST_BASE, SHARED_RESERVED, Memory, Region
 from .ops import HALF
 from .values import TYPES, U64, Shadow, count_nonzero, mask, merge, sign_extend
 
@@ -128,6 +128,23 @@ class BodyDecls:
     regs: list[RegDecl] = field(default_factory=list)
     vars: list[VarDecl] = field(default_factory=list)
     wgmma: list[Instr] = field(default_factory=list)  # wgmma.mma_async instructions
+
+
+@per_object(256)
+def mentioned_symbols(fn: Function) -> frozenset[str]:
+    """Names that the function's instructions mention (``mov %r, smem``, ``[smem+8]``, ``call f``)."""
+    out = set()
+    for ins in fn.instructions():
+        for o in ins.operands:
+            t = type(o)
+            if t is Sym:
+                out.add(o.name)
+            elif t is Addr:
+                if type(o.base) is Sym:
+                    out.add(o.base.name)
+            elif t is Vec or t is CallArgs:
+                out.update(i.name for i in o.items if type(i) is Sym)
+    return frozenset(out)
 
 
 @per_object(256)
@@ -306,14 +323,25 @@ class Machine:
         for b in prog.buffers:
             if b.name not in offs:
                 raise MissingInput(f"BUFFER {b.name} names no parameter of kernel {k.name}")
-        # shared memory: module and function variables, then the dynamic part
-        decls = [i for i in self.module.items if isinstance(i, VarDecl)]
+        # shared memory as ptxas lays it out (tests/hw_records/shared_layout.json): after the bytes
+        # the hardware reserves, the kernel's own variables, then other functions', then the
+        # module's, each in declaration order; a variable nothing mentions takes no space; the
+        # dynamic part last
+        module_decls = [i for i in self.module.items if isinstance(i, VarDecl)]
+        decls = list(body_decls(k).vars)
         for fn in self.module.functions():
-            decls += body_decls(fn).vars
-        soff, dyn = 0, []
+            if fn is not k:
+                decls += body_decls(fn).vars
+        decls += module_decls
+        mentioned = None
+        soff, dyn = SHARED_RESERVED, []
         for v in decls:
             space = v.space.lstrip(".")
             if space == "shared":
+                if mentioned is None:
+                    mentioned = set().union(*(mentioned_symbols(fn) for fn in self.module.functions()))
+                if v.name not in mentioned:
+                    continue
                 if v.dims and v.dims[-1] is None:
                     dyn.append(v)
                     continue
