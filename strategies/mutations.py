@@ -374,12 +374,27 @@ def _fence_skipped_on_a_path(p: Program, choice: int) -> Program | None:
 
 
 def _descriptor_defs(body: list) -> list[tuple[int, int]]:
-    """(index, constant) of each ``or.b64 desc, desc, CONST`` that sets descriptor fields."""
+    """(index, constant) of each ``or.b64 desc, desc, CONST`` that sets descriptor fields of a
+    descriptor some later wgmma reads (a program may build one that no wgmma takes: breaking
+    that one would break nothing, and the label would lie)."""
     out = []
     for i, s in enumerate(body):
-        if isinstance(s, Instr) and s.opcode == "or.b64" and isinstance(s.operands[2], Imm):
+        if isinstance(s, Instr) and s.opcode == "or.b64" and isinstance(s.operands[2], Imm) \
+                and _read_by_a_later_wgmma(body, i, s.operands[0]):
             out.append((i, int(s.operands[2].value)))
     return out
+
+
+def _read_by_a_later_wgmma(body: list, i: int, reg) -> bool:
+    for s in body[i + 1:]:
+        if isinstance(s, Instr):
+            if s.opcode.startswith("wgmma.mma_async") and reg in s.operands[1:3]:
+                return True
+            if s.operands and s.operands[0] == reg and not s.opcode.startswith(("st.", "wgmma")):
+                if s.opcode.startswith(("add.", "and.", "or.")) and reg in s.operands[1:]:
+                    continue  # a field set in place: still the same descriptor
+                return False  # redefined before any wgmma read it
+    return False
 
 
 def _descriptor_misaligned(p: Program, choice: int) -> Program | None:
@@ -395,18 +410,22 @@ def _descriptor_misaligned(p: Program, choice: int) -> Program | None:
 
 
 def _smem_out_of_bounds(p: Program, choice: int) -> Program | None:
-    """A descriptor whose start lies past every shared array the kernel declares."""
+    """A descriptor some wgmma reads, moved past the end of the kernel's shared memory: its start
+    grows by that end (``fuzzptx.ptx.smem``, the H100's layout, module-scope variables included)."""
+    from fuzzptx.ptx.smem import shared_layout
+
     body = _body(p)
     cands = _descriptor_defs(body)
     pick = _pick(cands, choice)
     if pick is None:
         return None
-    from fuzzptx.ptx.ir import VarDecl
-
-    total = sum(s.dims[0] for s in body if isinstance(s, VarDecl) and s.space == ".shared")
+    lay = shared_layout(p.module, _kernel(p)[1])
+    end = lay.end(p.launch.dynamic_smem)
+    if 2 * end > (1 << 18):  # the start field holds 18 address bits: past that it would wrap around
+        return None
     i, _ = pick
     d = body[i].operands[0]
-    return _with_body(p, body[: i + 1] + [Instr("add.s64", (d, d, Imm.of(-(-total // 16))))] + body[i + 1:])
+    return _with_body(p, body[: i + 1] + [Instr("add.s64", (d, d, Imm.of(-(-end // 16))))] + body[i + 1:])
 
 
 MUTATIONS: tuple[Mutation, ...] = (

@@ -8,7 +8,7 @@ import pytest
 
 from fuzzptx.oracles.checker import check_module
 from fuzzptx.oracles.checker.experiments import (
-    A_REGS, COMMIT, DIV, FENCE, UNI, WAIT, WAIT1, kernel, store, wg,
+    A_REGS, COMMIT, DIV, FENCE, PRE, UNI, WAIT, WAIT1, kernel, store, wg,
 )
 from fuzzptx.ptx.parse import parse
 
@@ -254,10 +254,38 @@ def test_constant_descriptor_misaligned_for_128b_swizzle():
     assert [f.line for f in found] == [line(t, "mma_async")] and "base offset (start >> 7) & 7 = 3" in found[0].message
 
 
-@pytest.mark.parametrize("start, base", [(0x400, 0), (0x420, 0), (0x180, 3)])
+@pytest.mark.parametrize("start, base", [(0x000, 0), (0x020, 0), (0x180, 3)])
 def test_constant_descriptor_fine(start, base):
+    # (starts below 0x400: the kernel declares no shared memory, and only the bytes the hardware
+    # reserves lie there; a start at or past 0x400 would be spec.smem.out-of-bounds)
     t = kernel([f"mov.b64 %rd5, {_desc(start, 1, base)};", FENCE, wg(a="%rd5"), COMMIT, WAIT] + store())
     assert rules(t) == []
+
+
+SMEM_TILE = ".shared .align 1024 .b8 tile[2048];"
+
+
+def _desc_from_tile(offset: int) -> list[str]:
+    """A 128B-swizzle descriptor built at run time from the address of ``tile`` plus ``offset``."""
+    return ["mov.u32 %r30, tile;", f"add.u32 %r30, %r30, {offset};", "cvt.u64.u32 %rd5, %r30;",
+            "shr.u64 %rd5, %rd5, 4;", f"or.b64 %rd5, %rd5, {_desc(0, 1)};"]
+
+
+@pytest.mark.parametrize("offset, flagged", [(0, False), (1024, False), (2048, True), (4096, True)])
+def test_descriptor_past_the_end_of_shared_memory(offset, flagged):
+    """tile sits at 0x400 (the H100's layout, fuzzptx.ptx.smem): 0x400 + 2048 is its end."""
+    t = kernel(_desc_from_tile(offset) + [FENCE, wg(a="%rd5"), COMMIT, WAIT] + store(), pre=PRE + [SMEM_TILE])
+    found = [f for f in spec(t) if f.rule == "spec.smem.out-of-bounds"]
+    assert [f.line for f in found] == ([line(t, "mma_async")] if flagged else [])
+    if flagged:
+        assert f"shared offset {0x400 + offset:#x}" in found[0].message and "(0xc00;" in found[0].message
+
+
+def test_descriptor_bounds_are_not_judged_with_dynamic_shared_memory():
+    """The end then depends on the launch, which the checker does not see."""
+    t = kernel(_desc_from_tile(4096) + ["mov.u32 %r31, dyn;", FENCE, wg(a="%rd5"), COMMIT, WAIT] + store(),
+               pre=PRE + [SMEM_TILE], extra=".extern .shared .align 16 .b8 dyn[];")
+    assert [f for f in spec(t) if f.rule == "spec.smem.out-of-bounds"] == []
 
 
 def test_descriptor_reserved_bits():

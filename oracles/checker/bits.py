@@ -1,13 +1,16 @@
 """Known bits of registers (a tristate abstraction), enough to decode matrix descriptors built at run time.
 
 A value is ``(mask, value)``: the bits set in ``mask`` are known and equal those of ``value``.
-Shared-memory symbols are known to be zero below their ``.align``; ``and``/``or``/``shl``/``shr``
+In a kernel, a shared-memory symbol is its exact offset in the shared window (``fuzzptx.ptx.smem``,
+the layout checked on the H100); in a ``.func``, whose caller decides, it is known to be zero
+below its ``.align``.  ``and``/``or``/``shl``/``shr``
 with constants, ``add`` (exact below the first unknown bit), ``mov``/``cvt``/``cvta`` propagate.
 Only registers with one unguarded definition are evaluated (PTX from compilers is near-SSA).
 """
 from __future__ import annotations
 
 from fuzzptx.ptx.ir import Function, Imm, Instr, Module, Reg, Sym, VarDecl, walk
+from fuzzptx.ptx.smem import shared_layout
 
 from .regs import defs_uses
 
@@ -81,12 +84,15 @@ def zext32(a):
     return (m & 0xFFFFFFFF) | (FULL ^ 0xFFFFFFFF), v & 0xFFFFFFFF
 
 
-def _shared_aligns(module: Module, fn: Function) -> dict[str, int]:
+def _shared_symbols(module: Module, fn: Function) -> dict[str, tuple[int, int]]:
+    """Known bits of each shared symbol's address (see the module doc)."""
+    if fn.kind == "entry":
+        return {name: const(off) for name, off in shared_layout(module, fn).offsets.items()}
     out = {}
     items = list(module.items) + [s for s in walk(fn.body or ()) if isinstance(s, VarDecl)]
     for v in items:
         if isinstance(v, VarDecl) and v.space.startswith(".shared"):
-            out[v.name] = v.align or 1
+            out[v.name] = ((v.align or 1) - 1, 0)
     return out
 
 
@@ -94,7 +100,7 @@ def known_bits(module: Module, fn: Function, blocks, uses) -> dict:
     """(mask, value) of each register at each use: ``uses`` is ``[(block, pos, reg)]``; the result maps
     that triple to the known bits.  The definition is found by walking back (through single
     predecessors); a register redefined in place (``shr.u64 %rd1, %rd1, 4``) is followed correctly."""
-    aligns = _shared_aligns(module, fn)
+    symbols = _shared_symbols(module, fn)
     memo: dict = {}
 
     def reaching(block: int, pos: int, reg: str):
@@ -114,8 +120,8 @@ def known_bits(module: Module, fn: Function, blocks, uses) -> dict:
     def val(op, block: int, pos: int, depth: int):
         if isinstance(op, Imm) and isinstance(op.value, int):
             return const(op.value)
-        if isinstance(op, Sym) and op.name in aligns:
-            return (aligns[op.name] - 1, 0)
+        if isinstance(op, Sym) and op.name in symbols:
+            return symbols[op.name]
         if isinstance(op, Reg) and depth < 24:
             where = reaching(block, pos, op.name)
             if where is None:

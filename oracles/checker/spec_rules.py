@@ -16,10 +16,15 @@ block to report.  Rules:
 - ``spec.proxy.fence-missing``: generic-proxy shared-memory writes reach a wgmma (async proxy)
   with no fence.proxy.async in between.
 - ``spec.desc.base-offset`` / ``spec.desc.reserved``: a constant matrix descriptor the spec rejects.
+- ``spec.smem.out-of-bounds``: a descriptor whose start address (known from constants and shared
+  symbols, laid out as ptxas does: ``fuzzptx.ptx.smem``) lies at or past the end of the kernel's
+  shared memory.  A tile that starts inside and runs past the end is the reference's to find
+  (its extent needs the whole layout algebra).
 """
 from __future__ import annotations
 
 from fuzzptx.ptx.ir import Imm, Instr, Reg, Sym
+from fuzzptx.ptx.smem import SHARED_RESERVED, shared_layout
 
 from .context import FnCtx, Site, sites
 from .findings import Sink
@@ -332,10 +337,14 @@ def descriptor_analysis(ctx: FnCtx, sink: Sink) -> None:
     if not uses:
         return
     known = known_bits(ctx.module, ctx.fn, ctx.g.blocks, uses)
+    end = None  # one past the kernel's shared memory, where no launch setting changes it
+    if ctx.fn.kind == "entry":
+        lay = shared_layout(ctx.module, ctx.fn)
+        end = lay.static_end if lay.dynamic_start is None else None
     for block, pos, name in sorted(uses):
         mask, v = known[(block, pos, name)]
         if mask:
-            _check_descriptor(name, mask, v, ctx.g.blocks[block].instrs[pos], sink)
+            _check_descriptor(name, mask, v, ctx.g.blocks[block].instrs[pos], sink, end)
 
 
 def _field(mask: int, v: int, lo: int, width: int) -> int | None:
@@ -343,9 +352,14 @@ def _field(mask: int, v: int, lo: int, width: int) -> int | None:
     return (v & m) >> lo if mask & m == m else None
 
 
-def _check_descriptor(name: str, mask: int, v: int, ins: Instr, sink: Sink) -> None:
+def _check_descriptor(name: str, mask: int, v: int, ins: Instr, sink: Sink, end: int | None = None) -> None:
     line = _line(ins)
     shown = f"{v:#x}" if mask == (1 << 64) - 1 else "(built at run time)"
+    start14 = _field(mask, v, 0, 14)  # start >> 4: the whole start address, where known
+    if end is not None and start14 is not None and start14 << 4 >= end:
+        sink.add("spec.smem.out-of-bounds", "error", line,
+                 f"descriptor {name} = {shown}: the matrix starts at shared offset {start14 << 4:#x}, past the end of "
+                 f"the kernel's shared memory ({end:#x}; its variables start at {SHARED_RESERVED:#x})")
     reserved = v & mask & RESERVED_MASK
     if reserved:
         sink.add("spec.desc.reserved", "warning", line, f"descriptor {name} = {shown} sets reserved bits {reserved:#x}")
@@ -364,7 +378,7 @@ def _check_descriptor(name: str, mask: int, v: int, ins: Instr, sink: Sink) -> N
         # (e.g. a K-slice start 32 bytes into line 4 of a 64B pattern with base offset 0).
         lines = max(1, period // 128)
         if (base - want) % lines:
-            where = f"{start:#x}" if mask == (1 << 64) - 1 else f"{start:#x} (mod 1024)"
+            where = f"{start14 << 4:#x}" if start14 is not None else f"{start:#x} (mod 1024)"
             sink.add("spec.desc.base-offset", "error", line,
                      f"descriptor {name} = {shown}: matrix start {where} with {SWIZZLE_NAMES[swz]} needs base offset "
                      f"(start >> 7) & 7 = {want}, but the descriptor has {base} (PTX ISA 9.7.15.5.1.2.2)")

@@ -41,11 +41,12 @@ import numpy as np
 
 from fuzzptx.perf import per_object
 from fuzzptx.ptx.cfg import build_cfg
-from fuzzptx.ptx.ir import Addr, CallArgs, Function, Imm, Instr, Neg, Reg, RegDecl, Scope, Sym, VarDecl, Vec
+from fuzzptx.ptx.ir import Function, Imm, Instr, Neg, Reg, RegDecl, Scope, Sym, VarDecl, Vec
+from fuzzptx.ptx.smem import shared_layout
 
 from . import fp
 from .errors import MissingInput, Undefined, Unsupported
-from .memory import CONST_BASE, SHARED_RESERVED, Memory, Region
+from .memory import CONST_BASE, Memory, Region
 from .ops import HALF
 from .values import TYPES, U64, Shadow, count_nonzero, mask, merge, sign_extend
 
@@ -128,23 +129,6 @@ class BodyDecls:
     regs: list[RegDecl] = field(default_factory=list)
     vars: list[VarDecl] = field(default_factory=list)
     wgmma: list[Instr] = field(default_factory=list)  # wgmma.mma_async instructions
-
-
-@per_object(256)
-def mentioned_symbols(fn: Function) -> frozenset[str]:
-    """Names that the function's instructions mention (``mov %r, smem``, ``[smem+8]``, ``call f``)."""
-    out = set()
-    for ins in fn.instructions():
-        for o in ins.operands:
-            t = type(o)
-            if t is Sym:
-                out.add(o.name)
-            elif t is Addr:
-                if type(o.base) is Sym:
-                    out.add(o.base.name)
-            elif t is Vec or t is CallArgs:
-                out.update(i.name for i in o.items if type(i) is Sym)
-    return frozenset(out)
 
 
 @per_object(256)
@@ -323,44 +307,23 @@ class Machine:
         for b in prog.buffers:
             if b.name not in offs:
                 raise MissingInput(f"BUFFER {b.name} names no parameter of kernel {k.name}")
-        # shared memory as ptxas lays it out (tests/hw_records/shared_layout.json): after the bytes
-        # the hardware reserves, the kernel's own variables, then other functions', then the
-        # module's, each in declaration order; a variable nothing mentions takes no space; the
-        # dynamic part last
-        module_decls = [i for i in self.module.items if isinstance(i, VarDecl)]
-        decls = list(body_decls(k).vars)
+        # shared memory as ptxas lays it out (fuzzptx.ptx.smem, checked on the H100), then the
+        # module's and functions' global/const variables
+        lay = shared_layout(self.module, k)
+        for name, off in lay.offsets.items():
+            self.symbols[name] = ("shared", off)
+        soff = lay.end(self.program.launch.dynamic_smem)
+        decls = [i for i in self.module.items if isinstance(i, VarDecl)]
         for fn in self.module.functions():
-            if fn is not k:
-                decls += body_decls(fn).vars
-        decls += module_decls
-        mentioned = None
-        soff, dyn = SHARED_RESERVED, []
+            decls += body_decls(fn).vars
         for v in decls:
             space = v.space.lstrip(".")
-            if space == "shared":
-                if mentioned is None:
-                    mentioned = set().union(*(mentioned_symbols(fn) for fn in self.module.functions()))
-                if v.name not in mentioned:
-                    continue
-                if v.dims and v.dims[-1] is None:
-                    dyn.append(v)
-                    continue
-                al = v.align or max(_var_bytes(v.type, ()), 1)
-                soff = (soff + al - 1) // al * al
-                self.symbols[v.name] = ("shared", soff)
-                soff += _var_bytes(v.type, v.dims)
-            elif space in ("global", "const"):
+            if space in ("global", "const"):
                 content = _initial_bytes(v)
                 r = self.mem.add_global(v.name, content, writable=space == "global", space=space)
                 self.symbols[v.name] = (space, r.base)
             elif space in ("local",):
                 raise Unsupported(f".local variable {v.name!r} is not supported", *_locargs(v))
-        if dyn:
-            al = max(v.align or 16 for v in dyn)
-            soff = (soff + al - 1) // al * al
-            for v in dyn:
-                self.symbols[v.name] = ("shared", soff)
-            soff += self.program.launch.dynamic_smem
         self.mem.set_shared(soff)
         # functions have addresses too (mov.u64 %rd, fn; call through a register)
         self.func_at: dict[int, str] = {}

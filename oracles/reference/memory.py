@@ -17,18 +17,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import BadAddress
+from fuzzptx.ptx.smem import SHARED_RESERVED  # noqa: F401 - re-exported for readers of this module
+
 from .values import EXACT, SET, UNDEF, Shadow, lanes_of
 
 GLOBAL_BASE = 0x7F0000000000  # first global buffer (each at its own 4 GiB slot)
 GLOBAL_SLOT = 1 << 32
 SHARED_WINDOW = 0x7E0000000000  # generic address of shared offset 0
-# The H100 reserves the first 1 KB of a CTA's shared window: ptxas places the first .shared
-# variable at offset 0x400, the rest after it (the order: ``interp.Machine._setup_memory``;
-# checked in tests/hw_records/shared_layout.json).  The reference uses the same layout, so a
-# descriptor or address computed from a variable's address means the same thing on both.
-# No variable covers the reserved bytes, yet on the H100 they are plain shared memory (a store
-# and a load at offset 0 round-trip without a fault): here too, uninitialised (UNDEF) at launch.
-SHARED_RESERVED = 0x400
+# Shared memory is laid out as on the H100 (fuzzptx.ptx.smem): the first variable at
+# SHARED_RESERVED.  No variable covers the bytes below it, yet on the H100 they are plain shared
+# memory (a store and a load at offset 0 round-trip without a fault): here too, uninitialised
+# (UNDEF) at launch.
 CONST_BASE = 0x10000  # param/const windows, small like the hardware's
 _VIEW = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _SHIFT = {1: 0, 2: 1, 4: 2, 8: 3}
