@@ -814,7 +814,7 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
         cf.wait(repro_futs, timeout=120)  # EXPECT lines for the repros of this run
     finally:
         log.close()
-        pool.shutdown(wait=False, cancel_futures=True)
+        _close_pool(pool)
         for _ in threads:
             gpu_q.put(None)
         for t in threads:
@@ -869,8 +869,20 @@ def block_programs_left(task: BlockTask) -> bool:
     return bool(wanted - task.skip)
 
 
-def _restart_pool(pool, ctx, workers: int):
+def _close_pool(pool) -> None:
+    """Cancel what is queued, stop what still runs (nothing wants its result any more), and wait
+    for the pool to wind down.  A pool left shutting down in the background races the
+    interpreter's exit hook: CPython then prints a traceback ('OSError: Bad file descriptor' from
+    concurrent.futures' _python_exit) at the end of a finished campaign."""
     pool.shutdown(wait=False, cancel_futures=True)
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        if proc.is_alive():
+            proc.terminate()
+    pool.shutdown(wait=True)
+
+
+def _restart_pool(pool, ctx, workers: int):
+    _close_pool(pool)
     _say("fuzzptx campaign: a pool process died; restarting the pool")
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm)
 

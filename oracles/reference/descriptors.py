@@ -98,10 +98,10 @@ class MatrixDescriptor:
             if self.base_offset:
                 out.append("desc.base_offset.no_swizzle: base offset is only valid with a swizzling mode")
         else:
-            out.extend(self._pattern_issues())
+            out.extend(self.pattern_issues())
         return tuple(out)
 
-    def _pattern_issues(self) -> list[str]:
+    def pattern_issues(self) -> list[str]:
         """Seed 000: base offset is 0 iff the pattern starts on its boundary, else (start >> 7) & 7.
 
         Only the line bits the mode uses are compared (bit 7 for 32B, 7-8 for 64B, 7-9 for

@@ -714,7 +714,9 @@ def h_wgmma_sp(m, f, ins, act):
             if dv is None:
                 reasons.append("A descriptor is undefined or not uniform")
                 dv = 0
-            lay = MatrixDescriptor.decode(dv).smem_layout("MN" if ta else "K", isa.ELEMENT_BITS[form.atype])
+            desc = MatrixDescriptor.decode(dv)
+            reasons += WX.descriptor_reasons(m, desc, "A")
+            lay = desc.smem_layout("MN" if ta else "K", isa.ELEMENT_BITS[form.atype])
             t = _smem_tile_checked(WX, m, ins, lay, M, K // 2)
             packed, p_bad = t.bits, t.bad
         fields, valid = S.decode_metadata(spec, mbits[rows], sel if sel in spec.sel_values else 0)
@@ -729,7 +731,9 @@ def h_wgmma_sp(m, f, ins, act):
         if dv is None:
             reasons.append("B descriptor is undefined or not uniform")
             dv = 0
-        lay = MatrixDescriptor.decode(dv).smem_layout("MN" if tb else "K", isa.ELEMENT_BITS[form.btype])
+        desc = MatrixDescriptor.decode(dv)
+        reasons += WX.descriptor_reasons(m, desc, "B")
+        lay = desc.smem_layout("MN" if tb else "K", isa.ELEMENT_BITS[form.btype])
         bt = _smem_tile_checked(WX, m, ins, lay, N, K)
         b_tile, b_bad = bt.bits.T.copy(), bt.bad.T
         keep = S.keep_mask(spec, fields)

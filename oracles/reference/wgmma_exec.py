@@ -463,6 +463,16 @@ def _tile_relative(swz: L.Swizzle, major: str, swizzle: str, element_bits: int, 
     return rel, bit, lo, hi
 
 
+def descriptor_reasons(m, desc: MatrixDescriptor, which: str) -> list[str]:
+    """Why the spec leaves a wgmma reading through ``desc`` undefined: a swizzled pattern whose
+    base offset does not match its start (PTX ISA 9.7.15.5.1.2.2 says it "must").  The hardware
+    mode computes what the H100 does with it (the phase formula checked in
+    tests/hw_records/dense_wgmma_base_offset_explore.json)."""
+    if m.mode != "spec" or desc.swizzle == "none":
+        return []
+    return [f"{which} descriptor: {issue.split(': ', 1)[1]}" for issue in desc.pattern_issues()]
+
+
 def _smem_tile(m, ins, layout: L.SmemLayout, mn_ext: int, k_ext: int) -> _Tile:
     region = m.mem.shared
     if region is not None:
@@ -559,14 +569,18 @@ def _mma(m, f, ins, act, groups):
             if dv is None:
                 reasons.append("A descriptor is undefined or not uniform")
                 dv = 0
-            lay = MatrixDescriptor.decode(dv).smem_layout("MN" if ta else "K", isa.ELEMENT_BITS[form.atype])
+            desc = MatrixDescriptor.decode(dv)
+            reasons += descriptor_reasons(m, desc, "A")
+            lay = desc.smem_layout("MN" if ta else "K", isa.ELEMENT_BITS[form.atype])
             t = _smem_tile(m, ins, lay, M, K)
             a_tile, a_bad = t.bits, t.bad
         dv = _uniform(m, f, ops["b_desc"], rows, ins, "B descriptor")
         if dv is None:
             reasons.append("B descriptor is undefined or not uniform")
             dv = 0
-        lay = MatrixDescriptor.decode(dv).smem_layout("MN" if tb else "K", isa.ELEMENT_BITS[form.btype])
+        desc = MatrixDescriptor.decode(dv)
+        reasons += descriptor_reasons(m, desc, "B")
+        lay = desc.smem_layout("MN" if tb else "K", isa.ELEMENT_BITS[form.btype])
         bt = _smem_tile(m, ins, lay, N, K)
         b_tile, b_bad = bt.bits.T.copy(), bt.bad.T
         # arithmetic
