@@ -1,4 +1,6 @@
-"""A swizzled descriptor whose base offset does not match its start: the spec says the base offset
+"""Mutations labelled undefined, and the reference seeing it.
+
+A swizzled descriptor whose base offset does not match its start: the spec says the base offset
 "must" be ``(start >> 7) & 7`` there, so the spec-mode reference leaves the wgmma's results
 undefined (as the ``descriptor_misaligned`` mutation's label says); the hardware mode computes
 what the H100 does (its phase formula, tests/hw_records/dense_wgmma_base_offset_explore.json)."""
@@ -46,3 +48,27 @@ def test_a_misaligned_pattern_is_undefined_in_spec_mode_and_computed_in_hardware
         assert any("base offset" in n for n in spec.notes)
         hw = run_program(mutant, mode="hardware")
         assert not any("base offset" in n for n in hw.notes)
+
+
+def test_a_skipped_fence_is_seen_by_the_reference_even_when_its_values_are_overwritten():
+    """``fence_skipped_on_a_path`` labels the program undefined.  Where a later fenced wgmma with
+    scale-d 0 overwrites the unfenced wgmma's accumulators, every output is defined, yet the
+    reference saw the undefined behaviour (its notes): no expect!=reference finding then."""
+    from fuzzptx import differ
+
+    checked = overwritten = 0
+    for p in draw_direct(40, 2):
+        if mutation_of(p) is not None or not p.module.target.startswith("sm_90a"):
+            continue
+        m = apply("fence_skipped_on_a_path", p, 0)
+        if m is None:
+            continue
+        judged, text = differ.as_judged(m)
+        v = differ.judge(judged, ("reference",), text=text, judged=judged)
+        if v.reference is None:
+            continue
+        checked += 1
+        assert not [f for f in differ.compare(judged, v) if f.signature.startswith("expect!=reference")]
+        assert v.reference.undefined or any("fence" in n and "undefined" in n for n in v.reference.notes)
+        overwritten += v.reference.undefined is None and _undefined(v.reference) == 0
+    assert checked >= 5 and overwritten >= 1, (checked, overwritten)
