@@ -100,6 +100,14 @@ def wgmma_sections(sections, fence: bool, init: bool) -> str:
     return "\n".join(head + decls + body + ["ret;", "}", ""])
 
 
+_ZERO_PRE = ["ld.param.u64 %rd3, [out];", "mov.b64 %rd1, 0;", "mov.b64 %rd2, 0;", "ld.global.u32 %r22, [%rd3+900];",
+             "setp.ne.u32 %p3, %r22, 0;"]
+
+
+def _ZERO(regs) -> list[str]:
+    return [f"mov.f32 %f{i}, 0f00000000;" for i in regs]
+
+
 EXPERIMENTS: dict[str, tuple[str, str]] = {
     "pipe_ok": ("fence, wgmma, commit, wait 0, use: the legal pipeline", kernel([FENCE, wg(), COMMIT, WAIT] + store())),
     "no_fence": ("no wgmma.fence before the first wgmma", kernel([wg(), COMMIT, WAIT] + store())),
@@ -175,6 +183,21 @@ EXPERIMENTS: dict[str, tuple[str, str]] = {
                                            + store(1), pre=["ld.param.u64 %rd3, [out];", "mov.b64 %rd1, 0;",
                                                             "mov.b64 %rd2, 0;"]
                                            + [f"mov.f32 %f{i}, 0f00000000;" for i in range(1, 9)])),
+    # a wgmma whose C is all zero needs no C: ptxas treats it as scale-d 0 (seen in a shrunk
+    # campaign finding: 77 of 88 accumulators zeroed, scale-d a predicate)
+    "c7511_zero_c_predicate_scale_d": ("accumulators zeroed, a wgmma with a run-time scale-d, one accumulator "
+                                       "zeroed again, a wgmma reading them: C7511",
+                                       kernel([FENCE, wg(1, sd="%p3"), COMMIT, WAIT, "mov.f32 %f1, 0f00000000;",
+                                               wg(1), COMMIT, WAIT] + store(1), pre=_ZERO_PRE + _ZERO(range(1, 5)))),
+    "c7511_zero_c_loaded": ("the same with the accumulators loaded, not zeroed: no C7511",
+                            kernel([FENCE, wg(1, sd="%p3"), COMMIT, WAIT, "mov.f32 %f1, 0f00000000;", wg(1), COMMIT,
+                                    WAIT] + store(1), pre=_ZERO_PRE + [f"ld.global.f32 %f{i}, [%rd3+{512 + 4 * i}];"
+                                                                       for i in range(1, 5)])),
+    "c7511_zero_c_uninitialised_later_zeroed": ("three accumulators zeroed, one uninitialised and zeroed only after "
+                                                "the first wgmma: no C7511",
+                                                kernel([FENCE, wg(1, sd="%p3"), COMMIT, WAIT,
+                                                        "mov.f32 %f4, 0f00000000;", wg(1), COMMIT, WAIT] + store(1),
+                                                       pre=_ZERO_PRE + _ZERO(range(1, 4)))),
     "a_written_after_fence": ("A-fragment register written between fence and wgmma",
                               kernel([FENCE, "add.u32 %r1, %r1, 7;", wg(a=A_REGS), COMMIT, WAIT] + store())),
     "a_written_after_wgmma": ("A-fragment register written while the wgmma is in flight",

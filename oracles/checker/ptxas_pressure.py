@@ -8,6 +8,8 @@ from functools import reduce
 from .context import FnCtx
 from .flow import solve_forward
 from .ptxas_sites import _dead, _live_sites, _order, _scale_d_zero
+from fuzzptx.ptx.ir import Imm
+
 from .regs import RegisterBits, defs_uses, is_wgmma, wgmma_regs
 
 
@@ -17,16 +19,25 @@ def register_pressure(ctx: FnCtx, ser: list) -> None:
     ptxas cannot give the pipeline its registers (measured: c7511_*; fences, commits and waits
     between do not matter).
 
-    The state is two register bitsets: written by a scale-d 0 wgmma (``w0``), and rewritten
-    since (``redef``); each live site is reduced once to the masks its step needs."""
+    A wgmma whose accumulator registers are all known zero (``mov r, 0`` on every path) counts
+    as scale-d 0 whatever its scale-d says: ptxas then needs no C (measured: c7511_zero_c_*; an
+    uninitialised register does not count, c7511_zero_c_uninitialised_*).  A reader counts by
+    its scale-d alone (zeroed accumulators read after a scale-d 0 wgmma still serialise:
+    c7511_constant_accumulators).
+
+    The state is three register bitsets: written by a scale-d 0 wgmma (``w0``), rewritten since
+    (``redef``) and known zero (``zero``, on every path); each live site is reduced once to the
+    masks its step needs."""
     dead = _dead(ctx)
-    if not any(is_wgmma(i) and _scale_d_zero(i) and i.guard is None for b in ctx.g.blocks for i in b.instrs):
-        return  # only a scale-d 0 wgmma starts what this tracks
+    wgmmas = [i for b in ctx.g.blocks for i in b.instrs if is_wgmma(i) and i.guard is None]
+    zeroing = any(_zeroes(i) for b in ctx.g.blocks for i in b.instrs)
+    if not any(_scale_d_zero(i) for i in wgmmas) and not (wgmmas and zeroing):
+        return  # neither a scale-d 0 wgmma nor a zeroed accumulator: nothing starts what this tracks
     bits = RegisterBits().mask
     relevant = ctx.relevant
-    # per block, its live sites that matter: (site, wgmma?, register mask, starts, scale-d 0) --
-    # a wgmma's accumulators (``starts``: it writes them as an unguarded scale-d 0 wgmma), or
-    # another instruction's fresh definitions (not from its own value)
+    # per block, its live sites that matter: (site, wgmma?, register mask, unguarded, scale-d 0,
+    # zeroing mov) -- a wgmma's accumulators, or another instruction's fresh definitions (not
+    # from its own value)
     ops: dict[int, list] = {}
     for b in range(len(ctx.g.blocks)):
         row = []
@@ -34,43 +45,52 @@ def register_pressure(ctx: FnCtx, ser: list) -> None:
             if site in dead:
                 continue
             if is_wgmma(ins):
-                zero = _scale_d_zero(ins)
-                row.append((site, True, bits(wgmma_regs(ins)[0]), zero and ins.guard is None, zero))
+                row.append((site, True, bits(wgmma_regs(ins)[0]), ins.guard is None, _scale_d_zero(ins), False))
             else:
                 d, u = defs_uses(ins)
                 d = (d & relevant) - u  # rewriting a register from its own value keeps what it was (measured)
                 if d:
-                    row.append((site, False, bits(d), False, False))
+                    row.append((site, False, bits(d), ins.guard is None, False, _zeroes(ins)))
         ops[b] = row
 
-    def transfer(block: int, st: tuple[int, int]) -> tuple[int, int]:
+    def transfer(block: int, st: tuple) -> tuple:
         for op in ops[block]:
             st = _pressure_step(op, st)
         return st
 
     def join(states):
-        return reduce(lambda x, y: (x[0] | y[0], x[1] | y[1]), states)
+        return reduce(lambda x, y: (x[0] | y[0], x[1] | y[1], x[2] & y[2]), states)
 
     found = []
-    for b, st in solve_forward(ctx.g, (0, 0), transfer, join).items():
+    for b, st in solve_forward(ctx.g, (0, 0, 0), transfer, join).items():
         for op in ops[b]:
-            site, wg, m, _, zero = op
-            if wg and not zero and m & st[1]:
+            site, wg, m, _, sd0, _ = op
+            if wg and not sd0 and m & st[1]:
                 found.append(_order(site))
             st = _pressure_step(op, st)
     if found:
         ser.append((min(found), "C7511"))
 
 
-def _pressure_step(op: tuple, st: tuple[int, int]) -> tuple[int, int]:
-    """``register_pressure``'s step over (``w0``, ``redef``) bitsets."""
-    _, wg, m, starts, _ = op
-    w0, redef = st
+def _zeroes(ins) -> bool:
+    """``mov r, 0`` (integer zero or +0.0 bits), unguarded."""
+    if ins.base != "mov" or ins.guard is not None or len(ins.operands) != 2 or not isinstance(ins.operands[1], Imm):
+        return False
+    v = ins.operands[1]
+    return (isinstance(v.value, int) and v.value == 0) or v.text.lower() in ("0f00000000", "0d0000000000000000")
+
+
+def _pressure_step(op: tuple, st: tuple) -> tuple:
+    """``register_pressure``'s step over (``w0``, ``redef``, ``zero``) bitsets."""
+    _, wg, m, unguarded, sd0, zeroing = op
+    w0, redef, zero = st
     if wg:
-        return (w0 & ~m) | (m if starts else 0), redef & ~m
+        starts = unguarded and (sd0 or not (m & ~zero))  # no C read: scale-d 0, or C all zero
+        return (w0 & ~m) | (m if starts else 0), redef & ~m, zero & ~m
+    zero = (zero | m) if zeroing else (zero & ~m)
     if not (w0 | redef):
-        return st
-    return w0 & ~m, (redef & ~m) | (m & (w0 | redef))
+        return w0, redef, zero
+    return w0 & ~m, (redef & ~m) | (m & (w0 | redef)), zero
 
 
 # ptxas 13.0.88 gives up with C7512 once this many 32-bit registers are live at one point
