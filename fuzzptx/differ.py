@@ -256,11 +256,20 @@ def expectation_findings(program: Program, v: Verdicts, fam: str) -> list[Findin
         elif judge_ == "reference" and verdict.startswith("undefined") and v.reference is not None:
             # the reference agrees when it saw the undefined behaviour, even where a later
             # instruction overwrote the undefined values before any output (a fenced wgmma with
-            # scale-d 0 after an unfenced one): its notes say so
+            # scale-d 0 after an unfenced one): its notes say so.  A mutation that breaks one
+            # path only says nothing about a run that did not take it (the checker judges paths)
             if v.reference.undefined is None and not _any_undefined(v.reference) and \
-                    not any("undefined" in n for n in v.reference.notes):
+                    not any("undefined" in n for n in v.reference.notes) and _took_the_mutated_path(program, v.reference):
                 out.append(Finding(f"expect!=reference|{rule}|{fam}", f"mutation {rule!r} makes the program undefined; the reference ran it fully defined and saw no undefined behaviour"))
     return out
+
+
+def _took_the_mutated_path(program: Program, ref: Any) -> bool:
+    """False where the mutation jumps over an instruction on one path and the run never jumped."""
+    from fuzzptx.strategies.mutations import path_jump_lines
+
+    jumps = path_jump_lines(program)
+    return not jumps or bool(set(jumps) & ref.branches_taken)
 
 
 def _any_undefined(ref: Any) -> bool:

@@ -355,22 +355,38 @@ def _skip_over(p: Program, index_of, label: str) -> Program | None:
     return _with_body(p, body[:idx] + code + [jump, body[idx], Label(label)] + body[idx + 1:])
 
 
+# the labels ``_skip_over`` jumps to: a run is undefined only if it takes such a jump
+PATH_LABELS = ("$fz_nowait", "$fz_nofence")
+
+
+def path_jump_lines(p: Program) -> list[int]:
+    """Source lines of a path mutation's jumps (a program parsed from its text has them): the
+    reference sees the undefined behaviour only on a run that takes one (the differ asks)."""
+    from fuzzptx.ptx.ir import walk
+
+    return [s.loc.line for s in walk(_kernel(p)[1].body or ()) if isinstance(s, Instr) and s.base == "bra"
+            and s.loc is not None and s.operands and isinstance(s.operands[0], Sym) and s.operands[0].name in PATH_LABELS]
+
+
 def _wait_skipped_on_a_path(p: Program, choice: int) -> Program | None:
     """A uniform branch over the last wait_group: the accumulators are then read in flight.
 
+    Only where that wait is the one wait after the last wgmma: an earlier wait on the path the
+    run takes (inside a taken branch, say) would already have waited, and the label would lie
+    (found by a campaign: the reference ran such a mutant fully defined).
     Measured: ptxas 13.0.88 mostly prints C7517 but not always, so the label is "accepted".
     """
     def last_wait(body):
-        waits = _find(body, lambda s: s.opcode == WAIT)
         mm = _mmas(body)
-        return waits[-1] if waits and mm and waits[-1] > mm[-1] else None
+        waits = [w for w in _find(body, lambda s: s.opcode == WAIT) if mm and w > mm[-1]]
+        return waits[0] if len(waits) == 1 else None
 
-    return _skip_over(p, last_wait, "$fz_nowait")
+    return _skip_over(p, last_wait, PATH_LABELS[0])
 
 
 def _fence_skipped_on_a_path(p: Program, choice: int) -> Program | None:
     """A uniform branch over the first wgmma.fence: one path reaches the first wgmma unfenced."""
-    return _skip_over(p, lambda body: (_find(body, lambda s: s.opcode == FENCE) or [None])[0], "$fz_nofence")
+    return _skip_over(p, lambda body: (_find(body, lambda s: s.opcode == FENCE) or [None])[0], PATH_LABELS[1])
 
 
 def _descriptor_defs(body: list) -> list[tuple[int, int]]:

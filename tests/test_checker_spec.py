@@ -281,6 +281,26 @@ def test_descriptor_past_the_end_of_shared_memory(offset, flagged):
         assert f"shared offset {0x400 + offset:#x}" in found[0].message and "(0xc00;" in found[0].message
 
 
+LOOP_OVER_WGMMA = ["mov.u32 %r24, 0;", "LOOP:", FENCE, wg(a="%rd5"), COMMIT, WAIT, "add.u32 %r24, %r24, 1;",
+                   "setp.lt.u32 %p4, %r24, %r22;", "@%p4 bra LOOP;"]
+
+
+def test_descriptor_built_before_a_loop_is_judged_inside_it():
+    """The descriptor's one definition reaches the wgmma around the loop's back edge too (a
+    campaign found the checker silent here: it gave up at the loop head's two predecessors)."""
+    t = kernel(_desc_from_tile(4096) + LOOP_OVER_WGMMA + store(), pre=PRE + [SMEM_TILE])
+    found = [f for f in spec(t) if f.rule == "spec.smem.out-of-bounds"]
+    assert [f.line for f in found] == [line(t, "mma_async")]
+
+
+def test_descriptor_moved_inside_the_loop_is_not_known():
+    """Redefined in the loop, two definitions reach the wgmma: its start is not known."""
+    body = _desc_from_tile(4096)[:-1] + ["or.b64 %rd6, %rd5, 0;"] + LOOP_OVER_WGMMA[:2] + [
+        "add.s64 %rd6, %rd6, 8;", "mov.b64 %rd5, %rd6;"] + LOOP_OVER_WGMMA[2:]
+    t = kernel(body + store(), pre=PRE + [SMEM_TILE, ".reg .b64 %rd6;"])
+    assert [f for f in spec(t) if f.rule == "spec.smem.out-of-bounds"] == []
+
+
 def test_descriptor_bounds_are_not_judged_with_dynamic_shared_memory():
     """The end then depends on the launch, which the checker does not see."""
     t = kernel(_desc_from_tile(4096) + ["mov.u32 %r31, dyn;", FENCE, wg(a="%rd5"), COMMIT, WAIT] + store(),

@@ -72,3 +72,41 @@ def test_a_skipped_fence_is_seen_by_the_reference_even_when_its_values_are_overw
         assert v.reference.undefined or any("fence" in n and "undefined" in n for n in v.reference.notes)
         overwritten += v.reference.undefined is None and _undefined(v.reference) == 0
     assert checked >= 5 and overwritten >= 1, (checked, overwritten)
+
+
+def test_a_skipped_wait_is_the_only_wait_after_the_last_wgmma():
+    """``wait_skipped_on_a_path`` jumps over the last wait_group.  Where another wait follows the
+    last wgmma (one inside a taken branch, say) the run already waited and the label would lie
+    (a campaign found two such expect!=reference findings): the mutation then does not apply.  A
+    run that takes the jump reads in flight, and the reference says so; a run that never reaches
+    the jump (the stage sits in a branch the launch skips) is defined, and no finding."""
+    from fuzzptx import differ
+    from fuzzptx.ptx.ir import Instr
+    from fuzzptx.strategies.mutations import path_jump_lines
+
+    def waits_after_last_wgmma(p) -> int:
+        body = [s for s in p.module.items[-1].body if isinstance(s, Instr)] if hasattr(p.module.items[-1], "body") \
+            else []
+        last = max((i for i, s in enumerate(body) if s.opcode.startswith("wgmma.mma_async")), default=None)
+        return 0 if last is None else sum(s.opcode == "wgmma.wait_group.sync.aligned" for s in body[last:])
+
+    applied = took = refused = 0
+    for p in draw_direct(60, 2):
+        if mutation_of(p) is not None or not p.module.target.startswith("sm_90a"):
+            continue
+        m = apply("wait_skipped_on_a_path", p, 0)
+        if m is None:
+            refused += waits_after_last_wgmma(p) > 1
+            continue
+        assert waits_after_last_wgmma(p) == 1
+        judged, text = differ.as_judged(m)
+        v = differ.judge(judged, ("reference",), text=text, judged=judged)
+        if v.reference is None:
+            continue
+        applied += 1
+        assert not [f for f in differ.compare(judged, v) if f.signature.startswith("expect!=reference")]
+        if set(path_jump_lines(judged)) & v.reference.branches_taken:  # the run skipped the wait
+            took += 1
+            assert v.reference.undefined or _undefined(v.reference) or \
+                any("undefined" in n for n in v.reference.notes)
+    assert applied >= 5 and took >= 3 and refused >= 1, (applied, took, refused)

@@ -98,24 +98,37 @@ def _shared_symbols(module: Module, fn: Function) -> dict[str, tuple[int, int]]:
 
 def known_bits(module: Module, fn: Function, blocks, uses) -> dict:
     """(mask, value) of each register at each use: ``uses`` is ``[(block, pos, reg)]``; the result maps
-    that triple to the known bits.  The definition is found by walking back (through single
-    predecessors); a register redefined in place (``shr.u64 %rd1, %rd1, 4``) is followed correctly."""
+    that triple to the known bits.  The definition is found by walking back over every path; a
+    register redefined in place (``shr.u64 %rd1, %rd1, 4``) is followed correctly."""
     symbols = _shared_symbols(module, fn)
     memo: dict = {}
 
     def reaching(block: int, pos: int, reg: str):
-        b, k = block, pos
-        for _ in range(64):
+        """The one unguarded definition of ``reg`` that reaches (block, pos) on every path, or
+        None (several, a guarded one, or a path from the entry with none).  A loop that does
+        not redefine it is no obstacle (found by a campaign: a descriptor read in a loop)."""
+        found, seen, todo = set(), set(), [(block, pos)]
+        while todo:
+            b, k = todo.pop()
             instrs = blocks[b].instrs
             for j in range(k - 1, -1, -1):
                 if reg in defs_uses(instrs[j])[0]:
-                    return (b, j) if instrs[j].guard is None else None
-            preds = blocks[b].preds
-            if len(preds) != 1:
+                    found.add((b, j))
+                    break
+            else:
+                preds = blocks[b].preds
+                if not preds or len(seen) > 256:
+                    return None  # the entry (undefined on that path), or too far to look
+                for q in preds:
+                    if q not in seen:
+                        seen.add(q)
+                        todo.append((q, len(blocks[q].instrs)))
+            if len(found) > 1:
                 return None
-            b = preds[0]
-            k = len(blocks[b].instrs)
-        return None
+        if len(found) != 1:
+            return None
+        (b, j), = found
+        return (b, j) if blocks[b].instrs[j].guard is None else None
 
     def val(op, block: int, pos: int, depth: int):
         if isinstance(op, Imm) and isinstance(op.value, int):

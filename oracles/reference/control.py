@@ -245,6 +245,8 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
             tgt = blk.succs[0]
             taken = act
             rest = msk & ~taken
+            if last.loc is not None and taken.any():
+                m.branches_taken.add(last.loc.line)
             if not rest.any():
                 e[0] = tgt
             elif not taken.any():

@@ -254,6 +254,7 @@ class Machine:
         self._idx: tuple = (None, None)  # (mask array, its flatnonzero): see active_idx
         self.alive = np.ones(n, bool)
         self.steps = 0
+        self.branches_taken: set[int] = set()  # lines (see RefResult)
         self.depth = 0
         self.cur_act = self.all
         self.notes: list[str] = []
@@ -531,4 +532,4 @@ def run_program(program, *, mode: str = "spec"):
     finally:
         np.seterr(**old)
     outs = {b.name: output_from_region(b, m.buffers[b.name], undefined is not None) for b in program.outputs()}
-    return RefResult(outs, undefined, tuple(m.notes), m.steps)
+    return RefResult(outs, undefined, tuple(m.notes), m.steps, frozenset(m.branches_taken))

@@ -63,6 +63,9 @@ class RefResult:
     undefined: str | None = None
     notes: tuple[str, ...] = ()
     steps: int = 0
+    # source lines of the branches some thread took: which paths the run went down (a mutation
+    # that makes one path undefined is only seen where the run took it)
+    branches_taken: frozenset[int] = frozenset()
 
     def bytes(self, name: str) -> bytes:
         return self.outputs[name].data
