@@ -26,6 +26,7 @@ def more() -> dict[str, tuple[str, str]]:
                         "D2:"] + read + ["st.global.u32 [%rd3+64], %r25;"]
 
     keep_r1 = ["st.global.u32 [%rd3+200], %r1;"]
+    ZERO5, NEG5 = [f"mov.b32 %f{i}, 0;" for i in range(5, 9)], "xor.b32 %f5, %f5, 0x80000000;"
     return {
         # what lies between commit and read: ptxas's blocks, not the PTX's
         "no_wait_empty_loop_before_use": ("no wait, an empty counted loop between commit and use: deleted, the wait "
@@ -92,6 +93,42 @@ def more() -> dict[str, tuple[str, str]]:
         "read_uncommitted_zero_acc_then_wgmma": ("accumulators zeroed first, then the read and a scale-d 0 wgmma: "
                                                  "C7511", kernel([wg(), "st.global.f32 [%rd3+0], %f1;", wg(sd="0")]
                                                                  + store(), pre=PRE_ZERO_ACC)),
+        # a direct call while groups are in flight: which later wait goes to the call
+        "feed_read_after_call": ("committed, a direct call, then a later wgmma's accumulator negated: the wait "
+                                 "at the negation, not the call",
+                                 kernel([FENCE, wg(), COMMIT, *CALL_R, "xor.b32 %f5, %f5, 0x80000000;", FENCE, wg(5),
+                                         COMMIT, WAIT] + store() + store(5) + KEEP_R30, extra=FUNC_R)),
+        "feed_read_after_call_and_add": ("the same with an add between: the wait at the negation",
+                                         kernel([FENCE, wg(), COMMIT, *CALL_R, "add.u32 %r31, %r30, 1;",
+                                                 "xor.b32 %f5, %f5, 0x80000000;", FENCE, wg(5), COMMIT, WAIT]
+                                                + store() + store(5) + KEEP_R30, extra=FUNC_R)),
+        # a later wgmma's accumulators zeroed, then negated while a group is in flight: ptxas folds
+        # the constant only inside the block that set it
+        "feed_read_of_zero_same_block": ("zeroed, a stage, the negation in the same block: folded, no wait",
+                                         kernel(ZERO5 + [FENCE, wg(), COMMIT, NEG5, FENCE, wg(5), COMMIT, WAIT]
+                                                + store() + store(5))),
+        "feed_read_of_zero_after_call": ("zeroed, a stage, a direct call, the negation: the wait at the negation",
+                                         kernel(ZERO5 + [FENCE, wg(), COMMIT, *CALL_R, NEG5, FENCE, wg(5), COMMIT, WAIT]
+                                                + store() + store(5) + KEEP_R30, extra=FUNC_R)),
+        "feed_read_of_zero_after_call_before": ("a call, then zeroed, a stage, the negation: folded, no wait",
+                                                kernel(CALL_R + ZERO5 + [FENCE, wg(), COMMIT, NEG5, FENCE, wg(5), COMMIT,
+                                                                         WAIT] + store() + store(5) + KEEP_R30,
+                                                       extra=FUNC_R)),
+        "feed_read_of_zero_after_branch": ("zeroed, a stage, a uniform branch over a store, the negation: the wait",
+                                           kernel(ZERO5 + [FENCE, wg(), COMMIT, _b("SK", UNI),
+                                                           "st.global.u32 [%rd3+200], %r1;", "SK:", NEG5, FENCE, wg(5),
+                                                           COMMIT, WAIT] + store() + store(5))),
+        "feed_read_of_zero_after_loop": ("zeroed, a stage, a loop that stores, the negation: the wait",
+                                         kernel(ZERO5 + [FENCE, wg(), COMMIT]
+                                                + loop("%r22", ["st.global.u32 [%rd3+200], %r24;"])
+                                                + [NEG5, FENCE, wg(5), COMMIT, WAIT] + store() + store(5))),
+        "acc_read_after_call": ("committed, a direct call, then the accumulators stored: the wait at the call",
+                                kernel([FENCE, wg(), COMMIT, *CALL_R] + store() + KEEP_R30, extra=FUNC_R)),
+        # a body that falls through its closing brace: ptxas returns there, at "line 0"
+        "falls_off_the_end": ("fence, wgmma, commit and no ret: the exit wait is reported at line 0",
+                              kernel([FENCE, wg(), COMMIT]).replace("\tret;\n", "")),
+        "falls_off_the_end_waited": ("the same with a wait: nothing at line 0",
+                                     kernel([FENCE, wg(), COMMIT, WAIT] + store()).replace("\tret;\n", "")),
         # C7512: too many registers live at once
         "c7512_live_228": ("228 uninitialised accumulator registers of two wgmmas live from the entry (plus three "
                            "addresses): compiles", kernel(_two_stages(256, 200))),

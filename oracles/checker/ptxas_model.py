@@ -34,8 +34,9 @@ Learned later (tests/data/checker/: no_wait_*, call_*, dead_wgmma*, acc_zero_*, 
   store through a register-sum address reports its wait at the first store of a pair; after a call
   (direct or indirect) with groups in flight a later wait (also the one at ``ret``) is reported at
   the call; a read in a block post-dominating the last commit's block is waited for at the end of
-  that block; a non-wgmma read of a value a later wgmma takes as accumulator (not a folded
-  constant) while a group is in flight gets a wait there; wgmmas overwritten by an adjacent
+  that block; a non-wgmma read of a value a later wgmma takes as accumulator (not a constant
+  folded in the block that set it, since its last call) while a group is in flight gets a wait
+  there, even after a direct call; a body falling off its end returns at "line 0"; wgmmas overwritten by an adjacent
   scale-d 0 wgmma on the same accumulators are dropped; an accumulator rewrite in a stage puts the
   arrive at the next wgmma or commit; zeroing one in flight counts only if a wgmma follows in the
   stage; C7510 outranks the other serialisation reasons and drops rewrite arrives and exit waits.
@@ -161,6 +162,8 @@ class PS(NamedTuple):
     vals: frozenset = frozenset()  # accumulator registers holding, on some path, a value computed by a
     # non-wgmma instruction that ptxas cannot fold to a constant
     konst: frozenset = frozenset()  # accumulator registers holding a constant on every path
+    here: frozenset = frozenset()  # ... of those, set in this block since its last call: ptxas folds a
+    # feed read of a constant only then (measured: feed_read_of_zero_after_*)
     cin: frozenset = frozenset()  # accumulators that entered their last wgmma as constants
     tied: frozenset = frozenset()  # accumulators of wgmmas since the last commit that read them (scale-d
     # not 0): ptxas cannot rename those, so rewriting one in flight costs an arrive or C7515
@@ -209,6 +212,7 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             pblock=a.pblock if a.pblock == b.pblock else None,
             vals=a.vals | b.vals,
             konst=frozenset() if loop_header else a.konst & b.konst,  # no folding around a loop
+            here=a.here & b.here,
             cin=a.cin & b.cin,
             ghost=a.ghost | b.ghost,
             lagged=a.lagged | b.lagged,
@@ -367,13 +371,15 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
         if not st.fl and not st.raw:  # (a group with no wgmma still makes a feed wait: fence_commit_feed_read)
             return st
         read = [s for s, _ in st.fl if uses & wgmma_regs(ctx.wgmmas[s])[0]]
-        feed = uses & st.vals
+        feed = uses & (st.vals | (accs - st.here))  # a constant from another block is read too
         # (not where a path that waited for the groups in flight merged in: measured, feed_read_after_partial_wait)
         pending = any(s not in st.waited for s, _ in st.fl) if st.fl else bool(st.raw)
         if not read and not guarded and feed and pending and _feeds_later_wgmma(feed, site):
             # a read of a value some wgmma will take as accumulator, while a group is in flight:
-            # ptxas waits before it (measured; after an indirect call ptxas no longer reports it)
-            at = st.call_at or _store_pair_line(ctx, site, ins)
+            # ptxas waits before it, there even after a direct call (measured: feed_read_after_call;
+            # an accumulator read's wait goes to the call); after an indirect call ptxas no longer
+            # reports it
+            at = _store_pair_line(ctx, site, ins)
             # after an indirect call ptxas reports it only inside a loop, and not when the call
             # came between the commit and the read (measured: feed_read_*)
             shown = _order_pos(pos, site) < first_indirect or (_in_loop(ctx, pos, site.block) and not st.call_at)
@@ -429,8 +435,12 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
             d = d & accs
             if d:
                 folded = ins.guard is None and ins.base in _FOLDABLE and u <= st.konst
-                out_st = out_st._replace(vals=out_st.vals - d if folded else out_st.vals | d,
-                                         konst=out_st.konst | d if folded else out_st.konst - d)
+                near = folded and u <= st.here
+                out_st = out_st._replace(vals=out_st.vals - d if near else out_st.vals | d,
+                                         konst=out_st.konst | d if folded else out_st.konst - d,
+                                         here=out_st.here | d if folded else out_st.here - d)
+            elif ins.base == "call":
+                out_st = out_st._replace(here=frozenset())
         return out_st
 
     def step(ins: Instr, site: Site, st: PS, report: bool) -> PS:
@@ -446,6 +456,8 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
         return _join([after, st], div, False, _line(ins))._replace(last=_line(ins), last_branch=False)
 
     def transfer(block: int, st, report=False):
+        if block != ctx.g.order[0]:
+            st = st._replace(here=frozenset())  # a new block: ptxas folds no constant from before
         for site, ins in _live_sites(ctx, block):
             st = step(ins, site, st, report)
         if block in forced and st.fl:  # a wait ptxas hoisted to the end of this block (see plain0)
@@ -464,7 +476,7 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
     for _ in range(3):  # re-solve while reads force new hoisted waits
         seen = len(forced)
         # a register nothing has written yet is any constant ptxas likes (measured: read_uncommitted_*)
-        ins = solve_forward(ctx.g, ENTRY_STATE._replace(konst=accs), transfer, lambda xs: _join(xs, False, False),
+        ins = solve_forward(ctx.g, ENTRY_STATE._replace(konst=accs, here=accs), transfer, lambda xs: _join(xs, False, False),
                             join_at=join_at)
         if len(forced) == seen:
             break
@@ -564,9 +576,24 @@ def predict_module(module: Module, ctxs: dict | None = None, isa_findings: dict 
     for fn in module.functions():
         if fn.body is None:
             continue
-        ctx = (ctxs or {}).get(fn.name) or build_ctx(module, fn)
+        if _falls_off_the_end(fn):
+            # ptxas returns there, and reports what it does at that return at line 0 (measured:
+            # falls_off_the_end); a ret of line 0 stands for it
+            from dataclasses import replace as _replace
+
+            from fuzzptx.ptx.ir import SrcLoc
+
+            ctx = build_ctx(module, _replace(fn, body=tuple(fn.body) + (Instr("ret", loc=SrcLoc("", 0)),)))
+        else:
+            ctx = (ctxs or {}).get(fn.name) or build_ctx(module, fn)
         diags += predict_function(ctx)
     return PredictedDiagnostics(True, tuple(diags))
+
+
+def _falls_off_the_end(fn) -> bool:
+    """The body's last instruction can fall through the closing brace (no ``ret``/``exit``/jump)."""
+    last = next((s for s in reversed(fn.body) if isinstance(s, Instr)), None)
+    return last is None or last.guard is not None or last.base not in ("ret", "exit", "bra", "trap", "brx")
 
 
 def findings_from(pred: PredictedDiagnostics, path: str | None) -> list[Finding]:
