@@ -50,25 +50,38 @@ def test_a_misaligned_pattern_is_undefined_in_spec_mode_and_computed_in_hardware
         assert not any("base offset" in n for n in hw.notes)
 
 
+def _reference_judged_mutants(name: str, n: int):
+    """(legal program, judged mutant, its verdicts, its differ findings) for each legal sm_90a
+    program of ``draw_direct(n, 2)``; mutant and verdicts are None where ``name`` does not apply
+    or the reference could not run it."""
+    from fuzzptx import differ
+
+    for p in draw_direct(n, 2):
+        if mutation_of(p) is not None or not p.module.target.startswith("sm_90a"):
+            continue
+        m = apply(name, p, 0)
+        if m is None:
+            yield p, None, None, []
+            continue
+        judged, text = differ.as_judged(m)
+        v = differ.judge(judged, ("reference",), text=text, judged=judged)
+        yield (p, judged, v, differ.compare(judged, v)) if v.reference is not None else (p, None, None, [])
+
+
+def _expect_reference(findings) -> list:
+    return [f for f in findings if f.signature.startswith("expect!=reference")]
+
+
 def test_a_skipped_fence_is_seen_by_the_reference_even_when_its_values_are_overwritten():
     """``fence_skipped_on_a_path`` labels the program undefined.  Where a later fenced wgmma with
     scale-d 0 overwrites the unfenced wgmma's accumulators, every output is defined, yet the
     reference saw the undefined behaviour (its notes): no expect!=reference finding then."""
-    from fuzzptx import differ
-
     checked = overwritten = 0
-    for p in draw_direct(40, 2):
-        if mutation_of(p) is not None or not p.module.target.startswith("sm_90a"):
-            continue
-        m = apply("fence_skipped_on_a_path", p, 0)
-        if m is None:
-            continue
-        judged, text = differ.as_judged(m)
-        v = differ.judge(judged, ("reference",), text=text, judged=judged)
-        if v.reference is None:
+    for _, judged, v, findings in _reference_judged_mutants("fence_skipped_on_a_path", 40):
+        if v is None:
             continue
         checked += 1
-        assert not [f for f in differ.compare(judged, v) if f.signature.startswith("expect!=reference")]
+        assert not _expect_reference(findings)
         assert v.reference.undefined or any("fence" in n and "undefined" in n for n in v.reference.notes)
         overwritten += v.reference.undefined is None and _undefined(v.reference) == 0
     assert checked >= 5 and overwritten >= 1, (checked, overwritten)
@@ -80,31 +93,23 @@ def test_a_skipped_wait_is_the_only_wait_after_the_last_wgmma():
     (a campaign found two such expect!=reference findings): the mutation then does not apply.  A
     run that takes the jump reads in flight, and the reference says so; a run that never reaches
     the jump (the stage sits in a branch the launch skips) is defined, and no finding."""
-    from fuzzptx import differ
-    from fuzzptx.ptx.ir import Instr
+    from fuzzptx.ptx.ir import Function, Instr
     from fuzzptx.strategies.mutations import path_jump_lines
 
     def waits_after_last_wgmma(p) -> int:
-        body = [s for s in p.module.items[-1].body if isinstance(s, Instr)] if hasattr(p.module.items[-1], "body") \
-            else []
+        kernel = next(f for f in p.module.items if isinstance(f, Function) and f.name == p.launch.kernel)
+        body = [s for s in kernel.body if isinstance(s, Instr)]
         last = max((i for i, s in enumerate(body) if s.opcode.startswith("wgmma.mma_async")), default=None)
         return 0 if last is None else sum(s.opcode == "wgmma.wait_group.sync.aligned" for s in body[last:])
 
     applied = took = refused = 0
-    for p in draw_direct(60, 2):
-        if mutation_of(p) is not None or not p.module.target.startswith("sm_90a"):
-            continue
-        m = apply("wait_skipped_on_a_path", p, 0)
-        if m is None:
+    for p, judged, v, findings in _reference_judged_mutants("wait_skipped_on_a_path", 60):
+        if judged is None:
             refused += waits_after_last_wgmma(p) > 1
             continue
         assert waits_after_last_wgmma(p) == 1
-        judged, text = differ.as_judged(m)
-        v = differ.judge(judged, ("reference",), text=text, judged=judged)
-        if v.reference is None:
-            continue
         applied += 1
-        assert not [f for f in differ.compare(judged, v) if f.signature.startswith("expect!=reference")]
+        assert not _expect_reference(findings)
         if set(path_jump_lines(judged)) & v.reference.branches_taken:  # the run skipped the wait
             took += 1
             assert v.reference.undefined or _undefined(v.reference) or \

@@ -96,11 +96,10 @@ def more() -> dict[str, tuple[str, str]]:
         # a direct call while groups are in flight: which later wait goes to the call
         "feed_read_after_call": ("committed, a direct call, then a later wgmma's accumulator negated: the wait "
                                  "at the negation, not the call",
-                                 kernel([FENCE, wg(), COMMIT, *CALL_R, "xor.b32 %f5, %f5, 0x80000000;", FENCE, wg(5),
-                                         COMMIT, WAIT] + store() + store(5) + KEEP_R30, extra=FUNC_R)),
+                                 kernel([FENCE, wg(), COMMIT, *CALL_R, NEG5, FENCE, wg(5), COMMIT, WAIT] + store() + store(5) + KEEP_R30, extra=FUNC_R)),
         "feed_read_after_call_and_add": ("the same with an add between: the wait at the negation",
-                                         kernel([FENCE, wg(), COMMIT, *CALL_R, "add.u32 %r31, %r30, 1;",
-                                                 "xor.b32 %f5, %f5, 0x80000000;", FENCE, wg(5), COMMIT, WAIT]
+                                         kernel([FENCE, wg(), COMMIT, *CALL_R, "add.u32 %r31, %r30, 1;", NEG5, FENCE,
+                                                 wg(5), COMMIT, WAIT]
                                                 + store() + store(5) + KEEP_R30, extra=FUNC_R)),
         # a later wgmma's accumulators zeroed, then negated while a group is in flight: ptxas folds
         # the constant only inside the block that set it

@@ -36,8 +36,8 @@ Learned later (tests/data/checker/: no_wait_*, call_*, dead_wgmma*, acc_zero_*, 
   the call; a read in a block post-dominating the last commit's block is waited for at the end of
   that block; a non-wgmma read of a value a later wgmma takes as accumulator (not a constant
   folded in the block that set it, since its last call) while a group is in flight gets a wait
-  there, even after a direct call; a body falling off its end returns at "line 0"; wgmmas overwritten by an adjacent
-  scale-d 0 wgmma on the same accumulators are dropped; an accumulator rewrite in a stage puts the
+  there, even after a direct call; a body falling off its end returns at "line 0"; wgmmas
+  overwritten by an adjacent scale-d 0 wgmma on the same accumulators are dropped; an accumulator rewrite in a stage puts the
   arrive at the next wgmma or commit; zeroing one in flight counts only if a wgmma follows in the
   stage; C7510 outranks the other serialisation reasons and drops rewrite arrives and exit waits.
 Learned in issue 6 (tests/data/checker/: experiments_dce.py's files): ptxas deletes dead code
@@ -57,10 +57,10 @@ divergent, %warpid/%clock/shfl broadcasts are uniform, ``bra.uni`` is trusted.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from fuzzptx.ptx.ir import Instr, Module, Reg, Sym
+from fuzzptx.ptx.ir import Instr, Module, Reg, SrcLoc, Sym
 
 from .context import FnCtx, Site, build_ctx
 from .findings import Finding, PredictedDiag, PredictedDiagnostics
@@ -579,11 +579,7 @@ def predict_module(module: Module, ctxs: dict | None = None, isa_findings: dict 
         if _falls_off_the_end(fn):
             # ptxas returns there, and reports what it does at that return at line 0 (measured:
             # falls_off_the_end); a ret of line 0 stands for it
-            from dataclasses import replace as _replace
-
-            from fuzzptx.ptx.ir import SrcLoc
-
-            ctx = build_ctx(module, _replace(fn, body=tuple(fn.body) + (Instr("ret", loc=SrcLoc("", 0)),)))
+            ctx = build_ctx(module, replace(fn, body=tuple(fn.body) + (Instr("ret", loc=SrcLoc("", 0)),)))
         else:
             ctx = (ctxs or {}).get(fn.name) or build_ctx(module, fn)
         diags += predict_function(ctx)

@@ -245,11 +245,12 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
             tgt = blk.succs[0]
             taken = act
             rest = msk & ~taken
-            if last.loc is not None and taken.any():
+            any_taken = bool(taken.any())
+            if any_taken and last.loc is not None:
                 m.branches_taken.add(last.loc.line)
             if not rest.any():
                 e[0] = tgt
-            elif not taken.any():
+            elif not any_taken:
                 e[0] = nxt
             else:
                 r = info.ipdom[pc]
