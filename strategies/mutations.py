@@ -101,6 +101,43 @@ def _mmas(body: list) -> list[int]:
     return _find(body, lambda s: s.opcode.startswith(WGMMA_PREFIX))
 
 
+def _always_reached(body: list, i: int) -> bool:
+    """Every launch runs ``body[i]`` on some thread: no earlier ``ret``/``exit`` and no earlier
+    branch that jumps forward over it for the whole launch (unguarded, or on a predicate that
+    no thread index feeds: a kernel parameter's flag).  A branch on the thread index (a
+    warpgroup's role) leaves the other threads running it.  A mutation that makes a run
+    undefined at one instruction must pick such a one, or its label lies (found by a campaign:
+    an accumulator written after a wgmma that a parameter's branch jumped over; the reference
+    ran the mutant fully defined)."""
+    labels = {s.name: k for k, s in enumerate(body) if isinstance(s, Label)}
+    for s in body[:i]:
+        if not isinstance(s, Instr):
+            continue
+        if s.base in ("ret", "exit"):
+            return False
+        if s.base in ("bra", "brx") and not (s.operands and isinstance(s.operands[0], Sym)
+                                             and labels.get(s.operands[0].name, i) < i):
+            if s.guard is None or not _thread_dependent(body, i, s.guard.reg):
+                return False
+    return True
+
+
+def _thread_dependent(body: list, i: int, reg: Reg) -> bool:
+    """``reg`` (as defined before ``body[i]``) is computed from a thread index register."""
+    seen, todo = set(), [reg.name]
+    while todo:
+        name = todo.pop()
+        if name.startswith(("%tid", "%laneid", "%warpid")):
+            return True
+        if name in seen:
+            continue
+        seen.add(name)
+        for s in body[:i]:
+            if isinstance(s, Instr) and s.operands and isinstance(s.operands[0], Reg) and s.operands[0].name == name:
+                todo += [o.name for o in s.operands[1:] if isinstance(o, Reg)]
+    return False
+
+
 def _pick(xs: list, choice: int):
     return xs[choice % len(xs)] if xs else None
 
@@ -262,7 +299,7 @@ def _no_wait(p: Program, choice: int) -> Program | None:
 def _acc_write_in_flight(p: Program, choice: int) -> Program | None:
     """A register write to an accumulator between its wgmma and the commit."""
     body = _body(p)
-    idx = _pick(_mmas(body), choice)
+    idx = _pick([i for i in _mmas(body) if _always_reached(body, i)], choice)
     if idx is None:
         return None
     reg = body[idx].operands[0].items[0]
@@ -272,7 +309,7 @@ def _acc_write_in_flight(p: Program, choice: int) -> Program | None:
 def _a_write_in_flight(p: Program, choice: int) -> Program | None:
     """A register write to an A fragment after its wgmma, before any wait."""
     body = _body(p)
-    cands = [i for i in _mmas(body) if isinstance(body[i].operands[1], Vec)]
+    cands = [i for i in _mmas(body) if isinstance(body[i].operands[1], Vec) and _always_reached(body, i)]
     idx = _pick(cands, choice)
     if idx is None:
         return None
@@ -402,10 +439,11 @@ def _descriptor_defs(body: list) -> list[tuple[int, int]]:
 
 
 def _read_by_a_later_wgmma(body: list, i: int, reg) -> bool:
-    for s in body[i + 1:]:
+    """Some wgmma that every launch runs reads descriptor ``reg`` as ``body[i]`` left it."""
+    for k, s in enumerate(body[i + 1:], i + 1):
         if isinstance(s, Instr):
             if s.opcode.startswith("wgmma.mma_async") and reg in s.operands[1:3]:
-                return True
+                return _always_reached(body, k)
             if s.operands and s.operands[0] == reg and not s.opcode.startswith(("st.", "wgmma")):
                 if s.opcode.startswith(("add.", "and.", "or.")) and reg in s.operands[1:]:
                     continue  # a field set in place: still the same descriptor

@@ -27,12 +27,23 @@ def test_pattern_issues_follow_the_phase(start, base, bad):
     assert bool(d.pattern_issues()) == bad
 
 
+def _in_bounds(p) -> bool:
+    """The moved descriptor's tile still lies in shared memory (else the run stops there)."""
+    from fuzzptx.oracles.reference.errors import BadAddress
+
+    try:
+        run_program(p)
+    except BadAddress:
+        return False
+    return True
+
+
 def _mutants(n: int = 3):
     out = []
     for p in draw_direct(80, 5):
         if mutation_of(p) is None and p.module.target.startswith("sm_90a"):
             m = apply("descriptor_misaligned", p, 0)
-            if m is not None and run_program(p).undefined is None:
+            if m is not None and run_program(p).undefined is None and _in_bounds(m):
                 out.append((p, m))
         if len(out) == n:
             break
@@ -115,3 +126,42 @@ def test_a_skipped_wait_is_the_only_wait_after_the_last_wgmma():
             assert v.reference.undefined or _undefined(v.reference) or \
                 any("undefined" in n for n in v.reference.notes)
     assert applied >= 5 and took >= 3 and refused >= 1, (applied, took, refused)
+
+
+@pytest.mark.parametrize("name, n", [("acc_write_in_flight", 60), ("a_write_in_flight", 60), ("descriptor_misaligned", 160)])
+def test_a_mutated_site_is_one_every_launch_runs(name, n):
+    """These mutations make a run undefined at one wgmma: they pick a wgmma that no kernel
+    parameter's branch jumps over (a campaign found an accumulator written after a wgmma the
+    launch skipped: the reference ran it fully defined, and the label lied).  A warpgroup-role
+    branch still lets the other threads run it.  The reference sees every mutant undefined."""
+    from fuzzptx.strategies import mutations as M
+
+    applied = refused = 0
+    for p, judged, v, findings in _reference_judged_mutants(name, n):
+        body = M._body(p)
+        wgmmas = M._mmas(body)
+        if judged is None:
+            refused += bool(wgmmas) and not any(M._always_reached(body, i) for i in wgmmas)
+            continue
+        applied += 1
+        assert not _expect_reference(findings), findings
+        assert v.reference.undefined or _undefined(v.reference) or any("undefined" in n for n in v.reference.notes)
+    assert applied >= 5 and refused >= 1, (applied, refused)
+
+
+def test_a_parameter_branch_skips_a_site_and_a_role_branch_does_not():
+    from fuzzptx.ptx.ir import Guard, Imm, Instr, Label, Reg, Sym
+    from fuzzptx.strategies.mutations import _always_reached
+
+    wgmma = Instr("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16", ())
+
+    def body(src: str):
+        return [Instr("ld.param.u32" if src == "param" else "mov.u32", (Reg("%r1"), Reg("%tid.x") if src == "tid" else Sym("flag"))),
+                Instr("setp.ne.u32", (Reg("%p1"), Reg("%r1"), Imm.of(0))),
+                Instr("bra.uni", (Sym("L1"),), Guard(Reg("%p1"))), wgmma, Label("L1"), Instr("ret", ())]
+
+    assert not _always_reached(body("param"), 3)
+    assert _always_reached(body("tid"), 3)
+    loop = [Label("L0"), wgmma, Instr("bra.uni", (Sym("L0"),), Guard(Reg("%p1")))]
+    assert _always_reached(loop, 1)
+    assert not _always_reached([Instr("ret", (), Guard(Reg("%p1"))), wgmma], 1)
