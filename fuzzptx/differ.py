@@ -8,6 +8,7 @@ imports CuPy.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
@@ -114,13 +115,34 @@ def program_family(program: Program) -> str:
             r = rank.get(form.family, 9)
             if best is None or r < best[0]:
                 best = (r, form)
-    if best is None:
-        return "other"
-    form = best[1]
+    return "other" if best is None else form_family(best[1])
+
+
+def form_family(form) -> str:
+    """A form's family with its type mix: ``wgmma.sp.f32.e4m3.e5m2``."""
     types = [t for t in (form.dtype, form.atype) if t]
     if form.btype and form.btype != form.atype:
         types.append(form.btype)
     return ".".join([form.family] + types)
+
+
+def output_family(program: Program, buffer: str, fam: str) -> str:
+    """The family of the unit that writes output ``buffer``, else ``fam``.
+
+    A generated wgmma program lists its units' forms in a ``units:`` note and unit k stores to
+    ``d<k>``: a mismatch in ``d1`` is then bucketed under unit 1's family, not the program's
+    first (an H100 campaign bucketed fp8 accumulator mismatches under s32 and f16 families
+    that had no mismatch, because an s32 or f16 unit came first)."""
+    m = re.fullmatch(r"d(\d+)", buffer)
+    note = next((n for n in program.notes if n.startswith("units: ")), None)
+    if m is None or note is None:
+        return fam
+    keys = note[len("units: "):].split(", ")
+    k = int(m.group(1))
+    try:
+        return form_family(isa.by_key(keys[k])) if k < len(keys) else fam
+    except KeyError:
+        return fam
 
 
 def compare(program: Program, v: Verdicts, *, family: str | None = None) -> list[Finding]:
@@ -168,7 +190,7 @@ def compare(program: Program, v: Verdicts, *, family: str | None = None) -> list
 
             mism = ref_compare(program, v.reference, v.hardware.outputs)
             if mism:
-                out.append(Finding(f"reference!=hardware|mismatch|{fam}", f"{len(mism)} element(s) differ; first: {mism[0]}",
+                out.append(Finding(f"reference!=hardware|mismatch|{output_family(program, mism[0].buffer, fam)}", f"{len(mism)} element(s) differ; first: {mism[0]}",
                                    (("mismatches", len(mism)), ("first", str(mism[0])))))
     out += mmasim_findings(program, v, fam)
     if v.metamorphic is not None:
@@ -189,12 +211,12 @@ def mmasim_findings(program: Program, v: Verdicts, fam: str) -> list[Finding]:
     if v.hardware is not None and not v.hardware.fault:
         mism = ref_compare(program, v.mmasim, v.hardware.outputs)
         if mism:
-            out.append(Finding(f"mmasim!=hardware|mismatch|{fam}", f"{len(mism)} element(s) differ; first: {mism[0]}",
+            out.append(Finding(f"mmasim!=hardware|mismatch|{output_family(program, mism[0].buffer, fam)}", f"{len(mism)} element(s) differ; first: {mism[0]}",
                                (("mismatches", len(mism)), ("first", str(mism[0])))))
     if v.reference is not None and not v.reference.undefined:  # spec mode: MMA-Sim outside the set; hardware: != ours
         mism = ref_compare(program, v.reference, {b: v.mmasim.bytes(b) for b in v.mmasim.outputs})
         if mism:
-            out.append(Finding(f"mmasim!=reference|mismatch|{fam}", f"{len(mism)} element(s) differ; first: {mism[0]}",
+            out.append(Finding(f"mmasim!=reference|mismatch|{output_family(program, mism[0].buffer, fam)}", f"{len(mism)} element(s) differ; first: {mism[0]}",
                                (("mismatches", len(mism)), ("first", str(mism[0])))))
     return out
 
