@@ -97,6 +97,7 @@ class BlockTask:
     plant: bool = False
     corpus: tuple[str, ...] | None = None  # this block's files in --corpus mode
     generator: str = "direct"  # "direct" (draw_direct) or "hypothesis" (fuzz.draw_programs)
+    numerics: str | None = None  # the reference's numerics for every program (None: each program's own)
 
 
 @dataclass
@@ -196,6 +197,8 @@ def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
         progs = draw_programs(task.size, block_seed(task.seed, task.block))
     else:
         progs = draw_direct(task.size, block_seed(task.seed, task.block))
+    if task.numerics is not None:  # stamped on the program: its repro file replays the same way
+        progs = [replace(p, numerics=task.numerics) for p in progs]
     limit = len(progs) if task.keep is None else min(task.keep, len(progs))
     out: list[tuple[int, Program, str | None]] = [(i, p, None) for i, p in enumerate(progs[:limit])]
     if task.plant:
@@ -562,6 +565,7 @@ class Plan:
     corpus: tuple[str, ...] | None = None
     plant: int | None = None  # block for the planted faults; -1: chosen in the middle of the run
     generator: str = "direct"
+    numerics: str | None = None  # spec or hardware for every program; None: each program's own (spec if none)
 
     def total_blocks(self) -> int | None:
         n = self.examples if self.corpus is None else min(self.examples or len(self.corpus), len(self.corpus))
@@ -582,20 +586,21 @@ class Plan:
         files = None
         if self.corpus is not None:
             files = self.corpus[block * self.block_size:(block + 1) * self.block_size]
-        return BlockTask(block, self.seed, self.block_size, self.judges, skip, keep, plant, files, self.generator)
+        return BlockTask(block, self.seed, self.block_size, self.judges, skip, keep, plant, files, self.generator,
+                         self.numerics)
 
 
 def _check_meta(out: Path, plan: Plan, resume: bool) -> dict:
     meta = {"seed": plan.seed, "block_size": plan.block_size, "shard": f"{plan.shard[0]}/{plan.shard[1]}",
             "corpus": None if plan.corpus is None else len(plan.corpus), "generator": plan.generator,
-            "planted_block": None}
+            "numerics": plan.numerics, "planted_block": None}
     path = out / "campaign.json"
     if path.exists():
         try:
             old = json.loads(path.read_text())
         except ValueError:
             raise CampaignError(f"{path}: not a campaign record (bad JSON)") from None
-        for k in ("seed", "block_size", "shard", "corpus", "generator"):
+        for k in ("seed", "block_size", "shard", "corpus", "generator", "numerics"):
             if old.get(k, meta[k]) != meta[k]:
                 raise CampaignError(f"--resume with {k}={meta[k]} but the campaign in {out} used {old.get(k)}")
         meta["planted_block"] = old.get("planted_block")
@@ -904,6 +909,7 @@ def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, re
         "gpus": gpus,
         "cpu_workers": live.workers,
         "judges": list(plan.judges),
+        "numerics": plan.numerics or "spec",
         "seed": plan.seed, "block_size": plan.block_size, "shard": f"{plan.shard[0]}/{plan.shard[1]}",
         "findings": live.findings,
         "faults": dict(live.faults),
@@ -1041,6 +1047,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--judges", default="reference,checker,ptxas,hardware",
                     help="comma-separated; the default adds the checker to the nightly set reference,ptxas,hardware "
                          "at ~15%% of the throughput on an H100 node (benchmarks/README.md)")
+    ap.add_argument("--numerics", choices=("spec", "hardware"), default=None,
+                    help="the reference's numerics: spec (the PTX ISA's error bounds, the default) or hardware "
+                         "(the bit-exact H100 model: any GPU mismatch is then a reference or hardware bug); "
+                         "repro files carry it (NUMERICS line); with --corpus, default: each file's own")
     ap.add_argument("--block-size", type=int, default=32, help="programs per block (one ptxas module)")
     ap.add_argument("--workers", type=int, default=0, help="CPU processes (default: cores, one fewer with a GPU)")
     ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct",
@@ -1099,7 +1109,7 @@ def main_campaign(argv: list[str]) -> int:
             judges = tuple(j for j in judges if j != "hardware")
     workers = args.workers or max(1, (os.cpu_count() or 2) - (1 if "hardware" in judges else 0))
     plan = Plan(seed=args.seed, block_size=args.block_size, shard=shard, examples=args.examples, seconds=seconds,
-                judges=judges, corpus=corpus, plant=args.plant_faults, generator=args.generator)
+                judges=judges, corpus=corpus, plant=args.plant_faults, generator=args.generator, numerics=args.numerics)
     stats = run_campaign(Path(args.out), plan, gpus=gpus, resume=args.resume, workers=workers,
                          gpu_timeout=args.gpu_timeout, gpu_workers=args.gpu_workers, progress=not args.quiet)
     print(json.dumps({k: v for k, v in stats.items() if k != "timeline"}, indent=1))

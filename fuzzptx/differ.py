@@ -326,12 +326,13 @@ def as_judged(program: Program, text: str | None = None) -> tuple[Program, str]:
 
 
 def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result: Any = None, hardware_result: Any = None,
-          text: str | None = None, numerics: str = "spec", judged: Program | None = None,
+          text: str | None = None, numerics: str | None = None, judged: Program | None = None,
           into: Verdicts | None = None) -> Verdicts:
     """Run one program through ``judges`` (a precomputed ptxas/hardware result may be passed in;
     ``text`` is the PTX it was compiled from, when the caller already emitted it; ``judged`` the
     program ``as_judged`` read back from that text, when the caller has it; ``into`` verdicts
-    of other judges on the same program, to add to)."""
+    of other judges on the same program, to add to; ``numerics`` the reference's mode, by default
+    the program's own: its ``NUMERICS`` header, else spec)."""
     import time
 
     v = Verdicts() if into is None else into
@@ -368,7 +369,7 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
 
         t0 = time.perf_counter()
         try:
-            v.reference = run_program(program, mode=numerics)
+            v.reference = run_program(program, mode=numerics or program.numerics)
         except Unsupported as exc:
             v.reference_skipped = str(exc)
         except FuzzptxError as exc:

@@ -148,7 +148,7 @@ def _forms_in(program: Program) -> set[str]:
     return keys
 
 
-def judge_batch(programs: Sequence[Program], judges: Sequence[str], numerics: str = "spec") -> list[differ.Verdicts]:
+def judge_batch(programs: Sequence[Program], judges: Sequence[str], numerics: str | None = None) -> list[differ.Verdicts]:
     """Judge a batch: ptxas once for the whole batch (one module), the rest per program."""
     texts, judged = _emit(programs)
     results = None
@@ -168,7 +168,7 @@ def _emit(programs: Sequence[Program]) -> tuple[list[str], list[Program]]:
 
 
 def judge_texts(programs: Sequence[Program], texts: Sequence[str], judges: Sequence[str], ptxas: Any,
-                numerics: str = "spec", judged: Sequence[Program] | None = None) -> list[differ.Verdicts]:
+                numerics: str | None = None, judged: Sequence[Program] | None = None) -> list[differ.Verdicts]:
     """The other judges on each (program, its emitted text); ``ptxas`` is (results, seconds) of one
     ``compile_batch`` of ``texts``, or a future of it still compiling, or None; ``judged``: the
     programs as read back from ``texts`` (``Program.to_ptx_located``), else each text is parsed.
@@ -310,6 +310,8 @@ def run(n: int, seed: int, judges: Sequence[str], out_dir: Path, *, batch: int =
         ptxas is idle, so it overlaps the judging of the batch before)."""
         t0 = time.perf_counter()
         progs = drawn[b * batch:(b + 1) * batch] if drawn is not None else batch_programs(b, seed, batch, n, illegal_share)
+        if numerics != "spec":  # the repro files say so: a replay or a shrink judges the same way
+            progs = [replace(p, numerics=numerics) for p in progs]
         stats.seconds["generate"] += time.perf_counter() - t0
         t0 = time.perf_counter()
         texts, judged = _emit(progs)

@@ -3,13 +3,16 @@
 On disk a program is one self-describing ``.ptx`` file (lit-style): the module's
 leading ``//`` comment lines carry the launch, the buffers, the scalar params,
 what each judge said and the finding's signature.  ptxas ignores the comments,
-so the file is valid ptxas input as it stands.
+so the file is valid ptxas input as it stands.  ``NUMERICS: hardware`` (absent: ``spec``) says
+which numerics the reference judged it with: the PTX ISA's error bounds, or the bit-exact H100
+model; a replay or a shrink of the file uses the same.
 
     // fuzzptx-repro v1
     // LAUNCH: kernel=k grid=1,1,1 block=128,1,1
     // BUFFER: a type=f16 count=1024 init=random seed=7
     // BUFFER: d type=f32 count=4096 init=zeros output
     // PARAM: n value=4
+    // NUMERICS: hardware
     // EXPECT: ptxas: accepted
     // SIGNATURE: reference!=hardware|wgmma
 """
@@ -23,6 +26,7 @@ from fuzzptx.errors import FuzzptxError
 from fuzzptx.ptx.ir import Module
 
 MAGIC = "fuzzptx-repro v1"
+NUMERICS = ("spec", "hardware")  # the reference's numerics modes (oracles.reference.run_program)
 INITS = ("random", "small_int", "special", "zeros", "ones", "iota")
 BUFFER_TYPES = (
     "f64", "f32", "tf32", "f16", "bf16", "e4m3", "e5m2",
@@ -80,6 +84,7 @@ class Program:
     expect: tuple[tuple[str, str], ...] = ()
     signature: str | None = None
     notes: tuple[str, ...] = field(default=())
+    numerics: str = "spec"
 
     def buffer(self, name: str) -> Buffer:
         for b in self.buffers:
@@ -101,6 +106,8 @@ class Program:
             seed = f" seed={b.seed}" if not b.init.startswith("hex:") and b.init in ("random", "small_int", "special") else ""
             lines.append(f"BUFFER: {b.name} type={b.type} count={b.count} init={b.init}{seed}" + (" output" if b.output else ""))
         lines += [f"PARAM: {k} value={v}" for k, v in self.scalars]
+        if self.numerics != "spec":
+            lines.append(f"NUMERICS: {self.numerics}")
         lines += [f"EXPECT: {judge}: {verdict}" for judge, verdict in self.expect]
         if self.signature:
             lines.append(f"SIGNATURE: {self.signature}")
@@ -195,6 +202,7 @@ def _parse_header(module: Module, file: str) -> Program:
     expect: list[tuple[str, str]] = []
     notes: list[str] = []
     signature = None
+    numerics = "spec"
     seen_magic = False
     for i, raw in enumerate(module.preamble):
         line = i + 1
@@ -205,7 +213,7 @@ def _parse_header(module: Module, file: str) -> Program:
             seen_magic = True
             continue
         key, sep, rest = text.partition(":")
-        if not sep or key not in ("LAUNCH", "BUFFER", "PARAM", "EXPECT", "SIGNATURE", "NOTE"):
+        if not sep or key not in ("LAUNCH", "BUFFER", "PARAM", "NUMERICS", "EXPECT", "SIGNATURE", "NOTE"):
             continue  # free comment text
         rest = rest.strip()
         if key == "LAUNCH":
@@ -246,6 +254,10 @@ def _parse_header(module: Module, file: str) -> Program:
             expect.append((judge.strip(), verdict.strip()))
         elif key == "SIGNATURE":
             signature = rest
+        elif key == "NUMERICS":
+            if rest not in NUMERICS:
+                raise ReproError(f"NUMERICS {rest!r}: expected one of {', '.join(NUMERICS)}", file=file, line=line)
+            numerics = rest
         else:
             notes.append(rest)
     if not seen_magic and launch is None:
@@ -265,4 +277,4 @@ def _parse_header(module: Module, file: str) -> Program:
     missing = params - {b.name for b in buffers} - {n for n, _ in scalars}
     if missing:
         raise ReproError(f"kernel {launch.kernel} parameter(s) {', '.join(sorted(missing))} have no BUFFER or PARAM line", file=file, line=1)
-    return Program(module, launch, tuple(buffers), tuple(scalars), tuple(expect), signature, tuple(notes))
+    return Program(module, launch, tuple(buffers), tuple(scalars), tuple(expect), signature, tuple(notes), numerics)

@@ -66,6 +66,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="examples per fuzz test (overrides the profile)")
     group.addoption("--fuzzptx-repro-dir", default="reports/repros",
                     help="where a failing fuzz test writes its repro file")
+    group.addoption("--fuzzptx-numerics", default=None, choices=("spec", "hardware"),
+                    help="the reference's numerics for every program: spec (the default) or hardware "
+                         "(the bit-exact H100 model); repro files carry it")
     group.addoption("--fuzzptx-fail-on", default="all",
                     help="which findings fail a fuzz test: all, or comma-separated signature prefixes "
                          "(e.g. checker:crash,reference:crash)")
@@ -100,6 +103,7 @@ class FuzzConfig:
         self.profile = config.getoption("--fuzzptx-profile")
         self.examples = config.getoption("--fuzzptx-examples") or PROFILES[self.profile]
         self.repro_dir = config.getoption("--fuzzptx-repro-dir")
+        self.numerics: str | None = config.getoption("--fuzzptx-numerics")
         fail_on = config.getoption("--fuzzptx-fail-on")
         self.fail_on: tuple[str, ...] | None = None if fail_on == "all" else tuple(
             x.strip() for x in fail_on.split(",") if x.strip())
@@ -133,6 +137,8 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
     from fuzzptx import differ
 
     judges = config.judges
+    if config.numerics is not None:  # on the program, so its repro file says so too
+        program = replace(program, numerics=config.numerics)
     if "hardware" in judges and gpu_unavailable_reason() is not None:
         judges = tuple(j for j in judges if j != "hardware")
     verdicts = differ.judge(program, judges) if "hardware" not in judges else _judge_with_gpu(program, judges)

@@ -144,3 +144,22 @@ def test_program_round_trips_through_the_parser():
     assert q.to_ptx() == p.to_ptx()
     assert q.scalars == (("sd", 1),)
     del parse
+
+
+def test_numerics_line_round_trips_and_a_bad_one_names_its_line():
+    from dataclasses import replace
+
+    from fuzzptx.program import Program, ReproError
+
+    f = next(f for f in isa.forms("wgmma") if f.atype == "f16" and f.a_source == "reg")
+    p = wgmma_program(f)
+    assert "NUMERICS" not in p.to_ptx() and Program.from_ptx(p.to_ptx()).numerics == "spec"
+    text = replace(p, numerics="hardware").to_ptx()
+    assert "// NUMERICS: hardware\n" in text
+    q = Program.from_ptx(text)
+    assert q.numerics == "hardware" and q.to_ptx() == text
+    bad = text.replace("NUMERICS: hardware", "NUMERICS: exact")
+    line = bad.splitlines().index("// NUMERICS: exact") + 1
+    with pytest.raises(ReproError) as exc:
+        Program.from_ptx(bad, "k.ptx")
+    assert "k.ptx" in str(exc.value) and f":{line}" in str(exc.value) and "spec, hardware" in str(exc.value)

@@ -195,6 +195,34 @@ def test_corpus_mode_judges_the_files(whole, tmp_path):
     assert all(r["verdicts"]["ptxas"] == "accepted" for r in recs)
 
 
+def test_hardware_numerics_reach_every_program_and_its_repro(whole, tmp_path):
+    """``--numerics hardware``: the same programs, the reference in the bit-exact H100 model (no
+    value is a spec interval), every repro file says so, and a resume cannot change it."""
+    from fuzzptx.program import Program
+
+    out = tmp_path / "hw"
+    r = _campaign(out, "--examples", str(EXAMPLES), "--numerics", "hardware")
+    assert json.loads(r.stdout)["numerics"] == "hardware"
+    recs = _records(out)
+    spec = {(x["block"], x["index"]): x for x in whole}
+    assert sorted(spec) == sorted((x["block"], x["index"]) for x in recs)
+    for x in recs:
+        assert x["family"] == spec[(x["block"], x["index"])]["family"]
+        # (the NUMERICS header line moves the body, and the lines ptxas names, one down)
+        assert x["verdicts"]["ptxas"].split()[0] == spec[(x["block"], x["index"])]["verdicts"]["ptxas"].split()[0]
+    assert any("within bounds" in x["verdicts"].get("reference", "") for x in whole)
+    assert not any("within bounds" in x["verdicts"].get("reference", "") for x in recs)
+    repros = sorted((out / "repros").glob("*.ptx"))
+    assert repros and all(Program.from_file(f).numerics == "hardware" for f in repros)
+    from fuzzptx.replay import main_replay
+
+    for f in repros:  # replay judges in the file's numerics: its EXPECT lines hold
+        assert "// EXPECT: reference: " in f.read_text()
+        assert main_replay([str(f), "--no-hardware"]) == 0, f
+    r = _campaign(out, "--examples", str(EXAMPLES), "--numerics", "spec", "--resume", check=False)
+    assert r.returncode == 2 and "numerics=spec" in r.stderr and r.stderr.count("\n") == 1
+
+
 @pytest.mark.gpu
 def test_planted_trap_and_hang_are_survived_on_the_gpu(tmp_path):
     out = tmp_path / "gpu"

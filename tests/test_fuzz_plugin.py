@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from dataclasses import replace
 
 import pytest
@@ -12,13 +13,14 @@ pytest_plugins = ["pytester"]
 def test_profiles_and_overrides(pytester):
     pytester.makepyfile("""
         def test_cfg(fuzzptx_config):
-            print("CFG", fuzzptx_config.profile, fuzzptx_config.examples, fuzzptx_config.judges, fuzzptx_config.fail_on)
+            print("CFG", fuzzptx_config.profile, fuzzptx_config.examples, fuzzptx_config.judges, fuzzptx_config.fail_on,
+                  fuzzptx_config.numerics)
     """)
     r = pytester.runpytest("-s", "-p", "no:cacheprovider")
-    r.stdout.fnmatch_lines(["*CFG ci 60 ('reference', 'checker', 'ptxas') None*"])
+    r.stdout.fnmatch_lines(["*CFG ci 60 ('reference', 'checker', 'ptxas') None None*"])
     r = pytester.runpytest("-s", "--fuzzptx-profile", "nightly", "--fuzzptx-judges", "reference,ptxas,hardware",
-                           "--fuzzptx-fail-on", "checker:crash,reference:crash")
-    r.stdout.fnmatch_lines(["*CFG nightly 2000 ('reference', 'ptxas', 'hardware') ('checker:crash', 'reference:crash')*"])
+                           "--fuzzptx-fail-on", "checker:crash,reference:crash", "--fuzzptx-numerics", "hardware")
+    r.stdout.fnmatch_lines(["*CFG nightly 2000 ('reference', 'ptxas', 'hardware') ('checker:crash', 'reference:crash') hardware*"])
     r = pytester.runpytest("-s", "--fuzzptx-examples", "3")
     r.stdout.fnmatch_lines(["*CFG ci 3 *"])
     r = pytester.runpytest("--fuzzptx-profile", "weekly")
@@ -63,6 +65,7 @@ def test_check_program_writes_repro_and_fails(tmp_path):
         judges = ("checker", "ptxas")
         repro_dir = str(tmp_path / "repros")
         fail_on = None
+        numerics = None
 
     with pytest.raises(AssertionError) as exc:
         check_program(_contradicted_program(), Cfg())
@@ -71,6 +74,11 @@ def test_check_program_writes_repro_and_fails(tmp_path):
     path = msg.split("repro: ")[1].strip()
     repro = Program.from_file(path)
     assert repro.signature.startswith("expect!=ptxas|planted-label") and ("ptxas", "accepted") in repro.expect
+    assert repro.numerics == "spec" and "NUMERICS" not in Path(path).read_text()
+    Cfg.numerics = "hardware"  # --fuzzptx-numerics hardware: the repro says how it was judged
+    with pytest.raises(AssertionError):
+        check_program(_contradicted_program(), Cfg())
+    assert Program.from_file(path).numerics == "hardware"
     # A finding outside --fuzzptx-fail-on passes.
     Cfg.fail_on = ("checker:crash",)
     check_program(_contradicted_program(), Cfg())
