@@ -176,3 +176,36 @@ def test_stores_gathered_to_the_end_keep_undefined_elements_and_the_last_write()
     dup = "ld.global.b32 %r5, [%rd1]; st.global.b32 [%rd2], %r5; st.global.b32 [%rd2], %r0; st.global.b32 [%rd2+4], 9;"
     w, a, taken = both(dup, block=32)
     assert w == a and w[0] == "ok" and taken == [(4, True)]
+
+
+@pytest.mark.parametrize("space", ["global", "shared"])
+def test_threads_storing_different_values_to_one_element_leave_it_undefined(space):
+    """Which thread's store the hardware keeps is not defined: the element is undefined (the
+    reference kept the last thread's value, and the H100 kept another: a false mismatch).
+    Threads storing one value agree, and the element stays defined."""
+    import numpy as np
+
+    from fuzzptx.oracles.reference.values import UNDEF
+
+    if space == "global":
+        body = "and.b32 %r5, %r0, 1;\nst.global.u32 [%rd11], %r5;\nst.global.u32 [%rd11+4], 7;\nret;\n}\n"
+    else:
+        body = ("and.b32 %r5, %r0, 1;\nst.shared.u32 [%r1], %r5;\nst.shared.u32 [%r1+4], 7;\nbar.sync 0;\n"
+                "ld.shared.u32 %r6, [%r1];\nld.shared.u32 %r7, [%r1+4];\nst.global.u32 [%rd2], %r6;\n"
+                "st.global.u32 [%rd2+512], %r7;\nret;\n}\n")
+    bufs = (Buffer("a", "u32", 128, "zeros"), Buffer("out", "u32", 256, "zeros", output=True))
+    ref = run_program(_program(HEAD + body, bufs, 128))
+    kind = np.asarray(ref.outputs["out"].kind)
+    if space == "global":
+        assert kind[0] == UNDEF and kind[1] != UNDEF and int(np.frombuffer(ref.bytes("out"), np.uint32)[1]) == 7
+    else:
+        assert (kind[:128] == UNDEF).all() and not (kind[128:] == UNDEF).any()
+    assert any("different values to one" in n for n in ref.notes)
+
+
+def test_the_racing_stores_repro_replays():
+    from pathlib import Path
+
+    from fuzzptx.replay import main_replay
+
+    assert main_replay([str(Path(__file__).parent / "data" / "repros" / "racing_global_stores.ptx"), "--no-hardware"]) == 0

@@ -207,10 +207,34 @@ def _store(m, ins, idx: np.ndarray, groups, eb: int, vals: list) -> None:
             raise BadAddress.at(ins, f"store to read-only {region.space} memory ({region.name})")
         if pos.size == m.n:  # every thread, in order
             region.write(off, eb, vals, writers=m.tid32 if region.dirty is not None else None)
+            _undefine_races(m, ins, region, off, eb, [b for b, _ in vals])
             continue
         rows = idx if pos.size == idx.size else idx[pos]
         region.write(off, eb, [(b[rows], _take(sh, rows)) for b, sh in vals],
                      writers=m.tid32[rows] if region.dirty is not None else None)
+        _undefine_races(m, ins, region, off, eb, [b[rows] for b, _ in vals])
+
+
+def _undefine_races(m, ins, region, off: np.ndarray, eb: int, bits: list) -> None:
+    """Threads of one store writing different values to one element: the hardware keeps one of
+    them, which one the PTX memory model does not say; the element is then undefined (it was the
+    value of the last thread in thread order, and the differ reported the H100's choice as a
+    mismatch: found when a shrinker made every thread store to one address)."""
+    if off.size < 2:
+        return
+    slot = off >> _SHIFT[eb]
+    if np.bincount(slot - slot.min()).max() < 2:
+        return
+    order = np.argsort(slot, kind="stable")
+    same = slot[order][1:] == slot[order][:-1]
+    for j, b in enumerate(bits):
+        v = b[order] & mask(8 * eb)
+        clash = same & (v[1:] != v[:-1])
+        if clash.any():
+            o = np.unique(off[order][1:][clash]) + j * eb
+            region.pending.append((o, eb, Shadow.undef(o.size, 8 * eb)))
+            m.note(f"line {ins.loc.line if ins.loc else '?'}: threads store different values to one "
+                   f"{region.space} address; the element is undefined")
 
 
 def h_bar(m, f, ins, act):
