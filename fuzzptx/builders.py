@@ -479,3 +479,27 @@ def _desc_of(layout):
     from fuzzptx.oracles.reference.descriptors import MatrixDescriptor
 
     return MatrixDescriptor(0, layout.lbo, layout.sbo, layout.base_offset, layout.swizzle)
+
+
+def repeated_wgmma(program: Program, copies: int, commit_between: bool = False, first_zero: bool = False) -> Program:
+    """``program`` (one ``wgmma_program``) with its wgmma issued ``copies`` times back to back: the
+    same accumulators, A and B each time, so D = C + copies * A*B (the PTX ISA orders chained
+    wgmmas of one shape on one accumulator).  ``commit_between``: a commit_group between copies;
+    ``first_zero``: the program's wgmma has scale-d 0 and the copies accumulate (scale-d 1).
+    ptxas 13.0.88 -O3 collapses such copies into one (benchmarks/probe_dup_wgmma.py)."""
+    from dataclasses import replace
+
+    fn = program.module.function(program.launch.kernel)
+    body = list(fn.body)
+    i = next(k for k, s in enumerate(body) if isinstance(s, Instr) and s.opcode.startswith("wgmma.mma_async"))
+    copy = body[i]
+    if first_zero:
+        copy = replace(copy, operands=copy.operands[:3] + (Imm.of(1),) + copy.operands[4:])
+    extra: list = []
+    for _ in range(copies - 1):
+        if commit_between:
+            extra.append(Instr("wgmma.commit_group.sync.aligned", ()))
+        extra.append(copy)
+    items = tuple(replace(it, body=tuple(body[:i + 1] + extra + body[i + 1:])) if it is fn else it
+                  for it in program.module.items)
+    return replace(program, module=replace(program.module, items=items))

@@ -1,0 +1,86 @@
+"""ptxas 13.0.88 -O3 collapses a repeated wgmma (an H100 finding), and a model of what it did.
+
+The record ``benchmarks/results/probe_dup_wgmma_h100.json`` (``benchmarks/probe_dup_wgmma.py`` on
+the H100) holds, per kernel, the GPU's first element that differs from the reference at -O3 and
+-O0.  The kernels are rebuilt here from the same builders and seeds, and ``collapsed`` (the
+reference run with each repeat of the wgmma before it dropped) must give the GPU's values for
+every kernel with up to three copies.  It is no general model: four copies of a 32-register
+f32 accumulator kept two, and an m64n8k32 kernel kept both of its two copies
+(``benchmarks/results/probe_dup_wgmma_m64n8_h100.json``)."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from fuzzptx.builders import repeated_wgmma, wgmma_program
+from fuzzptx.oracles.hardware import HwResult
+from fuzzptx.ptx.ir import Instr
+from fuzzptx.oracles.reference import compare, run_program
+
+RECORD = json.loads((Path(__file__).resolve().parent.parent / "benchmarks/results/probe_dup_wgmma_h100.json").read_text())
+ROWS = RECORD["variants"]
+
+
+def collapsed(p) -> HwResult:
+    """The reference's run of ``p`` with every wgmma that repeats the wgmma before it (only commits
+    between) dropped."""
+    fn = p.module.function(p.launch.kernel)
+    body, last = [], None
+    for s in fn.body:
+        if isinstance(s, Instr) and s.opcode.startswith("wgmma.mma_async"):
+            if s == last:
+                continue
+            last = s
+        elif not (isinstance(s, Instr) and s.opcode.startswith("wgmma.commit_group")):
+            last = None
+        body.append(s)
+    items = tuple(replace(it, body=tuple(body)) if it is fn else it for it in p.module.items)
+    ref = run_program(replace(p, module=replace(p.module, items=items)), mode="hardware")
+    return HwResult(outputs={b.name: ref.bytes(b.name) for b in p.outputs()})
+
+
+def _kernel(row):
+    base = wgmma_program(row["form"], seed=7, scale_d=not row["first_scale_d_0"])
+    return replace(repeated_wgmma(base, row["copies"], row["commit_between"], row["first_scale_d_0"]), numerics="hardware")
+
+
+def test_the_record_shows_O3_losing_products_and_O0_keeping_them():
+    assert len(ROWS) == 49 and all(r["accepted_O3"] and r["accepted_O0"] for r in ROWS)
+    assert all(r["gpu_O0"] == "matches the reference" for r in ROWS)
+    lost = [r for r in ROWS if r["gpu_O3"] != "matches the reference"]
+    # every kernel with two identical wgmmas in a row (or around a commit) loses a product at -O3
+    assert {(r["copies"], r["commit_between"], r["first_scale_d_0"]) for r in lost} == {
+        (2, False, False), (3, False, False), (4, False, False), (2, True, False), (3, False, True)}
+    assert all(r["gmma_O3"] < r["gmma_O0"] for r in ROWS if r["copies"] > 1)
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r["copies"] <= 3], ids=lambda r: r["file"])
+def test_the_collapse_model_gives_the_gpus_values(row):
+    p = _kernel(row)
+    mism = compare(p, run_program(p, mode="hardware"), collapsed(p).outputs)
+    if row["gpu_O3"] == "matches the reference":
+        assert not mism
+    else:
+        first = re.search(r"first: (\w+)\[(\d+)\]: expected \S+ \S+, observed (\S+)", row["gpu_O3"])
+        assert mism and (mism[0].buffer, str(mism[0].index)) == first.group(1, 2)
+        assert mism[0].observed.split()[0] == first.group(3)
+
+
+def test_four_copies_of_an_f32_accumulator_kept_two():
+    """What the model leaves out, pinned: the GPU's value is C + 2AB, the two-copy kernel's expected one."""
+    for row in (r for r in ROWS if r["copies"] == 4 and ".f32." in r["form"]):
+        two = next(r for r in ROWS if r["form"] == row["form"] and r["copies"] == 2 and not r["commit_between"])
+        observed = re.search(r"observed (\S+)", row["gpu_O3"]).group(1)
+        assert re.search(r"expected (\S+)", two["gpu_O3"]).group(1) == observed
+
+
+def test_the_builder_repeats_the_same_instruction():
+    p = repeated_wgmma(wgmma_program("wgmma.mma_async.sync.aligned.m64n32k32.s32.u8.u8|a=reg", seed=7), 3, True)
+    ops = [s for s in p.module.function("k").body if isinstance(s, Instr) and s.opcode.startswith("wgmma.")]
+    names = [s.opcode.split(".")[1] for s in ops]
+    assert names[:6] == ["fence", "mma_async", "commit_group", "mma_async", "commit_group", "mma_async"]
+    assert ops[1] == ops[3] == ops[5]
