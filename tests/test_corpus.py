@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fuzzptx import differ
+from fuzzptx.corpus import ENTRIES
 from fuzzptx.program import Program
 from fuzzptx.replay import check_expectations, same_verdict
 
@@ -83,3 +84,8 @@ def test_hardware_expectations_hold(path: Path):
     assert same_verdict("hardware", want, v.summary()["hardware"])
     findings = [f.signature for f in differ.compare(program, v)]
     assert any(s.startswith(program.signature.split("|")[0]) for s in findings), findings
+    # the file's hardware EXPECT comes from a model of the H100: its values must be the GPU's
+    entry = next(e for e in ENTRIES if e.name == path.stem)
+    if entry.hardware is not None and v.hardware.ok:
+        model = entry.hardware(program)
+        assert {b: model.outputs[b] for b in model.outputs} == {b: v.hardware.outputs[b] for b in model.outputs}
