@@ -295,11 +295,15 @@ def expectation_findings(program: Program, v: Verdicts, fam: str) -> list[Findin
 
 
 def _took_the_mutated_path(program: Program, ref: Any) -> bool:
-    """False where the mutation jumps over an instruction on one path and the run never jumped."""
-    from fuzzptx.strategies.mutations import path_jump_lines
+    """False where the mutation jumps over an instruction on one path and the run never jumped,
+    or made one instruction undefined and the run never reached it."""
+    from fuzzptx.strategies.mutations import path_jump_lines, site_lines
 
     jumps = path_jump_lines(program)
-    return not jumps or bool(set(jumps) & ref.branches_taken)
+    if jumps and not set(jumps) & ref.branches_taken:
+        return False
+    sites = site_lines(program, mutation_of(program) or "")
+    return not sites or any(ref.ran(line) for line in sites)
 
 
 def _any_undefined(ref: Any) -> bool:

@@ -405,6 +405,31 @@ def path_jump_lines(p: Program) -> list[int]:
             and s.loc is not None and s.operands and isinstance(s.operands[0], Sym) and s.operands[0].name in PATH_LABELS]
 
 
+def site_lines(p: Program, name: str) -> list[int] | None:
+    """Source lines of the instruction a site mutation made undefined (a program parsed from its
+    text has them), or None for a mutation with no one site.  The reference sees the undefined
+    behaviour only on a run that reaches one; a kernel's branches can skip it on this launch in
+    ways a static look misses (a warpgroup-role branch with one warpgroup launched), so the
+    differ asks the run."""
+    from fuzzptx.ptx.ir import walk
+
+    body = [s for s in walk(_kernel(p)[1].body or ()) if isinstance(s, Instr)]
+    lines: list[int] = []
+    for prev, s in zip(body, body[1:]):
+        if name in ("acc_write_in_flight", "a_write_in_flight") and prev.opcode.startswith(WGMMA_PREFIX) \
+                and s.opcode == "mov.b32" and len(s.operands) == 2 and isinstance(s.operands[1], Imm) \
+                and s.operands[1].value == 0:
+            vec = prev.operands[0 if name == "acc_write_in_flight" else 1]
+            if isinstance(vec, Vec) and vec.items and vec.items[0] == s.operands[0]:
+                lines.append(s.loc.line if s.loc else -1)
+    if name == "divergent_guard":
+        lines = [s.loc.line if s.loc else -1 for s in body if s.opcode.startswith(WGMMA_PREFIX)
+                 and s.guard is not None and s.guard.reg.name == "%fz_div"]
+    elif name not in ("acc_write_in_flight", "a_write_in_flight"):
+        return None
+    return [x for x in lines if x >= 0] or None
+
+
 def _wait_skipped_on_a_path(p: Program, choice: int) -> Program | None:
     """A uniform branch over the last wait_group: the accumulators are then read in flight.
 

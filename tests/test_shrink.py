@@ -179,10 +179,12 @@ def copy_kernel() -> Program:
     return Program.from_ptx(text)
 
 
-def test_value_level_plant_shrinks_to_ten_instructions():
+def test_value_level_plant_shrinks_to_eleven_instructions():
     """The reference with its swizzle XOR one address bit off (benchmarks/bench_shrink.py's plant):
-    the copies, descriptor arithmetic and stores shrink away until at most 10 instructions remain,
-    ptxas still accepts the program and the plant still changes an element the reference defines."""
+    the copies, descriptor arithmetic and stores shrink away until at most 11 instructions remain,
+    ptxas still accepts the program and the plant still changes an element the reference defines.
+    (It reached 10 while a store every thread made to one address counted as defined; since the
+    reference leaves such a racing element undefined, each thread needs its own address: mad.wide.)"""
     from bench_shrink import plant_predicate
 
     holds = plant_predicate("swizzle-off-by-one-bit")
@@ -190,7 +192,7 @@ def test_value_level_plant_shrinks_to_ten_instructions():
     assert S.instruction_count(p) == 57 and holds([p]) == [True]
     res = S.shrink(p, holds, budget_s=120)
     ops = opcodes(res.program)
-    assert res.after <= 10, ops
+    assert res.after <= 11, ops
     assert holds([res.program]) == [True]
     assert "ld.global.b32" not in ops and sum(o.startswith("wgmma.mma_async") for o in ops) == 1, ops
 

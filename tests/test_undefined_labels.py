@@ -175,3 +175,27 @@ def test_a_parameter_branch_skips_a_site_and_a_role_branch_does_not():
     loop = [Label("L0"), wgmma, Instr("bra.uni", (Sym("L0"),), Guard(Reg("%p1")))]
     assert _always_reached(loop, 1)
     assert not _always_reached([Instr("ret", (), Guard(Reg("%p1"))), wgmma], 1)
+
+
+def test_a_site_the_run_never_reached_is_no_finding():
+    """A 5-minute H100 campaign's mutant: the accumulator write sits after a wgmma behind a
+    warpgroup-role branch (``tid >> 7``) that a one-warpgroup launch always takes, so no thread
+    runs it and the run is defined.  The reference records the blocks it ran; the differ expects
+    the undefined behaviour only where the mutated site ran (statically the branch looks like it
+    splits the threads)."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from fuzzptx import differ
+    from fuzzptx.program import Program
+    from fuzzptx.strategies.mutations import BY_NAME, site_lines
+
+    p = Program.from_file(Path(__file__).parent / "data" / "repros" / "acc_write_site_not_reached.ptx")
+    m = BY_NAME["acc_write_in_flight"]
+    p = replace(p, notes=(f"mutation: {m.name} breaks {m.rule}",), expect=m.expect())
+    judged, text = differ.as_judged(p)  # (the new header moves the body: lines as the judges see them)
+    v = differ.judge(judged, ("reference",), text=text, judged=judged)
+    (site,) = site_lines(judged, m.name)
+    wgmma = site - 1
+    assert not v.reference.ran(site) and v.reference.ran(wgmma - 5)
+    assert v.reference.undefined is None and not _expect_reference(differ.compare(judged, v))

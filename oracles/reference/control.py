@@ -210,6 +210,8 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
             continue
         blk = blocks[pc]
         instrs = blk.instrs
+        if instrs and instrs[0].loc is not None and instrs[-1].loc is not None:
+            m.blocks_run.add((instrs[0].loc.line, instrs[-1].loc.line))
         m.steps += len(instrs)
         if m.steps > STEP_LIMIT:
             loc = instrs[0].loc if instrs else None

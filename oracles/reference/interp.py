@@ -255,6 +255,7 @@ class Machine:
         self.alive = np.ones(n, bool)
         self.steps = 0
         self.branches_taken: set[int] = set()  # lines (see RefResult)
+        self.blocks_run: set[tuple[int, int]] = set()  # (first, last) lines (see RefResult)
         self.depth = 0
         self.cur_act = self.all
         self.notes: list[str] = []
@@ -532,4 +533,4 @@ def run_program(program, *, mode: str = "spec"):
     finally:
         np.seterr(**old)
     outs = {b.name: output_from_region(b, m.buffers[b.name], undefined is not None) for b in program.outputs()}
-    return RefResult(outs, undefined, tuple(m.notes), m.steps, frozenset(m.branches_taken))
+    return RefResult(outs, undefined, tuple(m.notes), m.steps, frozenset(m.branches_taken), frozenset(m.blocks_run))

@@ -66,6 +66,12 @@ class RefResult:
     # source lines of the branches some thread took: which paths the run went down (a mutation
     # that makes one path undefined is only seen where the run took it)
     branches_taken: frozenset[int] = frozenset()
+    # (first line, last line) of each block some thread ran: which instructions the run reached
+    blocks_run: frozenset[tuple[int, int]] = frozenset()
+
+    def ran(self, line: int) -> bool:
+        """Some thread ran the instruction at source ``line`` (as far as block boundaries tell)."""
+        return any(lo <= line <= hi for lo, hi in self.blocks_run)
 
     def bytes(self, name: str) -> bytes:
         return self.outputs[name].data
