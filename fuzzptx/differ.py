@@ -46,6 +46,10 @@ class Verdicts:
     mmasim: Any = None  # the reference with MMA-Sim's arithmetic (oracles.mmasim_judge.run_program)
     mmasim_skipped: str | None = None  # MMA-Sim missing, or it models no product of this program
     metamorphic: Any = None  # metamorphic.Checked: the program's pairs through the GPU (or the reference)
+    # whether the reference's run reached what its mutation made undefined (a jump it added, the
+    # instruction it broke); taken where the program has its source lines, since a campaign
+    # compares a light copy of the program with no body (campaign.shipped)
+    mutation_reached: bool | None = None
     seconds: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> dict[str, str]:
@@ -288,8 +292,9 @@ def expectation_findings(program: Program, v: Verdicts, fam: str) -> list[Findin
             # instruction overwrote the undefined values before any output (a fenced wgmma with
             # scale-d 0 after an unfenced one): its notes say so.  A mutation that breaks one
             # path only says nothing about a run that did not take it (the checker judges paths)
+            reached = v.mutation_reached if v.mutation_reached is not None else _took_the_mutated_path(program, v.reference)
             if v.reference.undefined is None and not _any_undefined(v.reference) and \
-                    not any("undefined" in n for n in v.reference.notes) and _took_the_mutated_path(program, v.reference):
+                    not any("undefined" in n for n in v.reference.notes) and reached:
                 out.append(Finding(f"expect!=reference|{rule}|{fam}", f"mutation {rule!r} makes the program undefined; the reference ran it fully defined and saw no undefined behaviour"))
     return out
 
@@ -382,6 +387,8 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
         t0 = time.perf_counter()
         try:
             v.reference = run_program(program, mode=numerics or program.numerics)
+            if is_labelled(program):
+                v.mutation_reached = _took_the_mutated_path(program, v.reference)
         except Unsupported as exc:
             v.reference_skipped = str(exc)
         except FuzzptxError as exc:

@@ -199,3 +199,21 @@ def test_a_site_the_run_never_reached_is_no_finding():
     wgmma = site - 1
     assert not v.reference.ran(site) and v.reference.ran(wgmma - 5)
     assert v.reference.undefined is None and not _expect_reference(differ.compare(judged, v))
+
+
+def test_a_campaign_compares_without_the_body_and_still_knows_the_site_was_not_reached():
+    """A campaign's main process compares a light copy of each program (``campaign.shipped``: no
+    body, so no mutated lines to look up); the pool's judge records whether the run reached the
+    mutation's site.  Seed 4, block 24, program 24 is a divergent_guard mutant whose guarded wgmma
+    sits in a loop the launch skips (the 2,048-program CPU campaign of seed 4 reported it)."""
+    from fuzzptx import differ
+    from fuzzptx.campaign import block_seed, shipped
+
+    p = draw_direct(32, block_seed(4, 24))[24]
+    assert mutation_of(p).name == "divergent_guard"
+    text, judged = p.to_ptx_located()
+    v = differ.judge(p, ("reference",), text=text, judged=judged)
+    assert v.mutation_reached is False and v.reference.undefined is None
+    assert not _expect_reference(differ.compare(shipped(p), v))
+    v.mutation_reached = None  # what the light copy alone would say: the label's claim, unchecked
+    assert _expect_reference(differ.compare(shipped(p), v))
