@@ -425,6 +425,15 @@ def site_lines(p: Program, name: str) -> list[int] | None:
     if name == "divergent_guard":
         lines = [s.loc.line if s.loc else -1 for s in body if s.opcode.startswith(WGMMA_PREFIX)
                  and s.guard is not None and s.guard.reg.name == "%fz_div"]
+    elif name in ("descriptor_misaligned", "smem_out_of_bounds"):
+        # the wgmma that first reads the moved descriptor (``add.s64 d, d, IMM`` after its or.b64)
+        for i, (prev, s) in enumerate(zip(body, body[1:])):
+            if prev.opcode == "or.b64" and s.opcode == "add.s64" and isinstance(s.operands[2], Imm) \
+                    and s.operands[0] == s.operands[1] == prev.operands[0]:
+                reader = next((w for w in body[i + 2:] if w.opcode.startswith(WGMMA_PREFIX)
+                               and s.operands[0] in w.operands[1:3]), None)
+                if reader is not None:
+                    lines.append(reader.loc.line if reader.loc else -1)
     elif name not in ("acc_write_in_flight", "a_write_in_flight"):
         return None
     return [x for x in lines if x >= 0] or None
