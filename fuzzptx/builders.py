@@ -500,6 +500,4 @@ def repeated_wgmma(program: Program, copies: int, commit_between: bool = False, 
         if commit_between:
             extra.append(Instr("wgmma.commit_group.sync.aligned", ()))
         extra.append(copy)
-    items = tuple(replace(it, body=tuple(body[:i + 1] + extra + body[i + 1:])) if it is fn else it
-                  for it in program.module.items)
-    return replace(program, module=replace(program.module, items=items))
+    return program.with_kernel_body(body[:i + 1] + extra + body[i + 1:])

@@ -256,13 +256,6 @@ def _expects_defined(program: Program) -> bool:
     return True
 
 
-# Mutations whose undefined behaviour the hardware numerics define: the H100's result for a
-# swizzled descriptor whose base offset does not match its start (its phase formula,
-# tests/hw_records/dense_wgmma_base_offset_explore.json).  A hardware-numerics campaign found
-# 30 expect!=reference findings that were only this.
-HARDWARE_DEFINED = frozenset({"descriptor_misaligned"})
-
-
 def expectation_findings(program: Program, v: Verdicts, fam: str) -> list[Finding]:
     """A labelled (mutated) program whose judge verdicts contradict its label.
 
@@ -287,16 +280,24 @@ def expectation_findings(program: Program, v: Verdicts, fam: str) -> list[Findin
                                                              for f in v.checker):
                 out.append(Finding(f"expect!=checker|{rule}|{fam}", f"mutation {rule!r} breaks {want}; the checker did not say so"))
         elif judge_ == "reference" and verdict.startswith("undefined") and v.reference is not None \
-                and not (program.numerics == "hardware" and rule in HARDWARE_DEFINED):
+                and not (program.numerics == "hardware" and _hardware_defined(rule)):
             # the reference agrees when it saw the undefined behaviour, even where a later
             # instruction overwrote the undefined values before any output (a fenced wgmma with
             # scale-d 0 after an unfenced one): its notes say so.  A mutation that breaks one
             # path only says nothing about a run that did not take it (the checker judges paths)
-            reached = v.mutation_reached if v.mutation_reached is not None else _took_the_mutated_path(program, v.reference)
             if v.reference.undefined is None and not _any_undefined(v.reference) and \
-                    not any("undefined" in n for n in v.reference.notes) and reached:
+                    not any("undefined" in n for n in v.reference.notes) and \
+                    (v.mutation_reached if v.mutation_reached is not None else _took_the_mutated_path(program, v.reference)):
                 out.append(Finding(f"expect!=reference|{rule}|{fam}", f"mutation {rule!r} makes the program undefined; the reference ran it fully defined and saw no undefined behaviour"))
     return out
+
+
+def _hardware_defined(name: str) -> bool:
+    """The mutation's undefined behaviour is one the H100 numerics model defines (its table says)."""
+    from fuzzptx.strategies.mutations import BY_NAME
+
+    m = BY_NAME.get(name)
+    return m is not None and m.hardware_defined
 
 
 def _took_the_mutated_path(program: Program, ref: Any) -> bool:

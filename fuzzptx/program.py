@@ -86,6 +86,12 @@ class Program:
     notes: tuple[str, ...] = field(default=())
     numerics: str = "spec"
 
+    def with_kernel_body(self, body) -> "Program":
+        """The program with its launched kernel's body replaced (mutations, probes and models edit it)."""
+        fn = self.module.function(self.launch.kernel)
+        items = tuple(replace(it, body=tuple(body)) if it is fn else it for it in self.module.items)
+        return replace(self, module=replace(self.module, items=items))
+
     def buffer(self, name: str) -> Buffer:
         for b in self.buffers:
             if b.name == name:

@@ -48,6 +48,10 @@ class Mutation:
     kind: str  # "illegal" (ISA: ptxas must reject) or "undefined" (spec: undefined behaviour)
     ptxas: str  # the verdict text ptxas gives: "rejected", "accepted", "accepted C7519 ..."
     apply: Callable[[Program, int], Program | None]
+    # the instructions it made undefined, found in the kernel's instructions (site_lines)
+    site: Callable[[list], list] | None = None
+    # its undefined behaviour is one the H100 numerics model defines (no finding in hardware numerics)
+    hardware_defined: bool = False
 
     def ptxas_agrees(self, accepted: bool, codes) -> bool:
         """Whether a ptxas result (accepted?, diagnostic codes) matches this mutation's label."""
@@ -83,10 +87,7 @@ def _kernel(p: Program) -> tuple[int, Function]:
 
 
 def _with_body(p: Program, body: list) -> Program:
-    i, fn = _kernel(p)
-    items = list(p.module.items)
-    items[i] = replace(fn, body=tuple(body))
-    return replace(p, module=replace(p.module, items=tuple(items)))
+    return p.with_kernel_body(body)
 
 
 def _body(p: Program) -> list:
@@ -406,37 +407,47 @@ def path_jump_lines(p: Program) -> list[int]:
 
 
 def site_lines(p: Program, name: str) -> list[int] | None:
-    """Source lines of the instruction a site mutation made undefined (a program parsed from its
-    text has them), or None for a mutation with no one site.  The reference sees the undefined
+    """Source lines of the instructions a site mutation made undefined (a program parsed from its
+    text has them), or None for a mutation with no site.  The reference sees the undefined
     behaviour only on a run that reaches one; a kernel's branches can skip it on this launch in
     ways a static look misses (a warpgroup-role branch with one warpgroup launched), so the
     differ asks the run."""
     from fuzzptx.ptx.ir import walk
 
-    body = [s for s in walk(_kernel(p)[1].body or ()) if isinstance(s, Instr)]
-    lines: list[int] = []
-    for prev, s in zip(body, body[1:]):
-        if name in ("acc_write_in_flight", "a_write_in_flight") and prev.opcode.startswith(WGMMA_PREFIX) \
-                and s.opcode == "mov.b32" and len(s.operands) == 2 and isinstance(s.operands[1], Imm) \
-                and s.operands[1].value == 0:
-            vec = prev.operands[0 if name == "acc_write_in_flight" else 1]
-            if isinstance(vec, Vec) and vec.items and vec.items[0] == s.operands[0]:
-                lines.append(s.loc.line if s.loc else -1)
-    if name == "divergent_guard":
-        lines = [s.loc.line if s.loc else -1 for s in body if s.opcode.startswith(WGMMA_PREFIX)
-                 and s.guard is not None and s.guard.reg.name == "%fz_div"]
-    elif name in ("descriptor_misaligned", "smem_out_of_bounds"):
-        # the wgmma that first reads the moved descriptor (``add.s64 d, d, IMM`` after its or.b64)
-        for i, (prev, s) in enumerate(zip(body, body[1:])):
-            if prev.opcode == "or.b64" and s.opcode == "add.s64" and isinstance(s.operands[2], Imm) \
-                    and s.operands[0] == s.operands[1] == prev.operands[0]:
-                reader = next((w for w in body[i + 2:] if w.opcode.startswith(WGMMA_PREFIX)
-                               and s.operands[0] in w.operands[1:3]), None)
-                if reader is not None:
-                    lines.append(reader.loc.line if reader.loc else -1)
-    elif name not in ("acc_write_in_flight", "a_write_in_flight"):
+    m = BY_NAME.get(name)
+    if m is None or m.site is None:
         return None
-    return [x for x in lines if x >= 0] or None
+    body = [s for s in walk(_kernel(p)[1].body or ()) if isinstance(s, Instr)]
+    return [s.loc.line for s in m.site(body) if s.loc is not None] or None
+
+
+def _written_after_wgmma(operand: int):
+    """Sites of a write in flight: ``mov.b32 R, 0`` right after a wgmma whose operand ``operand``
+    (0: accumulators, 1: A fragments) starts with R."""
+    def site(body: list) -> list:
+        return [s for prev, s in zip(body, body[1:]) if prev.opcode.startswith(WGMMA_PREFIX)
+                and s.opcode == "mov.b32" and len(s.operands) == 2 and isinstance(s.operands[1], Imm)
+                and s.operands[1].value == 0 and isinstance(prev.operands[operand], Vec)
+                and prev.operands[operand].items[:1] == (s.operands[0],)]
+    return site
+
+
+def _lane_guarded_wgmmas(body: list) -> list:
+    return [s for s in body if s.opcode.startswith(WGMMA_PREFIX) and s.guard is not None
+            and s.guard.reg.name == "%fz_div"]
+
+
+def _moved_descriptor_readers(body: list) -> list:
+    """The wgmma that first reads each moved descriptor (``add.s64 d, d, IMM`` right after its or.b64)."""
+    out = []
+    for i, (prev, s) in enumerate(zip(body, body[1:])):
+        if prev.opcode == "or.b64" and s.opcode == "add.s64" and isinstance(s.operands[2], Imm) \
+                and s.operands[0] == s.operands[1] == prev.operands[0]:
+            reader = next((w for w in body[i + 2:] if w.opcode.startswith(WGMMA_PREFIX)
+                           and s.operands[0] in w.operands[1:3]), None)
+            if reader is not None:
+                out.append(reader)
+    return out
 
 
 def _wait_skipped_on_a_path(p: Program, choice: int) -> Program | None:
@@ -529,13 +540,20 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("missing_fence", "spec.fence.missing", "undefined", "accepted C7519", _missing_fence),
     Mutation("fence_skipped_on_a_path", "spec.fence.missing", "undefined", "accepted C7519", _fence_skipped_on_a_path),
     Mutation("no_wait", "spec.async.access-in-flight", "undefined", "accepted C7517", _no_wait),
-    Mutation("acc_write_in_flight", "spec.async.access-in-flight", "undefined", "accepted", _acc_write_in_flight),
-    Mutation("a_write_in_flight", "spec.async.access-in-flight", "undefined", "accepted", _a_write_in_flight),
+    Mutation("acc_write_in_flight", "spec.async.access-in-flight", "undefined", "accepted", _acc_write_in_flight,
+             site=_written_after_wgmma(0)),
+    Mutation("a_write_in_flight", "spec.async.access-in-flight", "undefined", "accepted", _a_write_in_flight,
+             site=_written_after_wgmma(1)),
     Mutation("divergent_stage", "spec.aligned.divergent", "undefined", "accepted", _divergent_stage),
-    Mutation("divergent_guard", "spec.aligned.divergent", "undefined", "accepted C7520", _divergent_guard),
+    Mutation("divergent_guard", "spec.aligned.divergent", "undefined", "accepted C7520", _divergent_guard,
+             site=_lane_guarded_wgmmas),
     Mutation("wait_skipped_on_a_path", "spec.async.access-in-flight", "undefined", "accepted", _wait_skipped_on_a_path),
-    Mutation("descriptor_misaligned", "spec.desc.base-offset", "undefined", "accepted", _descriptor_misaligned),
-    Mutation("smem_out_of_bounds", "spec.smem.out-of-bounds", "undefined", "accepted", _smem_out_of_bounds),
+    # (the H100 model computes a misaligned pattern by the hardware's phase formula,
+    # tests/hw_records/dense_wgmma_base_offset_explore.json)
+    Mutation("descriptor_misaligned", "spec.desc.base-offset", "undefined", "accepted", _descriptor_misaligned,
+             site=_moved_descriptor_readers, hardware_defined=True),
+    Mutation("smem_out_of_bounds", "spec.smem.out-of-bounds", "undefined", "accepted", _smem_out_of_bounds,
+             site=_moved_descriptor_readers),
 )
 BY_NAME = {m.name: m for m in MUTATIONS}
 

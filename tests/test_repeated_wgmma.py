@@ -38,8 +38,7 @@ def collapsed(p) -> HwResult:
         elif not (isinstance(s, Instr) and s.opcode.startswith("wgmma.commit_group")):
             last = None
         body.append(s)
-    items = tuple(replace(it, body=tuple(body)) if it is fn else it for it in p.module.items)
-    ref = run_program(replace(p, module=replace(p.module, items=items)), mode="hardware")
+    ref = run_program(p.with_kernel_body(body), mode="hardware")
     return HwResult(outputs={b.name: ref.bytes(b.name) for b in p.outputs()})
 
 
