@@ -45,7 +45,16 @@ class _Code:
 
     def __init__(self, g, returns: frozenset):
         self.g = g
-        self.mask = RegisterBits().mask
+        bits = RegisterBits().mask
+        memo: dict = {}  # defs_uses hands out one frozenset per distinct operand list: mask each once
+
+        def mask(names: frozenset) -> int:
+            m = memo.get(names)
+            if m is None:
+                m = memo[names] = bits(names)
+            return m
+
+        self.mask = mask
         self.returns = self.mask(returns)
         # block -> [(k, kind, writes, kills, reads)], kind: 0 effect, 1 pure, 2 wgmma, 3 ret/exit
         self.rows: list[list] = []

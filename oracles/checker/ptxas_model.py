@@ -105,6 +105,20 @@ class _Out:
     ser: list = field(default_factory=list)  # [(order, code)]
     divergent: list = field(default_factory=list)  # [(order, code)]
 
+    def merge(self, other: "_Out") -> None:
+        """Add what a later piece of the pass recorded, as if it had written here directly: first
+        reason wins, a feed wait is shown if any write showed it, lists keep their order."""
+        for mine, theirs in ((self.arrive, other.arrive), (self.arrive_at, other.arrive_at)):
+            for k, v in theirs.items():
+                mine.setdefault(k, v)
+        for mine, theirs in ((self.wait, other.wait), (self.wait_ser, other.wait_ser),
+                             (self.wait_pre_ind, other.wait_pre_ind), (self.wait_at_use, other.wait_at_use)):
+            mine.update(theirs)
+        for k, v in other.wait_feed.items():
+            self.wait_feed[k] = self.wait_feed.get(k, False) or v
+        self.ser += other.ser
+        self.divergent += other.divergent
+
 
 def _structure(ctx: FnCtx, out: _Out) -> None:
     """C7519 at a wgmma or commit separated by a branch or guard from the stage piece (fence,
@@ -232,8 +246,13 @@ def _read_later(ctx: FnCtx, pos: dict, site: Site, regs: set) -> bool:
                for b in ctx.g.order for k, ins in enumerate(ctx.g.blocks[b].instrs))
 
 
-def _pipeline(ctx: FnCtx, out: _Out) -> None:
-    """One forward pass with everything ptxas's GMMA passes visibly track (see the module doc)."""
+def _pipeline(ctx: FnCtx, result: _Out) -> None:
+    """One forward pass with everything ptxas's GMMA passes visibly track (see the module doc).
+
+    Every block's transfer records what it would report into a record of its own; the report
+    pass then takes each block's record from the solver's last transfer of that block (the one
+    from its final in-state) instead of stepping the block again, which was ~40% of the model."""
+    out = result  # where plain0 reports: transfer points it at the block's record
     ctx_funcs = {f.name for f in ctx.module.functions() if f.body is not None}
     div_joins = {ctx.g.ipdom.get(b.index) for b in ctx.g.blocks
                  if len(b.succs) > 1 and any(ctx.dep_divergent((b.index, s), ptxas=True) for s in b.succs)}
@@ -258,7 +277,7 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
         return any(_order_pos(pos, w) > here and regs & wgmma_regs(ins)[0] and not _scale_d_zero(ins)
                    for w, ins in ctx.wgmmas.items() if w not in dead)
 
-    def plain0(ins: Instr, site: Site, st: PS, report: bool, guarded: bool = False) -> PS:
+    def plain0(ins: Instr, site: Site, st: PS, guarded: bool = False) -> PS:
         line = _line(ins)
         if is_fence(ins):
             fl, implicit = _implicit_commit(st.fl)  # a fence closes the open group (measured)
@@ -269,17 +288,17 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                                pblock=site.block, raw_div=False, ghost=frozenset())
         if is_wgmma(ins):
             acc, a, _ = wgmma_regs(ins)
-            if (st.arm_div or st.stage_div or st.raw_div) and report:
+            if st.arm_div or st.stage_div or st.raw_div:
                 out.divergent.append((_order(site), "C7520"))
             if site in dead:  # a ghost matters only where the stage still needs its arrive (measured)
                 return st._replace(ghost=st.ghost if st.armed else st.ghost | {site}, open=True)
             dirty = st.dirty
             first = not st.stage_acc  # accumulator rewrites count only at a stage's first wgmma
             if not st.armed or st.flag or (first and _tied_acc(ins) & dirty) or (a & dirty & st.stage):
-                if report:  # "flag": an accumulator in flight was redefined (moot once serialised)
-                    out.arrive.setdefault(line, "flag" if st.armed and st.flag and not (first and _tied_acc(ins) & dirty)
-                                          and not (a & dirty & st.stage) else "stage")
-                    out.arrive_at.setdefault(line, site)
+                # "flag": an accumulator in flight was redefined (moot once serialised)
+                out.arrive.setdefault(line, "flag" if st.armed and st.flag and not (first and _tied_acc(ins) & dirty)
+                                      and not (a & dirty & st.stage) else "stage")
+                out.arrive_at.setdefault(line, site)
                 dirty = frozenset()
             return st._replace(armed=True, dirty=dirty, stage=st.stage | acc | a, flag=False, vals=st.vals - acc,
                                konst=st.konst - acc, cin=(st.cin - acc) | (acc & st.konst),
@@ -289,9 +308,9 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                                tied=st.tied | (frozenset() if _scale_d_zero(ins) else acc),
                                wait_div=st.wait_div - {site}, call_at=None, pblock=site.block)
         if is_commit(ins):
-            if (st.arm_div or st.stage_div or st.raw_div) and report:
+            if st.arm_div or st.stage_div or st.raw_div:
                 out.divergent.append((_order(site), "C7520"))
-            if (not st.armed or st.flag) and report:
+            if not st.armed or st.flag:
                 out.arrive.setdefault(line, "flag" if st.armed else "stage")
                 out.arrive_at.setdefault(line, site)
             counted = st.open or not st.armed
@@ -300,7 +319,7 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                                open=st.open or not st.armed, stage_div=False, raw_div=False, call_at=None, ghost=frozenset(),
                                pblock=site.block)
         if is_wait(ins):
-            if st.stage_div and report:
+            if st.stage_div:
                 out.divergent.append((_order(site), "C7520"))
             n = wait_n(ins) or 0
             fl, implicit = _implicit_commit(st.fl)
@@ -311,12 +330,12 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                                raw=raw, split=st.split if raw else frozenset(), raw_div=False,
                                open=st.open or st.armed, call_at=None, pblock=site.block, ghost=frozenset())
         if ins.base in ("ret", "exit"):
-            if report and (st.raw or st.fl):
+            if st.raw or st.fl:
                 out.wait_ser[line] = True  # a serialised function waits for everything at its exits
             at = (st.split or {st.call_at or line}) if st.raw else st.split if st.fl else ()
             # (a call since: the wait goes before it)
             early = st.pblock is None or (pos.get(st.pblock, 0), 0) < first_indirect
-            for x in at if report else ():
+            for x in at:
                 out.wait[x] = True
                 if early:  # committed before an indirect call: still reported beside C7509 (measured)
                     out.wait_pre_ind[x] = True
@@ -328,12 +347,11 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                 # a later wait is reported at this call, even past a split (measured: exit_wait_call_after_split)
                 st = st._replace(call_at=line, split=frozenset())
             if isinstance(callee, Reg):  # indirect: ptxas gives up on the pipeline (measured)
-                if report:
-                    if any(d < 0 for _, d in st.fl):
-                        out.divergent.append((_order(site), "C7520"))
-                    else:  # after a direct call ptxas names it an extern call (measured)
-                        direct = _order_pos(pos, site) > first_direct
-                        out.ser.append((_order(site), "C7509" if direct else "C7510"))
+                if any(d < 0 for _, d in st.fl):
+                    out.divergent.append((_order(site), "C7520"))
+                else:  # after a direct call ptxas names it an extern call (measured)
+                    direct = _order_pos(pos, site) > first_direct
+                    out.ser.append((_order(site), "C7509" if direct else "C7510"))
             elif isinstance(callee, Sym) and callee.name in ctx_funcs:
                 # a call breaks the stage: the next wgmma or commit needs an arrive (measured)
                 unc = any(d < 0 for _, d in st.fl)
@@ -348,7 +366,7 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                 # ... unless no wgmma follows in the stage: then only an accumulator that entered
                 # the wgmma as a non-constant and is read later makes it serialise (measured)
                 hit = {r for r in rel - st.cin if any(r in _tied_acc(ctx.wgmmas[w]) for w, _ in st.fl)}
-                if report and hit and _read_later(ctx, pos, site, hit):
+                if hit and _read_later(ctx, pos, site, hit):
                     out.ser.append((_order(site), "C7515"))
                 return st
             # a rewrite between two wgmmas of a stage on the register (the next one takes it as
@@ -365,8 +383,10 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                     fed.add(r)
                 else:
                     moved.add(r)
-            st = st._replace(dirty=st.dirty if zero else st.dirty | rel,
-                             flag=st.flag or bool((rel & st.tied) - fed) or bool(moved))
+            dirty = st.dirty if zero else _plus(st.dirty, rel)
+            flag = st.flag or bool((rel & st.tied) - fed) or bool(moved)
+            if dirty is not st.dirty or flag != st.flag:
+                st = st._replace(dirty=dirty, flag=flag)
             defs = defs - fed - moved
         if not st.fl and not st.raw:  # (a group with no wgmma still makes a feed wait: fence_commit_feed_read)
             return st
@@ -383,24 +403,21 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
             # after an indirect call ptxas reports it only inside a loop, and not when the call
             # came between the commit and the read (measured: feed_read_*)
             shown = _order_pos(pos, site) < first_indirect or (_in_loop(ctx, pos, site.block) and not st.call_at)
-            if report:
-                out.wait_feed[at] = out.wait_feed.get(at, False) or shown
+            out.wait_feed[at] = out.wait_feed.get(at, False) or shown
             if st.pblock is not None and st.pblock != site.block and not st.call_at:
                 # ... placed at the end of the last commit's block
                 forced.setdefault(st.pblock, (at, shown))
             return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False, call_at=None)
         if read:
             if any(s in st.wait_div for s in read):
-                if report:
-                    out.divergent.append((_order(site), "C7518"))
+                out.divergent.append((_order(site), "C7518"))
                 return st
             if not guarded and any(d < 0 for s, d in st.fl if s in read) and _next_pipe_is_wgmma(ctx, site):
                 # an uncommitted wgmma's accumulator read, then another wgmma before the commit: ptxas
                 # serialises instead of waiting here -- C7511 when the registers read went in as
                 # constants, else C7514 (measured: read_uncommitted_then_wgmma_*)
-                if report:
-                    hit = uses & frozenset().union(*(wgmma_regs(ctx.wgmmas[s])[0] for s in read))
-                    out.ser.append((_order(site), "C7511" if hit <= st.cin else "C7514"))
+                hit = uses & frozenset().union(*(wgmma_regs(ctx.wgmmas[s])[0] for s in read))
+                out.ser.append((_order(site), "C7511" if hit <= st.cin else "C7514"))
                 return st
             if not guarded and any(s in st.waited or _order_pos(pos, s) >= _order_pos(pos, site) for s in read):
                 # a wait that does not cover it, or a wgmma carried around a loop: serialised ...
@@ -408,60 +425,68 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
                 if after is not None and any(s in st.waited for s in read) and not any(s in st.lagged for s in read):
                     # ... but right after a loop that waited for it on some path only (no wait_group
                     # left it in flight), ptxas waits at the loop's exit branch (measured: wait_skipped_*)
-                    if report:
-                        out.wait_at_use[after] = True
+                    out.wait_at_use[after] = True
                     return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False)
                 branch = _divergent_branch_line(ctx, site)
                 if branch is None:
-                    if report:
-                        out.ser.append((_order(site), "C7514"))
+                    out.ser.append((_order(site), "C7514"))
                     return st
                 # ... unless the read sits under a divergent branch: ptxas waits at the branch instead
-                if report:
-                    out.wait_at_use[branch] = True
+                out.wait_at_use[branch] = True
                 return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False)
-            if report:
-                out.wait_at_use[st.call_at or _hoisted_line(ctx, st, site) or _loop_exit_line(ctx, pos, site, read)
-                                or _store_pair_line(ctx, site, ins)] = True
+            out.wait_at_use[st.call_at or _hoisted_line(ctx, st, site) or _loop_exit_line(ctx, pos, site, read)
+                            or _store_pair_line(ctx, site, ins)] = True
             return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False, call_at=None)
-        if any(defs & _tied_acc(ctx.wgmmas[s]) for s, _ in st.fl) and report:
+        if any(defs & _tied_acc(ctx.wgmmas[s]) for s, _ in st.fl):
             out.ser.append((_order(site), "C7515"))
         return st
 
-    def plain(ins: Instr, site: Site, st: PS, report: bool, guarded: bool = False) -> PS:
-        out_st = plain0(ins, site, st, report, guarded)
+    def plain(ins: Instr, site: Site, st: PS, guarded: bool = False) -> PS:
+        out_st = plain0(ins, site, st, guarded)
         if not is_wgmma(ins):
             d, u = defs_uses(ins)
             d = d & accs
             if d:
                 folded = ins.guard is None and ins.base in _FOLDABLE and u <= st.konst
                 near = folded and u <= st.here
-                out_st = out_st._replace(vals=out_st.vals - d if near else out_st.vals | d,
-                                         konst=out_st.konst | d if folded else out_st.konst - d,
-                                         here=out_st.here | d if folded else out_st.here - d)
+                vals = _less(out_st.vals, d) if near else _plus(out_st.vals, d)
+                konst = _plus(out_st.konst, d) if folded else _less(out_st.konst, d)
+                here = _plus(out_st.here, d) if folded else _less(out_st.here, d)
+                if vals is not out_st.vals or konst is not out_st.konst or here is not out_st.here:
+                    out_st = out_st._replace(vals=vals, konst=konst, here=here)
             elif ins.base == "call":
                 out_st = out_st._replace(here=frozenset())
         return out_st
 
-    def step(ins: Instr, site: Site, st: PS, report: bool) -> PS:
+    def step(ins: Instr, site: Site, st: PS) -> PS:
         # ``last`` matters only where paths meet: ``transfer`` sets it at each block's end, and a
         # guarded instruction (a join of its two outcomes) sets it here
         if ins.guard is None or ins.base in ("bra", "brx"):
-            return plain(ins, site, st, report)
+            return plain(ins, site, st)
         st = st._replace(last=_line(ins), last_branch=False)
-        after = plain(ins, site, st, report, guarded=True)._replace(last=_line(ins))
+        after = plain(ins, site, st, guarded=True)._replace(last=_line(ins))
         if st.fl and not after.fl and not is_wait(ins):
             return after  # ptxas put its wait before the guarded instruction: both paths waited
         div = ctx.dep_divergent(("guard", ins.guard.reg.name, ins.guard.negated), ptxas=True)
         return _join([after, st], div, False, _line(ins))._replace(last=_line(ins), last_branch=False)
 
-    def transfer(block: int, st, report=False):
+    records: dict = {}  # block -> (in-state, whether a wait was hoisted to its end, its _Out)
+
+    def transfer(block: int, st_in):
+        nonlocal out
+        st = st_in
         if block != ctx.g.order[0]:
             st = st._replace(here=frozenset())  # a new block: ptxas folds no constant from before
-        for site, ins in _live_sites(ctx, block):
-            st = step(ins, site, st, report)
-        if block in forced and st.fl:  # a wait ptxas hoisted to the end of this block (see plain0)
+        out = rec = _Out()
+        try:
+            for site, ins in _live_sites(ctx, block):
+                st = step(ins, site, st)
+        finally:
+            out = result
+        hoisted = block in forced
+        if hoisted and st.fl:  # a wait ptxas hoisted to the end of this block (see plain0)
             st = st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False, call_at=None)
+        records[block] = (st_in, hoisted, rec)
         instrs = ctx.g.blocks[block].instrs
         if instrs:
             st = st._replace(last=_line(instrs[-1]), last_branch=instrs[-1].base in ("bra", "brx"))
@@ -482,9 +507,23 @@ def _pipeline(ctx: FnCtx, out: _Out) -> None:
             break
     for b in ctx.g.order:
         if b in ins:
-            transfer(b, ins[b], True)
+            kept = records.get(b)
+            if kept is None or kept[0] != ins[b] or kept[1] != (b in forced):
+                transfer(b, ins[b])  # (a wait hoisted after the block's last solve)
+            result.merge(records[b][2])
     for line, before in forced.values():
-        out.wait_feed[line] = out.wait_feed.get(line, False) or before
+        result.wait_feed[line] = result.wait_feed.get(line, False) or before
+
+
+def _plus(s: frozenset, d: frozenset) -> frozenset:
+    """``s | d``, and ``s`` itself when that adds nothing: a run of accumulator writes would
+    otherwise copy the whole set once per instruction."""
+    return s if d <= s else s | d
+
+
+def _less(s: frozenset, d: frozenset) -> frozenset:
+    """``s - d``, and ``s`` itself when that removes nothing (see ``_plus``)."""
+    return s if s.isdisjoint(d) else s - d
 
 
 def _address_taken(module: Module) -> frozenset:

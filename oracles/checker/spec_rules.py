@@ -55,46 +55,55 @@ def _accessed(ins: Instr) -> frozenset[str]:
 def fence_analysis(ctx: FnCtx, sink: Sink) -> None:
     """State: (fenced on every path, {(reg, shape-or-'', line)} accessed since the last fence)."""
 
-    def step(site: Site, ins: Instr, st, report: bool):
-        fenced, dirty = st
-        if is_fence(ins):
-            return True, frozenset()
-        if is_wgmma(ins):
-            acc, a, _ = wgmma_regs(ins)
-            shape = wgmma_shape(ins)
-            if report:
-                if not fenced:
-                    sink.add("spec.fence.missing", "error", _line(ins),
-                             "wgmma.mma_async is reached by a path with no wgmma.fence before it "
-                             "(PTX ISA 9.7.15.7.1: a fence is required before the first wgmma.mma_async)")
-                # "after the last fence" means nothing without one (reported above)
-                seen = dirty if fenced else frozenset()
-                bad_acc = sorted({(r, t) for r, t, _ in seen if r in acc and t != shape})
-                bad_a = sorted({r for r, t, _ in seen if r in a and not t})
-                lines = sorted({ln for r, t, ln in seen if ln and ((r, t) in bad_acc or (r in bad_a and not t))})
-                if bad_acc or bad_a:
-                    what = []
-                    if bad_acc:
-                        regs = ", ".join(dict.fromkeys(r for r, _ in bad_acc))
-                        shapes = sorted({t for _, t in bad_acc if t})
-                        who = "non-wgmma instructions" if any(not t for _, t in bad_acc) else ""
-                        if shapes:
-                            who = (who + " and " if who else "") + f"a wgmma of shape {', '.join(shapes)}"
-                        what.append(f"accumulator register(s) {regs} were accessed by {who}")
-                    if bad_a:
-                        what.append(f"A-fragment register(s) {', '.join(bad_a)} were accessed")
-                    where = ", ".join(str(x) for x in lines[:6]) + (" ..." if len(lines) > 6 else "")
-                    sink.add("spec.fence.register-access", "error", _line(ins),
-                             f"{'; '.join(what)} (line {where}) after the last wgmma.fence; insert "
-                             "wgmma.fence between those accesses and this wgmma.mma_async (PTX ISA 9.7.15.7.1)")
-            kept = frozenset(x for x in dirty if x[0] not in acc)
-            return fenced, kept | frozenset((r, shape, _line(ins)) for r in acc)
-        touched = _accessed(ins) & ctx.relevant
-        if touched:
-            return fenced, dirty | frozenset((r, "", _line(ins)) for r in touched)
-        return st
+    def check(ins: Instr, fenced: bool, dirty, acc: frozenset, a: frozenset, shape: str) -> None:
+        if not fenced:
+            sink.add("spec.fence.missing", "error", _line(ins),
+                     "wgmma.mma_async is reached by a path with no wgmma.fence before it "
+                     "(PTX ISA 9.7.15.7.1: a fence is required before the first wgmma.mma_async)")
+        # "after the last fence" means nothing without one (reported above)
+        seen = dirty if fenced else ()
+        bad_acc = sorted({(r, t) for r, t, _ in seen if r in acc and t != shape})
+        bad_a = sorted({r for r, t, _ in seen if r in a and not t})
+        if not (bad_acc or bad_a):
+            return
+        lines = sorted({ln for r, t, ln in seen if ln and ((r, t) in bad_acc or (r in bad_a and not t))})
+        what = []
+        if bad_acc:
+            regs = ", ".join(dict.fromkeys(r for r, _ in bad_acc))
+            shapes = sorted({t for _, t in bad_acc if t})
+            who = "non-wgmma instructions" if any(not t for _, t in bad_acc) else ""
+            if shapes:
+                who = (who + " and " if who else "") + f"a wgmma of shape {', '.join(shapes)}"
+            what.append(f"accumulator register(s) {regs} were accessed by {who}")
+        if bad_a:
+            what.append(f"A-fragment register(s) {', '.join(bad_a)} were accessed")
+        where = ", ".join(str(x) for x in lines[:6]) + (" ..." if len(lines) > 6 else "")
+        sink.add("spec.fence.register-access", "error", _line(ins),
+                 f"{'; '.join(what)} (line {where}) after the last wgmma.fence; insert "
+                 "wgmma.fence between those accesses and this wgmma.mma_async (PTX ISA 9.7.15.7.1)")
 
-    _run(ctx, (False, frozenset()), step, lambda a, b: (a[0] and b[0], a[1] | b[1]))
+    def block_step(block: int, st):
+        # the accessed set grows by a register or two per instruction: kept mutable within the block
+        fenced, dirty = st[0], set(st[1])
+        for _site, ins in sites(ctx, block, hot_only=True):
+            if is_fence(ins):
+                fenced = True
+                dirty.clear()
+            elif is_wgmma(ins):
+                acc, a, _ = wgmma_regs(ins)
+                shape = wgmma_shape(ins)
+                check(ins, fenced, dirty, acc, a, shape)
+                line = _line(ins)
+                dirty = {x for x in dirty if x[0] not in acc}
+                dirty.update((r, shape, line) for r in acc)
+            else:
+                touched = _accessed(ins) & ctx.relevant
+                if touched:
+                    line = _line(ins)
+                    dirty.update((r, "", line) for r in touched)
+        return fenced, frozenset(dirty)
+
+    _run(ctx, sink, (False, frozenset()), None, lambda a, b: (a[0] and b[0], a[1] | b[1]), block_step=block_step)
 
 
 # ------------------------------------------------------------------ in-flight wgmmas
@@ -121,26 +130,25 @@ def inflight_analysis(ctx: FnCtx, sink: Sink) -> None:
     def apply_wait(st, n):
         return frozenset((s, d) for s, d in st if d < 0 or d < n)
 
-    def step(site: Site, ins: Instr, st, report: bool):
+    def step(site: Site, ins: Instr, st):
         if is_wgmma(ins):
             acc, a, _ = wgmma_regs(ins)
             shape = wgmma_shape(ins)
-            if report:
-                for other, depth in sorted(st, key=lambda x: (x[0].block, x[0].pos)):
-                    oins = ctx.wgmmas[other]
-                    oacc, oa, _ = wgmma_regs(oins)
-                    clash = (a & oacc) | (acc & oa)
-                    if wgmma_shape(oins) != shape:
-                        clash |= acc & oacc
-                    if clash:
-                        sink.add("spec.async.access-in-flight", "error", _line(ins),
-                                 f"wgmma.mma_async uses {', '.join(sorted(clash))} of {describe(other, depth)}")
+            for other, depth in sorted(st, key=lambda x: (x[0].block, x[0].pos)):
+                oins = ctx.wgmmas[other]
+                oacc, oa, _ = wgmma_regs(oins)
+                clash = (a & oacc) | (acc & oa)
+                if wgmma_shape(oins) != shape:
+                    clash |= acc & oacc
+                if clash:
+                    sink.add("spec.async.access-in-flight", "error", _line(ins),
+                             f"wgmma.mma_async uses {', '.join(sorted(clash))} of {describe(other, depth)}")
             return _norm(st | {(site, -1)})
         if is_commit(ins):
             return apply_commit(st)
         if is_wait(ins):
             n = wait_n(ins)
-            if report and any(d < 0 for _, d in st):
+            if any(d < 0 for _, d in st):
                 pend = min((s for s, d in st if d < 0), key=lambda s: (s.block, s.pos))
                 sink.add("spec.commit.missing", "warning", _line(ins),
                          f"wgmma.wait_group does not wait for the wgmma.mma_async at {_lt(ctx.line(pend))}: "
@@ -154,7 +162,7 @@ def inflight_analysis(ctx: FnCtx, sink: Sink) -> None:
                         st = apply_commit(st)
                     elif is_wait(cins):
                         st = apply_wait(st, wait_n(cins) or 0)
-        if st and report:
+        if st:
             touched = _accessed(ins)
             for other, depth in sorted(st, key=lambda x: (x[0].block, x[0].pos)):
                 oacc, oa, _ = wgmma_regs(ctx.wgmmas[other])
@@ -163,17 +171,17 @@ def inflight_analysis(ctx: FnCtx, sink: Sink) -> None:
                         sink.add("spec.async.access-in-flight", "error", _line(ins),
                                  f"{ins.opcode} accesses {what} {', '.join(sorted(regs))} of {describe(other, depth)} "
                                  "(PTX ISA 9.7.15.7.3: undefined behaviour before the wait)")
-        if ins.base in ("ret", "exit") and st and report:
+        if ins.base in ("ret", "exit") and st:
             _exit_report(ctx, ins, st, sink)
         return st
 
-    def end_of_block(block: int, st, report: bool):
+    def end_of_block(block: int, st):
         b = ctx.g.blocks[block]
         last = b.instrs[-1] if b.instrs else None
-        if report and st and not b.succs and (last is None or last.base not in ("ret", "exit", "trap")):
+        if st and not b.succs and (last is None or last.base not in ("ret", "exit", "trap")):
             _exit_report(ctx, last, st, sink)
 
-    _run(ctx, frozenset(), step, lambda a, b: _norm(a | b), end_of_block)
+    _run(ctx, sink, frozenset(), step, lambda a, b: _norm(a | b), end_of_block)
 
 
 def _exit_report(ctx: FnCtx, ins: Instr | None, st, sink: Sink) -> None:
@@ -205,32 +213,33 @@ def _generic_shared_write(ins: Instr) -> bool:
 def proxy_analysis(ctx: FnCtx, sink: Sink) -> None:
     """State: lines of generic-proxy shared-memory writes not yet followed by fence.proxy.async."""
 
-    def step(site: Site, ins: Instr, st, report: bool):
+    def step(site: Site, ins: Instr, st):
         if ins.opcode.startswith("fence.proxy.async"):
             return frozenset()
         if _generic_shared_write(ins):
             return frozenset(sorted(st | {_line(ins) or 0})[:4])
-        if is_wgmma(ins) and st and report:
+        if is_wgmma(ins) and st:
             lines = ", ".join(str(x) for x in sorted(st) if x)
             sink.add("spec.proxy.fence-missing", "error", _line(ins),
                      f"shared memory written through the generic proxy (line {lines}) may be read by this "
                      "wgmma.mma_async (async proxy) with no fence.proxy.async in between (PTX ISA 9.7.15.4)")
         return st
 
-    _run(ctx, frozenset(), step, lambda a, b: frozenset(sorted(a | b)[:4]))
+    _run(ctx, sink, frozenset(), step, lambda a, b: frozenset(sorted(a | b)[:4]))
 
 
 # ------------------------------------------------------------------ .aligned under divergence
 
 
 def _required_level(ins: Instr) -> int | None:
-    if "aligned" not in ins.modifiers:
+    base = ins.base
+    if base == "wgmma":
+        need = WARPGROUP
+    elif base in ("mma", "wmma", "ldmatrix", "stmatrix"):
+        need = WARP
+    else:
         return None
-    if ins.base == "wgmma":
-        return WARPGROUP
-    if ins.base in ("mma", "wmma", "ldmatrix", "stmatrix"):
-        return WARP
-    return None
+    return need if "aligned" in ins.modifiers else None
 
 
 def _callee_levels(ctx: FnCtx) -> dict[str, int]:
@@ -387,18 +396,53 @@ def _check_descriptor(name: str, mask: int, v: int, ins: Instr, sink: Sink, end:
 # ------------------------------------------------------------------ driver
 
 
-def _run(ctx: FnCtx, entry, step, join, end_of_block=None) -> None:
-    def transfer(block: int, st, report: bool = False):
-        for site, ins in sites(ctx, block, hot_only=True):
-            st = step(site, ins, st, report)
-        if end_of_block is not None:
-            end_of_block(block, st, report)
+class _Recording:
+    """Stands in for a function's ``Sink`` in the dataflow analyses: while ``_run`` steps a block,
+    what the block reports goes to that block's record; outside, straight to the sink."""
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+        self.buf: list | None = None
+
+    def add(self, *args) -> None:
+        if self.buf is None:
+            self.sink.add(*args)
+        else:
+            self.buf.append(args)
+
+
+def _run(ctx: FnCtx, sink: _Recording, entry, step, join, end_of_block=None, block_step=None) -> None:
+    """Solve an analysis to its fixed point and report from each block's final in-state.
+
+    Every transfer records what the block reports; the report pass replays, block by block in
+    layout order, the record of the solver's last transfer of the block (which starts from the
+    block's final in-state) instead of stepping the block again.  ``block_step(block, state)``,
+    when given, replaces stepping ``step`` through the block's hot sites one by one."""
+    records: dict = {}
+
+    def transfer(block: int, st_in):
+        buf = sink.buf = []
+        try:
+            if block_step is not None:
+                st = block_step(block, st_in)
+            else:
+                st = st_in
+                for site, ins in sites(ctx, block, hot_only=True):
+                    st = step(site, ins, st)
+            if end_of_block is not None:
+                end_of_block(block, st)
+        finally:
+            sink.buf = None
+        records[block] = (st_in, buf)
         return st
 
-    ins = solve_forward(ctx.g, entry, lambda b, s: transfer(b, s), lambda states: _fold(join, states))
+    ins = solve_forward(ctx.g, entry, transfer, lambda states: _fold(join, states))
     for b in ctx.g.order:
         if b in ins:
-            transfer(b, ins[b], True)
+            if records[b][0] != ins[b]:
+                transfer(b, ins[b])
+            for args in records[b][1]:
+                sink.sink.add(*args)
 
 
 def _fold(join, states):
@@ -410,8 +454,9 @@ def _fold(join, states):
 
 def check_function(ctx: FnCtx, sink: Sink) -> None:
     if ctx.wgmmas or any(i.base == "wgmma" for i in ctx.fn.instructions()):
-        fence_analysis(ctx, sink)
-        inflight_analysis(ctx, sink)
-        proxy_analysis(ctx, sink)
+        rec = _Recording(sink)
+        fence_analysis(ctx, rec)
+        inflight_analysis(ctx, rec)
+        proxy_analysis(ctx, rec)
         descriptor_analysis(ctx, sink)
     aligned_analysis(ctx, sink)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from fuzzptx.perf import per_object
 from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Reg
 
 from .flow import Graph
@@ -128,7 +129,6 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
     for p in fn.params:
         if p.space == ".reg":
             level[p.name], exact[p.name] = (THREAD if fn.kind == "func" else CTA), None
-    instrs = [(b.index, i) for b in g.blocks for i in b.instrs]
 
     def op_val(op) -> tuple[int, object]:
         if isinstance(op, Reg):
@@ -161,7 +161,7 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
             bl[b.index] = lvl
         return bl, frozenset(div)
 
-    instrs = _slice(g, instrs)
+    instrs = _sliced(g)
     changed = True
     rounds = 0
     while changed and rounds < 50:
@@ -190,6 +190,13 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
                     changed = True
     bl, div = branch_levels()
     return Uniformity(dict(level), bl, div, threshold)
+
+
+@per_object(64)
+def _sliced(g: Graph) -> list:
+    """``_slice`` of all the graph's instructions, kept per graph: both flavours of the analysis
+    (the spec's and ptxas's) slice the same function."""
+    return _slice(g, [(b.index, i) for b in g.blocks for i in b.instrs])
 
 
 def _slice(g: Graph, instrs: list) -> list:
