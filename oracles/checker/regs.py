@@ -7,6 +7,7 @@ from __future__ import annotations
 
 
 from fuzzptx import isa
+from fuzzptx.perf import per_object
 from fuzzptx.ptx.dataflow import defs_uses as shared_defs_uses
 from fuzzptx.ptx.ir import Function, Imm, Instr, Reg, RegDecl, Vec, registers_in, walk
 
@@ -33,8 +34,10 @@ def special_type(name: str) -> str | None:
     return None
 
 
+@per_object(64)
 def declared_types(fn: Function) -> dict[str, str]:
-    """Register name -> declared type (``.f32``; vector registers as ``.v4.f32``), ``%r<N>`` expanded."""
+    """Register name -> declared type (``.f32``; vector registers as ``.v4.f32``), ``%r<N>`` expanded.
+    Kept per function (three checker layers ask): the caller must not change the dict."""
     out: dict[str, str] = {}
     for p in fn.params + fn.returns:
         if p.space == ".reg":
@@ -152,4 +155,3 @@ class RegisterBits:
                 b = self.bit[n] = 1 << len(self.bit)
             m |= b
         return m
-
