@@ -55,10 +55,10 @@ def fence_any_path():
 
     real_run = spec_rules._run
 
-    def weak_run(ctx, entry, step, join, end_of_block=None):
+    def weak_run(ctx, sink, entry, step, join, end_of_block=None, block_step=None):
         if entry == (False, frozenset()):  # the fence analysis: fenced on *some* path is enough
             join = lambda a, b: (a[0] or b[0], a[1] | b[1])  # noqa: E731
-        return real_run(ctx, entry, step, join, end_of_block)
+        return real_run(ctx, sink, entry, step, join, end_of_block, block_step)
 
     with mock.patch.object(spec_rules, "_run", weak_run):
         yield
