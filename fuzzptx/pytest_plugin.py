@@ -37,6 +37,21 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "gpu: needs an NVIDIA sm_90a GPU and CuPy; skipped cleanly without one"
     )
     _pin_worker_gpu(config)
+    config._fuzzptx_known = _load_known(config)
+
+
+def _load_known(config: pytest.Config) -> tuple:
+    """The ``--fuzzptx-known`` baseline, read once; a bad file is a usage error naming its line."""
+    path = config.getoption("--fuzzptx-known", default=None)
+    if not path:
+        return ()
+    from fuzzptx.errors import FuzzptxError
+    from fuzzptx.known import load_known
+
+    try:
+        return load_known(path)
+    except FuzzptxError as exc:
+        raise pytest.UsageError(f"--fuzzptx-known: {exc}") from None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -72,6 +87,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--fuzzptx-fail-on", default="all",
                     help="which findings fail a fuzz test: all, or comma-separated signature prefixes "
                          "(e.g. checker:crash,reference:crash)")
+    group.addoption("--fuzzptx-known", default=None, metavar="FILE",
+                    help="known-findings file (fuzzptx.known, e.g. reports/known_findings.txt): its findings "
+                         "do not fail a fuzz test")
 
 
 def _visible_gpu_count() -> int:
@@ -107,6 +125,7 @@ class FuzzConfig:
         fail_on = config.getoption("--fuzzptx-fail-on")
         self.fail_on: tuple[str, ...] | None = None if fail_on == "all" else tuple(
             x.strip() for x in fail_on.split(",") if x.strip())
+        self.known: tuple = getattr(config, "_fuzzptx_known", None) or _load_known(config)
 
     def settings(self):
         from hypothesis import HealthCheck, settings
@@ -146,6 +165,9 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
     prefixes = fail_on if fail_on is not None else config.fail_on
     if prefixes is not None:
         findings = [f for f in findings if f.signature.startswith(tuple(prefixes))]
+    if config.known:  # a known finding (the baseline's numerics conditions test the program's)
+        context = {"numerics": program.numerics or "spec"}
+        findings = [f for f in findings if not any(k.matches(f.signature, context) for k in config.known)]
     if not findings:
         return
     first = findings[0]

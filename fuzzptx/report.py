@@ -16,8 +16,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
+from fuzzptx.known import CONDITIONS, KnownFinding, classify, load_known
 from fuzzptx.triage import Triage, read_records
-
 
 
 def load_records(directory: Path) -> tuple[Triage, list[dict]]:
@@ -129,14 +129,23 @@ def plot_buckets(t: Triage) -> str:
     return _svg(fig)
 
 
-def summary(t: Triage, records: list[dict], stats: dict) -> dict:
+def summary(t: Triage, records: list[dict], stats: dict, known: tuple[KnownFinding, ...] = ()) -> dict:
     times = [r["t"] for r in records if isinstance(r.get("t"), (int, float))]
     wall = (max(times) - min(times)) if len(times) > 1 else stats.get("wall_seconds")
+    context = {k: stats[k] for k in CONDITIONS if isinstance(stats.get(k), str)}  # what known entries may test
+    hit, unmatched = classify(t.buckets, known, context)
+    buckets = [{"signature": b.signature, "count": b.count, "smallest_repro": (b.smallest or {}).get("repro"),
+                "instructions": (b.smallest or {}).get("instructions"),
+                "known": hit[b.signature].reason if b.signature in hit else None,
+                "known_entry": hit[b.signature].where() if b.signature in hit else None} for b in t.ordered()]
     return {
         "programs": t.programs,
         "findings": sum(b.count for b in t.buckets.values()),
-        "buckets": [{"signature": b.signature, "count": b.count, "smallest_repro": (b.smallest or {}).get("repro"),
-                     "instructions": (b.smallest or {}).get("instructions")} for b in t.ordered()],
+        "new_findings": sum(b["count"] for b in buckets if b["known"] is None),
+        "new_buckets": sum(1 for b in buckets if b["known"] is None),
+        "known_buckets": len(hit),
+        "buckets": buckets,
+        "known_entries_unmatched": [f"{k.where()}: {k.pattern}" for k in unmatched] if known else [],
         "families": dict(Counter(r.get("family", "?") for r in records).most_common()),
         "wall_seconds": wall,
         "programs_per_second": (t.programs / wall) if wall else None,
@@ -146,22 +155,36 @@ def summary(t: Triage, records: list[dict], stats: dict) -> dict:
 
 
 def junit(t: Triage, summ: dict) -> str:
+    """A testcase per bucket: a new bucket fails, a known one (``--known``) is skipped with its reason."""
     cases = [f'<testcase classname="fuzzptx" name="campaign: {summ["programs"]} programs"/>']
-    for b in t.ordered():
-        msg = f"{b.count} finding(s); smallest repro: {(b.smallest or {}).get('repro') or 'inline'}"
-        cases.append(f"<testcase classname=\"fuzzptx.findings\" name={quoteattr(b.signature)}>"
-                     f"<failure message={quoteattr(msg)}>{escape(msg)}</failure></testcase>")
+    failures = skipped = 0
+    for b in summ["buckets"]:
+        msg = f"{b['count']} finding(s); smallest repro: {b['smallest_repro'] or 'inline'}"
+        if b["known"] is None:
+            failures += 1
+            body = f"<failure message={quoteattr(msg)}>{escape(msg)}</failure>"
+        else:
+            skipped += 1
+            why = f"known ({b['known_entry']}): {b['known']}; {msg}"
+            body = f"<skipped message={quoteattr(why)}/>"
+        cases.append(f"<testcase classname=\"fuzzptx.findings\" name={quoteattr(b['signature'])}>{body}</testcase>")
     return ('<?xml version="1.0" encoding="UTF-8"?>\n'
-            f'<testsuite name="fuzzptx" tests="{len(cases)}" failures="{len(t.buckets)}">\n' + "\n".join(cases) + "\n</testsuite>\n")
+            f'<testsuite name="fuzzptx" tests="{len(cases)}" failures="{failures}" skipped="{skipped}">\n'
+            + "\n".join(cases) + "\n</testsuite>\n")
 
 
 def html_report(directory: Path, t: Triage, records: list[dict], summ: dict) -> str:
     rows = []
+    status = {b["signature"]: b["known"] for b in summ["buckets"]}
     for b in t.ordered():
         rec = b.smallest or {}
         repro = rec.get("repro")
         link = "inline in results" if not repro else f'<a href="{html.escape(_rel(directory, repro))}">{html.escape(Path(repro).name)}</a>'
-        rows.append(f"<tr><td>{b.count}</td><td><code>{html.escape(b.signature)}</code></td><td>{link}</td><td>{rec.get('instructions', '?')}</td></tr>")
+        why = status.get(b.signature)
+        state = "<b>new</b>" if why is None else f"known: {html.escape(why)}"
+        rows.append(f"<tr><td>{b.count}</td><td><code>{html.escape(b.signature)}</code></td><td>{state}</td><td>{link}</td>"
+                    f"<td>{rec.get('instructions', '?')}</td></tr>")
+    stale = "".join(f"<li><code>{html.escape(x)}</code></li>" for x in summ.get("known_entries_unmatched", ()))
     st = summ.get("campaign_stats") or {}
     stage = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in st.items() if not isinstance(v, (dict, list)))
     stage_rows = stage_table(st)
@@ -174,11 +197,13 @@ def html_report(directory: Path, t: Triage, records: list[dict], summ: dict) -> 
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse}}
 td,th{{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}}h2{{margin-top:1.6em}}</style></head><body>
 <h1>fuzzptx report: {html.escape(directory.name)}</h1>
-<p><b>{summ['programs']}</b> programs judged, <b>{summ['findings']}</b> findings in <b>{len(t.buckets)}</b> buckets;
+<p><b>{summ['programs']}</b> programs judged, <b>{summ['findings']}</b> findings in <b>{len(t.buckets)}</b> buckets
+(<b>{summ['new_buckets']}</b> new, {summ['known_buckets']} known);
 {'' if pps is None else f'{pps:.1f} programs/s'}.</p>
 {headline(st)}
 <h2>Findings by bucket</h2>{plot_buckets(t)}
-<table><tr><th>findings</th><th>signature</th><th>smallest repro</th><th>instructions</th></tr>{''.join(rows)}</table>
+<table><tr><th>findings</th><th>signature</th><th>status</th><th>smallest repro</th><th>instructions</th></tr>{''.join(rows)}</table>
+{f'<p>Known-finding entries that matched no bucket (fixed, stale, or their judges did not run):</p><ul>{stale}</ul>' if stale else ''}
 <h2>Coverage: type mix &times; N &times; A source &times; swizzle</h2>{plot_coverage(coverage_cells(records))}
 <h2>Throughput over time</h2>{plot_throughput(records)}
 <h2>Stages</h2>{stage_rows or '<p>no stats.json</p>'}
@@ -223,11 +248,11 @@ def _rel(directory: Path, path: str) -> str:
         return str(p)
 
 
-def write_report(directory: Path) -> dict:
+def write_report(directory: Path, known: tuple[KnownFinding, ...] = ()) -> dict:
     t, records = load_records(directory)
     stats_path = directory / "stats.json"
     stats = json.loads(stats_path.read_text()) if stats_path.exists() else {}
-    summ = summary(t, records, stats)
+    summ = summary(t, records, stats, known)
     (directory / "summary.json").write_text(json.dumps(summ, indent=1))
     (directory / "junit.xml").write_text(junit(t, summ))
     (directory / "report.html").write_text(html_report(directory, t, records, summ))
@@ -239,13 +264,19 @@ def main_report(argv: list[str]) -> int:
 
     ap = argparse.ArgumentParser(prog="fuzzptx report", description="Write report.html, summary.json and junit.xml for a results directory.")
     ap.add_argument("dir")
+    ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.known): matching buckets are "
+                    "marked known and skipped, not failed, in the JUnit XML")
     args = ap.parse_args(argv)
     d = Path(args.dir)
     if not d.is_dir():
         raise FuzzptxError("not a directory", file=args.dir)
-    summ = write_report(d)
+    known = load_known(args.known) if args.known else ()
+    summ = write_report(d, known)
     for p in summ["input_problems"]:
         print(f"fuzzptx report: {p}")
-    print(f"{summ['programs']} programs, {summ['findings']} findings in {len(summ['buckets'])} buckets -> "
+    for k in summ["known_entries_unmatched"]:
+        print(f"fuzzptx report: known finding matched no bucket (fixed, stale, or its judges did not run): {k}")
+    tail = f" ({summ['new_buckets']} new, {summ['known_buckets']} known)" if known else ""
+    print(f"{summ['programs']} programs, {summ['findings']} findings in {len(summ['buckets'])} buckets{tail} -> "
           f"{d / 'report.html'}, {d / 'summary.json'}, {d / 'junit.xml'}")
     return 0

@@ -92,15 +92,29 @@ def _repro_ref(rec: dict) -> str:
     return f"(inline in {rec.get('_source', '?')}, id {rec.get('id', '?')})"
 
 
-def markdown(t: Triage) -> str:
+def markdown(t: Triage, known: tuple = (), context: dict | None = None) -> str:
+    """The buckets as a Markdown table; with a baseline (``fuzzptx.known``) each says new or known
+    (``context``: what the baseline's conditions test, e.g. the campaign's numerics)."""
+    from fuzzptx.known import classify
+
+    hit, unmatched = classify(t.buckets, known, context)
+    new = sum(1 for s in t.buckets if s not in hit)
     lines = [
         "# fuzzptx triage", "",
-        f"{t.programs} programs, {sum(b.count for b in t.buckets.values())} findings in {len(t.buckets)} buckets.", "",
-        "| findings | signature | smallest repro | instructions |", "| ---: | --- | --- | ---: |",
+        f"{t.programs} programs, {sum(b.count for b in t.buckets.values())} findings in {len(t.buckets)} buckets"
+        + (f" ({new} new, {len(hit)} known)." if known else "."), "",
     ]
+    if known:
+        lines += ["| findings | signature | status | smallest repro | instructions |", "| ---: | --- | --- | --- | ---: |"]
+    else:
+        lines += ["| findings | signature | smallest repro | instructions |", "| ---: | --- | --- | ---: |"]
     for b in t.ordered():
         rec = b.smallest or {}
-        lines.append(f"| {b.count} | `{b.signature}` | {_repro_ref(rec)} | {rec.get('instructions', '?')} |")
+        state = "" if not known else ("**new** | " if b.signature not in hit else f"known ({hit[b.signature].where()}) | ")
+        lines.append(f"| {b.count} | `{b.signature}` | {state}{_repro_ref(rec)} | {rec.get('instructions', '?')} |")
+    if unmatched:
+        lines += ["", "## Known findings that matched no bucket (fixed, stale, or their judges did not run)", ""]
+        lines += [f"- `{k.pattern}` ({k.where()}): {k.reason}" for k in unmatched]
     if t.problems:
         lines += ["", "## Input problems", ""] + [f"- {p}" for p in t.problems]
     return "\n".join(lines) + "\n"
@@ -135,17 +149,24 @@ def main_triage(argv: list[str]) -> int:
     ap.add_argument("--md", help="write the Markdown summary here")
     ap.add_argument("--html", help="write the HTML summary here")
     ap.add_argument("--json", action="store_true", help="print buckets as JSON")
+    ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.known): say which buckets are new")
     args = ap.parse_args(argv)
+    from fuzzptx.known import classify, context_of, load_known
+
+    known = load_known(args.known) if args.known else ()
+    context = context_of(args.results)
     t = read_records(args.results)
     for p in t.problems:
         print(f"fuzzptx triage: {p}", file=sys.stderr)
     if args.md:
-        Path(args.md).write_text(markdown(t))
+        Path(args.md).write_text(markdown(t, known, context))
     if args.html:
         Path(args.html).write_text(html_page(t))
     if args.json:
+        hit, _ = classify(t.buckets, known, context)
         print(json.dumps([{"signature": b.signature, "count": b.count, "smallest": _repro_ref(b.smallest or {}),
-                           "instructions": (b.smallest or {}).get("instructions")} for b in t.ordered()], indent=1))
+                           "instructions": (b.smallest or {}).get("instructions"),
+                           "known": hit[b.signature].reason if b.signature in hit else None} for b in t.ordered()], indent=1))
     else:
-        print(markdown(t), end="")
+        print(markdown(t, known, context), end="")
     return 0

@@ -26,6 +26,11 @@ def test_profiles_and_overrides(pytester):
     r = pytester.runpytest("--fuzzptx-profile", "weekly")
     assert r.ret != 0
     r.stderr.fnmatch_lines(["*invalid choice*weekly*"])
+    bad = pytester.path / "known.txt"
+    bad.write_text("checker!=ptxas|missed:C7512|*\n")
+    r = pytester.runpytest("-p", "no:cacheprovider", "--fuzzptx-known", str(bad))
+    assert r.ret != 0
+    r.stderr.fnmatch_lines([f"*--fuzzptx-known: {bad}:1: a known finding needs a reason*"])
 
 
 def test_one_gpu_per_xdist_worker(monkeypatch):
@@ -66,6 +71,7 @@ def test_check_program_writes_repro_and_fails(tmp_path):
         repro_dir = str(tmp_path / "repros")
         fail_on = None
         numerics = None
+        known = ()
 
     with pytest.raises(AssertionError) as exc:
         check_program(_contradicted_program(), Cfg())
@@ -79,6 +85,15 @@ def test_check_program_writes_repro_and_fails(tmp_path):
     with pytest.raises(AssertionError):
         check_program(_contradicted_program(), Cfg())
     assert Program.from_file(path).numerics == "hardware"
+    # A finding in the --fuzzptx-known baseline passes, if its numerics condition holds.
+    from fuzzptx.known import parse_known
+
+    Cfg.known = parse_known("expect!=ptxas|planted-label|* numerics=spec  # planted\n", "k.txt")
+    with pytest.raises(AssertionError):
+        check_program(_contradicted_program(), Cfg())  # judged in hardware numerics: not this entry's
+    Cfg.known = parse_known("expect!=ptxas|planted-label|*  # planted\n", "k.txt")
+    check_program(_contradicted_program(), Cfg())
+    Cfg.known = ()
     # A finding outside --fuzzptx-fail-on passes.
     Cfg.fail_on = ("checker:crash",)
     check_program(_contradicted_program(), Cfg())

@@ -71,3 +71,41 @@ def test_report_renders_in_headless_chromium(campaign_dir, tmp_path):
     img = mpimg.imread(png)
     assert img.shape[0] == 1400 and img.shape[1] == 1000
     assert img[..., :3].std() > 0.05  # text and plots, not a blank page
+
+
+def test_known_buckets_are_skipped_not_failed(campaign_dir, tmp_path, capsys):
+    records = [json.loads(x) for x in (campaign_dir / "results.jsonl").read_text().splitlines()]
+    sigs = sorted({f["signature"] for r in records for f in r["findings"]})
+    assert sigs, "the planted campaign has findings"
+    known = tmp_path / "known.txt"
+    known.write_text(f"# a baseline\n{sigs[0]}   # known for the test\n"
+                     "nothing!=matches|this|*   # stale entry\n"
+                     "reference!=hardware|mismatch|* numerics=hardware   # not this campaign's numerics\n")
+    assert cli.main(["report", str(campaign_dir), "--known", str(known)]) == 0
+    out = capsys.readouterr().out
+    assert f"{known}:3: nothing!=matches|this|*" in out and ":4:" not in out  # stale listed; inapplicable not
+    summ = json.loads((campaign_dir / "summary.json").read_text())
+    by_sig = {b["signature"]: b for b in summ["buckets"]}
+    assert by_sig[sigs[0]]["known"] == "known for the test" and by_sig[sigs[0]]["known_entry"] == f"{known}:2"
+    assert summ["known_buckets"] == 1 and summ["new_buckets"] == len(sigs) - 1
+    assert summ["new_findings"] == summ["findings"] - by_sig[sigs[0]]["count"]
+    suite = ET.parse(campaign_dir / "junit.xml").getroot()
+    assert int(suite.get("failures")) == len(suite.findall("testcase/failure")) == len(sigs) - 1
+    skipped = suite.findall("testcase/skipped")
+    assert int(suite.get("skipped")) == len(skipped) == 1 and "known for the test" in skipped[0].get("message")
+    page = (campaign_dir / "report.html").read_text()
+    assert "known: known for the test" in page and "nothing!=matches|this|*" in page
+    assert cli.main(["report", str(campaign_dir)]) == 0  # without a baseline every bucket fails again
+    suite = ET.parse(campaign_dir / "junit.xml").getroot()
+    assert int(suite.get("failures")) == len(sigs) and int(suite.get("skipped")) == 0
+
+
+def test_a_bad_baseline_is_one_line_and_writes_nothing(campaign_dir, tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("checker!=ptxas|missed:C7512|*\n")
+    before = (campaign_dir / "junit.xml").read_text() if (campaign_dir / "junit.xml").exists() else None
+    assert cli.main(["report", str(campaign_dir), "--known", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{bad}:1:" in err and "needs a reason" in err
+    after = (campaign_dir / "junit.xml").read_text() if (campaign_dir / "junit.xml").exists() else None
+    assert before == after

@@ -45,3 +45,22 @@ def test_html_summary_written(tmp_path):
     assert main_triage([str(tmp_path / "r.jsonl"), "--html", str(html_path)]) == 0
     text = html_path.read_text()
     assert "&lt;b&gt;" in text and 'href="x.ptx"' in text
+
+
+def test_triage_says_which_buckets_are_new_against_a_baseline(tmp_path, capsys):
+    sig_a = "checker!=ptxas|missed:C7512|wgmma.sp.f32.f16"
+    sig_b = "reference!=hardware|mismatch|wgmma.f32.e4m3"
+    _write(tmp_path / "results.jsonl", [
+        {"id": 0, "instructions": 9, "findings": [{"signature": sig_a, "message": "m"}, {"signature": sig_b, "message": "x"}]},
+    ])
+    (tmp_path / "stats.json").write_text(json.dumps({"numerics": "hardware"}))
+    known = tmp_path / "known.txt"
+    known.write_text("checker!=ptxas|missed:C7512|*  # allocator\n"
+                     "reference!=hardware|mismatch|wgmma*.f32.e[45]m[23]* numerics=spec  # e8m13 in spec numerics\n")
+    assert main_triage([str(tmp_path), "--known", str(known), "--json"]) == 0
+    rows = {r["signature"]: r["known"] for r in json.loads(capsys.readouterr().out)}
+    assert rows == {sig_a: "allocator", sig_b: None}  # hardware numerics: the fp8 mismatch is new
+    (tmp_path / "stats.json").write_text(json.dumps({"numerics": "spec"}))
+    assert main_triage([str(tmp_path), "--known", str(known)]) == 0
+    out = capsys.readouterr().out
+    assert "(0 new, 2 known)" in out and f"known ({known}:2)" in out
