@@ -104,6 +104,8 @@ class _Out:
     # line -> whether ptxas still reports it when an indirect call serialises the function
     ser: list = field(default_factory=list)  # [(order, code)]
     divergent: list = field(default_factory=list)  # [(order, code)]
+    div_wait: list = field(default_factory=list)  # [(order, "C7518")] from a read after a divergent
+    # pipeline instruction (PS.div_pipe): reported only when nothing in ``divergent`` is
 
     def merge(self, other: "_Out") -> None:
         """Add what a later piece of the pass recorded, as if it had written here directly: first
@@ -118,6 +120,7 @@ class _Out:
             self.wait_feed[k] = self.wait_feed.get(k, False) or v
         self.ser += other.ser
         self.divergent += other.divergent
+        self.div_wait += other.div_wait
 
 
 def _structure(ctx: FnCtx, out: _Out) -> None:
@@ -184,6 +187,9 @@ class PS(NamedTuple):
     lagged: frozenset = frozenset()  # wgmmas a wait_group passed while leaving them in flight
     ghost: frozenset = frozenset()  # uncommitted dead wgmmas (ptxas_dce): no arrive, no accumulators,
     # but paths that differ in them still meet divergently (measured: dead_wgmma_div_*)
+    div_pipe: bool = False  # a fence, wgmma, commit or wait ran under divergent control on some path
+    # before here: a wait ptxas would inject for a read serialises the function instead (C7518;
+    # measured: div_pipe_*), however uniform the stages between
 
 
 ENTRY_STATE = PS(False, frozenset(), frozenset(), False, frozenset(), frozenset(), False, frozenset(), 0,
@@ -231,6 +237,7 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             ghost=a.ghost | b.ghost,
             lagged=a.lagged | b.lagged,
             tied=a.tied | b.tied,
+            div_pipe=a.div_pipe or b.div_pipe,
         )
     return a
 
@@ -270,6 +277,27 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
     # block -> (line, reported under C7510): ptxas waits at the block's end, reported there
     # (hoisted feed waits)
     forced: dict = {}
+    def under_divergence(site: Site) -> bool:
+        return any(ctx.dep_divergent(d, ptxas=True) for d in ctx.ctrl_deps(site))
+
+    div_pipe_sites = {site for b in ctx.g.order for site, i in _live_sites(ctx, b)
+                      if (is_fence(i) or is_wgmma(i) or is_commit(i) or is_wait(i)) and under_divergence(site)}
+
+    def serialised_by_divergence(site: Site, st: PS) -> bool:
+        """After a pipeline instruction under divergent control, a wait ptxas would inject for a
+        read outside divergent control serialises the function instead (C7518; a C7520 of the
+        same function outranks it; a read inside a divergent region still waits; measured:
+        div_pipe_*, pipegen seeds 201, 321, 1011, 1187)."""
+        if st.div_pipe and not under_divergence(site):
+            out.div_wait.append((_order(site), "C7518"))
+            return True
+        return False
+
+    def wait_for_read(line, site: Site, st: PS) -> None:
+        """ptxas waits before a read of an accumulator in flight (C7517 at ``line``) unless that
+        serialises the function (``serialised_by_divergence``)."""
+        if not serialised_by_divergence(site, st):
+            out.wait_at_use[line] = True
 
     def _feeds_later_wgmma(regs: frozenset, site: Site) -> bool:
         """Some wgmma after ``site`` (in layout order) reads one of ``regs`` as accumulator input."""
@@ -279,6 +307,8 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
 
     def plain0(ins: Instr, site: Site, st: PS, guarded: bool = False) -> PS:
         line = _line(ins)
+        if site in div_pipe_sites and not st.div_pipe:
+            st = st._replace(div_pipe=True)
         if is_fence(ins):
             fl, implicit = _implicit_commit(st.fl)  # a fence closes the open group (measured)
             # ... and a fence after a divergent merge makes the group counts agree again: a later
@@ -403,7 +433,8 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
             # after an indirect call ptxas reports it only inside a loop, and not when the call
             # came between the commit and the read (measured: feed_read_*)
             shown = _order_pos(pos, site) < first_indirect or (_in_loop(ctx, pos, site.block) and not st.call_at)
-            out.wait_feed[at] = out.wait_feed.get(at, False) or shown
+            if not serialised_by_divergence(site, st):  # (measured: div_pipe_commit_then_feed)
+                out.wait_feed[at] = out.wait_feed.get(at, False) or shown
             if st.pblock is not None and st.pblock != site.block and not st.call_at:
                 # ... placed at the end of the last commit's block
                 forced.setdefault(st.pblock, (at, shown))
@@ -425,17 +456,18 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                 if after is not None and any(s in st.waited for s in read) and not any(s in st.lagged for s in read):
                     # ... but right after a loop that waited for it on some path only (no wait_group
                     # left it in flight), ptxas waits at the loop's exit branch (measured: wait_skipped_*)
-                    out.wait_at_use[after] = True
+                    wait_for_read(after, site, st)
                     return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False)
                 branch = _divergent_branch_line(ctx, site)
                 if branch is None:
-                    out.ser.append((_order(site), "C7514"))
+                    if not serialised_by_divergence(site, st):
+                        out.ser.append((_order(site), "C7514"))
                     return st
                 # ... unless the read sits under a divergent branch: ptxas waits at the branch instead
-                out.wait_at_use[branch] = True
+                wait_for_read(branch, site, st)
                 return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False)
-            out.wait_at_use[st.call_at or _hoisted_line(ctx, st, site) or _loop_exit_line(ctx, pos, site, read)
-                            or _store_pair_line(ctx, site, ins)] = True
+            wait_for_read(st.call_at or _hoisted_line(ctx, st, site) or _loop_exit_line(ctx, pos, site, read)
+                          or _store_pair_line(ctx, site, ins), site, st)
             return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False, call_at=None)
         if any(defs & _tied_acc(ctx.wgmmas[s]) for s, _ in st.fl):
             out.ser.append((_order(site), "C7515"))
@@ -575,8 +607,8 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
     register_pressure(ctx, out.ser)
     function_pressure(ctx, out.ser)
     name = ctx.fn.name
-    if out.divergent:
-        _, code = min(out.divergent)
+    if out.divergent or out.div_wait:
+        _, code = min(out.divergent or out.div_wait)
         if code == "C7518" and _ser_code(out.ser) in ("C7509", "C7510"):
             code = _ser_code(out.ser)  # an indirect call outranks C7518, not C7520 (measured: div_*_indirect_call)
         kept = arrives_before_divergence(ctx, out.arrive_at, out.divergent) if code == "C7520" else []
