@@ -8,8 +8,9 @@ dependence on compiler-inserted WG.DP in divergent path"), however uniform and c
 stages between are, and so does a wait before a read of a value a later wgmma takes as its
 accumulator while a group is in flight (a feed read); a wait injected at the function's exit stays C7517, and so does one whose
 read comes before the divergent instruction.  A commit skipped under a divergent branch gives
-C7520 once any store follows, even with every group waited for (``div_pipe_commit_*``: not yet
-modelled).  Files: ``tests/data/checker/NAME.ptx``.
+C7520 once any store follows, even with every group waited for (``div_pipe_commit_*``), and the
+wait where paths with and without a group in flight meet serialises too when a store follows
+(``div_pipe_empty_group_*``): both not yet modelled.  Files: ``tests/data/checker/NAME.ptx``.
 """
 from __future__ import annotations
 
@@ -51,6 +52,11 @@ def more() -> dict[str, tuple[str, str]]:
                                       "wgmma's accumulator (a feed read): C7518, not a wait",
                                       kernel(skip(DIV, FENCE, COMMIT) + ["xor.b32 %f1, %f1, 0x80000000;", FENCE, wg(),
                                                                          COMMIT, WAIT] + read)),
+        "div_pipe_empty_group_then_store": ("an empty group (fence, commit) under a divergent branch, then a store: "
+                                            "the wait where the paths meet serialises (C7518)",
+                                            kernel(skip(DIV, FENCE, COMMIT) + ["st.global.u32 [%rd3+64], %r22;"])),
+        "div_pipe_empty_group_then_exit": ("the same with nothing after the branch: the wait at the exit stays C7517",
+                                           kernel(skip(DIV, FENCE, COMMIT))),
         "div_pipe_commit_then_store": ("a commit skipped by a divergent branch, a complete stage, then a store: C7520",
                                        kernel(skip(DIV, COMMIT) + [FENCE, wg(), COMMIT, WAIT] + read)),
         "div_pipe_commit_no_store": ("the same without the store: only the arrive at the skipped commit",
