@@ -352,18 +352,52 @@ def _last_in_stage(body: list) -> list[int]:
             and body[i + 1].opcode == COMMIT]
 
 
+def _exited_before(body: list, i: int) -> bool:
+    """No thread reaches ``body[i]``: an earlier ``@P exit`` (or ``ret``) let out every thread for
+    which a later forward branch on the same, unchanged ``P`` falls through to it -- a role's
+    region after that role's warpgroup left (early_exit).  ptxas sees it and deletes the region
+    (found by a campaign: a divergent_guard label on such a wgmma, ptxas silent)."""
+    labels = {s.name: k for k, s in enumerate(body) if isinstance(s, Label)}
+    for k, s in enumerate(body[:i]):
+        if not (isinstance(s, Instr) and s.base in ("exit", "ret") and s.guard is not None):
+            continue
+        reg, sense = s.guard.reg.name, s.guard.negated
+        for j in range(k + 1, i):
+            b = body[j]
+            if not isinstance(b, Instr):
+                continue
+            if b.operands and isinstance(b.operands[0], Reg) and b.operands[0].name == reg and b.base != "bra":
+                break  # the predicate is set again: no longer the one that exited
+            if (b.base == "bra" and b.guard is not None and b.guard.reg.name == reg and b.guard.negated != sense
+                    and b.operands and isinstance(b.operands[0], Sym) and labels.get(b.operands[0].name, -1) > i
+                    and not _entered_from_outside(body, labels, j, labels[b.operands[0].name])):
+                return True  # falls through to body[i] only where the exit fired
+    return False
+
+
+def _entered_from_outside(body: list, labels: dict, j: int, end: int) -> bool:
+    """Some branch outside ``body[j:end]`` (a branch and the region it skips) targets a label
+    inside it: a way in that does not pass the branch."""
+    inside = {name for name, k in labels.items() if j < k < end}
+    return any(isinstance(s, Instr) and s.base in ("bra", "brx") and not j <= k < end
+               and any(isinstance(o, Sym) and o.name in inside for o in s.operands)
+               for k, s in enumerate(body))
+
+
 def _divergent_guard(p: Program, choice: int) -> Program | None:
-    """The last wgmma.mma_async of the last stage guarded by a lane-dependent predicate.
+    """The last wgmma.mma_async of the last stage any thread reaches, guarded by a lane-dependent
+    predicate.
 
     Measured: ptxas prints C7520 for a guarded wgmma right before the commit, but
     nothing when an unguarded wgmma on the same accumulators follows it, or when a later
     stage reuses them before any wait.
     """
     body = _body(p)
-    if not _last_in_stage(body):
+    if not [i for i in _last_in_stage(body) if not _exited_before(body, i)]:
         return None
     body, pred = _lane_predicate(body)
-    idx = _last_in_stage(body)[-1]  # the last stage: no later wgmma reads its accumulators first
+    # the last live stage: no later wgmma reads its accumulators first (a later one nobody reaches is gone)
+    idx = [i for i in _last_in_stage(body) if not _exited_before(body, i)][-1]
     body[idx] = replace(body[idx], guard=Guard(pred))
     return _with_body(p, body)
 
