@@ -729,7 +729,7 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
                 if hw[j].fault:
                     live.faults[hw[j].fault] += 1
             try:
-                findings = differ.compare(p, v, family=base["family"])
+                findings = differ.compare(p, v, family=base["family"], full=lambda j=j: item.program(j))
             except Exception as exc:  # a comparison that breaks is a finding, never the end of the campaign
                 findings = [differ.Finding(f"differ:crash|{base['family']}", f"compare failed: {type(exc).__name__}: {exc}")]
             repros: dict[str, str] = {}  # signature -> its repro file (one file per signature)

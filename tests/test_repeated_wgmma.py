@@ -27,18 +27,11 @@ ROWS = RECORD["variants"]
 
 def collapsed(p) -> HwResult:
     """The reference's run of ``p`` with every wgmma that repeats the wgmma before it (only commits
-    between) dropped."""
-    fn = p.module.function(p.launch.kernel)
-    body, last = [], None
-    for s in fn.body:
-        if isinstance(s, Instr) and s.opcode.startswith("wgmma.mma_async"):
-            if s == last:
-                continue
-            last = s
-        elif not (isinstance(s, Instr) and s.opcode.startswith("wgmma.commit_group")):
-            last = None
-        body.append(s)
-    ref = run_program(p.with_kernel_body(body), mode="hardware")
+    between) dropped (``differ.without_repeated_wgmmas``: the model the differ diagnoses with)."""
+    from fuzzptx.differ import without_repeated_wgmmas
+
+    q = without_repeated_wgmmas(p) or p
+    ref = run_program(q, mode="hardware")
     return HwResult(outputs={b.name: ref.bytes(b.name) for b in p.outputs()})
 
 
@@ -83,3 +76,32 @@ def test_the_builder_repeats_the_same_instruction():
     names = [s.opcode.split(".")[1] for s in ops]
     assert names[:6] == ["fence", "mma_async", "commit_group", "mma_async", "commit_group", "mma_async"]
     assert ops[1] == ops[3] == ops[5]
+
+
+def test_the_differ_names_a_mismatch_the_collapse_explains():
+    from fuzzptx import differ
+
+    row = next(r for r in ROWS if r["copies"] == 2 and not r["commit_between"] and not r["first_scale_d_0"])
+    p = _kernel(row)
+    v = differ.judge(p, ("reference",))
+    v.hardware = collapsed(p)  # what the H100 gave for it at -O3
+    sigs = [f.signature for f in differ.compare(p, v)]
+    assert [s for s in sigs if s.startswith("reference!=hardware")] == [f"reference!=hardware|mismatch-repeated-wgmma|{differ.program_family(p)}"]
+    v.hardware = HwResult(outputs={name: bytes(len(data)) for name, data in collapsed(p).outputs.items()})
+    sigs = [f.signature for f in differ.compare(p, v)]  # zeros: not what the collapse gives
+    assert [s for s in sigs if s.startswith("reference!=hardware")] == [f"reference!=hardware|mismatch|{differ.program_family(p)}"]
+    assert differ.without_repeated_wgmmas(_kernel(next(r for r in ROWS if r["copies"] == 1))) is None
+
+
+def test_a_campaigns_shipped_program_is_diagnosed_from_the_full_one():
+    from fuzzptx import differ
+    from fuzzptx.campaign import shipped
+
+    row = next(r for r in ROWS if r["copies"] == 3 and not r["commit_between"] and not r["first_scale_d_0"])
+    p = _kernel(row)
+    v = differ.judge(p, ("reference",))
+    v.hardware = collapsed(p)
+    light = shipped(p)  # what the campaign's main process holds: no kernel body
+    mism = lambda fs: [f.signature.split("|")[1] for f in fs if f.signature.startswith("reference!=hardware")]  # noqa: E731
+    assert mism(differ.compare(light, v, full=lambda: p)) == ["mismatch-repeated-wgmma"]
+    assert mism(differ.compare(light, v)) == ["mismatch"]  # without the body there is nothing to test the collapse on
