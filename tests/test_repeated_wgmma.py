@@ -105,3 +105,25 @@ def test_a_campaigns_shipped_program_is_diagnosed_from_the_full_one():
     mism = lambda fs: [f.signature.split("|")[1] for f in fs if f.signature.startswith("reference!=hardware")]  # noqa: E731
     assert mism(differ.compare(light, v, full=lambda: p)) == ["mismatch-repeated-wgmma"]
     assert mism(differ.compare(light, v)) == ["mismatch"]  # without the body there is nothing to test the collapse on
+
+
+def test_a_repeat_with_another_scale_d_between_is_diagnosed_too():
+    """The seed-26 campaign kernel: scale-d 1, then a runtime 0, then 1 on the same D, A and B;
+    the H100 gave the first wgmma's result alone (repeated_wgmma_diagnosis_h100.json)."""
+    from fuzzptx import differ
+    from fuzzptx.ptx.ir import Imm
+
+    row = next(r for r in ROWS if r["copies"] == 3 and not r["commit_between"] and not r["first_scale_d_0"])
+    p = _kernel(row)
+    fn = p.module.function(p.launch.kernel)
+    body = list(fn.body)
+    w = [i for i, s in enumerate(body) if isinstance(s, Instr) and s.opcode.startswith("wgmma.mma_async")]
+    body[w[1]] = replace(body[w[1]], operands=body[w[1]].operands[:3] + (Imm.of(0),) + body[w[1]].operands[4:])
+    p = p.with_kernel_body(body)
+    first_only = p.with_kernel_body([s for i, s in enumerate(body) if i not in w[1:]])
+    ref = run_program(first_only, mode="hardware")
+    v = differ.judge(p, ("reference",))
+    v.hardware = HwResult(outputs={b.name: ref.bytes(b.name) for b in p.outputs()})
+    assert differ.without_repeated_wgmmas(p) is None and differ.without_repeated_wgmmas(p, exact=False) is not None
+    assert [f.signature.split("|")[1] for f in differ.compare(p, v) if f.signature.startswith("reference!=hardware")] == \
+        ["mismatch-repeated-wgmma"]
