@@ -16,7 +16,7 @@ from fuzzptx import isa
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Instr
 
-JUDGES = ("reference", "checker", "ptxas", "hardware", "mmasim", "metamorphic")
+JUDGES = ("reference", "checker", "ptxas", "hardware", "mmasim", "metamorphic", "sass")
 CPU_JUDGES = ("reference", "checker", "ptxas")
 
 
@@ -51,6 +51,8 @@ class Verdicts:
     # instruction it broke); taken where the program has its source lines, since a campaign
     # compares a light copy of the program with no body (campaign.shipped)
     mutation_reached: bool | None = None
+    sass: Any = None  # ptxas -O3's writes to registers of a wgmma in flight (fuzzptx.sass), [] if none
+    sass_skipped: str | None = None  # no disassembler, or a program the scan does not apply to
     seconds: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> dict[str, str]:
@@ -75,6 +77,10 @@ class Verdicts:
             out["hardware"] = f"fault: {self.hardware.fault}" if self.hardware.fault else "ran"
         if self.mmasim is not None:
             out["mmasim"] = self.mmasim.summary()
+        if self.sass is not None:
+            out["sass"] = f"writes in flight: {self.sass[0]}" if self.sass else "clean"
+        elif self.sass_skipped is not None:
+            out["sass"] = f"skipped: {self.sass_skipped}"
         if self.metamorphic is not None:
             m = self.metamorphic
             out["metamorphic"] = (f"skipped: {m.skipped}" if m.skipped else
@@ -199,6 +205,34 @@ def _collapsed_repeats_explain(program: Program, hardware_outputs: dict) -> bool
     return False
 
 
+def _sass(program: Program, text: str, v: Verdicts) -> tuple[list[str] | None, str | None]:
+    """The ``sass`` judge: ptxas -O3's writes to registers of a wgmma still in flight, read from
+    the SASS of a program the checker finds defined (a mutant that writes an accumulator in
+    flight itself would show its own write).  It compiles the program on its own (a batched
+    module holds other programs' kernels): about one more ptxas run per program, so opt-in."""
+    from fuzzptx.sass import disassembler, inflight_writes, sass
+
+    if not any(i.opcode.startswith("wgmma.mma_async") for f in program.module.functions() if f.body is not None
+               for i in f.instructions()):
+        return [], None
+    tool = disassembler()
+    if tool is None:
+        return None, "no disassembler (pip install 'fuzzptx[sass]')"
+    findings = v.checker
+    if findings is None:
+        from fuzzptx.oracles.checker import check_module
+
+        findings = check_module(program.module, layers=("isa", "spec"))
+    if any(f.severity == "error" for f in findings):
+        return None, "the checker finds the program illegal or undefined"
+    from fuzzptx.oracles.ptxas import compile_ptx
+
+    r = compile_ptx(text, want_cubin=True)
+    if not r.accepted or not r.cubin:
+        return None, "ptxas rejects it"
+    return inflight_writes(sass(r.cubin, tool)), None
+
+
 def compare(program: Program, v: Verdicts, *, family: str | None = None,
             full: Callable[[], Program] | None = None) -> list[Finding]:
     """Every pairwise disagreement between the judges that ran, plus broken expectations
@@ -252,6 +286,10 @@ def compare(program: Program, v: Verdicts, *, family: str | None = None,
                 out.append(Finding(f"reference!=hardware|{what}|{output_family(program, mism[0].buffer, fam)}", f"{len(mism)} element(s) differ; first: {mism[0]}",
                                    (("mismatches", len(mism)), ("first", str(mism[0])))))
     out += mmasim_findings(program, v, fam)
+    if v.sass:
+        out.append(Finding(f"sass:inflight-write|{fam}",
+                           f"ptxas -O3 writes {len(v.sass)} register(s) of a wgmma still in flight, first: {v.sass[0]}",
+                           (("writes", "; ".join(v.sass[:4])),)))
     if v.metamorphic is not None:
         out += [f for _, f in v.metamorphic.findings]
     out += expectation_findings(program, v, fam)
@@ -435,6 +473,10 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
             v.checker_error = f"internal error: {type(exc).__name__}: {exc}"
             v.checker = v.predicted = None
         v.seconds["checker"] = time.perf_counter() - t0
+    if "sass" in judges:
+        t0 = time.perf_counter()
+        v.sass, v.sass_skipped = _sass(program, text if text is not None else program.to_ptx(), v)
+        v.seconds["sass"] = time.perf_counter() - t0
     if "reference" in judges:
         from fuzzptx.errors import FuzzptxError
         from fuzzptx.oracles.reference import run_program
@@ -544,6 +586,8 @@ def judges_for(signature: str) -> tuple[str, ...]:
         needed |= {"ptxas", "checker"}
     if "checker" in signature:
         needed.add("ptxas")
+    if signature.startswith("sass"):
+        needed.add("checker")  # the scan applies to programs the checker finds defined
     return tuple(j for j in JUDGES if j in needed) or ("ptxas",)
 
 

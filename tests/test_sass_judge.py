@@ -1,0 +1,62 @@
+"""The opt-in ``sass`` judge: ptxas -O3 writing registers of a wgmma in flight, read from the SASS
+of a program the checker finds defined (fuzzptx.sass; reports/findings/README.md)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fuzzptx import differ, sass
+from fuzzptx.program import Program
+
+ROOT = Path(__file__).resolve().parents[1]
+HANG = ROOT / "reports" / "findings" / "ptxas_O3_inflight_acc_call.ptx"
+needs_disassembler = pytest.mark.skipif(sass.disassembler() is None, reason="no disassembler (pip install 'fuzzptx[sass]')")
+
+
+@needs_disassembler
+def test_the_hanging_kernel_is_a_sass_finding_without_a_gpu():
+    p = Program.from_file(str(HANG))
+    v = differ.judge(p, ("checker", "ptxas", "sass"))
+    assert v.sass and v.sass[0].endswith("MOV R152, 0x350")
+    assert [f.signature for f in differ.compare(p, v) if f.signature.startswith("sass")] == \
+        ["sass:inflight-write|wgmma.f32.e5m2.e4m3"]
+    assert v.summary()["sass"].startswith("writes in flight: ")
+
+
+@needs_disassembler
+def test_a_program_that_writes_in_flight_itself_is_not_scanned():
+    from fuzzptx.strategies.mutations import MUTATIONS
+
+    p = Program.from_file(str(HANG))
+    mutate = next(m for m in MUTATIONS if m.name == "acc_write_in_flight")
+    q = mutate.apply(p, 0)
+    if q is None:
+        pytest.skip("the mutation does not apply to this kernel")
+    v = differ.judge(q, ("checker", "sass"))
+    assert v.sass is None and "illegal or undefined" in v.sass_skipped
+
+
+def test_without_a_disassembler_the_judge_says_so(monkeypatch):
+    monkeypatch.setattr(sass, "disassembler", lambda: None)
+    v = differ.judge(Program.from_file(str(HANG)), ("sass",))
+    assert v.sass is None and "no disassembler" in v.sass_skipped
+    assert not [f for f in differ.compare(Program.from_file(str(HANG)), v) if f.signature.startswith("sass")]
+
+
+def test_shrinking_a_sass_finding_runs_the_judges_it_needs():
+    assert set(differ.judges_for("sass:inflight-write|wgmma.f32.f16")) >= {"sass", "checker"}
+
+
+@needs_disassembler
+def test_a_campaign_runs_the_sass_judge_on_accepted_programs(tmp_path):
+    out = tmp_path / "c"
+    subprocess.run([sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "none", "--examples", "8", "--block-size", "8",
+                    "--workers", "1", "--judges", "checker,ptxas,sass", "--quiet", "--out", str(out)],
+                   check=True, capture_output=True, timeout=600)
+    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    accepted = [r for r in recs if r["verdicts"].get("ptxas", "").startswith("accepted")]
+    assert accepted and all("sass" in r["verdicts"] for r in accepted)
