@@ -257,9 +257,14 @@ def main_run(argv: list[str]) -> int:
     ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct",
                     help="direct: each program drawn straight from the strategies, as the campaign does (fast); "
                          "hypothesis: through Hypothesis's engine")
+    ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.known, e.g. reports/known_findings.txt): "
+                    "the summary marks which buckets are known")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
+    from fuzzptx.known import classify, load_known
+
+    known = load_known(args.known) if args.known else ()  # before the run: a bad file costs nothing
     judges = tuple(j.strip() for j in args.judges.split(",") if j.strip())
     bad = [j for j in judges if j not in differ.JUDGES]
     if bad:
@@ -270,6 +275,10 @@ def main_run(argv: list[str]) -> int:
                 shrink_budget=args.shrink_budget, progress=not args.quiet and not args.json, numerics=args.numerics,
                 generator=args.generator)
     summary = stats.as_dict()
+    if known:
+        hit, _ = classify(summary["findings_by_bucket"], known, {"numerics": args.numerics})
+        summary["known"] = {sig: k.where() for sig, k in hit.items()}
+        summary["new_findings"] = sum(n for sig, n in summary["findings_by_bucket"].items() if sig not in hit)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     if args.json:
         print(json.dumps(summary, indent=1))
@@ -407,9 +416,14 @@ def format_summary(s: dict, out_dir: Path) -> str:
                      f" alone); wall {s['wall_over_ptxas']}x (ptxas runs beside the other judges)")
     lines.append(f"  coverage        {s['forms_reached']} catalogue forms; families: " + ", ".join(f"{k} {v}" for k, v in list(s["families"].items())[:8]))
     if s["findings_by_bucket"]:
+        known = s.get("known") or {}
+        if "new_findings" in s:
+            lines.append(f"  new findings    {s['new_findings']} of {sum(s['findings_by_bucket'].values())} "
+                         "(the rest match the known-findings file)")
         lines.append("  findings by bucket:")
         for sig, count in s["findings_by_bucket"].items():
-            lines.append(f"    {count:5d}  {sig}" + (f"  -> {s['repros'].get(sig)}" if s["repros"].get(sig) else ""))
+            lines.append(f"    {count:5d}  {sig}" + (f"  (known: {known[sig]})" if sig in known else "")
+                         + (f"  -> {s['repros'].get(sig)}" if s["repros"].get(sig) else ""))
     else:
         lines.append("  findings        none")
     lines.append(f"  results         {out_dir / 'results.jsonl'}")

@@ -2,6 +2,7 @@
 the repository's own baseline."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -81,3 +82,22 @@ def test_the_repository_baseline_parses_and_points_at_real_write_ups():
         assert paths, f"{k.where()}: the reason names no write-up"
         for p in paths:
             assert (ROOT / p).exists() or (ROOT / "reports" / "findings" / p).exists(), f"{k.where()}: {p} missing"
+
+
+def test_a_fuzz_run_marks_known_buckets(tmp_path, capsys):
+    from fuzzptx import cli
+
+    known = tmp_path / "known.txt"
+    known.write_text("*|*|*   # everything, for the test\n")
+    out = tmp_path / "run"
+    assert cli.main(["run", "--examples", "16", "--seed", "1", "--shrink-budget", "0", "--out", str(out),
+                     "--known", str(known)]) == 0
+    summ = json.loads((out / "summary.json").read_text())
+    assert summ["findings_by_bucket"], "seed 1's 16 programs have findings (checker model gaps)"
+    assert summ["new_findings"] == 0 and set(summ["known"]) == set(summ["findings_by_bucket"])
+    printed = capsys.readouterr().out
+    assert all("(known: " in line for line in printed.splitlines() if line.startswith("    ") and "|" in line)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("*|*|*\n")
+    assert cli.main(["run", "--examples", "1", "--out", str(tmp_path / "never"), "--known", str(bad)]) == 2
+    assert f"{bad}:1:" in capsys.readouterr().err and not (tmp_path / "never").exists()
