@@ -43,6 +43,7 @@ from fuzzptx.program import Program
 
 STAGES = ("generate", "ptxas", "checker", "reference", "gpu")
 _CPU_JUDGES = ("reference", "checker", "ptxas", "mmasim", "sass")  # judged in the pool; the GPU runs in the main process
+_IR_JUDGES = ("checker", "reference", "mmasim", "sass")  # the judges that read the program's IR, not only its text
 
 
 class CampaignError(FuzzptxError):
@@ -240,7 +241,7 @@ def prepare_block(task: BlockTask) -> Prepared:
     secs["generate"] += time.perf_counter() - t0
     programs = [p for _, p, _ in items]
     t0 = time.perf_counter()
-    if any(j in task.judges for j in ("checker", "reference", "mmasim", "sass")):
+    if any(j in task.judges for j in _IR_JUDGES):
         # the text and the located IR the judges read, from one emission: no parse back
         emitted = [p.to_ptx_located() for p in programs]
         secs["emit+parse"] += time.perf_counter() - t0
@@ -263,7 +264,7 @@ def prepare_block(task: BlockTask) -> Prepared:
             # The reference's values only matter for a program the GPU can run (and a
             # planted kernel is not one the reference should interpret: it never ends).
             judges = [j for j in judges if j not in ("reference", "mmasim", "sass") and not (planted and j == "checker")]
-        if any(j in judges for j in ("checker", "reference", "mmasim", "sass")):
+        if any(j in judges for j in _IR_JUDGES):
             v = differ.judge(p, judges, ptxas_result=r, text=text, judged=judged)
         else:  # ptxas alone needs no parse of the emitted text
             v = differ.Verdicts(ptxas=r)

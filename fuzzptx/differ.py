@@ -208,8 +208,9 @@ def _collapsed_repeats_explain(program: Program, hardware_outputs: dict) -> bool
 def _sass(program: Program, text: str, v: Verdicts) -> tuple[list[str] | None, str | None]:
     """The ``sass`` judge: ptxas -O3's writes to registers of a wgmma still in flight, read from
     the SASS of a program the checker finds defined (a mutant that writes an accumulator in
-    flight itself would show its own write).  It compiles the program on its own (a batched
-    module holds other programs' kernels): about one more ptxas run per program, so opt-in."""
+    flight itself would show its own write).  It needs a cubin of this program alone: the ptxas
+    judge's where that judge compiled it alone, else one more ptxas run (a batched module holds
+    other programs' kernels, as in a campaign or a fuzz run), so it is opt-in."""
     from fuzzptx.sass import disassembler, inflight_writes, sass
 
     if not any(i.opcode.startswith("wgmma.mma_async") for f in program.module.functions() if f.body is not None
@@ -225,9 +226,11 @@ def _sass(program: Program, text: str, v: Verdicts) -> tuple[list[str] | None, s
         findings = check_module(program.module, layers=("isa", "spec"))
     if any(f.severity == "error" for f in findings):
         return None, "the checker finds the program illegal or undefined"
-    from fuzzptx.oracles.ptxas import compile_ptx
+    r = v.ptxas
+    if r is None or r.cubin is None or r.shared_cubin:  # no cubin of this program's own (a batch's holds others)
+        from fuzzptx.oracles.ptxas import compile_ptx
 
-    r = compile_ptx(text, want_cubin=True)
+        r = compile_ptx(text, want_cubin=True)
     if not r.accepted or not r.cubin:
         return None, "ptxas rejects it"
     return inflight_writes(sass(r.cubin, tool)), None
@@ -460,7 +463,7 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
             from fuzzptx.oracles.ptxas import compile_ptx
 
             t0 = time.perf_counter()
-            ptxas_result = compile_ptx(text, want_cubin="hardware" in judges)
+            ptxas_result = compile_ptx(text, want_cubin="hardware" in judges or "sass" in judges)
             v.seconds["ptxas"] = time.perf_counter() - t0
         v.ptxas = ptxas_result
     if "checker" in judges:

@@ -84,6 +84,11 @@ def load_known(path: str | Path) -> tuple[KnownFinding, ...]:
     return parse_known(text, str(p))
 
 
+def context_from(stats: dict) -> dict:
+    """What conditions can test, from one campaign's ``stats.json`` contents."""
+    return {k: stats[k] for k in CONDITIONS if isinstance(stats, dict) and isinstance(stats.get(k), str)}
+
+
 def context_of(paths) -> dict:
     """What conditions can test, from the ``stats.json`` of each campaign directory given (or
     above a results file); a key whose directories disagree, or that none records, is left out."""
@@ -93,11 +98,11 @@ def context_of(paths) -> dict:
         for d in ([p] if p.is_dir() else [p.parent]):
             f = d / "stats.json"
             try:
-                stats = json.loads(f.read_text()) if f.exists() else {}
+                ctx = context_from(json.loads(f.read_text())) if f.exists() else {}
             except (OSError, ValueError):
-                stats = {}
+                ctx = {}
             for key in CONDITIONS:
-                seen.setdefault(key, set()).add(stats.get(key) if isinstance(stats, dict) else None)
+                seen.setdefault(key, set()).add(ctx.get(key))
     return {k: next(iter(v)) for k, v in seen.items() if len(v) == 1 and None not in v}
 
 

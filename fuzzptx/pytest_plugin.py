@@ -125,7 +125,8 @@ class FuzzConfig:
         fail_on = config.getoption("--fuzzptx-fail-on")
         self.fail_on: tuple[str, ...] | None = None if fail_on == "all" else tuple(
             x.strip() for x in fail_on.split(",") if x.strip())
-        self.known: tuple = getattr(config, "_fuzzptx_known", None) or _load_known(config)
+        known = getattr(config, "_fuzzptx_known", None)  # read at configure time (a usage error there)
+        self.known: tuple = _load_known(config) if known is None else known
 
     def settings(self):
         from hypothesis import HealthCheck, settings

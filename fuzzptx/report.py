@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
-from fuzzptx.known import CONDITIONS, KnownFinding, classify, load_known
+from fuzzptx.known import KnownFinding, classify, context_from, load_known
 from fuzzptx.triage import Triage, read_records
 
 
@@ -132,8 +132,7 @@ def plot_buckets(t: Triage) -> str:
 def summary(t: Triage, records: list[dict], stats: dict, known: tuple[KnownFinding, ...] = ()) -> dict:
     times = [r["t"] for r in records if isinstance(r.get("t"), (int, float))]
     wall = (max(times) - min(times)) if len(times) > 1 else stats.get("wall_seconds")
-    context = {k: stats[k] for k in CONDITIONS if isinstance(stats.get(k), str)}  # what known entries may test
-    hit, unmatched = classify(t.buckets, known, context)
+    hit, unmatched = classify(t.buckets, known, context_from(stats))
     buckets = [{"signature": b.signature, "count": b.count, "smallest_repro": (b.smallest or {}).get("repro"),
                 "instructions": (b.smallest or {}).get("instructions"),
                 "known": hit[b.signature].reason if b.signature in hit else None,
