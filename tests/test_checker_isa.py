@@ -152,3 +152,36 @@ def test_register_shadowing_a_special_register_makes_its_selector_an_error():
     assert isa_findings(kernel([FENCE, wg(), COMMIT, WAIT] + store(), pre=[".reg .v4 .b32 %tid;"] + PRE)) == []
     assert isa_findings(kernel([FENCE, wg(), COMMIT, WAIT] + store(),
                                pre=[".reg .b32 %laneid;", "mov.u32 %r25, %laneid;"] + PRE)) == []
+
+
+def test_plain_names_match_the_dataflow_rules():
+    """The checker's fast defs/uses for plain instructions (``regs._plain_names``) gives exactly
+    ``fuzzptx.ptx.dataflow.defs_uses``'s names wherever it answers, on generated programs (their
+    mutants included) and on hand-picked awkward operands."""
+    from fuzzptx.campaign import draw_direct
+    from fuzzptx.oracles.checker.regs import _plain_names
+    from fuzzptx.ptx.dataflow import defs_uses
+    from fuzzptx.ptx.ir import Guard, Neg, Sym
+
+    instrs = [i for p in draw_direct(40, 3) for f in p.module.functions() if f.body for i in f.instructions()]
+    instrs += [
+        Instr("mov.u32", (Reg("%r1"), Reg("%tid.x"))),
+        Instr("mov.u32", (Reg("%tid.x"), Reg("%r1"))),  # a special register as destination: no def
+        Instr("ld.global.v4.f32", (Vec((Reg("%f1"), Reg("%f2"), Reg("%f1"), Reg("%f3"))), Addr(Reg("%rd1"), 16))),
+        Instr("st.shared.v2.f32", (Addr(Sym("smem"), 8), Vec((Reg("%f1"), Imm.of(0))))),
+        Instr("setp.lt.s32", (Reg("%p1|%p2"), Reg("%r1"), Imm.of(3))),
+        Instr("selp.b32", (Reg("%r1"), Reg("%r2"), Reg("%r3"), Neg(Reg("%p1")))),
+        Instr("add.s32", (Reg("%r1"), Reg("%r1"), Imm.of(1)), Guard(Reg("%p1"), True)),
+        Instr("bar.sync", (Imm.of(0),)),
+        Instr("ld.param.u64", (Reg("%rd1"), Addr(Sym("p"), 0))),
+        Instr("ld.global.u32", (Addr(Reg("%rd1"), 0), Reg("%r1"))),  # a malformed mutant: no dest
+    ]
+    answered = 0
+    for ins in instrs:
+        fast = _plain_names(ins)
+        if fast is None:
+            continue
+        answered += 1
+        d, u = defs_uses(ins)
+        assert fast == (frozenset(r.name for r in d), frozenset(r.name for r in u)), ins
+    assert answered > len(instrs) // 2

@@ -25,7 +25,7 @@ NO_DEST = frozenset(
     """.split()
 )
 # Opcodes (full prefix) with no destination although their base usually has one.
-_NO_DEST_PREFIX = ("wmma.store", "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group", "mbarrier.init",
+NO_DEST_PREFIX = ("wmma.store", "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group", "mbarrier.init",
                    "mbarrier.inval", "mbarrier.expect_tx", "mbarrier.complete_tx", "tcgen05.")
 SPECIAL_PREFIXES = ("%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid",
                     "%gridid", "%clock", "%lanemask", "%pm", "%envreg", "%globaltimer", "%cluster", "%is_explicit",
@@ -93,7 +93,7 @@ def defs_uses(instr: Instr) -> tuple[tuple[Reg, ...], tuple[Reg, ...]]:
         bool(ops)
         and isinstance(ops[0], (Reg, Vec))
         and base not in NO_DEST
-        and not instr.opcode.startswith(_NO_DEST_PREFIX)
+        and not instr.opcode.startswith(NO_DEST_PREFIX)
     )
     for i, op in enumerate(ops):
         if isinstance(op, Imm):

@@ -54,16 +54,29 @@ def mentioned_symbols(fn: Function) -> frozenset[str]:
     """Names that the function's instructions mention (``mov %r, smem``, ``[smem+8]``, ``call f``)."""
     out = set()
     for ins in fn.instructions():
-        for o in ins.operands:
-            t = type(o)
-            if t is Sym:
-                out.add(o.name)
-            elif t is Addr:
-                if type(o.base) is Sym:
-                    out.add(o.base.name)
-            elif t is Vec or t is CallArgs:
-                out.update(i.name for i in o.items if type(i) is Sym)
+        d = ins.__dict__
+        names = d.get("_symbols")
+        if names is None:
+            names = d["_symbols"] = _instr_symbols(ins)
+        if names:
+            out.update(names)
     return frozenset(out)
+
+
+def _instr_symbols(ins) -> tuple[str, ...]:
+    """The symbols one instruction mentions, kept on it (a value-only answer: emission seeds it
+    on later instructions of the same text, so a campaign process rarely works it out again)."""
+    out: list[str] = []
+    for o in ins.operands:
+        t = type(o)
+        if t is Sym:
+            out.append(o.name)
+        elif t is Addr:
+            if type(o.base) is Sym:
+                out.append(o.base.name)
+        elif t is Vec or t is CallArgs:
+            out.extend(i.name for i in o.items if type(i) is Sym)
+    return tuple(out)
 
 
 def _body_vars(body) -> list[VarDecl]:

@@ -97,7 +97,7 @@ def _hot(ins: Instr, relevant: frozenset) -> bool:
         return True
     if relevant:
         d, u = defs_uses(ins)
-        return bool((d | u) & relevant)
+        return not (relevant.isdisjoint(d) and relevant.isdisjoint(u))
     return False
 
 

@@ -155,6 +155,9 @@ def _check_operand(instr: Instr, spec: OperandSpec, op, types: dict[str, str], s
             sink.add("isa.operands.vector-size", "error", line,
                      f"operand {role} of {instr.opcode} needs {spec.count} registers, found {len(items)}")
             return
+        allowed = spec.reg_types
+        if allowed and all(type(item) is Reg and types.get(item.name) in allowed for item in items):
+            return  # the usual case, without a call per register (wgmma fragments: up to 128)
         for k, item in enumerate(items):
             _check_reg(instr, spec, item, f"{role}[{k}]", types, sink)
     elif spec.kind == "reg":

@@ -43,19 +43,10 @@ def _pure(ins: Instr) -> bool:
 class _Code:
     """Per-instruction masks over a register numbering (ints as bit sets: the analysis repeats)."""
 
-    def __init__(self, g, returns: frozenset):
+    def __init__(self, g, returns: frozenset, bits: RegisterBits | None = None):
         self.g = g
-        bits = RegisterBits().mask
-        memo: dict = {}  # defs_uses hands out one frozenset per distinct operand list: mask each once
-
-        def mask(names: frozenset) -> int:
-            m = memo.get(names)
-            if m is None:
-                m = memo[names] = bits(names)
-            return m
-
-        self.mask = mask
-        self.returns = self.mask(returns)
+        self.mask = mask = (bits or RegisterBits()).of
+        self.returns = mask(returns)
         # block -> [(k, kind, writes, kills, reads)], kind: 0 effect, 1 pure, 2 wgmma, 3 ret/exit
         self.rows: list[list] = []
         for b in g.blocks:
@@ -72,45 +63,41 @@ class _Code:
                     kind = 2
                 else:
                     kind = 1 if _pure(ins) else 0
-                w = self.mask(d)
-                rows.append((k, kind, w, 0 if ins.guard is not None else w, self.mask(u)))
+                w = mask(d)
+                rows.append((k, kind, w, 0 if ins.guard is not None else w, mask(u)))
             self.rows.append(rows)
 
 
-def dead_code(g, returns: frozenset = frozenset()) -> tuple[frozenset, frozenset]:
+def dead_code(g, returns: frozenset = frozenset(), bits: RegisterBits | None = None) -> tuple[frozenset, frozenset]:
     """``(wgmmas, others)``: sites ``(block, pos)`` of the wgmmas and of the other pure instructions
     ptxas deletes as dead code (see the module doc).
 
     ``g`` is the checker's ``Graph``; ``returns`` are registers live at a ``ret`` (a ``.func``'s
-    return values)."""
+    return values); ``bits``: a register numbering to share (``regs.function_bits``)."""
     from .context import Site
 
     if not any(is_wgmma(i) for b in g.blocks for i in b.instrs):
         return frozenset(), frozenset()
-    code = _Code(g, returns)
+    code = _Code(g, returns, bits)
     dead: set = set()  # (block, pos) of deleted wgmmas
     while True:
-        after = _live_after(code, dead)
-        new = {bk for bk, (kind, w, live) in after.items() if kind == 2 and bk not in dead and not w & live}
+        new, others = _dead_after(code, dead)
         if not new:
             break
         dead |= new
-    others = frozenset(Site(*bk) for bk, (kind, w, live) in after.items() if kind == 1 and w and not w & live)
-    return frozenset(Site(*bk) for bk in dead), others
+    return frozenset(Site(*bk) for bk in dead), frozenset(Site(*bk) for bk in others)
 
 
-def _live_after(code: _Code, dead: set) -> dict:
-    """(block, pos) -> (kind, writes, registers live right after it) for every instruction, by
-    strong liveness to a fixed point (a pure instruction's reads count only if it writes a live
-    register; a deleted wgmma does nothing)."""
+def _dead_after(code: _Code, dead: set) -> tuple[set, list]:
+    """(wgmmas newly dead, dead pure instructions) as (block, pos), by strong liveness to a fixed
+    point (a pure instruction's reads count only if it writes a live register; a deleted wgmma
+    does nothing)."""
     g = code.g
     n = len(g.blocks)
     live_in = [0] * n
 
-    def through(b: int, live: int, record: dict | None) -> int:
+    def through(b: int, live: int) -> int:
         for k, kind, w, kill, reads in reversed(code.rows[b]):
-            if record is not None:
-                record[(b, k)] = (kind, w, live)
             if kind == 3:
                 live = reads
             elif kind == 0 or (w & live and (kind == 1 or (b, k) not in dead)):
@@ -128,10 +115,24 @@ def _live_after(code: _Code, dead: set) -> dict:
     while changed and rounds < 100:
         changed, rounds = False, rounds + 1
         for b in reversed(g.order):
-            new = through(b, out_of(b), None)
+            new = through(b, out_of(b))
             if new != live_in[b]:
                 live_in[b], changed = new, True
-    record: dict = {}
+    wgmmas: set = set()
+    others: list = []
     for b in g.order:
-        through(b, out_of(b), record)
-    return record
+        live = out_of(b)
+        for k, kind, w, kill, reads in reversed(code.rows[b]):
+            if kind == 3:
+                live = reads
+                continue
+            if kind == 0:
+                live = (live & ~kill) | reads
+            elif w & live and (kind == 1 or (b, k) not in dead):
+                live = (live & ~kill) | reads
+            elif kind == 1:
+                if w:
+                    others.append((b, k))
+            elif (b, k) not in dead:
+                wgmmas.add((b, k))
+    return wgmmas, others

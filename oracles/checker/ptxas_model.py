@@ -387,7 +387,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                 unc = any(d < 0 for _, d in st.fl)
                 st = st._replace(flag=st.flag or unc, armed=st.armed and unc)
         defs, uses = defs_uses(ins)
-        rel = defs & ctx.relevant
+        rel = defs & ctx.relevant if not ctx.relevant.isdisjoint(defs) else None
         if rel:
             # zeroing needs no arrive before the stage (ptxas writes RZ), but still redefines an
             # accumulator of the open stage or one in flight (measured)
@@ -477,8 +477,8 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
         out_st = plain0(ins, site, st, guarded)
         if not is_wgmma(ins):
             d, u = defs_uses(ins)
-            d = d & accs
-            if d:
+            if not accs.isdisjoint(d):
+                d = d & accs
                 folded = ins.guard is None and ins.base in _FOLDABLE and u <= st.konst
                 near = folded and u <= st.here
                 vals = _less(out_st.vals, d) if near else _plus(out_st.vals, d)

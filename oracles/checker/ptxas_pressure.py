@@ -10,7 +10,7 @@ from .flow import solve_forward
 from .ptxas_sites import _dead, _live_sites, _order, _scale_d_zero
 from fuzzptx.ptx.ir import Imm
 
-from .regs import RegisterBits, defs_uses, is_wgmma, wgmma_regs
+from .regs import defs_uses, function_bits, is_wgmma, wgmma_regs
 
 
 def register_pressure(ctx: FnCtx, ser: list) -> None:
@@ -33,7 +33,7 @@ def register_pressure(ctx: FnCtx, ser: list) -> None:
     zeroing = any(_zeroes(i) for b in ctx.g.blocks for i in b.instrs)
     if not any(_scale_d_zero(i) for i in wgmmas) and not (wgmmas and zeroing):
         return  # neither a scale-d 0 wgmma nor a zeroed accumulator: nothing starts what this tracks
-    bits = RegisterBits().mask
+    bits = function_bits(ctx).of
     relevant = ctx.relevant
     # per block, its live sites that matter: (site, wgmma?, register mask, unguarded, scale-d 0,
     # zeroing mov) -- a wgmma's accumulators, or another instruction's fresh definitions (not
@@ -120,8 +120,8 @@ def peak_live_registers(ctx: FnCtx) -> int:
     from .regs import declared_types
 
     types = declared_types(ctx.fn)
-    numbering = RegisterBits()
-    bits = numbering.mask
+    numbering = function_bits(ctx)
+    bits = numbering.of
 
     blocks = ctx.g.blocks
     steps = []  # per block: [(kill, use)] in order

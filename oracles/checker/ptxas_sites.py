@@ -8,7 +8,7 @@ from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg
 from .context import FnCtx, Site, sites
 from .flow import solve_forward
 from .ptxas_dce import _pure, _scale_d_zero, dead_code
-from .regs import defs_uses, is_wait, is_wgmma, wait_n, wgmma_regs
+from .regs import defs_uses, function_bits, is_wait, is_wgmma, wait_n, wgmma_regs
 
 def _line(ins: Instr | None) -> int | None:
     return ins.loc.line if ins is not None and ins.loc else None
@@ -89,7 +89,8 @@ def _dead_wgmmas(ctx: FnCtx) -> frozenset:
     """The wgmmas ptxas deletes before its GMMA passes (dead code, ``ptxas_dce``; e.g. a wgmma that
     a later scale-d 0 wgmma on the same accumulators overwrites: the arrive for an unfenced run is
     reported at the overwriting wgmma); remembers the dead plain instructions on the context."""
-    wgmmas, others = dead_code(ctx.g, frozenset(p.name for p in ctx.fn.returns if p.space == ".reg"))
+    wgmmas, others = dead_code(ctx.g, frozenset(p.name for p in ctx.fn.returns if p.space == ".reg"),
+                               function_bits(ctx))
     ctx.__dict__["_dead_other"] = others
     return wgmmas
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from fuzzptx import isa
 from fuzzptx.perf import per_object
+from fuzzptx.ptx.dataflow import NO_DEST, NO_DEST_PREFIX, SPECIAL_PREFIXES
 from fuzzptx.ptx.dataflow import defs_uses as shared_defs_uses
-from fuzzptx.ptx.ir import Function, Imm, Instr, Reg, RegDecl, Vec, registers_in, walk
+from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Reg, RegDecl, Sym, Vec, registers_in, walk
 
 # Special registers and their types (PTX ISA 10); a dotted name's stem decides.
 SPECIAL_TYPES = {
@@ -50,20 +51,18 @@ def declared_types(fn: Function) -> dict[str, str]:
     return out
 
 
-def _memo(instr: Instr, key: str, compute):
-    """``compute(instr)``, kept in the instruction's own ``__dict__`` (as ``functools.cached_property``
-    does): the checker's passes ask each instruction the same questions many times, and a frozen
-    instruction's answer never changes (equality and hashing look at its fields only)."""
-    d = instr.__dict__
-    hit = d.get(key)
-    if hit is None:
-        hit = d[key] = compute(instr)
-    return hit
-
-
 def defs_uses(instr: Instr) -> tuple[frozenset[str], frozenset[str]]:
-    """Names of the registers ``instr`` writes and reads (guard included in reads)."""
-    return _memo(instr, "_checker_defs_uses", _defs_uses)
+    """Names of the registers ``instr`` writes and reads (guard included in reads), kept in the
+    instruction's own ``__dict__`` (as ``functools.cached_property`` does): the checker's passes
+    ask each instruction ~6 times, and a frozen instruction's answer never changes (equality and
+    hashing look at its fields only).  Written out rather than through a helper: ~3,000 calls
+    per program."""
+    d = instr.__dict__
+    try:
+        return d["_checker_defs_uses"]
+    except KeyError:
+        hit = d["_checker_defs_uses"] = _defs_uses(instr)
+        return hit
 
 
 # The same instruction text recurs across programs (a campaign worker judges thousands of
@@ -72,14 +71,65 @@ _BY_VALUE: dict = {}
 
 
 def _defs_uses(instr: Instr) -> tuple[frozenset[str], frozenset[str]]:
-    key = (instr.opcode, instr.operands, instr.guard)
+    # an emitted instruction carries its text (``emit_located``): the same text is the same
+    # value, and a string key hashes and compares far faster than the operand tuple
+    key = instr.__dict__.get("_text") or (instr.opcode, instr.operands, instr.guard)
     hit = _BY_VALUE.get(key)
     if hit is None:
         if len(_BY_VALUE) > 100_000:
             _BY_VALUE.clear()
-        d, u = shared_defs_uses(instr)
-        hit = _BY_VALUE[key] = (frozenset(r.name for r in d), frozenset(r.name for r in u))
+        hit = _plain_names(instr)
+        if hit is None:
+            d, u = shared_defs_uses(instr)
+            hit = (frozenset(r.name for r in d), frozenset(r.name for r in u))
+        _BY_VALUE[key] = hit
     return hit
+
+
+def _plain_names(instr: Instr) -> tuple[frozenset[str], frozenset[str]] | None:
+    """``fuzzptx.ptx.dataflow.defs_uses`` as names, for an instruction outside the catalogue whose
+    operands are plain registers, immediates, symbols, addresses and vectors of registers (most
+    loads, stores and moves with their one-off addresses), without building and deduplicating
+    ``Reg`` objects; None where that function's fuller rules apply (``tests/test_checker_isa.py``
+    holds the two to the same answers)."""
+    base = instr.base
+    if base == "call" or base == "wgmma" or isa.form_for(instr) is not None:
+        return None
+    ops = instr.operands
+    first_is_dest = (bool(ops) and type(ops[0]) in (Reg, Vec) and base not in NO_DEST
+                     and not instr.opcode.startswith(NO_DEST_PREFIX))
+    defs: list[str] = []
+    uses: list[str] = [instr.guard.reg.name] if instr.guard is not None else []
+    for k, op in enumerate(ops):
+        t = type(op)
+        if t is Imm or t is Sym:
+            continue
+        if t is Reg:
+            names = [op.name]
+        elif t is Addr:
+            b = op.base
+            if b is None or type(b) is Sym:
+                continue
+            if type(b) is not Reg:
+                return None
+            names = [b.name]
+        elif t is Vec:
+            names = []
+            for item in op.items:
+                ti = type(item)
+                if ti is Reg:
+                    names.append(item.name)
+                elif ti is not Imm:
+                    return None
+        else:
+            return None
+        if k == 0 and first_is_dest:
+            defs.extend(n for n in names if not n.startswith(SPECIAL_PREFIXES))
+        else:
+            uses.extend(names)
+    if any("|" in n for n in defs) or any("|" in n for n in uses):
+        return None  # a predicate pair: two registers in one name
+    return frozenset(defs), frozenset(uses)
 
 
 # ------------------------------------------------------------------ wgmma roles
@@ -109,7 +159,12 @@ def wait_n(instr: Instr) -> int | None:
 
 def wgmma_regs(instr: Instr) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """(accumulator D, A-fragment, descriptor) register names of a wgmma; A is empty with an A descriptor."""
-    return _memo(instr, "_checker_wgmma_regs", _wgmma_regs)
+    d = instr.__dict__
+    try:
+        return d["_checker_wgmma_regs"]
+    except KeyError:
+        hit = d["_checker_wgmma_regs"] = _wgmma_regs(instr)
+        return hit
 
 
 def _wgmma_regs(instr: Instr) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
@@ -146,6 +201,15 @@ class RegisterBits:
 
     def __init__(self) -> None:
         self.bit: dict[str, int] = {}  # name -> its single-bit mask
+        self._sets: dict[frozenset, int] = {}
+
+    def of(self, names: frozenset) -> int:
+        """``mask(names)``, kept per set: ``defs_uses`` hands out one frozenset per distinct
+        operand list (its hash is cached), so most instructions' masks are one lookup."""
+        m = self._sets.get(names)
+        if m is None:
+            m = self._sets[names] = self.mask(names)
+        return m
 
     def mask(self, names) -> int:
         m = 0
@@ -155,3 +219,13 @@ class RegisterBits:
                 b = self.bit[n] = 1 << len(self.bit)
             m |= b
         return m
+
+
+def function_bits(ctx) -> RegisterBits:
+    """One register numbering per function context, shared by the analyses that use bitsets
+    (dead code, C7511, C7512): each set's mask is then worked out once per function."""
+    d = ctx.__dict__
+    bits = d.get("_register_bits")
+    if bits is None:
+        bits = d["_register_bits"] = RegisterBits()
+    return bits

@@ -53,7 +53,9 @@ def _accessed(ins: Instr) -> frozenset[str]:
 
 
 def fence_analysis(ctx: FnCtx, sink: Sink) -> None:
-    """State: (fenced on every path, {(reg, shape-or-'', line)} accessed since the last fence)."""
+    """State: (fenced on every path, {(registers, shape-or-'', line)} accessed since the last
+    fence).  An access is kept as one entry for all the registers one instruction touched (a
+    wgmma's 64-128 accumulators are one entry, not one per register)."""
 
     def check(ins: Instr, fenced: bool, dirty, acc: frozenset, a: frozenset, shape: str) -> None:
         if not fenced:
@@ -62,11 +64,12 @@ def fence_analysis(ctx: FnCtx, sink: Sink) -> None:
                      "(PTX ISA 9.7.15.7.1: a fence is required before the first wgmma.mma_async)")
         # "after the last fence" means nothing without one (reported above)
         seen = dirty if fenced else ()
-        bad_acc = sorted({(r, t) for r, t, _ in seen if r in acc and t != shape})
-        bad_a = sorted({r for r, t, _ in seen if r in a and not t})
-        if not (bad_acc or bad_a):
+        hits = [(regs & acc if t != shape else (), regs & a if not t else (), t, ln) for regs, t, ln in seen]
+        if not any(x or y for x, y, _, _ in hits):
             return
-        lines = sorted({ln for r, t, ln in seen if ln and ((r, t) in bad_acc or (r in bad_a and not t))})
+        bad_acc = sorted({(r, t) for x, _, t, _ in hits for r in x})
+        bad_a = sorted({r for _, y, _, _ in hits for r in y})
+        lines = sorted({ln for x, y, _, ln in hits if ln and (x or y)})
         what = []
         if bad_acc:
             regs = ", ".join(dict.fromkeys(r for r, _ in bad_acc))
@@ -83,7 +86,6 @@ def fence_analysis(ctx: FnCtx, sink: Sink) -> None:
                  "wgmma.fence between those accesses and this wgmma.mma_async (PTX ISA 9.7.15.7.1)")
 
     def block_step(block: int, st):
-        # the accessed set grows by a register or two per instruction: kept mutable within the block
         fenced, dirty = st[0], set(st[1])
         for _site, ins in sites(ctx, block, hot_only=True):
             if is_fence(ins):
@@ -93,14 +95,18 @@ def fence_analysis(ctx: FnCtx, sink: Sink) -> None:
                 acc, a, _ = wgmma_regs(ins)
                 shape = wgmma_shape(ins)
                 check(ins, fenced, dirty, acc, a, shape)
-                line = _line(ins)
-                dirty = {x for x in dirty if x[0] not in acc}
-                dirty.update((r, shape, line) for r in acc)
+                kept = set()
+                for e in dirty:
+                    if e[0].isdisjoint(acc):
+                        kept.add(e)
+                    elif not e[0] <= acc:
+                        kept.add((e[0] - acc, e[1], e[2]))
+                kept.add((acc, shape, _line(ins)))
+                dirty = kept
             else:
                 touched = _accessed(ins) & ctx.relevant
                 if touched:
-                    line = _line(ins)
-                    dirty.update((r, "", line) for r in touched)
+                    dirty.add((touched, "", _line(ins)))
         return fenced, frozenset(dirty)
 
     _run(ctx, sink, (False, frozenset()), None, lambda a, b: (a[0] and b[0], a[1] | b[1]), block_step=block_step)

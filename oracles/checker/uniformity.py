@@ -201,12 +201,14 @@ def _sliced(g: Graph) -> list:
 
 def _slice(g: Graph, instrs: list) -> list:
     """Only definitions that can reach a branch condition or a guard matter (a backward slice)."""
+    work = [r.name for b in g.blocks if (r := branch_reg(b)) is not None]
+    work += [ins.guard.reg.name for _, ins in instrs if ins.guard is not None]
+    if not work:
+        return []  # no branch condition or guard: nothing to slice for
     defs_of: dict[str, list] = {}
     for bidx, ins in instrs:
         for d in defs_uses(ins)[0]:
             defs_of.setdefault(d, []).append((bidx, ins))
-    work = [r.name for b in g.blocks if (r := branch_reg(b)) is not None]
-    work += [ins.guard.reg.name for _, ins in instrs if ins.guard is not None]
     seen: set[str] = set()
     keep: dict[int, tuple] = {}
     while work:
