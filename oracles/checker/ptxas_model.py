@@ -64,7 +64,7 @@ from fuzzptx.ptx.ir import Instr, Module, Reg, SrcLoc, Sym
 
 from .context import FnCtx, Site, build_ctx
 from .findings import Finding, PredictedDiag, PredictedDiagnostics
-from .flow import solve_forward
+from .flow import BlockRecords, solve_forward
 from .ptxas_errors import _callee, predict_errors
 from .ptxas_pressure import function_pressure, register_pressure
 from .ptxas_sites import (_after_loop_line, arrives_before_divergence, _dead, _divergent_branch_line, _hoisted_line,
@@ -502,7 +502,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
         div = ctx.dep_divergent(("guard", ins.guard.reg.name, ins.guard.negated), ptxas=True)
         return _join([after, st], div, False, _line(ins))._replace(last=_line(ins), last_branch=False)
 
-    records: dict = {}  # block -> (in-state, whether a wait was hoisted to its end, its _Out)
+    records = BlockRecords(key=lambda b: b in forced)  # (whether a wait was hoisted to its end)
 
     def transfer(block: int, st_in):
         nonlocal out
@@ -518,7 +518,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
         hoisted = block in forced
         if hoisted and st.fl:  # a wait ptxas hoisted to the end of this block (see plain0)
             st = st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False, call_at=None)
-        records[block] = (st_in, hoisted, rec)
+        records.keep(block, st_in, rec)
         instrs = ctx.g.blocks[block].instrs
         if instrs:
             st = st._replace(last=_line(instrs[-1]), last_branch=instrs[-1].base in ("bra", "brx"))
@@ -537,12 +537,8 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                             join_at=join_at)
         if len(forced) == seen:
             break
-    for b in ctx.g.order:
-        if b in ins:
-            kept = records.get(b)
-            if kept is None or kept[0] != ins[b] or kept[1] != (b in forced):
-                transfer(b, ins[b])  # (a wait hoisted after the block's last solve)
-            result.merge(records[b][2])
+    for _, rec in records.final(ctx.g, ins, transfer):  # (steps again where a wait was hoisted after its last solve)
+        result.merge(rec)
     for line, before in forced.values():
         result.wait_feed[line] = result.wait_feed.get(line, False) or before
 

@@ -28,7 +28,7 @@ from fuzzptx.ptx.smem import SHARED_RESERVED, shared_layout
 
 from .context import FnCtx, Site, sites
 from .findings import Sink
-from .flow import solve_forward
+from .flow import BlockRecords, solve_forward
 from .regs import defs_uses, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs, wgmma_shape
 from .uniformity import LEVEL_NAMES, WARP, WARPGROUP
 
@@ -424,7 +424,7 @@ def _run(ctx: FnCtx, sink: _Recording, entry, step, join, end_of_block=None, blo
     layout order, the record of the solver's last transfer of the block (which starts from the
     block's final in-state) instead of stepping the block again.  ``block_step(block, state)``,
     when given, replaces stepping ``step`` through the block's hot sites one by one."""
-    records: dict = {}
+    records = BlockRecords()
 
     def transfer(block: int, st_in):
         buf = sink.buf = []
@@ -439,16 +439,13 @@ def _run(ctx: FnCtx, sink: _Recording, entry, step, join, end_of_block=None, blo
                 end_of_block(block, st)
         finally:
             sink.buf = None
-        records[block] = (st_in, buf)
+        records.keep(block, st_in, buf)
         return st
 
     ins = solve_forward(ctx.g, entry, transfer, lambda states: _fold(join, states))
-    for b in ctx.g.order:
-        if b in ins:
-            if records[b][0] != ins[b]:
-                transfer(b, ins[b])
-            for args in records[b][1]:
-                sink.sink.add(*args)
+    for _, buf in records.final(ctx.g, ins, transfer):
+        for args in buf:
+            sink.sink.add(*args)
 
 
 def _fold(join, states):
