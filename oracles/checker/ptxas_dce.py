@@ -68,15 +68,17 @@ class _Code:
             self.rows.append(rows)
 
 
-def dead_code(g, returns: frozenset = frozenset(), bits: RegisterBits | None = None) -> tuple[frozenset, frozenset]:
+def dead_code(g, returns: frozenset = frozenset(), bits: RegisterBits | None = None,
+              always: bool = False) -> tuple[frozenset, frozenset]:
     """``(wgmmas, others)``: sites ``(block, pos)`` of the wgmmas and of the other pure instructions
     ptxas deletes as dead code (see the module doc).
 
     ``g`` is the checker's ``Graph``; ``returns`` are registers live at a ``ret`` (a ``.func``'s
-    return values); ``bits``: a register numbering to share (``regs.function_bits``)."""
+    return values); ``bits``: a register numbering to share (``regs.function_bits``); without
+    ``always`` a function with no wgmma.mma_async is not analysed (nothing of it is reported)."""
     from .context import Site
 
-    if not any(is_wgmma(i) for b in g.blocks for i in b.instrs):
+    if not always and not any(is_wgmma(i) for b in g.blocks for i in b.instrs):
         return frozenset(), frozenset()
     code = _Code(g, returns, bits)
     dead: set = set()  # (block, pos) of deleted wgmmas

@@ -65,12 +65,13 @@ from fuzzptx.ptx.ir import Instr, Module, Reg, SrcLoc, Sym
 from .context import FnCtx, Site, build_ctx
 from .findings import Finding, PredictedDiag, PredictedDiagnostics
 from .flow import BlockRecords, solve_forward
+from .ptxas_dce import dead_code
 from .ptxas_errors import _callee, predict_errors
 from .ptxas_pressure import function_pressure, register_pressure
 from .ptxas_sites import (_after_loop_line, arrives_before_divergence, _dead, _divergent_branch_line, _hoisted_line,
                           _in_loop, _line, _live_sites, _loop_exit_line, _next_pipe_is_wgmma, _order, _order_pos,
                           _reaching, _same_wgmma, _scale_d_zero, _store_pair_line, _wgmma_next_to, _writes_zero)
-from .regs import defs_uses, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs
+from .regs import defs_uses, function_bits, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs
 
 SER_PREFIX = "Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
 SER_REASONS = {
@@ -282,6 +283,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
 
     div_pipe_sites = {site for b in ctx.g.order for site, i in _live_sites(ctx, b)
                       if (is_fence(i) or is_wgmma(i) or is_commit(i) or is_wait(i)) and under_divergence(site)}
+    busy = _busy_positions(ctx)
 
     def serialised_by_divergence(site: Site, st: PS) -> bool:
         """After a pipeline instruction under divergent control, a wait ptxas would inject for a
@@ -510,9 +512,15 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
         if block != ctx.g.order[0]:
             st = st._replace(here=frozenset())  # a new block: ptxas folds no constant from before
         out = rec = _Out()
+        later = busy.get(block, ())  # positions of work that stays, in order
+        k = 0
         try:
             for site, ins in _live_sites(ctx, block):
+                while k < len(later) and later[k] < site.pos:
+                    st, k = _after_busy(st), k + 1
                 st = step(ins, site, st)
+            if k < len(later):
+                st = _after_busy(st)
         finally:
             out = result
         hoisted = block in forced
@@ -541,6 +549,41 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
         result.merge(rec)
     for line, before in forced.values():
         result.wait_feed[line] = result.wait_feed.get(line, False) or before
+
+
+def _busy_positions(ctx: FnCtx) -> dict:
+    """block -> positions of the instructions ptxas keeps that are not control flow or pipeline
+    instructions: a store, a barrier, live arithmetic -- and a self-move ``mov r, r``, which
+    ptxas keeps at that point however dead (measured: split_then_*)."""
+    if ctx.wgmmas:
+        dead = ctx.__dict__.get("_dead_other") or frozenset()
+    else:  # (the dead-code pass skips a function without wgmma.mma_async)
+        dead = dead_code(ctx.g, frozenset(p.name for p in ctx.fn.returns if p.space == ".reg"),
+                         function_bits(ctx), always=True)[1]
+    out: dict = {}
+    for b in ctx.g.order:
+        row = [k for k, ins in enumerate(ctx.g.blocks[b].instrs)
+               if ins.base not in _CONTROL and ins.base != "wgmma"
+               and (Site(b, k) not in dead or _self_move(ins))]
+        if row:
+            out[b] = row
+    return out
+
+
+_CONTROL = frozenset({"bra", "brx", "ret", "exit", "trap", "call"})
+
+
+def _self_move(ins: Instr) -> bool:
+    ops = ins.operands
+    return ins.base == "mov" and len(ops) == 2 and ops[0] == ops[1]
+
+
+def _after_busy(st: PS) -> PS:
+    """Work that stays after paths with and without committed groups met: ptxas no longer waits
+    at the branch that split them but at the exit (measured: split_then_store, split_then_bar,
+    split_then_self_move; dead code between does not count: split_then_dead_*), nor at a call
+    before the split (measured: call_split_then_store)."""
+    return st._replace(split=frozenset(), call_at=None) if st.split and st.raw else st
 
 
 def _plus(s: frozenset, d: frozenset) -> frozenset:

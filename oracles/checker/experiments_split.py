@@ -1,0 +1,61 @@
+"""Experiments on where ptxas waits when paths with and without a committed group meet before
+the exit (measured 2026-11-26, from a campaign finding ``checker!=ptxas|line:C7517`` shrunk to
+four instructions).
+
+A wait skipped on one path is reported at the branch (or guarded wait) that split the paths --
+unless work that ptxas keeps runs after the paths meet and before the exit: a store, a barrier,
+live arithmetic, even a self-move ``mov r, r`` (which ptxas keeps at that point however dead).
+Then the wait goes to the exit (line 0 where the kernel falls off its end).  Dead code there
+(a dead ``mov``, ``add`` or ``ld``) and control flow (a ``bra.uni`` to the next block) do not
+count, nor does work on the waiting path before the paths meet.  Files:
+``tests/data/checker/NAME.ptx``.
+"""
+from __future__ import annotations
+
+
+def more() -> dict[str, tuple[str, str]]:
+    """name -> (description, kernel text), as in ``experiments.EXPERIMENTS``."""
+    from .experiments import COMMIT, FENCE, UNI, WAIT, _b, kernel, store, wg
+
+    stage = [FENCE, wg(), COMMIT]
+
+    def split(*after: str, waiting: tuple[str, ...] = (), ret: bool = True) -> str:
+        text = kernel(stage + [_b("SK", UNI), WAIT, *waiting, "SK:", *after])  # (kernel() ends in ret)
+        return text if ret else text.replace("\tret;\n}", "}")
+
+    live = "st.global.u32 [%rd3+64], %r1;"
+    SIDE = ".func (.reg .b32 r) side(.reg .b32 x)\n{\n\tadd.u32 r, x, 1;\n\tret;\n}"
+    return {
+        "split_then_exit": ("a wait skipped on a uniform path, the paths meet at the exit: the wait at the branch",
+                            split()),
+        "split_then_store": ("... a store after the paths meet: the wait at the exit", split(live)),
+        "split_then_bar": ("... a barrier after the paths meet: the wait at the exit", split("bar.sync 0;")),
+        "split_then_self_move": ("... a dead self-move mov r, r after the paths meet: the wait at the exit",
+                                 split("mov.b32 %r30, %r30;")),
+        "split_then_dead_mov": ("... a dead mov after the paths meet: the wait at the branch",
+                                split("mov.b32 %r30, 5;")),
+        "split_then_dead_add": ("... a dead add after the paths meet: the wait at the branch",
+                                split("add.s32 %r30, %r1, 1;")),
+        "split_then_dead_load": ("... a dead load after the paths meet: the wait at the branch",
+                                 split("ld.global.u32 %r30, [%rd3+68];")),
+        "split_then_bra_uni": ("... a bra.uni to the next block after the paths meet: the wait at the branch",
+                               split("bra.uni NX;", "NX:")),
+        "split_then_store_then_block": ("... a store, then another block before the exit: the wait at the exit",
+                                        split(live, "bra.uni NX;", "NX:")),
+        "split_store_on_waiting_path": ("a store after the wait on the waiting path only: the wait at the branch",
+                                        split(waiting=(live,))),
+        "split_then_self_move_falls_off": ("a self-move after the paths meet and no ret: the wait at line 0",
+                                           split("mov.b32 %r30, %r30;", ret=False)),
+        "guarded_wait_then_store": ("a guarded wait, then a store, then the exit: the wait at the exit",
+                                    kernel(stage + [f"{UNI} {WAIT}", live, "ret;"])),
+        "store_then_guarded_wait": ("a store, then a guarded wait, then the exit: the wait at the guarded wait",
+                                    kernel(stage + [live, f"{UNI} {WAIT}", "ret;"])),
+        "call_split_then_store": ("a direct call, then the split, then a store: the wait at the exit, not the call",
+                                  kernel(stage + ["call (%r30), side, (%r1);", _b("SK", UNI), WAIT, "SK:", live, "ret;"],
+                                         extra=SIDE)),
+        "call_split_then_exit": ("a direct call, then the split, then the exit: the wait at the branch",
+                                 kernel(stage + ["call (%r30), side, (%r1);", _b("SK", UNI), WAIT, "SK:", "ret;"],
+                                        extra=SIDE)),
+        "split_then_read": ("... the accumulators read after the paths meet: the wait at the read",
+                            split(*store())),
+    }
