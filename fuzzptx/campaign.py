@@ -1047,7 +1047,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--resume", action="store_true", help="carry on from the record in --out")
     ap.add_argument("--judges", default="reference,checker,ptxas,hardware",
                     help="comma-separated; the default adds the checker to the nightly set reference,ptxas,hardware "
-                         "at ~15%% of the throughput on an H100 node (benchmarks/README.md)")
+                         "at ~8-10%% of the throughput on an H100 node (benchmarks/README.md)")
     ap.add_argument("--numerics", choices=("spec", "hardware"), default=None,
                     help="the reference's numerics: spec (the PTX ISA's error bounds, the default) or hardware "
                          "(the bit-exact H100 model: any GPU mismatch is then a reference or hardware bug); "
