@@ -7,8 +7,12 @@ unless work that ptxas keeps runs after the paths meet and before the exit: a st
 live arithmetic, even a self-move ``mov r, r`` (which ptxas keeps at that point however dead).
 Then the wait goes to the exit (line 0 where the kernel falls off its end).  Dead code there
 (a dead ``mov``, ``add`` or ``ld``) and control flow (a ``bra.uni`` to the next block) do not
-count, nor does work on the waiting path before the paths meet.  Files:
-``tests/data/checker/NAME.ptx``.
+count, nor does work on the waiting path before the paths meet.
+
+A self-move ``mov r, r`` of an accumulator is no read and no write for ptxas's waits: not of a
+wgmma in flight (no C7517, no C7515), not of a value a later wgmma takes (no feed wait), unlike
+a copy from another register or an ``add`` (``self_move_*``; from campaign findings
+``checker!=ptxas|spurious:C7517`` shrunk to 6 instructions).  Files: ``tests/data/checker/NAME.ptx``.
 """
 from __future__ import annotations
 
@@ -56,6 +60,16 @@ def more() -> dict[str, tuple[str, str]]:
         "call_split_then_exit": ("a direct call, then the split, then the exit: the wait at the branch",
                                  kernel(stage + ["call (%r30), side, (%r1);", _b("SK", UNI), WAIT, "SK:", "ret;"],
                                         extra=SIDE)),
+        "self_move_in_flight": ("a self-move of an accumulator in flight, then the wait and a read: no wait injected",
+                                kernel(stage + ["mov.b32 %f1, %f1;", WAIT] + store())),
+        "self_move_in_flight_then_wgmma": ("a self-move of an accumulator in flight, then a second stage on it: nothing",
+                                           kernel(stage + ["mov.b32 %f2, %f2;"] + stage + [WAIT] + store())),
+        "self_move_feed": ("an empty group committed, a self-move of a later wgmma's accumulator: no feed wait",
+                           kernel([COMMIT, "mov.b32 %f1, %f1;"] + stage + [WAIT] + store())),
+        "copy_feed": ("... a copy from another register into it instead: no feed wait either",
+                      kernel([COMMIT, "mov.b32 %f1, %f5;"] + stage + [WAIT] + store())),
+        "add_feed": ("... an add reading it instead: the feed wait",
+                     kernel([COMMIT, "add.f32 %f1, %f1, 0f3F800000;"] + stage + [WAIT] + store())),
         "split_then_read": ("... the accumulators read after the paths meet: the wait at the read",
                             split(*store())),
     }

@@ -493,6 +493,8 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
         return out_st
 
     def step(ins: Instr, site: Site, st: PS) -> PS:
+        if _self_move(ins):
+            return st  # ``mov r, r`` neither reads nor writes for ptxas's waits (measured: self_move_*)
         # ``last`` matters only where paths meet: ``transfer`` sets it at each block's end, and a
         # guarded instruction (a join of its two outcomes) sets it here
         if ins.guard is None or ins.base in ("bra", "brx"):
