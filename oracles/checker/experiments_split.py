@@ -70,6 +70,36 @@ def more() -> dict[str, tuple[str, str]]:
                       kernel([COMMIT, "mov.b32 %f1, %f5;"] + stage + [WAIT] + store())),
         "add_feed": ("... an add reading it instead: the feed wait",
                      kernel([COMMIT, "add.f32 %f1, %f1, 0f3F800000;"] + stage + [WAIT] + store())),
+        "split_over_read_in_flight": ("a uniform branch over a read in flight and its wait: ptxas waits once, at the "
+                                      "branch (both paths need the wait); the model also waits at the read",
+                                      kernel(stage + [_b("SK", UNI), store()[0], WAIT, "SK:"])),
+        "div_bra_uni_over_feed_read": ("an empty group, a bra.uni on a %tid.x predicate over a feed read and a wait, "
+                                       "then an unfenced wgmma: C7518 (the model trusts bra.uni and waits; a campaign "
+                                       "finding shrunk to 9 instructions)", _DIV_BRA_UNI_FEED),
         "split_then_read": ("... the accumulators read after the paths meet: the wait at the read",
                             split(*store())),
     }
+
+
+_DIV_BRA_UNI_FEED = """.version 8.4
+.target sm_90a
+.address_size 64
+
+.visible .entry k()
+{
+	.reg .b32 %r<123>;
+	.reg .b64 %rd<17>;
+	.reg .pred %p<5>;
+	.reg .f16x2 %hh<2>;
+	mov.u32 %r0, %tid.x;
+	setp.ne.u32 %p1, %r0, 0;
+	@%p4 st.shared.b32 [%r114], %r122;
+	wgmma.commit_group.sync.aligned;
+	@!%p1 bra.uni L3;
+	xor.b32 %hh0, %hh0, 1;
+	wgmma.wait_group.sync.aligned 0;
+L3:
+	wgmma.mma_async.sync.aligned.m64n8k16.f16.f16.f16 {%hh0, %hh1}, %rd11, %rd10, %p0, 1, 1, 0, 0;
+	st.global.b32 [%rd16], %hh0;
+}
+"""
