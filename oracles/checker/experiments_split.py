@@ -12,7 +12,9 @@ count, nor does work on the waiting path before the paths meet.
 A self-move ``mov r, r`` of an accumulator is no read and no write for ptxas's waits: not of a
 wgmma in flight (no C7517, no C7515), not of a value a later wgmma takes (no feed wait), unlike
 a copy from another register or an ``add`` (``self_move_*``; from campaign findings
-``checker!=ptxas|spurious:C7517`` shrunk to 6 instructions).  Files: ``tests/data/checker/NAME.ptx``.
+``checker!=ptxas|spurious:C7517`` shrunk to 6 instructions).  A read of an accumulator in flight by two
+adjacent stores waits at the second store only where the two make an 8-byte aligned pair
+(``store_pair_*``; from a ``line:C7517`` finding).  Files: ``tests/data/checker/NAME.ptx``.
 """
 from __future__ import annotations
 
@@ -76,6 +78,13 @@ def more() -> dict[str, tuple[str, str]]:
         "div_bra_uni_over_feed_read": ("an empty group, a bra.uni on a %tid.x predicate over a feed read and a wait, "
                                        "then an unfenced wgmma: C7518 (the model trusts bra.uni and waits; a campaign "
                                        "finding shrunk to 9 instructions)", _DIV_BRA_UNI_FEED),
+        **{f"store_pair_{a}_{b}": (f"a read in flight by stores to +{a} then +{b}: the wait at the second store only "
+                                   "where the pair starts 8-byte aligned",
+                                   kernel(stage + [f"st.global.f32 [%rd3+{a}], %f1;", f"st.global.f32 [%rd3+{b}], %f2;"]))
+           for a, b in ((224, 228), (228, 232), (228, 224), (232, 228), (4, 8), (8, 12))},
+        "store_pair_aligned_first": ("a campaign finding shrunk to 4 instructions: an unfenced register-A wgmma "
+                                     "(m64n112), commit, stores to +216 and +220: ptxas waits at the first store "
+                                     "although the pair is 8-byte aligned", _STORE_PAIR_FIRST),
         "split_then_read": ("... the accumulators read after the paths meet: the wait at the read",
                             split(*store())),
     }
@@ -102,4 +111,22 @@ L3:
 	wgmma.mma_async.sync.aligned.m64n8k16.f16.f16.f16 {%hh0, %hh1}, %rd11, %rd10, %p0, 1, 1, 0, 0;
 	st.global.b32 [%rd16], %hh0;
 }
+"""
+
+
+_STORE_PAIR_FIRST = """.version 8.2
+.target sm_90a
+.address_size 64
+
+.visible .entry k()
+{
+\t.reg .b32 %r<99>;
+\t.reg .b64 %rd<26>;
+\t.reg .f32 %f<56>;
+\twgmma.mma_async.sync.aligned.m64n112k16.f32.f16.f16 {%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8, %f9, %f10, %f11, %f12, %f13, %f14, %f15, %f16, %f17, %f18, %f19, %f20, %f21, %f22, %f23, %f24, %f25, %f26, %f27, %f28, %f29, %f30, %f31, %f32, %f33, %f34, %f35, %f36, %f37, %f38, %f39, %f40, %f41, %f42, %f43, %f44, %f45, %f46, %f47, %f48, %f49, %f50, %f51, %f52, %f53, %f54, %f55}, {%r95, %r96, %r97, %r98}, %rd14, 0, 1, 1, 0;
+\twgmma.commit_group.sync.aligned;
+\tst.global.f32 [%rd25+216], %f54;
+\tst.global.f32 [%rd25+220], %f55;
+}
+
 """

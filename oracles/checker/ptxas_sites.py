@@ -251,7 +251,9 @@ def _next_pipe_is_wgmma(ctx: FnCtx, site: Site) -> bool:
 
 def _store_pair_line(ctx: FnCtx, site: Site, ins: Instr) -> int | None:
     """ptxas reports a wait before a store paired with the next adjacent store at the second one,
-    unless the address is a register sum (base + per-thread offset): then at the first (measured)."""
+    unless the address is a register sum (base + per-thread offset): then at the first (measured).
+    The pair must start 8-byte aligned (a 2-wide store): +228 and +232 do not pair, +228 and +224
+    do (measured: store_pair_*)."""
     blk = ctx.g.blocks[site.block]
     if ins.base == "st" and ins.guard is None and site.pos + 1 < len(blk.instrs) and len(ins.operands) == 2:
         base = ins.operands[0].base if isinstance(ins.operands[0], Addr) else None
@@ -260,7 +262,7 @@ def _store_pair_line(ctx: FnCtx, site: Site, ins: Instr) -> int | None:
         nxt = blk.instrs[site.pos + 1]
         a, b = ins.operands[0], nxt.operands[0] if nxt.operands else None
         if (nxt.opcode == ins.opcode and isinstance(a, Addr) and isinstance(b, Addr) and a.base == b.base
-                and abs(a.offset - b.offset) == 4):
+                and abs(a.offset - b.offset) == 4 and min(a.offset, b.offset) % 8 == 0):
             return _line(nxt)
     return _line(ins)
 
