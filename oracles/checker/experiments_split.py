@@ -5,8 +5,9 @@ four instructions).
 A wait skipped on one path is reported at the branch (or guarded wait) that split the paths --
 unless work that ptxas keeps runs after the paths meet and before the exit: a store, a barrier,
 live arithmetic, even a self-move ``mov r, r`` (which ptxas keeps at that point however dead).
-Then the wait goes to the exit (line 0 where the kernel falls off its end).  Dead code there
-(a dead ``mov``, ``add`` or ``ld``) and control flow (a ``bra.uni`` to the next block) do not
+Then the wait goes to the exit (line 0 where the kernel falls off its end); so does a dead
+update in place (``add r, r, 1``; a campaign finding shrunk to 4 instructions).  Other dead code
+there (a dead ``mov``, ``add`` or ``ld``) and control flow (a ``bra.uni`` to the next block) do not
 count, nor does work on the waiting path before the paths meet.
 
 A self-move ``mov r, r`` of an accumulator is no read and no write for ptxas's waits: not of a
@@ -44,6 +45,10 @@ def more() -> dict[str, tuple[str, str]]:
                                 split("add.s32 %r30, %r1, 1;")),
         "split_then_dead_load": ("... a dead load after the paths meet: the wait at the branch",
                                  split("ld.global.u32 %r30, [%rd3+68];")),
+        "split_then_dead_in_place_add": ("... a dead add r, r, 1 (an update in place) after the paths meet: the wait "
+                                         "at the exit", split("add.s32 %r1, %r1, 1;")),
+        "split_then_dead_in_place_xor": ("... a dead xor r, r, 1 of a register never set: the wait at the exit",
+                                         split("xor.b32 %r30, %r30, 1;")),
         "split_then_bra_uni": ("... a bra.uni to the next block after the paths meet: the wait at the branch",
                                split("bra.uni NX;", "NX:")),
         "split_then_store_then_block": ("... a store, then another block before the exit: the wait at the exit",

@@ -555,8 +555,9 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
 
 def _busy_positions(ctx: FnCtx) -> dict:
     """block -> positions of the instructions ptxas keeps that are not control flow or pipeline
-    instructions: a store, a barrier, live arithmetic -- and a self-move ``mov r, r``, which
-    ptxas keeps at that point however dead (measured: split_then_*)."""
+    instructions: a store, a barrier, live arithmetic -- and an update in place (``add r, r, 1``,
+    a self-move ``mov r, r``), which ptxas keeps at that point however dead (measured:
+    split_then_*)."""
     if ctx.wgmmas:
         dead = ctx.__dict__.get("_dead_other") or frozenset()
     else:  # (the dead-code pass skips a function without wgmma.mma_async)
@@ -566,13 +567,21 @@ def _busy_positions(ctx: FnCtx) -> dict:
     for b in ctx.g.order:
         row = [k for k, ins in enumerate(ctx.g.blocks[b].instrs)
                if ins.base not in _CONTROL and ins.base != "wgmma"
-               and (Site(b, k) not in dead or _self_move(ins))]
+               and (Site(b, k) not in dead or _in_place(ins))]
         if row:
             out[b] = row
     return out
 
 
 _CONTROL = frozenset({"bra", "brx", "ret", "exit", "trap", "call"})
+
+
+def _in_place(ins: Instr) -> bool:
+    """The instruction reads a register it writes (its guard aside)."""
+    d, u = defs_uses(ins)
+    if not d:
+        return False
+    return not d.isdisjoint(u - {ins.guard.reg.name} if ins.guard is not None else u)
 
 
 def _self_move(ins: Instr) -> bool:
@@ -583,7 +592,8 @@ def _self_move(ins: Instr) -> bool:
 def _after_busy(st: PS) -> PS:
     """Work that stays after paths with and without committed groups met: ptxas no longer waits
     at the branch that split them but at the exit (measured: split_then_store, split_then_bar,
-    split_then_self_move; dead code between does not count: split_then_dead_*), nor at a call
+    split_then_self_move, split_then_dead_in_place_*; other dead code between does not count:
+    split_then_dead_mov/add/load), nor at a call
     before the split (measured: call_split_then_store)."""
     return st._replace(split=frozenset(), call_at=None) if st.split and st.raw else st
 
