@@ -15,7 +15,9 @@ wgmma in flight (no C7517, no C7515), not of a value a later wgmma takes (no fee
 a copy from another register or an ``add`` (``self_move_*``; from campaign findings
 ``checker!=ptxas|spurious:C7517`` shrunk to 6 instructions).  A read of an accumulator in flight by two
 adjacent stores waits at the second store only where the two make an 8-byte aligned pair
-(``store_pair_*``; from a ``line:C7517`` finding).  Files: ``tests/data/checker/NAME.ptx``.
+(``store_pair_*``; from a ``line:C7517`` finding).  A live read of a register that a later
+wgmma overwrites with scale-d 0 waits as a read of one it will take as accumulator does
+(``read_before_scale_d_0_*``; from a ``missed:C7517`` finding).  Files: ``tests/data/checker/NAME.ptx``.
 """
 from __future__ import annotations
 
@@ -90,6 +92,18 @@ def more() -> dict[str, tuple[str, str]]:
         "store_pair_aligned_first": ("a campaign finding shrunk to 4 instructions: an unfenced register-A wgmma "
                                      "(m64n112), commit, stores to +216 and +220: ptxas waits at the first store "
                                      "although the pair is 8-byte aligned", _STORE_PAIR_FIRST),
+        "read_before_scale_d_0_other_dest": ("an empty group, an add reading a later scale-d 0 wgmma's accumulator "
+                                             "into another (live) register: the wait at the add",
+                                             kernel([COMMIT, "add.f32 %f5, %f1, 0f3F800000;"]
+                                                    + [FENCE, wg(sd="0"), COMMIT, WAIT] + store() + store(5))),
+        "read_before_scale_d_0_in_place": ("... an add updating that accumulator in place (dead: the wgmma "
+                                           "overwrites it): no wait",
+                                           kernel([COMMIT, "add.f32 %f1, %f1, 0f3F800000;"]
+                                                  + [FENCE, wg(sd="0"), COMMIT, WAIT] + store())),
+        "read_before_scale_d_0_skipped": ("... the in-place add live on a path that skips the wgmma: the wait at "
+                                          "the add (a campaign finding shrunk to 7 instructions)",
+                                          kernel([COMMIT, "add.f32 %f1, %f1, 0f3F800000;", _b("SK", UNI)]
+                                                 + [FENCE, wg(sd="0"), COMMIT, WAIT, "SK:"] + store())),
         "split_then_read": ("... the accumulators read after the paths meet: the wait at the read",
                             split(*store())),
     }

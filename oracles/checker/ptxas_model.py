@@ -302,9 +302,11 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
             out.wait_at_use[line] = True
 
     def _feeds_later_wgmma(regs: frozenset, site: Site) -> bool:
-        """Some wgmma after ``site`` (in layout order) reads one of ``regs`` as accumulator input."""
+        """Some wgmma after ``site`` (in layout order) has one of ``regs`` as accumulator: it reads
+        it, or with scale-d 0 overwrites it (the read must come first; measured: feed_read_*,
+        read_before_scale_d_0_*)."""
         here = _order_pos(pos, site)
-        return any(_order_pos(pos, w) > here and regs & wgmma_regs(ins)[0] and not _scale_d_zero(ins)
+        return any(_order_pos(pos, w) > here and regs & wgmma_regs(ins)[0]
                    for w, ins in ctx.wgmmas.items() if w not in dead)
 
     def plain0(ins: Instr, site: Site, st: PS, guarded: bool = False) -> PS:
