@@ -45,3 +45,23 @@ def per_object(limit: int) -> Callable[[Callable[[object], T]], Callable[[object
 
         return get
     return wrap
+
+
+def kept_on_node(key: str) -> Callable[[Callable[[object], T]], Callable[[object], T]]:
+    """Keep ``f(node)`` in the frozen IR node's own ``__dict__`` under ``key`` (as
+    ``functools.cached_property`` does, without its lock): for value-only answers that judges ask
+    of one instruction many times (its defs/uses, its wgmma roles, the symbols it names).
+    ``fuzzptx.ptx.emit.emit_located`` seeds a new instruction with the answers kept on an earlier
+    one of the same text, so such keys must depend on the compared fields alone."""
+    def wrap(f: Callable[[object], T]) -> Callable[[object], T]:
+        @functools.wraps(f)
+        def get(node: object) -> T:
+            d = node.__dict__
+            try:
+                return d[key]
+            except KeyError:
+                out = d[key] = f(node)
+                return out
+
+        return get
+    return wrap

@@ -155,12 +155,11 @@ def test_register_shadowing_a_special_register_makes_its_selector_an_error():
 
 
 def test_plain_names_match_the_dataflow_rules():
-    """The checker's fast defs/uses for plain instructions (``regs._plain_names``) gives exactly
+    """The fast defs/uses for plain instructions (``dataflow._plain_names``) gives exactly
     ``fuzzptx.ptx.dataflow.defs_uses``'s names wherever it answers, on generated programs (their
     mutants included) and on hand-picked awkward operands."""
     from fuzzptx.campaign import draw_direct
-    from fuzzptx.oracles.checker.regs import _plain_names
-    from fuzzptx.ptx.dataflow import defs_uses
+    from fuzzptx.ptx.dataflow import _plain_names, defs_uses
     from fuzzptx.ptx.ir import Guard, Neg, Sym
 
     instrs = [i for p in draw_direct(40, 3) for f in p.module.functions() if f.body for i in f.instructions()]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fuzzptx import isa
 
 from .cfg import CFG
-from .ir import Addr, CallArgs, Imm, Instr, Reg, Vec, registers_in
+from .ir import Addr, CallArgs, Imm, Instr, Reg, Sym, Vec, registers_in
 
 # Base opcodes that never write their first operand.
 NO_DEST = frozenset(
@@ -106,6 +106,61 @@ def defs_uses(instr: Instr) -> tuple[tuple[Reg, ...], tuple[Reg, ...]]:
         else:
             uses.extend(regs)
     return _dedup(defs), _dedup(uses)
+
+
+def defs_uses_names(instr: Instr) -> tuple[frozenset[str], frozenset[str]]:
+    """``defs_uses`` as two sets of register names (what the checker keeps per instruction)."""
+    fast = _plain_names(instr)
+    if fast is not None:
+        return fast
+    d, u = defs_uses(instr)
+    return frozenset(r.name for r in d), frozenset(r.name for r in u)
+
+
+def _plain_names(instr: Instr) -> tuple[frozenset[str], frozenset[str]] | None:
+    """``defs_uses`` as names for an instruction outside the catalogue whose operands are plain
+    registers, immediates, symbols, addresses and vectors of registers (most loads, stores and
+    moves with their one-off addresses), by the same rules without building and deduplicating
+    ``Reg`` objects; None where ``defs_uses``'s fuller rules apply (``tests/test_checker_isa.py``
+    holds the two to the same answers)."""
+    base = instr.base
+    if base == "call" or base == "wgmma" or isa.form_for(instr) is not None:
+        return None
+    ops = instr.operands
+    first_is_dest = (bool(ops) and type(ops[0]) in (Reg, Vec) and base not in NO_DEST
+                     and not instr.opcode.startswith(NO_DEST_PREFIX))
+    defs: list[str] = []
+    uses: list[str] = [instr.guard.reg.name] if instr.guard is not None else []
+    for k, op in enumerate(ops):
+        t = type(op)
+        if t is Imm or t is Sym:
+            continue
+        if t is Reg:
+            names = [op.name]
+        elif t is Addr:
+            b = op.base
+            if b is None or type(b) is Sym:
+                continue
+            if type(b) is not Reg:
+                return None
+            names = [b.name]
+        elif t is Vec:
+            names = []
+            for item in op.items:
+                ti = type(item)
+                if ti is Reg:
+                    names.append(item.name)
+                elif ti is not Imm:
+                    return None
+        else:
+            return None
+        if k == 0 and first_is_dest:
+            defs.extend(n for n in names if not n.startswith(SPECIAL_PREFIXES))
+        else:
+            uses.extend(names)
+    if any("|" in n for n in defs) or any("|" in n for n in uses):
+        return None  # a predicate pair: two registers in one name
+    return frozenset(defs), frozenset(uses)
 
 
 # ------------------------------------------------------------------ liveness

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fuzzptx.perf import per_object
+from fuzzptx.perf import kept_on_node, per_object
 from fuzzptx.ptx.ir import Addr, CallArgs, Function, Module, Scope, Sym, VarDecl, Vec
 
 SHARED_RESERVED = 0x400
@@ -54,18 +54,16 @@ def mentioned_symbols(fn: Function) -> frozenset[str]:
     """Names that the function's instructions mention (``mov %r, smem``, ``[smem+8]``, ``call f``)."""
     out = set()
     for ins in fn.instructions():
-        d = ins.__dict__
-        names = d.get("_symbols")
-        if names is None:
-            names = d["_symbols"] = _instr_symbols(ins)
+        names = _instr_symbols(ins)
         if names:
             out.update(names)
     return frozenset(out)
 
 
+@kept_on_node("_symbols")
 def _instr_symbols(ins) -> tuple[str, ...]:
-    """The symbols one instruction mentions, kept on it (a value-only answer: emission seeds it
-    on later instructions of the same text, so a campaign process rarely works it out again)."""
+    """The symbols one instruction mentions, kept on it (emission seeds it on later instructions
+    of the same text, so a campaign process rarely works it out again)."""
     out: list[str] = []
     for o in ins.operands:
         t = type(o)

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 
 from fuzzptx import isa
-from fuzzptx.perf import per_object
-from fuzzptx.ptx.dataflow import NO_DEST, NO_DEST_PREFIX, SPECIAL_PREFIXES
-from fuzzptx.ptx.dataflow import defs_uses as shared_defs_uses
-from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Reg, RegDecl, Sym, Vec, registers_in, walk
+from fuzzptx.perf import kept_on_node, per_object
+from fuzzptx.ptx.dataflow import defs_uses_names
+from fuzzptx.ptx.ir import Function, Imm, Instr, Reg, RegDecl, Vec, registers_in, walk
 
 # Special registers and their types (PTX ISA 10); a dotted name's stem decides.
 SPECIAL_TYPES = {
@@ -51,18 +50,11 @@ def declared_types(fn: Function) -> dict[str, str]:
     return out
 
 
+@kept_on_node("_checker_defs_uses")
 def defs_uses(instr: Instr) -> tuple[frozenset[str], frozenset[str]]:
-    """Names of the registers ``instr`` writes and reads (guard included in reads), kept in the
-    instruction's own ``__dict__`` (as ``functools.cached_property`` does): the checker's passes
-    ask each instruction ~6 times, and a frozen instruction's answer never changes (equality and
-    hashing look at its fields only).  Written out rather than through a helper: ~3,000 calls
-    per program."""
-    d = instr.__dict__
-    try:
-        return d["_checker_defs_uses"]
-    except KeyError:
-        hit = d["_checker_defs_uses"] = _defs_uses(instr)
-        return hit
+    """Names of the registers ``instr`` writes and reads (guard included in reads), kept on the
+    instruction: the checker's passes ask each instruction ~6 times (~3,000 calls per program)."""
+    return _defs_uses(instr)
 
 
 # The same instruction text recurs across programs (a campaign worker judges thousands of
@@ -78,58 +70,8 @@ def _defs_uses(instr: Instr) -> tuple[frozenset[str], frozenset[str]]:
     if hit is None:
         if len(_BY_VALUE) > 100_000:
             _BY_VALUE.clear()
-        hit = _plain_names(instr)
-        if hit is None:
-            d, u = shared_defs_uses(instr)
-            hit = (frozenset(r.name for r in d), frozenset(r.name for r in u))
-        _BY_VALUE[key] = hit
+        hit = _BY_VALUE[key] = defs_uses_names(instr)
     return hit
-
-
-def _plain_names(instr: Instr) -> tuple[frozenset[str], frozenset[str]] | None:
-    """``fuzzptx.ptx.dataflow.defs_uses`` as names, for an instruction outside the catalogue whose
-    operands are plain registers, immediates, symbols, addresses and vectors of registers (most
-    loads, stores and moves with their one-off addresses), without building and deduplicating
-    ``Reg`` objects; None where that function's fuller rules apply (``tests/test_checker_isa.py``
-    holds the two to the same answers)."""
-    base = instr.base
-    if base == "call" or base == "wgmma" or isa.form_for(instr) is not None:
-        return None
-    ops = instr.operands
-    first_is_dest = (bool(ops) and type(ops[0]) in (Reg, Vec) and base not in NO_DEST
-                     and not instr.opcode.startswith(NO_DEST_PREFIX))
-    defs: list[str] = []
-    uses: list[str] = [instr.guard.reg.name] if instr.guard is not None else []
-    for k, op in enumerate(ops):
-        t = type(op)
-        if t is Imm or t is Sym:
-            continue
-        if t is Reg:
-            names = [op.name]
-        elif t is Addr:
-            b = op.base
-            if b is None or type(b) is Sym:
-                continue
-            if type(b) is not Reg:
-                return None
-            names = [b.name]
-        elif t is Vec:
-            names = []
-            for item in op.items:
-                ti = type(item)
-                if ti is Reg:
-                    names.append(item.name)
-                elif ti is not Imm:
-                    return None
-        else:
-            return None
-        if k == 0 and first_is_dest:
-            defs.extend(n for n in names if not n.startswith(SPECIAL_PREFIXES))
-        else:
-            uses.extend(names)
-    if any("|" in n for n in defs) or any("|" in n for n in uses):
-        return None  # a predicate pair: two registers in one name
-    return frozenset(defs), frozenset(uses)
 
 
 # ------------------------------------------------------------------ wgmma roles
@@ -157,14 +99,10 @@ def wait_n(instr: Instr) -> int | None:
     return None
 
 
+@kept_on_node("_checker_wgmma_regs")
 def wgmma_regs(instr: Instr) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """(accumulator D, A-fragment, descriptor) register names of a wgmma; A is empty with an A descriptor."""
-    d = instr.__dict__
-    try:
-        return d["_checker_wgmma_regs"]
-    except KeyError:
-        hit = d["_checker_wgmma_regs"] = _wgmma_regs(instr)
-        return hit
+    return _wgmma_regs(instr)
 
 
 def _wgmma_regs(instr: Instr) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
