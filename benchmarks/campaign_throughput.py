@@ -41,6 +41,9 @@ from pathlib import Path
 
 from fuzzptx.campaign import BlockTask, Plan, block_programs, run_campaign
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cpu_split import CpuSplit  # noqa: E402
+
 
 def _gen_block(args: tuple[int, int, int]) -> list[str]:
     block, seed, size = args
@@ -63,12 +66,12 @@ def bare_ptxas(blocks: list[list[str]], workers: int, want_cubin: bool) -> dict:
     from fuzzptx.oracles.ptxas import compile_batch
 
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(workers) as pool:  # each thread waits on its own ptxas process
+    with CpuSplit() as cpu, ThreadPoolExecutor(workers) as pool:  # each thread waits on its own ptxas process
         results = list(pool.map(lambda texts: compile_batch(texts, want_cubin=want_cubin), blocks))
     secs = time.perf_counter() - t0
     n = sum(len(b) for b in blocks)
     return {"programs": n, "seconds": round(secs, 2), "programs_per_second": round(n / secs, 2),
-            "accepted": sum(r.accepted for part in results for r in part)}
+            "accepted": sum(r.accepted for part in results for r in part), "cpu": cpu.result(n)}
 
 
 def first_block_seconds(stats: dict) -> float | None:
@@ -95,7 +98,8 @@ def campaign(name: str, work: Path, plan: Plan, gpus: list[int], workers: int, b
     out = work / name
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
-    stats = run_campaign(out, plan, gpus=gpus, workers=workers, gpu_workers=gpu_workers, progress=False)
+    with CpuSplit() as cpu:
+        stats = run_campaign(out, plan, gpus=gpus, workers=workers, gpu_workers=gpu_workers, progress=False)
     wall = time.perf_counter() - t0
     pps = stats["programs"] / wall
     steady = steady_rate(stats, workers * plan.block_size)
@@ -111,7 +115,7 @@ def campaign(name: str, work: Path, plan: Plan, gpus: list[int], workers: int, b
             "gpu_programs": stats["gpu_programs"], "findings": stats["findings"], "faults": stats["faults"],
             "gpu_workers_per_gpu": stats.get("gpu_workers_per_gpu"),
             "gpu_worker_start_seconds_mean": stats.get("gpu_worker_start_seconds_mean"),
-            "timeline": stats.get("timeline")}
+            "cpu": cpu.result(stats["programs"]), "timeline": stats.get("timeline")}
 
 
 def main(argv: list[str] | None = None) -> int:

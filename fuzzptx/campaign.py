@@ -968,8 +968,16 @@ def _mean(xs: list[float]) -> float | None:
 
 
 def default_gpu_workers(gpus: int) -> int:
-    """Worker threads per GPU: enough that restarts after faults overlap, few enough for the cores."""
-    return max(2, min(12, (os.cpu_count() or 2) // (2 * max(gpus, 1))))
+    """Worker threads per GPU: three (two on a machine of fewer than 12 cores per GPU).
+
+    One thread keeps up with any pool: a GPU program costs its worker ~0.6 ms CPU and its
+    thread ~1.5 ms wall (measured on the H100: ``benchmarks/README.md``, "GPU worker CPU"), so
+    one thread judges ~600 programs/s against a 16-core pool's ~130.  The others are there for
+    faults: a hang holds its thread for the watchdog's timeout, and two hangs at once still
+    leave one running.  Each thread owns two CUDA processes (the worker and its warm spare),
+    and each costs ~1.6 s of CPU to start: the eight threads sized to the cores before cost a
+    16-core campaign ~26 s of CPU at start (4 ms a program over a minute's run)."""
+    return 3 if (os.cpu_count() or 2) // max(gpus, 1) >= 12 else 2
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -1102,7 +1110,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "under contention on the H100: benchmarks/results/campaign_h100.json)")
     ap.add_argument("--gpu-workers", type=int, default=0,
                     help="isolated GPU worker threads per GPU, each with a warm spare process "
-                         "(a hang's watchdog or a restart stalls only one; default: sized to the cores)")
+                         "(a hang's watchdog or a restart stalls only one; default: 3, or 2 below 12 cores a GPU)")
     ap.add_argument("--quiet", action="store_true")
     return ap
 

@@ -118,7 +118,7 @@ def pin_device(device: int) -> None:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(device)
 
 
-def _quit(tmp: str | None, poisoned: bool) -> None:
+def _quit(tmp: str | None, poisoned: bool, before_exit=None) -> None:
     """End the worker.  After a fault that poisoned the context, leave at once (``os._exit``):
     a normal interpreter exit would run CuPy's finalisers, whose CUDA frees fail on the
     poisoned context and print one "Exception ignored" traceback per array to stderr."""
@@ -127,11 +127,55 @@ def _quit(tmp: str | None, poisoned: bool) -> None:
 
         shutil.rmtree(tmp, ignore_errors=True)
     if poisoned:
+        if before_exit is not None:
+            before_exit()
         os._exit(0)
 
 
+# How a worker waits for its kernel (``FUZZPTX_GPU_SYNC``): CUDA's default for a process with
+# fewer contexts than cores is to spin a core until the kernel ends, and a campaign runs many
+# workers beside a CPU-bound pool; "block" sleeps on an interrupt instead (the default here).
+_SYNC_FLAGS = {"auto": 0, "spin": 1, "yield": 2, "block": 4}  # cudaDeviceSchedule*
+
+
+def sync_mode() -> str:
+    mode = os.environ.get("FUZZPTX_GPU_SYNC", "block")
+    return mode if mode in _SYNC_FLAGS else "block"
+
+
+def set_sync(mode: str) -> str:
+    """Set how this process's primary context on device 0 waits (the driver's
+    ``cuDevicePrimaryCtxSetFlags``; CuPy does not wrap it).  Returns the mode in effect, in words
+    for the worker's ``ready`` info."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        setter = getattr(lib, "cuDevicePrimaryCtxSetFlags_v2", None) or lib.cuDevicePrimaryCtxSetFlags
+        dev = ctypes.c_int()
+        rc = lib.cuInit(0) or lib.cuDeviceGet(ctypes.byref(dev), 0) or setter(dev, ctypes.c_uint(_SYNC_FLAGS[mode]))
+    except (OSError, AttributeError) as exc:
+        return f"driver default ({type(exc).__name__})"
+    return mode if rc == 0 else f"driver default (CUresult {rc})"
+
+
 def main(conn, device: int = 0) -> None:
-    """Worker loop (the spawn target); runs on GPU ``device``."""
+    """Worker loop (the spawn target); runs on GPU ``device``.  With ``FUZZPTX_HW_PROFILE=DIR``
+    set, the loop runs under cProfile and leaves ``DIR/hw_worker_<pid>.prof`` when it stops
+    (to see where a GPU worker's CPU time goes)."""
+    prof_dir = os.environ.get("FUZZPTX_HW_PROFILE")
+    if not prof_dir:
+        return _main(conn, device)
+    import cProfile
+
+    prof = cProfile.Profile()
+    try:
+        prof.runcall(_main, conn, device, lambda: prof.dump_stats(os.path.join(prof_dir, f"hw_worker_{os.getpid()}.prof")))
+    finally:
+        prof.dump_stats(os.path.join(prof_dir, f"hw_worker_{os.getpid()}.prof"))
+
+
+def _main(conn, device: int, before_exit=None) -> None:
     pin_device(device)
     reason = probe()
     if reason is not None:
@@ -140,7 +184,9 @@ def main(conn, device: int = 0) -> None:
     import cupy
     import numpy as np
 
-    conn.send(("ready", dict(_device_info(), index=device)))
+    sync = set_sync(sync_mode())
+
+    conn.send(("ready", dict(_device_info(), index=device, sync=sync)))
     tmp = tempfile.mkdtemp(prefix="fuzzptx-hw-")
     cubins: dict[str, str] = {}  # insertion-ordered: FIFO eviction mirrors the parent's
     modules: dict[str, object] = {}
@@ -175,7 +221,7 @@ def main(conn, device: int = 0) -> None:
             fault, poisoned = classify(exc)
             conn.send(("result", job.job_id, None, fault, time.perf_counter() - t0))
             if poisoned:
-                return _quit(tmp, True)
+                return _quit(tmp, True, before_exit)
             continue
         try:
             args, outs = [], {}
@@ -194,6 +240,6 @@ def main(conn, device: int = 0) -> None:
             fault, poisoned = classify(exc)
             conn.send(("result", job.job_id, None, fault, time.perf_counter() - t0))
             if poisoned:
-                return _quit(tmp, True)
+                return _quit(tmp, True, before_exit)
             continue
         conn.send(("result", job.job_id, result, None, time.perf_counter() - t0))

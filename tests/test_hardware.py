@@ -146,3 +146,28 @@ def test_worker_leaves_quietly_after_a_fault(capfd):
     assert reply[3] == "trap" and proc.exitcode == 0
     stderr = capfd.readouterr().err
     assert "Exception ignored" not in stderr and "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("env,mode", [(None, "block"), ("spin", "spin"), ("yield", "yield"), ("nonsense", "block")])
+def test_sync_mode_defaults_to_a_blocking_wait(monkeypatch, env, mode):
+    from fuzzptx.oracles import hw_worker
+
+    if env is None:
+        monkeypatch.delenv("FUZZPTX_GPU_SYNC", raising=False)
+    else:
+        monkeypatch.setenv("FUZZPTX_GPU_SYNC", env)
+    assert hw_worker.sync_mode() == mode
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["spin", "block"])
+def test_worker_waits_as_asked_and_gives_the_same_outputs(monkeypatch, mode):
+    case = _small_wgmma()
+    good = case.program()
+    monkeypatch.setenv("FUZZPTX_GPU_SYNC", mode)
+    with hardware.HardwareWorker(timeout=10.0) as w:
+        info = w.start()
+        r = w.run(good)
+    assert info["sync"] == mode  # the driver took the flag (else "driver default (...)")
+    assert r.fault is None
+    assert _bench().direct_check(case, good, r.outputs) is None
