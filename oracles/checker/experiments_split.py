@@ -80,7 +80,7 @@ def more() -> dict[str, tuple[str, str]]:
         "add_feed": ("... an add reading it instead: the feed wait",
                      kernel([COMMIT, "add.f32 %f1, %f1, 0f3F800000;"] + stage + [WAIT] + store())),
         "split_over_read_in_flight": ("a uniform branch over a read in flight and its wait: ptxas waits once, at the "
-                                      "branch (both paths need the wait); the model also waits at the read",
+                                      "branch (ptxas made the branch a guarded exit: ptxas_sites.exit_jumps)",
                                       kernel(stage + [_b("SK", UNI), store()[0], WAIT, "SK:"])),
         "div_bra_uni_over_feed_read": ("an empty group, a bra.uni on a %tid.x predicate over a feed read and a wait, "
                                        "then an unfenced wgmma: C7518 (the model trusts bra.uni and waits; a campaign "

@@ -52,6 +52,9 @@ Learned in issue 6 (tests/data/checker/: experiments_dce.py's files): ptxas dele
   make feed waits and call-placed waits too; after an indirect call only feed waits in loops are
   reported.  A read right after a loop whose wait_group 0 was skipped on a path waits at the loop's
   back branch (no C7514).
+Learned 2026-11-26 (experiments_exit.py): a ``bra`` to a block holding nothing but the exit (dead code
+  aside; not the next block) is the exit itself: the wait is reported at the branch (a guarded one
+  waits there for both paths); a label after the last instruction lets the body fall off its end.
 ptxas's divergence is not the spec's: anything from %tid.*/%laneid (even %tid.x >> 7) is
 divergent, %warpid/%clock/shfl broadcasts are uniform, ``bra.uni`` is trusted.
 """
@@ -60,7 +63,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from fuzzptx.ptx.ir import Instr, Module, Reg, SrcLoc, Sym
+from fuzzptx.ptx.ir import Instr, Label, Module, Reg, SrcLoc, Sym
 
 from .context import FnCtx, Site, build_ctx
 from .findings import Finding, PredictedDiag, PredictedDiagnostics
@@ -68,7 +71,7 @@ from .flow import BlockRecords, solve_forward
 from .ptxas_dce import dead_code
 from .ptxas_errors import _callee, predict_errors
 from .ptxas_pressure import function_pressure, register_pressure
-from .ptxas_sites import (_after_loop_line, arrives_before_divergence, _dead, _divergent_branch_line, _hoisted_line,
+from .ptxas_sites import (_after_loop_line, arrives_before_divergence, exit_jumps, _dead, _divergent_branch_line, _hoisted_line,
                           _in_loop, _line, _live_sites, _loop_exit_line, _next_pipe_is_wgmma, _order, _order_pos,
                           _reaching, _same_wgmma, _scale_d_zero, _store_pair_line, _wgmma_next_to, _writes_zero)
 from .regs import defs_uses, function_bits, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs
@@ -309,6 +312,26 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
         return any(_order_pos(pos, w) > here and regs & wgmma_regs(ins)[0]
                    for w, ins in ctx.wgmmas.items() if w not in dead)
 
+    jumps_out = exit_jumps(ctx, kept=lambda i: _in_place(i) or _self_move(i))
+
+    def exit_at(line, st: PS, jump: bool = False) -> PS:
+        """What ptxas reports at an exit with groups still in flight; at a branch it made the exit
+        (``jump``), the wait is there whatever came before: a split, a call, a wgmma not yet
+        committed (measured: call_split_then_exit, uncommitted_div_wait_path)."""
+        if st.raw or st.fl:
+            out.wait_ser[line] = True  # a serialised function waits for everything at its exits
+        if jump:
+            at = {line} if st.raw or st.fl else ()
+        else:
+            at = (st.split or {st.call_at or line}) if st.raw else st.split if st.fl else ()
+        # (a call since: the wait goes before it)
+        early = st.pblock is None or (pos.get(st.pblock, 0), 0) < first_indirect
+        for x in at:
+            out.wait[x] = True
+            if early:  # committed before an indirect call: still reported beside C7509 (measured)
+                out.wait_pre_ind[x] = True
+        return st
+
     def plain0(ins: Instr, site: Site, st: PS, guarded: bool = False) -> PS:
         line = _line(ins)
         if site in div_pipe_sites and not st.div_pipe:
@@ -364,16 +387,12 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                                raw=raw, split=st.split if raw else frozenset(), raw_div=False,
                                open=st.open or st.armed, call_at=None, pblock=site.block, ghost=frozenset())
         if ins.base in ("ret", "exit"):
-            if st.raw or st.fl:
-                out.wait_ser[line] = True  # a serialised function waits for everything at its exits
-            at = (st.split or {st.call_at or line}) if st.raw else st.split if st.fl else ()
-            # (a call since: the wait goes before it)
-            early = st.pblock is None or (pos.get(st.pblock, 0), 0) < first_indirect
-            for x in at:
-                out.wait[x] = True
-                if early:  # committed before an indirect call: still reported beside C7509 (measured)
-                    out.wait_pre_ind[x] = True
-            return st
+            return exit_at(line, st)
+        if site in jumps_out and (st.raw or st.fl):
+            # ptxas made this branch the exit (ptxas_sites.exit_jumps): it waits here, on both
+            # paths of a guarded one
+            return exit_at(line, st, jump=True)._replace(fl=frozenset(), raw=0, split=frozenset(),
+                                                         open=st.open or st.armed, call_at=None)
         if ins.base == "call":
             callee = _callee(ins)
             if (st.fl or st.raw) and st.call_at is None and (isinstance(callee, Reg) or (
@@ -712,8 +731,11 @@ def predict_module(module: Module, ctxs: dict | None = None, isa_findings: dict 
 
 def _falls_off_the_end(fn) -> bool:
     """The body's last instruction can fall through the closing brace (no ``ret``/``exit``/jump)."""
-    last = next((s for s in reversed(fn.body) if isinstance(s, Instr)), None)
-    return last is None or last.guard is not None or last.base not in ("ret", "exit", "bra", "trap", "brx")
+    k = max((i for i, s in enumerate(fn.body) if isinstance(s, Instr)), default=None)
+    if k is None or any(isinstance(s, Label) for s in fn.body[k + 1:]):
+        return True  # a label after the last instruction: a branch there reaches the end (exit_jump_to_next_end)
+    last = fn.body[k]
+    return last.guard is not None or last.base not in ("ret", "exit", "bra", "trap", "brx")
 
 
 def findings_from(pred: PredictedDiagnostics, path: str | None) -> list[Finding]:

@@ -306,3 +306,43 @@ def arrives_before_divergence(ctx: FnCtx, arrive_at: dict, divergent: list) -> l
 
     return sorted(line for line, site in arrive_at.items()
                   if line is not None and _order_pos(pos, site) < limit and uniform(site))
+
+
+def exit_jumps(ctx: FnCtx, kept=lambda ins: False) -> frozenset:
+    """Sites of the branches ptxas turns into the exit itself: a ``bra`` (guarded or not) to a
+    block that, dead code aside, holds nothing but ``ret`` (or the body's end), when that block
+    is not the next one.  ptxas then waits for the groups in flight *at the branch* -- before the
+    guarded exit it made of it, so on the path that falls through too (measured: exit_jump_*;
+    a branch to the next block goes away first: exit_jump_to_next_*; code between that only
+    dead code fills does not count, unreachable code does).  ``kept``: the dead instructions
+    ptxas keeps all the same (an update in place, a self-move: ``ptxas_model._busy_positions``)."""
+    g = ctx.g
+    if ctx.wgmmas:
+        _dead(ctx)
+        dead = ctx.__dict__.get("_dead_other") or frozenset()
+    else:  # (the model analyses dead code only beside a wgmma.mma_async; ptxas deletes it anyway)
+        dead = dead_code(g, frozenset(p.name for p in ctx.fn.returns if p.space == ".reg"), always=True)[1]
+    reach = set(g.order)
+    n = len(g.blocks)
+
+    def live(b: int) -> list:
+        return [i for k, i in enumerate(g.blocks[b].instrs) if Site(b, k) not in dead or kept(i)]
+
+    def present(b: int) -> bool:  # a block a branch over it really jumps over
+        return bool(g.blocks[b].instrs) if b not in reach else bool(live(b))
+
+    out = []
+    for b in g.order:
+        instrs = g.blocks[b].instrs
+        if not instrs or instrs[-1].base != "bra" or not g.succs[b]:
+            continue
+        e = g.succs[b][0]  # the target (a guarded branch's fall-through comes second)
+        while e < n and not live(e) and g.succs[e] == (e + 1,):  # labels or dead code only: go on
+            e += 1
+        body = live(e) if e < n else []
+        if len(body) != 1 or body[0].base not in ("ret", "exit") or body[0].guard is not None:
+            continue
+        if e > b and not any(present(x) for x in range(b + 1, e)):
+            continue  # a branch to the next block: ptxas drops it
+        out.append(Site(b, len(instrs) - 1))
+    return frozenset(out)
