@@ -7,7 +7,9 @@ the exit itself, so the wait for groups still in flight is reported at the branc
 ``ret`` (nor at line 0).  A guarded branch becomes a guarded exit with the wait before it: the
 path that falls through has nothing in flight afterwards either.  Not when the target is the
 next block: the branch goes away first (dead code between counts as nothing, unreachable code
-does), nor when the target block keeps work before its ``ret``.  Files:
+does), nor when the target block keeps work before its ``ret``.  And a call right after a loop
+whose group is in flight reports the wait it makes ptxas put later at the loop's exit branch, as a
+read there does (``call_after_loop*``; a campaign finding at a back branch).  Files:
 ``tests/data/checker/NAME.ptx``; the rule: ``ptxas_sites.exit_jumps``.
 """
 from __future__ import annotations
@@ -15,7 +17,8 @@ from __future__ import annotations
 
 def more() -> dict[str, tuple[str, str]]:
     """name -> (description, kernel text), as in ``experiments.EXPERIMENTS``."""
-    from .experiments import COMMIT, FENCE, UNI, kernel, store, wg
+    from .experiments import (CALL_R, COMMIT, FENCE, FUNC_R, KEEP_R30, LOOP_HEAD, LOOP_TAIL, UNI, WAIT, kernel,
+                              store, wg)
 
     stage = [FENCE, wg(), COMMIT]
     unreachable = "add.s32 %r30, %r1, 1;"
@@ -53,6 +56,17 @@ def more() -> dict[str, tuple[str, str]]:
             "a stage on each side of a uniform branch, one side jumping over the other to the ret: "
             "a wait at that jump and one at the ret",
             k(f"{UNI} bra L7;", *stage, "bra.uni EX;", "L7:", FENCE, wg(5), COMMIT, "EX:")),
+        # a call right after a loop whose group is in flight: the wait reported at the loop's exit
+        # branch, as for a read there (a campaign finding, line:C7517, ptxas at the back branch)
+        "call_after_loop": ("a stage in a loop, then a direct call right after it: the wait at the loop's branch",
+                            kernel(LOOP_HEAD + stage + LOOP_TAIL + CALL_R + KEEP_R30 + [WAIT] + store(),
+                                   extra=FUNC_R)),
+        "call_after_loop_then_exit": ("the same with no read after: the exit's wait at the loop's branch",
+                                      kernel(LOOP_HEAD + stage + LOOP_TAIL + CALL_R + KEEP_R30, extra=FUNC_R)),
+        "call_after_loop_then_read": ("... then the accumulators stored with no wait_group: the wait at the loop's branch",
+                                      kernel(LOOP_HEAD + stage + LOOP_TAIL + CALL_R + KEEP_R30 + store(), extra=FUNC_R)),
+        "call_after_stage_then_exit": ("a stage, a call, the exit: the wait at the call (no loop)",
+                                       kernel(stage + CALL_R + KEEP_R30, extra=FUNC_R)),
         "exit_jump_after_read": ("a stage read after its wait, then bra.uni over unreachable code: nothing at the branch",
                                  k(*stage, "wgmma.wait_group.sync.aligned 0;", *store(), "bra.uni EX;", unreachable, "EX:")),
     }

@@ -397,8 +397,11 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
             callee = _callee(ins)
             if (st.fl or st.raw) and st.call_at is None and (isinstance(callee, Reg) or (
                     isinstance(callee, Sym) and callee.name in ctx_funcs)):
-                # a later wait is reported at this call, even past a split (measured: exit_wait_call_after_split)
-                st = st._replace(call_at=line, split=frozenset())
+                # a later wait is reported at this call, even past a split (measured: exit_wait_call_after_split);
+                # right after a loop whose wgmmas are in flight, at the loop's exit branch (as a read there)
+                flying = {s for s, _ in st.fl} or (set(ctx.wgmmas) if st.raw else set())
+                at = _loop_exit_line(ctx, pos, site, flying) or line
+                st = st._replace(call_at=at, split=frozenset())
             if isinstance(callee, Reg):  # indirect: ptxas gives up on the pipeline (measured)
                 if any(d < 0 for _, d in st.fl):
                     out.divergent.append((_order(site), "C7520"))
