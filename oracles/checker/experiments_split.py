@@ -17,14 +17,18 @@ a copy from another register or an ``add`` (``self_move_*``; from campaign findi
 adjacent stores waits at the second store only where the two make an 8-byte aligned pair
 (``store_pair_*``; from a ``line:C7517`` finding).  A live read of a register that a later
 wgmma overwrites with scale-d 0 waits as a read of one it will take as accumulator does
-(``read_before_scale_d_0_*``; from a ``missed:C7517`` finding).  Files: ``tests/data/checker/NAME.ptx``.
+(``read_before_scale_d_0_*``; from a ``missed:C7517`` finding).  An integer update in place that
+leaves the register as it is (``xor r, r, 0``, ``and r, r, -1``, ``max r, r, r``) is a self-move to
+ptxas (``identity_in_place_*``; from ``spurious:C7517`` findings), and a feed read waits only
+where the wgmma output it feeds is live: accumulator i feeds output i alone
+(``feed_of_dead_accumulator*``; from the same findings).  Files: ``tests/data/checker/NAME.ptx``.
 """
 from __future__ import annotations
 
 
 def more() -> dict[str, tuple[str, str]]:
     """name -> (description, kernel text), as in ``experiments.EXPERIMENTS``."""
-    from .experiments import COMMIT, FENCE, UNI, WAIT, _b, kernel, store, wg
+    from .experiments import COMMIT, FENCE, PRE, UNI, WAIT, _b, kernel, store, wg
 
     stage = [FENCE, wg(), COMMIT]
 
@@ -33,6 +37,7 @@ def more() -> dict[str, tuple[str, str]]:
         return text if ret else text.replace("\tret;\n}", "}")
 
     live = "st.global.u32 [%rd3+64], %r1;"
+    unset_pre = [x for x in PRE if not x.startswith("ld.global.f32")]  # accumulators never written
     SIDE = ".func (.reg .b32 r) side(.reg .b32 x)\n{\n\tadd.u32 r, x, 1;\n\tret;\n}"
     return {
         "split_then_exit": ("a wait skipped on a uniform path, the paths meet at the exit: the wait at the branch",
@@ -79,6 +84,40 @@ def more() -> dict[str, tuple[str, str]]:
                       kernel([COMMIT, "mov.b32 %f1, %f5;"] + stage + [WAIT] + store())),
         "add_feed": ("... an add reading it instead: the feed wait",
                      kernel([COMMIT, "add.f32 %f1, %f1, 0f3F800000;"] + stage + [WAIT] + store())),
+        # integer updates in place that leave the register as it is: ptxas folds them to a
+        # self-move (no read, no write; campaign findings spurious:C7517, shrunk to 4 instructions)
+        "identity_in_place_xor": ("an empty group, then xor r, r, 0 on a later wgmma's accumulator: no feed wait",
+                                  kernel([COMMIT, "xor.b32 %f1, %f1, 0;"] + stage + [WAIT] + store())),
+        "identity_in_place_or_left": ("... or r, 0, r: no feed wait",
+                                      kernel([COMMIT, "or.b32 %f1, 0, %f1;"] + stage + [WAIT] + store())),
+        "identity_in_place_and_ones": ("... and r, r, 0xFFFFFFFF: no feed wait",
+                                       kernel([COMMIT, "and.b32 %f1, %f1, 0xFFFFFFFF;"] + stage + [WAIT] + store())),
+        "identity_in_place_shl": ("... shl r, r, 0: no feed wait",
+                                  kernel([COMMIT, "shl.b32 %f1, %f1, 0;"] + stage + [WAIT] + store())),
+        "identity_in_place_mul": ("an empty group, mul.lo r, r, 1 on an s32 wgmma's accumulator, that wgmma: no feed "
+                                  "wait (the campaign repro's shape)", _s32_feed("mul.lo.s32 %r56, %r56, 1;")),
+        "identity_in_place_max": ("... max r, r, r: no feed wait", _s32_feed("max.s32 %r56, %r56, %r56;")),
+        "identity_in_place_add_one": ("... add r, r, 1 (not an identity): an arrive at the wgmma",
+                                      _s32_feed("add.s32 %r56, %r56, 1;")),
+        "identity_in_place_xor_one": ("... xor r, r, 1 (not an identity): the feed wait",
+                                      kernel([COMMIT, "xor.b32 %f1, %f1, 1;"] + stage + [WAIT] + store())),
+        # a never-written accumulator read while an empty group is in flight, then a fenced stage
+        "feed_read_of_unset_after_label": ("an empty group, a label, then xor r, r, 1 of a never-written accumulator "
+                                           "a later (fenced) wgmma reads: the feed wait",
+                                           kernel([COMMIT, "L3:", "xor.b32 %f1, %f1, 1;"] + stage + [WAIT] + store(),
+                                                  pre=unset_pre)),
+        "feed_read_of_unset_same_block": ("... with no label: the feed wait too",
+                                          kernel([COMMIT, "xor.b32 %f1, %f1, 1;"] + stage + [WAIT] + store(),
+                                                 pre=unset_pre)),
+        "feed_read_of_loaded_after_label": ("... of a loaded accumulator after a label: the feed wait",
+                                            kernel([COMMIT, "L3:", "xor.b32 %f1, %f1, 1;"] + stage + [WAIT] + store())),
+        # ptxas places a feed wait only for a read some live output needs: accumulator i of a wgmma
+        # feeds its output i alone (a campaign finding spurious:C7517, shrunk to 5 instructions)
+        "feed_of_dead_accumulator": ("... xor r, r, 1 of a loaded accumulator whose output nothing reads after the "
+                                     "wgmma (the other three are stored): no feed wait",
+                                     kernel([COMMIT, "L3:", "xor.b32 %f1, %f1, 1;"] + stage + [WAIT] + store()[1:])),
+        "feed_of_dead_accumulator_same_block": ("... the same with no label: no feed wait",
+                                                kernel([COMMIT, "xor.b32 %f1, %f1, 1;"] + stage + [WAIT] + store()[1:])),
         "split_over_read_in_flight": ("a uniform branch over a read in flight and its wait: ptxas waits once, at the "
                                       "branch (ptxas made the branch a guarded exit: ptxas_sites.exit_jumps)",
                                       kernel(stage + [_b("SK", UNI), store()[0], WAIT, "SK:"])),
@@ -149,3 +188,15 @@ _STORE_PAIR_FIRST = """.version 8.2
 }
 
 """
+
+
+def _s32_feed(op: str) -> str:
+    """The shrunk campaign repro behind identity_in_place_*: an empty commit group, ``op`` on an
+    accumulator of the unfenced s32 wgmma that follows, its wait and a store."""
+    return "\n".join([
+        ".version 8.0", ".target sm_90a", ".address_size 64", "",
+        ".visible .entry k(.param .u64 out)", "{", "\t.reg .b32 %r<60>;", "\t.reg .b64 %rd<23>;",
+        "\t.reg .pred %p<1>;", "\tld.param.u64 %rd22, [out];", "\twgmma.commit_group.sync.aligned;", f"\t{op}",
+        "\twgmma.mma_async.sync.aligned.m64n16k16.f16.f16.f16 {%r56, %r57, %r58, %r59}, {%r52, %r53, %r54, %r55}, "
+        "%rd11, %p0, 1, 1, 0;",
+        "\twgmma.wait_group.sync.aligned 0;", "\tst.global.b32 [%rd22], %r58;", "\tret;", "}", ""])

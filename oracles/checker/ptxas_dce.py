@@ -43,33 +43,39 @@ def _pure(ins: Instr) -> bool:
 class _Code:
     """Per-instruction masks over a register numbering (ints as bit sets: the analysis repeats)."""
 
-    def __init__(self, g, returns: frozenset, bits: RegisterBits | None = None):
+    def __init__(self, g, returns: frozenset, bits: RegisterBits | None = None, per_register: bool = False):
         self.g = g
         self.mask = mask = (bits or RegisterBits()).of
         self.returns = mask(returns)
-        # block -> [(k, kind, writes, kills, reads)], kind: 0 effect, 1 pure, 2 wgmma, 3 ret/exit
+        # block -> [(k, kind, writes, kills, reads, tied)], kind: 0 effect, 1 pure, 2 wgmma, 3 ret/exit.
+        # ``per_register``: a live wgmma's accumulator input i feeds its output i alone, so it is live
+        # only where that output is (``tied``: the accumulators it reads); ptxas sees that when it
+        # places a feed wait (measured: feed_of_dead_accumulator_*), not when it deletes code
         self.rows: list[list] = []
         for b in g.blocks:
             rows = []
             for k, ins in enumerate(b.instrs):
                 if ins.base in ("ret", "exit"):
-                    rows.append((k, 3, 0, 0, self.returns if ins.base == "ret" else 0))
+                    rows.append((k, 3, 0, 0, self.returns if ins.base == "ret" else 0, 0))
                     continue
                 d, u = defs_uses(ins)
+                tied = 0
                 if is_wgmma(ins):
                     d = wgmma_regs(ins)[0]
                     if _scale_d_zero(ins):
                         u = u - d
+                    elif per_register:
+                        tied, u = mask(d & u), u - d
                     kind = 2
                 else:
                     kind = 1 if _pure(ins) else 0
                 w = mask(d)
-                rows.append((k, kind, w, 0 if ins.guard is not None else w, mask(u)))
+                rows.append((k, kind, w, 0 if ins.guard is not None else w, mask(u), tied))
             self.rows.append(rows)
 
 
 def dead_code(g, returns: frozenset = frozenset(), bits: RegisterBits | None = None,
-              always: bool = False) -> tuple[frozenset, frozenset]:
+              always: bool = False, per_register: bool = False) -> tuple[frozenset, frozenset]:
     """``(wgmmas, others)``: sites ``(block, pos)`` of the wgmmas and of the other pure instructions
     ptxas deletes as dead code (see the module doc).
 
@@ -80,7 +86,7 @@ def dead_code(g, returns: frozenset = frozenset(), bits: RegisterBits | None = N
 
     if not always and not any(is_wgmma(i) for b in g.blocks for i in b.instrs):
         return frozenset(), frozenset()
-    code = _Code(g, returns, bits)
+    code = _Code(g, returns, bits, per_register)
     dead: set = set()  # (block, pos) of deleted wgmmas
     while True:
         new, others = _dead_after(code, dead)
@@ -99,11 +105,11 @@ def _dead_after(code: _Code, dead: set) -> tuple[set, list]:
     live_in = [0] * n
 
     def through(b: int, live: int) -> int:
-        for k, kind, w, kill, reads in reversed(code.rows[b]):
+        for k, kind, w, kill, reads, tied in reversed(code.rows[b]):
             if kind == 3:
                 live = reads
             elif kind == 0 or (w & live and (kind == 1 or (b, k) not in dead)):
-                live = (live & ~kill) | reads
+                live = (live & ~kill) | reads | (tied & live)
         return live
 
     def out_of(b: int) -> int:
@@ -124,14 +130,14 @@ def _dead_after(code: _Code, dead: set) -> tuple[set, list]:
     others: list = []
     for b in g.order:
         live = out_of(b)
-        for k, kind, w, kill, reads in reversed(code.rows[b]):
+        for k, kind, w, kill, reads, tied in reversed(code.rows[b]):
             if kind == 3:
                 live = reads
                 continue
             if kind == 0:
                 live = (live & ~kill) | reads
             elif w & live and (kind == 1 or (b, k) not in dead):
-                live = (live & ~kill) | reads
+                live = (live & ~kill) | reads | (tied & live)
             elif kind == 1:
                 if w:
                     others.append((b, k))

@@ -55,6 +55,10 @@ Learned in issue 6 (tests/data/checker/: experiments_dce.py's files): ptxas dele
 Learned 2026-11-26 (experiments_exit.py): a ``bra`` to a block holding nothing but the exit (dead code
   aside; not the next block) is the exit itself: the wait is reported at the branch (a guarded one
   waits there for both paths); a label after the last instruction lets the body fall off its end.
+  A call right after a loop with a group in flight reports its later wait at the loop's exit
+  branch.  An integer update in place that leaves the register as it is (``xor r, r, 0``, ``and r,
+  r, -1``, ``max r, r, r``) is a self-move; a feed read waits only where the output it feeds is
+  live (accumulator i of a wgmma feeds output i alone: ptxas_dce's ``per_register``).
 ptxas's divergence is not the spec's: anything from %tid.*/%laneid (even %tid.x >> 7) is
 divergent, %warpid/%clock/shfl broadcasts are uniform, ``bra.uni`` is trusted.
 """
@@ -63,7 +67,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from fuzzptx.ptx.ir import Instr, Label, Module, Reg, SrcLoc, Sym
+from fuzzptx.ptx.ir import Imm, Instr, Label, Module, Reg, SrcLoc, Sym
 
 from .context import FnCtx, Site, build_ctx
 from .findings import Finding, PredictedDiag, PredictedDiagnostics
@@ -71,7 +75,7 @@ from .flow import BlockRecords, solve_forward
 from .ptxas_dce import dead_code
 from .ptxas_errors import _callee, predict_errors
 from .ptxas_pressure import function_pressure, register_pressure
-from .ptxas_sites import (_after_loop_line, arrives_before_divergence, exit_jumps, _dead, _divergent_branch_line, _hoisted_line,
+from .ptxas_sites import (_after_loop_line, arrives_before_divergence, dead_for_feeds, exit_jumps, _dead, _divergent_branch_line, _hoisted_line,
                           _in_loop, _line, _live_sites, _loop_exit_line, _next_pipe_is_wgmma, _order, _order_pos,
                           _reaching, _same_wgmma, _scale_d_zero, _store_pair_line, _wgmma_next_to, _writes_zero)
 from .regs import defs_uses, function_bits, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs
@@ -450,7 +454,9 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
         feed = uses & (st.vals | (accs - st.here))  # a constant from another block is read too
         # (not where a path that waited for the groups in flight merged in: measured, feed_read_after_partial_wait)
         pending = any(s not in st.waited for s, _ in st.fl) if st.fl else bool(st.raw)
-        if not read and not guarded and feed and pending and _feeds_later_wgmma(feed, site):
+        if (not read and not guarded and feed and pending and _feeds_later_wgmma(feed, site)
+                and site not in dead_for_feeds(ctx)):  # (a read only a dead output needs: measured,
+            # feed_of_dead_accumulator_*)
             # a read of a value some wgmma will take as accumulator, while a group is in flight:
             # ptxas waits before it, there even after a direct call (measured: feed_read_after_call;
             # an accumulator read's wait goes to the call); after an indirect call ptxas no longer
@@ -608,9 +614,37 @@ def _in_place(ins: Instr) -> bool:
     return not d.isdisjoint(u - {ins.guard.reg.name} if ins.guard is not None else u)
 
 
+_IDENTITY_RIGHT = {"add": 0, "sub": 0, "or": 0, "xor": 0, "shl": 0, "shr": 0, "mul": 1}  # x op c == x
+_COMMUTES = frozenset({"add", "or", "xor", "mul"})
+
+
 def _self_move(ins: Instr) -> bool:
+    """``mov r, r``, or an integer update in place that leaves ``r`` as it is (``xor r, r, 0``,
+    ``add r, r, 0``, ``and r, r, -1``, ``mul.lo r, r, 1``, ``max r, r, r``): ptxas folds these
+    to a self-move first (measured: identity_in_place_*)."""
     ops = ins.operands
-    return ins.base == "mov" and len(ops) == 2 and ops[0] == ops[1]
+    if ins.base == "mov":
+        return len(ops) == 2 and ops[0] == ops[1]
+    if len(ops) != 3 or ins.guard is not None or ".f" in ins.opcode or ".hi" in ins.opcode or ".wide" in ins.opcode:
+        return False
+    d, a, b = ops
+    if ins.base in ("min", "max"):
+        return d == a == b
+    if ins.base == "and":
+        return (d == a and _all_ones(b, ins.opcode)) or (d == b and _all_ones(a, ins.opcode))
+    c = _IDENTITY_RIGHT.get(ins.base)
+    if c is None:
+        return False
+    if d == a and isinstance(b, Imm) and b.value == c:
+        return True
+    return ins.base in _COMMUTES and d == b and isinstance(a, Imm) and a.value == c
+
+
+def _all_ones(op, opcode: str) -> bool:
+    if not isinstance(op, Imm) or not isinstance(op.value, int):
+        return False
+    bits = 64 if "64" in opcode.rsplit(".", 1)[-1] else 32 if "32" in opcode.rsplit(".", 1)[-1] else 16
+    return op.value == -1 or op.value == (1 << bits) - 1
 
 
 def _after_busy(st: PS) -> PS:

@@ -103,6 +103,17 @@ def _dead(ctx: FnCtx) -> frozenset:
     return dead
 
 
+def dead_for_feeds(ctx: FnCtx) -> frozenset:
+    """Plain instructions dead once a wgmma's accumulator input counts live only where its output
+    is (``dead_code(per_register=True)``): a feed read there needs no wait (memoised)."""
+    dead = ctx.__dict__.get("_dead_feed")
+    if dead is None:
+        dead = ctx.__dict__["_dead_feed"] = dead_code(
+            ctx.g, frozenset(p.name for p in ctx.fn.returns if p.space == ".reg"), function_bits(ctx),
+            per_register=True)[1]
+    return dead
+
+
 def _live_sites(ctx: FnCtx, block: int):
     """The block's pipeline-relevant sites, less the plain instructions ptxas deletes as dead code;
     dead wgmmas stay (the model treats them as ghosts: they draw no arrive and hold no
