@@ -625,7 +625,8 @@ def _self_move(ins: Instr) -> bool:
     ops = ins.operands
     if ins.base == "mov":
         return len(ops) == 2 and ops[0] == ops[1]
-    if len(ops) != 3 or ins.guard is not None or ".f" in ins.opcode or ".hi" in ins.opcode or ".wide" in ins.opcode:
+    op = ins.opcode
+    if len(ops) != 3 or ins.guard is not None or any(x in op for x in (".f", ".hi", ".wide", ".cc")):
         return False
     d, a, b = ops
     if ins.base in ("min", "max"):

@@ -1,0 +1,70 @@
+"""Small rules of the ptxas model, each checked on single instructions or tiny kernels (the
+recorded experiments in tests/data/checker/ pin them against real ptxas)."""
+from __future__ import annotations
+
+import pytest
+
+from fuzzptx.ptx.parse import parse
+from fuzzptx.oracles.checker.context import build_ctx
+from fuzzptx.oracles.checker.ptxas_model import _self_move
+from fuzzptx.oracles.checker.ptxas_sites import exit_jumps
+
+
+def _instr(text: str):
+    m = parse(f".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{{\n"
+              f"\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<4>;\n\t{text}\n\tret;\n}}\n")
+    return next(iter(m.functions())).instructions()[0]
+
+
+@pytest.mark.parametrize("text,identity", [
+    ("mov.b32 %r1, %r1;", True),
+    ("xor.b32 %r1, %r1, 0;", True),
+    ("xor.b32 %r1, 0, %r1;", True),
+    ("or.b32 %r1, %r1, 0;", True),
+    ("add.s32 %r1, %r1, 0;", True),
+    ("sub.s32 %r1, %r1, 0;", True),
+    ("shl.b32 %r1, %r1, 0;", True),
+    ("and.b32 %r1, %r1, -1;", True),
+    ("and.b32 %r1, %r1, 0xFFFFFFFF;", True),
+    ("and.b64 %rd1, %rd1, 0xFFFFFFFF;", False),  # not all ones for 64 bits
+    ("mul.lo.s32 %r1, %r1, 1;", True),
+    ("max.s32 %r1, %r1, %r1;", True),
+    ("sub.s32 %r1, 0, %r1;", False),  # a negation
+    ("xor.b32 %r1, %r1, 1;", False),
+    ("xor.b32 %r2, %r1, 0;", False),  # a copy: it reads %r1
+    ("add.f32 %r1, %r1, 0f00000000;", False),  # -0 + 0 is +0: not an identity
+    ("add.cc.u32 %r1, %r1, 0;", False),  # writes the carry flag
+    ("mul.hi.s32 %r1, %r1, 1;", False),
+])
+def test_identity_updates_in_place_are_self_moves(text, identity):
+    assert _self_move(_instr(text)) is identity
+
+
+_STAGE = ("\twgmma.fence.sync.aligned;\n"
+          "\twgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f1,%f2,%f3,%f4}, %rd1, %rd2, 1, 1, 1, 0, 0;\n"
+          "\twgmma.commit_group.sync.aligned;\n")
+
+
+def _text(body: str) -> str:
+    return (".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k(.param .u64 out)\n{\n"
+              "\t.reg .f32 %f<8>;\n\t.reg .b64 %rd<8>;\n\t.reg .b32 %r<8>;\n\t.reg .pred %p<4>;\n"
+              "\tld.param.u64 %rd3, [out];\n\tld.global.u32 %r1, [%rd3];\n\tsetp.eq.u32 %p1, %r1, 0;\n"
+            + _STAGE + body + "}\n")
+
+
+def _jump_lines(body: str) -> list:
+    m = parse(_text(body))
+    ctx = build_ctx(m, next(iter(m.functions())))
+    return sorted(ctx.line(s) for s in exit_jumps(ctx))
+
+
+@pytest.mark.parametrize("body,is_exit", [
+    ("\tbra.uni EX;\n\tadd.s32 %r2, %r1, 1;\nEX:\n\tret;\n", True),  # over unreachable code
+    ("\tbra.uni EX;\nEX:\n\tret;\n", False),  # to the next block
+    ("\t@%p1 bra EX;\n\tst.global.u32 [%rd3], %r1;\nEX:\n\tret;\n", True),  # guarded, over a store
+    ("\t@%p1 bra EX;\n\tadd.s32 %r2, %r1, 1;\nEX:\n\tret;\n", False),  # guarded, over dead code only
+    ("\tbra.uni EX;\n\tadd.s32 %r2, %r1, 1;\nEX:\n\tst.global.u32 [%rd3], %r1;\n\tret;\n", False),  # work, ret
+])
+def test_exit_jumps(body, is_exit):
+    bra = next(k for k, line in enumerate(_text(body).split("\n"), 1) if any(w.startswith("bra") for w in line.split()))
+    assert _jump_lines(body) == ([bra] if is_exit else [])
