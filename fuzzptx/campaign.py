@@ -726,7 +726,7 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
     log = results.open("a")
 
     def submit(task: BlockTask) -> None:
-        fut = pool.submit(prepare_block, task)
+        fut = pool.submit(_pool_block, task)
         pending[fut] = task
         fut.add_done_callback(lambda f: events.put(("cpu", f)))
 
@@ -1053,9 +1053,21 @@ def _warm() -> None:
     from fuzzptx.oracles import ptxas  # noqa: F401
     from fuzzptx.oracles.checker import check_module  # noqa: F401
     from fuzzptx.oracles.reference import run_program  # noqa: F401
-    from fuzzptx.perf import tune_gc
+    from fuzzptx.perf import POOL_YOUNG_THRESHOLD, tune_gc
 
-    tune_gc()
+    tune_gc(POOL_YOUNG_THRESHOLD)  # (collected between blocks: _pool_block)
+
+
+def _pool_block(task: BlockTask) -> Prepared:
+    """``prepare_block`` as a pool task: the process collects its garbage after each block
+    (``perf.between_blocks``; stage ``gc``)."""
+    from fuzzptx.perf import between_blocks
+
+    out = prepare_block(task)
+    took = between_blocks()
+    out.seconds["gc"] = took
+    out.wall += took
+    return out
 
 
 def _say(text: str) -> None:

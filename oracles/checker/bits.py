@@ -175,4 +175,7 @@ def known_bits(module: Module, fn: Function, blocks, uses) -> dict:
             res = zext32(res)
         return res
 
-    return {(b, k, r): val(Reg(r), b, k, 0) for b, k, r in uses}
+    try:
+        return {(b, k, r): val(Reg(r), b, k, 0) for b, k, r in uses}
+    finally:  # the three closures refer to each other: unlinked, the CFG they hold dies at once
+        reaching = val = fold = None  # noqa: F841 (not left for the cycle collector: bench_pool_gc.py)

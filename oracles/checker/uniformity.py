@@ -189,6 +189,7 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
                     level[d], exact[d] = new_l, new_e
                     changed = True
     bl, div = branch_levels()
+    op_val = None  # noqa: F841 (it calls itself: unlinked, it and what it holds die at once)
     return Uniformity(dict(level), bl, div, threshold)
 
 
