@@ -13,9 +13,16 @@ from fuzzptx.campaign import draw_direct, gpu_worthy
 from fuzzptx.oracles.ptxas import compile_batch
 from fuzzptx.oracles.hardware import HardwareWorker
 
-def cpu_of(pid):
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpu_split import proc_stat  # noqa: E402
+
+
+
+def cpu_of(pid: int) -> float:
+    """The process's own CPU seconds so far (``cpu_split``'s /proc reader)."""
+    return proc_stat(pid)[2]
+
+
 
 def main():
     out = sys.argv[1]

@@ -27,7 +27,7 @@ import time
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _stat(pid: int) -> tuple[str, int, float, float] | None:
+def proc_stat(pid: int) -> tuple[str, int, float, float] | None:
     """(comm, ppid, own CPU s, reaped children's CPU s) of ``pid``, or None if it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
@@ -70,7 +70,7 @@ class CpuSplit:
         self._t0 = time.perf_counter()
         self._m0 = _machine()
         self._self0 = time.process_time()
-        self._children0 = _stat(os.getpid())[3]
+        self._children0 = proc_stat(os.getpid())[3]
         self._thread.start()
         return self
 
@@ -81,10 +81,10 @@ class CpuSplit:
         self._m1 = _machine()
         self._t1 = time.perf_counter()
         self._self1 = time.process_time()
-        self._children1 = _stat(os.getpid())[3]
+        self._children1 = proc_stat(os.getpid())[3]
         # direct children reaped during the run (GPU workers, a pool's forkserver) put their
         # whole CPU into this process's children time: that is not ptxas
-        gone = [rec for pid, rec in self.procs.items() if rec["ppid"] == os.getpid() and _stat(pid) is None]
+        gone = [rec for pid, rec in self.procs.items() if rec["ppid"] == os.getpid() and proc_stat(pid) is None]
         self._reaped_not_ptxas = sum(rec["own"] + rec["reaped"] for rec in gone if rec["comm"] != "ptxas")
 
     def _loop(self) -> None:
@@ -97,7 +97,7 @@ class CpuSplit:
         stats = {}
         for name in os.listdir("/proc"):
             if name.isdigit():
-                s = _stat(int(name))
+                s = proc_stat(int(name))
                 if s is not None:
                     stats[int(name)] = s
         tree = {me}

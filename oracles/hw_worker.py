@@ -17,6 +17,7 @@ Worker -> parent: ``("ready", info)`` or ``("unavailable", reason)`` once, then
 """
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 import time
@@ -169,10 +170,11 @@ def main(conn, device: int = 0) -> None:
     import cProfile
 
     prof = cProfile.Profile()
+    dump = functools.partial(prof.dump_stats, os.path.join(prof_dir, f"hw_worker_{os.getpid()}.prof"))
     try:
-        prof.runcall(_main, conn, device, lambda: prof.dump_stats(os.path.join(prof_dir, f"hw_worker_{os.getpid()}.prof")))
+        prof.runcall(_main, conn, device, dump)  # (a poisoned context exits at once: dump first)
     finally:
-        prof.dump_stats(os.path.join(prof_dir, f"hw_worker_{os.getpid()}.prof"))
+        dump()
 
 
 def _main(conn, device: int, before_exit=None) -> None:

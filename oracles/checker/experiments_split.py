@@ -38,6 +38,11 @@ def more() -> dict[str, tuple[str, str]]:
 
     live = "st.global.u32 [%rd3+64], %r1;"
     unset_pre = [x for x in PRE if not x.startswith("ld.global.f32")]  # accumulators never written
+
+    def feed(*ops: str, reads: list[str] | None = None, pre: list[str] | None = None) -> str:
+        """An empty group committed, ``ops`` on %f1 (a later wgmma's accumulator), a stage, its
+        wait, then ``reads`` (the accumulators stored, by default)."""
+        return kernel([COMMIT, *ops] + stage + [WAIT] + (store() if reads is None else reads), pre=pre)
     SIDE = ".func (.reg .b32 r) side(.reg .b32 x)\n{\n\tadd.u32 r, x, 1;\n\tret;\n}"
     return {
         "split_then_exit": ("a wait skipped on a uniform path, the paths meet at the exit: the wait at the branch",
@@ -79,45 +84,43 @@ def more() -> dict[str, tuple[str, str]]:
         "self_move_in_flight_then_wgmma": ("a self-move of an accumulator in flight, then a second stage on it: nothing",
                                            kernel(stage + ["mov.b32 %f2, %f2;"] + stage + [WAIT] + store())),
         "self_move_feed": ("an empty group committed, a self-move of a later wgmma's accumulator: no feed wait",
-                           kernel([COMMIT, "mov.b32 %f1, %f1;"] + stage + [WAIT] + store())),
+                           feed("mov.b32 %f1, %f1;")),
         "copy_feed": ("... a copy from another register into it instead: no feed wait either",
-                      kernel([COMMIT, "mov.b32 %f1, %f5;"] + stage + [WAIT] + store())),
+                      feed("mov.b32 %f1, %f5;")),
         "add_feed": ("... an add reading it instead: the feed wait",
-                     kernel([COMMIT, "add.f32 %f1, %f1, 0f3F800000;"] + stage + [WAIT] + store())),
+                     feed("add.f32 %f1, %f1, 0f3F800000;")),
         # integer updates in place that leave the register as it is: ptxas folds them to a
         # self-move (no read, no write; campaign findings spurious:C7517, shrunk to 4 instructions)
         "identity_in_place_xor": ("an empty group, then xor r, r, 0 on a later wgmma's accumulator: no feed wait",
-                                  kernel([COMMIT, "xor.b32 %f1, %f1, 0;"] + stage + [WAIT] + store())),
+                                  feed("xor.b32 %f1, %f1, 0;")),
         "identity_in_place_or_left": ("... or r, 0, r: no feed wait",
-                                      kernel([COMMIT, "or.b32 %f1, 0, %f1;"] + stage + [WAIT] + store())),
+                                      feed("or.b32 %f1, 0, %f1;")),
         "identity_in_place_and_ones": ("... and r, r, 0xFFFFFFFF: no feed wait",
-                                       kernel([COMMIT, "and.b32 %f1, %f1, 0xFFFFFFFF;"] + stage + [WAIT] + store())),
+                                       feed("and.b32 %f1, %f1, 0xFFFFFFFF;")),
         "identity_in_place_shl": ("... shl r, r, 0: no feed wait",
-                                  kernel([COMMIT, "shl.b32 %f1, %f1, 0;"] + stage + [WAIT] + store())),
-        "identity_in_place_mul": ("an empty group, mul.lo r, r, 1 on an s32 wgmma's accumulator, that wgmma: no feed "
-                                  "wait (the campaign repro's shape)", _s32_feed("mul.lo.s32 %r56, %r56, 1;")),
-        "identity_in_place_max": ("... max r, r, r: no feed wait", _s32_feed("max.s32 %r56, %r56, %r56;")),
+                                  feed("shl.b32 %f1, %f1, 0;")),
+        "identity_in_place_mul": ("an empty group, mul.lo r, r, 1 on a .b32 accumulator of an unfenced f16 wgmma, "
+                                  "that wgmma: no feed wait (the campaign repro's shape)", _b32_feed("mul.lo.s32 %r56, %r56, 1;")),
+        "identity_in_place_max": ("... max r, r, r: no feed wait", _b32_feed("max.s32 %r56, %r56, %r56;")),
         "identity_in_place_add_one": ("... add r, r, 1 (not an identity): an arrive at the wgmma",
-                                      _s32_feed("add.s32 %r56, %r56, 1;")),
+                                      _b32_feed("add.s32 %r56, %r56, 1;")),
         "identity_in_place_xor_one": ("... xor r, r, 1 (not an identity): the feed wait",
-                                      kernel([COMMIT, "xor.b32 %f1, %f1, 1;"] + stage + [WAIT] + store())),
+                                      feed("xor.b32 %f1, %f1, 1;")),
         # a never-written accumulator read while an empty group is in flight, then a fenced stage
         "feed_read_of_unset_after_label": ("an empty group, a label, then xor r, r, 1 of a never-written accumulator "
                                            "a later (fenced) wgmma reads: the feed wait",
-                                           kernel([COMMIT, "L3:", "xor.b32 %f1, %f1, 1;"] + stage + [WAIT] + store(),
-                                                  pre=unset_pre)),
+                                           feed("L3:", "xor.b32 %f1, %f1, 1;", pre=unset_pre)),
         "feed_read_of_unset_same_block": ("... with no label: the feed wait too",
-                                          kernel([COMMIT, "xor.b32 %f1, %f1, 1;"] + stage + [WAIT] + store(),
-                                                 pre=unset_pre)),
+                                          feed("xor.b32 %f1, %f1, 1;", pre=unset_pre)),
         "feed_read_of_loaded_after_label": ("... of a loaded accumulator after a label: the feed wait",
-                                            kernel([COMMIT, "L3:", "xor.b32 %f1, %f1, 1;"] + stage + [WAIT] + store())),
+                                            feed("L3:", "xor.b32 %f1, %f1, 1;")),
         # ptxas places a feed wait only for a read some live output needs: accumulator i of a wgmma
         # feeds its output i alone (a campaign finding spurious:C7517, shrunk to 5 instructions)
         "feed_of_dead_accumulator": ("... xor r, r, 1 of a loaded accumulator whose output nothing reads after the "
                                      "wgmma (the other three are stored): no feed wait",
-                                     kernel([COMMIT, "L3:", "xor.b32 %f1, %f1, 1;"] + stage + [WAIT] + store()[1:])),
+                                     feed("L3:", "xor.b32 %f1, %f1, 1;", reads=store()[1:])),
         "feed_of_dead_accumulator_same_block": ("... the same with no label: no feed wait",
-                                                kernel([COMMIT, "xor.b32 %f1, %f1, 1;"] + stage + [WAIT] + store()[1:])),
+                                                feed("xor.b32 %f1, %f1, 1;", reads=store()[1:])),
         "split_over_read_in_flight": ("a uniform branch over a read in flight and its wait: ptxas waits once, at the "
                                       "branch (ptxas made the branch a guarded exit: ptxas_sites.exit_jumps)",
                                       kernel(stage + [_b("SK", UNI), store()[0], WAIT, "SK:"])),
@@ -190,9 +193,9 @@ _STORE_PAIR_FIRST = """.version 8.2
 """
 
 
-def _s32_feed(op: str) -> str:
-    """The shrunk campaign repro behind identity_in_place_*: an empty commit group, ``op`` on an
-    accumulator of the unfenced s32 wgmma that follows, its wait and a store."""
+def _b32_feed(op: str) -> str:
+    """The shrunk campaign repro behind identity_in_place_*: an empty commit group, ``op`` on a
+    .b32 accumulator register of the unfenced f16 wgmma that follows, its wait and a store."""
     return "\n".join([
         ".version 8.0", ".target sm_90a", ".address_size 64", "",
         ".visible .entry k(.param .u64 out)", "{", "\t.reg .b32 %r<60>;", "\t.reg .b64 %rd<23>;",

@@ -72,13 +72,12 @@ from fuzzptx.ptx.ir import Imm, Instr, Label, Module, Reg, SrcLoc, Sym
 from .context import FnCtx, Site, build_ctx
 from .findings import Finding, PredictedDiag, PredictedDiagnostics
 from .flow import BlockRecords, solve_forward
-from .ptxas_dce import dead_code
 from .ptxas_errors import _callee, predict_errors
 from .ptxas_pressure import function_pressure, register_pressure
-from .ptxas_sites import (_after_loop_line, arrives_before_divergence, dead_for_feeds, exit_jumps, _dead, _divergent_branch_line, _hoisted_line,
+from .ptxas_sites import (_after_loop_line, arrives_before_divergence, dead_for_feeds, dead_plain, exit_jumps, _dead, _divergent_branch_line, _hoisted_line,
                           _in_loop, _line, _live_sites, _loop_exit_line, _next_pipe_is_wgmma, _order, _order_pos,
                           _reaching, _same_wgmma, _scale_d_zero, _store_pair_line, _wgmma_next_to, _writes_zero)
-from .regs import defs_uses, function_bits, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs
+from .regs import defs_uses, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs
 
 SER_PREFIX = "Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
 SER_REASONS = {
@@ -588,11 +587,7 @@ def _busy_positions(ctx: FnCtx) -> dict:
     instructions: a store, a barrier, live arithmetic -- and an update in place (``add r, r, 1``,
     a self-move ``mov r, r``), which ptxas keeps at that point however dead (measured:
     split_then_*)."""
-    if ctx.wgmmas:
-        dead = ctx.__dict__.get("_dead_other") or frozenset()
-    else:  # (the dead-code pass skips a function without wgmma.mma_async)
-        dead = dead_code(ctx.g, frozenset(p.name for p in ctx.fn.returns if p.space == ".reg"),
-                         function_bits(ctx), always=True)[1]
+    dead = dead_plain(ctx)
     out: dict = {}
     for b in ctx.g.order:
         row = [k for k, ins in enumerate(ctx.g.blocks[b].instrs)

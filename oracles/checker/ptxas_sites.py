@@ -85,11 +85,16 @@ def _in_loop(ctx: FnCtx, pos: dict, block: int) -> bool:
         h in pos and pos[h] <= k <= j for p, j in pos.items() for h in ctx.g.succs[p] if pos.get(h, j + 1) <= j)
 
 
+def _returns(ctx: FnCtx) -> frozenset:
+    """Registers live at a ``ret``: the function's register return values."""
+    return frozenset(p.name for p in ctx.fn.returns if p.space == ".reg")
+
+
 def _dead_wgmmas(ctx: FnCtx) -> frozenset:
     """The wgmmas ptxas deletes before its GMMA passes (dead code, ``ptxas_dce``; e.g. a wgmma that
     a later scale-d 0 wgmma on the same accumulators overwrites: the arrive for an unfenced run is
     reported at the overwriting wgmma); remembers the dead plain instructions on the context."""
-    wgmmas, others = dead_code(ctx.g, frozenset(p.name for p in ctx.fn.returns if p.space == ".reg"),
+    wgmmas, others = dead_code(ctx.g, _returns(ctx),
                                function_bits(ctx))
     ctx.__dict__["_dead_other"] = others
     return wgmmas
@@ -108,9 +113,19 @@ def dead_for_feeds(ctx: FnCtx) -> frozenset:
     is (``dead_code(per_register=True)``): a feed read there needs no wait (memoised)."""
     dead = ctx.__dict__.get("_dead_feed")
     if dead is None:
-        dead = ctx.__dict__["_dead_feed"] = dead_code(
-            ctx.g, frozenset(p.name for p in ctx.fn.returns if p.space == ".reg"), function_bits(ctx),
-            per_register=True)[1]
+        dead = ctx.__dict__["_dead_feed"] = dead_code(ctx.g, _returns(ctx), function_bits(ctx), per_register=True)[1]
+    return dead
+
+
+def dead_plain(ctx: FnCtx) -> frozenset:
+    """The plain instructions ptxas deletes as dead code, in a function without a
+    wgmma.mma_async too (the model's pipeline passes skip those, ptxas deletes them anyway)."""
+    if ctx.wgmmas:
+        _dead(ctx)
+        return ctx.__dict__["_dead_other"]
+    dead = ctx.__dict__.get("_dead_plain")
+    if dead is None:
+        dead = ctx.__dict__["_dead_plain"] = dead_code(ctx.g, _returns(ctx), function_bits(ctx), always=True)[1]
     return dead
 
 
@@ -328,11 +343,7 @@ def exit_jumps(ctx: FnCtx, kept=lambda ins: False) -> frozenset:
     dead code fills does not count, unreachable code does).  ``kept``: the dead instructions
     ptxas keeps all the same (an update in place, a self-move: ``ptxas_model._busy_positions``)."""
     g = ctx.g
-    if ctx.wgmmas:
-        _dead(ctx)
-        dead = ctx.__dict__.get("_dead_other") or frozenset()
-    else:  # (the model analyses dead code only beside a wgmma.mma_async; ptxas deletes it anyway)
-        dead = dead_code(g, frozenset(p.name for p in ctx.fn.returns if p.space == ".reg"), always=True)[1]
+    dead = dead_plain(ctx)
     reach = set(g.order)
     n = len(g.blocks)
 
