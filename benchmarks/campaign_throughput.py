@@ -74,6 +74,18 @@ def bare_ptxas(blocks: list[list[str]], workers: int, want_cubin: bool) -> dict:
             "accepted": sum(r.accepted for part in results for r in part), "cpu": cpu.result(n)}
 
 
+def _gpu_devices() -> list[str]:
+    """``name, driver`` of each GPU nvidia-smi sees (none without it): the record names its device."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()] if out.returncode == 0 else []
+
+
 def first_block_seconds(stats: dict) -> float | None:
     """Seconds from the campaign's start to its first finished block (start-up + one block's latency)."""
     tl = stats.get("timeline") or []
@@ -166,9 +178,12 @@ def main(argv: list[str] | None = None) -> int:
         "ptxas-generated": Plan(seed=args.seed, block_size=args.block_size, examples=n, judges=("ptxas",) + hw),
         "ptxas-corpus": Plan(block_size=args.block_size, corpus=corpus, judges=("ptxas",) + hw),
     }
+    from fuzzptx.oracles.ptxas import ptxas_version
+
     result = {
         "what": "campaign throughput vs bare batched ptxas on the same programs and the same number of processes",
-        "host": platform.node(), "cpus": os.cpu_count(), "load_at_start": round(load, 2), "workers": workers,
+        "host": platform.node(), "cpus": os.cpu_count(), "gpu_devices": _gpu_devices(),
+        "ptxas": ptxas_version(), "python": sys.version.split()[0], "load_at_start": round(load, 2), "workers": workers,
         "gpus": gpus, "programs": n, "block_size": args.block_size, "seed": args.seed,
         "generation_seconds_on_pool": round(gen_s, 2), "bare_ptxas": bare, "campaigns": {},
     }
