@@ -14,6 +14,8 @@ Two ratios per run, both honest: ``ratio_to_bare_ptxas`` over the whole run (poo
 and the first blocks' latency included: it dominates short runs), and
 ``steady_ratio_to_bare_ptxas`` between the first and the last finished block (the rate a
 long campaign holds).  ``--examples 4000`` makes the start-up a small share of the run.
+A name given twice in ``--only`` runs twice; ``pooled`` in the record pools each configuration's
+runs and all bare runs (alternate them with ``--bare-after`` so drift falls on both sides).
 ``--bare-after`` measures bare ptxas again after each run and gives that run's ratio against the
 mean of the two bare runs around it too (the machine's ptxas speed was seen to drift by ~10%
 within one invocation).  ``--budget S`` skips (and records as skipped) a run unless the time spent plus 1.5x the
@@ -130,6 +132,29 @@ def campaign(name: str, work: Path, plan: Plan, gpus: list[int], workers: int, b
             "cpu": cpu.result(stats["programs"]), "timeline": stats.get("timeline")}
 
 
+def pooled(result: dict) -> dict:
+    """Each campaign configuration's runs pooled (programs over seconds, all its runs) against every
+    bare run of the invocation pooled the same way: with runs alternating (``--only a,a,a
+    --bare-after``) the machine's drift within the invocation falls on both sides alike."""
+    bares = [result["bare_ptxas"]] + result.get("bare_after_runs", [])
+    bare_pps = sum(b["programs"] for b in bares) / sum(b["seconds"] for b in bares)
+    out: dict = {"bare_runs": len(bares), "bare_programs_per_second": round(bare_pps, 2)}
+    for key, r in result["campaigns"].items():
+        if "programs" not in r:
+            continue
+        c = out.setdefault(key.split("#")[0], {"runs": 0, "programs": 0, "seconds": 0.0, "ratios_to_bare_around": []})
+        c["runs"] += 1
+        c["programs"] += r["programs"]
+        c["seconds"] = round(c["seconds"] + r["seconds"], 2)
+        if "ratio_to_bare_before_and_after" in r:
+            c["ratios_to_bare_around"].append(r["ratio_to_bare_before_and_after"])
+    for name, c in out.items():
+        if isinstance(c, dict):
+            c["programs_per_second"] = round(c["programs"] / c["seconds"], 2)
+            c["ratio_to_pooled_bare"] = round(c["programs_per_second"] / bare_pps, 3)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--examples", type=int, default=256)
@@ -190,11 +215,14 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic() - gen_s - bare["seconds"]
     last_run = 0.0
+    seen: dict[str, int] = {}
     for name in args.only.split(","):
+        seen[name] = seen.get(name, 0) + 1  # a name given again is run again: key name#2, name#3, ...
+        key = name if seen[name] == 1 else f"{name}#{seen[name]}"
         elapsed = time.monotonic() - started
         if args.budget and elapsed + 1.5 * last_run > args.budget:  # the next run would likely overrun: say so
-            result["campaigns"][name] = {"skipped": f"budget: {elapsed:.0f} s spent, the last run took {last_run:.0f} s"}
-            print(f"{name}: skipped (budget)", file=sys.stderr)
+            result["campaigns"][key] = {"skipped": f"budget: {elapsed:.0f} s spent, the last run took {last_run:.0f} s"}
+            print(f"{key}: skipped (budget)", file=sys.stderr)
             continue
         t0 = time.monotonic()
         r = campaign(name, work, runs[name], gpus if "hardware" in runs[name].judges else [], workers,
@@ -208,11 +236,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bare ptxas after {name}: {after['programs_per_second']} programs/s; {name} = "
                   f"{r['ratio_to_bare_before_and_after']:.0%} of the mean of the bare runs around it", file=sys.stderr)
             bare = after
-        result["campaigns"][name] = r
+            result.setdefault("bare_after_runs", []).append(after)
+        result["campaigns"][key] = r
         print(f"{name}: {r['programs_per_second']} programs/s = {r['ratio_to_bare_ptxas']:.0%} of bare ptxas "
               f"(steady {r['steady_ratio_to_bare_ptxas']}, first block after {r['first_block_after_seconds']} s); "
               f"ms/program {r['stage_ms_per_program']}; gpu idle {r['gpu_idle_share']}", file=sys.stderr)
         Path(args.out).write_text(json.dumps(result, indent=1))
+    result["pooled"] = pooled(result)
     result["seconds_total"] = round(time.monotonic() - started, 1)
     Path(args.out).write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))

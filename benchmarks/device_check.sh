@@ -10,7 +10,7 @@ cd /tmp
 (nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; /usr/local/cuda/bin/ptxas --version | tail -2; python3 -c "import cupy, numpy, hypothesis; print('cupy', cupy.__version__, 'numpy', numpy.__version__, 'hypothesis', hypothesis.__version__)") > $OUT/device.txt 2>&1
 python3 -m pytest -p fuzzptx.pytest_plugin -p no:cacheprovider -c $R/pyproject.toml --rootdir $R -m gpu -q -n 4 --junitxml=$OUT/gpu_junit.xml $R/tests 2>&1 | tail -4
 python3 -m pytest -p fuzzptx.pytest_plugin -p no:cacheprovider -c $R/pyproject.toml --rootdir $R -q -n 4 --junitxml=$OUT/sass_junit.xml $R/tests/test_sass_judge.py $R/tests/test_findings.py 2>&1 | tail -3
-python3 -m fuzzptx.cli campaign --time 150 --gpus all --seed 28 --plant-faults --quiet --out /tmp/camp 2>&1 | tail -15
+python3 -m fuzzptx.cli campaign --time 150 --gpus all --seed 28 --judges reference,checker,ptxas,hardware --plant-faults --quiet --out /tmp/camp 2>&1 | tail -15
 python3 -m fuzzptx.cli report /tmp/camp --known $R/reports/known_findings.txt 2>&1 | tail -5
 mkdir -p $OUT/camp && cp /tmp/camp/stats.json /tmp/camp/summary.json /tmp/camp/junit.xml /tmp/camp/campaign.json $OUT/camp/ 2>/dev/null
 ls /tmp/camp

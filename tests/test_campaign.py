@@ -25,7 +25,7 @@ SEED, EXAMPLES, BLOCK = 1, 12, 4  # seed 1: two real checker findings, so repros
 
 def _campaign(out: Path, *extra: str, check: bool = True) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "none", "--out", str(out), "--seed", str(SEED),
-           "--block-size", str(BLOCK), "--workers", "1", "--quiet", *extra]
+           "--block-size", str(BLOCK), "--workers", "1", "--quiet", "--judges", "reference,checker,ptxas", *extra]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if check:
         assert r.returncode == 0, r.stderr
@@ -55,6 +55,18 @@ def test_whole_campaign_judges_each_program_once(whole):
     assert set(keys) == {(i // BLOCK, i % BLOCK) for i in range(EXAMPLES)}
     assert max(keys.values()) == 1
     assert all("ptxas" in r["verdicts"] and "checker" in r["verdicts"] for r in whole)
+
+
+def test_default_judges_are_the_nightly_set(tmp_path):
+    """Without --judges a campaign runs the nightly hardware set (reference, ptxas, GPU; here no GPU),
+    not the checker: its ptxas-model verdicts are the CPU fuzz runs' job."""
+    out = tmp_path / "c"
+    cmd = [sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "none", "--out", str(out), "--seed", str(SEED),
+           "--block-size", "2", "--examples", "2", "--workers", "1", "--quiet"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["judges"] == ["reference", "ptxas"]
+    assert all(set(rec["verdicts"]) == {"reference", "ptxas"} for rec in _records(out))
 
 
 def test_blocks_are_the_same_in_every_process(whole, tmp_path):
