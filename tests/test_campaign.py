@@ -104,7 +104,8 @@ def test_shards_split_the_work_without_overlap(whole, tmp_path):
 def test_kill_9_then_resume_loses_and_repeats_nothing(whole, tmp_path):
     out = tmp_path / "killed"
     cmd = [sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "none", "--out", str(out), "--seed", str(SEED),
-           "--block-size", str(BLOCK), "--workers", "1", "--quiet", "--examples", str(EXAMPLES)]
+           "--block-size", str(BLOCK), "--workers", "1", "--quiet", "--examples", str(EXAMPLES),
+           "--judges", "reference,checker,ptxas"]  # as ``whole`` was judged
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     results = out / "results.jsonl"
     t0 = time.monotonic()

@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def campaign_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("camp")
     cmd = [sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "none", "--examples", "16", "--block-size", "8",
-           "--seed", "11", "--workers", "1", "--plant-faults", "--quiet", "--out", str(out)]
+           "--seed", "11", "--workers", "1", "--plant-faults", "--quiet", "--out", str(out),
+           "--judges", "reference,checker,ptxas"]  # the checker's findings give the report buckets to show
     subprocess.run(cmd, check=True, capture_output=True, timeout=300)
     return out
 
