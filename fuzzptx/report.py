@@ -12,45 +12,74 @@ import html
 import io
 import json
 import re
-from collections import Counter, defaultdict
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
 from fuzzptx.known import KnownFinding, classify, context_from, load_known
 from fuzzptx.triage import Triage, read_records
 
 
-def load_records(directory: Path) -> tuple[Triage, list[dict]]:
-    records: list[dict] = []
-    t = Triage()
-    for f in sorted(directory.rglob("*.jsonl")):
-        before = t.programs
-        read_records([f], t)
-        if t.programs > before:
-            with f.open() as fh:
-                for line in fh:
-                    try:
-                        rec = json.loads(line)
-                    except ValueError:
-                        continue
-                    if isinstance(rec, dict):
-                        records.append(rec)
-    return t, records
+FAULT_ROWS = 500  # GPU-fault rows the HTML lists; the rest are counted
 
 
-def coverage_cells(records: list[dict]) -> Counter:
-    """(type mix + A source, N, swizzle) -> programs, from each record's ``forms`` and ``coverage``."""
+@dataclass
+class Digest:
+    """What the report needs of the records, gathered as they stream past: a nightly record holds
+    millions of programs (~0.8 KB of JSON each), and keeping them all as dicts took ~4 KB a program."""
+
+    times: array = field(default_factory=lambda: array("d"))
+    families: Counter = field(default_factory=Counter)
+    cells: Counter = field(default_factory=Counter)  # coverage_cells' keys
+    faults: list[dict] = field(default_factory=list)  # the first FAULT_ROWS planted/faulting programs
+    more_faults: int = 0
+
+    def add(self, rec: dict) -> None:
+        t = rec.get("t")
+        if isinstance(t, (int, float)):
+            self.times.append(t)
+        self.families[rec.get("family", "?")] += 1
+        _add_cells(self.cells, rec)
+        hw = rec.get("verdicts", {}).get("hardware", "not run")
+        if rec.get("planted") or str(hw).startswith("fault"):
+            if len(self.faults) < FAULT_ROWS:
+                self.faults.append({"id": rec.get("id", "?"), "planted": rec.get("planted") or "", "hardware": hw,
+                                    "signatures": [f["signature"] for f in rec.get("findings", ())]})
+            else:
+                self.more_faults += 1
+
+
+def load_records(directory: Path) -> tuple[Triage, Digest]:
+    """Every ``*.jsonl`` record under ``directory``, read once, line by line."""
+    digest = Digest()
+    t = read_records(sorted(directory.rglob("*.jsonl")), Triage(), digest.add)
+    return t, digest
+
+
+_WGMMA_FORM = re.compile(r"wgmma\.mma_async(\.sp)?\.sync\.aligned\.m64n(\d+)k\d+(?:\.satfinite)?\.(\w+)\.(\w+)\.(\w+)(?:\.\w+)*(?:\|a=(\w+))?")
+
+
+def _add_cells(cells: Counter, rec: dict) -> None:
+    """(type mix + A source, N, swizzle) -> programs, from a record's ``forms`` and ``coverage``."""
+    swz = rec.get("coverage", {}).get("swizzle") or ["none"]
+    for key in rec.get("forms", ()):
+        m = _WGMMA_FORM.match(key)
+        if not m:
+            continue
+        sp, n, d, a, b, src = m.groups()
+        row = f"{'sp ' if sp else ''}{d}.{a}.{b} A={src}"
+        for s in swz:
+            cells[(row, int(n), s)] += 1
+
+
+def coverage_cells(records: Iterable[dict]) -> Counter:
+    """``_add_cells`` over ``records``."""
     cells: Counter = Counter()
     for rec in records:
-        swz = rec.get("coverage", {}).get("swizzle") or ["none"]
-        for key in rec.get("forms", ()):
-            m = re.match(r"wgmma\.mma_async(\.sp)?\.sync\.aligned\.m64n(\d+)k\d+(?:\.satfinite)?\.(\w+)\.(\w+)\.(\w+)(?:\.\w+)*(?:\|a=(\w+))?", key)
-            if not m:
-                continue
-            sp, n, d, a, b, src = m.groups()
-            row = f"{'sp ' if sp else ''}{d}.{a}.{b} A={src}"
-            for s in swz:
-                cells[(row, int(n), s)] += 1
+        _add_cells(cells, rec)
     return cells
 
 
@@ -90,17 +119,16 @@ def plot_coverage(cells: Counter) -> str:
     return _svg(fig)
 
 
-def plot_throughput(records: list[dict]) -> str:
+def plot_throughput(times: Sequence[float]) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    times = sorted(r["t"] for r in records if isinstance(r.get("t"), (int, float)))
     if len(times) < 2:
         return "<p>Not enough timed records for a throughput plot.</p>"
-    t0 = times[0]
-    span = max(times[-1] - t0, 1e-9)
+    t0 = min(times)
+    span = max(max(times) - t0, 1e-9)
     width = max(span / 40, 1.0)
     bins: Counter = Counter(int((t - t0) // width) for t in times)
     xs = sorted(bins)
@@ -129,8 +157,8 @@ def plot_buckets(t: Triage) -> str:
     return _svg(fig)
 
 
-def summary(t: Triage, records: list[dict], stats: dict, known: tuple[KnownFinding, ...] = ()) -> dict:
-    times = [r["t"] for r in records if isinstance(r.get("t"), (int, float))]
+def summary(t: Triage, digest: Digest, stats: dict, known: tuple[KnownFinding, ...] = ()) -> dict:
+    times = digest.times
     wall = (max(times) - min(times)) if len(times) > 1 else stats.get("wall_seconds")
     hit, unmatched = classify(t.buckets, known, context_from(stats))
     buckets = [{"signature": b.signature, "count": b.count, "smallest_repro": (b.smallest or {}).get("repro"),
@@ -145,7 +173,7 @@ def summary(t: Triage, records: list[dict], stats: dict, known: tuple[KnownFindi
         "known_buckets": len(hit),
         "buckets": buckets,
         "known_entries_unmatched": [f"{k.where()}: {k.pattern}" for k in unmatched] if known else [],
-        "families": dict(Counter(r.get("family", "?") for r in records).most_common()),
+        "families": dict(digest.families.most_common()),
         "wall_seconds": wall,
         "programs_per_second": (t.programs / wall) if wall else None,
         "campaign_stats": stats,
@@ -172,7 +200,7 @@ def junit(t: Triage, summ: dict) -> str:
             + "\n".join(cases) + "\n</testsuite>\n")
 
 
-def html_report(directory: Path, t: Triage, records: list[dict], summ: dict) -> str:
+def html_report(directory: Path, t: Triage, digest: Digest, summ: dict) -> str:
     rows = []
     status = {b["signature"]: b["known"] for b in summ["buckets"]}
     for b in t.ordered():
@@ -187,10 +215,11 @@ def html_report(directory: Path, t: Triage, records: list[dict], summ: dict) -> 
     st = summ.get("campaign_stats") or {}
     stage = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in st.items() if not isinstance(v, (dict, list)))
     stage_rows = stage_table(st)
-    faults = "".join(f"<tr><td>{html.escape(r.get('id', '?'))}</td><td>{html.escape(r.get('planted') or '')}</td>"
-                     f"<td>{html.escape(r.get('verdicts', {}).get('hardware', 'not run'))}</td>"
-                     f"<td>{html.escape(', '.join(f['signature'] for f in r.get('findings', ())))}</td></tr>"
-                     for r in records if r.get("planted") or str(r.get("verdicts", {}).get("hardware", "")).startswith("fault"))
+    faults = "".join(f"<tr><td>{html.escape(r['id'])}</td><td>{html.escape(r['planted'])}</td>"
+                     f"<td>{html.escape(r['hardware'])}</td><td>{html.escape(', '.join(r['signatures']))}</td></tr>"
+                     for r in digest.faults)
+    if digest.more_faults:
+        faults += f"<tr><td colspan=4>... and {digest.more_faults} more (results.jsonl)</td></tr>"
     pps = summ["programs_per_second"]
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>fuzzptx report: {html.escape(directory.name)}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse}}
@@ -203,8 +232,8 @@ td,th{{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}}h2{{margin
 <h2>Findings by bucket</h2>{plot_buckets(t)}
 <table><tr><th>findings</th><th>signature</th><th>status</th><th>smallest repro</th><th>instructions</th></tr>{''.join(rows)}</table>
 {f'<p>Known-finding entries that matched no bucket (fixed, stale, or their judges did not run):</p><ul>{stale}</ul>' if stale else ''}
-<h2>Coverage: type mix &times; N &times; A source &times; swizzle</h2>{plot_coverage(coverage_cells(records))}
-<h2>Throughput over time</h2>{plot_throughput(records)}
+<h2>Coverage: type mix &times; N &times; A source &times; swizzle</h2>{plot_coverage(digest.cells)}
+<h2>Throughput over time</h2>{plot_throughput(digest.times)}
 <h2>Stages</h2>{stage_rows or '<p>no stats.json</p>'}
 <h2>GPU faults survived</h2>{f'<table><tr><th>program</th><th>planted</th><th>hardware</th><th>findings</th></tr>{faults}</table>' if faults else '<p>No GPU faults.</p>'}
 <h2>Campaign figures</h2><table>{stage or '<tr><td>no stats.json</td></tr>'}</table>
@@ -248,13 +277,13 @@ def _rel(directory: Path, path: str) -> str:
 
 
 def write_report(directory: Path, known: tuple[KnownFinding, ...] = ()) -> dict:
-    t, records = load_records(directory)
+    t, digest = load_records(directory)
     stats_path = directory / "stats.json"
     stats = json.loads(stats_path.read_text()) if stats_path.exists() else {}
-    summ = summary(t, records, stats, known)
+    summ = summary(t, digest, stats, known)
     (directory / "summary.json").write_text(json.dumps(summ, indent=1))
     (directory / "junit.xml").write_text(junit(t, summ))
-    (directory / "report.html").write_text(html_report(directory, t, records, summ))
+    (directory / "report.html").write_text(html_report(directory, t, digest, summ))
     return summ
 
 

@@ -20,7 +20,7 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 
 @dataclass
@@ -55,7 +55,11 @@ class Triage:
         return sorted(self.buckets.values(), key=lambda b: (-b.count, b.signature))
 
 
-def read_records(paths: Iterable[str | Path], triage: Triage | None = None) -> Triage:
+def read_records(paths: Iterable[str | Path], triage: Triage | None = None,
+                 each: Callable[[dict], None] | None = None) -> Triage:
+    """Add every record of ``paths`` (files, or directories searched for ``*.jsonl``) to a
+    ``Triage``, one line at a time (a nightly record holds millions); ``each`` also sees every good
+    record, in the same pass."""
     t = triage or Triage()
     for path in paths:
         p = Path(path)
@@ -83,6 +87,8 @@ def read_records(paths: Iterable[str | Path], triage: Triage | None = None) -> T
                         continue
                     rec.setdefault("_source", str(f))
                     t.add_record(rec, str(f))
+                    if each is not None:
+                        each(rec)
     return t
 
 

@@ -110,3 +110,31 @@ def test_a_bad_baseline_is_one_line_and_writes_nothing(campaign_dir, tmp_path, c
     assert err.count("\n") == 1 and f"{bad}:1:" in err and "needs a reason" in err
     after = (campaign_dir / "junit.xml").read_text() if (campaign_dir / "junit.xml").exists() else None
     assert before == after
+
+
+def test_records_stream_and_the_fault_table_is_capped(campaign_dir, tmp_path):
+    """A nightly record holds millions of programs: the report reads it line by line, keeping
+    counts (not records), and lists at most FAULT_ROWS GPU faults, counting the rest."""
+    from fuzzptx.report import FAULT_ROWS
+
+    out = tmp_path / "many"
+    out.mkdir()
+    base = [json.loads(x) for x in (campaign_dir / "results.jsonl").read_text().splitlines()]
+    extra = FAULT_ROWS + 3
+    with (out / "results.jsonl").open("w") as fh:
+        for rec in base:
+            fh.write(json.dumps(rec) + "\n")
+        for i in range(extra):
+            fh.write(json.dumps({"id": f"f:{i}", "t": base[-1]["t"] + i, "family": "wgmma.f32.f16",
+                                 "verdicts": {"hardware": "fault: illegal address"},
+                                 "findings": [{"signature": "hardware:fault:illegal-address|other", "message": "m"}]}) + "\n")
+        fh.write("{not json\n")
+    summ = write_report(out)
+    assert summ["programs"] == len(base) + extra
+    assert summ["families"]["wgmma.f32.f16"] >= extra
+    assert any(p.endswith(f"results.jsonl:{len(base) + extra + 1}: skipped: Expecting property name enclosed in "
+                          "double quotes: line 1 column 2 (char 1)") for p in summ["input_problems"]), summ["input_problems"]
+    page = (out / "report.html").read_text()
+    planted = sum(1 for r in base if r.get("planted"))  # the campaign's own rows come first
+    assert planted == 2 and page.count("<td>fault: illegal address</td>") == FAULT_ROWS - planted
+    assert f"and {extra + planted - FAULT_ROWS} more (results.jsonl)" in page
