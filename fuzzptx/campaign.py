@@ -373,15 +373,26 @@ def done_keys(path: Path) -> Counter:
     return keys
 
 
-def _truncate_torn_tail(path: Path) -> None:
-    """Drop a partial last line left by a kill, so appends start on a fresh line."""
+def _truncate_torn_tail(path: Path, chunk: int = 1 << 16) -> None:
+    """Drop a partial last line left by a kill, so appends start on a fresh line.  Reads back
+    from the end only as far as the last newline: a night's record runs to gigabytes."""
     if not path.exists() or path.stat().st_size == 0:
         return
-    data = path.read_bytes()
-    if data.endswith(b"\n"):
-        return
     with path.open("rb+") as fh:
-        fh.truncate(data.rfind(b"\n") + 1)
+        end = fh.seek(0, 2)
+        fh.seek(end - 1)
+        if fh.read(1) == b"\n":
+            return
+        pos = end
+        while pos > 0:
+            start = max(0, pos - chunk)
+            fh.seek(start)
+            nl = fh.read(pos - start).rfind(b"\n")
+            if nl >= 0:
+                fh.truncate(start + nl + 1)
+                return
+            pos = start
+        fh.truncate(0)  # no complete line at all
 
 
 # ----------------------------------------------------------------- flags

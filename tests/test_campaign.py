@@ -137,6 +137,16 @@ def test_torn_tail_is_dropped(tmp_path):
     assert done_keys(p) == Counter({(0, 0): 1, (0, 1): 1})
     _truncate_torn_tail(p)
     assert p.read_text().endswith('"index": 1}\n')
+    whole = p.read_text()
+    _truncate_torn_tail(p)  # a clean record stays as it is
+    assert p.read_text() == whole
+    for torn in ('{"block": 0, "index": 2, "verdicts": {"ptxas": "acc', "x" * 100):  # tails longer than a chunk
+        p.write_text(whole + torn)
+        _truncate_torn_tail(p, chunk=8)
+        assert p.read_text() == whole
+    p.write_text('{"block": 0, "ind')  # no complete line at all
+    _truncate_torn_tail(p, chunk=8)
+    assert p.read_text() == ""
 
 
 @pytest.mark.parametrize("argv, words", [
