@@ -454,6 +454,21 @@ def corpus_files(directory: str) -> list[str]:
 
 
 @dataclass
+class FirstFew:
+    """The first ``keep`` messages of a kind, and how many there were: a GPU that cannot start
+    would otherwise leave one message per program in memory for a whole night."""
+
+    keep: int = 20
+    items: list = field(default_factory=list)
+    count: int = 0
+
+    def append(self, message: str) -> None:
+        self.count += 1
+        if len(self.items) < self.keep:
+            self.items.append(message)
+
+
+@dataclass
 class Live:
     """Counters behind the progress line and stats.json."""
 
@@ -472,8 +487,8 @@ class Live:
     smallest: dict = field(default_factory=dict)  # signature -> fewest instructions so far
     faults: Counter = field(default_factory=Counter)
     restarts: Counter = field(default_factory=Counter)
-    gpu_errors: list = field(default_factory=list)
-    block_errors: list = field(default_factory=list)
+    gpu_errors: FirstFew = field(default_factory=FirstFew)
+    block_errors: FirstFew = field(default_factory=FirstFew)
     gpu_workers: int = 0
     runner_stats: dict = field(default_factory=dict)  # runner -> (start seconds, seconds waited for a worker to start)
     dropped_at_deadline: int = 0  # prepared programs left unjudged (not recorded) when --time ran out
@@ -970,8 +985,8 @@ def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, re
         "worker_restarts": sum(live.restarts.values()),
         "gpu_worker_start_seconds_mean": _mean([x for st, _ in live.runner_stats.values() for x in st]),
         "gpu_seconds_waiting_for_a_worker_start": round(sum(w for _, w in live.runner_stats.values()), 1),
-        "gpu_errors": live.gpu_errors[:20],
-        "block_errors": live.block_errors[:20],
+        "gpu_errors": live.gpu_errors.items, "gpu_errors_total": live.gpu_errors.count,
+        "block_errors": live.block_errors.items, "block_errors_total": live.block_errors.count,
         "planted_block": meta.get("planted_block"),
         "buckets": dict(live.buckets.most_common()),
         "resumed_skipping": resumed,
