@@ -256,16 +256,19 @@ def prepare_block(task: BlockTask) -> Prepared:
     texts = [t for t, _ in emitted]
     hw = "hardware" in task.judges
     ptxas: list[Any] = [None] * len(programs)
-    early: list[Any] = [None] * len(programs)  # the checker's verdicts, taken while ptxas compiles
+    early: list[Any] = [None] * len(programs)  # verdicts taken while ptxas compiles
+    ran: list[tuple[str, ...]] = [()] * len(programs)  # ... and by which judges
     if "ptxas" in task.judges or hw:
-        ptxas = _compile_block(texts, hw, secs, lambda: _check_early(task, items, emitted, early))
+        ptxas = _compile_block(texts, hw, secs, lambda done: _judge_early(task, items, emitted, early, ran, done))
     verdicts, cubins, names, records = [], [], [], []
-    for (idx, p, planted), (text, judged), r, v0 in zip(items, emitted, ptxas, early):
-        judges = [j for j in task.judges if j in _CPU_JUDGES and not (v0 is not None and j == "checker")]
+    for (idx, p, planted), (text, judged), r, v0, before in zip(items, emitted, ptxas, early, ran):
+        judges = [j for j in task.judges if j in _CPU_JUDGES and j not in before]
         if planted or (r is not None and not r.accepted):
             # The reference's values only matter for a program the GPU can run (and a
             # planted kernel is not one the reference should interpret: it never ends).
             judges = [j for j in judges if j not in ("reference", "mmasim", "sass") and not (planted and j == "checker")]
+            if "reference" in before:  # taken before ptxas said no: the verdicts stay as they were
+                _forget_reference(v0)
         if any(j in judges for j in _IR_JUDGES):
             v = differ.judge(p, judges, ptxas_result=r, text=text, judged=judged, into=v0)
         else:  # ptxas alone needs no parse of the emitted text
@@ -294,11 +297,11 @@ def prepare_block(task: BlockTask) -> Prepared:
                     texts, time.perf_counter() - t_block)
 
 
-def _compile_block(texts: list[str], hw: bool, secs: Counter, meanwhile: Callable[[], None]) -> list:
-    """``compile_batch`` of the block's texts in a thread, running ``meanwhile`` (judges that need
-    no ptxas result) in this one: the pool process would otherwise sit idle while its ptxas runs,
-    and a campaign's pool of N processes then keeps N + 1 cores or more busy at times (measured:
-    benchmarks/README.md, "checker beside ptxas")."""
+def _compile_block(texts: list[str], hw: bool, secs: Counter, meanwhile: Callable[[Callable[[], bool]], None]) -> list:
+    """``compile_batch`` of the block's texts in a thread, running ``meanwhile(ptxas_done)``
+    (judges that need no ptxas result) in this one: the pool process would otherwise sit idle
+    while its ptxas runs, and a campaign's pool of N processes then keeps N + 1 cores or more
+    busy at times (measured: benchmarks/README.md, "checker beside ptxas", "reference beside ptxas")."""
     from fuzzptx.oracles.ptxas import compile_batch
 
     took: dict = {}
@@ -313,7 +316,7 @@ def _compile_block(texts: list[str], hw: bool, secs: Counter, meanwhile: Callabl
     with cf.ThreadPoolExecutor(1) as ex:
         t0 = time.perf_counter()
         fut = ex.submit(run)
-        meanwhile()
+        meanwhile(fut.done)
         beside = time.perf_counter() - t0
         out = fut.result()
     secs["ptxas"] += took["ptxas"]
@@ -322,14 +325,28 @@ def _compile_block(texts: list[str], hw: bool, secs: Counter, meanwhile: Callabl
     return out
 
 
-def _check_early(task: BlockTask, items, emitted, early: list) -> None:
-    """The checker on each of the block's programs (not the planted ones): it reads the program
-    alone, so it runs while ptxas compiles (``_compile_block``)."""
-    if "checker" not in task.judges:
+def _judge_early(task: BlockTask, items, emitted, early: list, ran: list, ptxas_done: Callable[[], bool]) -> None:
+    """The judges that read the program alone, on each of the block's programs (not the planted
+    ones), while ptxas compiles (``_compile_block``): the checker on every one; the reference
+    until ptxas is done (after that it waits for ptxas's verdict, and skips what ptxas rejected:
+    a reference run on a program ptxas then rejects is ~13% of them, the price of the overlap)."""
+    wanted = tuple(j for j in ("checker", "reference") if j in task.judges)
+    if not wanted:
         return
     for k, ((_, p, planted), (text, judged)) in enumerate(zip(items, emitted)):
-        if not planted and judged is not None:
-            early[k] = differ.judge(p, ("checker",), text=text, judged=judged)
+        if planted or judged is None:
+            continue
+        js = wanted if "reference" not in wanted or not ptxas_done() else tuple(j for j in wanted if j != "reference")
+        if js:
+            early[k] = differ.judge(p, js, text=text, judged=judged)
+            ran[k] = js
+
+
+def _forget_reference(v: differ.Verdicts) -> None:
+    """A reference verdict taken early on a program ptxas rejected: dropped, as if never taken
+    (the campaign judges a rejected program by ptxas and the checker alone)."""
+    v.reference = v.reference_error = v.reference_skipped = v.mutation_reached = None
+    v.reference_error_kind = ""
 
 
 def _metamorphic_block(task: BlockTask, programs, texts, ptxas, cubins, planted, secs: Counter) -> list:
