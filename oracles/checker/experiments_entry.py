@@ -2,20 +2,13 @@
 finding ``checker!=ptxas|spurious:C7517`` shrunk to six instructions: ``wait_group 0``, a label,
 a lone commit, ``xor`` of a never-written accumulator, the wgmma that takes it, ``wait_group 0``).
 
-At the entry ptxas does not know what is in flight: a commit there (or a fence then a commit)
-makes a group it waits for, so a later read of a value a wgmma will take as accumulator gets a
-feed wait (C7517) -- a never-written accumulator included, in the entry block as after a label.
-A ``wait_group`` tells it: after one, a commit with no wgmma before it on any path makes no group,
-even with a fence between, nor one with only a dead wgmma (ptxas deletes it); and with a known
-group in flight a never-written accumulator is a constant to ptxas (no feed wait; the model still
-waits there: a known gap).  After a real pipeline and its wait, a stray commit still makes one
-(``second_commit_at_end``, ``use_wait_commit``).  Files: ``tests/data/checker/NAME.ptx``.
-
-The model agrees where no wait_group comes first and waits where ptxas does not after one (known
-gaps, marked in the files).  A model change that fixed the shrunk finding and eleven variants of it
-(an ``entry_unknown`` state, and never-written accumulators as constants unless a group committed
-from it is in flight) was tried on 2026-11-26 and held back: it moved pipegen's agreement from
-1904 to 1898 of 2000 before it was finished.
+A read of a value a later wgmma takes as accumulator (a feed read) waits (C7517) only while no
+wait_group has been passed since the function's entry: there ptxas does not know what is in
+flight, so even a lone commit (or fence, commit) makes a group it waits for, and a never-written
+accumulator counts as read.  After any wait_group no feed read waits, with a real group in flight
+too, and an empty commit makes no group for it (the stray commit of ``second_commit_at_end`` still
+waits at the ``ret``: exits are another rule).  Files: ``tests/data/checker/NAME.ptx``; the rule:
+``ptxas_model.PS.entry_unknown``, ``unknown_flying``, ``unset``.
 """
 from __future__ import annotations
 
@@ -24,7 +17,9 @@ def more() -> dict[str, tuple[str, str]]:
     """name -> (description, kernel text), as in ``experiments.EXPERIMENTS``."""
     from .experiments import COMMIT, FENCE, WAIT, WAIT1, kernel, store, wg
 
-    tail = ["xor.b32 %f1, %f1, 1;", FENCE, wg(), COMMIT, WAIT] + store()
+    tail = ["xor.b32 %f1, %f1, 1;", FENCE, wg(), COMMIT, WAIT] + store()  # %f1 is loaded first
+    unset = ["xor.b32 %f20, %f20, 1;", FENCE, wg(20), COMMIT, WAIT] + store(20)  # %f20 never written
+    pipe = [FENCE, wg(5), COMMIT]
 
     def k(*head: str) -> str:
         return kernel(list(head) + tail)
@@ -46,8 +41,21 @@ def more() -> dict[str, tuple[str, str]]:
             k(WAIT, wg(5), COMMIT)),
         "entry_wait_live_wgmma_commit_feed_read": (
             "wait_group 0, a wgmma whose accumulators are stored at the end, commit, the read: no wait either "
-            "(a known group in flight: ptxas folds the never-written register)",
+            "(a real group in flight, but after a wait_group)",
             kernel([WAIT, wg(5), COMMIT] + tail + store(5))),
+        "entry_pipe_wait_commit_feed_read": ("a stage, wait_group 0, a stray commit, then the read: no wait",
+                                             kernel(pipe + [WAIT, COMMIT] + tail + store(5))),
+        "entry_wait_pipe_feed_read": ("wait_group 0, then a stage in flight and the read: no wait (a wait_group came first)",
+                                      kernel([WAIT] + pipe + tail + store(5))),
+        "entry_pipe_feed_read": ("a stage in flight and the read, no wait_group before: the feed wait",
+                                 kernel(pipe + tail + store(5))),
+        "entry_pipe_wait1_pipe_feed_read": (
+            "a stage, wait_group 1, another stage in flight, the read: no wait",
+            kernel(pipe + [WAIT1, FENCE, wg(9), COMMIT] + tail + store(5) + store(9))),
+        "entry_pipe_feed_read_unset": ("a stage in flight, then the read of a never-written accumulator: the feed wait",
+                                       kernel(pipe + unset + store(5))),
+        "entry_commit_feed_read_unset": ("a lone commit at the entry, then the read of a never-written accumulator: "
+                                         "the feed wait", kernel([COMMIT] + unset)),
         "entry_feed_read_alone": ("the read with no commit before it: no wait", k()),
         "entry_wait_feed_read": ("wait_group 0, then the read: no wait", k(WAIT)),
     }

@@ -59,6 +59,10 @@ Learned 2026-11-26 (experiments_exit.py): a ``bra`` to a block holding nothing b
   branch.  An integer update in place that leaves the register as it is (``xor r, r, 0``, ``and r,
   r, -1``, ``max r, r, r``) is a self-move; a feed read waits only where the output it feeds is
   live (accumulator i of a wgmma feeds output i alone: ptxas_dce's ``per_register``).
+Learned 2026-11-26 (experiments_entry.py, a campaign finding): feed-read waits happen only while no
+  wait_group has been passed since the entry, where ptxas does not know what is in flight: a lone
+  commit there makes a group, and a never-written accumulator counts as read; after a wait_group
+  no feed read waits (a real group in flight too) and a never-written accumulator is a constant.
 ptxas's divergence is not the spec's: anything from %tid.*/%laneid (even %tid.x >> 7) is
 divergent, %warpid/%clock/shfl broadcasts are uniform, ``bra.uni`` is trusted.
 """
@@ -197,6 +201,13 @@ class PS(NamedTuple):
     div_pipe: bool = False  # a fence, wgmma, commit or wait ran under divergent control on some path
     # before here: a wait ptxas would inject for a read serialises the function instead (C7518;
     # measured: div_pipe_*), however uniform the stages between
+    # At the entry ptxas does not know what is in flight (a wait_group tells it): only then does a
+    # feed read wait, a lone commit makes a group for it, and a never-written accumulator counts as
+    # read; after a wait_group such a register is a constant to ptxas, in any block (measured:
+    # experiments_entry.py)
+    entry_unknown: bool = True  # no wait_group since the entry (on some path)
+    unknown_flying: bool = False  # a group committed from that unknown state, no wait_group since
+    unset: frozenset = frozenset()  # accumulators no instruction has written yet (on some path)
 
 
 ENTRY_STATE = PS(False, frozenset(), frozenset(), False, frozenset(), frozenset(), False, frozenset(), 0,
@@ -245,6 +256,9 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             lagged=a.lagged | b.lagged,
             tied=a.tied | b.tied,
             div_pipe=a.div_pipe or b.div_pipe,
+            entry_unknown=a.entry_unknown or b.entry_unknown,
+            unknown_flying=a.unknown_flying or b.unknown_flying,
+            unset=a.unset | b.unset,
         )
     return a
 
@@ -375,6 +389,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                 out.arrive_at.setdefault(line, site)
             counted = st.open or not st.armed
             return st._replace(armed=True, fl=frozenset((s, 0 if d < 0 else min(d + 1, 8)) for s, d in st.fl),
+                               unknown_flying=st.unknown_flying or (counted and st.entry_unknown),
                                flag=False, stage_acc=frozenset(), tied=frozenset(), raw=min(st.raw + counted, 8),
                                open=st.open or not st.armed, stage_div=False, raw_div=False, call_at=None, ghost=frozenset(),
                                pblock=site.block)
@@ -388,7 +403,8 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
             return st._replace(fl=frozenset((s, d) for s, d in fl if d < n), waited=st.waited | passed,
                                lagged=st.lagged | {s for s, d in fl if 0 <= d < n},
                                raw=raw, split=st.split if raw else frozenset(), raw_div=False,
-                               open=st.open or st.armed, call_at=None, pblock=site.block, ghost=frozenset())
+                               open=st.open or st.armed, call_at=None, pblock=site.block, ghost=frozenset(),
+                               entry_unknown=False, unknown_flying=False)
         if ins.base in ("ret", "exit"):
             return exit_at(line, st)
         if site in jumps_out and (st.raw or st.fl):
@@ -450,9 +466,15 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
         if not st.fl and not st.raw:  # (a group with no wgmma still makes a feed wait: fence_commit_feed_read)
             return st
         read = [s for s, _ in st.fl if uses & wgmma_regs(ctx.wgmmas[s])[0]]
-        feed = uses & (st.vals | (accs - st.here))  # a constant from another block is read too
+        # (a constant from another block is read too; a never-written one only while a group
+        # committed from the entry's unknown state is in flight)
+        feed = uses & (st.vals | (accs - st.here - st.unset) | (st.unset if st.unknown_flying else frozenset()))
         # (not where a path that waited for the groups in flight merged in: measured, feed_read_after_partial_wait)
-        pending = any(s not in st.waited for s, _ in st.fl) if st.fl else bool(st.raw)
+        # groups with no wgmma make a feed wait only when committed from the entry's unknown state
+        # (after a wait_group ptxas knows they are empty: measured, experiments_entry.py)
+        pending = any(s not in st.waited for s, _ in st.fl) if st.fl else st.unknown_flying
+        # ... and none at all once a wait_group has been passed (measured: experiments_entry.py)
+        pending = pending and st.entry_unknown
         if (not read and not guarded and feed and pending and _feeds_later_wgmma(feed, site)
                 and site not in dead_for_feeds(ctx)):  # (a read only a dead output needs: measured,
             # feed_of_dead_accumulator_*)
@@ -506,10 +528,14 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
 
     def plain(ins: Instr, site: Site, st: PS, guarded: bool = False) -> PS:
         out_st = plain0(ins, site, st, guarded)
+        if is_wgmma(ins) and out_st.unset:
+            out_st = out_st._replace(unset=out_st.unset - wgmma_regs(ins)[0])
         if not is_wgmma(ins):
             d, u = defs_uses(ins)
             if not accs.isdisjoint(d):
                 d = d & accs
+                if not out_st.unset.isdisjoint(d):
+                    out_st = out_st._replace(unset=out_st.unset - d)
                 folded = ins.guard is None and ins.base in _FOLDABLE and u <= st.konst
                 near = folded and u <= st.here
                 vals = _less(out_st.vals, d) if near else _plus(out_st.vals, d)
@@ -572,7 +598,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
     for _ in range(3):  # re-solve while reads force new hoisted waits
         seen = len(forced)
         # a register nothing has written yet is any constant ptxas likes (measured: read_uncommitted_*)
-        ins = solve_forward(ctx.g, ENTRY_STATE._replace(konst=accs, here=accs), transfer, lambda xs: _join(xs, False, False),
+        ins = solve_forward(ctx.g, ENTRY_STATE._replace(konst=accs, here=accs, unset=accs), transfer, lambda xs: _join(xs, False, False),
                             join_at=join_at)
         if len(forced) == seen:
             break
