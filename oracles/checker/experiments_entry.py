@@ -25,7 +25,7 @@ def more() -> dict[str, tuple[str, str]]:
         return kernel(list(head) + tail)
 
     return {
-        "entry_commit_feed_read": ("a commit at the entry, then xor of a never-written accumulator a later wgmma "
+        "entry_commit_feed_read": ("a commit at the entry, then xor of an accumulator (loaded first) a later wgmma "
                                    "takes: the feed wait at the xor", k(COMMIT)),
         "entry_commit_twice_feed_read": ("two commits at the entry, then the read: the feed wait", k(COMMIT, COMMIT)),
         "entry_fence_commit_feed_read": ("fence, commit at the entry, then the read: the feed wait", k(FENCE, COMMIT)),
