@@ -15,7 +15,7 @@ from __future__ import annotations
 
 def more() -> dict[str, tuple[str, str]]:
     """name -> (description, kernel text), as in ``experiments.EXPERIMENTS``."""
-    from .experiments import COMMIT, FENCE, WAIT, WAIT1, kernel, store, wg
+    from .experiments import CALL_R, COMMIT, FENCE, FUNC_R, KEEP_R30, LOOP_HEAD, LOOP_TAIL, WAIT, WAIT1, kernel, store, wg
 
     tail = ["xor.b32 %f1, %f1, 1;", FENCE, wg(), COMMIT, WAIT] + store()  # %f1 is loaded first
     unset = ["xor.b32 %f20, %f20, 1;", FENCE, wg(20), COMMIT, WAIT] + store(20)  # %f20 never written
@@ -56,6 +56,15 @@ def more() -> dict[str, tuple[str, str]]:
                                        kernel(pipe + unset + store(5))),
         "entry_commit_feed_read_unset": ("a lone commit at the entry, then the read of a never-written accumulator: "
                                          "the feed wait", kernel([COMMIT] + unset)),
+        # a call inside a loop entered with a group in flight: the wait ptxas makes for it is
+        # reported at the end of the last commit's block, not at the call (a campaign finding,
+        # line:C7517, shrunk to four instructions)
+        "call_in_loop_after_commit": ("a stage, then a loop with a call in it: the wait at the commit",
+                                      kernel(pipe + LOOP_HEAD + CALL_R + KEEP_R30 + LOOP_TAIL + store(5), extra=FUNC_R)),
+        "call_in_loop_after_lone_commit": ("a lone commit, then a loop with a call in it: the wait at the commit",
+                                           kernel([COMMIT] + LOOP_HEAD + CALL_R + KEEP_R30 + LOOP_TAIL, extra=FUNC_R)),
+        "call_after_commit_no_loop": ("a stage, then the call with no loop: the wait at the call",
+                                      kernel(pipe + CALL_R + KEEP_R30 + store(5), extra=FUNC_R)),
         "entry_feed_read_alone": ("the read with no commit before it: no wait", k()),
         "entry_wait_feed_read": ("wait_group 0, then the read: no wait", k(WAIT)),
     }

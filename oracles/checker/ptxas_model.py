@@ -63,6 +63,8 @@ Learned 2026-11-26 (experiments_entry.py, a campaign finding): feed-read waits h
   wait_group has been passed since the entry, where ptxas does not know what is in flight: a lone
   commit there makes a group, and a never-written accumulator counts as read; after a wait_group
   no feed read waits (a real group in flight too) and a never-written accumulator is a constant.
+  A call inside a loop entered with groups in flight reports its later wait at the last
+  instruction ptxas keeps in the last commit's block (call_in_loop_*).
 ptxas's divergence is not the spec's: anything from %tid.*/%laneid (even %tid.x >> 7) is
 divergent, %warpid/%clock/shfl broadcasts are uniform, ``bra.uni`` is trusted.
 """
@@ -424,6 +426,13 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                 # right after a loop whose wgmmas are in flight, at the loop's exit branch (as a read there)
                 flying = {s for s, _ in st.fl} or (set(ctx.wgmmas) if st.raw else set())
                 at = _loop_exit_line(ctx, pos, site, flying) or line
+                if at == line and st.pblock not in (None, site.block) and _in_loop(ctx, pos, site.block) \
+                        and not _in_loop(ctx, pos, st.pblock):
+                    # a call inside a loop entered with groups in flight: at the end of the last
+                    # commit's block, as a read there would be (measured: experiments_entry.py, call_in_loop_*)
+                    gone = dead_plain(ctx)
+                    kept = [i for k, i in enumerate(ctx.g.blocks[st.pblock].instrs) if Site(st.pblock, k) not in gone]
+                    at = _line(kept[-1]) if kept else line
                 st = st._replace(call_at=at, split=frozenset())
             if isinstance(callee, Reg):  # indirect: ptxas gives up on the pipeline (measured)
                 if any(d < 0 for _, d in st.fl):
