@@ -268,7 +268,7 @@ def prepare_block(task: BlockTask) -> Prepared:
             # planted kernel is not one the reference should interpret: it never ends).
             judges = [j for j in judges if j not in ("reference", "mmasim", "sass") and not (planted and j == "checker")]
             if "reference" in before:  # taken before ptxas said no: the verdicts stay as they were
-                _forget_reference(v0)
+                v0.forget_reference()
         if any(j in judges for j in _IR_JUDGES):
             v = differ.judge(p, judges, ptxas_result=r, text=text, judged=judged, into=v0)
         else:  # ptxas alone needs no parse of the emitted text
@@ -336,17 +336,10 @@ def _judge_early(task: BlockTask, items, emitted, early: list, ran: list, ptxas_
     for k, ((_, p, planted), (text, judged)) in enumerate(zip(items, emitted)):
         if planted or judged is None:
             continue
-        js = wanted if "reference" not in wanted or not ptxas_done() else tuple(j for j in wanted if j != "reference")
+        js = wanted if not ptxas_done() else tuple(j for j in wanted if j != "reference")
         if js:
             early[k] = differ.judge(p, js, text=text, judged=judged)
             ran[k] = js
-
-
-def _forget_reference(v: differ.Verdicts) -> None:
-    """A reference verdict taken early on a program ptxas rejected: dropped, as if never taken
-    (the campaign judges a rejected program by ptxas and the checker alone)."""
-    v.reference = v.reference_error = v.reference_skipped = v.mutation_reached = None
-    v.reference_error_kind = ""
 
 
 def _metamorphic_block(task: BlockTask, programs, texts, ptxas, cubins, planted, secs: Counter) -> list:

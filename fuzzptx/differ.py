@@ -55,6 +55,13 @@ class Verdicts:
     sass_skipped: str | None = None  # no disassembler, or a program the scan does not apply to
     seconds: dict[str, float] = field(default_factory=dict)
 
+    def forget_reference(self) -> None:
+        """Drop what the reference said (and what it decided of the mutation's path), as if it never
+        ran: a campaign takes it before ptxas answers and keeps it only for programs ptxas accepts.
+        Its seconds stay: they were spent."""
+        self.reference = self.reference_error = self.reference_skipped = self.mutation_reached = None
+        self.reference_error_kind = ""
+
     def summary(self) -> dict[str, str]:
         """One line per judge for verdict tables and repro EXPECT lines."""
         out: dict[str, str] = {}

@@ -16,7 +16,7 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 from xml.sax.saxutils import escape, quoteattr
 
 from fuzzptx.known import KnownFinding, classify, context_from, load_known
@@ -33,7 +33,7 @@ class Digest:
 
     times: array = field(default_factory=lambda: array("d"))
     families: Counter = field(default_factory=Counter)
-    cells: Counter = field(default_factory=Counter)  # coverage_cells' keys
+    cells: Counter = field(default_factory=Counter)  # (type mix + A source, N, swizzle) -> programs
     faults: list[dict] = field(default_factory=list)  # the first FAULT_ROWS planted/faulting programs
     more_faults: int = 0
 
@@ -73,14 +73,6 @@ def _add_cells(cells: Counter, rec: dict) -> None:
         row = f"{'sp ' if sp else ''}{d}.{a}.{b} A={src}"
         for s in swz:
             cells[(row, int(n), s)] += 1
-
-
-def coverage_cells(records: Iterable[dict]) -> Counter:
-    """``_add_cells`` over ``records``."""
-    cells: Counter = Counter()
-    for rec in records:
-        _add_cells(cells, rec)
-    return cells
 
 
 def _svg(fig) -> str:
