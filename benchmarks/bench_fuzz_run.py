@@ -1,6 +1,6 @@
 """The CPU fuzz run's cost against the ptxas time of the same programs (target: at most 1.15x).
 
-Runs ``fuzzptx.fuzz.run`` (generation, reference, checker, batched ptxas in a background
+Runs ``fuzzptx.engine.run.run`` (generation, reference, checker, batched ptxas in a background
 thread, differ and bookkeeping; no shrinking and no repro files, which are paid once per
 new finding signature, not per program) and reports,
 per stage, the seconds spent, and two ratios against ptxas alone on the very same PTX texts
@@ -44,8 +44,8 @@ def cpu_seconds() -> tuple[float, float]:
 
 def judge_ab(programs: list, repeat: int) -> dict:
     """CPU ms/program of the old and the new judging path on ``programs`` (see the module doc)."""
-    from fuzzptx import differ
-    from fuzzptx.fuzz import judge_texts
+    from fuzzptx.judges import differ
+    from fuzzptx.engine.run import judge_texts
     from fuzzptx.oracles.checker import check_module, predict_ptxas
     from fuzzptx.oracles.ptxas import compile_batch
     from fuzzptx.oracles.reference import run_program
@@ -92,7 +92,7 @@ def main() -> None:
 
     tune_gc()  # as the CLI does for every subcommand
     if args.ab:
-        from fuzzptx.fuzz import batch_programs, draw_programs
+        from fuzzptx.engine.run import batch_programs, draw_programs
 
         programs = ([p for b in range(-(-args.examples // args.batch))
                      for p in batch_programs(b, args.seed, args.batch, args.examples, 0.25)]
@@ -104,7 +104,7 @@ def main() -> None:
         Path(args.out).write_text(json.dumps(result, indent=1))
         print(json.dumps(result, indent=1))
         return
-    from fuzzptx.fuzz import batch_programs, draw_programs, run
+    from fuzzptx.engine.run import batch_programs, draw_programs, run
     from fuzzptx.oracles.ptxas import compile_batch
 
     with tempfile.TemporaryDirectory() as tmp:  # imports and catalogue first, as in a long run

@@ -13,8 +13,8 @@ import sys
 CHILD = """
 import sys, time
 tune = sys.argv[1] == "tuned"
-from fuzzptx.campaign import draw_direct
-from fuzzptx import differ
+from fuzzptx.engine.campaign import draw_direct
+from fuzzptx.judges import differ
 if tune:
     from fuzzptx.perf import tune_gc
     tune_gc()

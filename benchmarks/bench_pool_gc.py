@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out")
     args = ap.parse_args(argv)
 
-    from fuzzptx.campaign import BlockTask, _pool_block, _warm, prepare_block
+    from fuzzptx.engine.campaign import BlockTask, _pool_block, _warm, prepare_block
     from fuzzptx.perf import YOUNG_THRESHOLD, tune_gc
 
     judges = ("reference", "checker")

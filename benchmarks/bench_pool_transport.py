@@ -13,7 +13,7 @@ import time
 
 
 def main() -> None:
-    from fuzzptx.campaign import BlockTask, prepare_block
+    from fuzzptx.engine.campaign import BlockTask, prepare_block
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--blocks", type=int, default=2)

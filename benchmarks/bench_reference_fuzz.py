@@ -1,6 +1,6 @@
 """Reference interpreter cost on strategy-generated programs (what a fuzz campaign runs).
 
-Draws ``--n`` legal programs with ``fuzzptx.fuzz.draw_programs`` (the campaign's
+Draws ``--n`` legal programs with ``fuzzptx.engine.run.draw_programs`` (the campaign's
 generator), then runs ``run_program`` once on each, as a campaign does (fresh
 Program objects: per-function caches start cold).  Reports CPU time per program
 (``time.process_time``: the machines are shared, wall time swings with the load),
@@ -19,7 +19,7 @@ import pathlib
 import statistics
 import time
 
-from fuzzptx.fuzz import draw_programs
+from fuzzptx.engine.run import draw_programs
 from fuzzptx.oracles.reference import run_program, wgmma_math
 from fuzzptx.program import Program
 

@@ -125,7 +125,7 @@ def plant_predicate(name: str):
 
 def hunt(name: str, limit: int, seed: int):
     """The first drawn program (of ``limit``) on which the plant shows, and how many were drawn."""
-    from fuzzptx.fuzz import draw_programs
+    from fuzzptx.engine.run import draw_programs
 
     holds = plant_predicate(name)
     programs = draw_programs(limit, seed, 0.5 if name.startswith("fence") else 0.0)
@@ -267,8 +267,8 @@ def padded_cases(budget: float) -> list[dict]:
 def found_cases(budget: float, draw: int, limit: int, seed: int = 7) -> list[dict]:
     """(c) real findings: programs drawn by ``fuzz.draw_programs`` and judged by the CPU judges; the first
     program of each distinct signature is shrunk with ``--keep`` that signature."""
-    from fuzzptx import differ
-    from fuzzptx.fuzz import draw_programs, judge_batch
+    from fuzzptx.judges import differ
+    from fuzzptx.engine.run import draw_programs, judge_batch
     from fuzzptx.shrink import shrink, signature_predicate
 
     programs = draw_programs(draw, seed)

@@ -41,7 +41,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
-from fuzzptx.campaign import BlockTask, Plan, block_programs, run_campaign
+from fuzzptx.engine.campaign import BlockTask, Plan, block_programs, run_campaign
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_split import CpuSplit  # noqa: E402
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=0.0,
                     help="seconds: a run that would likely end later is skipped (0: no limit)")
     args = ap.parse_args(argv)
-    from fuzzptx.campaign import parse_gpus
+    from fuzzptx.engine.campaign import parse_gpus
 
     gpus = parse_gpus(args.gpus)
     if gpus:

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from campaign_device import device_info  # noqa: E402 (one device record for every device script)
 
-from fuzzptx.metamorphic import is_metamorphic  # noqa: E402
+from fuzzptx.judges.metamorphic import is_metamorphic  # noqa: E402
 
 PAIRS = re.compile(r"^(\d+) pair\(s\) \(([^)]*)\), (\d+) differ$")
 

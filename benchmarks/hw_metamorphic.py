@@ -6,7 +6,7 @@ dead uniform branches, on strategy-drawn programs the spec defines. Writes one J
 
 On the device (no pip) the package travels as a copy on ``PYTHONPATH=/tmp/pkg`` with
 ``FUZZPTX_PTXAS=/usr/local/cuda/bin/ptxas`` if the PyPI ptxas is absent (see docs/numerics.md).
-Steps: draw ``--n`` legal programs (``fuzzptx.fuzz.draw_programs``); on a process pool, keep those
+Steps: draw ``--n`` legal programs (``fuzzptx.engine.run.draw_programs``); on a process pool, keep those
 the spec defines (``metamorphic.spec_defined``) and build their pairs; compile every side with
 ptxas in batches at its opt level; run each pair on the GPU (``metamorphic.HardwareJudge``, one
 worker, a fault costs a restart) and compare. A finding's two sides are written as repro files
@@ -36,7 +36,7 @@ def versions() -> dict:
 
 def prepare(task: tuple[int, object, int, bool]):
     """CPU side for one program (pool process): eligibility, then its pairs."""
-    from fuzzptx import metamorphic as M
+    from fuzzptx.judges import metamorphic as M
 
     idx, program, seed, planted = task
     t0 = time.perf_counter()
@@ -86,8 +86,8 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.monotonic()
 
-    from fuzzptx import metamorphic as M
-    from fuzzptx.fuzz import draw_programs
+    from fuzzptx.judges import metamorphic as M
+    from fuzzptx.engine.run import draw_programs
 
     record: dict = {"tool": "hw_metamorphic", "command": " ".join(sys.argv), "seed": args.seed, "n": args.n,
                     "dry_run": args.dry_run, "judge": "reference" if args.dry_run else "hardware",

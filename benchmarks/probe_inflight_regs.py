@@ -9,7 +9,7 @@ for a call's return address; the GMMA then writes its result over them asynchron
 
 For each PTX file this compiles at -O3 and -O0 with the project's ptxas, disassembles the cubin
 and lists every non-GMMA instruction that writes a register of a GMMA issued with ``gsb0``
-before the next ``WARPGROUP.DEPBAR`` (``fuzzptx.sass.inflight_writes``: a scan in address order,
+before the next ``WARPGROUP.DEPBAR`` (``fuzzptx.oracles.sass.inflight_writes``: a scan in address order,
 enough for straight-line code around one branch).  With ``--run`` (a GPU and CuPy) it also runs
 each file three times per level through the hardware judge and records what the GPU did.
 
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     from fuzzptx.oracles.ptxas import compile_ptx, ptxas_version
     from fuzzptx.program import Program
-    from fuzzptx.sass import disassembler, inflight_writes, sass
+    from fuzzptx.oracles.sass import disassembler, inflight_writes, sass
 
     tool = disassembler()
     if tool is None:

@@ -11,15 +11,15 @@ from typing import Callable
 
 # name -> (module, function, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "run": ("fuzzptx.fuzz", "main_run", "CPU fuzz run over reference, checker and ptxas, with a summary"),
+    "run": ("fuzzptx.engine.run", "main_run", "CPU fuzz run over reference, checker and ptxas, with a summary"),
     "catalogue": ("fuzzptx.isa.listing", "main_catalogue", "list the ISA catalogue (--json for machines)"),
     "conformance": ("fuzzptx.conformance", "main", "every catalogue form and its illegal neighbours through real ptxas"),
     "check": ("fuzzptx.oracles.checker.cli", "main_check", "static checker: ISA rules, spec pipeline rules, ptxas model"),
-    "replay": ("fuzzptx.replay", "main_replay", "rerun every judge on a repro file and say whether it still holds"),
+    "replay": ("fuzzptx.engine.replay", "main_replay", "rerun every judge on a repro file and say whether it still holds"),
     "shrink": ("fuzzptx.shrink", "main_shrink", "reduce a repro file while it keeps a signature"),
-    "triage": ("fuzzptx.triage", "main_triage", "group campaign findings by signature; smallest repro per bucket"),
-    "campaign": ("fuzzptx.campaign", "main_campaign", "batched, isolated hardware campaign (GPU)"),
-    "report": ("fuzzptx.report", "main_report", "HTML/JSON/JUnit report of a campaign directory"),
+    "triage": ("fuzzptx.triage.buckets", "main_triage", "group campaign findings by signature; smallest repro per bucket"),
+    "campaign": ("fuzzptx.engine.campaign", "main_campaign", "batched, isolated hardware campaign (GPU)"),
+    "report": ("fuzzptx.triage.report", "main_report", "HTML/JSON/JUnit report of a campaign directory"),
 }
 
 

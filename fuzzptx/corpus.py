@@ -258,7 +258,7 @@ def spec_vs_hardware_model(model: Callable[[Program], object], drawn: Sequence[s
 
     def make(_original: Program) -> Holds:
         def holds(ps: Sequence[Program]) -> list[bool]:
-            from fuzzptx import differ
+            from fuzzptx.judges import differ
             from fuzzptx.oracles.reference import compare, run_program
 
             out = []
@@ -489,7 +489,7 @@ def build_entry(e: Entry, *, budget_s: float | None = None, log: Callable[[str],
 
 def finalize(e: Entry, p: Program) -> Program:
     """``p`` with the entry's signature and EXPECT lines from its judges (hardware: the records' model)."""
-    from fuzzptx import differ
+    from fuzzptx.judges import differ
 
     judges = e.judges
     hw = e.hardware(p) if e.hardware else None

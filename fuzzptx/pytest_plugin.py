@@ -46,7 +46,7 @@ def _load_known(config: pytest.Config) -> tuple:
     if not path:
         return ()
     from fuzzptx.errors import FuzzptxError
-    from fuzzptx.known import load_known
+    from fuzzptx.triage.known import load_known
 
     try:
         return load_known(path)
@@ -88,7 +88,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="which findings fail a fuzz test: all, or comma-separated signature prefixes "
                          "(e.g. checker:crash,reference:crash)")
     group.addoption("--fuzzptx-known", default=None, metavar="FILE",
-                    help="known-findings file (fuzzptx.known, e.g. reports/known_findings.txt): its findings "
+                    help="known-findings file (fuzzptx.triage.known, e.g. reports/known_findings.txt): its findings "
                          "do not fail a fuzz test")
 
 
@@ -154,7 +154,7 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
     from dataclasses import replace
     from pathlib import Path
 
-    from fuzzptx import differ
+    from fuzzptx.judges import differ
 
     judges = config.judges
     if config.numerics is not None:  # on the program, so its repro file says so too
@@ -188,7 +188,7 @@ def _judge_with_gpu(program, judges):
     and one ptxas run whose cubin the GPU also runs."""
     import atexit
 
-    from fuzzptx import differ
+    from fuzzptx.judges import differ
     from fuzzptx.oracles.hardware import HardwareWorker
     from fuzzptx.oracles.ptxas import compile_ptx
 

@@ -322,7 +322,7 @@ def signature_predicate(signature: str, program: Program | None = None) -> Predi
 
     A corpus signature (``spec!=ptxas|...``, ``notes!=ptxas|...``, the hardware ones) keeps what
     its ``fuzzptx.corpus`` entry keeps (given the ``program`` to keep it for)."""
-    from fuzzptx import differ
+    from fuzzptx.judges import differ
 
     if program is not None:
         from fuzzptx.corpus import entry_for, guarded
@@ -331,7 +331,7 @@ def signature_predicate(signature: str, program: Program | None = None) -> Predi
         if entry is not None:
             return guarded(entry, program)
 
-    from fuzzptx import metamorphic
+    from fuzzptx.judges import metamorphic
 
     if metamorphic.is_metamorphic(signature):
         return metamorphic_predicate(signature)
@@ -359,7 +359,7 @@ def signature_predicate(signature: str, program: Program | None = None) -> Predi
 def metamorphic_predicate(signature: str) -> Predicate:
     """``--keep hardware:pipelined!=serialised|...`` and the other metamorphic signatures: both
     sides on the GPU (one worker for the whole shrink); ``reference:...`` ones on the CPU."""
-    from fuzzptx import metamorphic
+    from fuzzptx.judges import metamorphic
 
     if signature.startswith("reference:"):
         return metamorphic.keeps(signature, metamorphic.ReferenceJudge())
@@ -375,7 +375,7 @@ def metamorphic_predicate(signature: str) -> Predicate:
 
 def rejudged(program: Program, signature: str) -> Program:
     """The program with EXPECT lines (and signature) saying what the CPU judges say of it now."""
-    from fuzzptx import differ
+    from fuzzptx.judges import differ
 
     judges = tuple(j for j in differ.JUDGES if j != "hardware" or "hardware" in signature)
     v = differ.judge(program, judges)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from fuzzptx import cli
-from fuzzptx.campaign import BlockTask, _truncate_torn_tail, block_programs, done_keys, planted_programs
+from fuzzptx.engine.campaign import BlockTask, _truncate_torn_tail, block_programs, done_keys, planted_programs
 
 SEED, EXAMPLES, BLOCK = 1, 12, 4  # seed 1: two real checker findings, so repros get written
 
@@ -76,7 +76,7 @@ def test_blocks_are_the_same_in_every_process(whole, tmp_path):
     task = BlockTask(block=1, seed=SEED, size=BLOCK, judges=("ptxas",))
     here = [p.to_ptx() for _, p, _ in block_programs(task)]
     env = dict(os.environ, PYTHONHASHSEED="12345")
-    code = ("import sys, json; from fuzzptx.campaign import BlockTask, block_programs; "
+    code = ("import sys, json; from fuzzptx.engine.campaign import BlockTask, block_programs; "
             f"t = BlockTask(block=1, seed={SEED}, size={BLOCK}, judges=('ptxas',)); "
             "json.dump([p.to_ptx() for _, p, _ in block_programs(t)], sys.stdout)")
     there = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
@@ -95,7 +95,7 @@ def test_shards_split_the_work_without_overlap(whole, tmp_path):
     assert {b for b, _ in k0} == {0, 2} and {b for b, _ in k1} == {1}
     assert sorted(map(_essence, parts[0] + parts[1])) == sorted(map(_essence, whole))
     # fuzzptx triage merges the shards' records.
-    from fuzzptx.triage import read_records
+    from fuzzptx.triage.buckets import read_records
 
     t = read_records([tmp_path / "s0", tmp_path / "s1"])
     assert t.programs == EXAMPLES
@@ -237,7 +237,7 @@ def test_hardware_numerics_reach_every_program_and_its_repro(whole, tmp_path):
     assert not any("within bounds" in x["verdicts"].get("reference", "") for x in recs)
     repros = sorted((out / "repros").glob("*.ptx"))
     assert repros and all(Program.from_file(f).numerics == "hardware" for f in repros)
-    from fuzzptx.replay import main_replay
+    from fuzzptx.engine.replay import main_replay
 
     for f in repros:  # replay judges in the file's numerics: its EXPECT lines hold
         assert "// EXPECT: reference: " in f.read_text()
@@ -278,7 +278,7 @@ def test_pool_processes_start_with_the_judges_already_imported():
     import concurrent.futures as cf
     import multiprocessing as mp
 
-    from fuzzptx.campaign import pool_context
+    from fuzzptx.engine.campaign import pool_context
 
     if "forkserver" not in mp.get_all_start_methods():
         pytest.skip("no forkserver on this platform: the pool spawns")
@@ -311,7 +311,7 @@ class _FakeGpuWorker:
 
 
 def test_spared_worker_starts_both_at_once_and_swaps_in_the_spare_after_a_fault():
-    from fuzzptx.campaign import SparedWorker
+    from fuzzptx.engine.campaign import SparedWorker
 
     log: list = []
     w = SparedWorker(lambda: _FakeGpuWorker(log))
@@ -333,7 +333,7 @@ def test_pool_ships_a_light_program_and_the_text_gives_it_back():
     import pickle
     from dataclasses import replace
 
-    from fuzzptx.campaign import prepare_block
+    from fuzzptx.engine.campaign import prepare_block
     from fuzzptx.oracles.hardware import program_args
 
     task = BlockTask(3, 7, 8, ("checker", "ptxas"), plant=True)
@@ -364,7 +364,7 @@ def test_stats_say_where_the_pool_time_went(tmp_path):
 def test_each_repro_carries_the_signature_of_the_finding_that_names_it(whole):
     """A program with several findings gets one repro per signature (a shared file could carry
     only one SIGNATURE line), and triage links each bucket to its own."""
-    from fuzzptx.triage import Triage
+    from fuzzptx.triage.buckets import Triage
 
     named = [(f["signature"], f["repro"]) for r in whole for f in r["findings"] if f.get("repro")]
     assert named, "the campaign wrote no repro"
@@ -382,7 +382,7 @@ def test_each_repro_carries_the_signature_of_the_finding_that_names_it(whole):
 def test_every_repro_replays_with_its_expectations_holding(whole, capsys):
     """The repro contract: each file the campaign writes carries EXPECT lines that ``fuzzptx replay``
     finds still hold (the verdicts were moved to the final header, not taken again)."""
-    from fuzzptx.replay import main_replay
+    from fuzzptx.engine.replay import main_replay
 
     paths = sorted({f["repro"] for r in whole for f in r["findings"] if f.get("repro")})
     assert paths
@@ -395,8 +395,8 @@ def test_every_repro_replays_with_its_expectations_holding(whole, capsys):
 def test_a_repro_with_the_hardware_note_still_replays(tmp_path, capsys):
     """The "hardware when found" NOTE is a header line: it must be in place before the verdicts'
     line numbers are, or every located verdict of a GPU finding's repro is off by one."""
-    from fuzzptx.campaign import _judges_that_ran, finalize_repro_file, prepare_block
-    from fuzzptx.replay import main_replay
+    from fuzzptx.engine.campaign import _judges_that_ran, finalize_repro_file, prepare_block
+    from fuzzptx.engine.replay import main_replay
 
     import re
 

@@ -74,8 +74,8 @@ def test_check_and_predict_runs_the_model_once_for_both(sample):
 def test_every_out_of_bounds_descriptor_mutant_is_caught_by_the_checker_and_the_reference():
     """The mutation moves a descriptor some wgmma reads past the end of shared memory: the checker
     knows the end from the H100's layout (fuzzptx.ptx.smem), the reference fails the tile read."""
-    from fuzzptx import differ
-    from fuzzptx.campaign import draw_direct
+    from fuzzptx.judges import differ
+    from fuzzptx.engine.campaign import draw_direct
     from fuzzptx.strategies.mutations import apply, mutation_of
 
     mutants = []

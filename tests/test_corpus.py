@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from fuzzptx import differ
+from fuzzptx.judges import differ
 from fuzzptx.corpus import ENTRIES
 from fuzzptx.program import Program
-from fuzzptx.replay import check_expectations, same_verdict
+from fuzzptx.engine.replay import check_expectations, same_verdict
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 FILES = sorted(CORPUS.glob("*.ptx"))

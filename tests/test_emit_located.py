@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from fuzzptx.campaign import draw_direct
+from fuzzptx.engine.campaign import draw_direct
 from fuzzptx.program import Program
 from fuzzptx.ptx.emit import emit, emit_located
 from fuzzptx.ptx.parse import parse
@@ -104,7 +104,7 @@ def test_scopes_labels_declarations_and_signatures_match_parse():
 
 
 def test_program_to_ptx_located_is_what_the_judges_parse():
-    from fuzzptx import differ
+    from fuzzptx.judges import differ
 
     p = draw_direct(1, 3)[0]
     text, judged = p.to_ptx_located()

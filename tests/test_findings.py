@@ -9,7 +9,7 @@ import pytest
 
 from fuzzptx.oracles.ptxas import compile_batch, compile_ptx
 from fuzzptx.program import Program
-from fuzzptx.sass import disassembler, inflight_writes, sass
+from fuzzptx.oracles.sass import disassembler, inflight_writes, sass
 
 FINDINGS = Path(__file__).resolve().parents[1] / "reports" / "findings"
 FILES = sorted(FINDINGS.glob("*.ptx"))

@@ -40,7 +40,7 @@ def test_judges_agree_on_legal_programs(fuzzptx_config):
 
 
 def _drawn(n: int = 8, seed: int = 11):
-    from fuzzptx.fuzz import batch_programs
+    from fuzzptx.engine.run import batch_programs
 
     return batch_programs(0, seed, n, n, 0.5)  # half of them mutated (illegal, labelled)
 
@@ -48,7 +48,7 @@ def _drawn(n: int = 8, seed: int = 11):
 def test_the_judge_runs_the_ptxas_model_once_for_the_checkers_two_verdicts():
     """``differ.judge`` takes the checker's findings and its ptxas prediction from one model run
     (``check_and_predict``); they must be what the two separate calls say."""
-    from fuzzptx import differ
+    from fuzzptx.judges import differ
     from fuzzptx.oracles.checker import check_module, predict_ptxas
 
     seen_rejected = False
@@ -66,8 +66,8 @@ def test_pipelined_run_records_what_the_judges_say_one_by_one(tmp_path):
     what ``differ.judge`` says of the same program alone (minus the reference where ptxas rejected)."""
     import json
 
-    from fuzzptx import differ
-    from fuzzptx.fuzz import batch_programs, run
+    from fuzzptx.judges import differ
+    from fuzzptx.engine.run import batch_programs, run
 
     n, batch, seed = 6, 4, 2
     stats = run(n, seed, differ.CPU_JUDGES, tmp_path, batch=batch, progress=False, repros=False)
@@ -83,7 +83,7 @@ def test_pipelined_run_records_what_the_judges_say_one_by_one(tmp_path):
 
 
 def test_finalize_repro_with_a_header_hint_writes_the_same_file():
-    from fuzzptx import differ
+    from fuzzptx.judges import differ
 
     p = next(q for q in _drawn(8, 6) if differ.is_labelled(q))
     v = differ.judge(p, differ.CPU_JUDGES)
@@ -96,7 +96,7 @@ def test_finalize_repro_moves_verdicts_instead_of_judging_again(monkeypatch):
     """Given the text the verdicts were taken on, ptxas's and the checker's verdicts move with the
     header (no second compile, no second checker run; the reference runs again only where its
     verdict quotes a line) and the file is the one a full second round of judging writes."""
-    from fuzzptx import differ
+    from fuzzptx.judges import differ
     from fuzzptx.oracles import checker, ptxas
     from fuzzptx.oracles.ptxas import compile_batch
 
@@ -122,7 +122,7 @@ def test_finalize_repro_moves_verdicts_instead_of_judging_again(monkeypatch):
 def test_moved_verdicts_take_again_only_what_quotes_a_line():
     """A reference verdict that names a line ('undefined at line N', an error) and a judge that did
     not speak are run again; ptxas, the checker and a finished reference run move or carry over."""
-    from fuzzptx import differ
+    from fuzzptx.judges import differ
     from fuzzptx.oracles.checker.findings import PredictedDiag, PredictedDiagnostics
     from fuzzptx.oracles.reference.result import RefResult
 
@@ -141,8 +141,8 @@ def test_moved_verdicts_take_again_only_what_quotes_a_line():
 def test_a_label_naming_a_rule_family_holds_for_its_members(mutation):
     """``isa.imm`` (the label) is what the checker's ``isa.imm.scale-a`` / ``isa.imm.sp-sel`` say:
     every such mutant was an ``expect!=checker`` finding in the README's fuzz run."""
-    from fuzzptx import differ
-    from fuzzptx.campaign import draw_direct
+    from fuzzptx.judges import differ
+    from fuzzptx.engine.campaign import draw_direct
     from fuzzptx.strategies.mutations import apply
 
     mutants = [m for p in draw_direct(40, 5, illegal_share=0) if (m := apply(mutation, p)) is not None]

@@ -56,7 +56,7 @@ def test_one_gpu_per_xdist_worker(monkeypatch):
 
 def _contradicted_program():
     """A legal kernel labelled as if ptxas had to reject it: real ptxas contradicts the label."""
-    from fuzzptx.campaign import planted_programs
+    from fuzzptx.engine.campaign import planted_programs
 
     p = planted_programs()[0][1]
     return replace(p, expect=(("ptxas", "rejected"),), notes=p.notes + ("mutation: planted-label breaks nothing",))
@@ -86,7 +86,7 @@ def test_check_program_writes_repro_and_fails(tmp_path):
         check_program(_contradicted_program(), Cfg())
     assert Program.from_file(path).numerics == "hardware"
     # A finding in the --fuzzptx-known baseline passes, if its numerics condition holds.
-    from fuzzptx.known import parse_known
+    from fuzzptx.triage.known import parse_known
 
     Cfg.known = parse_known("expect!=ptxas|planted-label|* numerics=spec  # planted\n", "k.txt")
     with pytest.raises(AssertionError):

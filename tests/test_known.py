@@ -1,4 +1,4 @@
-"""Known findings (fuzzptx.known): the baseline file's grammar, its errors, its conditions, and
+"""Known findings (fuzzptx.triage.known): the baseline file's grammar, its errors, its conditions, and
 the repository's own baseline."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fuzzptx.errors import FuzzptxError
-from fuzzptx.known import classify, context_of, load_known, parse_known
+from fuzzptx.triage.known import classify, context_of, load_known, parse_known
 
 ROOT = Path(__file__).resolve().parents[1]
 

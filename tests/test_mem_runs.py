@@ -206,6 +206,6 @@ def test_threads_storing_different_values_to_one_element_leave_it_undefined(spac
 def test_the_racing_stores_repro_replays():
     from pathlib import Path
 
-    from fuzzptx.replay import main_replay
+    from fuzzptx.engine.replay import main_replay
 
     assert main_replay([str(Path(__file__).parent / "data" / "repros" / "racing_global_stores.ptx"), "--no-hardware"]) == 0

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from fuzzptx import isa
-from fuzzptx import metamorphic as M
+from fuzzptx.judges import metamorphic as M
 from fuzzptx.builders import wgmma_program
-from fuzzptx.fuzz import draw_programs
+from fuzzptx.engine.run import draw_programs
 from fuzzptx.oracles.ptxas import compile_batch
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Imm, Instr, Reg, Scope
@@ -367,8 +367,8 @@ def test_the_metamorphic_judge_runs_in_a_fuzz_run_and_its_findings_reach_the_dif
     """``--judges ...,metamorphic``: every accepted program the spec defines has its pairs judged
     (on the reference without a GPU), the verdict says which ran, and a pair that differs comes
     out of ``differ.compare`` as a finding with the metamorphic signature."""
-    from fuzzptx import differ
-    from fuzzptx.fuzz import judge_batch
+    from fuzzptx.judges import differ
+    from fuzzptx.engine.run import judge_batch
 
     progs = [p for p, _ in eligible()[:3]]
     verdicts = judge_batch(progs, ("reference", "checker", "ptxas", "metamorphic"))
@@ -389,7 +389,7 @@ def test_a_campaign_block_ships_its_pairs_compiled_to_the_gpu_worker():
     reference stands in for the GPU worker here; nothing differs on it."""
     import pickle
 
-    from fuzzptx.campaign import BlockTask, prepare_block
+    from fuzzptx.engine.campaign import BlockTask, prepare_block
 
     item = pickle.loads(pickle.dumps(prepare_block(BlockTask(0, 5, 6, ("ptxas", "hardware", "metamorphic")))))
     prepared = [x for x in item.metamorphic if isinstance(x, M.PreparedPairs)]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fuzzptx import differ
-from fuzzptx.campaign import draw_direct
+from fuzzptx.judges import differ
+from fuzzptx.engine.campaign import draw_direct
 from fuzzptx.oracles.hardware import HwResult
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from fuzzptx import differ
+from fuzzptx.judges import differ
 from fuzzptx.builders import wgmma_program
 from fuzzptx.oracles import mmasim_judge
 from fuzzptx.oracles.hardware import HwResult

@@ -28,7 +28,7 @@ ROWS = RECORD["variants"]
 def collapsed(p) -> HwResult:
     """The reference's run of ``p`` with every wgmma that repeats the wgmma before it (only commits
     between) dropped (``differ.without_repeated_wgmmas``: the model the differ diagnoses with)."""
-    from fuzzptx.differ import without_repeated_wgmmas
+    from fuzzptx.judges.differ import without_repeated_wgmmas
 
     q = without_repeated_wgmmas(p) or p
     ref = run_program(q, mode="hardware")
@@ -79,7 +79,7 @@ def test_the_builder_repeats_the_same_instruction():
 
 
 def test_the_differ_names_a_mismatch_the_collapse_explains():
-    from fuzzptx import differ
+    from fuzzptx.judges import differ
 
     row = next(r for r in ROWS if r["copies"] == 2 and not r["commit_between"] and not r["first_scale_d_0"])
     p = _kernel(row)
@@ -94,8 +94,8 @@ def test_the_differ_names_a_mismatch_the_collapse_explains():
 
 
 def test_a_campaigns_shipped_program_is_diagnosed_from_the_full_one():
-    from fuzzptx import differ
-    from fuzzptx.campaign import shipped
+    from fuzzptx.judges import differ
+    from fuzzptx.engine.campaign import shipped
 
     row = next(r for r in ROWS if r["copies"] == 3 and not r["commit_between"] and not r["first_scale_d_0"])
     p = _kernel(row)
@@ -110,7 +110,7 @@ def test_a_campaigns_shipped_program_is_diagnosed_from_the_full_one():
 def test_a_repeat_with_another_scale_d_between_is_diagnosed_too():
     """The seed-26 campaign kernel: scale-d 1, then a runtime 0, then 1 on the same D, A and B;
     the H100 gave the first wgmma's result alone (repeated_wgmma_diagnosis_h100.json)."""
-    from fuzzptx import differ
+    from fuzzptx.judges import differ
     from fuzzptx.ptx.ir import Imm
 
     row = next(r for r in ROWS if r["copies"] == 3 and not r["commit_between"] and not r["first_scale_d_0"])

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from fuzzptx.replay import main_replay, same_verdict
+from fuzzptx.engine.replay import main_replay, same_verdict
 
 GOOD = """// fuzzptx-repro v1
 // LAUNCH: kernel=k grid=1,1,1 block=128,1,1
@@ -143,7 +143,7 @@ def test_a_metamorphic_repro_reruns_its_pairs(tmp_path, capsys):
     without a GPU is skipped with the reason, never a traceback."""
     from dataclasses import replace
 
-    from fuzzptx.metamorphic import ReferenceJudge, check_program
+    from fuzzptx.judges.metamorphic import ReferenceJudge, check_program
     from test_metamorphic import chained
 
     p = chained()

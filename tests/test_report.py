@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fuzzptx import cli
-from fuzzptx.report import write_report
+from fuzzptx.triage.report import write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -115,7 +115,7 @@ def test_a_bad_baseline_is_one_line_and_writes_nothing(campaign_dir, tmp_path, c
 def test_records_stream_and_the_fault_table_is_capped(campaign_dir, tmp_path):
     """A nightly record holds millions of programs: the report reads it line by line, keeping
     counts (not records), and lists at most FAULT_ROWS GPU faults, counting the rest."""
-    from fuzzptx.report import FAULT_ROWS
+    from fuzzptx.triage.report import FAULT_ROWS
 
     out = tmp_path / "many"
     out.mkdir()

@@ -1,5 +1,5 @@
 """The opt-in ``sass`` judge: ptxas -O3 writing registers of a wgmma in flight, read from the SASS
-of a program the checker finds defined (fuzzptx.sass; reports/findings/README.md)."""
+of a program the checker finds defined (fuzzptx.oracles.sass; reports/findings/README.md)."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fuzzptx import differ, sass
+from fuzzptx.judges import differ
+from fuzzptx.oracles import sass
 from fuzzptx.program import Program
 
 ROOT = Path(__file__).resolve().parents[1]

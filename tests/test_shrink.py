@@ -117,7 +117,7 @@ def test_cli_shrinks_a_padded_corpus_repro_back(tmp_path):
     """`fuzzptx shrink FILE --keep SIG -o OUT` on a corpus file padded with a loop, dead code and a call."""
     from bench_shrink import pad
 
-    from fuzzptx.replay import main_replay
+    from fuzzptx.engine.replay import main_replay
 
     src = ROOT / "corpus" / "notes_lone_commit_injects.ptx"
     base = Program.from_file(src)
@@ -212,8 +212,8 @@ def test_constants_fold_and_mul_add_fuse():
 
 
 def test_metamorphic_signature_shrinks_through_the_metamorphic_judge():
-    """``--keep reference:pipelined!=planted|...`` goes to fuzzptx.metamorphic, not the differ."""
-    from fuzzptx import metamorphic
+    """``--keep reference:pipelined!=planted|...`` goes to fuzzptx.judges.metamorphic, not the differ."""
+    from fuzzptx.judges import metamorphic
     from fuzzptx.shrink import signature_predicate
 
     sig = "reference:pipelined!=planted|mismatch"

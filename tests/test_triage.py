@@ -1,7 +1,7 @@
 """Triage: merging shards, bucketing by signature, smallest repro per bucket, bad lines."""
 import json
 
-from fuzzptx.triage import main_triage, markdown, read_records
+from fuzzptx.triage.buckets import main_triage, markdown, read_records
 
 
 def _write(path, records):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fuzzptx.campaign import draw_direct
+from fuzzptx.engine.campaign import draw_direct
 from fuzzptx.oracles.reference import run_program
 from fuzzptx.oracles.reference.descriptors import MatrixDescriptor
 from fuzzptx.oracles.reference.values import UNDEF
@@ -62,7 +62,7 @@ def test_a_misaligned_pattern_is_undefined_in_spec_mode_and_computed_in_hardware
         # the label is the spec's: a hardware-numerics run computes the H100's result, and that is no finding
         from dataclasses import replace
 
-        from fuzzptx import differ
+        from fuzzptx.judges import differ
 
         for numerics, expected in (("spec", False), ("hardware", False)):
             q = replace(mutant, numerics=numerics)
@@ -75,7 +75,7 @@ def _reference_judged_mutants(name: str, n: int):
     """(legal program, judged mutant, its verdicts, its differ findings) for each legal sm_90a
     program of ``draw_direct(n, 2)``; mutant and verdicts are None where ``name`` does not apply
     or the reference could not run it."""
-    from fuzzptx import differ
+    from fuzzptx.judges import differ
 
     for p in draw_direct(n, 2):
         if mutation_of(p) is not None or not p.module.target.startswith("sm_90a"):
@@ -187,7 +187,7 @@ def test_a_site_the_run_never_reached_is_no_finding():
     from dataclasses import replace
     from pathlib import Path
 
-    from fuzzptx import differ
+    from fuzzptx.judges import differ
     from fuzzptx.program import Program
     from fuzzptx.strategies.mutations import BY_NAME, site_lines
 
@@ -207,8 +207,8 @@ def test_a_campaign_compares_without_the_body_and_still_knows_the_site_was_not_r
     body, so no mutated lines to look up); the pool's judge records whether the run reached the
     mutation's site.  Seed 4, block 24, program 24 is a divergent_guard mutant whose guarded wgmma
     sits in a loop the launch skips (the 2,048-program CPU campaign of seed 4 reported it)."""
-    from fuzzptx import differ
-    from fuzzptx.campaign import block_seed, shipped
+    from fuzzptx.judges import differ
+    from fuzzptx.engine.campaign import block_seed, shipped
 
     p = draw_direct(32, block_seed(4, 24))[24]
     assert mutation_of(p).name == "divergent_guard"
@@ -224,7 +224,7 @@ def test_a_campaign_compares_without_the_body_and_still_knows_the_site_was_not_r
                                   "smem_out_of_bounds"])
 def test_each_site_mutation_names_its_site(name):
     """``site_lines`` finds the instruction each site mutation broke, on the judged text."""
-    from fuzzptx import differ
+    from fuzzptx.judges import differ
     from fuzzptx.strategies.mutations import site_lines
 
     found = 0

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from fuzzptx import differ
+from fuzzptx.judges import differ
 from fuzzptx.program import Program
 
 
@@ -197,7 +197,7 @@ def judge_texts(programs: Sequence[Program], texts: Sequence[str], judges: Seque
             if r is None or r.accepted:
                 differ.judge(p, ("reference",), numerics=numerics, judged=q, into=v)
     if "hardware" in judges:
-        from fuzzptx.campaign import gpu_worthy
+        from fuzzptx.engine.campaign import gpu_worthy
 
         worker = gpu_worker()
         for q, v, r in zip(parsed, out, results):
@@ -237,7 +237,7 @@ def gpu_worker():
 def batch_programs(b: int, seed: int, batch: int, n: int, illegal_share: float) -> list[Program]:
     """Batch ``b`` of a direct run: block ``b`` of the campaign with the same seed and block size
     (drawn at full size and cut at ``n``, so every program depends on (seed, b, index) alone)."""
-    from fuzzptx.campaign import block_seed, draw_direct
+    from fuzzptx.engine.campaign import block_seed, draw_direct
 
     keep = min(batch, n - b * batch)
     return draw_direct(batch, block_seed(seed, b), illegal_share)[:keep]
@@ -257,12 +257,12 @@ def main_run(argv: list[str]) -> int:
     ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct",
                     help="direct: each program drawn straight from the strategies, as the campaign does (fast); "
                          "hypothesis: through Hypothesis's engine")
-    ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.known, e.g. reports/known_findings.txt): "
+    ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.triage.known, e.g. reports/known_findings.txt): "
                     "the summary marks which buckets are known")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
-    from fuzzptx.known import classify, load_known
+    from fuzzptx.triage.known import classify, load_known
 
     known = load_known(args.known) if args.known else ()  # before the run: a bad file costs nothing
     judges = tuple(j.strip() for j in args.judges.split(",") if j.strip())

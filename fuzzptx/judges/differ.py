@@ -51,7 +51,7 @@ class Verdicts:
     # instruction it broke); taken where the program has its source lines, since a campaign
     # compares a light copy of the program with no body (campaign.shipped)
     mutation_reached: bool | None = None
-    sass: Any = None  # ptxas -O3's writes to registers of a wgmma in flight (fuzzptx.sass), [] if none
+    sass: Any = None  # ptxas -O3's writes to registers of a wgmma in flight (fuzzptx.oracles.sass), [] if none
     sass_skipped: str | None = None  # no disassembler, or a program the scan does not apply to
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -218,7 +218,7 @@ def _sass(program: Program, text: str, v: Verdicts) -> tuple[list[str] | None, s
     flight itself would show its own write).  It needs a cubin of this program alone: the ptxas
     judge's where that judge compiled it alone, else one more ptxas run (a batched module holds
     other programs' kernels, as in a campaign or a fuzz run), so it is opt-in."""
-    from fuzzptx.sass import disassembler, inflight_writes, sass
+    from fuzzptx.oracles.sass import disassembler, inflight_writes, sass
 
     if not any(i.opcode.startswith("wgmma.mma_async") for f in program.module.functions() if f.body is not None
                for i in f.instructions()):
@@ -538,10 +538,10 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
 
 
 def metamorphic_verdict(program: Program, *, on_gpu: bool, worker: Any = None) -> Any:
-    """The program's metamorphic pairs (``fuzzptx.metamorphic``) on the GPU when ``on_gpu`` (through
+    """The program's metamorphic pairs (``fuzzptx.judges.metamorphic``) on the GPU when ``on_gpu`` (through
     ``worker``, or a fresh one), else on the reference as its CPU stand-in. A judge that breaks
     says so as a skip, never by losing the program's other verdicts."""
-    from fuzzptx import metamorphic
+    from fuzzptx.judges import metamorphic
 
     try:
         if on_gpu:

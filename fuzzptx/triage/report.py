@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Sequence
 from xml.sax.saxutils import escape, quoteattr
 
-from fuzzptx.known import KnownFinding, classify, context_from, load_known
-from fuzzptx.triage import Triage, read_records
+from fuzzptx.triage.known import KnownFinding, classify, context_from, load_known
+from fuzzptx.triage.buckets import Triage, read_records
 
 
 FAULT_ROWS = 500  # GPU-fault rows the HTML lists; the rest are counted
@@ -284,7 +284,7 @@ def main_report(argv: list[str]) -> int:
 
     ap = argparse.ArgumentParser(prog="fuzzptx report", description="Write report.html, summary.json and junit.xml for a results directory.")
     ap.add_argument("dir")
-    ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.known): matching buckets are "
+    ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.triage.known): matching buckets are "
                     "marked known and skipped, not failed, in the JUnit XML")
     args = ap.parse_args(argv)
     d = Path(args.dir)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from fuzzptx import differ
+from fuzzptx.judges import differ
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.program import Program
 
@@ -148,7 +148,7 @@ def block_seed(seed: int, block: int) -> int:
     return (seed * 1_000_003 + block * 7919) % (2**31)
 
 
-ILLEGAL_SHARE = 0.25  # as ``fuzzptx.fuzz.draw_programs``: a quarter of each block is mutated (illegal)
+ILLEGAL_SHARE = 0.25  # as ``fuzzptx.engine.run.draw_programs``: a quarter of each block is mutated (illegal)
 
 
 def draw_direct(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE) -> list[Program]:
@@ -198,7 +198,7 @@ def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
     if task.corpus is not None:
         progs = [Program.from_file(f) for f in task.corpus]
     elif task.generator == "hypothesis":
-        from fuzzptx.fuzz import draw_programs
+        from fuzzptx.engine.run import draw_programs
 
         progs = draw_programs(task.size, block_seed(task.seed, task.block))
     else:
@@ -236,7 +236,7 @@ def gpu_skip_reason(program: Program) -> str:
 
 def prepare_block(task: BlockTask) -> Prepared:
     """The CPU stages for one block (runs in a pool process)."""
-    from fuzzptx.fuzz import _forms_in, coverage_of
+    from fuzzptx.engine.run import _forms_in, coverage_of
     from fuzzptx.shrink import instruction_count
 
     t_block = time.perf_counter()
@@ -345,7 +345,7 @@ def _judge_early(task: BlockTask, items, emitted, early: list, ran: list, ptxas_
 def _metamorphic_block(task: BlockTask, programs, texts, ptxas, cubins, planted, secs: Counter) -> list:
     """Each GPU-bound program's metamorphic pairs, every side compiled here in the pool (the
     original's -O3 build reused); without the hardware judge, judged at once on the reference."""
-    from fuzzptx import metamorphic
+    from fuzzptx.judges import metamorphic
 
     t0 = time.perf_counter()
     out: list = []
@@ -916,13 +916,13 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
 
 
 def _meta_judge(runner, built: dict):
-    from fuzzptx.metamorphic import HardwareJudge
+    from fuzzptx.judges.metamorphic import HardwareJudge
 
     return HardwareJudge(runner, _built=built)
 
 
 def _meta_failed(exc: Exception):
-    from fuzzptx.metamorphic import Checked
+    from fuzzptx.judges.metamorphic import Checked
 
     return Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}")
 
@@ -1060,7 +1060,7 @@ def _add_repro_seconds(live: "Live", fut: cf.Future) -> None:
 
 # Imported once by the forkserver, so every pool process starts with them loaded (a spawned
 # process spent 1.2-1.5 s importing them, and all of them did so at once at the start).
-POOL_PRELOAD = ["fuzzptx.campaign", "fuzzptx.fuzz", "fuzzptx.strategies", "fuzzptx.shrink",
+POOL_PRELOAD = ["fuzzptx.engine.campaign", "fuzzptx.engine.run", "fuzzptx.strategies", "fuzzptx.shrink",
                 "fuzzptx.oracles.ptxas", "fuzzptx.oracles.checker", "fuzzptx.oracles.reference"]
 
 

@@ -58,7 +58,7 @@ def same_verdict(judge: str, expected: str, actual: str) -> bool:
 
 def run_judges(program, text: str, *, hardware: bool):
     """(rows, verdicts) for every judge that can run here."""
-    from fuzzptx import differ
+    from fuzzptx.judges import differ
     from fuzzptx.oracles.reference import ReferenceError_, run_program
 
     from fuzzptx.oracles.reference import Unsupported
@@ -147,7 +147,7 @@ def run_judges(program, text: str, *, hardware: bool):
 def _metamorphic_row(program, v, rows: list, hardware: bool) -> None:
     """A repro of a metamorphic finding reruns its pairs: on the GPU for ``hardware:...``
     signatures (skipped, saying why, without one), on the reference for ``reference:...``."""
-    from fuzzptx import differ, metamorphic
+    from fuzzptx.judges import differ, metamorphic
 
     sig = program.signature or ""
     if not metamorphic.is_metamorphic(sig):
@@ -211,7 +211,7 @@ def main_replay(argv: list[str]) -> int:
     except FuzzptxError as exc:
         print(f"fuzzptx replay: {exc}", file=sys.stderr)
         return 2
-    from fuzzptx import differ
+    from fuzzptx.judges import differ
 
     findings = differ.compare(program, v)
     exps = check_expectations(program, v)

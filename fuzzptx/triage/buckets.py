@@ -99,9 +99,9 @@ def _repro_ref(rec: dict) -> str:
 
 
 def markdown(t: Triage, known: tuple = (), context: dict | None = None) -> str:
-    """The buckets as a Markdown table; with a baseline (``fuzzptx.known``) each says new or known
+    """The buckets as a Markdown table; with a baseline (``fuzzptx.triage.known``) each says new or known
     (``context``: what the baseline's conditions test, e.g. the campaign's numerics)."""
-    from fuzzptx.known import classify
+    from fuzzptx.triage.known import classify
 
     hit, unmatched = classify(t.buckets, known, context)
     new = sum(1 for s in t.buckets if s not in hit)
@@ -155,9 +155,9 @@ def main_triage(argv: list[str]) -> int:
     ap.add_argument("--md", help="write the Markdown summary here")
     ap.add_argument("--html", help="write the HTML summary here")
     ap.add_argument("--json", action="store_true", help="print buckets as JSON")
-    ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.known): say which buckets are new")
+    ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.triage.known): say which buckets are new")
     args = ap.parse_args(argv)
-    from fuzzptx.known import classify, context_of, load_known
+    from fuzzptx.triage.known import classify, context_of, load_known
 
     known = load_known(args.known) if args.known else ()
     context = context_of(args.results)

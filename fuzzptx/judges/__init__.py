@@ -1,0 +1,1 @@
+"""Judges: what each says of a program, and how disagreements between them become findings."""

@@ -1,0 +1,2 @@
+"""What happens to findings after a run: buckets and their smallest repros, the known-findings
+baseline, and the campaign report."""
