@@ -378,7 +378,7 @@ def test_the_metamorphic_judge_runs_in_a_fuzz_run_and_its_findings_reach_the_dif
         assert "pair(s)" in v.summary()["metamorphic"]
         assert not [f for f in differ.compare(p, v) if M.is_metamorphic(f.signature)]
     planted = M.check_program(progs[0], M.ReferenceJudge(), planted=True)
-    v = replace(verdicts[0], metamorphic=planted)
+    v = verdicts[0].replace(metamorphic=planted)
     sigs = [f.signature for f in differ.compare(progs[0], v)]
     assert any(s.startswith("reference:pipelined!=planted|") for s in sigs), sigs
 

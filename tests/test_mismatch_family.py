@@ -36,7 +36,7 @@ def test_a_mismatch_in_the_second_units_output_names_that_units_family():
     outs = {name: v.reference.bytes(name) for name in v.reference.outputs}
     for k in (0, 1):
         observed = dict(outs, **{f"d{k}": _garbage(outs[f"d{k}"])})
-        found = differ.compare(judged, replace(v, hardware=HwResult(observed)))
+        found = differ.compare(judged, v.replace(hardware=HwResult(observed)))
         sigs = [f.signature for f in found if f.signature.startswith("reference!=hardware")]
         assert sigs == [f"reference!=hardware|mismatch|{fams[k]}"], (k, sigs)
     # a buffer no unit owns keeps the program's family

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from fuzzptx.judges import differ
+from fuzzptx.judges import differ, registry
 from fuzzptx.builders import wgmma_program
 from fuzzptx.oracles import mmasim_judge
 from fuzzptx.oracles.hardware import HwResult
@@ -34,9 +34,9 @@ def test_three_way_findings_name_the_judge_that_differs():
     flipped[0] ^= 1
     bad[name] = bytes(flipped)
     v = differ.Verdicts(reference=ref, mmasim=ref, hardware=HwResult(good, None))
-    assert not differ.mmasim_findings(p, v, "wgmma.f32.f16")
+    assert not registry.get("mmasim").findings(p, v, "wgmma.f32.f16")
     v = differ.Verdicts(reference=ref, mmasim=ref, hardware=HwResult(bad, None))
-    sigs = [f.signature for f in differ.mmasim_findings(p, v, "wgmma.f32.f16")]
+    sigs = [f.signature for f in registry.get("mmasim").findings(p, v, "wgmma.f32.f16")]
     assert sigs == ["mmasim!=hardware|mismatch|wgmma.f32.f16"]
 
 

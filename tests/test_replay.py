@@ -181,7 +181,7 @@ def test_a_crashing_checker_is_a_finding_not_a_traceback(tmp_path, capsys, monke
     def boom(*a, **k):
         raise RuntimeError("planted checker crash")
 
-    monkeypatch.setattr(checker, "check_module", boom)
+    monkeypatch.setattr(checker, "check_and_predict", boom)  # what the checker judge calls
     f = write(tmp_path, ["ptxas: accepted", "checker: clean"])
     assert main_replay([f, "--no-hardware"]) == 1  # the recorded checker verdict can no longer be read
     captured = capsys.readouterr()

@@ -221,7 +221,7 @@ def gpu_worthy(program: Program, v: differ.Verdicts, planted: bool = False) -> b
         return True
     if not program.module.target.split(",")[0].strip().startswith("sm_90"):
         return False
-    return differ._expects_defined(program)
+    return differ.expects_defined(program)
 
 
 def gpu_skip_reason(program: Program) -> str:
@@ -827,7 +827,7 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
                     # EXPECT lines from the campaign's own verdicts, moved to the final header
                     # (differ.finalize_repro: a few ms, so every repro file gets them, even one
                     # a smaller repro of its signature supersedes later)
-                    sizing = sizing or replace(v, hardware=None, mmasim=None, metamorphic=None)
+                    sizing = sizing or v.replace(hardware=None, mmasim=None, metamorphic=None)
                     fut = pool.submit(finalize_repro_file, repro, full, _judges_that_ran(v), f.signature, note, sizing,
                                       item.texts[j])
                     fut.add_done_callback(lambda x: _add_repro_seconds(live, x))

@@ -17,6 +17,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from fuzzptx.errors import FuzzptxError
 
@@ -56,102 +57,73 @@ def same_verdict(judge: str, expected: str, actual: str) -> bool:
     return False
 
 
-def run_judges(program, text: str, *, hardware: bool):
-    """(rows, verdicts) for every judge that can run here."""
-    from fuzzptx.judges import differ
-    from fuzzptx.oracles.reference import ReferenceError_, run_program
+def replay_judges(program, *, hardware: bool, extra: Sequence[str] = ()) -> list[str]:
+    """The judges a replay runs: the CPU judges, the GPU (unless ``--no-hardware``), the
+    metamorphic pairs for a metamorphic signature, any plugin judge the signature names, and
+    ``extra`` (``--judges``)."""
+    from fuzzptx.judges import differ, metamorphic
 
-    from fuzzptx.oracles.reference import Unsupported
+    names = ["reference", "ptxas", "checker", "hardware"]
+    sig = program.signature or ""
+    if metamorphic.is_metamorphic(sig):
+        names.append("metamorphic")
+    names += [j for j in differ.judges_for(sig) if j not in differ.BUILTIN] if sig else []
+    names += list(extra)
+    return list(dict.fromkeys(names))
 
-    v = differ.Verdicts()
+
+def run_judges(program, text: str, *, hardware: bool, extra: Sequence[str] = ()):
+    """(rows, verdicts) for every judge that can run here, each through the judge registry."""
+    from fuzzptx.judges import differ, registry
+    from fuzzptx.judges.base import Verdicts
+    from fuzzptx.oracles.reference import ReferenceError_
+
+    v = Verdicts()
     rows: list[Row] = []
-    # reference: a bad address or missing input is bad input (propagates: exit 2) unless the
-    # repro recorded what the reference said (a fuzz finding whose reference verdict is that
-    # error: then it is a verdict to compare, as the differ took it); an instruction outside
-    # the reference's subset only means this judge cannot say anything here
-    try:
-        ref = run_program(program)
-        v.reference = ref
-        rows.append(Row("reference", ref.summary(), "; ".join(ref.notes[:3])))
-    except Unsupported as exc:
-        ref = None
-        rows.append(Row("reference", "unsupported", str(exc)))
-    except ReferenceError_ as exc:
-        if not any(judge == "reference" for judge, _ in program.expect):
-            raise
-        ref = None
-        v.reference_error = str(exc)
-        rows.append(Row("reference", "error", str(exc)))
-    except Exception as exc:  # noqa: BLE001 - a crash of the reference is its verdict (as in the differ), never a traceback
-        ref = None
-        v.reference_error = f"internal error: {type(exc).__name__}: {exc}"
-        rows.append(Row("reference", "error", v.reference_error))
-    # ptxas
-    try:
-        from fuzzptx.oracles.ptxas import compile_ptx
-
-        res = compile_ptx(text, want_cubin=hardware)
-        v.ptxas = res
-        first = next((d for d in res.diagnostics if d.severity in ("error", "warning")), None)
-        rows.append(Row("ptxas", differ.describe_ptxas(res), f"line {first.line}: {first.message}" if first else ""))
-    except (ImportError, FuzzptxError) as exc:
-        rows.append(Row("ptxas", "skipped", str(exc)))
-        res = None
-    # checker
-    try:
-        from fuzzptx.oracles.checker import check_module, predict_ptxas
-
-        v.checker = check_module(program.module)
-        v.predicted = predict_ptxas(program.module)
-        s = v.summary()
-        rows.append(Row("checker", s["checker"], "; ".join(f"{f.rule}@{getattr(f, 'line', '?')}" for f in v.checker[:4])))
-        rows.append(Row("ptxas-model", s["ptxas-model"]))
-    except (ImportError, AttributeError) as exc:
-        rows.append(Row("checker", "skipped", f"checker unavailable: {exc}"))
-    except Exception as exc:  # noqa: BLE001 - a checker crash is a finding (checker:crash), never a traceback
-        v.checker = v.predicted = None
-        v.checker_error = f"internal error: {type(exc).__name__}: {exc}"
-        rows.append(Row("checker", "error", v.checker_error))
-    # hardware
-    if not hardware:
-        rows.append(Row("hardware", "skipped", "--no-hardware"))
-    else:
+    names = replay_judges(program, hardware=hardware, extra=extra)
+    for name in names:
+        judge = registry.get(name)
+        if name == "metamorphic":
+            _metamorphic_row(program, v, rows, hardware)
+            continue
+        if judge.cpu is False and not hardware:
+            rows.append(Row(name, "skipped", "--no-hardware"))
+            continue
         try:
-            from fuzzptx.oracles import hardware as hw
-
-            why = hw.gpu_available()
-            if why is not None:
-                rows.append(Row("hardware", "skipped", why))
-            else:
-                cubin = res.cubin if res is not None and res.accepted else None
-                out = hw.run_program_on_gpu(program, cubin=cubin)
-                v.hardware = out
-                if out.fault:
-                    rows.append(Row("hardware", f"fault: {out.fault}"))
-                elif ref is None:
-                    rows.append(Row("hardware", "ran", "no reference to compare with"))
-                else:
-                    from fuzzptx.oracles.reference import compare
-
-                    mism = compare(program, ref, out.outputs)
-                    rows.append(Row("hardware", "ran", f"{len(mism)} element(s) outside the reference's bounds"
-                                    + (f"; first: {mism[0]}" if mism else "") if not ref.undefined else "reference undefined"))
+            why = judge.available()
         except ImportError as exc:
-            rows.append(Row("hardware", "skipped", f"hardware judge unavailable: {exc}"))
+            why = f"{name} judge unavailable: {exc}"
+        if why is not None:
+            rows.append(Row(name, "skipped", why))
+            continue
+        try:
+            differ.judge(program, (name,), text=text, judged=program, into=v, alongside=names)
+        except ImportError as exc:
+            rows.append(Row(name, "skipped", f"{name} judge unavailable: {exc}"))
+            continue
         except FuzzptxError as exc:
-            rows.append(Row("hardware", "skipped", str(exc)))
-    _metamorphic_row(program, v, rows, hardware)
+            rows.append(Row(name, "skipped", str(exc)))
+            continue
+        rv = v.get("reference") if name == "reference" else None
+        # a bad address or missing input is bad input (exit 2) unless the repro recorded what the
+        # reference said (a fuzz finding whose reference verdict is that error: then it is a
+        # verdict to compare, as the differ took it); an instruction outside the reference's
+        # subset only means this judge cannot say anything here
+        if rv is not None and isinstance(rv.exception, ReferenceError_) and rv.skipped is None \
+                and not any(j == "reference" for j, _ in program.expect):
+            raise rv.exception
+        rows += [Row(*r) for r in judge.rows(program, v[name], v)]
+        if rv is not None and rv.skipped is not None:
+            del v["reference"]  # outside its subset: this judge says nothing here, its expectation is not run
     return rows, v
 
 
 def _metamorphic_row(program, v, rows: list, hardware: bool) -> None:
     """A repro of a metamorphic finding reruns its pairs: on the GPU for ``hardware:...``
     signatures (skipped, saying why, without one), on the reference for ``reference:...``."""
-    from fuzzptx.judges import differ, metamorphic
+    from fuzzptx.judges import differ
 
     sig = program.signature or ""
-    if not metamorphic.is_metamorphic(sig):
-        return
     on_gpu = not sig.startswith("reference:")
     if on_gpu:
         from fuzzptx.oracles.hardware import gpu_available
@@ -201,13 +173,19 @@ def main_replay(argv: list[str]) -> int:
     ap.add_argument("file", help="a fuzzptx repro (.ptx with a '// fuzzptx-repro v1' header)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--no-hardware", action="store_true", help="do not run the GPU judge even if a GPU is present")
+    ap.add_argument("--judges", default="", help="more judges to run beside the default ones (built-in or plugin "
+                    "names, comma-separated); the default: reference, ptxas, checker, the GPU, and the judges the "
+                    "repro's signature names")
     args = ap.parse_args(argv)
     from fuzzptx.program import Program
 
     try:
         program = Program.from_file(args.file)
         text = Path(args.file).read_text()
-        rows, v = run_judges(program, text, hardware=not args.no_hardware)
+        from fuzzptx.judges import registry
+
+        extra = registry.parse(args.judges) if args.judges.strip() else ()
+        rows, v = run_judges(program, text, hardware=not args.no_hardware, extra=extra)
     except FuzzptxError as exc:
         print(f"fuzzptx replay: {exc}", file=sys.stderr)
         return 2

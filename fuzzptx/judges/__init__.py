@@ -1,1 +1,16 @@
-"""Judges: what each says of a program, and how disagreements between them become findings."""
+"""Judges: what each says of a program, and how their disagreements become findings.
+
+A judge is a plugin: ``Judge`` (or ``OutputJudge`` for one that computes output buffers) is the
+interface; the built-in judges register through ``register`` like any other, and installed
+packages add theirs through the entry-point group ``fuzzptx.judges``.  ``docs/judges.md`` shows
+how to write one.
+"""
+from .base import (CheckerVerdict, Context, Judge, JudgeFault, OutputJudge, OutputVerdict, ReferenceVerdict,
+                   SkippableVerdict, Verdicts)
+from .finding import Finding
+from .registry import ENTRY_POINT_GROUP, UnknownJudge, get, names, parse, register, resolve
+from . import builtin  # noqa: E402,F401 - registers the built-in judges (after the registry exists)
+
+__all__ = ["CheckerVerdict", "Context", "ENTRY_POINT_GROUP", "Finding", "Judge", "JudgeFault", "OutputJudge",
+           "OutputVerdict", "ReferenceVerdict", "SkippableVerdict", "UnknownJudge", "Verdicts", "get", "names",
+           "parse", "register", "resolve"]

@@ -22,7 +22,8 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from fuzzptx.judges.differ import Finding, as_judged, program_family
+from .finding import Finding
+from .programs import as_judged, program_family
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Addr, Function, Guard, Imm, Instr, Label, Param, Reg, RegDecl, Scope, Statement, Sym, VarDecl, Directive
 

@@ -1,0 +1,296 @@
+"""What a judge is: the interface every judge implements, built in or from another package.
+
+A judge looks at one program and returns a *verdict* (any value it likes: a ptxas result, a
+list of checker findings, output buffers).  The engine never names a judge: it asks the
+registry (``fuzzptx.judges.registry``) for the judges a run wants and calls them through this
+interface, so a simulator, an emulator or another GPU plugs in without editing fuzzptx.
+
+- ``Judge`` is the general interface: ``judge`` gives the verdict, ``summary`` the line of the
+  verdict table and of the repro's EXPECT header, ``findings`` the disagreements it reports
+  against the judges that ran before it.
+- ``OutputJudge`` is the short form for judges that compute output buffers: subclass it, write
+  ``run(program, inputs)``, and its outputs are compared with the reference's exactly as the
+  GPU's are (bounds, undefined elements skipped).
+- ``Verdicts`` maps judge name -> verdict for one program.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterator, Sequence
+
+from fuzzptx.program import Program
+
+from . import registry
+from .finding import Finding
+from .programs import expects_defined, outputs_against_reference
+
+
+@dataclass
+class CheckerVerdict:
+    """The checker's findings (ISA and spec rules) and its predicted ptxas diagnostics, or the
+    error it stopped on."""
+
+    findings: list | None = None
+    predicted: Any = None
+    error: str | None = None
+
+
+@dataclass
+class ReferenceVerdict:
+    """The reference's run (``RefResult``), or why it has none: an error on this program
+    (``error``, with ``error_kind`` its class and message shape so that shrinking keeps the same
+    error) or an instruction outside its subset (``skipped``: not a finding).  ``mutation_reached``:
+    whether the run reached what a labelled mutation made undefined."""
+
+    result: Any = None
+    error: str | None = None
+    skipped: str | None = None
+    error_kind: str = ""
+    mutation_reached: bool | None = None
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass
+class SkippableVerdict:
+    """A verdict that may be absent for a stated reason (MMA-Sim missing, no disassembler...)."""
+
+    value: Any = None
+    skipped: str | None = None
+
+
+@dataclass
+class JudgeFault:
+    """A judge that raised instead of answering: a finding ``<name>:fault`` (its own bug, or the
+    program's effect on it), never the end of a run."""
+
+    message: str
+
+
+@dataclass
+class OutputVerdict:
+    """What an ``OutputJudge`` computed: output buffers (name -> bytes) or the fault it raised."""
+
+    outputs: dict[str, bytes] = field(default_factory=dict)
+    fault: str | None = None
+
+
+def _field(judge: str, attr: str, container: type) -> property:
+    """A shorthand attribute for one field of a built-in judge's verdict (``v.predicted`` is
+    ``v["checker"].predicted``): callers read and set the fields they know by name."""
+
+    def get(self: "Verdicts") -> Any:
+        verdict = self.get(judge)
+        return None if verdict is None else getattr(verdict, attr)
+
+    def set_(self: "Verdicts", value: Any) -> None:
+        verdict = self.get(judge)
+        if verdict is None:
+            if value is None:
+                return
+            verdict = self[judge] = container()
+        setattr(verdict, attr, value)
+
+    return property(get, set_, doc=f"``{judge}``'s {attr}")
+
+
+def _whole(judge: str) -> property:
+    """A shorthand attribute for a judge whose verdict is one value (``v.ptxas`` is ``v["ptxas"]``)."""
+
+    def get(self: "Verdicts") -> Any:
+        return self.get(judge)
+
+    def set_(self: "Verdicts", value: Any) -> None:
+        if value is None:
+            self.pop(judge, None)
+        else:
+            self[judge] = value
+
+    return property(get, set_, doc=f"``{judge}``'s verdict")
+
+
+class Verdicts(MutableMapping):
+    """What each judge said of one program: judge name -> verdict (absent: that judge did not
+    run), and the seconds each spent.  The built-in judges' verdicts also read as attributes
+    (``v.ptxas``, ``v.reference``, ``v.checker`` the checker's findings, ``v.predicted``...)."""
+
+    def __init__(self, verdicts: dict[str, Any] | None = None, seconds: dict[str, float] | None = None,
+                 **fields: Any):
+        """``fields``: the built-in judges' shorthand attributes (``Verdicts(reference=..., checker=[])``)."""
+        self._v: dict[str, Any] = dict(verdicts or {})
+        self.seconds: dict[str, float] = dict(seconds or {})
+        for name, value in fields.items():
+            if not isinstance(getattr(type(self), name, None), property):
+                raise TypeError(f"Verdicts has no field {name!r}")
+            setattr(self, name, value)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._v[name]
+
+    def __setitem__(self, name: str, verdict: Any) -> None:
+        self._v[name] = verdict
+
+    def __delitem__(self, name: str) -> None:
+        del self._v[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._v)
+
+    def __len__(self) -> int:
+        return len(self._v)
+
+    def __repr__(self) -> str:
+        return f"Verdicts({self._v!r})"
+
+    def copy(self) -> "Verdicts":
+        return Verdicts(self._v, self.seconds)
+
+    def replace(self, **verdicts: Any) -> "Verdicts":
+        """A copy with these judges' verdicts replaced (None: as if that judge had not run)."""
+        out = self.copy()
+        for name, verdict in verdicts.items():
+            if verdict is None:
+                out.pop(name, None)
+            else:
+                out[name] = verdict
+        return out
+
+    ptxas = _whole("ptxas")
+    hardware = _whole("hardware")
+    metamorphic = _whole("metamorphic")
+    checker = _field("checker", "findings", CheckerVerdict)
+    predicted = _field("checker", "predicted", CheckerVerdict)
+    checker_error = _field("checker", "error", CheckerVerdict)
+    reference = _field("reference", "result", ReferenceVerdict)
+    reference_error = _field("reference", "error", ReferenceVerdict)
+    reference_skipped = _field("reference", "skipped", ReferenceVerdict)
+    reference_error_kind = _field("reference", "error_kind", ReferenceVerdict)
+    mutation_reached = _field("reference", "mutation_reached", ReferenceVerdict)
+    mmasim = _field("mmasim", "value", SkippableVerdict)
+    mmasim_skipped = _field("mmasim", "skipped", SkippableVerdict)
+    sass = _field("sass", "value", SkippableVerdict)
+    sass_skipped = _field("sass", "skipped", SkippableVerdict)
+
+    def forget_reference(self) -> None:
+        """Drop what the reference said (and what it decided of the mutation's path), as if it never
+        ran: a campaign takes it before ptxas answers and keeps it only for programs ptxas accepts.
+        Its seconds stay: they were spent."""
+        self.pop("reference", None)
+
+    def summary(self) -> dict[str, str]:
+        """One line per judge for verdict tables and repro EXPECT lines."""
+        out: dict[str, str] = {}
+        for judge in registry.summary_order(self):
+            out.update(judge.summary(self[judge.name]))
+        return out
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a judge may read besides the program: its PTX text (the exact text ptxas compiles and
+    every line number counts in), the verdicts of the judges that ran before it, the reference's
+    numerics mode, and a GPU worker when the run holds one."""
+
+    text: str
+    verdicts: Verdicts
+    numerics: str = "spec"
+    gpu: Any = None
+    judges: tuple[str, ...] = ()
+
+
+class Judge(ABC):
+    """One judge.  Subclasses set ``name`` and implement ``judge``; the class attributes tell the
+    engine where and when it runs."""
+
+    name: ClassVar[str]
+    #: runs in the CPU pool (False: it needs the GPU, or runs beside it)
+    cpu: ClassVar[bool] = True
+    #: reads the parsed program (False: the PTX text alone, so a batch skips the parse)
+    reads_ir: ClassVar[bool] = True
+    #: runs only on programs ptxas accepts (what it says of a rejected program is moot)
+    needs_accepted: ClassVar[bool] = False
+    #: may run while ptxas still compiles the batch (it reads nothing ptxas says)
+    early: ClassVar[bool] = False
+    #: the other judges whose verdicts it reads, run first when both are asked for
+    after: ClassVar[tuple[str, ...]] = ()
+    #: reads the cubin of the program (ptxas then keeps it)
+    wants_cubin: ClassVar[bool] = False
+    #: the keys ``summary`` writes (a checker verdict has two lines: checker and ptxas-model)
+    summary_keys: ClassVar[tuple[str, ...]] = ()
+
+    @abstractmethod
+    def judge(self, program: Program, ctx: Context) -> Any:
+        """This judge's verdict on ``program``.  An exception here is the judge's fault, reported
+        as a finding ``<name>:crash``; it never loses the other judges' verdicts."""
+
+    def summary(self, verdict: Any) -> dict[str, str]:
+        """Lines of the verdict table (key -> text); the key is usually the judge's name."""
+        return {self.name: str(verdict)}
+
+    def findings(self, program: Program, v: Verdicts, family: str, *, full: Any = None) -> list[Finding]:
+        """The disagreements this judge reports (against the reference, ptxas, its own label...).
+        ``full``: a callable giving the program with its bodies, where ``program`` is a campaign's
+        light copy (header and launched kernel's signature only)."""
+        return []
+
+    def rows(self, program: Program, verdict: Any, v: Verdicts) -> list[tuple[str, str, str]]:
+        """Rows of ``fuzzptx replay``'s table: (judge, verdict, details)."""
+        return [(key, text, "") for key, text in self.summary(verdict).items()]
+
+    def moved(self, verdict: Any, delta: int) -> Any:
+        """The verdict for the same body ``delta`` lines further down the file, or None when it must
+        be taken again (used to write a repro's EXPECT lines without judging twice)."""
+        return None
+
+    def available(self) -> str | None:
+        """None when this judge can run here, else why not (a missing GPU, tool or package)."""
+        return None
+
+
+class OutputJudge(Judge):
+    """A judge that computes the program's output buffers, compared with the reference's as the
+    GPU's are.  Implement ``run(program, inputs)``: ``inputs`` maps every buffer's name to a numpy
+    array filled exactly as for the GPU launch (the header's init and seed); return a mapping
+    from each output buffer's name to an array of its final contents.  Its disagreements are
+    bucketed as ``<name>!=reference|mismatch|<family>``; an exception is ``<name>:fault|<family>``."""
+
+    needs_accepted: ClassVar[bool] = True  # as the GPU: only programs ptxas turns into a kernel
+    after: ClassVar[tuple[str, ...]] = ("ptxas", "reference")
+
+    @abstractmethod
+    def run(self, program: Program, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Output buffer name -> numpy array of its final contents."""
+
+    def judge(self, program: Program, ctx: Context) -> OutputVerdict:
+        import numpy as np
+
+        from fuzzptx.data import buffer_bytes, numpy_dtype
+
+        inputs = {b.name: buffer_bytes(b).view(numpy_dtype(b.type)).copy() for b in program.buffers}
+        try:
+            outs = self.run(program, inputs)
+        except Exception as exc:  # noqa: BLE001 - the judge's own failure is its verdict
+            return OutputVerdict(fault=f"{type(exc).__name__}: {exc}")
+        got: dict[str, bytes] = {}
+        for b in program.buffers:
+            if b.output and b.name in outs:
+                got[b.name] = np.ascontiguousarray(outs[b.name]).tobytes()
+        return OutputVerdict(outputs=got)
+
+    def summary(self, verdict: OutputVerdict) -> dict[str, str]:
+        return {self.name: f"fault: {verdict.fault}" if verdict.fault else "ran"}
+
+    def findings(self, program: Program, v: Verdicts, family: str, *, full: Any = None) -> list[Finding]:
+        verdict = v.get(self.name)
+        if verdict is None:
+            return []
+        if verdict.fault:
+            return [Finding(f"{self.name}:fault|{family}", f"{self.name} failed: {verdict.fault}")]
+        if v.reference is None or not expects_defined(program):
+            return []
+        return outputs_against_reference(program, v.reference, verdict.outputs, f"{self.name}!=reference", family)
+
+
+def judge_names(judges: Sequence[Judge]) -> tuple[str, ...]:
+    return tuple(j.name for j in judges)

@@ -1,0 +1,406 @@
+"""The built-in judges, registered in the order their verdict lines print: ptxas, the checker
+(its ISA/spec findings and its ptxas model), the reference interpreter, the GPU, MMA-Sim, the
+SASS reader, and the metamorphic pairs.  Each is a thin adapter from ``fuzzptx.oracles`` to the
+``Judge`` interface; what each reports against the others is its ``findings``."""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any, ClassVar
+
+from fuzzptx.errors import FuzzptxError
+from fuzzptx.program import Program
+
+from . import registry
+from .base import CheckerVerdict, Context, Judge, ReferenceVerdict, SkippableVerdict, Verdicts
+from .finding import Finding
+from .programs import expects_defined, is_labelled, outputs_against_reference
+
+# The judges a CPU run uses unless told otherwise, and the built-in names in registration order.
+CPU_JUDGES = ("reference", "checker", "ptxas")
+BUILTIN = ("ptxas", "checker", "reference", "hardware", "mmasim", "sass", "metamorphic")
+# The order their findings are listed in a record (a checker-vs-ptxas disagreement first).
+FINDINGS_ORDER = ("checker", "ptxas", "reference", "hardware", "mmasim", "sass", "metamorphic")
+
+
+# ------------------------------------------------------------------ ptxas
+
+
+def describe_ptxas(res: Any) -> str:
+    if res.timed_out:
+        return "timeout"
+    if not res.accepted:
+        first = next((d for d in res.diagnostics if d.severity == "error"), None)
+        return "rejected" + (f" (line {first.line}: {first.message})" if first else "")
+    codes = ptxas_codes(res)
+    return "accepted" + (" " + " ".join(f"{c}@{ln}" for c, ln in codes) if codes else "")
+
+
+def describe_prediction(pred: Any) -> str:
+    if not pred.accepted:
+        return "rejected"
+    codes = sorted(set(predicted_codes(pred)), key=lambda t: (t[0], t[1] or 0))
+    return "accepted" + (" " + " ".join(f"{c}@{ln}" for c, ln in codes) if codes else "")
+
+
+def predicted_codes(pred: Any) -> list[tuple[str, int | None]]:
+    return [(c, ln) for c, ln in pred.pairs() if c]
+
+
+def ptxas_codes(res: Any) -> list[tuple[str, int | None]]:
+    return sorted({(d.code, d.line) for d in res.diagnostics if d.code}, key=lambda t: (t[0], t[1] or 0))
+
+
+class PtxasJudge(Judge):
+    """The real ptxas (the pinned release from PyPI): accepted or rejected, its diagnostics, the cubin."""
+
+    name = "ptxas"
+    reads_ir = False
+    summary_keys = ("ptxas",)
+
+    def judge(self, program: Program, ctx: Context) -> Any:
+        from fuzzptx.oracles.ptxas import compile_ptx
+
+        return compile_ptx(ctx.text, want_cubin=any(registry.get(j).wants_cubin for j in ctx.judges))
+
+    def summary(self, verdict: Any) -> dict[str, str]:
+        return {"ptxas": describe_ptxas(verdict)}
+
+    def rows(self, program: Program, verdict: Any, v: Verdicts) -> list[tuple[str, str, str]]:
+        first = next((d for d in verdict.diagnostics if d.severity in ("error", "warning")), None)
+        return [("ptxas", describe_ptxas(verdict), f"line {first.line}: {first.message}" if first else "")]
+
+    def findings(self, program: Program, v: Verdicts, family: str, *, full: Any = None) -> list[Finding]:
+        if v.ptxas is not None and v.ptxas.timed_out:
+            return [Finding(f"ptxas:timeout|{family}", "ptxas did not finish in time")]
+        return []
+
+    def moved(self, verdict: Any, delta: int) -> Any:
+        return verdict.moved(delta)
+
+
+# ------------------------------------------------------------------ checker
+
+
+class CheckerJudge(Judge):
+    """The static checker: ISA and spec-pipeline rule findings, and its model of ptxas's diagnostics."""
+
+    name = "checker"
+    early = True
+    summary_keys = ("checker", "ptxas-model")
+
+    def judge(self, program: Program, ctx: Context) -> CheckerVerdict:
+        from fuzzptx.oracles.checker import check_and_predict  # one run of the ptxas model for both
+
+        try:
+            findings, predicted = check_and_predict(program.module)
+        except Exception as exc:  # a checker crash is a finding (checker:crash), never the end of a run
+            return CheckerVerdict(error=f"internal error: {type(exc).__name__}: {exc}")
+        return CheckerVerdict(findings, predicted)
+
+    def summary(self, verdict: CheckerVerdict) -> dict[str, str]:
+        out: dict[str, str] = {}
+        if verdict.findings is not None:
+            rules = sorted({f.rule for f in verdict.findings})
+            out["checker"] = ("findings " + ",".join(rules)) if rules else "clean"
+        elif verdict.error is not None:
+            out["checker"] = f"error: {verdict.error}"
+        if verdict.predicted is not None:
+            out["ptxas-model"] = describe_prediction(verdict.predicted)
+        return out
+
+    def rows(self, program: Program, verdict: CheckerVerdict, v: Verdicts) -> list[tuple[str, str, str]]:
+        if verdict.error is not None:
+            return [("checker", "error", verdict.error)]
+        s = self.summary(verdict)
+        return [("checker", s["checker"], "; ".join(f"{f.rule}@{getattr(f, 'line', '?')}" for f in verdict.findings[:4])),
+                ("ptxas-model", s["ptxas-model"], "")]
+
+    def findings(self, program: Program, v: Verdicts, family: str, *, full: Any = None) -> list[Finding]:
+        out: list[Finding] = []
+        real_res, pred_res = v.ptxas, v.predicted
+        if real_res is not None and pred_res is not None and not real_res.timed_out:
+            if pred_res.accepted != real_res.accepted:
+                what = "accept" if pred_res.accepted else "reject"
+                out.append(Finding(
+                    f"checker!=ptxas|{what}|{family}",
+                    f"checker predicts {'acceptance' if pred_res.accepted else 'rejection'}, ptxas {describe_ptxas(real_res)}",
+                    (("ptxas", describe_ptxas(real_res)), ("checker", describe_prediction(pred_res))),
+                ))
+            elif real_res.accepted:
+                real = set(ptxas_codes(real_res))
+                pred = set(predicted_codes(pred_res))
+                for code in sorted({c for c, _ in real} | {c for c, _ in pred}):
+                    r = sorted((ln for c, ln in real if c == code), key=lambda x: x or 0)
+                    q = sorted((ln for c, ln in pred if c == code), key=lambda x: x or 0)
+                    if r == q:
+                        continue
+                    what = "missed" if not q else "spurious" if not r else "line"
+                    out.append(Finding(
+                        f"checker!=ptxas|{what}:{code}|{family}",
+                        f"{code}: ptxas printed it at line(s) {r or 'none'}, the model predicted line(s) {q or 'none'}",
+                        (("code", code), ("ptxas_lines", tuple(r)), ("predicted_lines", tuple(q))),
+                    ))
+        if v.checker_error is not None:
+            out.append(Finding(f"checker:crash|{family}", f"the checker crashed: {v.checker_error}"))
+        return out
+
+    def moved(self, verdict: CheckerVerdict, delta: int) -> CheckerVerdict | None:
+        if verdict.findings is None or verdict.predicted is None or verdict.error is not None:
+            return None
+        return CheckerVerdict(verdict.findings, replace(verdict.predicted, diagnostics=tuple(
+            replace(d, line=None if d.line is None else d.line + delta) for d in verdict.predicted.diagnostics)))
+
+
+# ------------------------------------------------------------------ reference
+
+
+def _message_slug(message: str) -> str:
+    """The shape of an error message: its first three words without numbers or names in them."""
+    text = message.split(": ", 1)[1] if ": " in message else message
+    words = [w for w in re.findall(r"[A-Za-z][A-Za-z_\-]*", text) if not any(c.isdigit() for c in w)]
+    return "-".join(words[:3]).lower()
+
+
+class ReferenceJudge(Judge):
+    """The pure-Python reference interpreter: output buffers with their allowed bounds, or 'undefined'."""
+
+    name = "reference"
+    early = True
+    needs_accepted = True
+    summary_keys = ("reference",)
+
+    def judge(self, program: Program, ctx: Context) -> ReferenceVerdict:
+        from fuzzptx.oracles.reference import run_program
+        from fuzzptx.oracles.reference.errors import Unsupported
+
+        try:
+            result = run_program(program, mode=ctx.numerics)
+        except Unsupported as exc:
+            return ReferenceVerdict(skipped=str(exc))
+        except FuzzptxError as exc:
+            return ReferenceVerdict(error=str(exc), error_kind=f"{type(exc).__name__}:{_message_slug(exc.message)}",
+                                    exception=exc)
+        except Exception as exc:  # a crash of the reference is a finding, never the end of a run
+            return ReferenceVerdict(error=f"internal error: {type(exc).__name__}: {exc}", exception=exc)
+        reached = None
+        if is_labelled(program):
+            from .differ import took_the_mutated_path
+
+            reached = took_the_mutated_path(program, result)
+        return ReferenceVerdict(result, mutation_reached=reached)
+
+    def summary(self, verdict: ReferenceVerdict) -> dict[str, str]:
+        if verdict.error is not None:
+            return {"reference": f"error: {verdict.error}"}
+        if verdict.skipped is not None:
+            return {"reference": f"unsupported: {verdict.skipped}"}
+        if verdict.result is not None:
+            return {"reference": verdict.result.summary()}
+        return {}
+
+    def rows(self, program: Program, verdict: ReferenceVerdict, v: Verdicts) -> list[tuple[str, str, str]]:
+        if verdict.skipped is not None:
+            return [("reference", "unsupported", verdict.skipped)]
+        if verdict.error is not None:
+            return [("reference", "error", verdict.error)]
+        return [("reference", verdict.result.summary(), "; ".join(verdict.result.notes[:3]))]
+
+    def findings(self, program: Program, v: Verdicts, family: str, *, full: Any = None) -> list[Finding]:
+        err = v.reference_error
+        if err is None or not expects_defined(program) or not (v.ptxas is None or v.ptxas.accepted):
+            return []
+        kind = "crash" if err.startswith("internal error") else "error"
+        if v.reference_error_kind:
+            kind += ":" + v.reference_error_kind
+        return [Finding(f"reference:{kind}|{family}", f"the reference could not run a legal program: {err}")]
+
+    def moved(self, verdict: ReferenceVerdict, delta: int) -> ReferenceVerdict | None:
+        if verdict.result is None or verdict.result.undefined:
+            return None
+        return ReferenceVerdict(verdict.result)  # values and bounds: no line in them
+
+
+# ------------------------------------------------------------------ hardware
+
+
+class HardwareJudge(Judge):
+    """A real sm_90a GPU through CuPy, in an isolated worker process: output buffers, or a fault."""
+
+    name = "hardware"
+    cpu = False
+    needs_accepted = True
+    wants_cubin = True
+    summary_keys = ("hardware",)
+
+    def judge(self, program: Program, ctx: Context) -> Any:
+        if ctx.gpu is not None:
+            return ctx.gpu.run(program)
+        from fuzzptx.oracles.hardware import run_program_on_gpu
+
+        r = ctx.verdicts.ptxas  # its cubin, where ptxas compiled this program alone
+        cubin = r.cubin if r is not None and r.accepted and r.cubin and not r.shared_cubin else None
+        return run_program_on_gpu(program, cubin=cubin)
+
+    def summary(self, verdict: Any) -> dict[str, str]:
+        return {"hardware": f"fault: {verdict.fault}" if verdict.fault else "ran"}
+
+    def rows(self, program: Program, verdict: Any, v: Verdicts) -> list[tuple[str, str, str]]:
+        if verdict.fault:
+            return [("hardware", f"fault: {verdict.fault}", "")]
+        ref = v.reference
+        if ref is None:
+            return [("hardware", "ran", "no reference to compare with")]
+        if ref.undefined:
+            return [("hardware", "ran", "reference undefined")]
+        from fuzzptx.oracles.reference import compare as ref_compare
+
+        mism = ref_compare(program, ref, verdict.outputs)
+        return [("hardware", "ran", f"{len(mism)} element(s) outside the reference's bounds"
+                 + (f"; first: {mism[0]}" if mism else ""))]
+
+    def findings(self, program: Program, v: Verdicts, family: str, *, full: Any = None) -> list[Finding]:
+        hw = v.hardware
+        if hw is None:
+            return []
+        if hw.fault:
+            return [Finding(f"hardware:fault:{hw.fault}|{family}", f"the GPU faulted: {hw.fault}")]
+        if v.reference is None or not expects_defined(program):
+            return []
+        return outputs_against_reference(program, v.reference, hw.outputs, "reference!=hardware", family,
+                                         diagnose_repeats=True, full=full)
+
+    def available(self) -> str | None:
+        from fuzzptx.oracles.hardware import gpu_available
+
+        return gpu_available()
+
+
+# ------------------------------------------------------------------ MMA-Sim
+
+
+class MmasimJudge(Judge):
+    """The reference with MMA-Sim's bit-accurate arithmetic (optional wheel)."""
+
+    name = "mmasim"
+    needs_accepted = True
+    summary_keys = ("mmasim",)
+
+    def judge(self, program: Program, ctx: Context) -> SkippableVerdict:
+        from fuzzptx.oracles import mmasim_judge
+
+        why = mmasim_judge.available()
+        if why:
+            return SkippableVerdict(skipped=why)
+        try:
+            res, modelled = mmasim_judge.run_program(program)
+        except Exception as exc:  # noqa: BLE001 - outside the reference's subset, or MMA-Sim failing
+            return SkippableVerdict(skipped=f"{type(exc).__name__}: {exc}")
+        if not modelled:
+            return SkippableVerdict(skipped="MMA-Sim models no tensor-core product of this program")
+        return SkippableVerdict(res)
+
+    def summary(self, verdict: SkippableVerdict) -> dict[str, str]:
+        return {"mmasim": verdict.value.summary()} if verdict.value is not None else {}
+
+    def findings(self, program: Program, v: Verdicts, family: str, *, full: Any = None) -> list[Finding]:
+        """MMA-Sim three ways: against the GPU (a disagreement where our hardware mode agrees with the
+        GPU is a finding about MMA-Sim) and against the reference (its hardware mode: bit for bit;
+        spec mode: MMA-Sim's result outside the allowed set)."""
+        sim = v.mmasim
+        if sim is None or sim.undefined or not expects_defined(program):
+            return []
+        out: list[Finding] = []
+        if v.hardware is not None and not v.hardware.fault:
+            out += outputs_against_reference(program, sim, v.hardware.outputs, "mmasim!=hardware", family)
+        if v.reference is not None and not v.reference.undefined:
+            out += outputs_against_reference(program, v.reference, {b: sim.bytes(b) for b in sim.outputs},
+                                             "mmasim!=reference", family)
+        return out
+
+
+# ------------------------------------------------------------------ SASS
+
+
+class SassJudge(Judge):
+    """ptxas -O3's writes to registers of a wgmma still in flight, read from the SASS of a program
+    the checker finds defined (a mutant that writes an accumulator in flight itself would show its
+    own write).  It needs a cubin of this program alone: the ptxas judge's where that judge
+    compiled it alone, else one more ptxas run (a batched module holds other programs' kernels,
+    as in a campaign or a fuzz run), so it is opt-in."""
+
+    name = "sass"
+    needs_accepted = True
+    wants_cubin = True
+    after = ("ptxas", "checker")
+    summary_keys = ("sass",)
+
+    def judge(self, program: Program, ctx: Context) -> SkippableVerdict:
+        from fuzzptx.oracles.sass import disassembler, inflight_writes, sass
+
+        if not any(i.opcode.startswith("wgmma.mma_async") for f in program.module.functions() if f.body is not None
+                   for i in f.instructions()):
+            return SkippableVerdict([])
+        tool = disassembler()
+        if tool is None:
+            return SkippableVerdict(skipped="no disassembler (pip install 'fuzzptx[sass]')")
+        findings = ctx.verdicts.checker
+        if findings is None:
+            from fuzzptx.oracles.checker import check_module
+
+            findings = check_module(program.module, layers=("isa", "spec"))
+        if any(f.severity == "error" for f in findings):
+            return SkippableVerdict(skipped="the checker finds the program illegal or undefined")
+        r = ctx.verdicts.ptxas
+        if r is None or r.cubin is None or r.shared_cubin:  # no cubin of this program's own (a batch's holds others)
+            from fuzzptx.oracles.ptxas import compile_ptx
+
+            r = compile_ptx(ctx.text, want_cubin=True)
+        if not r.accepted or not r.cubin:
+            return SkippableVerdict(skipped="ptxas rejects it")
+        return SkippableVerdict(inflight_writes(sass(r.cubin, tool)))
+
+    def summary(self, verdict: SkippableVerdict) -> dict[str, str]:
+        if verdict.value is not None:
+            return {"sass": f"writes in flight: {verdict.value[0]}" if verdict.value else "clean"}
+        if verdict.skipped is not None:
+            return {"sass": f"skipped: {verdict.skipped}"}
+        return {}
+
+    def findings(self, program: Program, v: Verdicts, family: str, *, full: Any = None) -> list[Finding]:
+        if not v.sass:
+            return []
+        return [Finding(f"sass:inflight-write|{family}",
+                        f"ptxas -O3 writes {len(v.sass)} register(s) of a wgmma still in flight, first: {v.sass[0]}",
+                        (("writes", "; ".join(v.sass[:4])),))]
+
+
+# ------------------------------------------------------------------ metamorphic
+
+
+class MetamorphicJudge(Judge):
+    """Pairs that must agree: -O3/-O0, pipelined/serialised, with/without dead uniform branches; on
+    the GPU beside the hardware judge, else on the reference (``fuzzptx.judges.metamorphic``)."""
+
+    name = "metamorphic"
+    cpu = False
+    needs_accepted = True
+    after = ("reference", "hardware")
+    summary_keys = ("metamorphic",)
+
+    def judge(self, program: Program, ctx: Context) -> Any:
+        from .differ import metamorphic_verdict
+
+        return metamorphic_verdict(program, on_gpu="hardware" in ctx.judges, worker=ctx.gpu)
+
+    def summary(self, verdict: Any) -> dict[str, str]:
+        m = verdict
+        return {"metamorphic": f"skipped: {m.skipped}" if m.skipped else
+                f"{len(m.relations)} pair(s) ({', '.join(m.relations) or 'none'}), {len(m.findings)} differ"}
+
+    def findings(self, program: Program, v: Verdicts, family: str, *, full: Any = None) -> list[Finding]:
+        return [f for _, f in v.metamorphic.findings] if v.metamorphic is not None else []
+
+
+for _judge in (PtxasJudge, CheckerJudge, ReferenceJudge, HardwareJudge, MmasimJudge, SassJudge, MetamorphicJudge):
+    registry.register(_judge)
