@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="write the figures as JSON here")
     args = ap.parse_args(argv)
 
-    from fuzzptx.engine.campaign import draw_direct
+    from fuzzptx.engine.generate import draw_direct
     from fuzzptx.oracles.checker import check_and_predict
     from fuzzptx.oracles.ptxas import compile_batch, compile_ptx, ptxas_version
     from fuzzptx.perf import tune_gc

@@ -13,14 +13,10 @@ per stage, the seconds spent, and two ratios against ptxas alone on the very sam
   overlapped, and the figure that holds on a loaded machine, where wall times do not;
 * ``ratio_stages_over_ptxas_stage``: the stage timers (wall clock) over the ptxas stage.
 
-``--ab R`` instead times the judging path alone on the same programs, in this process,
-interleaved R times (CPU, best of R): the path before the speed work (one parse, then
-``check_module`` and ``predict_ptxas``, each running the ptxas model, and the reference on
-every program) against ``fuzz.judge_texts`` (one model run, the reference on what ptxas
-accepted); ptxas runs once beforehand and is not timed.
+The run is the engine inline (``workers=0``: blocks prepared in this process, ptxas as its
+children), so ``getrusage`` sees all of its CPU.
 
     python benchmarks/bench_fuzz_run.py --examples 200 --seed 0
-    python benchmarks/bench_fuzz_run.py --examples 128 --seed 0 --ab 3 --out /tmp/ab.json
 """
 from __future__ import annotations
 
@@ -42,69 +38,19 @@ def cpu_seconds() -> tuple[float, float]:
     return me.ru_utime + me.ru_stime, ch.ru_utime + ch.ru_stime
 
 
-def judge_ab(programs: list, repeat: int) -> dict:
-    """CPU ms/program of the old and the new judging path on ``programs`` (see the module doc)."""
-    from fuzzptx.judges import differ
-    from fuzzptx.engine.run import judge_texts
-    from fuzzptx.oracles.checker import check_module, predict_ptxas
-    from fuzzptx.oracles.ptxas import compile_batch
-    from fuzzptx.oracles.reference import run_program
-
-    texts = [p.to_ptx() for p in programs]
-    results = [r for lo in range(0, len(texts), 32) for r in compile_batch(texts[lo:lo + 32])]
-
-    def old() -> None:
-        for p, t in zip(programs, texts):
-            q, _ = differ.as_judged(p, t)
-            check_module(q.module)
-            predict_ptxas(q.module)
-            try:
-                run_program(q)
-            except Exception:  # as differ.judge: any outcome is a verdict
-                pass
-
-    def new() -> None:
-        judge_texts(programs, texts, ("reference", "checker"), (results, 0.0))
-
-    old(), new()  # imports and catalogue
-    times: dict[str, list[float]] = {"old": [], "new": []}
-    for _ in range(repeat):
-        for name, fn in (("old", old), ("new", new)):
-            t0 = time.process_time()
-            fn()
-            times[name].append(time.process_time() - t0)
-    n = len(programs)
-    return {"programs": n, "ptxas_accepted": sum(r.accepted for r in results), "repeat": repeat,
-            "cpu_ms_per_program_best": {k: round(1000 * min(v) / n, 1) for k, v in times.items()},
-            "cpu_ms_per_program_all": {k: [round(1000 * x / n, 1) for x in v] for k, v in times.items()}}
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--examples", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct")
-    ap.add_argument("--ab", type=int, default=0, help="time the old vs the new judging path, best of this many")
     ap.add_argument("--out", default="benchmarks/results/fuzz_run.json")
     args = ap.parse_args()
     from fuzzptx.perf import tune_gc
 
     tune_gc()  # as the CLI does for every subcommand
-    if args.ab:
-        from fuzzptx.engine.run import batch_programs, draw_programs
-
-        programs = ([p for b in range(-(-args.examples // args.batch))
-                     for p in batch_programs(b, args.seed, args.batch, args.examples, 0.25)]
-                    if args.generator == "direct" else draw_programs(args.examples, args.seed))
-        load0 = os.getloadavg()[0]
-        result = {"what": "judging path A/B", "generator": args.generator, "seed": args.seed,
-                  **judge_ab(programs, args.ab), "load_before": round(load0, 2),
-                  "load_after": round(os.getloadavg()[0], 2)}
-        Path(args.out).write_text(json.dumps(result, indent=1))
-        print(json.dumps(result, indent=1))
-        return
-    from fuzzptx.engine.run import batch_programs, draw_programs, run
+    from fuzzptx.engine.generate import BlockTask, block_programs, draw_programs
+    from fuzzptx.engine.run import run
     from fuzzptx.oracles.ptxas import compile_batch
 
     with tempfile.TemporaryDirectory() as tmp:  # imports and catalogue first, as in a long run
@@ -114,13 +60,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         c0 = cpu_seconds()
         t0 = time.perf_counter()
-        stats = run(args.examples, args.seed, ("reference", "checker", "ptxas"), Path(tmp), batch=args.batch,
+        s = run(args.examples, args.seed, ("reference", "checker", "ptxas"), Path(tmp), batch=args.batch,
                     shrink_budget=0.0, progress=False, generator=args.generator, repros=False)
         wall = time.perf_counter() - t0
         c1 = cpu_seconds()
     if args.generator == "direct":
         programs = [p for b in range(-(-args.examples // args.batch))
-                    for p in batch_programs(b, args.seed, args.batch, args.examples, 0.25)]
+                    for _, p, _ in block_programs(BlockTask(b, args.seed, args.batch, (),
+                                                            keep=min(args.batch, args.examples - b * args.batch)))]
     else:
         programs = draw_programs(args.examples, args.seed)
     texts = [p.to_ptx() for p in programs]
@@ -132,7 +79,6 @@ def main() -> None:
     c3 = cpu_seconds()
     run_cpu = (c1[0] - c0[0]) + (c1[1] - c0[1])
     ptxas_cpu = (c3[0] - c2[0]) + (c3[1] - c2[1])
-    s = stats.as_dict()
     stage = s["stage_seconds"]
     result = {
         "examples": args.examples, "seed": args.seed, "batch": args.batch, "generator": args.generator,

@@ -9,7 +9,8 @@ prints the worker's profile.  Needs a GPU (run it on the device):
     python3 benchmarks/bench_gpu_worker.py OUTDIR [N]
 """
 import json, os, sys, time, pstats, io
-from fuzzptx.engine.campaign import draw_direct, gpu_worthy
+from fuzzptx.engine.generate import draw_direct
+from fuzzptx.engine.block import gpu_worthy
 from fuzzptx.oracles.ptxas import compile_batch
 from fuzzptx.oracles.hardware import HardwareWorker
 

@@ -13,7 +13,7 @@ import sys
 CHILD = """
 import sys, time
 tune = sys.argv[1] == "tuned"
-from fuzzptx.engine.campaign import draw_direct
+from fuzzptx.engine.generate import draw_direct
 from fuzzptx.judges import differ
 if tune:
     from fuzzptx.perf import tune_gc

@@ -1,7 +1,7 @@
 """How much of a campaign pool process's CPU goes to CPython's cycle collector, and what makes
 the cyclic garbage it collects.
 
-A warm process (``campaign._warm``, as a pool process runs) prepares ``--blocks`` blocks with the
+A warm process (``campaign.warm``, as a pool process runs) prepares ``--blocks`` blocks with the
 Python judges (generation, emission, checker, reference; no ptxas), timing every collection
 through ``gc.callbacks``: ``--mode pool`` as a campaign pool process does now (``_pool_block``:
 a young collection between blocks, ``perf.POOL_YOUNG_THRESHOLD``), ``--mode young`` as before
@@ -31,7 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out")
     args = ap.parse_args(argv)
 
-    from fuzzptx.engine.campaign import BlockTask, _pool_block, _warm, prepare_block
+    from fuzzptx.engine.generate import BlockTask
+
+    from fuzzptx.engine.block import pool_block, warm, prepare_block
     from fuzzptx.perf import YOUNG_THRESHOLD, tune_gc
 
     judges = ("reference", "checker")

@@ -13,7 +13,8 @@ import time
 
 
 def main() -> None:
-    from fuzzptx.engine.campaign import BlockTask, prepare_block
+    from fuzzptx.engine.generate import BlockTask
+    from fuzzptx.engine.block import prepare_block
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--blocks", type=int, default=2)

@@ -19,7 +19,7 @@ import pathlib
 import statistics
 import time
 
-from fuzzptx.engine.run import draw_programs
+from fuzzptx.engine.generate import draw_programs
 from fuzzptx.oracles.reference import run_program, wgmma_math
 from fuzzptx.program import Program
 

@@ -41,7 +41,9 @@ import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
-from fuzzptx.engine.campaign import BlockTask, Plan, block_programs, run_campaign
+from fuzzptx.engine.generate import BlockTask, block_programs
+
+from fuzzptx.engine.campaign import Plan, run_campaign
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_split import CpuSplit  # noqa: E402

@@ -87,7 +87,7 @@ def main(argv=None) -> int:
     t_start = time.monotonic()
 
     from fuzzptx.judges import metamorphic as M
-    from fuzzptx.engine.run import draw_programs
+    from fuzzptx.engine.generate import draw_programs
 
     record: dict = {"tool": "hw_metamorphic", "command": " ".join(sys.argv), "seed": args.seed, "n": args.n,
                     "dry_run": args.dry_run, "judge": "reference" if args.dry_run else "hardware",

@@ -21,7 +21,7 @@ from pathlib import Path
 
 def snapshot(n: int, seed: int, directory: str | None) -> tuple[dict, dict]:
     from fuzzptx.judges import differ
-    from fuzzptx.engine.campaign import draw_direct
+    from fuzzptx.engine.generate import draw_direct
     from fuzzptx.program import Program
 
     progs = [(f"direct:{i}", p, p.to_ptx()) for i, p in enumerate(draw_direct(n, seed))]

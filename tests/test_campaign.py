@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from fuzzptx import cli
-from fuzzptx.engine.campaign import BlockTask, _truncate_torn_tail, block_programs, done_keys, planted_programs
+from fuzzptx.engine.generate import BlockTask, block_programs, planted_programs
+from fuzzptx.engine.campaign import _truncate_torn_tail, done_keys
 
 SEED, EXAMPLES, BLOCK = 1, 12, 4  # seed 1: two real checker findings, so repros get written
 
@@ -76,7 +77,7 @@ def test_blocks_are_the_same_in_every_process(whole, tmp_path):
     task = BlockTask(block=1, seed=SEED, size=BLOCK, judges=("ptxas",))
     here = [p.to_ptx() for _, p, _ in block_programs(task)]
     env = dict(os.environ, PYTHONHASHSEED="12345")
-    code = ("import sys, json; from fuzzptx.engine.campaign import BlockTask, block_programs; "
+    code = ("import sys, json; from fuzzptx.engine.generate import BlockTask, block_programs; "
             f"t = BlockTask(block=1, seed={SEED}, size={BLOCK}, judges=('ptxas',)); "
             "json.dump([p.to_ptx() for _, p, _ in block_programs(t)], sys.stdout)")
     there = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
@@ -333,7 +334,7 @@ def test_pool_ships_a_light_program_and_the_text_gives_it_back():
     import pickle
     from dataclasses import replace
 
-    from fuzzptx.engine.campaign import prepare_block
+    from fuzzptx.engine.block import prepare_block
     from fuzzptx.oracles.hardware import program_args
 
     task = BlockTask(3, 7, 8, ("checker", "ptxas"), plant=True)
@@ -395,7 +396,8 @@ def test_every_repro_replays_with_its_expectations_holding(whole, capsys):
 def test_a_repro_with_the_hardware_note_still_replays(tmp_path, capsys):
     """The "hardware when found" NOTE is a header line: it must be in place before the verdicts'
     line numbers are, or every located verdict of a GPU finding's repro is off by one."""
-    from fuzzptx.engine.campaign import _judges_that_ran, finalize_repro_file, prepare_block
+    from fuzzptx.engine.repro import judges_that_ran, finalize_repro_file
+    from fuzzptx.engine.block import prepare_block
     from fuzzptx.engine.replay import main_replay
 
     import re
@@ -406,7 +408,7 @@ def test_a_repro_with_the_hardware_note_still_replays(tmp_path, capsys):
     for j in located[:2]:
         path = str(tmp_path / f"r{j}.ptx")
         v = item.verdicts[j]
-        finalize_repro_file(path, item.program(j), _judges_that_ran(v), "test|note|x", "hardware when found: ran",
+        finalize_repro_file(path, item.program(j), judges_that_ran(v), "test|note|x", "hardware when found: ran",
                             v, item.texts[j])
         text = Path(path).read_text()
         assert "// NOTE: hardware when found: ran\n" in text

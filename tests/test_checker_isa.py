@@ -158,7 +158,7 @@ def test_plain_names_match_the_dataflow_rules():
     """The fast defs/uses for plain instructions (``dataflow._plain_names``) gives exactly
     ``fuzzptx.ptx.dataflow.defs_uses``'s names wherever it answers, on generated programs (their
     mutants included) and on hand-picked awkward operands."""
-    from fuzzptx.engine.campaign import draw_direct
+    from fuzzptx.engine.generate import draw_direct
     from fuzzptx.ptx.dataflow import _plain_names, defs_uses
     from fuzzptx.ptx.ir import Guard, Neg, Sym
 

@@ -75,7 +75,7 @@ def test_every_out_of_bounds_descriptor_mutant_is_caught_by_the_checker_and_the_
     """The mutation moves a descriptor some wgmma reads past the end of shared memory: the checker
     knows the end from the H100's layout (fuzzptx.ptx.smem), the reference fails the tile read."""
     from fuzzptx.judges import differ
-    from fuzzptx.engine.campaign import draw_direct
+    from fuzzptx.engine.generate import draw_direct
     from fuzzptx.strategies.mutations import apply, mutation_of
 
     mutants = []

@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from fuzzptx.engine.campaign import draw_direct
+from fuzzptx.engine.generate import draw_direct
 from fuzzptx.program import Program
 from fuzzptx.ptx.emit import emit, emit_located
 from fuzzptx.ptx.parse import parse

@@ -39,10 +39,15 @@ def test_judges_agree_on_legal_programs(fuzzptx_config):
 # ----------------------------------------------------------------- the fuzz run's judging path
 
 
-def _drawn(n: int = 8, seed: int = 11):
-    from fuzzptx.engine.run import batch_programs
+def _batch(b: int, seed: int, batch: int, n: int, illegal_share: float):
+    """Batch ``b`` of a run: block ``b`` of the campaign with the same seed, cut at ``n`` programs."""
+    from fuzzptx.engine.generate import block_seed, draw_direct
 
-    return batch_programs(0, seed, n, n, 0.5)  # half of them mutated (illegal, labelled)
+    return draw_direct(batch, block_seed(seed, b), illegal_share)[:min(batch, n - b * batch)]
+
+
+def _drawn(n: int = 8, seed: int = 11):
+    return _batch(0, seed, n, n, 0.5)  # half of them mutated (illegal, labelled)
 
 
 def test_the_judge_runs_the_ptxas_model_once_for_the_checkers_two_verdicts():
@@ -66,14 +71,15 @@ def test_pipelined_run_records_what_the_judges_say_one_by_one(tmp_path):
     what ``differ.judge`` says of the same program alone (minus the reference where ptxas rejected)."""
     import json
 
+    from fuzzptx.engine.run import run
     from fuzzptx.judges import differ
-    from fuzzptx.engine.run import batch_programs, run
 
     n, batch, seed = 6, 4, 2
-    stats = run(n, seed, differ.CPU_JUDGES, tmp_path, batch=batch, progress=False, repros=False)
+    summ = run(n, seed, differ.CPU_JUDGES, tmp_path, batch=batch, progress=False, repros=False)
     records = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
-    assert [r["id"] for r in records] == list(range(n)) and stats.programs == n
-    programs = [p for b in range(2) for p in batch_programs(b, seed, batch, n, 0.25)]
+    assert [(r["block"], r["index"]) for r in records] == [divmod(i, batch) for i in range(n)]
+    assert summ["programs"] == n
+    programs = [p for b in range(2) for p in _batch(b, seed, batch, n, 0.25)]
     for rec, p in zip(records, programs):
         alone = differ.judge(p, differ.CPU_JUDGES).summary()
         if not alone["ptxas"].startswith("accepted"):
@@ -142,7 +148,7 @@ def test_a_label_naming_a_rule_family_holds_for_its_members(mutation):
     """``isa.imm`` (the label) is what the checker's ``isa.imm.scale-a`` / ``isa.imm.sp-sel`` say:
     every such mutant was an ``expect!=checker`` finding in the README's fuzz run."""
     from fuzzptx.judges import differ
-    from fuzzptx.engine.campaign import draw_direct
+    from fuzzptx.engine.generate import draw_direct
     from fuzzptx.strategies.mutations import apply
 
     mutants = [m for p in draw_direct(40, 5, illegal_share=0) if (m := apply(mutation, p)) is not None]

@@ -56,7 +56,7 @@ def test_one_gpu_per_xdist_worker(monkeypatch):
 
 def _contradicted_program():
     """A legal kernel labelled as if ptxas had to reject it: real ptxas contradicts the label."""
-    from fuzzptx.engine.campaign import planted_programs
+    from fuzzptx.engine.generate import planted_programs
 
     p = planted_programs()[0][1]
     return replace(p, expect=(("ptxas", "rejected"),), notes=p.notes + ("mutation: planted-label breaks nothing",))

@@ -15,7 +15,7 @@ import pytest
 from fuzzptx import isa
 from fuzzptx.judges import metamorphic as M
 from fuzzptx.builders import wgmma_program
-from fuzzptx.engine.run import draw_programs
+from fuzzptx.engine.generate import draw_programs
 from fuzzptx.oracles.ptxas import compile_batch
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Imm, Instr, Reg, Scope
@@ -368,10 +368,9 @@ def test_the_metamorphic_judge_runs_in_a_fuzz_run_and_its_findings_reach_the_dif
     (on the reference without a GPU), the verdict says which ran, and a pair that differs comes
     out of ``differ.compare`` as a finding with the metamorphic signature."""
     from fuzzptx.judges import differ
-    from fuzzptx.engine.run import judge_batch
 
     progs = [p for p, _ in eligible()[:3]]
-    verdicts = judge_batch(progs, ("reference", "checker", "ptxas", "metamorphic"))
+    verdicts = [differ.judge(p, ("reference", "checker", "ptxas", "metamorphic")) for p in progs]
     for p, v in zip(progs, verdicts):
         assert v.metamorphic is not None and v.metamorphic.skipped is None, v.metamorphic
         assert "opt-level" in v.metamorphic.relations and set(v.metamorphic.relations) <= set(M.RELATIONS)
@@ -389,7 +388,9 @@ def test_a_campaign_block_ships_its_pairs_compiled_to_the_gpu_worker():
     reference stands in for the GPU worker here; nothing differs on it."""
     import pickle
 
-    from fuzzptx.engine.campaign import BlockTask, prepare_block
+    from fuzzptx.engine.generate import BlockTask
+
+    from fuzzptx.engine.block import prepare_block
 
     item = pickle.loads(pickle.dumps(prepare_block(BlockTask(0, 5, 6, ("ptxas", "hardware", "metamorphic")))))
     prepared = [x for x in item.metamorphic if isinstance(x, M.PreparedPairs)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fuzzptx.judges import differ
-from fuzzptx.engine.campaign import draw_direct
+from fuzzptx.engine.generate import draw_direct
 from fuzzptx.oracles.hardware import HwResult
 
 

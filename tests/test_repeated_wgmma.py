@@ -95,7 +95,7 @@ def test_the_differ_names_a_mismatch_the_collapse_explains():
 
 def test_a_campaigns_shipped_program_is_diagnosed_from_the_full_one():
     from fuzzptx.judges import differ
-    from fuzzptx.engine.campaign import shipped
+    from fuzzptx.engine.block import shipped
 
     row = next(r for r in ROWS if r["copies"] == 3 and not r["commit_between"] and not r["first_scale_d_0"])
     p = _kernel(row)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fuzzptx.engine.campaign import draw_direct
+from fuzzptx.engine.generate import draw_direct
 from fuzzptx.oracles.reference import run_program
 from fuzzptx.oracles.reference.descriptors import MatrixDescriptor
 from fuzzptx.oracles.reference.values import UNDEF
@@ -208,7 +208,8 @@ def test_a_campaign_compares_without_the_body_and_still_knows_the_site_was_not_r
     mutation's site.  Seed 4, block 24, program 24 is a divergent_guard mutant whose guarded wgmma
     sits in a loop the launch skips (the 2,048-program CPU campaign of seed 4 reported it)."""
     from fuzzptx.judges import differ
-    from fuzzptx.engine.campaign import block_seed, shipped
+    from fuzzptx.engine.generate import block_seed
+    from fuzzptx.engine.block import shipped
 
     p = draw_direct(32, block_seed(4, 24))[24]
     assert mutation_of(p).name == "divergent_guard"

@@ -1,4 +1,6 @@
-"""``fuzzptx campaign``: long, batched, resumable, shardable fuzzing with the GPU judge.
+"""The engine: ``fuzzptx campaign`` (long, batched, resumable, shardable, with the GPU) and, at
+a small scale, ``fuzzptx run`` (``fuzzptx.engine.run``: the same engine inline or on a small pool,
+shrinking each new finding).
 
 Work is cut into *blocks*: block ``b`` holds ``block_size`` programs drawn from
 the strategies under seed ``(S, b)`` (or files ``b*size ..`` of a ``--corpus``),
@@ -37,332 +39,29 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from fuzzptx.judges import differ
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.judges import registry
+from fuzzptx.judges.metamorphic import Checked, HardwareJudge as MetamorphicOnGpu
 from fuzzptx.program import Program
 
+from .block import Prepared, pool_block, warm
+from .generate import ILLEGAL_SHARE, BlockTask, block_programs_left
+from .records import findings_of, record
+from .repro import finalize_repro_file, judges_that_ran, repro_stem, write_raw
+
 STAGES = ("generate", "ptxas", "checker", "reference", "gpu")
-_CPU_JUDGES = ("reference", "checker", "ptxas", "mmasim", "sass")  # judged in the pool; the GPU runs in the main process
 # A hardware campaign's judges unless told otherwise: the issue's nightly route
 # (``--fuzzptx-judges reference,ptxas,hardware``).  The checker is a static judge whose only
 # differential partner is ptxas, which the CPU fuzz runs in CI already cover; on a GPU node it
 # costs ~8-10% of the throughput and its findings (ptxas-model gaps) are not the hardware team's.
 NIGHTLY_JUDGES = ("reference", "ptxas", "hardware")
-_IR_JUDGES = ("checker", "reference", "mmasim", "sass")  # the judges that read the program's IR, not only its text
 
 
 class CampaignError(FuzzptxError):
     """A bad flag or an unusable campaign directory (one line at the CLI)."""
 
 
-# ----------------------------------------------------------------- planted faults
-
-_PLANT_HEAD = """// fuzzptx-repro v1
-// LAUNCH: kernel={k} grid=1,1,1 block=32,1,1
-// BUFFER: out type=u32 count=32 init=zeros output
-// NOTE: planted fault: {what}
-.version 8.0
-.target sm_90a
-.address_size 64
-
-.visible .entry {k}(.param .u64 out)
-{{
-  .reg .u64 %rd<2>;
-  .reg .u32 %r<2>;
-  .reg .pred %p<1>;
-  ld.param.u64 %rd0, [out];
-  cvta.to.global.u64 %rd1, %rd0;
-"""
-PLANTED = {
-    # `trap;` aborts the kernel: the context is poisoned, the worker must be replaced.
-    "trap": "  mov.u32 %r0, 1;\n  st.global.u32 [%rd1], %r0;\n  trap;\n  ret;\n}\n",
-    # Spins until `out[0]` becomes non-zero, which never happens: only the watchdog ends it.
-    "hang": "LOOP:\n  ld.volatile.global.u32 %r0, [%rd1];\n  setp.eq.u32 %p0, %r0, 0;\n  @%p0 bra LOOP;\n  ret;\n}\n",
-}
-
-
-def planted_programs() -> list[tuple[str, Program]]:
-    """(kind, program) for the kernels ``--plant-faults`` adds: one traps, one never returns."""
-    return [(kind, Program.from_ptx(_PLANT_HEAD.format(k=f"planted_{kind}", what=kind) + body, f"<planted {kind}>"))
-            for kind, body in PLANTED.items()]
-
-
 # ----------------------------------------------------------------- one block
-
-
-@dataclass(frozen=True)
-class BlockTask:
-    """Everything a pool process needs to rebuild and judge one block (picklable)."""
-
-    block: int
-    seed: int
-    size: int
-    judges: tuple[str, ...]
-    skip: frozenset[int] = frozenset()
-    keep: int | None = None  # programs of the block inside --examples (None: all)
-    plant: bool = False
-    corpus: tuple[str, ...] | None = None  # this block's files in --corpus mode
-    generator: str = "direct"  # "direct" (draw_direct) or "hypothesis" (fuzz.draw_programs)
-    numerics: str | None = None  # the reference's numerics for every program (None: each program's own)
-
-
-@dataclass
-class Prepared:
-    """One block after the CPU stages: ready for the GPU (or already final without one)."""
-
-    block: int
-    indices: list[int]
-    programs: list[Program]  # as ``shipped``: the launched kernel's signature, no bodies
-    verdicts: list[differ.Verdicts]
-    cubins: list[bytes | None]  # per program; programs of one ptxas run share one bytes object
-    kernel_names: list[str]
-    records: list[dict]  # record fields the pool computes (family, forms, coverage, ...)
-    seconds: dict[str, float]
-    # per program: metamorphic.PreparedPairs for the GPU to judge, a Checked already judged on
-    # the reference (no GPU), or None (no metamorphic judge)
-    metamorphic: list = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)  # the PTX every judge saw, per program
-    wall: float = 0.0  # seconds the pool process spent on the block, stages and all
-
-    def program(self, j: int) -> Program:
-        """Program ``j`` in full, as the judges saw it (parsed back from its text: only a repro needs it)."""
-        from fuzzptx.ptx.parse import parse
-
-        return replace(self.programs[j], module=parse(self.texts[j], "<program>"))
-
-
-def shipped(program: Program) -> Program:
-    """What the main process needs of a judged program: its header, and of its module the
-    launched kernel's signature (the GPU fills the arguments from it).  The whole IR costs the
-    pool several ms per program to pickle and the main process more to unpickle; the text
-    travels instead (``Prepared.program``)."""
-    from fuzzptx.ptx.ir import Function, Module
-
-    m = program.module
-    kernels = tuple(Function(f.kind, f.name, f.params, f.returns, (), f.linkage)
-                    for f in m.functions() if f.name == program.launch.kernel and f.body is not None)
-    return replace(program, module=Module(m.version, m.target, m.address_size, kernels))
-
-
-def block_seed(seed: int, block: int) -> int:
-    return (seed * 1_000_003 + block * 7919) % (2**31)
-
-
-ILLEGAL_SHARE = 0.25  # as ``fuzzptx.engine.run.draw_programs``: a quarter of each block is mutated (illegal)
-
-
-def draw_direct(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE) -> list[Program]:
-    """``n`` programs, each drawn straight from the strategies with its own random stream.
-
-    Five times cheaper than running Hypothesis's engine (``draw_programs``): no
-    example database, no mutation of earlier examples, no simplest-example-first,
-    so no duplicate programs within or across blocks.  Program ``i`` depends on
-    ``(seed, i)`` alone.  A draw the strategies reject (a filter) is redrawn.
-    """
-    import fuzzptx.strategies as S
-    from fuzzptx.strategies.reproducible import reproducible
-
-    n_illegal = int(round(n * illegal_share))
-    strategies = (S.programs(), S.illegal_programs())
-    out: list[Program] = []
-    with reproducible():  # program i depends on (seed, i), not on what else the process imported
-        _draw_direct(out, n, n_illegal, seed, strategies)
-    return out
-
-
-def _draw_direct(out: list[Program], n: int, n_illegal: int, seed: int, strategies) -> None:
-    import random
-
-    from hypothesis.control import BuildContext
-    from hypothesis.errors import HypothesisException, StopTest, UnsatisfiedAssumption
-    from hypothesis.internal.conjecture.data import ConjectureData
-
-    for i in range(n):
-        strategy = strategies[i >= n - n_illegal]
-        for attempt in range(50):
-            data = ConjectureData(random=random.Random(f"{seed}:{i}:{attempt}"))
-            try:
-                with BuildContext(data, is_final=False, wrapped_test=None):
-                    out.append(data.draw(strategy))
-                break
-            except (StopTest, UnsatisfiedAssumption):
-                continue
-            except HypothesisException as exc:  # e.g. a filter that rejects everything
-                raise CampaignError(f"program {i} of seed {seed}: the strategies failed: {exc}") from exc
-        else:
-            raise CampaignError(f"program {i} of seed {seed}: no valid draw in 50 attempts")
-
-
-def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
-    """(index, program, planted kind or None) of a block, the same in every process and run."""
-    if task.corpus is not None:
-        progs = [Program.from_file(f) for f in task.corpus]
-    elif task.generator == "hypothesis":
-        from fuzzptx.engine.run import draw_programs
-
-        progs = draw_programs(task.size, block_seed(task.seed, task.block))
-    else:
-        progs = draw_direct(task.size, block_seed(task.seed, task.block))
-    if task.numerics is not None:  # stamped on the program: its repro file replays the same way
-        progs = [replace(p, numerics=task.numerics) for p in progs]
-    limit = len(progs) if task.keep is None else min(task.keep, len(progs))
-    out: list[tuple[int, Program, str | None]] = [(i, p, None) for i, p in enumerate(progs[:limit])]
-    if task.plant:
-        out += [(task.size + k, p, kind) for k, (kind, p) in enumerate(planted_programs())]
-    return [t for t in out if t[0] not in task.skip]
-
-
-def gpu_worthy(program: Program, v: differ.Verdicts, planted: bool = False) -> bool:
-    """Whether the GPU should run a program: it targets sm_90 (an sm_100a/sm_120a cubin cannot
-    load on Hopper), and it is not labelled undefined by its mutation (such a program may hang
-    or fault by design, and each fault costs a worker restart: that would make the GPU the
-    bottleneck for nothing the spec defines).  Planted fault kernels always run."""
-    if planted:
-        return True
-    if not program.module.target.split(",")[0].strip().startswith("sm_90"):
-        return False
-    return differ.expects_defined(program)
-
-
-def gpu_skip_reason(program: Program) -> str:
-    """Why ``gpu_worthy`` keeps an accepted program off the GPU, in words for the record."""
-    target = program.module.target.split(",")[0].strip()
-    if not target.startswith("sm_90"):
-        return f"targets {target}: its cubin cannot load on Hopper"
-    label = next((f"{j}: {v}" for j, v in program.expect
-                  if j in ("checker", "reference", "ptxas") and v.startswith(("undefined", "illegal", "rejected"))), "")
-    return f"labelled by its mutation ({label})" if label else "labelled undefined by its mutation"
-
-
-def prepare_block(task: BlockTask) -> Prepared:
-    """The CPU stages for one block (runs in a pool process)."""
-    from fuzzptx.engine.run import _forms_in, coverage_of
-    from fuzzptx.shrink import instruction_count
-
-    t_block = time.perf_counter()
-    secs: Counter = Counter()
-    t0 = time.perf_counter()
-    items = block_programs(task)
-    secs["generate"] += time.perf_counter() - t0
-    programs = [p for _, p, _ in items]
-    t0 = time.perf_counter()
-    if any(j in task.judges for j in _IR_JUDGES):
-        # the text and the located IR the judges read, from one emission: no parse back
-        emitted = [p.to_ptx_located() for p in programs]
-        secs["emit+parse"] += time.perf_counter() - t0
-    else:
-        emitted = [(p.to_ptx(), None) for p in programs]
-        secs["emit"] += time.perf_counter() - t0
-    texts = [t for t, _ in emitted]
-    hw = "hardware" in task.judges
-    ptxas: list[Any] = [None] * len(programs)
-    early: list[Any] = [None] * len(programs)  # verdicts taken while ptxas compiles
-    ran: list[tuple[str, ...]] = [()] * len(programs)  # ... and by which judges
-    if "ptxas" in task.judges or hw:
-        ptxas = _compile_block(texts, hw, secs, lambda done: _judge_early(task, items, emitted, early, ran, done))
-    verdicts, cubins, names, records = [], [], [], []
-    for (idx, p, planted), (text, judged), r, v0, before in zip(items, emitted, ptxas, early, ran):
-        judges = [j for j in task.judges if j in _CPU_JUDGES and j not in before]
-        if planted or (r is not None and not r.accepted):
-            # The reference's values only matter for a program the GPU can run (and a
-            # planted kernel is not one the reference should interpret: it never ends).
-            judges = [j for j in judges if j not in ("reference", "mmasim", "sass") and not (planted and j == "checker")]
-            if "reference" in before:  # taken before ptxas said no: the verdicts stay as they were
-                v0.forget_reference()
-        if any(j in judges for j in _IR_JUDGES):
-            v = differ.judge(p, judges, ptxas_result=r, text=text, judged=judged, into=v0)
-        else:  # ptxas alone needs no parse of the emitted text
-            v = v0 if v0 is not None else differ.Verdicts()
-            v.ptxas = r
-        for k, s in v.seconds.items():
-            secs[k] += s
-        ok = (hw and r is not None and r.accepted and r.cubin is not None
-              and gpu_worthy(p, v, planted))
-        cubins.append(r.cubin if ok else None)
-        names.append(r.kernel(p.launch.kernel) if ok else "")
-        if r is not None:  # cubins travel once, in ``cubins``; a plain dict pickles
-            v.ptxas = replace(r, cubin=None, kernel_names=dict(r.kernel_names))
-        verdicts.append(v)
-        rec = {"family": differ.program_family(p), "forms": sorted(_forms_in(p)), "coverage": coverage_of(p),
-               "instructions": instruction_count(p)}
-        if planted:
-            rec["planted"] = planted
-        if hw and r is not None and r.accepted and not ok:
-            rec["gpu_skipped"] = gpu_skip_reason(p)  # why the record has no hardware verdict
-        records.append(rec)
-    pairs = _metamorphic_block(task, programs, texts, ptxas, cubins, [p for _, _, p in items], secs) \
-        if "metamorphic" in task.judges else []
-    light = [shipped(p) for p in programs]
-    return Prepared(task.block, [i for i, _, _ in items], light, verdicts, cubins, names, records, dict(secs), pairs,
-                    texts, time.perf_counter() - t_block)
-
-
-def _compile_block(texts: list[str], hw: bool, secs: Counter, meanwhile: Callable[[Callable[[], bool]], None]) -> list:
-    """``compile_batch`` of the block's texts in a thread, running ``meanwhile(ptxas_done)``
-    (judges that need no ptxas result) in this one: the pool process would otherwise sit idle
-    while its ptxas runs, and a campaign's pool of N processes then keeps N + 1 cores or more
-    busy at times (measured: benchmarks/README.md, "checker beside ptxas", "reference beside ptxas")."""
-    from fuzzptx.oracles.ptxas import compile_batch
-
-    took: dict = {}
-
-    def run() -> list:
-        t0 = time.perf_counter()
-        try:
-            return compile_batch(texts, want_cubin=hw)
-        finally:
-            took["ptxas"] = time.perf_counter() - t0
-
-    with cf.ThreadPoolExecutor(1) as ex:
-        t0 = time.perf_counter()
-        fut = ex.submit(run)
-        meanwhile(fut.done)
-        beside = time.perf_counter() - t0
-        out = fut.result()
-    secs["ptxas"] += took["ptxas"]
-    # stage time that ran at once with ptxas's (counted in both stages, once in the block's wall)
-    secs["overlapped"] += min(beside, took["ptxas"])
-    return out
-
-
-def _judge_early(task: BlockTask, items, emitted, early: list, ran: list, ptxas_done: Callable[[], bool]) -> None:
-    """The judges that read the program alone, on each of the block's programs (not the planted
-    ones), while ptxas compiles (``_compile_block``): the checker on every one; the reference
-    until ptxas is done (after that it waits for ptxas's verdict, and skips what ptxas rejected:
-    a reference run on a program ptxas then rejects is ~13% of them, the price of the overlap)."""
-    wanted = tuple(j for j in ("checker", "reference") if j in task.judges)
-    if not wanted:
-        return
-    for k, ((_, p, planted), (text, judged)) in enumerate(zip(items, emitted)):
-        if planted or judged is None:
-            continue
-        js = wanted if not ptxas_done() else tuple(j for j in wanted if j != "reference")
-        if js:
-            early[k] = differ.judge(p, js, text=text, judged=judged)
-            ran[k] = js
-
-
-def _metamorphic_block(task: BlockTask, programs, texts, ptxas, cubins, planted, secs: Counter) -> list:
-    """Each GPU-bound program's metamorphic pairs, every side compiled here in the pool (the
-    original's -O3 build reused); without the hardware judge, judged at once on the reference."""
-    from fuzzptx.judges import metamorphic
-
-    t0 = time.perf_counter()
-    out: list = []
-    for p, text, r, cubin, plant in zip(programs, texts, ptxas, cubins, planted):
-        if plant or r is None or not r.accepted or ("hardware" in task.judges and cubin is None):
-            out.append(None)
-            continue
-        try:
-            pairs = metamorphic.prepare_pairs(p)
-            if isinstance(pairs, metamorphic.PreparedPairs):
-                pairs = pairs.compile({(text, 3): r}) if "hardware" in task.judges else \
-                    pairs.judge(metamorphic.ReferenceJudge())
-        except Exception as exc:  # noqa: BLE001 - never lose the block's other verdicts
-            pairs = metamorphic.Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}")
-        out.append(pairs)
-    secs["metamorphic (CPU)"] += time.perf_counter() - t0
-    return out
 
 
 # ----------------------------------------------------------------- the record
@@ -442,12 +141,8 @@ def parse_gpus(text: str) -> list[int]:
 
 
 def parse_judges(text: str) -> tuple[str, ...]:
-    judges = tuple(j.strip() for j in text.split(",") if j.strip())
-    bad = [j for j in judges if j not in differ.JUDGES]
-    if bad or not judges:
-        raise CampaignError(f"--judges {text!r}: unknown judge(s) {', '.join(bad) or '(none given)'}; "
-                            f"have {', '.join(differ.JUDGES)}")
-    return judges
+    """Judge names, built-in or from an installed plugin (``registry.parse``: one line for a bad one)."""
+    return registry.parse(text)
 
 
 def corpus_files(directory: str) -> list[str]:
@@ -505,6 +200,11 @@ class Live:
     timeline: list = field(default_factory=list)  # (seconds, programs) every few seconds
     pool_blocks: float = 0.0  # pool-process seconds spent preparing the blocks judged so far
     pool_repros: float = 0.0  # pool-process seconds spent finalising repros
+    illegal: int = 0  # programs labelled by a mutation
+    ptxas_accepted: int = 0
+    families: Counter = field(default_factory=Counter)
+    forms: set = field(default_factory=set)  # catalogue forms reached
+    repros: dict = field(default_factory=dict)  # signature -> its repro file
 
     def wall(self) -> float:
         return time.perf_counter() - self.start
@@ -645,6 +345,8 @@ class Plan:
     plant: int | None = None  # block for the planted faults; -1: chosen in the middle of the run
     generator: str = "direct"
     numerics: str | None = None  # spec or hardware for every program; None: each program's own (spec if none)
+    illegal_share: float = ILLEGAL_SHARE  # mutated programs per block
+    shrink_budget: float = 0.0  # seconds to shrink each new signature's first program (0: keep the smallest, unshrunk)
 
     def total_blocks(self) -> int | None:
         n = self.examples if self.corpus is None else min(self.examples or len(self.corpus), len(self.corpus))
@@ -666,7 +368,7 @@ class Plan:
         if self.corpus is not None:
             files = self.corpus[block * self.block_size:(block + 1) * self.block_size]
         return BlockTask(block, self.seed, self.block_size, self.judges, skip, keep, plant, files, self.generator,
-                         self.numerics)
+                         self.numerics, self.illegal_share)
 
 
 def _check_meta(out: Path, plan: Plan, resume: bool) -> dict:
@@ -687,8 +389,9 @@ def _check_meta(out: Path, plan: Plan, resume: bool) -> dict:
 
 
 def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False, workers: int = 1,
-                 gpu_timeout: float = 5.0, gpu_workers: int = 0, progress: bool = True) -> dict:
-    """Run (or resume) a campaign into ``out``; returns the stats also written to stats.json."""
+                 gpu_timeout: float = 5.0, gpu_workers: int = 0, progress: bool = True, inline: bool = False) -> dict:
+    """Run (or resume) a campaign into ``out``; returns the stats also written to stats.json.
+    ``inline``: prepare each block in this process instead of a pool (a small run: no pool start)."""
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
     if results.exists() and results.stat().st_size and not resume:
@@ -758,8 +461,8 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
     for t in threads:
         t.start()
 
-    ctx = pool_context()
-    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm)
+    ctx = None if inline else pool_context()
+    pool = InlineExecutor() if inline else cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=warm)
     repro_futs: list[cf.Future] = []
     pending: dict[cf.Future, BlockTask] = {}
     block_iter = plan.blocks()
@@ -767,13 +470,13 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
     log = results.open("a")
 
     def submit(task: BlockTask) -> None:
-        fut = pool.submit(_pool_block, task)
+        fut = pool.submit(pool_block, task)
         pending[fut] = task
         fut.add_done_callback(lambda f: events.put(("cpu", f)))
 
     def submit_more() -> None:
         nonlocal plant_block
-        while not state["exhausted"] and len(pending) < workers + 2:
+        while not state["exhausted"] and len(pending) < (1 if inline else workers + 2):
             now = time.monotonic()
             if deadline is not None and now > deadline:
                 state["exhausted"] = True
@@ -807,38 +510,37 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
                 live.gpu_programs += 1
                 if hw[j].fault:
                     live.faults[hw[j].fault] += 1
-            try:
-                findings = differ.compare(p, v, family=base["family"], full=lambda j=j: item.program(j))
-            except Exception as exc:  # a comparison that breaks is a finding, never the end of the campaign
-                findings = [differ.Finding(f"differ:crash|{base['family']}", f"compare failed: {type(exc).__name__}: {exc}")]
+            findings = findings_of(p, v, base["family"], full=lambda j=j: item.program(j))
             repros: dict[str, str] = {}  # signature -> its repro file (one file per signature)
             full = sizing = None
             for f in findings:
                 live.buckets[f.signature] += 1
                 live.findings += 1
                 n = base["instructions"]
-                if f.signature not in live.smallest or n < live.smallest[f.signature]:
+                # a new signature gets a repro; without shrinking, a smaller program of it replaces
+                # the one before (the smallest so far), with shrinking the first one is shrunk
+                new = f.signature not in live.smallest
+                if new or (plan.shrink_budget <= 0 and n < live.smallest[f.signature]):
                     live.smallest[f.signature] = n
-                    stem = f"b{item.block}_{idx}" + (f"_{len(repros)}" if repros else "")
-                    repro = repros[f.signature] = str(out / "repros" / f"{stem}.ptx")
+                    repro = repros[f.signature] = str(out / "repros" / f"{repro_stem(item.block, idx, len(repros))}.ptx")
+                    live.repros[f.signature] = repro
                     note = f"hardware when found: {v.summary()['hardware']}" if v.hardware is not None else None
                     full = full or item.program(j)
-                    Path(repro).write_text(replace(full, signature=f.signature).to_ptx())  # at once: kill-safe
-                    # EXPECT lines from the campaign's own verdicts, moved to the final header
+                    write_raw(Path(repro), full, f.signature)  # at once: kill-safe
+                    # EXPECT lines from the run's own verdicts, moved to the final header
                     # (differ.finalize_repro: a few ms, so every repro file gets them, even one
                     # a smaller repro of its signature supersedes later)
-                    sizing = sizing or v.replace(hardware=None, mmasim=None, metamorphic=None)
-                    fut = pool.submit(finalize_repro_file, repro, full, _judges_that_ran(v), f.signature, note, sizing,
-                                      item.texts[j])
+                    sizing = sizing or v.replace(**{n: None for n in v if not registry.get(n).cpu})
+                    fut = pool.submit(finalize_repro_file, repro, full, judges_that_ran(sizing), f.signature, note,
+                                      sizing, item.texts[j], plan.shrink_budget)
                     fut.add_done_callback(lambda x: _add_repro_seconds(live, x))
                     repro_futs.append(fut)
-            rec = {"block": item.block, "index": idx, "id": f"{item.block}:{idx}", "t": time.time(), **base,
-                   "verdicts": v.summary(),
-                   "findings": [{"signature": f.signature, "message": f.message, "repro": repros.get(f.signature)}
-                                for f in findings],
-                   "repro": next(iter(repros.values()), None)}
-            lines.append(json.dumps(rec) + "\n")
+            lines.append(json.dumps(record(item.block, idx, base, v, findings, repros)) + "\n")
             live.programs += 1
+            live.illegal += base.get("mutation") is not None
+            live.ptxas_accepted += bool(v.ptxas is not None and v.ptxas.accepted)
+            live.families[base["family"]] += 1
+            live.forms.update(base["forms"])
         log.write("".join(lines))
         log.flush()
         live.stage["record (main process)"] += time.perf_counter() - t_main
@@ -846,9 +548,6 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
 
     try:
         submit_more()
-        # While the pool prepares the first blocks, this process loads what comparing and
-        # recording need (else the first block waits ~1.5 s for those imports).
-        threading.Thread(target=_warm_main, daemon=True, name="warm").start()
         while pending or state["in_gpu"]:
             try:
                 ev = events.get(timeout=0.5)
@@ -895,7 +594,7 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
             if now - state["last_stats"] > 10:
                 state["last_stats"] = now
                 _write_json(out / "stats.json", _stats(live, plan, gpus if use_gpu else [], len(done), meta, results))
-        cf.wait(repro_futs, timeout=120)  # EXPECT lines for the repros of this run
+        cf.wait(repro_futs, timeout=120 + 2 * plan.shrink_budget * len(repro_futs))  # the repros of this run
     finally:
         log.close()
         _close_pool(pool)
@@ -916,14 +615,10 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
 
 
 def _meta_judge(runner, built: dict):
-    from fuzzptx.judges.metamorphic import HardwareJudge
-
-    return HardwareJudge(runner, _built=built)
+    return MetamorphicOnGpu(runner, _built=built)
 
 
 def _meta_failed(exc: Exception):
-    from fuzzptx.judges.metamorphic import Checked
-
     return Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}")
 
 
@@ -946,11 +641,17 @@ def _drop_queued(gpu_q: queue.Queue, keep_block: int | None, live: Live) -> int:
     return dropped
 
 
-def block_programs_left(task: BlockTask) -> bool:
-    """Whether a block has any program not yet in the record (cheap: no generation)."""
-    n = task.size if task.keep is None else task.keep
-    wanted = set(range(n)) | ({task.size, task.size + 1} if task.plant else set())
-    return bool(wanted - task.skip)
+class InlineExecutor(cf.Executor):
+    """An executor that runs each task at once in this process: the engine at its smallest scale
+    (a short run or a test pays no pool start)."""
+
+    def submit(self, fn, /, *args, **kwargs) -> cf.Future:
+        fut: cf.Future = cf.Future()
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever reads the future, as a pool would
+            fut.set_exception(exc)
+        return fut
 
 
 def _close_pool(pool) -> None:
@@ -958,6 +659,8 @@ def _close_pool(pool) -> None:
     for the pool to wind down.  A pool left shutting down in the background races the
     interpreter's exit hook: CPython then prints a traceback ('OSError: Bad file descriptor' from
     concurrent.futures' _python_exit) at the end of a finished campaign."""
+    if isinstance(pool, InlineExecutor):
+        return
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in list((getattr(pool, "_processes", None) or {}).values()):
         if proc.is_alive():
@@ -968,7 +671,7 @@ def _close_pool(pool) -> None:
 def _restart_pool(pool, ctx, workers: int):
     _close_pool(pool)
     _say("fuzzptx campaign: a pool process died; restarting the pool")
-    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm)
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=warm)
 
 
 def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, results: Path) -> dict:
@@ -999,6 +702,11 @@ def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, re
         "block_errors": live.block_errors.items, "block_errors_total": live.block_errors.count,
         "planted_block": meta.get("planted_block"),
         "buckets": dict(live.buckets.most_common()),
+        "illegal_programs": live.illegal,
+        "ptxas_accepted": live.ptxas_accepted,
+        "families": dict(live.families.most_common()),
+        "forms_reached": len(live.forms),
+        "repros": dict(live.repros),
         "resumed_skipping": resumed,
         "timeline": live.timeline[:: max(1, len(live.timeline) // 200)],
     }
@@ -1021,46 +729,21 @@ def default_gpu_workers(gpus: int) -> int:
     return 3 if (os.cpu_count() or 2) // max(gpus, 1) >= 12 else 2
 
 
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
-
-
-def _judges_that_ran(v: differ.Verdicts) -> tuple[str, ...]:
-    ran = {"ptxas": v.ptxas is not None, "checker": v.checker is not None or v.checker_error is not None,
-           "reference": v.reference is not None or v.reference_error is not None or v.reference_skipped is not None}
-    return tuple(j for j in differ.CPU_JUDGES if ran[j])
-
-
-def finalize_repro_file(path: str, p: Program, judges: tuple[str, ...], signature: str, note: str | None,
-                        verdicts: differ.Verdicts | None = None, text: str | None = None) -> float:
-    """Rewrite a repro with EXPECT lines taken on its final text (runs in a pool process; ``verdicts``:
-    what the judges said of the program in the campaign, on ``text``: they size the header, and
-    ptxas's verdict is moved to the final text rather than compiled again); returns the
-    seconds it took."""
-    t0 = time.perf_counter()
-    if note:  # before the verdicts are placed: the note is a header line too, it moves the body
-        p = replace(p, notes=p.notes + (note,))
-    try:
-        prog = differ.finalize_repro(p, judges, signature, verdicts=verdicts, text=text)
-    except Exception:  # never lose the finding over its bookkeeping: the raw file stays
-        return time.perf_counter() - t0
-    tmp = path + ".tmp"
-    Path(tmp).write_text(prog.to_ptx())
-    os.replace(tmp, path)
-    return time.perf_counter() - t0
-
-
 def _add_repro_seconds(live: "Live", fut: cf.Future) -> None:
     if not fut.cancelled() and fut.exception() is None:
         with live.lock:
             live.pool_repros += fut.result()
 
 
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
 # Imported once by the forkserver, so every pool process starts with them loaded (a spawned
 # process spent 1.2-1.5 s importing them, and all of them did so at once at the start).
-POOL_PRELOAD = ["fuzzptx.engine.campaign", "fuzzptx.engine.run", "fuzzptx.strategies", "fuzzptx.shrink",
+POOL_PRELOAD = ["fuzzptx.engine.campaign", "fuzzptx.engine.block", "fuzzptx.strategies", "fuzzptx.shrink",
                 "fuzzptx.oracles.ptxas", "fuzzptx.oracles.checker", "fuzzptx.oracles.reference"]
 
 
@@ -1073,42 +756,6 @@ def pool_context():
         ctx.set_forkserver_preload(POOL_PRELOAD)
         return ctx
     return mp.get_context("spawn")
-
-
-def _warm_main() -> None:
-    """The campaign process's imports for ``differ.compare`` and the records (see ``run_campaign``)."""
-    try:
-        from fuzzptx import isa
-        from fuzzptx.oracles.reference import compare  # noqa: F401
-        from fuzzptx.oracles.reference.values import UNDEF  # noqa: F401
-        from fuzzptx.strategies.mutations import verdict_holds  # noqa: F401
-
-        isa.forms()
-    except Exception:  # only a head start: the first use imports them again and says what fails
-        pass
-
-
-def _warm() -> None:
-    """Pool initializer: imports and catalogue built before the clock of any stage starts."""
-    draw_direct(1, 0)
-    from fuzzptx.oracles import ptxas  # noqa: F401
-    from fuzzptx.oracles.checker import check_module  # noqa: F401
-    from fuzzptx.oracles.reference import run_program  # noqa: F401
-    from fuzzptx.perf import POOL_YOUNG_THRESHOLD, tune_gc
-
-    tune_gc(POOL_YOUNG_THRESHOLD)  # (collected between blocks: _pool_block)
-
-
-def _pool_block(task: BlockTask) -> Prepared:
-    """``prepare_block`` as a pool task: the process collects its garbage after each block
-    (``perf.between_blocks``; stage ``gc``)."""
-    from fuzzptx.perf import between_blocks
-
-    out = prepare_block(task)
-    took = between_blocks()
-    out.seconds["gc"] = took
-    out.wall += took
-    return out
 
 
 def _say(text: str) -> None:

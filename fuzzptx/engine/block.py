@@ -1,0 +1,231 @@
+"""One block's CPU stages -- the unit of work of both ``fuzzptx run`` and ``fuzzptx campaign``.
+
+A block is generated, emitted once, compiled by one batched ptxas run (which also yields the
+cubins the GPU runs), and judged by every CPU judge the run asks for (from the registry: each
+judge's class attributes say whether it reads the IR, may run while ptxas compiles, or needs
+ptxas's acceptance).  What travels back to the engine is light: each program's header, its
+text, its verdicts, its cubin and its record fields.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from fuzzptx.judges import differ, metamorphic, registry
+from fuzzptx.judges.base import Verdicts
+from fuzzptx.oracles.ptxas import compile_batch
+from fuzzptx.perf import POOL_YOUNG_THRESHOLD, between_blocks, tune_gc
+from fuzzptx.program import Program
+from fuzzptx.ptx.ir import Function, Module
+from fuzzptx.ptx.parse import parse
+
+from .generate import BlockTask, block_programs, draw_direct
+from .records import base_record
+
+
+@dataclass
+class Prepared:
+    """One block after the CPU stages: ready for the GPU (or already final without one)."""
+
+    block: int
+    indices: list[int]
+    programs: list[Program]  # as ``shipped``: the launched kernel's signature, no bodies
+    verdicts: list[differ.Verdicts]
+    cubins: list[bytes | None]  # per program; programs of one ptxas run share one bytes object
+    kernel_names: list[str]
+    records: list[dict]  # record fields the pool computes (family, forms, coverage, ...)
+    seconds: dict[str, float]
+    # per program: metamorphic.PreparedPairs for the GPU to judge, a Checked already judged on
+    # the reference (no GPU), or None (no metamorphic judge)
+    metamorphic: list = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)  # the PTX every judge saw, per program
+    wall: float = 0.0  # seconds the pool process spent on the block, stages and all
+
+    def program(self, j: int) -> Program:
+        """Program ``j`` in full, as the judges saw it (parsed back from its text: only a repro needs it)."""
+        return replace(self.programs[j], module=parse(self.texts[j], "<program>"))
+
+
+def shipped(program: Program) -> Program:
+    """What the main process needs of a judged program: its header, and of its module the
+    launched kernel's signature (the GPU fills the arguments from it).  The whole IR costs the
+    pool several ms per program to pickle and the main process more to unpickle; the text
+    travels instead (``Prepared.program``)."""
+    m = program.module
+    kernels = tuple(Function(f.kind, f.name, f.params, f.returns, (), f.linkage)
+                    for f in m.functions() if f.name == program.launch.kernel and f.body is not None)
+    return replace(program, module=Module(m.version, m.target, m.address_size, kernels))
+
+
+def gpu_worthy(program: Program, v: differ.Verdicts, planted: bool = False) -> bool:
+    """Whether the GPU should run a program: it targets sm_90 (an sm_100a/sm_120a cubin cannot
+    load on Hopper), and it is not labelled undefined by its mutation (such a program may hang
+    or fault by design, and each fault costs a worker restart: that would make the GPU the
+    bottleneck for nothing the spec defines).  Planted fault kernels always run."""
+    if planted:
+        return True
+    if not program.module.target.split(",")[0].strip().startswith("sm_90"):
+        return False
+    return differ.expects_defined(program)
+
+
+def gpu_skip_reason(program: Program) -> str:
+    """Why ``gpu_worthy`` keeps an accepted program off the GPU, in words for the record."""
+    target = program.module.target.split(",")[0].strip()
+    if not target.startswith("sm_90"):
+        return f"targets {target}: its cubin cannot load on Hopper"
+    label = next((f"{j}: {v}" for j, v in program.expect
+                  if j in ("checker", "reference", "ptxas") and v.startswith(("undefined", "illegal", "rejected"))), "")
+    return f"labelled by its mutation ({label})" if label else "labelled undefined by its mutation"
+
+
+def prepare_block(task: BlockTask) -> Prepared:
+    """The CPU stages for one block (in a pool process, or inline for a small run): generate, emit
+    once, one batched ptxas run with the judges that need no ptxas verdict beside it, then every
+    other CPU judge, and the record fields."""
+    t_block = time.perf_counter()
+    secs: Counter = Counter()
+    t0 = time.perf_counter()
+    items = block_programs(task)
+    secs["generate"] += time.perf_counter() - t0
+    programs = [p for _, p, _ in items]
+    judges = registry.resolve(task.judges)
+    cpu = [j for j in judges if j.cpu]
+    t0 = time.perf_counter()
+    if any(j.reads_ir for j in cpu):
+        # the text and the located IR the judges read, from one emission: no parse back
+        emitted = [p.to_ptx_located() for p in programs]
+        secs["emit+parse"] += time.perf_counter() - t0
+    else:
+        emitted = [(p.to_ptx(), None) for p in programs]
+        secs["emit"] += time.perf_counter() - t0
+    texts = [t for t, _ in emitted]
+    gpu_cubins = any(not j.cpu and j.wants_cubin for j in judges)  # the GPU runs ptxas's own cubins
+    ptxas: list[Any] = [None] * len(programs)
+    early: list[Any] = [None] * len(programs)  # verdicts taken while ptxas compiles
+    ran: list[tuple[str, ...]] = [()] * len(programs)  # ... and by which judges
+    if "ptxas" in task.judges or gpu_cubins:
+        ptxas = _compile_block(texts, gpu_cubins, secs,
+                               lambda done: _judge_early(task, cpu, items, emitted, early, ran, done))
+    verdicts, cubins, names, records = [], [], [], []
+    for (idx, p, planted), (text, judged), r, v0, before in zip(items, emitted, ptxas, early, ran):
+        todo = [j for j in cpu if j.name not in before]
+        if planted or (r is not None and not r.accepted):
+            # What a judge that needs acceptance says only matters for a program ptxas turns into
+            # a kernel (and a planted kernel is not one any judge should interpret: it never ends).
+            todo = [j for j in todo if not j.needs_accepted and not (planted and j.name != "ptxas")]
+            for name in before:  # taken before ptxas said no: the verdicts stay as they were
+                if registry.get(name).needs_accepted:
+                    v0.pop(name, None)
+        if any(j.reads_ir for j in todo):
+            v = differ.judge(p, [j.name for j in todo], ptxas_result=r, text=text, judged=judged, into=v0)
+        else:  # ptxas alone needs no parse of the emitted text
+            v = v0 if v0 is not None else Verdicts()
+        if r is not None:  # cubins travel once, in ``cubins``; a plain dict pickles
+            v.ptxas = r
+        for k, s in v.seconds.items():
+            secs[k] += s
+        ok = (gpu_cubins and r is not None and r.accepted and r.cubin is not None
+              and gpu_worthy(p, v, planted))
+        cubins.append(r.cubin if ok else None)
+        names.append(r.kernel(p.launch.kernel) if ok else "")
+        if r is not None:
+            v.ptxas = replace(r, cubin=None, kernel_names=dict(r.kernel_names))
+        verdicts.append(v)
+        rec = base_record(p)
+        if planted:
+            rec["planted"] = planted
+        if gpu_cubins and r is not None and r.accepted and not ok:
+            rec["gpu_skipped"] = gpu_skip_reason(p)  # why the record has no hardware verdict
+        records.append(rec)
+    pairs = _metamorphic_block(task, programs, texts, ptxas, cubins, [p for _, _, p in items], secs) \
+        if "metamorphic" in task.judges else []
+    light = [shipped(p) for p in programs]
+    return Prepared(task.block, [i for i, _, _ in items], light, verdicts, cubins, names, records, dict(secs), pairs,
+                    texts, time.perf_counter() - t_block)
+
+
+def _compile_block(texts: list[str], hw: bool, secs: Counter, meanwhile: Callable[[Callable[[], bool]], None]) -> list:
+    """``compile_batch`` of the block's texts in a thread, running ``meanwhile(ptxas_done)``
+    (judges that need no ptxas result) in this one: the pool process would otherwise sit idle
+    while its ptxas runs, and a campaign's pool of N processes then keeps N + 1 cores or more
+    busy at times (measured: benchmarks/README.md, "checker beside ptxas", "reference beside ptxas")."""
+    took: dict = {}
+
+    def run() -> list:
+        t0 = time.perf_counter()
+        try:
+            return compile_batch(texts, want_cubin=hw)
+        finally:
+            took["ptxas"] = time.perf_counter() - t0
+
+    with cf.ThreadPoolExecutor(1) as ex:
+        t0 = time.perf_counter()
+        fut = ex.submit(run)
+        meanwhile(fut.done)
+        beside = time.perf_counter() - t0
+        out = fut.result()
+    secs["ptxas"] += took["ptxas"]
+    # stage time that ran at once with ptxas's (counted in both stages, once in the block's wall)
+    secs["overlapped"] += min(beside, took["ptxas"])
+    return out
+
+
+def _judge_early(task: BlockTask, cpu: list, items, emitted, early: list, ran: list,
+                 ptxas_done: Callable[[], bool]) -> None:
+    """The judges that read the program alone (``Judge.early``: the checker, the reference) on each
+    of the block's programs (not the planted ones), while ptxas compiles (``_compile_block``); a
+    judge that needs ptxas's acceptance runs only until ptxas is done (after that it waits for
+    ptxas's verdict, and skips what ptxas rejected: a reference run on a program ptxas then
+    rejects is ~13% of them, the price of the overlap)."""
+    wanted = tuple(j.name for j in cpu if j.early)
+    if not wanted:
+        return
+    after_ptxas = tuple(n for n in wanted if not registry.get(n).needs_accepted)
+    for k, ((_, p, planted), (text, judged)) in enumerate(zip(items, emitted)):
+        if planted or judged is None:
+            continue
+        js = wanted if not ptxas_done() else after_ptxas
+        if js:
+            early[k] = differ.judge(p, js, text=text, judged=judged)
+            ran[k] = js
+
+
+def _metamorphic_block(task: BlockTask, programs, texts, ptxas, cubins, planted, secs: Counter) -> list:
+    """Each GPU-bound program's metamorphic pairs, every side compiled here in the pool (the
+    original's -O3 build reused); without the hardware judge, judged at once on the reference."""
+    t0 = time.perf_counter()
+    out: list = []
+    for p, text, r, cubin, plant in zip(programs, texts, ptxas, cubins, planted):
+        if plant or r is None or not r.accepted or ("hardware" in task.judges and cubin is None):
+            out.append(None)
+            continue
+        try:
+            pairs = metamorphic.prepare_pairs(p)
+            if isinstance(pairs, metamorphic.PreparedPairs):
+                pairs = pairs.compile({(text, 3): r}) if "hardware" in task.judges else \
+                    pairs.judge(metamorphic.ReferenceJudge())
+        except Exception as exc:  # noqa: BLE001 - never lose the block's other verdicts
+            pairs = metamorphic.Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}")
+        out.append(pairs)
+    secs["metamorphic (CPU)"] += time.perf_counter() - t0
+    return out
+
+
+def warm() -> None:
+    """Pool initializer: the catalogue and the strategies built before the clock of any stage starts."""
+    draw_direct(1, 0)
+    tune_gc(POOL_YOUNG_THRESHOLD)  # (collected between blocks: pool_block)
+
+
+def pool_block(task: BlockTask) -> Prepared:
+    """``prepare_block`` as a pool task: the process collects its garbage after each block
+    (``perf.between_blocks``; stage ``gc``)."""
+    out = prepare_block(task)
+    took = between_blocks()
+    out.seconds["gc"] = took
+    out.wall += took
+    return out

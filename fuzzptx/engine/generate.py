@@ -1,0 +1,153 @@
+"""Generation: the one path from a seed to programs.  Block ``b`` of a run with seed ``S`` holds
+``block_size`` programs drawn under ``block_seed(S, b)`` -- straight from the strategies
+(``draw_direct``, the default), through Hypothesis's engine (``draw_programs``), or files of a
+``--corpus`` -- so any process rebuilds any block, and ``fuzzptx run --seed S`` and ``fuzzptx
+campaign --seed S`` judge the same programs.  ``--plant-faults`` adds a kernel that traps and one
+that hangs to one block."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hseed
+
+import fuzzptx.strategies as S
+from fuzzptx.errors import FuzzptxError
+from fuzzptx.program import Program
+from fuzzptx.strategies.direct import DrawFailed, draw, reproducible
+
+
+ILLEGAL_SHARE = 0.25  # a quarter of each block is mutated (illegal)
+
+
+class GenerationError(FuzzptxError):
+    """The strategies could not give a program (one line at the CLI)."""
+
+
+_PLANT_HEAD = """// fuzzptx-repro v1
+// LAUNCH: kernel={k} grid=1,1,1 block=32,1,1
+// BUFFER: out type=u32 count=32 init=zeros output
+// NOTE: planted fault: {what}
+.version 8.0
+.target sm_90a
+.address_size 64
+
+.visible .entry {k}(.param .u64 out)
+{{
+  .reg .u64 %rd<2>;
+  .reg .u32 %r<2>;
+  .reg .pred %p<1>;
+  ld.param.u64 %rd0, [out];
+  cvta.to.global.u64 %rd1, %rd0;
+"""
+PLANTED = {
+    # `trap;` aborts the kernel: the context is poisoned, the worker must be replaced.
+    "trap": "  mov.u32 %r0, 1;\n  st.global.u32 [%rd1], %r0;\n  trap;\n  ret;\n}\n",
+    # Spins until `out[0]` becomes non-zero, which never happens: only the watchdog ends it.
+    "hang": "LOOP:\n  ld.volatile.global.u32 %r0, [%rd1];\n  setp.eq.u32 %p0, %r0, 0;\n  @%p0 bra LOOP;\n  ret;\n}\n",
+}
+
+
+def planted_programs() -> list[tuple[str, Program]]:
+    """(kind, program) for the kernels ``--plant-faults`` adds: one traps, one never returns."""
+    return [(kind, Program.from_ptx(_PLANT_HEAD.format(k=f"planted_{kind}", what=kind) + body, f"<planted {kind}>"))
+            for kind, body in PLANTED.items()]
+
+
+@dataclass(frozen=True)
+class BlockTask:
+    """Everything a pool process needs to rebuild and judge one block (picklable)."""
+
+    block: int
+    seed: int
+    size: int
+    judges: tuple[str, ...]
+    skip: frozenset[int] = frozenset()
+    keep: int | None = None  # programs of the block inside --examples (None: all)
+    plant: bool = False
+    corpus: tuple[str, ...] | None = None  # this block's files in --corpus mode
+    generator: str = "direct"  # "direct" (draw_direct) or "hypothesis" (fuzz.draw_programs)
+    numerics: str | None = None  # the reference's numerics for every program (None: each program's own)
+    illegal_share: float = ILLEGAL_SHARE  # mutated programs in the block
+
+
+def block_seed(seed: int, block: int) -> int:
+    return (seed * 1_000_003 + block * 7919) % (2**31)
+
+
+def draw_direct(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE) -> list[Program]:
+    """``n`` programs, each drawn straight from the strategies with its own random stream.
+
+    Five times cheaper than running Hypothesis's engine (``draw_programs``): no
+    example database, no mutation of earlier examples, no simplest-example-first,
+    so no duplicate programs within or across blocks.  Program ``i`` depends on
+    ``(seed, i)`` alone.  A draw the strategies reject (a filter) is redrawn.
+    """
+    n_illegal = int(round(n * illegal_share))
+    strategies = (S.programs(), S.illegal_programs())
+    out: list[Program] = []
+    with reproducible():  # program i depends on (seed, i), not on what else the process imported
+        for i in range(n):
+            try:
+                out.append(draw(strategies[i >= n - n_illegal], f"{seed}:{i}"))
+            except DrawFailed as exc:
+                raise GenerationError(f"program {i} of seed {seed}: {exc}") from exc
+    return out
+
+
+def draw_programs(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE) -> list[Program]:
+    """``n`` programs through Hypothesis's own engine (``--generator hypothesis``), reproducibly
+    from ``seed``: legal ones, then mutated illegal ones."""
+    legal = S.programs()
+    illegal = S.illegal_programs()
+    n_illegal = int(round(n * illegal_share))
+    out: list[Program] = []
+
+    def collect(strategy, count: int, s: int) -> None:
+        """Exactly ``count`` programs: ask for what is missing until Hypothesis has given enough."""
+        got: list[Program] = []
+        for attempt in range(8):
+            want = count - len(got)
+            if want <= 0:
+                break
+
+            @hseed(s + 7919 * attempt)
+            @settings(max_examples=want, database=None, deadline=None, phases=[Phase.generate],
+                      suppress_health_check=list(HealthCheck), derandomize=False)
+            @given(strategy)
+            def draw_one(p: Program) -> None:
+                if len(got) < count:
+                    got.append(p)
+
+            draw_one()
+        out.extend(got)
+
+    with reproducible():  # the same programs whatever else the process imported
+        collect(legal, n - n_illegal, seed)
+        if n_illegal:
+            collect(illegal, n_illegal, seed + 1)
+    return out[:n]
+
+
+def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
+    """(index, program, planted kind or None) of a block, the same in every process and run."""
+    if task.corpus is not None:
+        progs = [Program.from_file(f) for f in task.corpus]
+    elif task.generator == "hypothesis":
+        progs = draw_programs(task.size, block_seed(task.seed, task.block), task.illegal_share)
+    else:
+        progs = draw_direct(task.size, block_seed(task.seed, task.block), task.illegal_share)
+    if task.numerics is not None:  # stamped on the program: its repro file replays the same way
+        progs = [replace(p, numerics=task.numerics) for p in progs]
+    limit = len(progs) if task.keep is None else min(task.keep, len(progs))
+    out: list[tuple[int, Program, str | None]] = [(i, p, None) for i, p in enumerate(progs[:limit])]
+    if task.plant:
+        out += [(task.size + k, p, kind) for k, (kind, p) in enumerate(planted_programs())]
+    return [t for t in out if t[0] not in task.skip]
+
+
+def block_programs_left(task: BlockTask) -> bool:
+    """Whether a block has any program not yet in the record (cheap: no generation)."""
+    n = task.size if task.keep is None else task.keep
+    wanted = set(range(n)) | ({task.size, task.size + 1} if task.plant else set())
+    return bool(wanted - task.skip)

@@ -1,0 +1,63 @@
+"""The record of one judged program (a line of ``results.jsonl``) and the one place that turns
+its verdicts into findings, for ``fuzzptx run`` and ``fuzzptx campaign`` alike."""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from fuzzptx import isa
+from fuzzptx.judges import differ
+from fuzzptx.judges.base import Verdicts
+from fuzzptx.judges.finding import Finding
+from fuzzptx.program import Program
+from fuzzptx.shrink import instruction_count
+
+
+def forms_in(program: Program) -> set[str]:
+    """The catalogue forms the program uses (coverage)."""
+    keys = set()
+    for fn in program.module.functions():
+        for ins in fn.instructions():
+            f = isa.form_for(ins)
+            if f is not None:
+                keys.add(f.key)
+    return keys
+
+
+def coverage_of(program: Program) -> dict[str, list[str]]:
+    """Coverage tags the strategies left in the program's notes (``coverage: swizzle=128B,none control=loop``)."""
+    tags: dict[str, list[str]] = {}
+    for note in program.notes:
+        if note.startswith("coverage:"):
+            for item in note[len("coverage:"):].split():
+                key, _, vals = item.partition("=")
+                tags.setdefault(key, []).extend(v for v in vals.split(",") if v)
+    return {k: sorted(set(v)) for k, v in tags.items()}
+
+
+def base_record(program: Program) -> dict[str, Any]:
+    """The record fields that depend on the program alone (computed where the whole program is:
+    in the pool, before only its header travels on)."""
+    return {"family": differ.program_family(program), "forms": sorted(forms_in(program)),
+            "coverage": coverage_of(program), "instructions": instruction_count(program),
+            "mutation": differ.mutation_of(program)}
+
+
+def findings_of(program: Program, v: Verdicts, family: str, full: Callable[[], Program] | None = None) -> list[Finding]:
+    """Every finding of one judged program; a comparison that breaks is a finding too, never the
+    end of a run."""
+    try:
+        return differ.compare(program, v, family=family, full=full)
+    except Exception as exc:  # noqa: BLE001
+        return [Finding(f"differ:crash|{family}", f"compare failed: {type(exc).__name__}: {exc}")]
+
+
+def record(block: int, index: int, base: dict[str, Any], v: Verdicts, findings: list[Finding],
+           repros: dict[str, str]) -> dict[str, Any]:
+    """One line of ``results.jsonl``: where the program is (block, index: the seed rebuilds it),
+    what it is, what each judge said, its findings and their repro files."""
+    return {"block": block, "index": index, "id": f"{block}:{index}", "t": time.time(), **base,
+            "verdicts": v.summary(),
+            "findings": [{"signature": f.signature, "message": f.message, "repro": repros.get(f.signature)}
+                         for f in findings],
+            "repro": next(iter(repros.values()), None)}
