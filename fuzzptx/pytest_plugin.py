@@ -74,13 +74,15 @@ PROFILES = {"ci": 60, "nightly": 2000}
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fuzzptx")
     group.addoption("--fuzzptx-judges", default="reference,checker,ptxas",
-                    help="comma-separated judges for fuzz tests: reference, checker, ptxas, hardware, mmasim, metamorphic")
+                    help="comma-separated judges for fuzz tests: built-in (reference, checker, ptxas, hardware, "
+                         "mmasim, sass, metamorphic) or from an installed plugin (default: %(default)s)")
     group.addoption("--fuzzptx-profile", default="ci", choices=sorted(PROFILES),
                     help="example budget profile: ci (fast) or nightly (long)")
     group.addoption("--fuzzptx-examples", type=int, default=None,
                     help="examples per fuzz test (overrides the profile)")
-    group.addoption("--fuzzptx-repro-dir", default="reports/repros",
-                    help="where a failing fuzz test writes its repro file")
+    group.addoption("--fuzzptx-repro-dir", default="fuzzptx-out/repros",
+                    help="where a failing fuzz test writes its repro file (default: %(default)s under the "
+                         "current directory)")
     group.addoption("--fuzzptx-numerics", default=None, choices=("spec", "hardware"),
                     help="the reference's numerics for every program: spec (the default) or hardware "
                          "(the bit-exact H100 model); repro files carry it")
@@ -117,7 +119,12 @@ class FuzzConfig:
     """What a fuzz test needs from the command line (the ``fuzzptx_config`` fixture)."""
 
     def __init__(self, config: pytest.Config):
-        self.judges = tuple(j.strip() for j in config.getoption("--fuzzptx-judges").split(",") if j.strip())
+        from fuzzptx.judges import registry
+
+        try:
+            self.judges = registry.parse(config.getoption("--fuzzptx-judges"), "--fuzzptx-judges")
+        except registry.UnknownJudge as exc:
+            raise pytest.UsageError(str(exc)) from None
         self.profile = config.getoption("--fuzzptx-profile")
         self.examples = config.getoption("--fuzzptx-examples") or PROFILES[self.profile]
         self.repro_dir = config.getoption("--fuzzptx-repro-dir")
@@ -161,7 +168,7 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
         program = replace(program, numerics=config.numerics)
     if "hardware" in judges and gpu_unavailable_reason() is not None:
         judges = tuple(j for j in judges if j != "hardware")
-    verdicts = differ.judge(program, judges) if "hardware" not in judges else _judge_with_gpu(program, judges)
+    verdicts = differ.judge(program, judges, gpu=_gpu_worker() if "hardware" in judges else None)
     findings = differ.compare(program, verdicts)
     prefixes = fail_on if fail_on is not None else config.fail_on
     if prefixes is not None:
@@ -183,24 +190,15 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
 _GPU_WORKER = None
 
 
-def _judge_with_gpu(program, judges):
-    """Judge with one long-lived GPU worker per test process (its GPU pinned per xdist worker)
-    and one ptxas run whose cubin the GPU also runs."""
+def _gpu_worker():
+    """One long-lived GPU worker per test process (its GPU pinned per xdist worker); the hardware
+    judge runs ptxas's own cubin of each program through it."""
     import atexit
 
-    from fuzzptx.judges import differ
     from fuzzptx.oracles.hardware import HardwareWorker
-    from fuzzptx.oracles.ptxas import compile_ptx
 
     global _GPU_WORKER
     if _GPU_WORKER is None:
         _GPU_WORKER = HardwareWorker()
         atexit.register(_GPU_WORKER.close)
-    text = program.to_ptx()
-    r = compile_ptx(text, want_cubin=True)
-    hw = None
-    if r.accepted and r.cubin:
-        hw = _GPU_WORKER.run(program, cubin=r.cubin, kernel=r.kernel(program.launch.kernel))
-    v = differ.judge(program, [j for j in judges if j != "hardware"], ptxas_result=r, text=text)
-    v.hardware = hw
-    return v
+    return _GPU_WORKER

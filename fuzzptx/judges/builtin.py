@@ -234,13 +234,18 @@ class HardwareJudge(Judge):
     summary_keys = ("hardware",)
 
     def judge(self, program: Program, ctx: Context) -> Any:
-        if ctx.gpu is not None:
-            return ctx.gpu.run(program)
+        """The GPU's outputs, from ptxas's own cubin where the ptxas judge ran (none where it
+        rejected the program: nothing to run); through the run's worker when it holds one."""
         from fuzzptx.oracles.hardware import run_program_on_gpu
 
-        r = ctx.verdicts.ptxas  # its cubin, where ptxas compiled this program alone
-        cubin = r.cubin if r is not None and r.accepted and r.cubin and not r.shared_cubin else None
-        return run_program_on_gpu(program, cubin=cubin)
+        r = ctx.verdicts.ptxas
+        if r is not None and not r.accepted:
+            return None
+        cubin = r.cubin if r is not None and r.cubin else None
+        kernel = r.kernel(program.launch.kernel) if cubin is not None else None
+        if ctx.gpu is not None:
+            return ctx.gpu.run(program, cubin=cubin, kernel=kernel)
+        return run_program_on_gpu(program, cubin=cubin, kernel=kernel)
 
     def summary(self, verdict: Any) -> dict[str, str]:
         return {"hardware": f"fault: {verdict.fault}" if verdict.fault else "ran"}

@@ -140,12 +140,14 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
             continue
         t0 = time.perf_counter()
         if j.name in BUILTIN:  # each built-in says what went wrong in its own verdict
-            v[j.name] = j.judge(program, ctx)
+            verdict = j.judge(program, ctx)
         else:
             try:
-                v[j.name] = j.judge(program, ctx)
+                verdict = j.judge(program, ctx)
             except Exception as exc:  # noqa: BLE001 - a plugin's failure is its finding
-                v[j.name] = JudgeFault(f"{type(exc).__name__}: {exc}")
+                verdict = JudgeFault(f"{type(exc).__name__}: {exc}")
+        if verdict is not None:  # None: nothing to say of this program (the GPU on a rejected one)
+            v[j.name] = verdict
         v.seconds[j.name] = time.perf_counter() - t0
     return v
 
