@@ -37,10 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     from fuzzptx.perf import YOUNG_THRESHOLD, tune_gc
 
     judges = ("reference", "checker")
-    _warm()  # (tune_gc with the pool's threshold)
+    warm()  # (tune_gc with the pool's threshold)
     if args.mode == "young":
         tune_gc(YOUNG_THRESHOLD)
-    run = _pool_block if args.mode == "pool" else prepare_block
+    run = pool_block if args.mode == "pool" else prepare_block
     spent: collections.Counter = collections.Counter()
     count: collections.Counter = collections.Counter()
     started: dict = {}
