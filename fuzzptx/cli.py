@@ -6,8 +6,12 @@ and exit status 2, so bad input never shows a traceback.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Callable
+
+from fuzzptx.errors import FuzzptxError
+from fuzzptx.perf import tune_gc
 
 # name -> (module, function, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -36,20 +40,14 @@ def _load(name: str) -> Callable[[list[str]], int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import os
-
     # numpy's OpenBLAS would spread each small matrix product over every core and spin;
     # fuzzptx parallelises across programs instead (set before numpy is imported).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from fuzzptx.errors import FuzzptxError
-
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(_usage())
         return 0
     name, rest = argv[0], argv[1:]
-    from fuzzptx.perf import tune_gc
-
     tune_gc()  # every subcommand judges programs (fuzzptx.perf says why)
     if name not in COMMANDS:
         print(f"fuzzptx: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)

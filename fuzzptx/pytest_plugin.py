@@ -94,23 +94,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "do not fail a fuzz test")
 
 
-def _visible_gpu_count() -> int:
-    import glob
-    import re
-
-    return len([p for p in glob.glob("/dev/nvidia*") if re.fullmatch(r"/dev/nvidia\d+", p)])
-
-
 def _pin_worker_gpu(config: pytest.Config) -> None:
     """One xdist worker per GPU: worker gwN sees GPU N mod count (before CUDA starts)."""
     import os
+
+    # pytest loads this plugin in every session of this environment: fuzzptx's own modules are
+    # imported only where a fuzz run asks for them, never at plugin load
+    from fuzzptx.oracles import hardware
 
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if not worker.startswith("gw") or "CUDA_VISIBLE_DEVICES" in os.environ:
         return
     if "hardware" not in config.getoption("--fuzzptx-judges"):
         return
-    count = _visible_gpu_count()
+    count = hardware.visible_gpu_count()
     if count:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(int(worker[2:]) % count)
 

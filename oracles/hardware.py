@@ -13,8 +13,10 @@ next job starts a fresh one.  Buffers are filled exactly as the program header s
 from __future__ import annotations
 
 import functools
+import glob
 import hashlib
 import multiprocessing
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -262,3 +264,9 @@ def run_programs_on_gpu(items: Sequence[tuple[Program, bytes | None, str | None]
     """Many programs through one worker; returns (results, device info)."""
     with HardwareWorker(timeout=timeout) as w:
         return w.run_many(items), dict(w.info, restarts=w.restarts)
+
+
+def visible_gpu_count() -> int:
+    """NVIDIA GPUs this machine shows (``/dev/nvidiaN``), without starting CUDA: safe before a
+    process forks its CPU pool or pins an xdist worker to a GPU."""
+    return len([p for p in glob.glob("/dev/nvidia*") if re.fullmatch(r"/dev/nvidia\d+", p)])

@@ -103,7 +103,6 @@ def test_finalize_repro_moves_verdicts_instead_of_judging_again(monkeypatch):
     header (no second compile, no second checker run; the reference runs again only where its
     verdict quotes a line) and the file is the one a full second round of judging writes."""
     from fuzzptx.judges import differ
-    from fuzzptx.oracles import checker, ptxas
     from fuzzptx.oracles.ptxas import compile_batch
 
     progs = [q for q in _drawn(12, 9)]
@@ -114,7 +113,9 @@ def test_finalize_repro_moves_verdicts_instead_of_judging_again(monkeypatch):
     verdicts = [differ.judge(q, differ.CPU_JUDGES, ptxas_result=r, text=t) for q, t, r in zip(progs, texts, batch)]
     assert any(v.predicted.diagnostics for v in verdicts)
     calls = []
-    for mod, name in ((ptxas, "compile_ptx"), (checker, "check_and_predict")):
+    from fuzzptx.judges import builtin  # where the judges call them
+
+    for mod, name in ((builtin, "compile_ptx"), (builtin, "check_and_predict")):
         real = getattr(mod, name)
         monkeypatch.setattr(mod, name, lambda *a, _r=real, _n=name, **k: calls.append(_n) or _r(*a, **k))
     for q, t, v, want in zip(progs, texts, verdicts, expected):

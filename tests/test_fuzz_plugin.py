@@ -43,7 +43,9 @@ def test_one_gpu_per_xdist_worker(monkeypatch):
         def getoption(self, name):
             return self.judges
 
-    monkeypatch.setattr(pytest_plugin, "_visible_gpu_count", lambda: 2)
+    from fuzzptx.oracles import hardware
+
+    monkeypatch.setattr(hardware, "visible_gpu_count", lambda: 2)
     for worker, judges, want in [("gw0", "ptxas,hardware", "0"), ("gw3", "ptxas,hardware", "1"), ("gw3", "ptxas", None)]:
         monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
         monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)

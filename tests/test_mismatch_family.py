@@ -5,7 +5,6 @@ An H100 campaign put fp8 accumulator mismatches (unit 1 of a program, output ``d
 triager then looked for an integer bug that was not there."""
 from __future__ import annotations
 
-from dataclasses import replace
 
 from fuzzptx.judges import differ
 from fuzzptx.engine.generate import draw_direct

@@ -163,12 +163,12 @@ def test_a_metamorphic_repro_reruns_its_pairs(tmp_path, capsys):
 def test_a_crashing_reference_is_a_row_not_a_traceback(tmp_path, capsys, monkeypatch):
     """Whatever the reference raises, replay prints its table (the crash as the reference's
     verdict, as the differ records it) and never a traceback."""
-    from fuzzptx.oracles import reference
+    from fuzzptx.judges import builtin
 
     def boom(*a, **k):
         raise ValueError("planted crash")
 
-    monkeypatch.setattr(reference, "run_program", boom)
+    monkeypatch.setattr(builtin, "run_program", boom)  # the reference judge's interpreter
     f = write(tmp_path, ["ptxas: accepted"])
     assert main_replay([f, "--no-hardware"]) == 0
     captured = capsys.readouterr()
@@ -176,12 +176,12 @@ def test_a_crashing_reference_is_a_row_not_a_traceback(tmp_path, capsys, monkeyp
 
 
 def test_a_crashing_checker_is_a_finding_not_a_traceback(tmp_path, capsys, monkeypatch):
-    from fuzzptx.oracles import checker
+    from fuzzptx.judges import builtin
 
     def boom(*a, **k):
         raise RuntimeError("planted checker crash")
 
-    monkeypatch.setattr(checker, "check_and_predict", boom)  # what the checker judge calls
+    monkeypatch.setattr(builtin, "check_and_predict", boom)  # what the checker judge calls
     f = write(tmp_path, ["ptxas: accepted", "checker: clean"])
     assert main_replay([f, "--no-hardware"]) == 1  # the recorded checker verdict can no longer be read
     captured = capsys.readouterr()

@@ -35,13 +35,14 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.judges import registry
 from fuzzptx.judges.metamorphic import Checked, HardwareJudge as MetamorphicOnGpu
+from fuzzptx.oracles.hardware import HardwareWorker, gpu_available, visible_gpu_count
 from fuzzptx.program import Program
 
 from .block import Prepared, pool_block, warm
@@ -125,12 +126,10 @@ def parse_gpus(text: str) -> list[int]:
     if text == "none":
         return []
     if text == "all":
-        from fuzzptx.pytest_plugin import _visible_gpu_count
-
         env = os.environ.get("CUDA_VISIBLE_DEVICES")
         if env is not None:
             return list(range(len([d for d in env.split(",") if d.strip() and d.strip() != "-1"])))
-        return list(range(_visible_gpu_count()))
+        return list(range(visible_gpu_count()))
     try:
         gpus = [int(x) for x in text.split(",")]
     except ValueError:
@@ -323,8 +322,6 @@ class SparedWorker:
 
 
 def _hardware_runner(gpu: int, timeout: float):
-    from fuzzptx.oracles.hardware import HardwareWorker
-
     return SparedWorker(lambda: HardwareWorker(device=gpu, timeout=timeout))
 
 
@@ -848,8 +845,6 @@ def main_campaign(argv: list[str]) -> int:
             _say("fuzzptx campaign: no GPU found: running without the hardware judge")
         judges = tuple(j for j in judges if j != "hardware")
     if "hardware" in judges:
-        from fuzzptx.oracles.hardware import gpu_available
-
         reason = gpu_available()
         if reason:
             _say(f"fuzzptx campaign: hardware judge unavailable ({reason}); running without it")

@@ -20,6 +20,11 @@ from pathlib import Path
 from typing import Sequence
 
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.judges import differ, metamorphic, registry
+from fuzzptx.judges.base import Verdicts
+from fuzzptx.oracles.hardware import gpu_available
+from fuzzptx.oracles.reference import ReferenceError_
+from fuzzptx.program import Program
 
 LABELS = ("rule", "spec", "mutation", "note")  # EXPECT keys that label the program rather than quote a judge
 
@@ -61,8 +66,6 @@ def replay_judges(program, *, hardware: bool, extra: Sequence[str] = ()) -> list
     """The judges a replay runs: the CPU judges, the GPU (unless ``--no-hardware``), the
     metamorphic pairs for a metamorphic signature, any plugin judge the signature names, and
     ``extra`` (``--judges``)."""
-    from fuzzptx.judges import differ, metamorphic
-
     names = ["reference", "ptxas", "checker", "hardware"]
     sig = program.signature or ""
     if metamorphic.is_metamorphic(sig):
@@ -74,10 +77,6 @@ def replay_judges(program, *, hardware: bool, extra: Sequence[str] = ()) -> list
 
 def run_judges(program, text: str, *, hardware: bool, extra: Sequence[str] = ()):
     """(rows, verdicts) for every judge that can run here, each through the judge registry."""
-    from fuzzptx.judges import differ, registry
-    from fuzzptx.judges.base import Verdicts
-    from fuzzptx.oracles.reference import ReferenceError_
-
     v = Verdicts()
     rows: list[Row] = []
     names = replay_judges(program, hardware=hardware, extra=extra)
@@ -121,13 +120,9 @@ def run_judges(program, text: str, *, hardware: bool, extra: Sequence[str] = ())
 def _metamorphic_row(program, v, rows: list, hardware: bool) -> None:
     """A repro of a metamorphic finding reruns its pairs: on the GPU for ``hardware:...``
     signatures (skipped, saying why, without one), on the reference for ``reference:...``."""
-    from fuzzptx.judges import differ
-
     sig = program.signature or ""
     on_gpu = not sig.startswith("reference:")
     if on_gpu:
-        from fuzzptx.oracles.hardware import gpu_available
-
         why = "--no-hardware" if not hardware else gpu_available()
         if why is not None:
             rows.append(Row("metamorphic", "skipped", f"{sig.split('|')[0]} needs the GPU: {why}"))
@@ -177,20 +172,14 @@ def main_replay(argv: list[str]) -> int:
                     "names, comma-separated); the default: reference, ptxas, checker, the GPU, and the judges the "
                     "repro's signature names")
     args = ap.parse_args(argv)
-    from fuzzptx.program import Program
-
     try:
         program = Program.from_file(args.file)
         text = Path(args.file).read_text()
-        from fuzzptx.judges import registry
-
         extra = registry.parse(args.judges) if args.judges.strip() else ()
         rows, v = run_judges(program, text, hardware=not args.no_hardware, extra=extra)
     except FuzzptxError as exc:
         print(f"fuzzptx replay: {exc}", file=sys.stderr)
         return 2
-    from fuzzptx.judges import differ
-
     findings = differ.compare(program, v)
     exps = check_expectations(program, v)
     changed = [e for e in exps if e.status == "changed"]

@@ -20,6 +20,9 @@ from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterator, Sequence
 
+import numpy as np
+
+from fuzzptx.data import buffer_bytes, numpy_dtype
 from fuzzptx.program import Program
 
 from . import registry
@@ -263,10 +266,6 @@ class OutputJudge(Judge):
         """Output buffer name -> numpy array of its final contents."""
 
     def judge(self, program: Program, ctx: Context) -> OutputVerdict:
-        import numpy as np
-
-        from fuzzptx.data import buffer_bytes, numpy_dtype
-
         inputs = {b.name: buffer_bytes(b).view(numpy_dtype(b.type)).copy() for b in program.buffers}
         try:
             outs = self.run(program, inputs)

@@ -6,15 +6,22 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any
 
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.oracles import mmasim_judge
+from fuzzptx.oracles.checker import check_and_predict, check_module
+from fuzzptx.oracles.hardware import gpu_available, run_program_on_gpu
+from fuzzptx.oracles.ptxas import compile_ptx
+from fuzzptx.oracles.reference import compare as ref_compare, run_program
+from fuzzptx.oracles.reference.errors import Unsupported
+from fuzzptx.oracles.sass import disassembler, inflight_writes, sass
 from fuzzptx.program import Program
 
-from . import registry
+from . import metamorphic, registry
 from .base import CheckerVerdict, Context, Judge, ReferenceVerdict, SkippableVerdict, Verdicts
 from .finding import Finding
-from .programs import expects_defined, is_labelled, outputs_against_reference
+from .programs import expects_defined, is_labelled, outputs_against_reference, took_the_mutated_path
 
 # The judges a CPU run uses unless told otherwise, and the built-in names in registration order.
 CPU_JUDGES = ("reference", "checker", "ptxas")
@@ -59,8 +66,6 @@ class PtxasJudge(Judge):
     summary_keys = ("ptxas",)
 
     def judge(self, program: Program, ctx: Context) -> Any:
-        from fuzzptx.oracles.ptxas import compile_ptx
-
         return compile_ptx(ctx.text, want_cubin=any(registry.get(j).wants_cubin for j in ctx.judges))
 
     def summary(self, verdict: Any) -> dict[str, str]:
@@ -90,8 +95,6 @@ class CheckerJudge(Judge):
     summary_keys = ("checker", "ptxas-model")
 
     def judge(self, program: Program, ctx: Context) -> CheckerVerdict:
-        from fuzzptx.oracles.checker import check_and_predict  # one run of the ptxas model for both
-
         try:
             findings, predicted = check_and_predict(program.module)
         except Exception as exc:  # a checker crash is a finding (checker:crash), never the end of a run
@@ -171,9 +174,6 @@ class ReferenceJudge(Judge):
     summary_keys = ("reference",)
 
     def judge(self, program: Program, ctx: Context) -> ReferenceVerdict:
-        from fuzzptx.oracles.reference import run_program
-        from fuzzptx.oracles.reference.errors import Unsupported
-
         try:
             result = run_program(program, mode=ctx.numerics)
         except Unsupported as exc:
@@ -185,8 +185,6 @@ class ReferenceJudge(Judge):
             return ReferenceVerdict(error=f"internal error: {type(exc).__name__}: {exc}", exception=exc)
         reached = None
         if is_labelled(program):
-            from .differ import took_the_mutated_path
-
             reached = took_the_mutated_path(program, result)
         return ReferenceVerdict(result, mutation_reached=reached)
 
@@ -236,8 +234,6 @@ class HardwareJudge(Judge):
     def judge(self, program: Program, ctx: Context) -> Any:
         """The GPU's outputs, from ptxas's own cubin where the ptxas judge ran (none where it
         rejected the program: nothing to run); through the run's worker when it holds one."""
-        from fuzzptx.oracles.hardware import run_program_on_gpu
-
         r = ctx.verdicts.ptxas
         if r is not None and not r.accepted:
             return None
@@ -258,8 +254,6 @@ class HardwareJudge(Judge):
             return [("hardware", "ran", "no reference to compare with")]
         if ref.undefined:
             return [("hardware", "ran", "reference undefined")]
-        from fuzzptx.oracles.reference import compare as ref_compare
-
         mism = ref_compare(program, ref, verdict.outputs)
         return [("hardware", "ran", f"{len(mism)} element(s) outside the reference's bounds"
                  + (f"; first: {mism[0]}" if mism else ""))]
@@ -276,8 +270,6 @@ class HardwareJudge(Judge):
                                          diagnose_repeats=True, full=full)
 
     def available(self) -> str | None:
-        from fuzzptx.oracles.hardware import gpu_available
-
         return gpu_available()
 
 
@@ -292,8 +284,6 @@ class MmasimJudge(Judge):
     summary_keys = ("mmasim",)
 
     def judge(self, program: Program, ctx: Context) -> SkippableVerdict:
-        from fuzzptx.oracles import mmasim_judge
-
         why = mmasim_judge.available()
         if why:
             return SkippableVerdict(skipped=why)
@@ -341,8 +331,6 @@ class SassJudge(Judge):
     summary_keys = ("sass",)
 
     def judge(self, program: Program, ctx: Context) -> SkippableVerdict:
-        from fuzzptx.oracles.sass import disassembler, inflight_writes, sass
-
         if not any(i.opcode.startswith("wgmma.mma_async") for f in program.module.functions() if f.body is not None
                    for i in f.instructions()):
             return SkippableVerdict([])
@@ -351,15 +339,11 @@ class SassJudge(Judge):
             return SkippableVerdict(skipped="no disassembler (pip install 'fuzzptx[sass]')")
         findings = ctx.verdicts.checker
         if findings is None:
-            from fuzzptx.oracles.checker import check_module
-
             findings = check_module(program.module, layers=("isa", "spec"))
         if any(f.severity == "error" for f in findings):
             return SkippableVerdict(skipped="the checker finds the program illegal or undefined")
         r = ctx.verdicts.ptxas
         if r is None or r.cubin is None or r.shared_cubin:  # no cubin of this program's own (a batch's holds others)
-            from fuzzptx.oracles.ptxas import compile_ptx
-
             r = compile_ptx(ctx.text, want_cubin=True)
         if not r.accepted or not r.cubin:
             return SkippableVerdict(skipped="ptxas rejects it")
@@ -394,9 +378,7 @@ class MetamorphicJudge(Judge):
     summary_keys = ("metamorphic",)
 
     def judge(self, program: Program, ctx: Context) -> Any:
-        from .differ import metamorphic_verdict
-
-        return metamorphic_verdict(program, on_gpu="hardware" in ctx.judges, worker=ctx.gpu)
+        return metamorphic.verdict(program, on_gpu="hardware" in ctx.judges, worker=ctx.gpu)
 
     def summary(self, verdict: Any) -> dict[str, str]:
         m = verdict

@@ -13,15 +13,19 @@ import time
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Sequence
 
+from fuzzptx.oracles.reference.values import UNDEF
 from fuzzptx.program import Program
+from fuzzptx.strategies.mutations import BY_NAME, verdict_holds
 
 from . import registry
+from .metamorphic import verdict as metamorphic_verdict  # noqa: F401 - part of the differ's interface
 from .base import Context, JudgeFault, Verdicts
 from .builtin import (BUILTIN, CPU_JUDGES, FINDINGS_ORDER, describe_prediction, describe_ptxas,  # noqa: F401
                       predicted_codes, ptxas_codes)
 from .finding import Finding
 from .programs import (as_judged, collapsed_repeats_explain, expects_defined, form_family,  # noqa: F401
-                       is_labelled, mutation_of, output_family, program_family, without_repeated_wgmmas)
+                       is_labelled, mutation_of, output_family, program_family, took_the_mutated_path,
+                       without_repeated_wgmmas)
 
 JUDGES = BUILTIN  # the built-in judges; ``registry.names()`` adds installed plugins
 
@@ -57,8 +61,6 @@ def expectation_findings(program: Program, v: Verdicts, fam: str) -> list[Findin
     out: list[Finding] = []
     for judge_, verdict in program.expect:
         if judge_ == "ptxas" and v.ptxas is not None and not v.ptxas.timed_out:
-            from fuzzptx.strategies.mutations import verdict_holds
-
             if not verdict_holds(verdict, v.ptxas.accepted, [c for c, _ in ptxas_codes(v.ptxas)]):
                 out.append(Finding(f"expect!=ptxas|{rule}|{fam}", f"mutation {rule!r} expects ptxas {verdict!r}; ptxas {describe_ptxas(v.ptxas)}"))
         elif judge_ == "checker" and v.checker is not None and ":" in verdict:
@@ -83,27 +85,11 @@ def expectation_findings(program: Program, v: Verdicts, fam: str) -> list[Findin
 
 def _hardware_defined(name: str) -> bool:
     """The mutation's undefined behaviour is one the H100 numerics model defines (its table says)."""
-    from fuzzptx.strategies.mutations import BY_NAME
-
     m = BY_NAME.get(name)
     return m is not None and m.hardware_defined
 
 
-def took_the_mutated_path(program: Program, ref: Any) -> bool:
-    """False where the mutation jumps over an instruction on one path and the run never jumped,
-    or made one instruction undefined and the run never reached it."""
-    from fuzzptx.strategies.mutations import path_jump_lines, site_lines
-
-    jumps = path_jump_lines(program)
-    if jumps and not set(jumps) & ref.branches_taken:
-        return False
-    sites = site_lines(program, mutation_of(program) or "")
-    return not sites or any(ref.ran(line) for line in sites)
-
-
 def _any_undefined(ref: Any) -> bool:
-    from fuzzptx.oracles.reference.values import UNDEF
-
     return any(bool((o.kind == UNDEF).any()) for o in ref.outputs.values())
 
 
@@ -150,27 +136,6 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
             v[j.name] = verdict
         v.seconds[j.name] = time.perf_counter() - t0
     return v
-
-
-def metamorphic_verdict(program: Program, *, on_gpu: bool, worker: Any = None) -> Any:
-    """The program's metamorphic pairs (``fuzzptx.judges.metamorphic``) on the GPU when ``on_gpu`` (through
-    ``worker``, or a fresh one), else on the reference as its CPU stand-in. A judge that breaks
-    says so as a skip, never by losing the program's other verdicts."""
-    from fuzzptx.judges import metamorphic
-
-    try:
-        if on_gpu:
-            if worker is None:
-                from fuzzptx.oracles.hardware import HardwareWorker
-
-                with HardwareWorker() as w:
-                    return metamorphic.check_program(program, metamorphic.HardwareJudge(w))
-            return metamorphic.check_program(program, metamorphic.HardwareJudge(worker))
-        return metamorphic.check_program(program, metamorphic.ReferenceJudge())
-    except Exception as exc:  # noqa: BLE001
-        if type(exc).__name__ == "HardwareUnavailable":
-            raise
-        return metamorphic.Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}")
 
 
 def keep_predicate(signature: str):

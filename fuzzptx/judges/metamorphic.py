@@ -725,3 +725,22 @@ __all__ = [
     "prepare_pairs",
     "is_metamorphic", "keeps",
 ]
+
+
+def verdict(program: Program, *, on_gpu: bool, worker: Any = None) -> "Checked":
+    """The program's metamorphic pairs (this module's) on the GPU when ``on_gpu`` (through
+    ``worker``, or a fresh one), else on the reference as its CPU stand-in. A judge that breaks
+    says so as a skip, never by losing the program's other verdicts."""
+    try:
+        if on_gpu:
+            if worker is None:
+                from fuzzptx.oracles.hardware import HardwareWorker  # (kept out of a CPU-only run's imports)
+
+                with HardwareWorker() as w:
+                    return check_program(program, HardwareJudge(w))
+            return check_program(program, HardwareJudge(worker))
+        return check_program(program, ReferenceJudge())
+    except Exception as exc:  # noqa: BLE001
+        if type(exc).__name__ == "HardwareUnavailable":
+            raise
+        return Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}")

@@ -8,9 +8,11 @@ from dataclasses import replace
 from typing import Any
 
 from fuzzptx import isa
+from fuzzptx.oracles.reference import compare as ref_compare, run_program
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Instr
 from fuzzptx.ptx.parse import parse
+from fuzzptx.strategies.mutations import path_jump_lines, site_lines
 
 from .finding import Finding
 
@@ -70,6 +72,16 @@ def is_labelled(program: Program) -> bool:
     return mutation_of(program) is not None
 
 
+def took_the_mutated_path(program: Program, ref: Any) -> bool:
+    """False where the mutation jumps over an instruction on one path and the run never jumped,
+    or made one instruction undefined and the run never reached it."""
+    jumps = path_jump_lines(program)
+    if jumps and not set(jumps) & ref.branches_taken:
+        return False
+    sites = site_lines(program, mutation_of(program) or "")
+    return not sites or any(ref.ran(line) for line in sites)
+
+
 def expects_defined(program: Program) -> bool:
     """False for programs labelled rejected by ptxas or undefined by the spec (nothing to compare)."""
     for judge_, verdict in program.expect:
@@ -125,8 +137,6 @@ def without_repeated_wgmmas(program: Program, exact: bool = True) -> Program | N
 def collapsed_repeats_explain(program: Program, outputs: dict[str, bytes]) -> bool:
     """The outputs are what the reference gives with the repeated wgmmas dropped (either reading
     of a repeat): the mismatch is ptxas -O3's known collapse, bucketed as ``mismatch-repeated-wgmma``."""
-    from fuzzptx.oracles.reference import compare as ref_compare, run_program
-
     tried = []
     for exact in (True, False):
         collapsed = without_repeated_wgmmas(program, exact)
@@ -148,8 +158,6 @@ def outputs_against_reference(program: Program, reference: Any, outputs: dict[st
     outside ``reference``'s bounds, undefined elements skipped.  ``diagnose_repeats``: name a
     mismatch that ptxas -O3's collapse of repeated wgmmas explains (``full``: a callable giving the
     program with its bodies, where ``program`` is a campaign's light copy)."""
-    from fuzzptx.oracles.reference import compare as ref_compare
-
     mism = ref_compare(program, reference, outputs)
     if not mism:
         return []

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from fuzzptx.triage.known import classify, context_of, load_known
+
 
 @dataclass
 class Bucket:
@@ -101,8 +103,6 @@ def _repro_ref(rec: dict) -> str:
 def markdown(t: Triage, known: tuple = (), context: dict | None = None) -> str:
     """The buckets as a Markdown table; with a baseline (``fuzzptx.triage.known``) each says new or known
     (``context``: what the baseline's conditions test, e.g. the campaign's numerics)."""
-    from fuzzptx.triage.known import classify
-
     hit, unmatched = classify(t.buckets, known, context)
     new = sum(1 for s in t.buckets if s not in hit)
     lines = [
@@ -157,8 +157,6 @@ def main_triage(argv: list[str]) -> int:
     ap.add_argument("--json", action="store_true", help="print buckets as JSON")
     ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.triage.known): say which buckets are new")
     args = ap.parse_args(argv)
-    from fuzzptx.triage.known import classify, context_of, load_known
-
     known = load_known(args.known) if args.known else ()
     context = context_of(args.results)
     t = read_records(args.results)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Sequence
 from xml.sax.saxutils import escape, quoteattr
 
+from fuzzptx.errors import FuzzptxError
 from fuzzptx.triage.known import KnownFinding, classify, context_from, load_known
 from fuzzptx.triage.buckets import Triage, read_records
 
@@ -280,8 +281,6 @@ def write_report(directory: Path, known: tuple[KnownFinding, ...] = ()) -> dict:
 
 
 def main_report(argv: list[str]) -> int:
-    from fuzzptx.errors import FuzzptxError
-
     ap = argparse.ArgumentParser(prog="fuzzptx report", description="Write report.html, summary.json and junit.xml for a results directory.")
     ap.add_argument("dir")
     ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.triage.known): matching buckets are "
