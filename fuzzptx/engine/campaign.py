@@ -41,6 +41,7 @@ from typing import Any
 
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.judges import registry
+from fuzzptx.judges.finding import MODEL
 from fuzzptx.judges.metamorphic import Checked, HardwareJudge as MetamorphicOnGpu
 from fuzzptx.oracles.hardware import HardwareWorker, gpu_available, visible_gpu_count
 from fuzzptx.program import Program
@@ -344,6 +345,7 @@ class Plan:
     numerics: str | None = None  # spec or hardware for every program; None: each program's own (spec if none)
     illegal_share: float = ILLEGAL_SHARE  # mutated programs per block
     shrink_budget: float = 0.0  # seconds to shrink each new signature's first program (0: keep the smallest, unshrunk)
+    shrink_model_gaps: bool = False  # shrink findings that are gaps in our own models too (checker vs ptxas...)
 
     def total_blocks(self) -> int | None:
         n = self.examples if self.corpus is None else min(self.examples or len(self.corpus), len(self.corpus))
@@ -528,8 +530,9 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
                     # (differ.finalize_repro: a few ms, so every repro file gets them, even one
                     # a smaller repro of its signature supersedes later)
                     sizing = sizing or v.replace(**{n: None for n in v if not registry.get(n).cpu})
+                    budget = plan.shrink_budget if plan.shrink_model_gaps or f.kind != MODEL else 0.0
                     fut = pool.submit(finalize_repro_file, repro, full, judges_that_ran(sizing), f.signature, note,
-                                      sizing, item.texts[j], plan.shrink_budget)
+                                      sizing, item.texts[j], budget)
                     fut.add_done_callback(lambda x: _add_repro_seconds(live, x))
                     repro_futs.append(fut)
             lines.append(json.dumps(record(item.block, idx, base, v, findings, repros)) + "\n")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from fuzzptx.judges import registry
+from fuzzptx.judges.finding import CLASSES, MODEL, classify as finding_class
 from fuzzptx.oracles.hardware import HardwareUnavailable
 from fuzzptx.triage.known import classify, load_known
 
@@ -36,10 +37,12 @@ def default_out(seed: int) -> Path:
 
 def run(n: int, seed: int, judges: Sequence[str], out_dir: Path, *, batch: int = 32,
         illegal_share: float = ILLEGAL_SHARE, shrink_budget: float = 20.0, progress: bool = True,
-        numerics: str = "spec", generator: str = "direct", workers: int = 0, repros: bool = True) -> dict:
+        numerics: str = "spec", generator: str = "direct", workers: int = 0, repros: bool = True,
+        shrink_model_gaps: bool = False) -> dict:
     """Judge ``n`` programs into ``out_dir`` with the campaign engine; returns the run's summary
     (``summary``).  ``workers``: pool processes (0: inline, in this process); ``repros=False``:
-    findings are counted and recorded but not shrunk (as a benchmark of the per-program cost wants)."""
+    findings are counted and recorded but not shrunk (as a benchmark of the per-program cost wants);
+    ``shrink_model_gaps``: shrink the findings that are gaps in our own models too."""
     judges = tuple(judges)
     gpu_judges = [j for j in judges if not registry.get(j).cpu and registry.get(j).wants_cubin]
     gpus: list[int] = []
@@ -50,7 +53,7 @@ def run(n: int, seed: int, judges: Sequence[str], out_dir: Path, *, batch: int =
         gpus = parse_gpus("all")
     plan = Plan(seed=seed, block_size=batch, examples=n, judges=judges, generator=generator,
                 numerics=None if numerics == "spec" else numerics, illegal_share=illegal_share,
-                shrink_budget=shrink_budget if repros else 0.0)
+                shrink_budget=shrink_budget if repros else 0.0, shrink_model_gaps=shrink_model_gaps)
     stats = run_campaign(out_dir, plan, gpus=gpus, workers=max(workers, 1), inline=workers <= 0,
                          progress=progress)
     return summary(stats)
@@ -72,6 +75,8 @@ def summary(stats: dict) -> dict:
         "overhead_vs_ptxas": round(per_program / ptxas, 3) if ptxas else None,
         "wall_over_ptxas": round(stats["wall_seconds"] / ptxas, 3) if ptxas else None,
         "findings_by_bucket": stats["buckets"],
+        "findings_by_class": {cls: {sig: n for sig, n in stats["buckets"].items() if finding_class(sig) == cls}
+                              for cls in CLASSES},
         "families": stats["families"],
         "forms_reached": stats["forms_reached"],
         "repros": stats["repros"],
@@ -92,6 +97,9 @@ def main_run(argv: list[str]) -> int:
     ap.add_argument("--out", default=None, help="directory for results.jsonl, repros/ and summary.json "
                     "(default: a new directory under ./fuzzptx-out/)")
     ap.add_argument("--shrink-budget", type=float, default=10.0, help="seconds per new finding signature (0: no shrinking)")
+    ap.add_argument("--shrink-model-gaps", action="store_true",
+                    help="shrink findings that are gaps in our own models too (the checker's model of ptxas, "
+                         "mutation labels, the reference): by default only compiler and hardware findings are shrunk")
     ap.add_argument("--workers", type=int, default=None,
                     help="CPU processes (0: judge in this process; default: one per core)")
     ap.add_argument("--numerics", choices=("spec", "hardware"), default="spec",
@@ -110,7 +118,7 @@ def main_run(argv: list[str]) -> int:
     workers = (os.cpu_count() or 1) if args.workers is None else args.workers
     summ = run(args.examples, args.seed, judges, out_dir, batch=args.batch, illegal_share=args.illegal_share,
                shrink_budget=args.shrink_budget, progress=not args.quiet and not args.json, numerics=args.numerics,
-               generator=args.generator, workers=workers)
+               generator=args.generator, workers=workers, shrink_model_gaps=args.shrink_model_gaps)
     if known:
         hit, _ = classify(summ["findings_by_bucket"], known, {"numerics": args.numerics})
         summ["known"] = {sig: k.where() for sig, k in hit.items()}
@@ -139,10 +147,14 @@ def format_summary(s: dict, out_dir: Path) -> str:
         if "new_findings" in s:
             lines.append(f"  new findings    {s['new_findings']} of {sum(s['findings_by_bucket'].values())} "
                          "(the rest match the known-findings file)")
-        lines.append("  findings by bucket:")
-        for sig, count in s["findings_by_bucket"].items():
-            lines.append(f"    {count:5d}  {sig}" + (f"  (known: {known[sig]})" if sig in known else "")
-                         + (f"  -> {s['repros'].get(sig)}" if s["repros"].get(sig) else ""))
+        for cls, buckets in s["findings_by_class"].items():
+            if not buckets:
+                continue
+            lines.append(f"  {cls}: {sum(buckets.values())} finding(s) in {len(buckets)} bucket(s)"
+                         + (" -- not shrunk (--shrink-model-gaps to shrink them)" if cls == MODEL else ""))
+            for sig, count in buckets.items():
+                lines.append(f"    {count:5d}  {sig}" + (f"  (known: {known[sig]})" if sig in known else "")
+                             + (f"  -> {s['repros'].get(sig)}" if s["repros"].get(sig) else ""))
     else:
         lines.append("  findings        none")
     lines.append(f"  results         {out_dir / 'results.jsonl'}")

@@ -1,0 +1,39 @@
+"""Findings are classed by what they mean: compiler bug candidate, hardware or spec deviation, or
+a gap in our own models -- one table (``fuzzptx.judges.finding.CLASS_RULES``)."""
+from __future__ import annotations
+
+import pytest
+
+from fuzzptx.judges.finding import CLASSES, COMPILER, HARDWARE, MODEL, Finding, classify
+
+CASES = [
+    ("checker!=ptxas|missed:C7512|wgmma.sp.f16.f16", MODEL),
+    ("expect!=ptxas|wrong_scale_d|wgmma.f32.f16", MODEL),
+    ("reference:error:BadAddress:out-of-bounds|mma.f32.f16", MODEL),
+    ("reference:crash|wgmma.f32.f16", MODEL),
+    ("checker:crash|other", MODEL),
+    ("differ:crash|other", MODEL),
+    ("mmasim!=hardware|mismatch|wgmma.f32.e4m3", MODEL),
+    ("reference:O3!=O0|mismatch|wgmma.f32.f16", MODEL),
+    ("hardware:pipelined!=planted|mismatch|wgmma.f32.f16", MODEL),
+    ("ptxas:timeout|wgmma.f32.f16", COMPILER),
+    ("sass:inflight-write|wgmma.f32.f16", COMPILER),
+    ("reference!=hardware|mismatch-repeated-wgmma|wgmma.f32.f16", COMPILER),
+    ("hardware:O3!=O0|mismatch|wgmma.f32.f16", COMPILER),
+    ("hardware:pipelined!=serialised|mismatch|wgmma.f32.f16", COMPILER),
+    ("reference!=hardware|mismatch|wgmma.f32.e4m3", HARDWARE),
+    ("hardware:fault:trap|other", HARDWARE),
+    ("hardware:nondeterministic|O3|wgmma.f32.f16", HARDWARE),
+    ("zerosim!=reference|mismatch|wgmma.f32.f16", HARDWARE),
+    ("zerosim:fault|wgmma.f32.f16", MODEL),
+]
+
+
+@pytest.mark.parametrize("signature,cls", CASES)
+def test_each_pair_has_its_class(signature, cls):
+    assert classify(signature) == cls and Finding(signature, "").kind == cls
+
+
+def test_every_class_is_reachable_and_unknown_pairs_are_ours():
+    assert {cls for _, cls in CASES} == set(CLASSES)
+    assert classify("newjudge?|what|family") == MODEL
