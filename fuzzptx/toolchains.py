@@ -23,9 +23,9 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.oracles.ptxas import PINNED_VERSION, PtxasNotFound, _packaged_ptxas, _version_of
@@ -328,26 +328,33 @@ def _pip_download(requirement: str, dest: Path) -> Path:
            "--disable-pip-version-check", "--retries", "2", "--timeout", "30", "-q",
            "-d", str(dest), requirement]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
     except subprocess.TimeoutExpired:
         raise ToolchainError(f"pip download {requirement}: timed out after 15 minutes") from None
     if proc.returncode != 0:
-        err = proc.stderr
-        offline = re.search(r"NewConnectionError|Failed to establish|Network is unreachable|"
-                            r"Temporary failure in name resolution|Name or service not known|"
-                            r"ProxyError|ConnectTimeout|Max retries exceeded", err)
-        if offline:
-            raise ToolchainError(f"cannot download {requirement}: the package index is unreachable "
-                                 f"(offline? prepare a directory with `fuzzptx toolchains --pack DIR SPEC` "
-                                 f"where there is internet and set {TOOLCHAINS_ENV}=DIR here)")
-        if "No matching distribution" in err or "Could not find a version" in err:
-            raise ToolchainError(f"cannot download {requirement}: no such wheel for this platform on the package index")
-        last = [line for line in err.splitlines() if line.strip()][-1:] or ["(no message)"]
-        raise ToolchainError(f"pip download {requirement} failed: {last[0].strip()}")
+        raise _pip_error(requirement, proc.stderr)
     wheels = sorted(dest.glob("*.whl"))
     if len(wheels) != 1:
         raise ToolchainError(f"pip download {requirement}: expected one wheel, got {len(wheels)}")
     return wheels[0]
+
+
+def _pip_error(requirement: str, stderr: str) -> ToolchainError:
+    """One line for a failed ``pip download``: offline, no such release, or pip's last word.
+
+    Offline, pip finds no versions at all ("from versions: none", after connection
+    warnings when it retries); a release the index lacks comes with the versions it has."""
+    offline = re.search(r"NewConnectionError|Failed to establish|Network is unreachable|"
+                        r"Temporary failure in name resolution|Name or service not known|"
+                        r"ProxyError|ConnectTimeout|Max retries exceeded|from versions: none\)", stderr)
+    if offline:
+        return ToolchainError(f"cannot download {requirement}: the package index is unreachable or has no "
+                              f"wheel of it for this platform (offline? run `fuzzptx toolchains --pack DIR SPEC` "
+                              f"where there is internet and set {TOOLCHAINS_ENV}=DIR here)")
+    if "No matching distribution" in stderr or "Could not find a version" in stderr:
+        return ToolchainError(f"cannot download {requirement}: the package index has no such release")
+    last = [line for line in stderr.splitlines() if line.strip()][-1:] or ["(no message)"]
+    return ToolchainError(f"pip download {requirement} failed: {last[0].strip()}")
 
 
 def _unzip_one(wheel: Path, member: str, out: Path) -> None:
@@ -428,10 +435,10 @@ def pack(dest: Path, spec: str) -> list[Path]:
 
 # ---------------------------------------------------------------- facts read off a binary
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _targets(ptxas: str) -> frozenset[str]:
-    out = subprocess.run([ptxas, "--help"], capture_output=True, text=True, timeout=30).stdout
-    m = re.search(r"--gpu-name.*?Allowed values for this option:(.*?)(?:Default value|\n\s*\n--)", out, re.S)
+    out = subprocess.run([ptxas, "--help"], capture_output=True, text=True, timeout=30, check=False).stdout
+    m = re.search(r"--gpu-name.*?Allowed values for this option:(.*?)(?:Default value|\n\s*\n--)", out, re.DOTALL)
     if not m:
         raise ToolchainError(f"{ptxas}: no --gpu-name values in its --help")
     return frozenset(re.findall(r"'(sm_\w+)'", m[1]))
@@ -456,7 +463,7 @@ def measure_ptx_max(ptxas: str | Path) -> tuple[int, int]:
             src.write_text(f".version {v[0]}.{v[1]}\n.target sm_90a\n.address_size 64\n"
                            ".visible .entry k() { ret; }\n")
             rc = subprocess.run([str(ptxas), "-arch=sm_90a", str(src), "-o", os.devnull],
-                                capture_output=True, timeout=60).returncode
+                                capture_output=True, timeout=60, check=False).returncode
             if rc == 0:
                 best = v
     if best is None:

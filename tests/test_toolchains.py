@@ -214,6 +214,62 @@ def test_compile_ptx_refuses_a_ptxas_that_is_not_there(tmp_path):
         ptxas.compile_ptx(".version 8.0\n.target sm_90a\n.address_size 64\n", ptxas=tmp_path / "ptxas")
 
 
+# ---------------------------------------------------------------- fetching, without the network
+
+# pip download's stderr, as it reads through a dead proxy and for a release PyPI lacks.
+OFFLINE = ("ERROR: Could not find a version that satisfies the requirement nvidia-cuda-nvcc-cu12==12.8.93 "
+           "(from versions: none)\nERROR: No matching distribution found for nvidia-cuda-nvcc-cu12==12.8.93\n")
+MISSING = ("ERROR: Could not find a version that satisfies the requirement nvidia-cuda-nvcc==13.0.99 "
+           "(from versions: 13.0.48, 13.0.88, 13.5.37)\nERROR: No matching distribution found for nvidia-cuda-nvcc==13.0.99\n")
+
+
+@pytest.mark.parametrize("stderr, words", [
+    (OFFLINE, "unreachable"),
+    ("WARNING: Retrying ... ProxyError('Cannot connect to proxy.')\n" + OFFLINE, "FUZZPTX_TOOLCHAINS=DIR"),
+    (MISSING, "has no such release"),
+    ("ERROR: disk full\n", "failed: ERROR: disk full"),
+])
+def test_pip_failures_read_as_one_line(stderr, words):
+    msg = str(tc._pip_error("x==1", stderr))
+    assert words in msg and "\n" not in msg
+
+
+def test_a_failed_fetch_leaves_nothing_in_the_cache(isolated, monkeypatch):
+    def half_download(requirement, dest):
+        dest.mkdir(parents=True)
+        (dest / "partial.whl").write_bytes(b"PK")
+        raise tc._pip_error(requirement, OFFLINE)
+
+    monkeypatch.setattr(tc, "_pip_download", half_download)
+    with pytest.raises(tc.ToolchainError, match="unreachable"):
+        tc.resolve("12.8.93")
+    assert list((isolated / "cache" / "toolchains").iterdir()) == []
+
+
+def test_fetch_unpacks_only_ptxas_and_checks_its_version(isolated, monkeypatch):
+    """A wheel laid out like nvidia-cuda-nvcc-cu12's, holding a fake ptxas of another release."""
+    import zipfile
+
+    def wheel_of(release):
+        def download(requirement, dest):
+            dest.mkdir(parents=True)
+            w = dest / "nvidia_cuda_nvcc_cu12-x-py3-none-any.whl"
+            with zipfile.ZipFile(w, "w") as z:
+                z.writestr("nvidia/cuda_nvcc/bin/ptxas", f"#!/bin/sh\nprintf '{banner(release)}'\n")
+                z.writestr("nvidia/cuda_nvcc/bin/nvcc", "not wanted")
+            return w
+        return download
+
+    monkeypatch.setattr(tc, "_pip_download", wheel_of("12.8.61"))
+    with pytest.raises(tc.ToolchainError, match="holds ptxas 12.8.61, not 12.8.93"):
+        tc.fetch("12.8.93")
+    assert list((isolated / "cache" / "toolchains").iterdir()) == []
+    monkeypatch.setattr(tc, "_pip_download", wheel_of("12.8.93"))
+    t = tc.fetch("12.8.93")
+    assert (t.source, t.nvdisasm) == ("cache", None)
+    assert sorted(p.name for p in t.ptxas.parent.iterdir()) == ["ptxas"]
+
+
 # ---------------------------------------------------------------- one real fetch
 
 WGMMA = """.version {version}
