@@ -186,10 +186,18 @@ def arch_of(ptx: str) -> str:
     return m.group(1) if m else "sm_90a"
 
 
+def _given_ptxas(ptxas: str | os.PathLike) -> pathlib.Path:
+    """A ptxas the caller named (another release, ``fuzzptx.toolchains``): it must run."""
+    p = pathlib.Path(ptxas)
+    if not _executable(p):
+        raise PtxasNotFound(f"{p} is not an executable ptxas")
+    return p
+
+
 def _run(ptx: str, arch: str | None, opt_level: int, timeout: float, want_cubin: bool,
-         extra_args: Sequence[str]) -> _Run:
+         extra_args: Sequence[str], ptxas: str | os.PathLike | None = None) -> _Run:
     """One ptxas process on ``ptx``; killed (never waited for) past ``timeout``."""
-    exe = find_ptxas()
+    exe = find_ptxas() if ptxas is None else _given_ptxas(ptxas)
     arch = arch or arch_of(ptx)
     with tempfile.TemporaryDirectory(prefix="fuzzptx-ptxas-") as d:
         src = pathlib.Path(d) / _INPUT_NAME
@@ -218,12 +226,14 @@ def _run(ptx: str, arch: str | None, opt_level: int, timeout: float, want_cubin:
 
 
 def compile_ptx(ptx: str, *, arch: str | None = None, opt_level: int = 3, timeout: float = 60.0,
-                want_cubin: bool = True, extra_args: Sequence[str] = ()) -> PtxasResult:
+                want_cubin: bool = True, extra_args: Sequence[str] = (),
+                ptxas: str | os.PathLike | None = None) -> PtxasResult:
     """Assemble one PTX module (one or more kernels) and parse what ptxas printed.
 
-    ``arch`` defaults to the module's own ``.target`` (see ``arch_of``)."""
+    ``arch`` defaults to the module's own ``.target`` (see ``arch_of``).  ``ptxas`` is the
+    binary to run (default: ``find_ptxas()``, the pinned one)."""
     shape = scan(ptx)
-    r = _run(ptx, arch, opt_level, timeout, want_cubin, extra_args)
+    r = _run(ptx, arch, opt_level, timeout, want_cubin, extra_args, ptxas)
     return PtxasResult(
         accepted=r.returncode == 0 and not r.timed_out,
         diagnostics=parse_diagnostics(r.stderr, shape.spans),
@@ -234,7 +244,8 @@ def compile_ptx(ptx: str, *, arch: str | None = None, opt_level: int = 3, timeou
 
 def compile_batch(ptxs: Sequence[str], *, arch: str | None = None, opt_level: int = 3,
                   timeout: float = 120.0, want_cubin: bool = False,
-                  extra_args: Sequence[str] = ()) -> list[PtxasResult]:
+                  extra_args: Sequence[str] = (),
+                  ptxas: str | os.PathLike | None = None) -> list[PtxasResult]:
     """Judge many modules with as few ptxas runs as possible; result i has the verdict
     ``compile_ptx(ptxs[i])`` would give.
 
@@ -244,10 +255,11 @@ def compile_batch(ptxs: Sequence[str], *, arch: str | None = None, opt_level: in
     is retried: inputs that drew errors alone, the rest as a smaller batch, or halves
     (after a timeout, every input alone).
     ``timeout`` bounds each ptxas run; with ``-v`` every input runs alone.  With ``want_cubin`` an accepted batched input
-    gets the shared module cubin (``shared_cubin``; see ``kernel_names``).
+    gets the shared module cubin (``shared_cubin``; see ``kernel_names``).  ``ptxas`` as
+    for ``compile_ptx``.
     """
     opts = dict(arch=arch, opt_level=opt_level, timeout=timeout, want_cubin=want_cubin,
-                extra_args=tuple(extra_args))
+                extra_args=tuple(extra_args), ptxas=ptxas)
     shapes = [scan(t) for t in ptxs]
     results: list[PtxasResult | None] = [None] * len(ptxs)
     groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
@@ -269,7 +281,7 @@ def _judge(ptxs: list[str], shapes: list[ModuleShape], idxs: list[int],
     sub = [shapes[i] for i in idxs]
     merged = merge([ptxs[i] for i in idxs], sub, idxs)
     r = _run(merged.text, opts["arch"], opts["opt_level"], opts["timeout"], opts["want_cubin"],
-             opts["extra_args"])
+             opts["extra_args"], opts["ptxas"])
     parts = None if r.timed_out else split_stderr(r.stderr, merged, idxs, sub)
     if parts is not None and r.returncode == 0:
         share = r.seconds / len(idxs)
