@@ -58,7 +58,7 @@ def strategy_programs(n: int) -> list:
     def draw(p):
         out.append(p)
 
-    from fuzzptx.strategies.reproducible import reproducible
+    from fuzzptx.strategies.direct import reproducible
 
     with reproducible():  # the same sample whatever else the process imported (pytest-xdist workers)
         draw()
