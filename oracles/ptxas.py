@@ -187,7 +187,7 @@ def arch_of(ptx: str) -> str:
 
 
 def _given_ptxas(ptxas: str | os.PathLike) -> pathlib.Path:
-    """A ptxas the caller named (another release, ``fuzzptx.toolchains``): it must run."""
+    """A ptxas the caller named (another release, ``fuzzptx.oracles.toolchains``): it must run."""
     p = pathlib.Path(ptxas)
     if not _executable(p):
         raise PtxasNotFound(f"{p} is not an executable ptxas")

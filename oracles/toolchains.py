@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fuzzptx.errors import FuzzptxError
-from fuzzptx.oracles.ptxas import PINNED_VERSION, PtxasNotFound, _packaged_ptxas, _version_of
+
+from .ptxas import PINNED_VERSION, PtxasNotFound, _packaged_ptxas, _version_of
 
 __all__ = [
     "Release", "Toolchain", "ToolchainError", "RELEASES", "known", "latest", "parse_spec",
