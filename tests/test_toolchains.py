@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzzptx import toolchains as tc
+from fuzzptx.oracles import toolchains as tc
 from fuzzptx.cli import main as cli_main
 from fuzzptx.oracles import ptxas
 from fuzzptx.oracles.ptxas import PINNED_VERSION
