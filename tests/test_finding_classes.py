@@ -37,3 +37,9 @@ def test_each_pair_has_its_class(signature, cls):
 def test_every_class_is_reachable_and_unknown_pairs_are_ours():
     assert {cls for _, cls in CASES} == set(CLASSES)
     assert classify("newjudge?|what|family") == MODEL
+
+
+def test_releases_that_disagree_and_a_release_that_crashes_are_compiler_findings():
+    assert classify("ptxas@12.9.86!=ptxas@13.5.37|rejected-then-accepted|wgmma.f32.f16") == COMPILER
+    assert classify("ptxas!=ptxas@13.5.37|accepted-then-rejected|wgmma.f32.f16") == COMPILER
+    assert classify("ptxas@12.4.131:crash|wgmma.f32.f16") == COMPILER

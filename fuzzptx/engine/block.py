@@ -110,9 +110,17 @@ def prepare_block(task: BlockTask) -> Prepared:
     if "ptxas" in task.judges or gpu_cubins:
         ptxas = _compile_block(texts, gpu_cubins, secs,
                                lambda done: _judge_early(task, cpu, items, emitted, early, ran, done))
+    # judges that judge a whole block in one go (other ptxas releases: one batched run each)
+    batched: dict[str, list[Any]] = {}
+    for j in cpu:
+        if hasattr(j, "judge_batch") and j.name != "ptxas":
+            t0 = time.perf_counter()
+            batched[j.name] = j.judge_batch(programs, texts)
+            secs[j.name] += time.perf_counter() - t0
     verdicts, cubins, names, records = [], [], [], []
-    for (idx, p, planted), (text, judged), r, v0, before in zip(items, emitted, ptxas, early, ran):
+    for k, ((idx, p, planted), (text, judged), r, v0, before) in enumerate(zip(items, emitted, ptxas, early, ran)):
         todo = [j for j in cpu if j.name not in before]
+        given = {name: vs[k] for name, vs in batched.items()}
         if planted or (r is not None and not r.accepted):
             # What a judge that needs acceptance says only matters for a program ptxas turns into
             # a kernel (and a planted kernel is not one any judge should interpret: it never ends).
@@ -120,10 +128,12 @@ def prepare_block(task: BlockTask) -> Prepared:
             for name in before:  # taken before ptxas said no: the verdicts stay as they were
                 if registry.get(name).needs_accepted:
                     v0.pop(name, None)
+        given = {name: verdict for name, verdict in given.items() if name in {j.name for j in todo}}
         if any(j.reads_ir for j in todo):
-            v = differ.judge(p, [j.name for j in todo], ptxas_result=r, text=text, judged=judged, into=v0)
+            v = differ.judge(p, [j.name for j in todo], ptxas_result=r, text=text, judged=judged, into=v0, given=given)
         else:  # ptxas alone needs no parse of the emitted text
             v = v0 if v0 is not None else Verdicts()
+            v.update(given)
         if r is not None:  # cubins travel once, in ``cubins``; a plain dict pickles
             v.ptxas = r
         for k, s in v.seconds.items():

@@ -794,6 +794,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="comma-separated (default: %(default)s, the nightly hardware set); add checker for its "
                          "ptxas-model verdicts too, at ~8-10%% of the throughput on an H100 node: "
                          "the CPU fuzz runs (fuzzptx run, pytest) already set the checker against ptxas")
+    ap.add_argument("--ptxas", metavar="SPEC", default=None,
+                    help="the ptxas releases that judge (as fuzzptx run --ptxas): each release is a judge ptxas@R; "
+                         "the pinned release stays the judge named ptxas, whose cubins the GPU runs")
     ap.add_argument("--numerics", choices=("spec", "hardware"), default=None,
                     help="the reference's numerics: spec (the PTX ISA's error bounds, the default) or hardware "
                          "(the bit-exact H100 model: any GPU mismatch is then a reference or hardware bug); "
@@ -838,7 +841,9 @@ def main_campaign(argv: list[str]) -> int:
         raise CampaignError(f"--gpu-workers {args.gpu_workers}: expected 0 (sized to the machine) or more")
     if args.gpu_timeout <= 0:
         raise CampaignError(f"--gpu-timeout {args.gpu_timeout}: expected a positive number of seconds")
-    judges = parse_judges(args.judges)
+    from .run import with_releases  # (run is this engine's small front end; the helper is shared)
+
+    judges = with_releases(parse_judges(args.judges), args.ptxas)
     shard = parse_shard(args.shard)
     seconds = parse_duration(args.time) if args.time else None
     gpus = parse_gpus(args.gpus)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from fuzzptx.judges import registry
+from fuzzptx.judges.builtin import release_judges
 from fuzzptx.judges.finding import CLASSES, MODEL, classify as finding_class
 from fuzzptx.oracles.hardware import HardwareUnavailable
 from fuzzptx.triage.known import classify, load_known
@@ -27,6 +28,16 @@ from .generate import ILLEGAL_SHARE
 DEFAULT_JUDGES = ("reference", "checker", "ptxas")
 # Stages that are paid once per new finding signature, not per program, and time counted twice.
 _NOT_PER_PROGRAM = ("shrink", "repro", "overlapped", "gc", "record (main process)")
+
+
+def with_releases(judges: tuple[str, ...], spec: str | None) -> tuple[str, ...]:
+    """``judges`` with the ptxas judge replaced by one per release of ``--ptxas SPEC`` (none: as given)."""
+    if not spec:
+        return judges
+    releases = release_judges(spec)
+    at = judges.index("ptxas") if "ptxas" in judges else len(judges)
+    rest = [j for j in judges if j != "ptxas"]
+    return tuple(dict.fromkeys(rest[:at] + list(releases) + rest[at:]))
 
 
 def default_out(seed: int) -> Path:
@@ -81,6 +92,8 @@ def summary(stats: dict) -> dict:
         "forms_reached": stats["forms_reached"],
         "repros": stats["repros"],
         "judges": stats["judges"],
+        "block_errors": stats["block_errors"],
+        "block_errors_total": stats["block_errors_total"],
     }
 
 
@@ -92,6 +105,11 @@ def main_run(argv: list[str]) -> int:
     ap.add_argument("--seed", type=int, default=0, help="the run is a function of the seed")
     ap.add_argument("--judges", default=",".join(DEFAULT_JUDGES),
                     help="comma-separated judge names, built-in or from an installed plugin")
+    ap.add_argument("--ptxas", metavar="SPEC", default=None,
+                    help="the ptxas releases that judge: a release (13.5.37), a list, a range (12.4-13.5), latest, "
+                         "all, default (the pinned one) or a path to a ptxas binary; releases are fetched into the "
+                         "user cache on demand (fuzzptx toolchains). Each release is a judge (ptxas@R) and releases "
+                         "that disagree are a finding; the pinned release stays the judge named ptxas")
     ap.add_argument("--batch", type=int, default=32, help="programs per ptxas module (a campaign block)")
     ap.add_argument("--illegal-share", type=float, default=ILLEGAL_SHARE, help="share of mutated (illegal) programs")
     ap.add_argument("--out", default=None, help="directory for results.jsonl, repros/ and summary.json "
@@ -113,7 +131,7 @@ def main_run(argv: list[str]) -> int:
     ap.add_argument("--quiet", action="store_true", help="no progress line")
     args = ap.parse_args(argv)
     known = load_known(args.known) if args.known else ()  # before the run: a bad file costs nothing
-    judges = registry.parse(args.judges)
+    judges = with_releases(registry.parse(args.judges), args.ptxas)
     out_dir = Path(args.out) if args.out else default_out(args.seed)
     workers = (os.cpu_count() or 1) if args.workers is None else args.workers
     summ = run(args.examples, args.seed, judges, out_dir, batch=args.batch, illegal_share=args.illegal_share,
@@ -128,7 +146,7 @@ def main_run(argv: list[str]) -> int:
         print(json.dumps(summ, indent=1))
     else:
         print(format_summary(summ, out_dir))
-    return 0
+    return 1 if summ["block_errors_total"] else 0
 
 
 def format_summary(s: dict, out_dir: Path) -> str:
@@ -157,5 +175,7 @@ def format_summary(s: dict, out_dir: Path) -> str:
                              + (f"  -> {s['repros'].get(sig)}" if s["repros"].get(sig) else ""))
     else:
         lines.append("  findings        none")
+    if s.get("block_errors_total"):
+        lines.append(f"  ERRORS          {s['block_errors_total']} block(s) could not be judged; first: {s['block_errors'][0]}")
     lines.append(f"  results         {out_dir / 'results.jsonl'}")
     return "\n".join(lines)

@@ -64,6 +64,14 @@ class SkippableVerdict:
 
 
 @dataclass
+class NotApplicable:
+    """A judge that has nothing to say of this program by design (a ptxas release older than the
+    program's ``.version`` or target): never a finding."""
+
+    reason: str
+
+
+@dataclass
 class JudgeFault:
     """A judge that raised instead of answering: a finding ``<name>:fault`` (its own bug, or the
     program's effect on it), never the end of a run."""

@@ -12,14 +12,15 @@ from fuzzptx.errors import FuzzptxError
 from fuzzptx.oracles import mmasim_judge
 from fuzzptx.oracles.checker import check_and_predict, check_module
 from fuzzptx.oracles.hardware import gpu_available, run_program_on_gpu
-from fuzzptx.oracles.ptxas import compile_ptx
+from fuzzptx.oracles import toolchains
+from fuzzptx.oracles.ptxas import PINNED_VERSION, compile_batch, compile_ptx
 from fuzzptx.oracles.reference import compare as ref_compare, run_program
 from fuzzptx.oracles.reference.errors import Unsupported
 from fuzzptx.oracles.sass import disassembler, inflight_writes, sass
 from fuzzptx.program import Program
 
 from . import metamorphic, registry
-from .base import CheckerVerdict, Context, Judge, ReferenceVerdict, SkippableVerdict, Verdicts
+from .base import CheckerVerdict, Context, Judge, NotApplicable, ReferenceVerdict, SkippableVerdict, Verdicts
 from .finding import Finding
 from .programs import expects_defined, is_labelled, outputs_against_reference, took_the_mutated_path
 
@@ -82,6 +83,122 @@ class PtxasJudge(Judge):
 
     def moved(self, verdict: Any, delta: int) -> Any:
         return verdict.moved(delta)
+
+
+class ReleasePtxasJudge(PtxasJudge):
+    """Another ptxas release (``ptxas@12.9.86``), from the toolchain cache: the same verdict as the
+    pinned ptxas's, "not applicable" to a program whose ``.version`` or target the release cannot
+    read, and a finding where it and an older release that ran on the program disagree on
+    acceptance, or where it crashes."""
+
+    summary_keys = ()
+
+    def __init__(self, toolchain: "toolchains.Toolchain"):
+        self.toolchain = toolchain
+        # a binary given by path is named by its path: another process resolves the same one
+        self.name = f"ptxas@{toolchain.ptxas}" if toolchain.source == "path" else toolchain.name
+        self.release = toolchain.release
+
+    def not_applicable(self, program: Program) -> str | None:
+        """Why this release cannot judge the program (its PTX version or target), or None."""
+        version = program.module.version
+        if self.toolchain.reads(version) is not True:
+            return f".version {version} is beyond what ptxas {self.release} is known to read"
+        target = program.module.target.split(",")[0].strip()
+        known = self.toolchain.targets()
+        if known and target not in known:
+            return f"ptxas {self.release} has no target {target}"
+        return None
+
+    def judge(self, program: Program, ctx: Context) -> Any:
+        why = self.not_applicable(program)
+        if why is not None:
+            return NotApplicable(why)
+        return _light(compile_ptx(ctx.text, want_cubin=False, ptxas=self.toolchain.ptxas))
+
+    def judge_batch(self, programs: list[Program], texts: list[str]) -> list[Any]:
+        """Verdicts for a block: one batched run of this release over the programs it can read."""
+        out: list[Any] = [NotApplicable(why) if (why := self.not_applicable(p)) else None for p in programs]
+        todo = [k for k, v in enumerate(out) if v is None]
+        for k, r in zip(todo, compile_batch([texts[k] for k in todo], ptxas=self.toolchain.ptxas) if todo else ()):
+            out[k] = _light(r)
+        return out
+
+    def summary(self, verdict: Any) -> dict[str, str]:
+        if isinstance(verdict, NotApplicable):
+            return {self.name: f"n/a: {verdict.reason}"}
+        return {self.name: describe_ptxas(verdict)}
+
+    def rows(self, program: Program, verdict: Any, v: Verdicts) -> list[tuple[str, str, str]]:
+        if isinstance(verdict, NotApplicable):
+            return [(self.name, "n/a", verdict.reason)]
+        return [(self.name, *r[1:]) for r in super().rows(program, verdict, v)]
+
+    def findings(self, program: Program, v: Verdicts, family: str, *, full: Any = None) -> list[Finding]:
+        mine = v.get(self.name)
+        if mine is None or isinstance(mine, NotApplicable):
+            return []
+        if mine.timed_out:
+            return [Finding(f"{self.name}:timeout|{family}", f"ptxas {self.release} did not finish in time")]
+        if mine.returncode < 0:
+            return [Finding(f"{self.name}:crash|{family}", f"ptxas {self.release} died with signal {-mine.returncode}")]
+        out = []
+        key = _release_key(self.release)
+        for name, other in v.items():
+            rel = release_of(name)
+            if rel is None or name == self.name or key is None or not (_release_key(rel) or key) < key:
+                continue  # each pair once: the newer release reports it
+            if isinstance(other, NotApplicable) or other.timed_out or other.returncode < 0:
+                continue
+            if other.accepted != mine.accepted:
+                what = f"{'accepted' if other.accepted else 'rejected'}-then-{'accepted' if mine.accepted else 'rejected'}"
+                out.append(Finding(f"{name}!={self.name}|{what}|{family}",
+                                   f"ptxas {rel} {describe_ptxas(other)}; ptxas {self.release} {describe_ptxas(mine)}",
+                                   (("older", describe_ptxas(other)), ("newer", describe_ptxas(mine)))))
+        return out
+
+    def moved(self, verdict: Any, delta: int) -> Any:
+        return verdict if isinstance(verdict, NotApplicable) else verdict.moved(delta)
+
+
+def _light(r: Any) -> Any:
+    """A release's verdict as it travels between processes (no cubin: only the pinned ptxas's runs)."""
+    return replace(r, cubin=None, kernel_names=dict(r.kernel_names))
+
+
+def _release_key(release: str) -> tuple[int, ...] | None:
+    try:
+        return toolchains._vt(release)
+    except ValueError:  # a binary named by its path
+        return None
+
+
+def release_of(judge_name: str) -> str | None:
+    """The ptxas release a judge name stands for (``ptxas`` is the pinned one), else None."""
+    if judge_name == "ptxas":
+        return PINNED_VERSION
+    return judge_name[len("ptxas@"):] if judge_name.startswith("ptxas@") else None
+
+
+def release_judge(spec: str) -> Judge:
+    """``ptxas@<release>``: the release resolved (fetched into the cache if missing) by
+    ``fuzzptx.oracles.toolchains``; the pinned release is the ``ptxas`` judge itself."""
+    (tc,) = toolchains.resolve(spec)
+    return ReleasePtxasJudge(tc)
+
+
+def release_judges(spec: str) -> tuple[str, ...]:
+    """The judge names for a ``--ptxas`` SPEC: ``ptxas`` for the pinned release (it stays the
+    run's primary ptxas, whose cubins the GPU runs), ``ptxas@<release>`` for each other."""
+    names = []
+    for tc in toolchains.resolve(spec):
+        if tc.release == PINNED_VERSION and tc.source == "pinned package":
+            names.append("ptxas")
+        else:
+            judge = ReleasePtxasJudge(tc)
+            registry.register(judge)
+            names.append(judge.name)
+    return tuple(dict.fromkeys(names))
 
 
 # ------------------------------------------------------------------ checker
@@ -391,3 +508,4 @@ class MetamorphicJudge(Judge):
 
 for _judge in (PtxasJudge, CheckerJudge, ReferenceJudge, HardwareJudge, MmasimJudge, SassJudge, MetamorphicJudge):
     registry.register(_judge)
+registry.register_family("ptxas@", release_judge)

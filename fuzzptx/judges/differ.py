@@ -95,14 +95,16 @@ def _any_undefined(ref: Any) -> bool:
 
 def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result: Any = None, hardware_result: Any = None,
           text: str | None = None, numerics: str | None = None, judged: Program | None = None,
-          into: Verdicts | None = None, gpu: Any = None, alongside: Sequence[str] = ()) -> Verdicts:
+          into: Verdicts | None = None, gpu: Any = None, alongside: Sequence[str] = (),
+          given: dict[str, Any] | None = None) -> Verdicts:
     """Run one program through ``judges``, each after the judges it reads (a precomputed ptxas or
     hardware result may be passed in; ``text`` is the PTX it was compiled from, when the caller
     already emitted it; ``judged`` the program ``as_judged`` read back from that text, when the
     caller has it; ``into`` verdicts of other judges on the same program, to add to; ``numerics``
     the reference's mode, by default the program's own: its ``NUMERICS`` header, else spec;
     ``gpu`` a GPU worker the run holds; ``alongside``: judges of the same run judged in other
-    calls, which a judge may plan for -- ptxas keeps the cubin when one of them reads it).  A plugin judge that raises gives a ``JudgeFault``
+    calls, which a judge may plan for -- ptxas keeps the cubin when one of them reads it;
+    ``given``: verdicts already taken, by judge name, as a batch judge's are).  A plugin judge that raises gives a ``JudgeFault``
     verdict (a finding), never the end of the run."""
     v = Verdicts() if into is None else into
     if judged is None:
@@ -113,7 +115,7 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
         program = judged
         if text is None:
             text = program.to_ptx()
-    given = {}
+    given = dict(given or {})
     if ptxas_result is not None:
         given["ptxas"] = ptxas_result
     if hardware_result is not None:

@@ -18,6 +18,7 @@ ENTRY_POINT_GROUP = "fuzzptx.judges"
 _REGISTRY: dict[str, Judge] = {}
 _ORDER: list[str] = []  # registration order: built-ins first, in the order their lines print
 _LOADED_ENTRY_POINTS = False
+_FAMILIES: dict[str, object] = {}  # name prefix -> factory(rest of the name) -> Judge
 
 
 class UnknownJudge(FuzzptxError):
@@ -34,6 +35,12 @@ def register(judge: "Judge | type[Judge]") -> "Judge":
         _ORDER.append(instance.name)
     _REGISTRY[instance.name] = instance
     return judge  # type: ignore[return-value]
+
+
+def register_family(prefix: str, factory) -> None:
+    """Judges named ``<prefix><something>`` made on first use by ``factory(something)`` (a ptxas
+    release: ``ptxas@12.9.86``); the factory raises ``UnknownJudge`` for a name it cannot make."""
+    _FAMILIES[prefix] = factory
 
 
 def _load_entry_points() -> None:
@@ -56,6 +63,11 @@ def _load_entry_points() -> None:
 
 def get(name: str) -> "Judge":
     """The judge called ``name`` (a plugin's entry point is loaded on first use)."""
+    if name not in _REGISTRY:
+        for prefix, factory in _FAMILIES.items():
+            if name.startswith(prefix) and len(name) > len(prefix):
+                register(factory(name[len(prefix):]))  # type: ignore[operator]
+                break
     if name not in _REGISTRY:
         _load_entry_points()
     try:
