@@ -472,6 +472,19 @@ def measure_ptx_max(ptxas: str | Path) -> tuple[int, int]:
     return best
 
 
+def local_nvdisasm() -> Path | None:
+    """The newest nvdisasm already here (packed directory or cache), without fetching: it reads
+    the cubins of every older release, so a SASS judge can use it where the pinned wheel has none."""
+    for r in reversed(RELEASES):
+        try:
+            tc = _local(r.version)
+        except ToolchainError:
+            continue
+        if tc is not None and tc.nvdisasm is not None:
+            return tc.nvdisasm
+    return None
+
+
 # ---------------------------------------------------------------- listing
 
 def status() -> list[dict]:

@@ -5,12 +5,12 @@ interface; the built-in judges register through ``register`` like any other, and
 packages add theirs through the entry-point group ``fuzzptx.judges``.  ``docs/judges.md`` shows
 how to write one.
 """
-from .base import (CheckerVerdict, Context, Judge, JudgeFault, OutputJudge, OutputVerdict, ReferenceVerdict,
-                   SkippableVerdict, Verdicts)
+from .base import (CheckerVerdict, Context, Judge, JudgeFault, NotApplicable, OutputJudge, OutputVerdict,
+                   ReferenceVerdict, SkippableVerdict, Verdicts)
 from .finding import Finding
-from .registry import ENTRY_POINT_GROUP, UnknownJudge, get, names, parse, register, resolve
+from .registry import ENTRY_POINT_GROUP, UnknownJudge, get, names, parse, register, register_family, resolve
 from . import builtin  # noqa: E402,F401 - registers the built-in judges (after the registry exists)
 
-__all__ = ["CheckerVerdict", "Context", "ENTRY_POINT_GROUP", "Finding", "Judge", "JudgeFault", "OutputJudge",
+__all__ = ["CheckerVerdict", "Context", "ENTRY_POINT_GROUP", "Finding", "Judge", "JudgeFault", "NotApplicable", "OutputJudge",
            "OutputVerdict", "ReferenceVerdict", "SkippableVerdict", "UnknownJudge", "Verdicts", "get", "names",
-           "parse", "register", "resolve"]
+           "parse", "register", "register_family", "resolve"]

@@ -131,6 +131,7 @@ class Verdicts(MutableMapping):
         """``fields``: the built-in judges' shorthand attributes (``Verdicts(reference=..., checker=[])``)."""
         self._v: dict[str, Any] = dict(verdicts or {})
         self.seconds: dict[str, float] = dict(seconds or {})
+        self.release: str | None = None  # the ptxas release that judged as "ptxas" (None: the pinned one)
         for name, value in fields.items():
             if not isinstance(getattr(type(self), name, None), property):
                 raise TypeError(f"Verdicts has no field {name!r}")
@@ -155,7 +156,9 @@ class Verdicts(MutableMapping):
         return f"Verdicts({self._v!r})"
 
     def copy(self) -> "Verdicts":
-        return Verdicts(self._v, self.seconds)
+        out = Verdicts(self._v, self.seconds)
+        out.release = self.release
+        return out
 
     def replace(self, **verdicts: Any) -> "Verdicts":
         """A copy with these judges' verdicts replaced (None: as if that judge had not run)."""
@@ -208,6 +211,7 @@ class Context:
     numerics: str = "spec"
     gpu: Any = None
     judges: tuple[str, ...] = ()
+    toolchain: Any = None  # the ptxas release the ptxas judge runs (None: the pinned one)
 
 
 class Judge(ABC):

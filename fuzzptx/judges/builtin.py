@@ -67,7 +67,8 @@ class PtxasJudge(Judge):
     summary_keys = ("ptxas",)
 
     def judge(self, program: Program, ctx: Context) -> Any:
-        return compile_ptx(ctx.text, want_cubin=any(registry.get(j).wants_cubin for j in ctx.judges))
+        return compile_ptx(ctx.text, want_cubin=any(registry.get(j).wants_cubin for j in ctx.judges),
+                           ptxas=ctx.toolchain.ptxas if ctx.toolchain is not None else None)
 
     def summary(self, verdict: Any) -> dict[str, str]:
         return {"ptxas": describe_ptxas(verdict)}
@@ -205,9 +206,11 @@ def release_judges(spec: str) -> tuple[str, ...]:
 
 
 class CheckerJudge(Judge):
-    """The static checker: ISA and spec-pipeline rule findings, and its model of ptxas's diagnostics."""
+    """The static checker: ISA and spec-pipeline rule findings, and its model of ptxas's diagnostics.
+    The model is of one release (``MODELS``): against another release's ptxas it is silent."""
 
     name = "checker"
+    MODELS = "13.0.88"
     early = True
     summary_keys = ("checker", "ptxas-model")
 
@@ -239,7 +242,8 @@ class CheckerJudge(Judge):
     def findings(self, program: Program, v: Verdicts, family: str, *, full: Any = None) -> list[Finding]:
         out: list[Finding] = []
         real_res, pred_res = v.ptxas, v.predicted
-        if real_res is not None and pred_res is not None and not real_res.timed_out:
+        modelled = v.release is None or v.release == self.MODELS
+        if modelled and real_res is not None and pred_res is not None and not real_res.timed_out:
             if pred_res.accepted != real_res.accepted:
                 what = "accept" if pred_res.accepted else "reject"
                 out.append(Finding(
@@ -451,7 +455,11 @@ class SassJudge(Judge):
         if not any(i.opcode.startswith("wgmma.mma_async") for f in program.module.functions() if f.body is not None
                    for i in f.instructions()):
             return SkippableVerdict([])
-        tool = disassembler()
+        tc = ctx.toolchain
+        nvdisasm = tc.nvdisasm if tc is not None and tc.nvdisasm is not None else None
+        tool = [str(nvdisasm), "-c"] if nvdisasm else disassembler()
+        if tool is None and (cached := toolchains.local_nvdisasm()) is not None:
+            tool = [str(cached), "-c"]  # a newer release's nvdisasm reads older cubins
         if tool is None:
             return SkippableVerdict(skipped="no disassembler (pip install 'fuzzptx[sass]')")
         findings = ctx.verdicts.checker
@@ -461,7 +469,7 @@ class SassJudge(Judge):
             return SkippableVerdict(skipped="the checker finds the program illegal or undefined")
         r = ctx.verdicts.ptxas
         if r is None or r.cubin is None or r.shared_cubin:  # no cubin of this program's own (a batch's holds others)
-            r = compile_ptx(ctx.text, want_cubin=True)
+            r = compile_ptx(ctx.text, want_cubin=True, ptxas=tc.ptxas if tc is not None else None)
         if not r.accepted or not r.cubin:
             return SkippableVerdict(skipped="ptxas rejects it")
         return SkippableVerdict(inflight_writes(sass(r.cubin, tool)))

@@ -96,7 +96,7 @@ def _any_undefined(ref: Any) -> bool:
 def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result: Any = None, hardware_result: Any = None,
           text: str | None = None, numerics: str | None = None, judged: Program | None = None,
           into: Verdicts | None = None, gpu: Any = None, alongside: Sequence[str] = (),
-          given: dict[str, Any] | None = None) -> Verdicts:
+          given: dict[str, Any] | None = None, toolchain: Any = None) -> Verdicts:
     """Run one program through ``judges``, each after the judges it reads (a precomputed ptxas or
     hardware result may be passed in; ``text`` is the PTX it was compiled from, when the caller
     already emitted it; ``judged`` the program ``as_judged`` read back from that text, when the
@@ -104,7 +104,8 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
     the reference's mode, by default the program's own: its ``NUMERICS`` header, else spec;
     ``gpu`` a GPU worker the run holds; ``alongside``: judges of the same run judged in other
     calls, which a judge may plan for -- ptxas keeps the cubin when one of them reads it;
-    ``given``: verdicts already taken, by judge name, as a batch judge's are).  A plugin judge that raises gives a ``JudgeFault``
+    ``given``: verdicts already taken, by judge name, as a batch judge's are; ``toolchain``: the
+    ptxas release the ptxas judge and the SASS judge run, for a release matrix).  A plugin judge that raises gives a ``JudgeFault``
     verdict (a finding), never the end of the run."""
     v = Verdicts() if into is None else into
     if judged is None:
@@ -121,7 +122,10 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
     if hardware_result is not None:
         given["hardware"] = hardware_result
     names = tuple(judges)
-    ctx = Context(text, v, numerics or program.numerics, gpu, tuple(dict.fromkeys(names + tuple(alongside))))
+    ctx = Context(text, v, numerics or program.numerics, gpu, tuple(dict.fromkeys(names + tuple(alongside))),
+                  toolchain)
+    if toolchain is not None:
+        v.release = toolchain.release
     for j in registry.resolve(names):
         if j.name in given:
             v[j.name] = given[j.name]
