@@ -83,6 +83,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--fuzzptx-repro-dir", default="fuzzptx-out/repros",
                     help="where a failing fuzz test writes its repro file (default: %(default)s under the "
                          "current directory)")
+    group.addoption("--fuzzptx-ptxas", default=None, metavar="SPEC",
+                    help="ptxas releases that judge beside the pinned one, each a judge ptxas@R (as fuzzptx run "
+                         "--ptxas): a release, a list, a range, latest, all, or a path")
     group.addoption("--fuzzptx-numerics", default=None, choices=("spec", "hardware"),
                     help="the reference's numerics for every program: spec (the default) or hardware "
                          "(the bit-exact H100 model); repro files carry it")
@@ -118,9 +121,16 @@ class FuzzConfig:
     def __init__(self, config: pytest.Config):
         from fuzzptx.judges import registry
 
+        from fuzzptx.errors import FuzzptxError
+
         try:
             self.judges = registry.parse(config.getoption("--fuzzptx-judges"), "--fuzzptx-judges")
-        except registry.UnknownJudge as exc:
+            spec = config.getoption("--fuzzptx-ptxas")
+            if spec:
+                from fuzzptx.engine.run import with_releases
+
+                self.judges = with_releases(self.judges, spec)
+        except FuzzptxError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.profile = config.getoption("--fuzzptx-profile")
         self.examples = config.getoption("--fuzzptx-examples") or PROFILES[self.profile]

@@ -7,6 +7,11 @@ from dataclasses import replace
 
 import pytest
 
+# The plugin checks --fuzzptx-judges against the judge registry, which imports the judges (and
+# numpy): load them once here, since pytester's in-process runs unload the modules a run imports
+# and numpy cannot be loaded twice in one process.
+import fuzzptx.engine.run  # noqa: F401,E402
+
 pytest_plugins = ["pytester"]
 
 
@@ -99,3 +104,19 @@ def test_check_program_writes_repro_and_fails(tmp_path):
     # A finding outside --fuzzptx-fail-on passes.
     Cfg.fail_on = ("checker:crash",)
     check_program(_contradicted_program(), Cfg())
+
+
+def test_the_ptxas_option_adds_a_judge_per_release(pytester_like=None):
+    """``--fuzzptx-ptxas SPEC``: the pinned release stays ``ptxas``, others are ``ptxas@R``."""
+    from fuzzptx.oracles.ptxas import find_ptxas
+    from fuzzptx.pytest_plugin import FuzzConfig
+
+    class Cfg:
+        _fuzzptx_known = ()
+
+        def getoption(self, name):
+            return {"--fuzzptx-judges": "reference,checker,ptxas", "--fuzzptx-ptxas": f"default,{find_ptxas()}",
+                    "--fuzzptx-profile": "ci", "--fuzzptx-examples": None, "--fuzzptx-repro-dir": "x",
+                    "--fuzzptx-numerics": None, "--fuzzptx-fail-on": "all"}[name]
+
+    assert FuzzConfig(Cfg()).judges == ("reference", "checker", "ptxas", f"ptxas@{find_ptxas()}")
