@@ -29,7 +29,7 @@ from pathlib import Path
 
 from fuzzptx.errors import FuzzptxError
 
-from .ptxas import PINNED_VERSION, PtxasNotFound, _packaged_ptxas, _version_of
+from .ptxas import PINNED_VERSION, PtxasNotFound, _version_of, find_ptxas
 
 __all__ = [
     "Release", "Toolchain", "ToolchainError", "RELEASES", "known", "latest", "parse_spec",
@@ -281,8 +281,13 @@ def _from_dir(d: Path, release: str, source: str) -> Toolchain | None:
 
 
 def _pinned(release: str) -> Toolchain | None:
-    p = _packaged_ptxas()
-    if p is None or not _exe(p) or _checked_version(p) != release:
+    """The ptxas fuzzptx judges with by default (the pinned package's, or ``$FUZZPTX_PTXAS`` on a
+    machine without the wheel, such as a GPU node with CUDA installed), when it is ``release``."""
+    try:
+        p = find_ptxas()
+    except PtxasNotFound:
+        return None
+    if not _exe(p) or _checked_version(p) != release:
         return None
     return Toolchain(release, p, None, _ptx_max_of(release), "pinned package")
 
