@@ -43,3 +43,4 @@ def test_releases_that_disagree_and_a_release_that_crashes_are_compiler_findings
     assert classify("ptxas@12.9.86!=ptxas@13.5.37|rejected-then-accepted|wgmma.f32.f16") == COMPILER
     assert classify("ptxas!=ptxas@13.5.37|accepted-then-rejected|wgmma.f32.f16") == COMPILER
     assert classify("ptxas@12.4.131:crash|wgmma.f32.f16") == COMPILER
+    assert classify("ptxas@12.9.86!=ptxas|rejected-then-accepted|wgmma.f32.f16") == COMPILER

@@ -84,3 +84,25 @@ def test_the_in_flight_register_miscompile_is_in_12_9_and_13_0_not_in_13_5():
     if any(row.get("verdicts", {}).get("sass", "").startswith("skipped") for row in res["matrix"].values()):
         pytest.skip("no disassembler")
     assert res["holds"] == {"12.9.86": True, "13.0.88": True, "13.5.37": False}
+
+
+def test_a_release_limit_is_not_a_disagreement():
+    """12.x's 48 KB static shared memory limit (13.x allows more on sm_90a) makes the program beyond
+    that release, not a finding; another rejection by the same release is one."""
+    from fuzzptx.oracles.ptxas_diag import Diagnostic
+
+    p = Program.from_file(str(SMALL))
+    v = differ.judge(p, ("ptxas",))
+    (tc,) = toolchains.resolve("default")
+    older = ReleasePtxasJudge(replace(tc, release="12.9.86"))
+    registry.register(older)
+    try:
+        limit = Diagnostic("error", None, None, "Entry function 'k' uses too much shared data (0xc880 bytes, 0xc000 max)", "k")
+        other = Diagnostic("error", None, None, "Register allocation failed with register count of '255'", "k")
+        for diag, found in ((limit, False), (other, True)):
+            v[older.name] = replace(v.ptxas, accepted=False, returncode=255, diagnostics=(diag,))
+            sigs = [f.signature for f in differ.compare(p, v) if "!=ptxas" in f.signature and "checker" not in f.signature]
+            assert bool(sigs) == found, (diag.message, sigs)
+    finally:
+        registry._REGISTRY.pop(older.name)
+        registry._ORDER.remove(older.name)

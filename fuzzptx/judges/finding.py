@@ -22,8 +22,8 @@ CLASS_RULES: tuple[tuple[str, str], ...] = (
     (r"mmasim!=", MODEL),  # one numerics model against another
     (r"reference:[\w-]+!=[\w-]+\|", MODEL),  # metamorphic pairs on the reference: it disagrees with itself
     (r"[\w-]+:pipelined!=planted\|", MODEL),  # the planted self-test of the metamorphic judge
-    (r"ptxas(@[\w.+-]+)?:", COMPILER),  # a ptxas release timed out or crashed
-    (r"ptxas(@[\w.+-]+)?!=ptxas@", COMPILER),  # two ptxas releases disagree on one program
+    (r"ptxas(@[\w.+/-]+)?:", COMPILER),  # a ptxas release timed out or crashed
+    (r"ptxas(@[\w.+/-]+)?!=ptxas(@[\w.+/-]+)?\|", COMPILER),  # two ptxas releases disagree on one program
     (r"sass:", COMPILER),  # a hazard in the SASS ptxas emitted for a defined program
     (r"reference!=hardware\|mismatch-repeated-wgmma", COMPILER),  # ptxas -O3's collapse of repeated wgmmas
     (r"hardware:(O3!=O0|pipelined!=serialised|plain!=deadbranch)\|", COMPILER),  # forms that must agree on the GPU
