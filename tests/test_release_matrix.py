@@ -106,3 +106,12 @@ def test_a_release_limit_is_not_a_disagreement():
     finally:
         registry._REGISTRY.pop(older.name)
         registry._ORDER.remove(older.name)
+
+
+def test_replay_prints_the_matrix_under_its_own_key(capsys):
+    assert cli.main(["replay", str(SMALL), "--no-hardware", "--ptxas", "default", "--json"]) in (0, 1)
+    out = json.loads(capsys.readouterr().out)
+    release = toolchains.resolve("default")[0].release
+    assert set(out["matrix"]) == {release}
+    assert out["matrix"][release]["verdicts"]["ptxas"].startswith("accepted")
+    assert "sass" in out["matrix"][release]["verdicts"]  # the SASS judge runs in the matrix (or says why not)

@@ -26,6 +26,8 @@ from fuzzptx.oracles.hardware import gpu_available
 from fuzzptx.oracles.reference import ReferenceError_
 from fuzzptx.program import Program
 
+from . import matrix
+
 LABELS = ("rule", "spec", "mutation", "note")  # EXPECT keys that label the program rather than quote a judge
 
 
@@ -171,12 +173,19 @@ def main_replay(argv: list[str]) -> int:
     ap.add_argument("--judges", default="", help="more judges to run beside the default ones (built-in or plugin "
                     "names, comma-separated); the default: reference, ptxas, checker, the GPU, and the judges the "
                     "repro's signature names")
+    ap.add_argument("--ptxas", metavar="SPEC", default=None,
+                    help="also judge with each ptxas release of SPEC as the ptxas (a release, list, range 12.4-13.5, "
+                         "latest, all, or a path; fetched into the user cache on demand): the release matrix, "
+                         "JSON key 'matrix' (release -> verdicts and findings); every CPU judge runs, the SASS "
+                         "judge included, and the GPU where there is one")
     args = ap.parse_args(argv)
     try:
         program = Program.from_file(args.file)
         text = Path(args.file).read_text()
         extra = registry.parse(args.judges) if args.judges.strip() else ()
         rows, v = run_judges(program, text, hardware=not args.no_hardware, extra=extra)
+        rows_by_release = matrix.matrix(program, text, args.ptxas, matrix.default_judges(not args.no_hardware)) \
+            if args.ptxas else None
     except FuzzptxError as exc:
         print(f"fuzzptx replay: {exc}", file=sys.stderr)
         return 2
@@ -191,6 +200,7 @@ def main_replay(argv: list[str]) -> int:
             "findings": [f.signature for f in findings],
             "expectations": [e.__dict__ for e in exps],
             "status": "changed" if changed else "holds",
+            **({"matrix": rows_by_release} if rows_by_release is not None else {}),
         }, indent=2))
     else:
         print(_table(rows))
@@ -203,5 +213,7 @@ def main_replay(argv: list[str]) -> int:
             for e in exps:
                 extra = "" if e.status in ("holds", "label", "not run") else f" (now: {e.actual})"
                 print(f"  [{e.status}] {e.judge}: {e.expected}{extra}")
+        if rows_by_release is not None:
+            print(f"\nrelease matrix ({args.ptxas}):\n" + matrix.table(rows_by_release, program.signature))
         print("\n" + ("CHANGED: " + ", ".join(e.judge for e in changed) if changed else "all expectations hold"))
     return 1 if changed else 0
