@@ -237,7 +237,7 @@ def gpu_skip_reason(program: Program) -> str:
 def prepare_block(task: BlockTask) -> Prepared:
     """The CPU stages for one block (runs in a pool process)."""
     from fuzzptx.engine.run import _forms_in, coverage_of
-    from fuzzptx.shrink import instruction_count
+    from fuzzptx.reduce import instruction_count
 
     t_block = time.perf_counter()
     secs: Counter = Counter()
@@ -1060,7 +1060,7 @@ def _add_repro_seconds(live: "Live", fut: cf.Future) -> None:
 
 # Imported once by the forkserver, so every pool process starts with them loaded (a spawned
 # process spent 1.2-1.5 s importing them, and all of them did so at once at the start).
-POOL_PRELOAD = ["fuzzptx.engine.campaign", "fuzzptx.engine.run", "fuzzptx.strategies", "fuzzptx.shrink",
+POOL_PRELOAD = ["fuzzptx.engine.campaign", "fuzzptx.engine.run", "fuzzptx.strategies", "fuzzptx.reduce",
                 "fuzzptx.oracles.ptxas", "fuzzptx.oracles.checker", "fuzzptx.oracles.reference"]
 
 

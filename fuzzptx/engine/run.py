@@ -108,7 +108,7 @@ def draw_programs(n: int, seed: int, illegal_share: float = 0.25) -> list[Progra
 
 def _record(idx: int, program: Program, verdicts: differ.Verdicts, findings: list[differ.Finding], repro: str | None,
             family: str | None = None, forms: set[str] | None = None) -> dict:
-    from fuzzptx.shrink import instruction_count
+    from fuzzptx.reduce import instruction_count
 
     return {
         "id": idx,
@@ -374,7 +374,7 @@ def _account(idx: int, p: Program, v: differ.Verdicts, stats: RunStats, log, out
 
 
 def _write_repro(p: Program, v: differ.Verdicts, f: differ.Finding, out_dir: Path, budget: float, stats: RunStats) -> str:
-    from fuzzptx.shrink import shrink, signature_predicate
+    from fuzzptx.reduce import shrink, signature_predicate
 
     t0 = time.perf_counter()
     program = p
