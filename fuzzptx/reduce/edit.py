@@ -1,5 +1,6 @@
-"""IR edits the reducer's passes share: statements numbered in order (scopes flattened),
-a function rebuilt with some dropped or substituted, and the type an instruction writes."""
+"""IR edits the reducer's driver and passes share: statements numbered in order (scopes flattened),
+a function rebuilt with some dropped or substituted, the type an instruction writes, what a
+deletion may take, dead code, and the names a function uses."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -143,6 +144,7 @@ def dead_ids(program: Program) -> frozenset[int]:
 
 
 def used_names(fn: Function) -> set[str]:
+    """Registers and symbols the function's instructions name (what ``cleanup`` and ``Decls`` keep)."""
     names: set[str] = set()
     for s in walk(fn.body or ()):
         if isinstance(s, Instr):
