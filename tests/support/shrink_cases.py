@@ -92,10 +92,12 @@ def copy_kernel() -> Program:
 
 
 def reduced(pas: Pass, program: Program, holds: Predicate) -> Program:
-    """``program`` after ``pas`` alone, run as the driver runs a pass: the first candidate that holds
-    is kept and the pass asked again, to a fixed point."""
+    """``program`` after ``pas`` alone, run as the driver runs a pass: the first candidate smaller (by
+    the driver's size order) that holds is kept and the pass asked again, to a fixed point."""
+    from fuzzptx.reduce.driver import _size
+
     while True:
-        cands = pas.candidates(program)
+        cands = [c for c in pas.candidates(program) if _size(c) < _size(program)]
         hit = next((c for c, ok in zip(cands, holds(cands)) if ok), None) if cands else None
         if hit is None:
             return program
