@@ -20,7 +20,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "conformance": ("fuzzptx.conformance", "main", "every catalogue form and its illegal neighbours through real ptxas"),
     "check": ("fuzzptx.oracles.checker.cli", "main_check", "static checker: ISA rules, spec pipeline rules, ptxas model"),
     "replay": ("fuzzptx.engine.replay", "main_replay", "rerun every judge on a repro file and say whether it still holds"),
-    "shrink": ("fuzzptx.shrink", "main_shrink", "reduce a repro file while it keeps a signature"),
+    "shrink": ("fuzzptx.triage.shrink_command", "main_shrink", "reduce a repro file while it keeps a signature"),
     "bisect": ("fuzzptx.engine.matrix", "main_bisect", "which ptxas releases reproduce a signature: first and last"),
     "triage": ("fuzzptx.triage.buckets", "main_triage", "group campaign findings by signature; smallest repro per bucket"),
     "campaign": ("fuzzptx.engine.campaign", "main_campaign", "batched, isolated hardware campaign (GPU)"),

@@ -127,7 +127,7 @@ class FuzzConfig:
             self.judges = registry.parse(config.getoption("--fuzzptx-judges"), "--fuzzptx-judges")
             spec = config.getoption("--fuzzptx-ptxas")
             if spec:
-                from fuzzptx.engine.run import with_releases
+                from fuzzptx.judges.builtin import with_releases
 
                 self.judges = with_releases(self.judges, spec)
         except FuzzptxError as exc:

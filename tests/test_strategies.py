@@ -295,7 +295,7 @@ def test_fixed_seed_draws_do_not_depend_on_the_imported_modules(tmp_path):
         "import hashlib, sys\n"
         "if sys.argv[1] == 'more':\n"
         f"    sys.path.insert(0, {str(tests)!r})\n"
-        "    import test_shrink, test_fuzz, test_corpus  # their constants are 'local' to Hypothesis\n"
+        "    import test_reduce_driver, test_fuzz, test_corpus  # their constants are 'local' to Hypothesis\n"
         "from fuzzptx.engine.generate import draw_direct\n"
         "print(hashlib.sha1(''.join(p.to_ptx() for p in draw_direct(12, 5)).encode()).hexdigest())\n")
     run = lambda how: subprocess.run([sys.executable, str(script), how], capture_output=True, text=True,  # noqa: E731

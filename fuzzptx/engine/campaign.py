@@ -41,6 +41,7 @@ from typing import Any
 
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.judges import registry
+from fuzzptx.judges.builtin import with_releases
 from fuzzptx.judges.finding import MODEL
 from fuzzptx.judges.metamorphic import Checked, HardwareJudge as MetamorphicOnGpu
 from fuzzptx.oracles.hardware import HardwareWorker, gpu_available, visible_gpu_count
@@ -743,7 +744,7 @@ def _write_json(path: Path, data: dict) -> None:
 
 # Imported once by the forkserver, so every pool process starts with them loaded (a spawned
 # process spent 1.2-1.5 s importing them, and all of them did so at once at the start).
-POOL_PRELOAD = ["fuzzptx.engine.campaign", "fuzzptx.engine.block", "fuzzptx.strategies", "fuzzptx.shrink",
+POOL_PRELOAD = ["fuzzptx.engine.campaign", "fuzzptx.engine.block", "fuzzptx.strategies", "fuzzptx.reduce",
                 "fuzzptx.oracles.ptxas", "fuzzptx.oracles.checker", "fuzzptx.oracles.reference"]
 
 
@@ -841,8 +842,6 @@ def main_campaign(argv: list[str]) -> int:
         raise CampaignError(f"--gpu-workers {args.gpu_workers}: expected 0 (sized to the machine) or more")
     if args.gpu_timeout <= 0:
         raise CampaignError(f"--gpu-timeout {args.gpu_timeout}: expected a positive number of seconds")
-    from .run import with_releases  # (run is this engine's small front end; the helper is shared)
-
     judges = with_releases(parse_judges(args.judges), args.ptxas)
     shard = parse_shard(args.shard)
     seconds = parse_duration(args.time) if args.time else None

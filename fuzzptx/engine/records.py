@@ -10,7 +10,7 @@ from fuzzptx.judges import differ
 from fuzzptx.judges.base import Verdicts
 from fuzzptx.judges.finding import Finding
 from fuzzptx.program import Program
-from fuzzptx.shrink import instruction_count
+from fuzzptx.reduce import instruction_count
 
 
 def forms_in(program: Program) -> set[str]:

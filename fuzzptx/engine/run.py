@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from fuzzptx.judges import registry
-from fuzzptx.judges.builtin import release_judges
+from fuzzptx.judges.builtin import with_releases
 from fuzzptx.judges.finding import CLASSES, MODEL, classify as finding_class
 from fuzzptx.oracles.hardware import HardwareUnavailable
 from fuzzptx.triage.known import classify, load_known
@@ -28,16 +28,6 @@ from .generate import ILLEGAL_SHARE
 DEFAULT_JUDGES = ("reference", "checker", "ptxas")
 # Stages that are paid once per new finding signature, not per program, and time counted twice.
 _NOT_PER_PROGRAM = ("shrink", "repro", "overlapped", "gc", "record (main process)")
-
-
-def with_releases(judges: tuple[str, ...], spec: str | None) -> tuple[str, ...]:
-    """``judges`` with the ptxas judge replaced by one per release of ``--ptxas SPEC`` (none: as given)."""
-    if not spec:
-        return judges
-    releases = release_judges(spec)
-    at = judges.index("ptxas") if "ptxas" in judges else len(judges)
-    rest = [j for j in judges if j != "ptxas"]
-    return tuple(dict.fromkeys(rest[:at] + list(releases) + rest[at:]))
 
 
 def default_out(seed: int) -> Path:

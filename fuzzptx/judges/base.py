@@ -25,7 +25,7 @@ import numpy as np
 from fuzzptx.data import buffer_bytes, numpy_dtype
 from fuzzptx.program import Program
 
-from . import registry
+from .registry import summary_order
 from .finding import Finding
 from .programs import expects_defined, outputs_against_reference
 
@@ -195,7 +195,7 @@ class Verdicts(MutableMapping):
     def summary(self) -> dict[str, str]:
         """One line per judge for verdict tables and repro EXPECT lines."""
         out: dict[str, str] = {}
-        for judge in registry.summary_order(self):
+        for judge in summary_order(self):
             out.update(judge.summary(self[judge.name]))
         return out
 

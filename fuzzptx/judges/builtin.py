@@ -19,7 +19,8 @@ from fuzzptx.oracles.reference.errors import Unsupported
 from fuzzptx.oracles.sass import disassembler, inflight_writes, sass
 from fuzzptx.program import Program
 
-from . import metamorphic, registry
+from .metamorphic import verdict as metamorphic_verdict
+from .registry import get as get_judge, register, register_family
 from .base import CheckerVerdict, Context, Judge, NotApplicable, ReferenceVerdict, SkippableVerdict, Verdicts
 from .finding import Finding
 from .programs import expects_defined, is_labelled, outputs_against_reference, took_the_mutated_path
@@ -67,7 +68,7 @@ class PtxasJudge(Judge):
     summary_keys = ("ptxas",)
 
     def judge(self, program: Program, ctx: Context) -> Any:
-        return compile_ptx(ctx.text, want_cubin=any(registry.get(j).wants_cubin for j in ctx.judges),
+        return compile_ptx(ctx.text, want_cubin=any(get_judge(j).wants_cubin for j in ctx.judges),
                            ptxas=ctx.toolchain.ptxas if ctx.toolchain is not None else None)
 
     def summary(self, verdict: Any) -> dict[str, str]:
@@ -214,9 +215,19 @@ def release_judges(spec: str) -> tuple[str, ...]:
             names.append("ptxas")
         else:
             judge = ReleasePtxasJudge(tc)
-            registry.register(judge)
+            register(judge)
             names.append(judge.name)
     return tuple(dict.fromkeys(names))
+
+
+def with_releases(judges: tuple[str, ...], spec: str | None) -> tuple[str, ...]:
+    """``judges`` with the ptxas judge replaced by one per release of ``--ptxas SPEC`` (none: as given)."""
+    if not spec:
+        return judges
+    releases = release_judges(spec)
+    at = judges.index("ptxas") if "ptxas" in judges else len(judges)
+    rest = [j for j in judges if j != "ptxas"]
+    return tuple(dict.fromkeys(rest[:at] + list(releases) + rest[at:]))
 
 
 # ------------------------------------------------------------------ checker
@@ -520,7 +531,7 @@ class MetamorphicJudge(Judge):
     summary_keys = ("metamorphic",)
 
     def judge(self, program: Program, ctx: Context) -> Any:
-        return metamorphic.verdict(program, on_gpu="hardware" in ctx.judges, worker=ctx.gpu)
+        return metamorphic_verdict(program, on_gpu="hardware" in ctx.judges, worker=ctx.gpu)
 
     def summary(self, verdict: Any) -> dict[str, str]:
         m = verdict
@@ -532,5 +543,5 @@ class MetamorphicJudge(Judge):
 
 
 for _judge in (PtxasJudge, CheckerJudge, ReferenceJudge, HardwareJudge, MmasimJudge, SassJudge, MetamorphicJudge):
-    registry.register(_judge)
-registry.register_family("ptxas@", release_judge)
+    register(_judge)
+register_family("ptxas@", release_judge)

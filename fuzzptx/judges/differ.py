@@ -17,7 +17,7 @@ from fuzzptx.oracles.reference.values import UNDEF
 from fuzzptx.program import Program
 from fuzzptx.strategies.mutations import BY_NAME, verdict_holds
 
-from . import registry
+from .registry import get as get_judge, resolve
 from .metamorphic import verdict as metamorphic_verdict  # noqa: F401 - part of the differ's interface
 from .base import Context, JudgeFault, Verdicts
 from .builtin import (BUILTIN, CPU_JUDGES, FINDINGS_ORDER, describe_prediction, describe_ptxas,  # noqa: F401
@@ -27,7 +27,7 @@ from .programs import (as_judged, collapsed_repeats_explain, expects_defined, fo
                        is_labelled, mutation_of, output_family, program_family, took_the_mutated_path,
                        without_repeated_wgmmas)
 
-JUDGES = BUILTIN  # the built-in judges; ``registry.names()`` adds installed plugins
+JUDGES = BUILTIN  # the built-in judges; ``fuzzptx.judges.names()`` adds installed plugins
 
 
 def compare(program: Program, v: Verdicts, *, family: str | None = None,
@@ -44,7 +44,7 @@ def compare(program: Program, v: Verdicts, *, family: str | None = None,
         if isinstance(verdict, JudgeFault):
             out.append(Finding(f"{name}:fault|{fam}", f"{name} failed: {verdict.message}"))
         else:
-            out += registry.get(name).findings(program, v, fam, full=full)
+            out += get_judge(name).findings(program, v, fam, full=full)
     out += expectation_findings(program, v, fam)
     return out
 
@@ -126,7 +126,7 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
                   toolchain)
     if toolchain is not None:
         v.release = toolchain.release
-    for j in registry.resolve(names):
+    for j in resolve(names):
         if j.name in given:
             v[j.name] = given[j.name]
             continue
@@ -188,7 +188,7 @@ def judges_for(signature: str) -> tuple[str, ...]:
     for name in signature.split("|", 1)[0].replace("!=", ":").split(":"):
         if name and name not in BUILTIN and name not in ("expect", "differ"):
             try:
-                judge_ = registry.get(name)
+                judge_ = get_judge(name)
             except Exception:  # noqa: BLE001 - not a judge's name (a word of the signature)
                 continue
             plugins.append(name)
@@ -237,7 +237,7 @@ def moved_verdicts(v: Verdicts, judges: Sequence[str], delta: int) -> tuple[Verd
     out, rerun = Verdicts(), []
     for name in judges:
         verdict = v.get(name)
-        moved = registry.get(name).moved(verdict, delta) if verdict is not None else None
+        moved = get_judge(name).moved(verdict, delta) if verdict is not None else None
         if moved is None:
             rerun.append(name)
         else:

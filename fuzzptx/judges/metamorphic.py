@@ -701,7 +701,7 @@ def is_metamorphic(sig: str) -> bool:
 
 
 def keeps(sig: str, judge: Judge, *, seed: int = 0) -> Callable[[Sequence[Program]], list[bool]]:
-    """A predicate for ``fuzzptx.shrink.shrink``: which candidates still show a metamorphic finding
+    """A predicate for ``fuzzptx.reduce.shrink``: which candidates still show a metamorphic finding
     whose signature starts with ``sig`` (judged in order, stopping at the first that does)."""
     planted = PLANTED[1][1] in sig
 

@@ -6,12 +6,13 @@ that asks only for built-in judges never imports another package.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from fuzzptx.errors import FuzzptxError
 
-if TYPE_CHECKING:  # base reads the registry (Verdicts.summary); the registry needs the type only
-    from .base import Judge
+# The registry holds ``fuzzptx.judges.base.Judge`` objects; it does not import that module (base
+# reads the registry for ``Verdicts.summary``), so its annotations say ``Judge`` in words only.
+Judge = Any
 
 ENTRY_POINT_GROUP = "fuzzptx.judges"
 
@@ -25,7 +26,7 @@ class UnknownJudge(FuzzptxError):
     """A judge name that no built-in and no installed plugin provides (one line at the CLI)."""
 
 
-def register(judge: "Judge | type[Judge]") -> "Judge":
+def register(judge: Judge) -> Judge:
     """Add a judge (an instance, or a class taking no arguments); usable as a class decorator.
     Registering a name again replaces the judge of that name."""
     instance = judge() if isinstance(judge, type) else judge
@@ -61,7 +62,7 @@ def _load_entry_points() -> None:
         register(obj)
 
 
-def get(name: str) -> "Judge":
+def get(name: str) -> Judge:
     """The judge called ``name`` (a plugin's entry point is loaded on first use)."""
     if name not in _REGISTRY:
         for prefix, factory in _FAMILIES.items():
@@ -98,7 +99,7 @@ def parse(text: str | Iterable[str], option: str = "--judges") -> tuple[str, ...
     return tuple(dict.fromkeys(items))
 
 
-def resolve(names_: Sequence[str]) -> "list[Judge]":
+def resolve(names_: Sequence[str]) -> list[Judge]:
     """The judges for ``names_`` in the order they must run: each after the judges it reads
     (``Judge.after``) when those are asked for too, otherwise in registration order."""
     wanted = [get(n) for n in names_]
@@ -107,7 +108,7 @@ def resolve(names_: Sequence[str]) -> "list[Judge]":
     out: list[Judge] = []
     placed: set[str] = set()
 
-    def place(j: "Judge", trail: tuple[str, ...] = ()) -> None:
+    def place(j: Judge, trail: tuple[str, ...] = ()) -> None:
         if j.name in placed:
             return
         if j.name in trail:
@@ -123,7 +124,7 @@ def resolve(names_: Sequence[str]) -> "list[Judge]":
     return out
 
 
-def summary_order(verdicts: Iterable[str]) -> "list[Judge]":
+def summary_order(verdicts: Iterable[str]) -> list[Judge]:
     """The judges of these verdicts in the order their lines print (registration order)."""
     present = set(verdicts)
     for name in present - set(_REGISTRY):

@@ -13,11 +13,13 @@ kernel's final ``ret`` goes, and unreferenced state-space variables go.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Label, Reg, Statement, Sym, VarDecl
-from fuzzptx.shrink_edit import _edit_function, _statements, _type_of, _write_counts
+from fuzzptx.reduce.edit import EFFECTS, edit_function, statements, type_of, used_names, write_counts
+from fuzzptx.reduce.passes.base import Pass
 
 _INT = {f"{k}{n}": n for k in "bus" for n in (8, 16, 32, 64)}
 
@@ -46,22 +48,22 @@ def _thread_registers(sts: dict[int, Statement]) -> dict[int, tuple[int, Reg]]:
     for i, s in sts.items():
         if (isinstance(s, Instr) and s.base == "mov" and s.guard is None and len(s.operands) == 2
                 and isinstance(s.operands[1], Reg) and s.operands[1].name.startswith(("%tid", "%laneid"))
-                and _bits(_type_of(s))):
-            out[i] = (_bits(_type_of(s)), s.operands[0])
+                and _bits(type_of(s))):
+            out[i] = (_bits(type_of(s)), s.operands[0])
     return out
 
 
 def _load_moves(program: Program) -> list[tuple[str, int, Reg | None, Instr]]:
-    """(function, statement id, address base, move) for each scalar load ``_candidates_loads`` replaces."""
+    """(function, statement id, address base, move) for each scalar load ``Loads`` replaces."""
     out = []
     for fn in _kernels(program):
-        sts = _statements(fn)
+        sts = statements(fn)
         tids = _thread_registers(sts)
         for i, s in sts.items():
             if not (isinstance(s, Instr) and s.base == "ld" and "param" not in s.modifiers and len(s.operands) == 2
                     and isinstance(s.operands[0], Reg)):
                 continue
-            width = _bits(_type_of(s)) or {"f32": 32, "f64": 64, "f16": 16}.get(_type_of(s) or "")
+            width = _bits(type_of(s)) or {"f32": 32, "f64": 64, "f16": 16}.get(type_of(s) or "")
             src = next((r for j, (w, r) in tids.items() if j < i and w == width and r != s.operands[0]), None)
             if src is not None:
                 base = s.operands[1].base if isinstance(s.operands[1], Addr) else None
@@ -71,11 +73,11 @@ def _load_moves(program: Program) -> list[tuple[str, int, Reg | None, Instr]]:
 
 def _replaced(program: Program, moves) -> Program:
     for fname in {m[0] for m in moves}:
-        program = _edit_function(program, fname, subst={i: mov for f, i, _, mov in moves if f == fname})
+        program = edit_function(program, fname, subst={i: mov for f, i, _, mov in moves if f == fname})
     return program
 
 
-def _candidates_load_groups(program: Program) -> list[Program]:
+def _load_groups(program: Program) -> list[Program]:
     """Every such load at once, then those of one address base at once (one buffer's copy)."""
     moves = _load_moves(program)
     groups: dict[tuple, list] = {}
@@ -84,13 +86,17 @@ def _candidates_load_groups(program: Program) -> list[Program]:
     return ([_replaced(program, moves)] if len(moves) > 1 else []) + [_replaced(program, g) for g in groups.values() if len(g) > 1 or len(groups) > 1]
 
 
-def _candidates_loads(program: Program) -> list[Program]:
-    """A scalar load replaced by a move of a per-thread register of its width defined before it
-    (``ld.global.b32 %r5, [%rd3+64]`` -> ``mov.b32 %r5, %r0`` with ``%r0 = %tid.x``): the data still
-    differ between threads (a copied tile is not uniform), while the input buffer, its pointer and the
-    address arithmetic become dead.  ``ld.param`` (pointers, sizes) is left alone.  Groups first
-    (``_candidates_load_groups``), then one load at a time."""
-    return _candidates_load_groups(program) + [_replaced(program, [m]) for m in _load_moves(program)]
+@dataclass(frozen=True)
+class Loads(Pass):
+    name: ClassVar[str] = "loads"
+
+    def candidates(self, program: Program) -> list[Program]:
+        """A scalar load replaced by a move of a per-thread register of its width defined before it
+        (``ld.global.b32 %r5, [%rd3+64]`` -> ``mov.b32 %r5, %r0`` with ``%r0 = %tid.x``): the data still
+        differ between threads (a copied tile is not uniform), while the input buffer, its pointer and the
+        address arithmetic become dead.  ``ld.param`` (pointers, sizes) is left alone.  Groups first
+        (``_load_groups``), then one load at a time."""
+        return _load_groups(program) + [_replaced(program, [m]) for m in _load_moves(program)]
 
 
 # ------------------------------------------------------------ shared symbols -> 0
@@ -99,22 +105,26 @@ def _candidates_loads(program: Program) -> list[Program]:
 def _shared_names(program: Program) -> set[str]:
     decls = [it for it in program.module.items if isinstance(it, VarDecl)]
     for fn in _kernels(program):
-        decls += [s for s in _statements(fn).values() if isinstance(s, VarDecl)]
+        decls += [s for s in statements(fn).values() if isinstance(s, VarDecl)]
     return {d.name for d in decls if d.space.lstrip(".") == "shared"}
 
 
-def _candidates_symbols(program: Program) -> list[Program]:
-    """``mov.u32 %r, smem`` (a .shared variable's address) -> ``mov.u32 %r, 0``: every address and
-    descriptor built from it moves to shared offset 0 together (where the first variable lies), and
-    becomes a constant that ``fold_constants`` computes."""
-    shared = _shared_names(program)
-    cands = []
-    for fn in _kernels(program):
-        for i, s in _statements(fn).items():
-            if (isinstance(s, Instr) and s.base == "mov" and len(s.operands) == 2
-                    and isinstance(s.operands[1], Sym) and s.operands[1].name in shared and _bits(_type_of(s))):
-                cands.append(_edit_function(program, fn.name, subst={i: replace(s, operands=(s.operands[0], Imm.of(0)))}))
-    return cands
+@dataclass(frozen=True)
+class Symbols(Pass):
+    name: ClassVar[str] = "symbols"
+
+    def candidates(self, program: Program) -> list[Program]:
+        """``mov.u32 %r, smem`` (a .shared variable's address) -> ``mov.u32 %r, 0``: every address and
+        descriptor built from it moves to shared offset 0 together (where the first variable lies), and
+        becomes a constant that ``fold_constants`` computes."""
+        shared = _shared_names(program)
+        cands = []
+        for fn in _kernels(program):
+            for i, s in statements(fn).items():
+                if (isinstance(s, Instr) and s.base == "mov" and len(s.operands) == 2
+                        and isinstance(s.operands[1], Sym) and s.operands[1].name in shared and _bits(type_of(s))):
+                    cands.append(edit_function(program, fn.name, subst={i: replace(s, operands=(s.operands[0], Imm.of(0)))}))
+        return cands
 
 
 # ------------------------------------------------------------ constant folding
@@ -127,7 +137,7 @@ def _signed(v: int, bits: int) -> int:
 
 def _evaluate(ins: Instr, known: dict[str, int]) -> tuple[int, int] | None:
     """(value, width) of an integer instruction whose sources are all known, else None."""
-    t = _type_of(ins)
+    t = type_of(ins)
     bits = _bits(t)
     if bits is None or len(ins.operands) < 2 or not isinstance(ins.operands[0], Reg):
         return None
@@ -174,7 +184,7 @@ _CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b:
 
 def _compare(ins: Instr, known: dict[str, int]) -> int | None:
     """The truth (0/1) of an integer ``setp.cmp.type p, a, b`` whose sources are known."""
-    t = _type_of(ins)
+    t = type_of(ins)
     bits = _bits(t)
     cmp = next((m for m in ins.modifiers if m in _CMP), None)
     if bits is None or cmp is None or len(ins.modifiers) != 2 or len(ins.operands) != 3 or "|" in str(ins.operands[0]):
@@ -197,7 +207,7 @@ def fold_constants(program: Program) -> Program:
     from fuzzptx.ptx.dataflow import defs_uses
 
     for fn in _kernels(program):
-        sts = _statements(fn)
+        sts = statements(fn)
         known: dict[str, int] = {}
         subst: dict[int, Statement] = {}
         for i, s in sts.items():
@@ -230,7 +240,7 @@ def fold_constants(program: Program) -> Program:
             if not (isinstance(old, Imm) and old.value == value):
                 subst[i] = Instr(f"mov.b{width}", (defs[0], _imm(value, old if isinstance(old, Imm) else None)), None, s.loc)
         if subst:
-            program = _edit_function(program, fn.name, subst=subst)
+            program = edit_function(program, fn.name, subst=subst)
         program = _drop_overwritten(program, fn.name)
     return program
 
@@ -239,7 +249,7 @@ def _drop_overwritten(program: Program, fname: str) -> Program:
     """Drop unguarded constant moves whose register is written again, in the same block, before a read."""
     from fuzzptx.ptx.dataflow import defs_uses
 
-    sts = _statements(program.module.function(fname))
+    sts = statements(program.module.function(fname))
     pending: dict[str, int] = {}
     drop = set()
     for i, s in sts.items():
@@ -257,59 +267,67 @@ def _drop_overwritten(program: Program, fname: str) -> Program:
                 drop.add(pending.pop(d.name))
         if s.base == "mov" and s.guard is None and len(defs) == 1 and isinstance(s.operands[1], Imm):
             pending[defs[0].name] = i
-    return _edit_function(program, fname, drop) if drop else program
+    return edit_function(program, fname, drop) if drop else program
 
 
-def _candidates_fold(program: Program) -> list[Program]:
-    folded = fold_constants(program)
-    return [folded] if folded != program else []
+@dataclass(frozen=True)
+class Fold(Pass):
+    name: ClassVar[str] = "fold"
+
+    def candidates(self, program: Program) -> list[Program]:
+        folded = fold_constants(program)
+        return [folded] if folded != program else []
 
 
 # ------------------------------------------------------------ mul + add -> mad
 
 
-def _candidates_fuse(program: Program) -> list[Program]:
-    """``mul.lo|wide t, a, b; ... add d, c, t`` with ``t`` read only there -> ``mad.lo|wide d, a, b, c``:
-    one instruction for an address or index computation instead of two."""
-    from fuzzptx.ptx.dataflow import defs_uses
+@dataclass(frozen=True)
+class Fuse(Pass):
+    name: ClassVar[str] = "fuse"
 
-    cands = []
-    for fn in _kernels(program):
-        sts = _statements(fn)
-        reads: dict[str, int] = {}
-        writes: dict[str, int] = {}
-        for s in sts.values():
-            if isinstance(s, Instr):
-                d, u = defs_uses(s)
-                for r in u:
-                    reads[r.name] = reads.get(r.name, 0) + 1
-                for r in d:
-                    writes[r.name] = writes.get(r.name, 0) + 1
-        ids = sorted(sts)
-        for k, i in enumerate(ids):
-            m = sts[i]
-            if not (isinstance(m, Instr) and m.base == "mul" and m.guard is None and len(m.operands) == 3
-                    and ({"lo", "wide"} & set(m.modifiers)) and _bits(_type_of(m))):
-                continue
-            t = m.operands[0]
-            if reads.get(t.name) != 1 or writes.get(t.name) != 1:
-                continue
-            srcs = {r.name for r in defs_uses(m)[1]}
-            for j in ids[k + 1:]:
-                s = sts[j]
-                if isinstance(s, Label):
-                    break
-                if not isinstance(s, Instr):
+    def candidates(self, program: Program) -> list[Program]:
+        """``mul.lo|wide t, a, b; ... add d, c, t`` with ``t`` read only there -> ``mad.lo|wide d, a, b, c``:
+        one instruction for an address or index computation instead of two."""
+        from fuzzptx.ptx.dataflow import defs_uses
+
+        cands = []
+        for fn in _kernels(program):
+            sts = statements(fn)
+            reads: dict[str, int] = {}
+            writes: dict[str, int] = {}
+            for s in sts.values():
+                if isinstance(s, Instr):
+                    d, u = defs_uses(s)
+                    for r in u:
+                        reads[r.name] = reads.get(r.name, 0) + 1
+                    for r in d:
+                        writes[r.name] = writes.get(r.name, 0) + 1
+            ids = sorted(sts)
+            for k, i in enumerate(ids):
+                m = sts[i]
+                if not (isinstance(m, Instr) and m.base == "mul" and m.guard is None and len(m.operands) == 3
+                        and ({"lo", "wide"} & set(m.modifiers)) and _bits(type_of(m))):
                     continue
-                if (s.base == "add" and s.guard is None and len(s.operands) == 3 and t in s.operands[1:]
-                        and _bits(_type_of(s)) == _bits(_type_of(m)) * (2 if "wide" in m.modifiers else 1)):
-                    other = s.operands[2] if s.operands[1] == t else s.operands[1]
-                    mad = Instr("mad." + ".".join(m.modifiers), (s.operands[0], m.operands[1], m.operands[2], other), None, s.loc)
-                    cands.append(_edit_function(program, fn.name, drop={i}, subst={j: mad}))
-                    break
-                if srcs & {r.name for r in defs_uses(s)[0]} or t.name in {r.name for r in defs_uses(s)[1]}:
-                    break
-    return cands
+                t = m.operands[0]
+                if reads.get(t.name) != 1 or writes.get(t.name) != 1:
+                    continue
+                srcs = {r.name for r in defs_uses(m)[1]}
+                for j in ids[k + 1:]:
+                    s = sts[j]
+                    if isinstance(s, Label):
+                        break
+                    if not isinstance(s, Instr):
+                        continue
+                    if (s.base == "add" and s.guard is None and len(s.operands) == 3 and t in s.operands[1:]
+                            and _bits(type_of(s)) == _bits(type_of(m)) * (2 if "wide" in m.modifiers else 1)):
+                        other = s.operands[2] if s.operands[1] == t else s.operands[1]
+                        mad = Instr("mad." + ".".join(m.modifiers), (s.operands[0], m.operands[1], m.operands[2], other), None, s.loc)
+                        cands.append(edit_function(program, fn.name, drop={i}, subst={j: mad}))
+                        break
+                    if srcs & {r.name for r in defs_uses(s)[0]} or t.name in {r.name for r in defs_uses(s)[1]}:
+                        break
+        return cands
 
 
 # ------------------------------------------------------------ immediates, offsets
@@ -331,32 +349,36 @@ def _runs(v: int) -> list[int]:
     return runs + single
 
 
-def _candidates_bits(program: Program) -> list[Program]:
-    """An integer immediate with several bits set loses one run of set bits (then one bit) at a time,
-    a 1 becomes 0 (a scale-d, a wait count), and an address offset goes to 0: a descriptor's stride fields, swizzle mode and start address
-    go to 0 one by one; shifted copies line up with the start of their buffer."""
-    cands = []
-    for fn in _kernels(program):
-        for i, s in _statements(fn).items():
-            if not isinstance(s, Instr):
-                continue
-            for j, op in enumerate(s.operands):
-                new = []
-                if isinstance(op, Imm) and isinstance(op.value, int) and op.value > 1 and op.value & (op.value - 1):
-                    new = [_imm(op.value & ~mask, op) for mask in _runs(op.value)]
-                elif isinstance(op, Imm) and op.value == 1 and isinstance(op.value, int) and j > 0:
-                    new = [Imm.of(0)]
-                elif isinstance(op, Addr) and op.offset:
-                    new = [replace(op, offset=0)]
-                for n in new:
-                    ops = s.operands[:j] + (n,) + s.operands[j + 1:]
-                    cands.append(_edit_function(program, fn.name, subst={i: replace(s, operands=ops)}))
-    return cands
+@dataclass(frozen=True)
+class Bits(Pass):
+    name: ClassVar[str] = "bits"
+
+    def candidates(self, program: Program) -> list[Program]:
+        """An integer immediate with several bits set loses one run of set bits (then one bit) at a time,
+        a 1 becomes 0 (a scale-d, a wait count), and an address offset goes to 0: a descriptor's stride fields, swizzle mode and start address
+        go to 0 one by one; shifted copies line up with the start of their buffer."""
+        cands = []
+        for fn in _kernels(program):
+            for i, s in statements(fn).items():
+                if not isinstance(s, Instr):
+                    continue
+                for j, op in enumerate(s.operands):
+                    new = []
+                    if isinstance(op, Imm) and isinstance(op.value, int) and op.value > 1 and op.value & (op.value - 1):
+                        new = [_imm(op.value & ~mask, op) for mask in _runs(op.value)]
+                    elif isinstance(op, Imm) and op.value == 1 and isinstance(op.value, int) and j > 0:
+                        new = [Imm.of(0)]
+                    elif isinstance(op, Addr) and op.offset:
+                        new = [replace(op, offset=0)]
+                    for n in new:
+                        ops = s.operands[:j] + (n,) + s.operands[j + 1:]
+                        cands.append(edit_function(program, fn.name, subst={i: replace(s, operands=ops)}))
+        return cands
 
 
 def imm_bits(program: Program) -> int:
-    """Set bits of integer immediates, address offsets and symbol addresses: what ``_candidates_bits``
-    and ``_candidates_symbols`` lower."""
+    """Set bits of integer immediates, address offsets and symbol addresses: what ``Bits``
+    and ``Symbols`` lower."""
     n = 0
     for fn in _kernels(program):
         for ins in fn.instructions():
@@ -366,85 +388,98 @@ def imm_bits(program: Program) -> int:
                 elif isinstance(op, Addr):
                     n += op.offset != 0
                 elif isinstance(op, Sym) and ins.base == "mov":
-                    n += 1  # an address taken: _candidates_symbols makes it 0
+                    n += 1  # an address taken: Symbols makes it 0
     return n
 
 
 # ------------------------------------------------------------ launch, tail, declarations
 
 
-def _candidates_launch(program: Program) -> list[Program]:
-    """One block (grid 1,1,1), then half the threads of the block (not below a warp)."""
-    la = program.launch
-    cands = []
-    if la.grid != (1, 1, 1):
-        cands.append(replace(program, launch=replace(la, grid=(1, 1, 1))))
-    x, y, z = la.block
-    if x * y * z > 32 and x % 2 == 0 and x >= 64:
-        cands.append(replace(program, launch=replace(la, block=(x // 2, y, z))))
-    return cands
+@dataclass(frozen=True)
+class Launch(Pass):
+    name: ClassVar[str] = "launch"
+
+    def candidates(self, program: Program) -> list[Program]:
+        """One block (grid 1,1,1), then half the threads of the block (not below a warp)."""
+        la = program.launch
+        cands = []
+        if la.grid != (1, 1, 1):
+            cands.append(replace(program, launch=replace(la, grid=(1, 1, 1))))
+        x, y, z = la.block
+        if x * y * z > 32 and x % 2 == 0 and x >= 64:
+            cands.append(replace(program, launch=replace(la, block=(x // 2, y, z))))
+        return cands
 
 
-def _candidates_tail(program: Program) -> list[Program]:
-    """The kernel's last statement, a plain ``ret``/``exit``, goes: a kernel that runs off its end
-    exits (ptxas accepts it)."""
-    fn = program.module.function(program.launch.kernel)
-    sts = _statements(fn)
-    if not sts:
+@dataclass(frozen=True)
+class Tail(Pass):
+    name: ClassVar[str] = "tail"
+
+    def candidates(self, program: Program) -> list[Program]:
+        """The kernel's last statement, a plain ``ret``/``exit``, goes: a kernel that runs off its end
+        exits (ptxas accepts it)."""
+        fn = program.module.function(program.launch.kernel)
+        sts = statements(fn)
+        if not sts:
+            return []
+        last = max(sts)
+        s = sts[last]
+        if isinstance(s, Instr) and s.base in ("ret", "exit") and s.guard is None and fn.body and fn.body[-1] is s:
+            return [edit_function(program, fn.name, drop={last})]
         return []
-    last = max(sts)
-    s = sts[last]
-    if isinstance(s, Instr) and s.base in ("ret", "exit") and s.guard is None and fn.body and fn.body[-1] is s:
-        return [_edit_function(program, fn.name, drop={last})]
-    return []
 
 
-def _candidates_decls(program: Program) -> list[Program]:
-    """A state-space variable no instruction names goes (one at a time: an unnamed .shared variable
-    may still back addresses made by ``_candidates_symbols``)."""
-    from fuzzptx.shrink import _used_names
+@dataclass(frozen=True)
+class Decls(Pass):
+    name: ClassVar[str] = "decls"
 
-    used: set[str] = set()
-    for fn in _kernels(program):
-        used |= _used_names(fn)
-    cands = []
-    for k, item in enumerate(program.module.items):
-        if isinstance(item, VarDecl) and item.name not in used:
-            items = program.module.items[:k] + program.module.items[k + 1:]
-            cands.append(replace(program, module=replace(program.module, items=items)))
-    for fn in _kernels(program):
-        for i, s in _statements(fn).items():
-            if isinstance(s, VarDecl) and s.name not in used:
-                cands.append(_edit_function(program, fn.name, drop={i}))
-    return cands
+    def candidates(self, program: Program) -> list[Program]:
+        """A state-space variable no instruction names goes (one at a time: an unnamed .shared variable
+        may still back addresses made by ``Symbols``)."""
+        used: set[str] = set()
+        for fn in _kernels(program):
+            used |= used_names(fn)
+        cands = []
+        for k, item in enumerate(program.module.items):
+            if isinstance(item, VarDecl) and item.name not in used:
+                items = program.module.items[:k] + program.module.items[k + 1:]
+                cands.append(replace(program, module=replace(program.module, items=items)))
+        for fn in _kernels(program):
+            for i, s in statements(fn).items():
+                if isinstance(s, VarDecl) and s.name not in used:
+                    cands.append(edit_function(program, fn.name, drop={i}))
+        return cands
 
 
-def _candidates_cse(program: Program) -> list[Program]:
-    """A second instruction computing what an earlier one did (same opcode and operands, every register
-    involved written once) becomes a move of the earlier result: copy propagation then removes it
-    (two copies addressed by ``mad.lo.u32 %r5, %r0, 4, 0`` and ``mad.lo.u32 %r9, %r0, 4, 0``)."""
-    from fuzzptx.ptx.dataflow import defs_uses
-    from fuzzptx.shrink_edit import _EFFECTS
+@dataclass(frozen=True)
+class Cse(Pass):
+    name: ClassVar[str] = "cse"
 
-    cands = []
-    for fn in _kernels(program):
-        sts = _statements(fn)
-        writes = _write_counts(sts)
-        seen: dict[tuple, Reg] = {}
-        for i, st in sts.items():
-            if not (isinstance(st, Instr) and st.guard is None and st.base not in _EFFECTS and st.base not in ("mov", "ld")
-                    and not st.opcode.startswith(("wmma", "wgmma", "mma"))):
-                continue
-            defs, uses = defs_uses(st)
-            t = _type_of(st)
-            if len(defs) != 1 or t is None or any(writes.get(r.name, 0) > 1 for r in (*defs, *uses)):
-                continue
-            key = (st.opcode, st.operands[1:])
-            if key in seen:
-                bits = _bits(t) or {"f32": 32, "f64": 64, "f16": 16}.get(t)
-                width = 2 * bits if bits and "wide" in st.modifiers else bits
-                if width and width >= 16:
-                    cands.append(_edit_function(program, fn.name, subst={i: Instr(f"mov.b{width}", (defs[0], seen[key]), None, st.loc)}))
-            else:
-                seen[key] = defs[0]
-    return cands
+    def candidates(self, program: Program) -> list[Program]:
+        """A second instruction computing what an earlier one did (same opcode and operands, every register
+        involved written once) becomes a move of the earlier result: copy propagation then removes it
+        (two copies addressed by ``mad.lo.u32 %r5, %r0, 4, 0`` and ``mad.lo.u32 %r9, %r0, 4, 0``)."""
+        from fuzzptx.ptx.dataflow import defs_uses
+
+        cands = []
+        for fn in _kernels(program):
+            sts = statements(fn)
+            writes = write_counts(sts)
+            seen: dict[tuple, Reg] = {}
+            for i, st in sts.items():
+                if not (isinstance(st, Instr) and st.guard is None and st.base not in EFFECTS and st.base not in ("mov", "ld")
+                        and not st.opcode.startswith(("wmma", "wgmma", "mma"))):
+                    continue
+                defs, uses = defs_uses(st)
+                t = type_of(st)
+                if len(defs) != 1 or t is None or any(writes.get(r.name, 0) > 1 for r in (*defs, *uses)):
+                    continue
+                key = (st.opcode, st.operands[1:])
+                if key in seen:
+                    bits = _bits(t) or {"f32": 32, "f64": 64, "f16": 16}.get(t)
+                    width = 2 * bits if bits and "wide" in st.modifiers else bits
+                    if width and width >= 16:
+                        cands.append(edit_function(program, fn.name, subst={i: Instr(f"mov.b{width}", (defs[0], seen[key]), None, st.loc)}))
+                else:
+                    seen[key] = defs[0]
+        return cands

@@ -9,31 +9,28 @@ moves away; narrow wgmma N (fewer accumulators) and simplify its types (f16); si
 zeros / small integers) and cut buffers to the elements used; finally drop
 unused parameters, buffers, functions and declarations (register ranges cut to
 the highest register used) and inline small data as hex.  Value-level passes
-(``fuzzptx.shrink_values``) shrink what the program computes: loads become moves
+(``fuzzptx.reduce.passes.values``) shrink what the program computes: loads become moves
 of ``%tid.x``, shared addresses 0, constant arithmetic folds (a descriptor chain
 to one immediate), mul+add fuse into mad, immediates lose bits, fragments reuse
 a register, the launch and the final ``ret`` go.  Each candidate is judged by the
 caller's predicate; candidates of one pass are judged in batches (ptxas's batch
-mode where the predicate allows it).
+mode where the predicate allows it).  The passes and their order are ``fuzzptx.reduce.passes``;
+each run counts, per pass, the candidates it judged, those it kept, its seconds and the
+instructions it removed (``ShrinkResult.passes``).
 """
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.program import Program
-from fuzzptx.ptx.ir import Function, Imm, Instr, Label, RegDecl, Scope, Statement, Sym, VarDecl, Vec, walk, registers_in
-from fuzzptx.shrink_tensor import _candidates_dense, _candidates_reuse
-from fuzzptx.shrink_values import (_candidates_bits, _candidates_cse, _candidates_decls, _candidates_fold, _candidates_fuse,
-                                   _candidates_launch, _candidates_loads, _candidates_symbols, _candidates_tail, imm_bits)
-from fuzzptx.shrink_passes import (_SIMPLE_TYPES, _candidates_blocks, _candidates_bypass, _candidates_copyprop,  # noqa: F401
-                                   _candidates_counts, _candidates_data, _candidates_funcs, _candidates_narrow,
-                                   _candidates_simplify, _candidates_types)
-from fuzzptx.shrink_edit import _EFFECTS, _delete, _statements  # noqa: F401 (corpus.py imports _statements, _delete)
+from fuzzptx.ptx.ir import Function, Imm, RegDecl, Scope, Statement, VarDecl, Vec
+from fuzzptx.reduce.edit import dead_code, dead_ids, delete, removable, statements, used_names
+from fuzzptx.reduce.passes import PASSES, PRE
+from fuzzptx.reduce.passes.structure import _SIMPLE_TYPES
+from fuzzptx.reduce.passes.values import imm_bits
 
 Predicate = Callable[[Sequence[Program]], list[bool]]
 
@@ -46,86 +43,19 @@ def instruction_count(program: Program) -> int:
 # ------------------------------------------------------------------ passes
 
 
-def _removable(program: Program) -> list[tuple[str, int]]:
-    """(function, statement id) of every instruction or label a deletion may take."""
-    out = []
-    for fn in program.module.functions():
-        if fn.body is None:
-            continue
-        for i, st in _statements(fn).items():
-            if isinstance(st, (Instr, Label)) and not (isinstance(st, Instr) and st.base in ("ret", "exit")):
-                out.append((fn.name, i))
-    return out
-
-
-def dead_code(program: Program, keep: frozenset[int] = frozenset()) -> Program:
-    """Instructions with no effect but their register results, none of which is read (to a fixed point);
-    ``keep``: ids of instruction objects to leave (dead already where a signature needs them)."""
-    from fuzzptx.ptx.dataflow import defs_uses
-
-    while True:
-        used: set[str] = set()
-        for fn in program.module.functions():
-            for ins in fn.instructions():
-                used |= {r.name for r in defs_uses(ins)[1]}
-        victims = []
-        for fn in program.module.functions():
-            if fn.body is None:
-                continue
-            for i, st in _statements(fn).items():
-                if isinstance(st, Instr) and st.base not in _EFFECTS and not st.opcode.startswith("wmma") and id(st) not in keep:
-                    defs = defs_uses(st)[0]
-                    if defs and not any(d.name in used for d in defs):
-                        victims.append((fn.name, i))
-        if not victims:
-            return program
-        program = _delete(program, victims)
-
-
-def _dead_ids(program: Program) -> frozenset[int]:
-    """Ids of the instructions ``dead_code`` would remove from ``program``."""
-    left = {id(i) for f in dead_code(program).module.functions() for i in f.instructions()}
-    return frozenset(id(i) for f in program.module.functions() for i in f.instructions() if id(i) not in left)
-
-
-def _used_names(fn: Function) -> set[str]:
-    names: set[str] = set()
-    for s in walk(fn.body or ()):
-        if isinstance(s, Instr):
-            for op in s.operands:
-                for r in registers_in(op):
-                    names.add(r.name)
-                _collect_syms(op, names)
-            if s.guard:
-                names.add(s.guard.reg.name)
-    return names
-
-
-def _collect_syms(op, names: set[str]) -> None:
-    from fuzzptx.ptx.ir import Addr, CallArgs
-
-    if isinstance(op, Sym):
-        names.add(op.name)
-    elif isinstance(op, Addr) and isinstance(op.base, Sym):
-        names.add(op.base.name)
-    elif isinstance(op, (Vec, CallArgs)):
-        for it in op.items:
-            _collect_syms(it, names)
-
-
 def cleanup(program: Program, *, variables: bool = True) -> Program:
     """Remove what nothing refers to: params with their buffers, .funcs, register declarations and
     (``variables``) state-space variables (an unused one may still back an out-of-range access)."""
     module = program.module
     kernel = module.function(program.launch.kernel)
-    used = _used_names(kernel)
+    used = used_names(kernel)
     keep_params = tuple(p for p in kernel.params if p.name in used)
     buffers = tuple(b for b in program.buffers if b.name in {p.name for p in keep_params})
     scalars = tuple((n, v) for n, v in program.scalars if n in {p.name for p in keep_params})
     called: set[str] = set()
     for fn in module.functions():
         if fn.body is not None:
-            called |= _used_names(fn)
+            called |= used_names(fn)
     items = []
     for item in module.items:
         if isinstance(item, Function):
@@ -134,7 +64,7 @@ def cleanup(program: Program, *, variables: bool = True) -> Program:
             elif item.kind == "func" and item.name not in called:
                 continue
             if item.body is not None:
-                names = _used_names(item) | {p.name for p in item.params} | {p.name for p in item.returns}
+                names = used_names(item) | {p.name for p in item.params} | {p.name for p in item.returns}
                 item = replace(item, body=_prune_decls(item.body, names, variables))
         elif isinstance(item, VarDecl) and variables and item.name not in called:
             continue
@@ -175,18 +105,26 @@ def inline_small_data(program: Program, limit: int = 512) -> Program:
     return replace(program, buffers=tuple(bufs))
 
 
-PASSES = (("blocks", _candidates_blocks), ("funcs", _candidates_funcs), ("simplify", _candidates_simplify),
-          ("bypass", _candidates_bypass), ("copy-propagate", _candidates_copyprop), ("narrow", _candidates_narrow),
-          ("types", _candidates_types), ("data", _candidates_data), ("counts", _candidates_counts),
-          ("dense", _candidates_dense), ("loads", _candidates_loads), ("symbols", _candidates_symbols),
-          ("fold", _candidates_fold), ("fuse", _candidates_fuse), ("cse", _candidates_cse), ("reuse", _candidates_reuse),
-          ("bits", _candidates_bits), ("launch", _candidates_launch), ("tail", _candidates_tail), ("decls", _candidates_decls))
-
-PRE = (("launch", _candidates_launch),)
-"""Run to a fixed point before the first deletions: they make each judgement cheaper."""
-
-
 # -------------------------------------------------------------------- driver
+
+
+@dataclass(frozen=True)
+class PassStats:
+    """What one pass (or driver step: dead code, delete, cleanup, inline) did in one shrink: candidates
+    judged, candidates kept, seconds spent (making and judging candidates) and instructions removed."""
+
+    name: str
+    tried: int = 0
+    kept: int = 0
+    seconds: float = 0.0
+    removed: int = 0
+
+    def added(self, tried: int, kept: int, seconds: float, removed: int) -> PassStats:
+        return replace(self, tried=self.tried + tried, kept=self.kept + kept, seconds=self.seconds + seconds,
+                       removed=self.removed + removed)
+
+    def line(self) -> str:
+        return f"  {self.name:<15} tried {self.tried:5d}  kept {self.kept:4d}  removed {self.removed:4d} instructions  {self.seconds:7.2f} s"
 
 
 @dataclass(frozen=True)
@@ -196,6 +134,7 @@ class ShrinkResult:
     after: int
     seconds: float
     evaluations: int
+    passes: tuple[PassStats, ...] = ()  # one per pass or driver step, in the order each first ran
 
 
 def shrink(program: Program, holds: Predicate, *, budget_s: float = 60.0, log: Callable[[str], None] | None = None) -> ShrinkResult:
@@ -209,6 +148,17 @@ def shrink(program: Program, holds: Predicate, *, budget_s: float = 60.0, log: C
     t0 = time.perf_counter()
     before = instruction_count(program)
     evaluations = 0
+    stats: dict[str, PassStats] = {}
+
+    def record(name: str, since: tuple[float, int, Program], kept: int, now: Program, tried: int | None = None) -> None:
+        """Add to ``name``'s statistics what happened since ``since`` (time, evaluations, program)."""
+        t, e, p = since
+        got = stats.get(name, PassStats(name))
+        stats[name] = got.added(evaluations - e if tried is None else tried, kept, time.perf_counter() - t,
+                                instruction_count(p) - instruction_count(now))
+
+    def mark(p: Program) -> tuple[float, int, Program]:
+        return time.perf_counter(), evaluations, p
 
     def out_of_time() -> bool:
         return time.perf_counter() - t0 >= budget_s
@@ -246,55 +196,68 @@ def shrink(program: Program, holds: Predicate, *, budget_s: float = 60.0, log: C
         dce = dead_code(p)
         return dce if dce is not p and first_holding([dce]) is not None else p
 
+    since = mark(program)
     current = without_dead_code(program)
+    record("dead code", since, int(current is not program), current)
     if log and current is not program:
         log(f"  dead code: {instruction_count(current)} instructions")
-    for name, make in PRE:  # fewer threads first: every later judgement is cheaper
+    for pas in PRE:  # fewer threads first: every later judgement is cheaper
+        since, kept = mark(current), 0
         while not out_of_time():
-            hit = first_holding(make(current), 0, _size(current))
+            hit = first_holding(pas.candidates(current), 0, _size(current))
             if hit is None:
                 break
-            current = without_dead_code(hit[0])
+            current, kept = without_dead_code(hit[0]), kept + 1
             if log:
-                log(f"  {name}: {instruction_count(current)} instructions")
+                log(f"  {pas.name}: {instruction_count(current)} instructions")
+        record(pas.name, since, kept, current)
     changed = True
     while changed and not out_of_time():
         changed = False
-        items = _removable(current)
+        since, kept = mark(current), 0
+        items = removable(current)
         size, start = max(1, len(items) // 2), 0
         while items and not out_of_time():
             chunks = [items[i:i + size] for i in range(0, len(items), size)]
             # each chunk goes with the code that only fed it (one judgement, not one per dead instruction);
             # what was dead already stays (the signature kept it)
-            hit = first_holding(chunks, start, prep=lambda ch, cur=current, old=_dead_ids(current): dead_code(_delete(cur, ch), old))
+            hit = first_holding(chunks, start, prep=lambda ch, cur=current, old=dead_ids(current): dead_code(delete(cur, ch), old))
             if hit is not None:  # go on at the same size from the chunk after the one that went
-                current, start, changed = hit[0], hit[1], True
+                current, start, changed, kept = hit[0], hit[1], True, kept + 1
                 if log:
                     log(f"  delete: {instruction_count(current)} instructions")
-                items = _removable(current)
+                items = removable(current)
                 if size > max(1, len(items) // 2):
                     size, start = max(1, len(items) // 2), 0
                 continue
             if size == 1:
                 break
             size, start = size // 2, 0
-        for name, make in PASSES:
-            start = 0
+        record("delete", since, kept, current)
+        for pas in PASSES:
+            start, since, kept = 0, mark(current), 0
             while not out_of_time():
-                hit = first_holding(make(current), start, _size(current))
+                hit = first_holding(pas.candidates(current), start, _size(current))
                 if hit is None:
                     break
-                current, start, changed = without_dead_code(hit[0]), hit[1], True
+                current, start, changed, kept = without_dead_code(hit[0]), hit[1], True, kept + 1
                 if log:
-                    log(f"  {name}: {instruction_count(current)} instructions")
+                    log(f"  {pas.name}: {instruction_count(current)} instructions")
+            record(pas.name, since, kept, current)
+    since, tried, kept = mark(current), 0, 0
     for tidy in (cleanup(current), cleanup(current, variables=False)):
-        if tidy != current and holds([tidy])[0]:
-            current = tidy
-            break
+        if tidy != current:
+            tried += 1
+            if holds([tidy])[0]:
+                current, kept = tidy, 1
+                break
+    record("cleanup", since, kept, current, tried)
+    since = mark(current)
     inlined = inline_small_data(current)
     if inlined is not current and holds([inlined])[0]:
         current = inlined
-    return ShrinkResult(current, before, instruction_count(current), time.perf_counter() - t0, evaluations)
+    record("inline", since, int(inlined is not since[2] and current is inlined), current, int(inlined is not since[2]))
+    return ShrinkResult(current, before, instruction_count(current), time.perf_counter() - t0, evaluations, tuple(stats.values()))
 
 
 def _size(p: Program) -> tuple[int, int, int, int, int]:
@@ -308,7 +271,7 @@ def _size(p: Program) -> tuple[int, int, int, int, int]:
             atoms += sum(1 for o in ins.operands if isinstance(o, Imm) and isinstance(o.value, int) and o.value not in (0, 1))
             atoms += (ins.guard is not None) + sum(_atoms(o) for o in ins.operands) + (ins.base != "mov")
             atoms += 4 * sum(ins.opcode.count(f".{t}") for t in _SIMPLE_TYPES[1:]) if ins.base == "wgmma" else 0
-    stmts = sum(len(_statements(f)) for f in p.module.functions() if f.body is not None)
+    stmts = sum(len(statements(f)) for f in p.module.functions() if f.body is not None)
     return (instruction_count(p), stmts + atoms, simple, sum(b.nbytes for b in p.buffers),
             imm_bits(p) + p.launch.threads * p.launch.grid[0] * p.launch.grid[1] * p.launch.grid[2])
 
@@ -317,20 +280,12 @@ def _atoms(op) -> int:
     return sum(_atoms(x) for x in op.items) if isinstance(op, Vec) else 1
 
 
-def signature_predicate(signature: str, program: Program | None = None) -> Predicate:
+def signature_predicate(signature: str) -> Predicate:
     """Judge candidates for ``--keep SIGNATURE``, batching ptxas when only ptxas is needed.
 
-    A corpus signature (``spec!=ptxas|...``, ``notes!=ptxas|...``, the hardware ones) keeps what
-    its ``fuzzptx.corpus`` entry keeps (given the ``program`` to keep it for)."""
+    A corpus signature's own predicate (what its hand-written entry keeps) is
+    ``fuzzptx.triage.corpus.keep_predicate``, which falls back to this one."""
     from fuzzptx.judges import differ
-
-    if program is not None:
-        from fuzzptx.corpus import entry_for, guarded
-
-        entry = entry_for(signature)
-        if entry is not None:
-            return guarded(entry, program)
-
     from fuzzptx.judges import metamorphic
 
     if metamorphic.is_metamorphic(signature):
@@ -382,33 +337,3 @@ def rejudged(program: Program, signature: str) -> Program:
     findings = differ.compare(program, v)
     sig = next((f.signature for f in findings if f.signature.startswith(signature)), program.signature or signature)
     return differ.finalize_repro(program, judges, sig)
-
-
-def main_shrink(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="fuzzptx shrink", description="Reduce a repro file while it keeps a signature.")
-    ap.add_argument("file")
-    ap.add_argument("--keep", required=True, help="ptxas:C7519, ptxas:error, checker!=ptxas, reference!=hardware, or a finding signature prefix")
-    ap.add_argument("-o", "--output", required=True)
-    ap.add_argument("--budget", type=float, default=60.0, help="seconds (default 60)")
-    args = ap.parse_args(argv)
-    program = Program.from_file(args.file)
-    print(f"shrinking {args.file}: {instruction_count(program)} instructions, keep {args.keep}")
-    try:
-        res = shrink(program, signature_predicate(args.keep, program), budget_s=args.budget, log=print)
-    except FuzzptxError as exc:
-        if exc.file is None:
-            raise FuzzptxError(f"{args.keep}: {exc.message}", file=args.file) from None
-        raise
-    noted = replace(res.program, notes=res.program.notes + (f"shrunk from {res.before} to {res.after} instructions in {res.seconds:.1f} s",))
-    from fuzzptx.corpus import entry_for, finalize
-
-    entry = entry_for(args.keep)
-    out = finalize(entry, noted) if entry is not None else rejudged(noted, args.keep)
-    with open(args.output, "w") as fh:
-        fh.write(out.to_ptx())
-    print(f"done: {res.before} -> {res.after} instructions in {res.seconds:.1f} s ({res.evaluations} candidates); wrote {args.output}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main_shrink(sys.argv[1:]))
