@@ -36,7 +36,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 
 
-from fuzzptx.planted import fence_any_path, fragment_rows_swapped, swizzle_off_by_one  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))  # test-only tooling: tests/support
+from support.planted import fence_any_path, fragment_rows_swapped, swizzle_off_by_one  # noqa: E402
 
 
 def reference_outputs(program) -> tuple | None:

@@ -99,7 +99,7 @@ def test_fragment_row_swap_is_found_and_shrunk_to_the_smallest_n():
 def test_missed_fence_rule_is_found_and_shrunk():
     """Planted: a copy of the checker's fence rule that joins paths with 'any' instead of 'all'."""
     from fuzzptx.oracles.checker import check_module
-    from fuzzptx.planted import fence_any_path
+    from support.planted import fence_any_path
 
     def fence_findings(module):
         return sorted(f.line or 0 for f in check_module(module, layers=("spec",)) if f.rule == "spec.fence.missing")
