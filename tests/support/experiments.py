@@ -16,7 +16,7 @@ from __future__ import annotations
 import pathlib
 import sys
 
-from fuzzptx.oracles.checker.ptxas_compare import observed, predicted
+from fuzzptx.oracles.checker.ptxas_compare import observed
 
 W = "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16"
 FENCE, COMMIT, WAIT = "wgmma.fence.sync.aligned;", "wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned 0;"
