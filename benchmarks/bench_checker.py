@@ -1,6 +1,6 @@
 """How fast the static checker is next to ptxas, per program.
 
-Programs: N generated wgmma pipeline kernels (``fuzzptx.oracles.checker.pipegen``, ~60 PTX
+Programs: N generated wgmma pipeline kernels (``tests/support/pipegen.py``, ~60 PTX
 lines each, branches/loops/guards).  Measured: parse, ``check_module`` (all three layers),
 ``predict_ptxas`` alone, ``check_and_predict`` (both from one run of the model: what the differ
 needs), and ptxas itself both as one process per program (first ``--solo`` programs) and batched
@@ -16,12 +16,15 @@ import datetime
 import json
 import os
 import pathlib
+import sys
 import time
 
 from fuzzptx.oracles.checker import check_and_predict, check_module, predict_ptxas
-from fuzzptx.oracles.checker.pipegen import program, render
 from fuzzptx.oracles.ptxas import compile_batch, compile_ptx
 from fuzzptx.ptx.parse import parse
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))  # test-only tooling: tests/support
+from support.pipegen import program, render  # noqa: E402
 
 OUT = pathlib.Path(__file__).parent / "results" / "checker.json"
 

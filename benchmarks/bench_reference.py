@@ -1,6 +1,6 @@
 """Reference interpreter throughput on a whole 1-wgmma m64n64k16 program (programs/s).
 
-The program (``oracles.reference.examples.wgmma_program``): 128 threads copy B into
+The program (``tests/support/examples.py``'s ``wgmma_program``): 128 threads copy B into
 shared memory, load A fragments from global memory, run one
 ``wgmma.mma_async.m64n64k16.f32.f16.f16`` (A in registers), wait and store the 32
 accumulators per thread: 85 PTX instructions.  Reports the whole run and the part
@@ -13,11 +13,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
+from pathlib import Path
 
 from fuzzptx.oracles.reference import run_program
 from fuzzptx.oracles.reference import wgmma_math
-from fuzzptx.oracles.reference.examples import wgmma_program
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # test-only tooling: tests/support
+from support.examples import wgmma_program  # noqa: E402
 
 KEY = "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16|a=reg"
 

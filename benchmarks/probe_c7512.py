@@ -21,9 +21,11 @@ import sys
 from pathlib import Path
 
 from fuzzptx.oracles.checker import check_and_predict
-from fuzzptx.oracles.checker.experiments import wgmma_sections as kernel
 from fuzzptx.oracles.ptxas import compile_batch, compile_parallel, ptxas_version
 from fuzzptx.ptx.parse import parse
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # test-only tooling: tests/support
+from support.experiments import wgmma_sections as kernel  # noqa: E402
 
 # (accumulator type, N of each m64nNk16 section), fence per section, accumulators set first
 CASES = [

@@ -15,8 +15,8 @@ import sys
 import tarfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from screenshot import screenshot  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # test-only tooling: tests/support
+from support.screenshot import screenshot  # noqa: E402
 
 
 def main() -> int:

@@ -6,7 +6,7 @@ import json
 import pathlib
 
 from fuzzptx.oracles.checker.cli import main_check, run
-from fuzzptx.oracles.checker.experiments import COMMIT, FENCE, WAIT, kernel, store, wg
+from support.experiments import COMMIT, FENCE, WAIT, kernel, store, wg
 
 DATA = pathlib.Path(__file__).parent / "data" / "checker"
 

@@ -8,7 +8,7 @@ import pytest
 
 from fuzzptx import isa
 from fuzzptx.oracles.checker import check_module
-from fuzzptx.oracles.checker.experiments import COMMIT, FENCE, WAIT, kernel, store, wg
+from support.experiments import COMMIT, FENCE, WAIT, kernel, store, wg
 from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Module, Param, Reg, RegDecl, Vec
 from fuzzptx.ptx.parse import parse
 
@@ -143,7 +143,7 @@ def test_out_of_range_immediate_in_any_form_is_named():
 def test_register_shadowing_a_special_register_makes_its_selector_an_error():
     """``.reg .b32 %tid;`` shadows the special register: ptxas rejects ``%tid.x`` ("Unknown video
     selector", tests/data/checker/tid_register_shadow.ptx); a vector %tid makes .x its element."""
-    from fuzzptx.oracles.checker.experiments import PRE
+    from support.experiments import PRE
 
     scalar = kernel([FENCE, wg(), COMMIT, WAIT] + store(), pre=[".reg .b32 %tid;"] + PRE)
     f = one(scalar)

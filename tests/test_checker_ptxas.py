@@ -9,9 +9,10 @@ import pathlib
 import pytest
 
 from fuzzptx.oracles.checker import predict_ptxas
-from fuzzptx.oracles.checker.differential import _rejects, run_sample, run_strategies_sample
-from fuzzptx.oracles.checker.experiments import EXPERIMENTS, header, observed, predicted, recorded
+from fuzzptx.oracles.checker.ptxas_compare import observed, predicted
 from fuzzptx.ptx.parse import parse
+from support.differential import _rejects, run_sample, run_strategies_sample
+from support.experiments import EXPERIMENTS, header, recorded
 
 DATA = pathlib.Path(__file__).parent / "data" / "checker"
 FILES = sorted(DATA.glob("*.ptx"))

@@ -7,7 +7,7 @@ import pathlib
 import pytest
 
 from fuzzptx.oracles.checker import check_module
-from fuzzptx.oracles.checker.experiments import (
+from support.experiments import (
     A_REGS, COMMIT, DIV, FENCE, PRE, UNI, WAIT, WAIT1, kernel, store, wg,
 )
 from fuzzptx.ptx.parse import parse

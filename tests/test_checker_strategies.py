@@ -8,9 +8,9 @@ import collections
 import pytest
 
 from fuzzptx.oracles.checker import check_module, predict_ptxas
-from fuzzptx.oracles.checker.differential import strategy_programs
-from fuzzptx.oracles.checker.experiments import observed, predicted
+from fuzzptx.oracles.checker.ptxas_compare import observed, predicted
 from fuzzptx.ptx.parse import parse
+from support.differential import strategy_programs
 
 N = 120
 NOT_CHECKED: set[str] = set()  # every mutation's rule is checked (smem bounds since the H100 layout)

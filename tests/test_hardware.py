@@ -1,10 +1,6 @@
 """The hardware judge: argument packing, fault names, clean unavailability, and (gpu) real runs."""
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-import sys
-
 import numpy as np
 import pytest
 
@@ -13,16 +9,7 @@ from fuzzptx.builders import KernelBuilder, wgmma_program
 from fuzzptx.data import buffer_bytes
 from fuzzptx.oracles import hardware
 from fuzzptx.oracles.hw_worker import classify
-
-BENCH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "hw_dense_wgmma.py"
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("hw_dense_wgmma", BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("hw_dense_wgmma", mod)
-    spec.loader.exec_module(mod)
-    return mod
+from support import dense_wgmma
 
 
 def test_program_args_follow_parameter_order_and_header_bytes():
@@ -66,7 +53,7 @@ def test_unavailable_is_one_clean_error():
 def _small_wgmma(**kw):
     f = next(f for f in isa.forms("wgmma") if f.atype == "f16" and f.dtype == "f32" and f.a_source == "desc"
              and f.shape.n == 16)
-    return _bench().Case(f.key, tuple(sorted(dict(a_swizzle="128B", b_swizzle="none", a_major="K", b_major="MN",
+    return dense_wgmma.Case(f.key, tuple(sorted(dict(a_swizzle="128B", b_swizzle="none", a_major="K", b_major="MN",
                                                    scale_d=True, scale_a=1, scale_b=-1).items())),
                          "small_int", 11, 2, False)
 
@@ -86,17 +73,15 @@ def _trap_program(kind: str):
 
 @pytest.mark.gpu
 def test_wgmma_on_gpu_matches_the_layout_model():
-    bench = _bench()
     case = _small_wgmma()
     p = case.program()
     r = hardware.run_program_on_gpu(p)
     assert r.fault is None
-    assert bench.direct_check(case, p, r.outputs) is None
+    assert dense_wgmma.direct_check(case, p, r.outputs) is None
 
 
 @pytest.mark.gpu
 def test_worker_survives_trap_and_hang():
-    bench = _bench()
     case = _small_wgmma()
     good = case.program()
     with hardware.HardwareWorker(timeout=5.0) as w:
@@ -109,7 +94,7 @@ def test_worker_survives_trap_and_hang():
         assert w.restarts >= 2
     assert first.fault is None and again.fault is None
     assert first.outputs == again.outputs
-    assert bench.direct_check(case, good, again.outputs) is None
+    assert dense_wgmma.direct_check(case, good, again.outputs) is None
     assert np.frombuffer(again.outputs["d"], np.float32).any()
 
 
@@ -170,4 +155,4 @@ def test_worker_waits_as_asked_and_gives_the_same_outputs(monkeypatch, mode):
         r = w.run(good)
     assert info["sync"] == mode  # the driver took the flag (else "driver default (...)")
     assert r.fault is None
-    assert _bench().direct_check(case, good, r.outputs) is None
+    assert dense_wgmma.direct_check(case, good, r.outputs) is None

@@ -11,7 +11,7 @@ import pytest
 
 from fuzzptx import isa
 from fuzzptx.oracles.reference import compare, run_program
-from fuzzptx.oracles.reference.examples import expected, wgmma_program
+from support.examples import expected, wgmma_program
 from fuzzptx.oracles.reference.values import SET, UNDEF
 from fuzzptx.program import Program
 

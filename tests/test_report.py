@@ -13,8 +13,6 @@ import pytest
 from fuzzptx import cli
 from fuzzptx.triage.report import write_report
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture(scope="module")
 def campaign_dir(tmp_path_factory) -> Path:
@@ -58,11 +56,7 @@ def test_report_cli_errors_are_one_line(tmp_path, capsys):
 
 
 def test_report_renders_in_headless_chromium(campaign_dir, tmp_path):
-    sys.path.insert(0, str(ROOT / "reports"))
-    try:
-        from screenshot import find_browser, screenshot
-    finally:
-        sys.path.pop(0)
+    from support.screenshot import find_browser, screenshot
     if find_browser() is None:
         pytest.skip("no Chromium installed")
     write_report(campaign_dir)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-import sys
 
 import numpy as np
 import pytest
@@ -21,11 +20,10 @@ from fuzzptx.program import Program
 
 RECORD = pathlib.Path(__file__).parent / "hw_records" / "shared_layout.json"
 CASES = json.loads(RECORD.read_text())["cases"]
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
 
 
 def test_the_record_covers_the_scripts_cases_and_ran_on_an_h100():
-    import hw_shared_layout as H
+    from support import shared_layout as H
 
     rec = json.loads(RECORD.read_text())
     assert "H100" in json.dumps(rec["device"])

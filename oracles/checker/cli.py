@@ -51,7 +51,7 @@ def mismatches(path: str, module, text: str) -> list[Finding]:
     from fuzzptx.oracles.ptxas import compile_ptx
 
     from . import predict_ptxas
-    from .experiments import observed, predicted
+    from .ptxas_compare import observed, predicted
 
     real = observed(compile_ptx(text, want_cubin=False))
     pred = predicted(predict_ptxas(module))

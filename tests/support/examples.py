@@ -176,7 +176,7 @@ def expected(program: Program, key: str, *, scale_d: int = 0, imm_scale_a: int =
     """D = A @ B^T (+ C) in float64 / int64 computed by numpy from the buffers' values."""
     from fuzzptx.data import buffer_bytes
 
-    from . import formats as F
+    from fuzzptx.oracles.reference import formats as F
 
     form = isa.by_key(key)
     N, K = form.shape.n, form.shape.k

@@ -8,13 +8,15 @@ Each file in ``tests/data/checker/`` starts with a lit-style header::
     // MODEL: known-gap <why>          (only where the model still disagrees)
 
 ``PTXAS: none`` means ptxas printed nothing; ``PTXAS: error line N`` an error at line N.
-``python -m fuzzptx.oracles.checker.experiments DIR`` (re)writes the files from ``EXPERIMENTS``
+``PYTHONPATH=tests python -m support.experiments DIR`` (re)writes the files from ``EXPERIMENTS``
 by running the real ptxas; ``recorded(path)``/``observed(result)`` give comparable lists.
 """
 from __future__ import annotations
 
 import pathlib
 import sys
+
+from fuzzptx.oracles.checker.ptxas_compare import observed
 
 W = "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16"
 FENCE, COMMIT, WAIT = "wgmma.fence.sync.aligned;", "wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned 0;"
@@ -436,33 +438,6 @@ for _name, (_src, _bra) in UNIFORMITY_PROBES.items():
 
 
 # ------------------------------------------------------------------ recording and reading
-
-
-def observed(result) -> list[str]:
-    """ptxas's diagnostics as header lines (``info C7519 line 14``, ``error line 38``)."""
-    out = []
-    for d in result.diagnostics:
-        if d.code:
-            out.append(f"{d.severity} {d.code}" + (f" line {d.line}" if d.code in ("C7517", "C7519") else ""))
-        elif d.severity == "error" and d.line is not None:
-            out.append(f"error line {d.line}")
-        elif d.severity == "error" and "aborted due to errors" not in d.message:
-            out.append("error")
-    if not result.accepted and not any(o.startswith("error") for o in out):
-        out.append("error")
-    return sorted(set(out)) or ["none"]
-
-
-def predicted(pred) -> list[str]:
-    out = []
-    for d in pred.diagnostics:
-        if d.code:
-            out.append(f"info {d.code}" + (f" line {d.line}" if d.line is not None else ""))
-        else:
-            out.append("error" + (f" line {d.line}" if d.line is not None else ""))
-    if not pred.accepted and not any(o.startswith("error") for o in out):
-        out.append("error")
-    return sorted(set(out)) or ["none"]
 
 
 def header(text: str, key: str) -> list[str]:
