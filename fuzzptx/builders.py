@@ -226,7 +226,7 @@ class KernelBuilder:
     def descriptor(self, smem_symbol: str, offset: int, desc) -> Reg:
         """A ``.b64`` wgmma matrix descriptor for ``smem_symbol + offset``.
 
-        ``desc`` is an ``oracles.reference.descriptors.MatrixDescriptor`` whose start
+        ``desc`` is an ``fuzzptx.isa.layouts.MatrixDescriptor`` whose start
         field is ignored: the start comes from the symbol's shared address (bits 0-13 =
         (addr & 0x3FFFF) >> 4); every other field is OR-ed in as one constant.
         """

@@ -28,6 +28,7 @@ from typing import Callable
 from hypothesis import event, strategies as st
 
 from fuzzptx import isa
+from fuzzptx.isa.encoding import BASE_OFFSET_FIELD, SWIZZLE_FIELD, descriptor_encode, descriptor_field
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Function, Guard, Imm, Instr, Label, Module, Reg, RegDecl, Sym, Vec
 
@@ -533,13 +534,14 @@ def _read_by_a_later_wgmma(body: list, i: int, reg) -> bool:
 def _descriptor_misaligned(p: Program, choice: int) -> Program | None:
     """A swizzled descriptor (base offset 0) moved one 128-byte line: the pattern no longer starts aligned."""
     body = _body(p)
-    cands = [(i, c) for i, c in _descriptor_defs(body) if c >> 62 and not (c >> 49) & 7]
+    cands = [(i, c) for i, c in _descriptor_defs(body)
+             if descriptor_field(c, SWIZZLE_FIELD) and not descriptor_field(c, BASE_OFFSET_FIELD)]
     pick = _pick(cands, choice)
     if pick is None:
         return None
     i, _ = pick
     d = body[i].operands[0]
-    return _with_body(p, body[: i + 1] + [Instr("add.s64", (d, d, Imm.of(128 >> 4)))] + body[i + 1:])
+    return _with_body(p, body[: i + 1] + [Instr("add.s64", (d, d, Imm.of(descriptor_encode(128))))] + body[i + 1:])
 
 
 def _smem_out_of_bounds(p: Program, choice: int) -> Program | None:

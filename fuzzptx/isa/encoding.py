@@ -29,3 +29,9 @@ RESERVED_MASK = ((1 << 64) - 1) & ~_DEFINED
 def descriptor_encode(x: int) -> int:
     """The spec's ``matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4``."""
     return (x & 0x3FFFF) >> 4
+
+
+def descriptor_field(value: int, where: tuple[int, int]) -> int:
+    """The raw bits of one descriptor field (``where`` = one of the ``*_FIELD`` pairs)."""
+    lo, width = where
+    return (value >> lo) & ((1 << width) - 1)
