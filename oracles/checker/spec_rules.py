@@ -27,11 +27,12 @@ from fuzzptx.isa.encoding import BASE_OFFSET_FIELD, PATTERN_ALIGN, RESERVED_MASK
 from fuzzptx.ptx.ir import Imm, Instr, Reg, Sym
 from fuzzptx.ptx.smem import SHARED_RESERVED, shared_layout
 
+from .bits import known_bits
 from .context import FnCtx, Site, sites
 from .findings import Sink
 from .flow import BlockRecords, solve_forward
 from .regs import defs_uses, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs, wgmma_shape
-from .uniformity import LEVEL_NAMES, WARP, WARPGROUP
+from .uniformity import LEVEL_NAMES, WARP, WARPGROUP, branch_reg
 
 DEPTH_CAP = 8  # wait_group N completes groups with depth >= N; deeper groups collapse here
 
@@ -282,8 +283,6 @@ def aligned_analysis(ctx: FnCtx, sink: Sink) -> None:
 
 
 def _dep_level(ctx: FnCtx, dep) -> int:
-    from .uniformity import branch_reg
-
     if dep[0] == "guard":
         return ctx.uni.level(Reg(dep[1]))
     r = branch_reg(ctx.g.blocks[dep[0]])
@@ -346,8 +345,6 @@ SWIZZLE_NAMES = {code: "no swizzle" if name == "none" else f"{name} swizzle" for
 
 def descriptor_analysis(ctx: FnCtx, sink: Sink) -> None:
     """Decode descriptors whose fields are known (constants, or built from aligned shared symbols)."""
-    from .bits import known_bits
-
     uses = [(site.block, site.pos, d) for site, ins in ctx.wgmmas.items() for d in sorted(wgmma_regs(ins)[2])]
     if not uses:
         return
