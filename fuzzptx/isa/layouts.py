@@ -70,6 +70,10 @@ class Swizzle:
         a = np.asarray(addr, dtype=np.int64)
         return a ^ (self.phase(a, base_offset) << self.base)
 
+    def apply(self, byte_offset: int, base_offset: int = 0) -> int:
+        """One swizzled byte address as a Python int (``__call__`` takes whole arrays)."""
+        return int(self(byte_offset, base_offset))
+
 
 SWIZZLES: dict[str, Swizzle] = {
     "none": Swizzle(0, 4, 3),
