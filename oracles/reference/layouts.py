@@ -1,4 +1,6 @@
-"""wgmma data layouts as small values: register fragments, swizzles, shared-memory tiles.
+"""wgmma data layouts applied by the interpreter: gather/scatter of register fragments, reading and
+writing shared-memory tiles.  The layouts themselves (fragments, swizzles, tiles) are values in
+``fuzzptx.isa.layouts``, re-exported here; what follows describes them and where each was checked.
 
 CuTe's idea: a layout is a function from coordinates to an index (a register
 slot, a byte address) that can be built, composed and tested on its own; the
@@ -36,107 +38,14 @@ atom (tests/hw_records/dense_wgmma.json), and non-zero base offsets, as the phas
 """
 from __future__ import annotations
 
-import functools
 import sys
-from dataclasses import dataclass
 
 import numpy as np
 
-from fuzzptx.isa import ELEMENT_BITS
 from fuzzptx.isa.layouts import (  # noqa: F401 - re-exported: readers of the reference take them here
-    ROW_BYTES, SWIZZLES, SmemLayout, Swizzle, smem_address, tile_byte_offsets, tile_coords,
+    A_REGISTER_TYPES, ACCUMULATOR_TYPES, M_TILE, ROW_BYTES, SWIZZLES, WARPGROUP, FragmentLayout, SmemLayout, Swizzle,
+    a_fragment_layout, accumulator_layout, quad_fragment, smem_address, tile_byte_offsets, tile_coords,
 )
-
-WARPGROUP = 128
-M_TILE = 64  # every wgmma shape is m64
-
-# ---------------------------------------------------------------- register fragments
-
-
-@dataclass(frozen=True, eq=False)
-class FragmentLayout:
-    """Where each register element of each thread lives in a ``rows x cols`` tile.
-
-    ``row[t, s]``, ``col[t, s]``: tile coordinate of element slot s (0..slots-1) of thread t.
-    Slot s sits in register ``s // elements_per_register`` at bit offset
-    ``(s % elements_per_register) * element_bits`` (little-endian packing).
-    """
-
-    name: str
-    rows: int
-    cols: int
-    element_bits: int
-    row: np.ndarray
-    col: np.ndarray
-    checked: bool  # verified on an H100 (FACTS.md), or derived from the spec text
-
-    @property
-    def slots(self) -> int:
-        return self.row.shape[1]
-
-    @property
-    def elements_per_register(self) -> int:
-        return 32 // self.element_bits
-
-    @property
-    def nregs(self) -> int:
-        return self.slots // self.elements_per_register
-
-    def owner(self) -> tuple[np.ndarray, np.ndarray]:
-        """Inverse map: ``(thread[rows, cols], slot[rows, cols])`` holding each tile element."""
-        thread = np.full((self.rows, self.cols), -1, dtype=np.int64)
-        slot = np.full((self.rows, self.cols), -1, dtype=np.int64)
-        t, s = np.meshgrid(np.arange(WARPGROUP), np.arange(self.slots), indexing="ij")
-        thread[self.row, self.col] = t
-        slot[self.row, self.col] = s
-        return thread, slot
-
-
-def quad_fragment(per_reg: int, slots: int) -> tuple[np.ndarray, np.ndarray]:
-    """The one wgmma fragment pattern: (row, col) arrays [128, slots] for ``per_reg`` elements per 32 bits."""
-    t = np.arange(WARPGROUP)[:, None]
-    s = np.arange(slots)[None, :]
-    w, lane = t // 32, t % 32
-    g, q = lane // 4, lane % 4
-    r, b = s // per_reg, s % per_reg
-    row = 16 * w + g + 8 * (r % 2)
-    col = per_reg * q + b + 4 * per_reg * (r // 2)
-    out = np.broadcast_to(row, (WARPGROUP, slots)).copy(), np.broadcast_to(col, (WARPGROUP, slots)).copy()
-    for arr in out:
-        arr.flags.writeable = False  # layouts are cached values: never mutate them
-    return out
-
-
-ACCUMULATOR_TYPES = ("f32", "s32", "f16")
-# A-in-register types -> whether the layout was checked on an H100 (docs/hardware-facts.md).
-A_REGISTER_TYPES = {"f16": True, "bf16": True, "tf32": True, "s8": True, "u8": True,
-                    "e4m3": True, "e5m2": True, "b1": True}  # all: tests/hw_records/dense_wgmma.json
-
-
-@functools.lru_cache(maxsize=None)
-def accumulator_layout(dtype: str, n: int) -> FragmentLayout:
-    """D fragment of ``wgmma .m64nN`` for ``dtype`` in f32/s32 (N/2 regs) or f16 (N/4 f16x2 regs)."""
-    dtype = dtype.lstrip(".")
-    if dtype not in ACCUMULATOR_TYPES:
-        raise ValueError(f"no wgmma accumulator of type {dtype!r}")
-    if n % 8 or not 8 <= n <= 256:
-        raise ValueError(f"wgmma N must be a multiple of 8 in 8..256, not {n}")
-    row, col = quad_fragment(2, n // 2)  # the element pattern is the same for every dtype
-    bits = ELEMENT_BITS[dtype]
-    return FragmentLayout(f"D.{dtype}.n{n}", M_TILE, n, bits, row, col, checked=True)  # every N: dense_wgmma.json
-
-
-@functools.lru_cache(maxsize=None)
-def a_fragment_layout(atype: str) -> FragmentLayout:
-    """A-in-registers fragment: four b32 registers holding one 64 x (128 bits / element) slice."""
-    atype = atype.lstrip(".")
-    if atype not in A_REGISTER_TYPES:
-        raise ValueError(f"no wgmma A-in-registers fragment for type {atype!r}")
-    bits = ELEMENT_BITS[atype]
-    per_reg = 32 // bits
-    row, col = quad_fragment(per_reg, 4 * per_reg)
-    return FragmentLayout(f"A.{atype}", M_TILE, 8 * per_reg, bits, row, col, checked=A_REGISTER_TYPES[atype])
-
 
 _FLAT: dict = {}
 
