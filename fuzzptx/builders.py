@@ -19,8 +19,12 @@ Instruction subset the builder emits (what the reference interpreter must run):
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from fuzzptx import isa
+from fuzzptx.data import element_bytes
+from fuzzptx.isa import ELEMENT_BITS
+from fuzzptx.isa.layouts import K_STEP_BYTES, PATTERN_LINES, ROW_BYTES, SWIZZLE_MODES, MatrixDescriptor, SmemLayout
 from fuzzptx.isa.wgmma import d_register_count
 from fuzzptx.program import Buffer, Launch, Program
 from fuzzptx.ptx.ir import (
@@ -222,7 +226,7 @@ class KernelBuilder:
     def descriptor(self, smem_symbol: str, offset: int, desc) -> Reg:
         """A ``.b64`` wgmma matrix descriptor for ``smem_symbol + offset``.
 
-        ``desc`` is an ``oracles.reference.descriptors.MatrixDescriptor`` whose start
+        ``desc`` is an ``fuzzptx.isa.layouts.MatrixDescriptor`` whose start
         field is ignored: the start comes from the symbol's shared address (bits 0-13 =
         (addr & 0x3FFFF) >> 4); every other field is OR-ed in as one constant.
         """
@@ -273,22 +277,18 @@ class KernelBuilder:
 
 def _encode_fields(desc) -> int:
     """The descriptor's 64-bit value with a zero start address (the kernel ORs the start in)."""
-    from dataclasses import replace
-
     return int(replace(desc, start=0).encode())
 
 
 # ==================================================================== wgmma test kernels
 
-SWIZZLE_MODES = ("none", "32B", "64B", "128B")
-K_STEP_BYTES = 32  # every dense wgmma reads 32 bytes of K per row (k16 f16, k8 tf32, k32 8-bit, k256 b1)
 
 
 @dataclass(frozen=True)
 class TilePlan:
     """How a (mn x k_steps*K) operand tile sits in one shared array.
 
-    ``layouts[s]`` is the canonical layout (``oracles.reference.layouts.SmemLayout``,
+    ``layouts[s]`` is the canonical layout (``fuzzptx.isa.layouts.SmemLayout``,
     start = byte offset inside the array) that k-step s's descriptor describes;
     ``nbytes`` covers every byte any step reads (a multiple of 16).
     """
@@ -297,9 +297,6 @@ class TilePlan:
     swizzle: str
     nbytes: int
     layouts: tuple  # tuple[SmemLayout, ...]
-
-
-PATTERN_LINES = {"none": 1, "32B": 2, "64B": 4, "128B": 8}  # 128-byte lines per swizzle pattern repeat
 
 
 def tile_plan(mn: int, element_bits: int, k_steps: int, major: str = "K", swizzle: str = "none",
@@ -326,8 +323,6 @@ def tile_plan(mn: int, element_bits: int, k_steps: int, major: str = "K", swizzl
     shift = 128 * start_line
     if base_offset is None:
         base_offset = (shift >> 7) & 7
-    from fuzzptx.oracles.reference.layouts import ROW_BYTES, SmemLayout
-
     W = ROW_BYTES[swizzle]
     mn_bytes = mn * element_bits // 8
     k_elems = K_STEP_BYTES * 8 // element_bits  # K of one instruction
@@ -366,8 +361,6 @@ _D_REG = {"f32": ".f32", "s32": ".s32", "f16": ".b32"}
 
 
 def _form(form):
-    from fuzzptx import isa
-
     return isa.by_key(form) if isinstance(form, str) else form
 
 
@@ -405,8 +398,6 @@ def wgmma_program(form, *, a_swizzle: str = "none", b_swizzle: str = "none", a_m
     ``a_major``/``b_major`` ``"MN"`` sets imm-trans 1 (only where the form has it).
     ``*_start_line``/``*_base_offset``: see ``tile_plan`` (swizzle patterns off their boundary).
     """
-    from fuzzptx.isa import ELEMENT_BITS
-
     f = _form(form)
     allowed = wgmma_variants(f)
     for key, val in (("a_swizzle", a_swizzle), ("b_swizzle", b_swizzle), ("a_major", a_major),
@@ -469,15 +460,11 @@ def wgmma_program(form, *, a_swizzle: str = "none", b_swizzle: str = "none", a_m
 
 
 def _bits(buffer_type: str) -> int:
-    from fuzzptx.data import element_bytes
-
     return 8 * element_bytes(buffer_type)
 
 
 def _desc_of(layout):
     """The descriptor (start 0: the kernel adds the shared address) for a planned layout."""
-    from fuzzptx.oracles.reference.descriptors import MatrixDescriptor
-
     return MatrixDescriptor(0, layout.lbo, layout.sbo, layout.base_offset, layout.swizzle)
 
 
@@ -487,8 +474,6 @@ def repeated_wgmma(program: Program, copies: int, commit_between: bool = False, 
     wgmmas of one shape on one accumulator).  ``commit_between``: a commit_group between copies;
     ``first_zero``: the program's wgmma has scale-d 0 and the copies accumulate (scale-d 1).
     ptxas 13.0.88 -O3 collapses such copies into one (benchmarks/probe_dup_wgmma.py)."""
-    from dataclasses import replace
-
     fn = program.module.function(program.launch.kernel)
     body = list(fn.body)
     i = next(k for k, s in enumerate(body) if isinstance(s, Instr) and s.opcode.startswith("wgmma.mma_async"))

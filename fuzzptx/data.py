@@ -15,14 +15,7 @@ import functools
 import ml_dtypes
 import numpy as np
 
-from fuzzptx.program import Buffer
-
-_BYTES = {
-    "f64": 8, "s64": 8, "u64": 8, "b64": 8,
-    "f32": 4, "tf32": 4, "s32": 4, "u32": 4, "b32": 4,
-    "f16": 2, "bf16": 2, "s16": 2, "u16": 2, "b16": 2,
-    "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1, "b8": 1,
-}
+from fuzzptx.program import Buffer, element_bytes  # noqa: F401 - element_bytes re-exported: data readers take it here
 
 FLOAT_NUMPY = {
     "f64": np.dtype(np.float64),
@@ -37,10 +30,6 @@ INT_NUMPY = {
     "s8": np.int8, "u8": np.uint8, "b8": np.uint8, "s16": np.int16, "u16": np.uint16, "b16": np.uint16,
     "s32": np.int32, "u32": np.uint32, "b32": np.uint32, "s64": np.int64, "u64": np.uint64, "b64": np.uint64,
 }
-
-
-def element_bytes(type_: str) -> int:
-    return _BYTES[type_]
 
 
 def numpy_dtype(type_: str) -> np.dtype:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fuzzptx.isa.layouts import MatrixDescriptor
 from fuzzptx.isa.model import Form, OperandSpec
 from fuzzptx.isa.warp import target_rank
 from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Module, Param, Reg, RegDecl, Statement, Sym, VarDecl, Vec
@@ -30,7 +31,7 @@ SMEM = "smem"
 SMEM_BYTES = 16384
 OUT_PARAM = "out"
 # Descriptor fields besides the start address: LBO = 128 B, SBO = 256 B (FACTS.md layout).
-DESC_LBO_SBO = ((128 >> 4) << 16) | ((256 >> 4) << 32)
+DESC_LBO_SBO = MatrixDescriptor(start=0, lbo=128, sbo=256).encode()
 SP_META = 0x44444444  # 2:4 metadata, indices (0, 1) in every nibble: defined for every shape
 STRIDE = 128  # wmma stride in elements: at least every default stride (seed 002)
 

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.ptx.emit import emit, emit_located
 from fuzzptx.ptx.ir import Module
+from fuzzptx.ptx.parse import parse
 
 MAGIC = "fuzzptx-repro v1"
 NUMERICS = ("spec", "hardware")  # the reference's numerics modes (oracles.reference.run_program)
@@ -36,6 +38,19 @@ BUFFER_TYPES = (
 
 class ReproError(FuzzptxError):
     """A repro header that cannot be understood (names the file and line)."""
+
+
+_BYTES = {  # bytes per element of each buffer type
+    "f64": 8, "s64": 8, "u64": 8, "b64": 8,
+    "f32": 4, "tf32": 4, "s32": 4, "u32": 4, "b32": 4,
+    "f16": 2, "bf16": 2, "s16": 2, "u16": 2, "b16": 2,
+    "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1, "b8": 1,
+}
+
+
+
+def element_bytes(type_: str) -> int:
+    return _BYTES[type_]
 
 
 @dataclass(frozen=True)
@@ -56,8 +71,6 @@ class Buffer:
 
     @property
     def nbytes(self) -> int:
-        from fuzzptx.data import element_bytes
-
         return self.count * element_bytes(self.type)
 
 
@@ -125,22 +138,16 @@ class Program:
         return replace(self.module, preamble=self.header_lines())
 
     def to_ptx(self) -> str:
-        from fuzzptx.ptx.emit import emit
-
         return emit(self.with_header())
 
     def to_ptx_located(self, file: str = "<program>") -> tuple[str, "Program"]:
         """``to_ptx()`` and this program as the judges read it back from that text (what
         ``differ.as_judged`` parses), built while emitting: no parse."""
-        from fuzzptx.ptx.emit import emit_located
-
         text, module = emit_located(self.with_header(), file)
         return text, replace(self, module=module)
 
     @staticmethod
     def from_ptx(text: str, file: str = "<string>") -> "Program":
-        from fuzzptx.ptx.parse import parse
-
         module = parse(text, file)
         return Program.from_module(module, file)
 

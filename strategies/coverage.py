@@ -15,10 +15,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from fuzzptx import isa
+from fuzzptx.isa.encoding import SWIZZLE_FIELD, SWIZZLE_NAMES, descriptor_field
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Function, Imm, Instr, Label, Reg, Sym
 
-SWIZZLE_NAMES = {0: "none", 1: "128B", 2: "64B", 3: "32B"}
 CONTROL_KINDS = ("straight", "loop", "uniform_branch", "divergent_branch", "predicated", "call",
                  "call_indirect", "extern_decl", "multi_warpgroup", "early_exit", "wait_group_n>0",
                  "scale_d_predicate")
@@ -118,7 +118,7 @@ def program_features(p: Program) -> tuple[set[str], list[str], set[str]]:
         if s.opcode == "wgmma.wait_group.sync.aligned" and s.operands and int(s.operands[0].value) > 0:
             ctl.add("wait_group_n>0")
         if s.opcode == "or.b64" and isinstance(s.operands[2], Imm) and int(s.operands[2].value) >> 16:
-            swz.append(SWIZZLE_NAMES[(int(s.operands[2].value) >> 62) & 3])
+            swz.append(SWIZZLE_NAMES[descriptor_field(int(s.operands[2].value), SWIZZLE_FIELD)])
         if s.base == "bra":
             target = labels.get(str(s.operands[0]), len(body))
             if s.opcode == "bra.uni":

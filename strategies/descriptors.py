@@ -19,8 +19,7 @@ import numpy as np
 from hypothesis import event, strategies as st
 
 from fuzzptx.isa import ELEMENT_BITS
-from fuzzptx.oracles.reference.descriptors import PATTERN_ALIGN, MatrixDescriptor
-from fuzzptx.oracles.reference.layouts import ROW_BYTES, SmemLayout, tile_coords
+from fuzzptx.isa.layouts import PATTERN_ALIGN, ROW_BYTES, MatrixDescriptor, SmemLayout, tile_coords
 
 #: Simplest first (the shrinking order).
 SWIZZLES: tuple[str, ...] = ("none", "32B", "64B", "128B")

@@ -28,8 +28,10 @@ from typing import Callable
 from hypothesis import event, strategies as st
 
 from fuzzptx import isa
+from fuzzptx.isa.encoding import BASE_OFFSET_FIELD, SWIZZLE_FIELD, descriptor_encode, descriptor_field
 from fuzzptx.program import Program
-from fuzzptx.ptx.ir import Function, Guard, Imm, Instr, Label, Module, Reg, RegDecl, Sym, Vec
+from fuzzptx.ptx.ir import Addr, Function, Guard, Imm, Instr, Label, Module, Param, Reg, RegDecl, Sym, Vec, walk
+from fuzzptx.ptx.smem import shared_layout
 
 WGMMA_PREFIX = "wgmma.mma_async"
 #: ptxas's "wgmma serialized due to ..." codes (seed 001: C7509-C7520; C7517/C7519 are injections).
@@ -404,8 +406,6 @@ def _divergent_guard(p: Program, choice: int) -> Program | None:
 
 def _path_flag(p: Program, name: str) -> tuple[Program, list, Reg]:
     """A new ``.u32`` kernel parameter (value 1) and the code that turns it into a predicate."""
-    from fuzzptx.ptx.ir import Addr, Param
-
     i, fn = _kernel(p)
     fn = replace(fn, params=fn.params + (Param(".param", ".u32", name),))
     items = list(p.module.items)
@@ -434,8 +434,6 @@ PATH_LABELS = ("$fz_nowait", "$fz_nofence")
 def path_jump_lines(p: Program) -> list[int]:
     """Source lines of a path mutation's jumps (a program parsed from its text has them): the
     reference sees the undefined behaviour only on a run that takes one (the differ asks)."""
-    from fuzzptx.ptx.ir import walk
-
     return [s.loc.line for s in walk(_kernel(p)[1].body or ()) if isinstance(s, Instr) and s.base == "bra"
             and s.loc is not None and s.operands and isinstance(s.operands[0], Sym) and s.operands[0].name in PATH_LABELS]
 
@@ -446,8 +444,6 @@ def site_lines(p: Program, name: str) -> list[int] | None:
     behaviour only on a run that reaches one; a kernel's branches can skip it on this launch in
     ways a static look misses (a warpgroup-role branch with one warpgroup launched), so the
     differ asks the run."""
-    from fuzzptx.ptx.ir import walk
-
     m = BY_NAME.get(name)
     if m is None or m.site is None:
         return None
@@ -533,20 +529,19 @@ def _read_by_a_later_wgmma(body: list, i: int, reg) -> bool:
 def _descriptor_misaligned(p: Program, choice: int) -> Program | None:
     """A swizzled descriptor (base offset 0) moved one 128-byte line: the pattern no longer starts aligned."""
     body = _body(p)
-    cands = [(i, c) for i, c in _descriptor_defs(body) if c >> 62 and not (c >> 49) & 7]
+    cands = [(i, c) for i, c in _descriptor_defs(body)
+             if descriptor_field(c, SWIZZLE_FIELD) and not descriptor_field(c, BASE_OFFSET_FIELD)]
     pick = _pick(cands, choice)
     if pick is None:
         return None
     i, _ = pick
     d = body[i].operands[0]
-    return _with_body(p, body[: i + 1] + [Instr("add.s64", (d, d, Imm.of(128 >> 4)))] + body[i + 1:])
+    return _with_body(p, body[: i + 1] + [Instr("add.s64", (d, d, Imm.of(descriptor_encode(128))))] + body[i + 1:])
 
 
 def _smem_out_of_bounds(p: Program, choice: int) -> Program | None:
     """A descriptor some wgmma reads, moved past the end of the kernel's shared memory: its start
     grows by that end (``fuzzptx.ptx.smem``, the H100's layout, module-scope variables included)."""
-    from fuzzptx.ptx.smem import shared_layout
-
     body = _body(p)
     cands = _descriptor_defs(body)
     pick = _pick(cands, choice)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 
+from fuzzptx.ptx.ir import Vec
+
 from .model import ELEMENT_BITS, FLOAT_TYPES, INTEGER_TYPES, Form, OperandSpec, Shape
 from . import warp, wgmma
 
@@ -61,12 +63,10 @@ def by_key(key: str) -> Form:
 def form_for(instr) -> Form | None:
     """The catalogue form of an IR instruction, or None if none matches its opcode and operand kinds.
 
-    Every judge asks this of every instruction, so the common cases return before any import."""
+    Every judge asks this of every instruction, so the common cases return first."""
     cands = _index().get(instr.opcode, ())
     if len(cands) <= 1:
         return cands[0] if cands else None
-    from fuzzptx.ptx.ir import Vec
-
     # wgmma: operand 1 is a vector (A in registers) or a register (A descriptor).
     if len(instr.operands) > 1:
         src = "reg" if isinstance(instr.operands[1], Vec) else "desc"

@@ -1,8 +1,11 @@
 """The catalogue as rows a person or a script can read (``fuzzptx catalogue [--json]``)."""
 from __future__ import annotations
 
+import argparse
+import json
 from collections import Counter
 
+from . import families
 from . import forms as _forms
 from .model import Form, OperandSpec
 
@@ -64,11 +67,6 @@ def catalogue_table(family: str | None = None) -> str:
 
 def main_catalogue(argv: list[str] | None = None) -> int:
     """``fuzzptx catalogue [--json] [--family F]``."""
-    import argparse
-    import json
-
-    from . import families
-
     ap = argparse.ArgumentParser(prog="fuzzptx catalogue", description="list the ISA catalogue")
     ap.add_argument("--json", action="store_true", help="one JSON object per form, as a list")
     ap.add_argument("--family", choices=families(), help="only this family")

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from fuzzptx.ptx.ir import Module
 
+from . import isa_rules, spec_rules
 from .context import build_ctx
 from .findings import LAYERS, Finding, Sink, path_of
 from .ptxas_model import PredictedDiag, PredictedDiagnostics, findings_from, predict_module
 
 __all__ = ["Finding", "PredictedDiag", "PredictedDiagnostics", "check_module", "check_and_predict", "predict_ptxas",
-           "main_check", "LAYERS"]
+           "LAYERS"]
 
 
 def check_module(module: Module, *, layers: tuple[str, ...] = LAYERS) -> list[Finding]:
@@ -32,8 +33,6 @@ def check_and_predict(module: Module, *, layers: tuple[str, ...] = LAYERS) -> tu
 
 
 def _check(module: Module, layers: tuple[str, ...], predict: bool) -> tuple[list[Finding], PredictedDiagnostics | None]:
-    from . import isa_rules, spec_rules
-
     unknown = set(layers) - set(LAYERS)
     if unknown:
         raise ValueError(f"unknown checker layers: {sorted(unknown)}; choose from {LAYERS}")
@@ -73,7 +72,3 @@ def predict_ptxas(module: Module) -> PredictedDiagnostics:
     return predict_module(module)
 
 
-def main_check(argv: list[str]) -> int:
-    from .cli import main_check as _main
-
-    return _main(argv)

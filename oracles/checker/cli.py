@@ -11,8 +11,12 @@ import pathlib
 import sys
 
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.oracles.ptxas import compile_ptx
+from fuzzptx.ptx.parse import parse
 
+from . import check_module, predict_ptxas
 from .findings import LAYERS, Finding
+from .ptxas_compare import observed, predicted
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -34,8 +38,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def load(path: str):
     """Parse one file; every failure becomes a FuzzptxError naming the file (and line when known)."""
-    from fuzzptx.ptx.parse import parse
-
     p = pathlib.Path(path)
     try:
         text = p.read_text()
@@ -48,11 +50,6 @@ def load(path: str):
 
 def mismatches(path: str, module, text: str) -> list[Finding]:
     """Findings for every place the ptxas model and the real ptxas disagree."""
-    from fuzzptx.oracles.ptxas import compile_ptx
-
-    from . import predict_ptxas
-    from .ptxas_compare import observed, predicted
-
     real = observed(compile_ptx(text, want_cubin=False))
     pred = predicted(predict_ptxas(module))
     out = []
@@ -93,7 +90,6 @@ def sarif(findings: list[Finding]) -> dict:
 
 
 def run(argv: list[str], out=sys.stdout) -> int:
-    from . import check_module
 
     args = _parser().parse_args(argv)
     layers = tuple(x.strip() for x in args.layers.split(",") if x.strip())

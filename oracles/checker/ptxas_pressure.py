@@ -10,7 +10,7 @@ from .flow import solve_forward
 from .ptxas_sites import _dead, _live_sites, _order, _scale_d_zero
 from fuzzptx.ptx.ir import Imm
 
-from .regs import defs_uses, function_bits, is_wgmma, wgmma_regs
+from .regs import declared_types, defs_uses, function_bits, is_wgmma, wgmma_regs
 
 
 def register_pressure(ctx: FnCtx, ser: list) -> None:
@@ -117,8 +117,6 @@ def _weight(decl: str | None) -> int:
 def peak_live_registers(ctx: FnCtx) -> int:
     """The most 32-bit registers live at any point of the function (may-liveness over bitsets; a
     register read before any write -- an uninitialised accumulator -- is live from the entry)."""
-    from .regs import declared_types
-
     types = declared_types(ctx.fn)
     numbering = function_bits(ctx)
     bits = numbering.of
@@ -176,8 +174,6 @@ def peak_live_registers(ctx: FnCtx) -> int:
 
 def function_pressure(ctx: FnCtx, ser: list) -> None:
     """Append ``((-1, -1), "C7512")`` when more registers are live at once than ptxas can give."""
-    from .regs import declared_types
-
     if sum(_weight(t) for t in declared_types(ctx.fn).values()) < C7512_LIVE:
         return  # too few registers declared in all (undeclared ones weigh nothing)
     if peak_live_registers(ctx) >= C7512_LIVE:

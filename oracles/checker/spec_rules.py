@@ -23,14 +23,16 @@ block to report.  Rules:
 """
 from __future__ import annotations
 
+from fuzzptx.isa.encoding import BASE_OFFSET_FIELD, PATTERN_ALIGN, RESERVED_MASK, START_FIELD, SWIZZLE_CODES, SWIZZLE_FIELD
 from fuzzptx.ptx.ir import Imm, Instr, Reg, Sym
 from fuzzptx.ptx.smem import SHARED_RESERVED, shared_layout
 
+from .bits import known_bits
 from .context import FnCtx, Site, sites
 from .findings import Sink
 from .flow import BlockRecords, solve_forward
 from .regs import defs_uses, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs, wgmma_shape
-from .uniformity import LEVEL_NAMES, WARP, WARPGROUP
+from .uniformity import LEVEL_NAMES, WARP, WARPGROUP, branch_reg
 
 DEPTH_CAP = 8  # wait_group N completes groups with depth >= N; deeper groups collapse here
 
@@ -281,8 +283,6 @@ def aligned_analysis(ctx: FnCtx, sink: Sink) -> None:
 
 
 def _dep_level(ctx: FnCtx, dep) -> int:
-    from .uniformity import branch_reg
-
     if dep[0] == "guard":
         return ctx.uni.level(Reg(dep[1]))
     r = branch_reg(ctx.g.blocks[dep[0]])
@@ -339,15 +339,12 @@ def const_values(ctx: FnCtx, names=None) -> dict[str, int]:
     return vals
 
 
-SWIZZLE_BYTES = {1: 1024, 2: 512, 3: 256}
-SWIZZLE_NAMES = {0: "no swizzle", 1: "128B swizzle", 2: "64B swizzle", 3: "32B swizzle"}
-RESERVED_MASK = (0x3 << 14) | (0x3 << 30) | (0x7 << 46) | (((1 << 10) - 1) << 52)
+SWIZZLE_BYTES = {code: PATTERN_ALIGN[name] for name, code in SWIZZLE_CODES.items() if name != "none"}
+SWIZZLE_NAMES = {code: "no swizzle" if name == "none" else f"{name} swizzle" for name, code in SWIZZLE_CODES.items()}
 
 
 def descriptor_analysis(ctx: FnCtx, sink: Sink) -> None:
     """Decode descriptors whose fields are known (constants, or built from aligned shared symbols)."""
-    from .bits import known_bits
-
     uses = [(site.block, site.pos, d) for site, ins in ctx.wgmmas.items() for d in sorted(wgmma_regs(ins)[2])]
     if not uses:
         return
@@ -370,7 +367,7 @@ def _field(mask: int, v: int, lo: int, width: int) -> int | None:
 def _check_descriptor(name: str, mask: int, v: int, ins: Instr, sink: Sink, end: int | None = None) -> None:
     line = _line(ins)
     shown = f"{v:#x}" if mask == (1 << 64) - 1 else "(built at run time)"
-    start14 = _field(mask, v, 0, 14)  # start >> 4: the whole start address, where known
+    start14 = _field(mask, v, *START_FIELD)  # start >> 4: the whole start address, where known
     if end is not None and start14 is not None and start14 << 4 >= end:
         sink.add("spec.smem.out-of-bounds", "error", line,
                  f"descriptor {name} = {shown}: the matrix starts at shared offset {start14 << 4:#x}, past the end of "
@@ -378,7 +375,7 @@ def _check_descriptor(name: str, mask: int, v: int, ins: Instr, sink: Sink, end:
     reserved = v & mask & RESERVED_MASK
     if reserved:
         sink.add("spec.desc.reserved", "warning", line, f"descriptor {name} = {shown} sets reserved bits {reserved:#x}")
-    swz, base = _field(mask, v, 62, 2), _field(mask, v, 49, 3)
+    swz, base = _field(mask, v, *SWIZZLE_FIELD), _field(mask, v, *BASE_OFFSET_FIELD)
     if swz == 0 and base:
         sink.add("spec.desc.base-offset", "warning", line,
                  f"descriptor {name} = {shown}: base offset {base} has no meaning with no swizzle (PTX ISA 9.7.15.5.1.2.2)")

@@ -4,7 +4,7 @@
 allowed values, or undefined); ``compare(program, ref, observed)`` -> mismatches.
 """
 from .errors import BadAddress, MissingInput, ReferenceError_, StepLimit, Unsupported
-from .interp import run_program
+from .run import run_program
 from .result import Mismatch, OutputBuffer, RefResult, compare
 
 __all__ = ["run_program", "compare", "RefResult", "OutputBuffer", "Mismatch", "ReferenceError_",

@@ -5,7 +5,7 @@ import numpy as np
 
 from fuzzptx.ptx.ir import Imm, Neg, Reg, Sym, Vec
 
-from . import fp
+import fuzzptx.oracles.reference.fp as fp
 from .errors import Unsupported
 from .formats import FLOATS
 from .ops import (HALF, IROUND, _add, _div, _fma, _max, _min, _mul, _sub, fdecode, float_op,

@@ -5,7 +5,9 @@ import numpy as np
 
 from fuzzptx.ptx.ir import CallArgs, Imm, Reg, Sym, Vec
 
-from . import alu, mem_ops
+import fuzzptx.oracles.reference.alu as alu
+import fuzzptx.oracles.reference.dispatch as dispatch
+import fuzzptx.oracles.reference.mem_ops as mem_ops
 from .errors import StepLimit, Undefined, Unsupported
 from .interp import STEP_LIMIT, Frame, Machine, func_info
 from .ops import types_of
@@ -40,7 +42,13 @@ _BY_OPCODE: dict = {}
 
 
 def _handler(ins):
-    """The handler of ``ins`` (cached per opcode: it depends on nothing else; failures are not cached)."""
+    """The handler of ``ins`` (cached per opcode: it depends on nothing else; failures are not cached).
+
+    Hooks in ``dispatch.FIRST`` come first (not cached: they come and go)."""
+    for hook in dispatch.FIRST:
+        h = hook(ins)
+        if h:
+            return h
     h = _BY_OPCODE.get(ins.opcode)
     if h is None:
         h = _BY_OPCODE[ins.opcode] = _find_handler(ins)

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import formats as F
+import fuzzptx.oracles.reference.formats as F
 
 CANONICAL_NAN = {"f32": 0x7FFFFFFF, "f16": 0x7FFF}
 _FP8 = ("e4m3", "e5m2")

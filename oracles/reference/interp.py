@@ -44,8 +44,8 @@ from fuzzptx.ptx.cfg import build_cfg
 from fuzzptx.ptx.ir import Function, Imm, Instr, Neg, Reg, RegDecl, Scope, Sym, VarDecl, Vec
 from fuzzptx.ptx.smem import shared_layout
 
-from . import fp
-from .errors import MissingInput, Undefined, Unsupported
+import fuzzptx.oracles.reference.fp as fp
+from .errors import MissingInput, Unsupported
 from .memory import CONST_BASE, Memory, Region
 from .ops import HALF
 from .values import TYPES, U64, Shadow, count_nonzero, mask, merge, sign_extend
@@ -234,7 +234,7 @@ class Machine:
     """State of one CTA run: memory, special registers, the alive mask, wgmma bookkeeping."""
 
     def __init__(self, program, mode: str = "spec"):
-        from . import wgmma_exec
+        import fuzzptx.oracles.reference.wgmma_exec as wgmma_exec
 
         self.program = program
         self.module = program.module
@@ -509,28 +509,3 @@ def _initial_bytes(v: VarDecl) -> np.ndarray:
             val = int(s, 0) & ((1 << (8 * eb)) - 1)
             out[i * eb:(i + 1) * eb] = np.frombuffer(val.to_bytes(eb, "little"), np.uint8)
     return out
-
-
-# ------------------------------------------------------------------ entry point
-
-
-def run_program(program, *, mode: str = "spec"):
-    """Run the launch's kernel for one CTA; returns a ``RefResult`` (raises ``ReferenceError_``)."""
-    from . import control
-    from .blas import single_thread
-    from .result import RefResult, output_from_region
-
-    if mode not in ("spec", "hardware"):
-        raise ValueError(f"mode must be 'spec' or 'hardware', not {mode!r}")
-    m = Machine(program, mode)
-    undefined = None
-    old = np.seterr(all="ignore")
-    try:
-        with single_thread():  # small matrix products: threads only spin (see blas)
-            control.run_kernel(m)
-    except Undefined as u:
-        undefined = u.reason
-    finally:
-        np.seterr(**old)
-    outs = {b.name: output_from_region(b, m.buffers[b.name], undefined is not None) for b in program.outputs()}
-    return RefResult(outs, undefined, tuple(m.notes), m.steps, frozenset(m.branches_taken), frozenset(m.blocks_run))

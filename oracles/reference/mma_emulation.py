@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import formats as F
-from . import hw_numerics as H
+import fuzzptx.oracles.reference.formats as F
+import fuzzptx.oracles.reference.hw_numerics as H
 
 FP8 = ("e4m3", "e5m2")
 

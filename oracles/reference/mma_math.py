@@ -22,8 +22,8 @@ import numpy as np
 
 from fuzzptx.isa import Shape
 
-from . import formats as F
-from . import wgmma_math as W
+import fuzzptx.oracles.reference.formats as F
+import fuzzptx.oracles.reference.wgmma_math as W
 
 M_PAD = W.M
 
@@ -88,8 +88,8 @@ def hardware_family(form) -> str:
     ``wmma.mma`` (its HMMA sequence); "mma": ``mma``/``mma.sp`` f16/bf16/tf32 (one HMMA, the
     wgmma parameters).  Other narrow-float forms (sm_120a ``kind::``) raise ``Unmodelled``.
     """
-    from . import hw_numerics as H
-    from . import mma_emulation as E
+    import fuzzptx.oracles.reference.hw_numerics as H
+    import fuzzptx.oracles.reference.mma_emulation as E
 
     if E.emulated(form):
         return "emulated"
@@ -103,7 +103,7 @@ def hardware_family(form) -> str:
 def hardware(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, scale_d: bool = True,
              keep: np.ndarray | None = None) -> W.Result:
     """``mode="hardware"`` of a float warp-level form: element bits A [M,K], B [K,N], C [M,N] (ctype bits)."""
-    from . import hw_numerics as H
+    import fuzzptx.oracles.reference.hw_numerics as H
 
     fam = hardware_family(form)
     dtype, ctype = form.dtype, (form.ctype or form.dtype)
@@ -111,7 +111,7 @@ def hardware(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, scale_d: bool = 
     if not scale_d:
         c32 = np.zeros_like(c32)
     if fam == "emulated":
-        from . import mma_emulation as E
+        import fuzzptx.oracles.reference.mma_emulation as E
 
         bits = E.mma(form, a32, b32, c32, keep)
     elif fam == "wmma":

@@ -13,7 +13,7 @@ import functools
 
 import numpy as np
 
-from . import fp
+import fuzzptx.oracles.reference.fp as fp
 from .errors import Unsupported
 from .values import (EXACT, MAY_NEG_INF, MAY_POS_INF, SET, TYPES, UNDEF, U64, Shadow,
                      combine_undef, mask, sign_extend)

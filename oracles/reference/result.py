@@ -12,7 +12,7 @@ import numpy as np
 
 from fuzzptx.data import element_bytes, numpy_dtype
 
-from . import formats as F
+import fuzzptx.oracles.reference.formats as F
 from .values import EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, UNDEF, count_nonzero
 
 _FLOAT = {"f64", "f32", "tf32", "f16", "bf16", "e4m3", "e5m2"}

@@ -4,8 +4,8 @@
 with active threads, write through ``m.write`` (which applies ``act``).
 ``HANDLERS`` maps an opcode prefix to its handler; ``handler_for(ins)`` picks the
 longest matching prefix (so ``wgmma.mma_async.sp`` wins over the interpreter's
-own ``wgmma``).  ``install()`` patches the interpreter's dispatch at run time
-(tests, proof scripts) until the one-line hook is in ``control._handler``.
+own ``wgmma``).  ``control`` asks ``handler_for`` for these bases; ``install()`` puts it
+first for every instruction (tests, proof scripts) through ``dispatch.FIRST``.
 
 * ``mma.sync`` / ``mma.sp``: fragments from ``warp_layouts``, metadata from
   ``sparse``, arithmetic from ``mma_math``.  A warp not wholly active (``.aligned``
@@ -38,10 +38,11 @@ import numpy as np
 from fuzzptx import isa
 from fuzzptx.ptx.ir import Addr, Imm, Reg, Vec
 
-from . import formats as F
-from . import mma_math as MM
-from . import sparse as S
-from . import warp_layouts as WL
+import fuzzptx.oracles.reference.dispatch as dispatch
+import fuzzptx.oracles.reference.formats as F
+import fuzzptx.oracles.reference.mma_math as MM
+import fuzzptx.oracles.reference.sparse as S
+import fuzzptx.oracles.reference.warp_layouts as WL
 from .errors import BadAddress, Undefined, Unsupported
 from .values import EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, UNDEF, U64, Shadow
 
@@ -658,9 +659,9 @@ def h_wgmma_sp(m, f, ins, act):
     """``wgmma.mma_async.sp``: wgmma_exec's dense model with A expanded from packed A + metadata."""
     from dataclasses import replace as _replace
 
-    from . import layouts as L
-    from . import observed
-    from . import wgmma_exec as WX
+    import fuzzptx.oracles.reference.layouts as L
+    import fuzzptx.oracles.reference.observed as observed
+    import fuzzptx.oracles.reference.wgmma_exec as WX
     from .descriptors import MatrixDescriptor
     from .wgmma_math import wgmma_dense
 
@@ -870,16 +871,9 @@ def handler_for(ins):
 
 @contextlib.contextmanager
 def install():
-    """Route the interpreter's dispatch through ``handler_for`` first (what the one-line hook will do)."""
-    from . import control
-
-    orig = control._handler
-
-    def _handler(ins):
-        return handler_for(ins) or orig(ins)
-
-    control._handler = _handler
+    """Route the interpreter's dispatch through ``handler_for`` first (``dispatch.FIRST``)."""
+    dispatch.FIRST.append(handler_for)
     try:
         yield
     finally:
-        control._handler = orig
+        dispatch.FIRST.remove(handler_for)

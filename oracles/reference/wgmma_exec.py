@@ -22,8 +22,8 @@ import numpy as np
 from fuzzptx import isa
 from fuzzptx.ptx.ir import Imm, Vec
 
-from . import layouts as L
-from . import observed
+import fuzzptx.oracles.reference.layouts as L
+import fuzzptx.oracles.reference.observed as observed
 from .descriptors import MatrixDescriptor
 from .errors import BadAddress, Undefined, Unsupported
 from .values import EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, UNDEF, U64, Shadow, lanes_of, merge
@@ -686,7 +686,7 @@ def widen_for_c(form, a, b, c, clo, chi, cset, sa, sb):
     every C between (the bound grows with |C|).  The nominal bits are those of C = clo,
     a member of the set.
     """
-    from . import formats as F
+    import fuzzptx.oracles.reference.formats as F
     from .wgmma_math import encode_acc, wgmma_dense_pair
 
     dt = form.dtype
@@ -718,7 +718,7 @@ def _round_ends(lo: np.ndarray, hi: np.ndarray, dt: str, big: float) -> tuple[np
     then one step out where that passed the value; non-finite values pass through), so both
     ends go through its one-pass pair."""
     if dt not in ("f32", "f16"):
-        from . import fp
+        import fuzzptx.oracles.reference.fp as fp
         return np.maximum(fp.fround(lo, dt, "rm"), -big), np.minimum(fp.fround(hi, dt, "rp"), big)
     from .wgmma_math import _round_out_pair
     x2 = np.empty((2,) + lo.shape)
