@@ -59,6 +59,10 @@ def _open_checked(path: str | Path, what: str):
         raise InputError(f"cannot read the {what}: {exc.strerror or exc}", name) from None
 
 
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n:,} bytes"
+
+
 def _line_col(data: bytes, offset: int) -> tuple[int, int]:
     line = data.count(b"\n", 0, offset) + 1
     return line, offset - (data.rfind(b"\n", 0, offset) + 1) + 1
@@ -97,13 +101,13 @@ def read_text(path: str | Path, *, what: str, limit: int | None = DEFAULT_LIMIT,
         try:
             size = os.fstat(fh.fileno()).st_size
             if lim is not None and size > lim:
-                raise InputError(f"{size / (1 << 20):.1f} MiB is over the {lim / (1 << 20):g} MiB limit for a {what} "
-                                 f"(set {LIMIT_ENV} to raise it)", name)
+                raise InputError(f"{_size(size)} is over the {what} size limit of {_size(lim)} "
+                                 f"(set {LIMIT_ENV}=<MiB> to raise it)", name)
             data = fh.read() if lim is None else fh.read(lim + 1)
         except OSError as exc:
             raise InputError(f"cannot read the {what}: {exc.strerror or exc}", name) from None
     if lim is not None and len(data) > lim:  # grew while read, or a size stat does not report
-        raise InputError(f"over the {lim / (1 << 20):g} MiB limit for a {what} (set {LIMIT_ENV} to raise it)", name)
+        raise InputError(f"over the {what} size limit of {_size(lim)} (set {LIMIT_ENV}=<MiB> to raise it)", name)
     nul = data.find(b"\0")
     if nul >= 0:
         line, col = _line_col(data, nul)
