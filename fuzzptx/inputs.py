@@ -169,6 +169,8 @@ def read_jsonl(path: str | Path, *, what: str = "campaign record", on_bad: str =
                     yield lineno, rec
                     continue
                 if not seen:
+                    if raw.lstrip().startswith((b"//", b".version", b".target")):
+                        why = "this is a PTX file"
                     raise InputError(f"not a {what}: {why}", name, lineno)
                 if on_bad == "error":
                     raise InputError(why, name, lineno)

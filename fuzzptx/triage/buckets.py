@@ -64,12 +64,16 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {  # what each record field read her
 }
 
 
+_JSON_TYPE = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object",
+              type(None): "null"}
+
+
 def record_problem(rec: dict) -> str | None:
     """Why a JSON object is not a result record triage and report can read (None: it is one).
     Checked before any of it is counted, so a foreign line is skipped whole, never half-added."""
     for key, types in _FIELD_TYPES.items():
         if key in rec and (not isinstance(rec[key], types) or isinstance(rec[key], bool)):
-            return f"field {key!r} is a JSON {type(rec[key]).__name__}, not what a result record holds"
+            return f"field {key!r} is a JSON {_JSON_TYPE.get(type(rec[key]), '?')}, not what a result record holds"
     for fi in rec.get("findings", ()):
         if not isinstance(fi, dict) or not isinstance(fi.get("signature"), str):
             return "finding without signature"
