@@ -165,7 +165,7 @@ def test_read_jsonl_streams_and_names_bad_lines(tmp_path):
     assert [p.split(": skipped: ")[0] for p in problems] == [f"{f}:3", f"{f}:4", f"{f}:5"]
     g = tmp_path / "k.ptx"
     g.write_bytes(CORPUS[0].read_bytes())
-    with pytest.raises(InputError, match=r"k.ptx:1: not a campaign record: Expecting value"):
+    with pytest.raises(InputError, match=r"k.ptx:1: not a campaign record: this is a PTX file"):
         list(read_jsonl(g, on_bad="skip"))
 
 

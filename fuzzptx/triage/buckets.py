@@ -71,6 +71,8 @@ _JSON_TYPE = {str: "string", int: "integer", float: "number", bool: "boolean", l
 def record_problem(rec: dict) -> str | None:
     """Why a JSON object is not a result record triage and report can read (None: it is one).
     Checked before any of it is counted, so a foreign line is skipped whole, never half-added."""
+    if "findings" not in rec and "verdicts" not in rec:
+        return "a JSON object without findings or verdicts"
     for key, types in _FIELD_TYPES.items():
         if key in rec and (not isinstance(rec[key], types) or isinstance(rec[key], bool)):
             return f"field {key!r} is a JSON {_JSON_TYPE.get(type(rec[key]), '?')}, not what a result record holds"
@@ -103,8 +105,12 @@ def read_records(paths: Iterable[str | Path], triage: Triage | None = None,
             files = [p]
         for f in files:
             try:
+                first = True
                 for lineno, rec in read_jsonl(f, on_bad="skip", problems=t.problems):
                     why = record_problem(rec)
+                    if why is not None and first:  # a file of other JSON objects is not a record at all
+                        raise InputError(f"not a campaign record: {why}", str(f), lineno)
+                    first = False
                     if why is not None:
                         t.problems.append(f"{f}:{lineno}: skipped: {why}")
                         continue
