@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.inputs import InputError, read_jsonl, read_text
 from fuzzptx.judges import registry
 from fuzzptx.judges.builtin import with_releases
 from fuzzptx.judges.finding import MODEL
@@ -70,19 +71,36 @@ class CampaignError(FuzzptxError):
 # ----------------------------------------------------------------- the record
 
 
-def done_keys(path: Path) -> Counter:
-    """(block, index) -> how often it is in the record; a torn last line (kill -9) is ignored."""
+def done_keys(path: Path, problems: list[str] | None = None) -> Counter:
+    """(block, index) -> how often it is in the record.  A line that is not a record of this
+    campaign (corrupt, or foreign) is left out and named in ``problems``; a file that is not a
+    record at all (binary, a PTX file) is an ``InputError``."""
     keys: Counter = Counter()
     if not path.exists():
         return keys
-    with path.open() as fh:
-        for line in fh:
-            try:
-                rec = json.loads(line)
-                keys[(int(rec["block"]), int(rec["index"]))] += 1
-            except (ValueError, KeyError, TypeError):
-                continue
+    for lineno, rec in read_jsonl(path, on_bad="skip", problems=problems):
+        try:
+            keys[(int(rec["block"]), int(rec["index"]))] += 1
+        except (ValueError, KeyError, TypeError, OverflowError):
+            if problems is not None:
+                problems.append(f"{path}:{lineno}: skipped: not a program of this campaign (no integer block and index)")
     return keys
+
+
+def check_record(path: Path) -> None:
+    """Refuse a ``results.jsonl`` that is not a campaign record (binary, a PTX file) with one
+    line, before ``--resume`` touches it; a file of one torn line (a kill during the first
+    write) passes, for the torn-tail cut to clear."""
+    if not path.exists():
+        return
+    with path.open("rb") as fh:
+        head = fh.read(1 << 20)
+    nul = head.find(b"\0")
+    if nul >= 0:
+        raise InputError(f"binary data (NUL byte at offset {nul}), not a campaign record "
+                         "(--resume reads the results.jsonl of an earlier campaign)", str(path))
+    if b"\n" in head:
+        next(read_jsonl(path), None)  # the first line must be a record
 
 
 def _truncate_torn_tail(path: Path, chunk: int = 1 << 16) -> None:
@@ -156,6 +174,25 @@ def corpus_files(directory: str) -> list[str]:
     return files
 
 
+def usable_corpus(files: list[str]) -> tuple[list[str], list[str]]:
+    """(the corpus files that read and parse as fuzzptx programs, one line per file that does
+    not).  Checked once, before any block: a bad file becomes a named skip in stats.json instead
+    of losing its block or killing pool processes."""
+    good: list[str] = []
+    skipped: list[str] = []
+    for f in files:
+        try:
+            Program.from_ptx(read_text(f, what="PTX file"), f)
+        except FuzzptxError as exc:
+            skipped.append(str(exc))
+            continue
+        except (RecursionError, MemoryError, ValueError) as exc:  # a parser limit, not a verdict
+            skipped.append(f"{f}: cannot be parsed ({type(exc).__name__})")
+            continue
+        good.append(f)
+    return good, skipped
+
+
 # ----------------------------------------------------------------- live counters
 
 
@@ -206,6 +243,7 @@ class Live:
     families: Counter = field(default_factory=Counter)
     forms: set = field(default_factory=set)  # catalogue forms reached
     repros: dict = field(default_factory=dict)  # signature -> its repro file
+    record_problems: list = field(default_factory=list)  # lines of results.jsonl --resume left out, named
 
     def wall(self) -> float:
         return time.perf_counter() - self.start
@@ -341,6 +379,7 @@ class Plan:
     seconds: float | None = None
     judges: tuple[str, ...] = NIGHTLY_JUDGES
     corpus: tuple[str, ...] | None = None
+    corpus_skipped: tuple[str, ...] = ()  # one line per --corpus file left out (unreadable, not a program)
     plant: int | None = None  # block for the planted faults; -1: chosen in the middle of the run
     generator: str = "direct"
     numerics: str | None = None  # spec or hardware for every program; None: each program's own (spec if none)
@@ -397,8 +436,14 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
     if results.exists() and results.stat().st_size and not resume:
         raise CampaignError(f"{results} exists: pass --resume to carry on, or choose another --out")
     meta = _check_meta(out, plan, resume)
+    check_record(results)  # before the torn-tail cut: a foreign file is refused, never truncated
     _truncate_torn_tail(results)
-    done = done_keys(results)
+    record_problems: list[str] = []
+    done = done_keys(results, record_problems)
+    for p in record_problems[:10]:
+        _say(f"fuzzptx campaign: --resume: {p}")
+    if len(record_problems) > 10:
+        _say(f"fuzzptx campaign: --resume: ... {len(record_problems) - 10} more lines skipped")
     done_by_block: dict[int, set[int]] = {}
     for b, i in done:
         done_by_block.setdefault(b, set()).add(i)
@@ -415,6 +460,7 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
 
     gpu_workers = gpu_workers or default_gpu_workers(len(gpus))
     live = Live(workers=workers, gpus=len(gpus) if use_gpu else 0, gpu_workers=gpu_workers)
+    live.record_problems = record_problems
     deadline = None if plan.seconds is None else time.monotonic() + plan.seconds
     events: queue.Queue = queue.Queue()
     gpu_q: queue.Queue = queue.Queue()
@@ -709,6 +755,9 @@ def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, re
         "forms_reached": len(live.forms),
         "repros": dict(live.repros),
         "resumed_skipping": resumed,
+        **({"record_lines_skipped": len(live.record_problems), "record_problems": live.record_problems[:20]}
+           if live.record_problems else {}),
+        **({"corpus_skipped": list(plan.corpus_skipped)} if plan.corpus is not None else {}),
         "timeline": live.timeline[:: max(1, len(live.timeline) // 200)],
     }
 
@@ -846,7 +895,14 @@ def main_campaign(argv: list[str]) -> int:
     shard = parse_shard(args.shard)
     seconds = parse_duration(args.time) if args.time else None
     gpus = parse_gpus(args.gpus)
-    corpus = tuple(corpus_files(args.corpus)) if args.corpus else None
+    corpus, corpus_skipped = None, ()
+    if args.corpus:
+        good, skipped = usable_corpus(corpus_files(args.corpus))
+        for line in skipped:
+            _say(f"fuzzptx campaign: --corpus: skipped {line}")
+        if not good:
+            raise CampaignError(f"--corpus {args.corpus}: none of its {len(skipped)} .ptx files is a fuzzptx program")
+        corpus, corpus_skipped = tuple(good), tuple(skipped)
     if "hardware" in judges and not gpus:
         if args.gpus != "none":  # asked for all and found none: say so
             _say("fuzzptx campaign: no GPU found: running without the hardware judge")
@@ -858,7 +914,7 @@ def main_campaign(argv: list[str]) -> int:
             judges = tuple(j for j in judges if j != "hardware")
     workers = args.workers or max(1, (os.cpu_count() or 2) - (1 if "hardware" in judges else 0))
     plan = Plan(seed=args.seed, block_size=args.block_size, shard=shard, examples=args.examples, seconds=seconds,
-                judges=judges, corpus=corpus, plant=args.plant_faults, generator=args.generator, numerics=args.numerics)
+                judges=judges, corpus=corpus, corpus_skipped=corpus_skipped, plant=args.plant_faults, generator=args.generator, numerics=args.numerics)
     stats = run_campaign(Path(args.out), plan, gpus=gpus, resume=args.resume, workers=workers,
                          gpu_timeout=args.gpu_timeout, gpu_workers=args.gpu_workers, progress=not args.quiet)
     print(json.dumps({k: v for k, v in stats.items() if k != "timeline"}, indent=1))

@@ -13,6 +13,7 @@ from hypothesis import seed as hseed
 
 import fuzzptx.strategies as S
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.inputs import read_text
 from fuzzptx.program import Program
 from fuzzptx.strategies.direct import DrawFailed, draw, reproducible
 
@@ -132,7 +133,7 @@ def draw_programs(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE) -> li
 def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
     """(index, program, planted kind or None) of a block, the same in every process and run."""
     if task.corpus is not None:
-        progs = [Program.from_file(f) for f in task.corpus]
+        progs = [Program.from_ptx(read_text(f, what="PTX file"), f) for f in task.corpus]
     elif task.generator == "hypothesis":
         progs = draw_programs(task.size, block_seed(task.seed, task.block), task.illegal_share)
     else:

@@ -16,10 +16,10 @@ import json
 import re
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.inputs import read_text
 from fuzzptx.judges import differ, metamorphic, registry
 from fuzzptx.judges.base import Verdicts
 from fuzzptx.oracles.hardware import gpu_available
@@ -180,8 +180,8 @@ def main_replay(argv: list[str]) -> int:
                          "judge included, and the GPU where there is one")
     args = ap.parse_args(argv)
     try:
-        program = Program.from_file(args.file)
-        text = Path(args.file).read_text()
+        text = read_text(args.file, what="PTX file")
+        program = Program.from_ptx(text, args.file)
         extra = registry.parse(args.judges) if args.judges.strip() else ()
         rows, v = run_judges(program, text, hardware=not args.no_hardware, extra=extra)
         rows_by_release = matrix.matrix(program, text, args.ptxas, matrix.default_judges(not args.no_hardware)) \

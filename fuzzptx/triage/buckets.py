@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from fuzzptx.inputs import InputError, read_jsonl
 from fuzzptx.triage.known import classify, context_of, load_known
 
 
@@ -57,6 +58,37 @@ class Triage:
         return sorted(self.buckets.values(), key=lambda b: (-b.count, b.signature))
 
 
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {  # what each record field read here must be, when present
+    "instructions": (int, type(None)), "family": (str,), "verdicts": (dict,), "coverage": (dict,), "forms": (list,),
+    "repro": (str, type(None)), "t": (int, float), "id": (str, int), "findings": (list,),
+}
+
+
+_JSON_TYPE = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object",
+              type(None): "null"}
+
+
+def record_problem(rec: dict) -> str | None:
+    """Why a JSON object is not a result record triage and report can read (None: it is one).
+    Checked before any of it is counted, so a foreign line is skipped whole, never half-added."""
+    if "findings" not in rec and "verdicts" not in rec:
+        return "a JSON object without findings or verdicts"
+    for key, types in _FIELD_TYPES.items():
+        if key in rec and (not isinstance(rec[key], types) or isinstance(rec[key], bool)):
+            return f"field {key!r} is a JSON {_JSON_TYPE.get(type(rec[key]), '?')}, not what a result record holds"
+    for fi in rec.get("findings", ()):
+        if not isinstance(fi, dict) or not isinstance(fi.get("signature"), str):
+            return "finding without signature"
+        if not isinstance(fi.get("repro"), (str, type(None))):
+            return "finding whose repro is not a path"
+    if not all(isinstance(x, str) for x in rec.get("forms", ())):
+        return "field 'forms' holds something other than form names"
+    swz = rec.get("coverage", {}).get("swizzle")
+    if swz is not None and not (isinstance(swz, list) and all(isinstance(x, (str, int)) for x in swz)):
+        return "field 'coverage.swizzle' is not a list of swizzle modes"
+    return None
+
+
 def read_records(paths: Iterable[str | Path], triage: Triage | None = None,
                  each: Callable[[dict], None] | None = None) -> Triage:
     """Add every record of ``paths`` (files, or directories searched for ``*.jsonl``) to a
@@ -65,32 +97,31 @@ def read_records(paths: Iterable[str | Path], triage: Triage | None = None,
     t = triage or Triage()
     for path in paths:
         p = Path(path)
-        files = sorted(p.rglob("*.jsonl")) if p.is_dir() else [p]
+        if p.is_dir():
+            files = sorted(p.rglob("*.jsonl"))
+            if not files:
+                raise InputError("no *.jsonl campaign records under this directory", str(p))
+        else:
+            files = [p]
         for f in files:
             try:
-                fh = f.open()
-            except OSError as exc:
-                t.problems.append(f"{f}: cannot read: {exc.strerror}")
-                continue
-            with fh:
-                for lineno, line in enumerate(fh, 1):
-                    line = line.strip()
-                    if not line:
-                        continue
-                    try:
-                        rec = json.loads(line)
-                        if not isinstance(rec, dict):
-                            raise ValueError("not a JSON object")
-                        for fi in rec.get("findings", ()):
-                            if "signature" not in fi:
-                                raise ValueError("finding without signature")
-                    except (ValueError, TypeError) as exc:
-                        t.problems.append(f"{f}:{lineno}: skipped: {exc}")
+                first = True
+                for lineno, rec in read_jsonl(f, on_bad="skip", problems=t.problems):
+                    why = record_problem(rec)
+                    if why is not None and first:  # a file of other JSON objects is not a record at all
+                        raise InputError(f"not a campaign record: {why}", str(f), lineno)
+                    first = False
+                    if why is not None:
+                        t.problems.append(f"{f}:{lineno}: skipped: {why}")
                         continue
                     rec.setdefault("_source", str(f))
                     t.add_record(rec, str(f))
                     if each is not None:
                         each(rec)
+            except InputError as exc:
+                if f is p:  # a file named on the command line must be a record
+                    raise
+                t.problems.append(f"{exc}: skipped")  # one foreign file found in a directory
     return t
 
 

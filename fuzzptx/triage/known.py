@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.inputs import read_text
 
 CONDITIONS = {"numerics": ("spec", "hardware")}  # what an entry may be conditioned on
 
@@ -76,12 +77,7 @@ def parse_known(text: str, file: str = "<known>") -> tuple[KnownFinding, ...]:
 
 
 def load_known(path: str | Path) -> tuple[KnownFinding, ...]:
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise FuzzptxError(f"cannot read the known-findings file: {exc.strerror}", str(p)) from None
-    return parse_known(text, str(p))
+    return parse_known(read_text(path, what="known-findings file", allow_empty=True), str(path))
 
 
 def context_from(stats: dict) -> dict:

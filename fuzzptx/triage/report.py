@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Sequence
 from xml.sax.saxutils import escape, quoteattr
 
-from fuzzptx.errors import FuzzptxError
+from fuzzptx.inputs import InputError, read_text
 from fuzzptx.triage.known import KnownFinding, classify, context_from, load_known
 from fuzzptx.triage.buckets import Triage, read_records
 
@@ -269,10 +269,23 @@ def _rel(directory: Path, path: str) -> str:
         return str(p)
 
 
+def read_stats(path: Path) -> dict:
+    """A campaign's ``stats.json`` ({} when there is none); a corrupt one is one line naming it."""
+    if not path.exists():
+        return {}
+    text = read_text(path, what="campaign stats file")
+    try:
+        stats = json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"not JSON: {getattr(exc, 'msg', exc)}", str(path), getattr(exc, "lineno", None)) from None
+    if not isinstance(stats, dict):
+        raise InputError(f"a JSON {type(stats).__name__}, not a campaign stats object", str(path))
+    return stats
+
+
 def write_report(directory: Path, known: tuple[KnownFinding, ...] = ()) -> dict:
     t, digest = load_records(directory)
-    stats_path = directory / "stats.json"
-    stats = json.loads(stats_path.read_text()) if stats_path.exists() else {}
+    stats = read_stats(directory / "stats.json")
     summ = summary(t, digest, stats, known)
     (directory / "summary.json").write_text(json.dumps(summ, indent=1))
     (directory / "junit.xml").write_text(junit(t, summ))
@@ -287,8 +300,13 @@ def main_report(argv: list[str]) -> int:
                     "marked known and skipped, not failed, in the JUnit XML")
     args = ap.parse_args(argv)
     d = Path(args.dir)
+    if not d.exists():
+        raise InputError("not a directory: no such path (expected a campaign directory)", args.dir)
     if not d.is_dir():
-        raise FuzzptxError("not a directory", file=args.dir)
+        raise InputError("not a directory (expected a campaign directory holding results.jsonl)", args.dir)
+    if not any(d.rglob("*.jsonl")):
+        raise InputError("no results.jsonl (or other *.jsonl record) under this directory: not a campaign directory",
+                         args.dir)
     known = load_known(args.known) if args.known else ()
     summ = write_report(d, known)
     for p in summ["input_problems"]:
