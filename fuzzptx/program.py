@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.inputs import read_text
 from fuzzptx.ptx.emit import emit, emit_located
 from fuzzptx.ptx.ir import Module
 from fuzzptx.ptx.parse import parse
@@ -153,12 +154,9 @@ class Program:
 
     @staticmethod
     def from_file(path: str | Path) -> "Program":
-        p = Path(path)
-        try:
-            text = p.read_text()
-        except OSError as exc:
-            raise ReproError(f"cannot read: {exc.strerror}", file=str(p)) from None
-        return Program.from_ptx(text, str(p))
+        """The program in a repro file, read through the one input layer (a missing, binary,
+        non-UTF-8 or oversized file is one line naming it)."""
+        return Program.from_ptx(read_text(path, what="PTX file"), str(path))
 
     @staticmethod
     def from_module(module: Module, file: str = "<string>") -> "Program":

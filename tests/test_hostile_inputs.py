@@ -208,7 +208,8 @@ def test_run_known_survives_hostile_known_files(tmp_path_factory, monkeypatch, k
     # the run itself is not what is tested here: a real summary of no programs stands in for it
     monkeypatch.setattr(run_mod, "run", lambda *a, **kw: {
         "programs": 0, "illegal_programs": 0, "ptxas_accepted": 0, "wall_seconds": 0.0, "programs_per_second": 0,
-        "findings_by_bucket": {"checker!=ptxas|missed:C7512|wgmma.f32.f16": 1}})
+        "findings_by_bucket": {"checker!=ptxas|missed:C7512|wgmma.f32.f16": 1}, "block_errors": [],
+        "block_errors_total": 0})
     d = tmp_path_factory.mktemp("run")
     (d / "known.txt").write_bytes(known)
     (d / "o").mkdir(exist_ok=True)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import pathlib
 import sys
 
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.inputs import read_text
 from fuzzptx.oracles.ptxas import compile_ptx
 from fuzzptx.ptx.parse import parse
 
@@ -38,13 +38,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def load(path: str):
     """Parse one file; every failure becomes a FuzzptxError naming the file (and line when known)."""
-    p = pathlib.Path(path)
-    try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise FuzzptxError("no such file", file=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FuzzptxError(f"cannot read: {exc.__class__.__name__}: {exc}", file=path) from None
+    text = read_text(path, what="PTX file")
     return parse(text, file=path), text
 
 
