@@ -8,7 +8,12 @@ prints the worker's profile.  Needs a GPU (run it on the device):
 
     python3 benchmarks/bench_gpu_worker.py OUTDIR [N]
 """
-import json, os, sys, time, pstats, io
+import json
+import os
+import sys
+import time
+import pstats
+import io
 from fuzzptx.engine.generate import draw_direct
 from fuzzptx.engine.block import gpu_worthy
 from fuzzptx.oracles.ptxas import compile_batch

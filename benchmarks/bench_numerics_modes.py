@@ -30,7 +30,7 @@ from fuzzptx.oracles.reference import wgmma_math as W  # noqa: E402
 
 def cases() -> list[tuple[P.Kernel, str, int]]:
     out = []
-    for i, (mix, forms) in enumerate(P.mixes().items()):
+    for i, (_mix, forms) in enumerate(P.mixes().items()):
         for n, ks in ((64, 2), (256, 1)):
             f = next(x for x in forms if x.shape.n == n and x.a_source == "desc")
             out.append((P.Kernel(f.key, ks), P.DISTS[i % len(P.DISTS)], 100 + i))

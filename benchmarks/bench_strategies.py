@@ -82,7 +82,7 @@ def main() -> int:
     cases = [(m, q) for m in MUTATIONS for p, c in bases if (q := apply(m, p, c)) is not None]
     mres, mptxas_s = compile_all([q for _, q in cases])
     agree, tried, seen = Counter(), Counter(), defaultdict(Counter)
-    for (m, q), r in zip(cases, mres):
+    for (m, _q), r in zip(cases, mres):
         tried[m.name] += 1
         agree[m.name] += m.ptxas_agrees(r.accepted, r.codes())
         seen[m.name][("accepted " + " ".join(sorted(set(r.codes())))).strip() if r.accepted else "rejected"] += 1

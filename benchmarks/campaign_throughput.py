@@ -150,7 +150,7 @@ def pooled(result: dict) -> dict:
         c["seconds"] = round(c["seconds"] + r["seconds"], 2)
         if "ratio_to_bare_before_and_after" in r:
             c["ratios_to_bare_around"].append(r["ratio_to_bare_before_and_after"])
-    for name, c in out.items():
+    for _name, c in out.items():
         if isinstance(c, dict):
             c["programs_per_second"] = round(c["programs"] / c["seconds"], 2)
             c["ratio_to_pooled_bare"] = round(c["programs_per_second"] / bare_pps, 3)

@@ -189,7 +189,7 @@ def base_offset_cases(seed: int = 0) -> list[Case]:
 def nominal_outputs(case: Case, program) -> dict[str, bytes]:
     """The direct model's nominal D as output bytes (dry runs: exercise the judges without a GPU)."""
     from fuzzptx.data import buffer_bytes
-    from fuzzptx.isa import ELEMENT_BITS, Shape
+    from fuzzptx.isa import Shape
     from fuzzptx.oracles.reference import layouts as L
     from fuzzptx.oracles.reference import wgmma_math as WM
 

@@ -322,7 +322,7 @@ def launches_for(plan: dict[str, list], dots: int, seed: int, dots_per_launch=No
     out = []
     flat = [k for ks in plan.values() for k in ks]
     index = {k: i for i, k in enumerate(flat)}
-    for mix, ks in plan.items():
+    for _mix, ks in plan.items():
         total, j = 0, 0
         while total < dots or j < len(ks) * len(DISTS):
             k = ks[j % len(ks)]

@@ -15,7 +15,6 @@ import argparse
 import hashlib
 import pickle
 import sys
-import time
 from pathlib import Path
 
 

@@ -298,7 +298,7 @@ def main(argv=None) -> int:
                 dist_ix.append(DISTS.index(dist))
         tag = f.key.replace(".", "_").replace(":", "_")
         stacked = []
-        for name, mats, t in (("a", A, f.atype), ("b", B, f.btype), ("c", C, f.ctype or f.dtype), ("d", D, f.dtype)):
+        for _name, mats, t in (("a", A, f.atype), ("b", B, f.btype), ("c", C, f.ctype or f.dtype), ("d", D, f.dtype)):
             stacked.append(np.stack(mats).astype(_UINT[max(1, F.bits_per_element(t) // 8)]))
         dist_arr = np.array(dist_ix, np.uint8)
         jobs.append((f.key, *stacked, dist_arr))

@@ -174,7 +174,7 @@ def _bits_of(t: str, v) -> int:
 def probe_launches(mix_forms: dict) -> list[tuple]:
     """(Kernel, [names], a, b, c) launches holding every mix's probes, 64 per launch."""
     out = []
-    for mix, forms in mix_forms.items():
+    for _mix, forms in mix_forms.items():
         f = next(x for x in forms if x.shape.n == 64 and x.a_source == "desc")
         k = P.Kernel(f.key, 1)
         ps = probes(f.atype, f.btype, f.dtype, f.shape.k)

@@ -50,12 +50,12 @@ def grids() -> dict:
     out: dict = {"N": ns, "equal_sections": {}, "f32_pairs": {}}
     equal = [(acc, k, n) for acc in ("f32", "f16") for k in (2, 3, 4, 6) for n in ns]
     res = compile_parallel([kernel(((acc, n),) * k, True, True) for acc, k, n in equal], batch_size=32)
-    for (acc, k, n), r in zip(equal, res):
+    for (acc, k, _n), r in zip(equal, res):
         out["equal_sections"].setdefault(f"{acc} x{k}", "")
         out["equal_sections"][f"{acc} x{k}"] += _mark(r)
     pairs = [(a, b) for a in ns for b in ns if b <= a]
     res = compile_parallel([kernel((("f32", a), ("f32", b)), True, True) for a, b in pairs], batch_size=32)
-    for (a, b), r in zip(pairs, res):
+    for (a, _b), r in zip(pairs, res):
         out["f32_pairs"].setdefault(f"m64n{a}", "")
         out["f32_pairs"][f"m64n{a}"] += _mark(r)
     print("N/8:      " + "".join(f"{n // 8:>3}" for n in ns))

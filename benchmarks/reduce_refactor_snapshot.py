@@ -4,7 +4,9 @@ write each shrunk text and its counts to DIR (rows.json); compare two DIRs byte 
     PYTHONPATH=$PWD python3 benchmarks/reduce_refactor_snapshot.py DIR
 """
 
-import hashlib, json, sys
+import hashlib
+import json
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -186,7 +186,7 @@ def run_cases(cases: Sequence[Case], jobs: int = 2, alone: bool = False) -> list
     chunks = [(head[0], items[s:s + size]) for head, items in by_head.items() for s in range(0, len(items), size)]
     results: dict[int, tuple[bool, str]] = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for (arch, items), verdicts in zip(chunks, pool.map(lambda ch: _verdicts([t for _, t in ch[1]], ch[0]), chunks)):
+        for (_arch, items), verdicts in zip(chunks, pool.map(lambda ch: _verdicts([t for _, t in ch[1]], ch[0]), chunks)):
             results.update({i: v for (i, _), v in zip(items, verdicts)})
     return [results[uniq[(c.module.target, t)]] for c, t in zip(cases, texts)]
 

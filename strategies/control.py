@@ -23,7 +23,7 @@ from hypothesis import event, strategies as st
 
 
 from .operands import ints, sampled
-from .pipelines import MAX_WAIT_N, PipeState, Stage, Touch, Unit, Wait, stages
+from .pipelines import MAX_WAIT_N, PipeState, Touch, Unit, Wait, stages
 
 SIDE_KINDS: tuple[str, ...] = ("arith", "predicated", "divergent", "call", "call_indirect")
 UNIFORM_CONDS: tuple[str, ...] = ("param", "warpgroup")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from fuzzptx import isa
 from fuzzptx.isa.encoding import SWIZZLE_FIELD, SWIZZLE_NAMES, descriptor_field
 from fuzzptx.program import Program
-from fuzzptx.ptx.ir import Function, Imm, Instr, Label, Reg, Sym
+from fuzzptx.ptx.ir import Function, Imm, Instr, Label, Reg
 
 CONTROL_KINDS = ("straight", "loop", "uniform_branch", "divergent_branch", "predicated", "call",
                  "call_indirect", "extern_decl", "multi_warpgroup", "early_exit", "wait_group_n>0",

@@ -30,7 +30,7 @@ from hypothesis import event, strategies as st
 from fuzzptx import isa
 from fuzzptx.isa.encoding import BASE_OFFSET_FIELD, SWIZZLE_FIELD, descriptor_encode, descriptor_field
 from fuzzptx.program import Program
-from fuzzptx.ptx.ir import Addr, Function, Guard, Imm, Instr, Label, Module, Param, Reg, RegDecl, Sym, Vec, walk
+from fuzzptx.ptx.ir import Addr, Function, Guard, Imm, Instr, Label, Param, Reg, RegDecl, Sym, Vec, walk
 from fuzzptx.ptx.smem import shared_layout
 
 WGMMA_PREFIX = "wgmma.mma_async"

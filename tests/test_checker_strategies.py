@@ -29,7 +29,7 @@ def sample():
 def test_legal_programs_are_clean(sample):
     legal = [(t, m) for mut, t, m in sample if mut is None]
     assert len(legal) >= 20
-    for text, module in legal:
+    for _text, module in legal:
         found = check_module(module, layers=("isa", "spec"))
         assert found == [], "\n".join(f.text() for f in found[:5])
 

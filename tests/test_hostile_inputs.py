@@ -284,7 +284,7 @@ def test_triage_and_report_refuse_what_is_not_a_record(campaign, tmp_path):
     with (d / "results.jsonl").open("a") as fh:
         fh.write('{"torn": \n')
     rc, out, err = run_cli(["triage", str(d), "--json"])
-    assert rc == 0 and f"results.jsonl:5: skipped" in err
+    assert rc == 0 and "results.jsonl:5: skipped" in err
     assert sum(b["count"] for b in json.loads(out)) == sum(
         len(json.loads(ln)["findings"]) for ln in (campaign / "results.jsonl").read_text().splitlines())
 

@@ -250,7 +250,6 @@ def test_unswizzled_offsets_match_the_seed_examples(major, mode, bits, cute, lbo
 def dense_params(major, mode, bits, mn_extent, k_extent):
     """LBO/SBO that pack a tile with no gaps (the usual CUTLASS tiling)."""
     w = L.ROW_BYTES[mode]
-    k_bytes = k_extent * bits // 8
     mn_bytes = mn_extent * bits // 8
     if major == "K":
         if mode == "none":

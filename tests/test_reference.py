@@ -5,6 +5,8 @@ values come from numpy / Python integers / ml_dtypes, computed independently her
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -245,15 +247,13 @@ def test_f32_ops_match_ieee_single(op, fn):
     assert same.all()
 
 
-def _exact(x) -> "Fraction":
-    from fractions import Fraction
+def _exact(x) -> Fraction:
     return Fraction(float(x))
 
 
 @pytest.mark.parametrize("mode", ["rn", "rz", "rm", "rp"])
 def test_fma_and_directed_add_round_exactly(mode):
     """fma/add with each rounding mode: checked against exact rationals rounded by hand."""
-    from fractions import Fraction
     a, b, c = (Buffer(n, "f32", 128, "random", s) for n, s in (("a", 21), ("b", 22), ("c", 23)))
     p = _f32_program(f"fma.{mode}.f32 %f3, %f1, %f2, %f4;", a, b, c)
     got = out_of(run_program(p), "o", np.float32)

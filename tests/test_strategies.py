@@ -6,14 +6,13 @@ against are other helpers' oracles (layouts, descriptor rules, checker).
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fuzzptx import isa
 from fuzzptx.oracles.reference.descriptors import MatrixDescriptor
 from fuzzptx.oracles.reference.layouts import tile_coords
 from fuzzptx.strategies import coverage
-from fuzzptx.strategies.control import Loop, UniformIf, walk_ops
+from fuzzptx.strategies.control import Loop, UniformIf
 from fuzzptx.strategies.descriptors import descriptors
 from fuzzptx.strategies.instructions import forms, instructions, ordered_forms
 from fuzzptx.strategies.mutations import MUTATIONS, apply, mutation_of

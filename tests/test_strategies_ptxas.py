@@ -85,7 +85,7 @@ def test_every_mutation_does_what_its_label_says_under_ptxas():
     results = compile_programs([q for _, q in cases])
     wrong: dict[str, list[str]] = defaultdict(list)
     tried: dict[str, int] = defaultdict(int)
-    for (m, q), r in zip(cases, results):
+    for (m, _q), r in zip(cases, results):
         tried[m.name] += 1
         if not m.ptxas_agrees(r.accepted, r.codes()):
             got = ("accepted " + " ".join(sorted(set(c for c in r.codes() if c)))) if r.accepted else "rejected"

@@ -98,7 +98,7 @@ def test_a_skipped_fence_is_seen_by_the_reference_even_when_its_values_are_overw
     scale-d 0 overwrites the unfenced wgmma's accumulators, every output is defined, yet the
     reference saw the undefined behaviour (its notes): no expect!=reference finding then."""
     checked = overwritten = 0
-    for _, judged, v, findings in _reference_judged_mutants("fence_skipped_on_a_path", 40):
+    for _, _judged, v, findings in _reference_judged_mutants("fence_skipped_on_a_path", 40):
         if v is None:
             continue
         checked += 1

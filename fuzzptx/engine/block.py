@@ -118,7 +118,7 @@ def prepare_block(task: BlockTask) -> Prepared:
             batched[j.name] = j.judge_batch(programs, texts)
             secs[j.name] += time.perf_counter() - t0
     verdicts, cubins, names, records = [], [], [], []
-    for k, ((idx, p, planted), (text, judged), r, v0, before) in enumerate(zip(items, emitted, ptxas, early, ran)):
+    for k, ((_idx, p, planted), (text, judged), r, v0, before) in enumerate(zip(items, emitted, ptxas, early, ran)):
         todo = [j for j in cpu if j.name not in before]
         given = {name: vs[k] for name, vs in batched.items()}
         if planted or (r is not None and not r.accepted):

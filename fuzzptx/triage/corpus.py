@@ -97,7 +97,7 @@ def ptxas_says(*, accepted: bool = True, present: Sequence[str] = (), absent: Se
             main = {i: next(res) for i, o in enumerate(ok) if o}
             var = {i: next(res) for i, v in enumerate(variants) if v is not None}
             out = []
-            for i, p in enumerate(ps):
+            for i, _p in enumerate(ps):
                 r = main.get(i)
                 good = r is not None and r.accepted == accepted and not r.timed_out
                 if good:

@@ -7,7 +7,7 @@ from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg
 
 from .context import FnCtx, Site, sites
 from .flow import solve_forward
-from .ptxas_dce import _pure, _scale_d_zero, dead_code
+from .ptxas_dce import _pure, _scale_d_zero, dead_code  # noqa: F401 - _scale_d_zero: the model reads it from here
 from .regs import defs_uses, function_bits, is_wait, is_wgmma, wait_n, wgmma_regs
 
 def _line(ins: Instr | None) -> int | None:

@@ -190,7 +190,6 @@ def _contraction(m, f, ins, base, res, bits, ftz, sat):
     differs = (v != v[0]).any(axis=0) & ~np.isnan(v).all(axis=0)
     if not differs.any():
         return None
-    n = m.n
     nan_any = np.isnan(v).any(axis=0)
     with np.errstate(all="ignore"):
         lo, hi = np.nanmin(v, axis=0), np.nanmax(v, axis=0)

@@ -538,8 +538,6 @@ def _mma(m, f, ins, act, groups):
     shape = form.shape
     M, N, K = shape.m, shape.n, shape.k
     acc = L.accumulator_layout(form.dtype, N)
-    ebits_d = acc.element_bits
-    per_d = acc.elements_per_register
     for g in groups:
         require_whole_warpgroup(m, ins, g)
         st = m.wg.groups[g]
@@ -738,7 +736,7 @@ def _exact_value(res) -> np.ndarray:
 
 def _reg_shadows(acc, kind, lo, hi, flags) -> list[Shadow | None]:
     """Per D register, its shadow [128, per] (None when exact): one gather per field, then views."""
-    per, nregs = acc.elements_per_register, acc.nregs
+    nregs = acc.nregs
     flat = _reg_major_index(acc)
     ks = kind.ravel().take(flat)  # [nregs, 128, per], fresh and contiguous: each register's rows are a view
     if not ks.any():

@@ -63,7 +63,7 @@ def direct_check(case: Case, program, outputs: dict[str, bytes], accum_precision
                  base_offset_model: str | None = None) -> dict | None:
     """None when the hardware D is inside the spec's bounds for the decoded operands, else details."""
     from fuzzptx.data import buffer_bytes
-    from fuzzptx.isa import ELEMENT_BITS, Shape
+    from fuzzptx.isa import Shape
     from fuzzptx.oracles.reference import layouts as L
     from fuzzptx.oracles.reference import wgmma_math as WM
 

@@ -27,7 +27,7 @@ class Case:
     def text(self) -> str:
         names = self.names()
         n = max(len(names), 1)
-        lines = [f"// LAUNCH: kernel=k grid=1,1,1 block=32,1,1"
+        lines = ["// LAUNCH: kernel=k grid=1,1,1 block=32,1,1"
                  + (f" smem={self.dynamic}" if self.dynamic else ""),
                  f"// BUFFER: out type=u32 count={n} init=zeros output", HEAD]
         lines += [d if d.rstrip().endswith(";") else d + ";" for d in self.module_vars]
@@ -38,7 +38,7 @@ class Case:
                   "\tmov.u32 %r1, %tid.x;", "\tsetp.eq.u32 %p1, %r1, 0;"]
         for i, name in enumerate(names):
             lines += [f"\tmov.u32 %r2, {name};", f"\t@%p1 st.global.u32 [%rd1+{4 * i}], %r2;",
-                      f"\t@%p1 st.shared.u8 [%r2], %r2;"]
+                      "\t@%p1 st.shared.u8 [%r2], %r2;"]
         if self.touch_reserved:
             lines += ["\tmov.u32 %r4, 0;", "\tadd.u32 %r5, %r1, 7;", "\t@%p1 st.shared.u32 [%r4], %r5;",
                       "\t@%p1 ld.shared.u32 %r3, [%r4];",
