@@ -22,8 +22,8 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import hw_numerics_proof as P  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+from support import hw_numerics_proof as P  # noqa: E402
 
 from fuzzptx.oracles.reference import formats as F  # noqa: E402
 

@@ -283,20 +283,10 @@ def test_mmasim_judge_matches_the_model_where_installed():
 
 
 def _proof_script():
-    """benchmarks/hw_sparse_mma_proof.py as a module (its program builders and direct model)."""
-    import importlib.util
-    import sys
+    """The sparse mma proof (tests/support/hw_sparse_mma_proof.py: its program builders and direct model)."""
+    from support import hw_sparse_mma_proof
 
-    bench = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
-    if str(bench) not in sys.path:
-        sys.path.insert(0, str(bench))
-    if "hw_sparse_mma_proof" in sys.modules:
-        return sys.modules["hw_sparse_mma_proof"]
-    spec = importlib.util.spec_from_file_location("hw_sparse_mma_proof", bench / "hw_sparse_mma_proof.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["hw_sparse_mma_proof"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return hw_sparse_mma_proof
 
 
 def _op(opcode: str):
@@ -309,7 +299,7 @@ def test_sparse_wgmma_hardware_mode_through_the_interpreter_uses_the_true_keep_m
     The old approximation (keep = "A bits != 0") differs exactly where a *selected* +0 meets
     an Inf: that product is Inf*0 = NaN on the H100 model; an unselected one forms nothing.
     """
-    from fuzzptx.oracles.reference import sparse as S
+    from fuzzptx.isa import sparse as S
 
     P = _proof_script()
     f = next(x for x in isa.forms("wgmma.sp") if x.dtype == "f32" and x.atype == "f16" and x.shape.n == 8
@@ -336,7 +326,7 @@ def test_sparse_wgmma_hardware_mode_through_the_interpreter_uses_the_true_keep_m
 
 
 def _dense(spec, x):
-    from fuzzptx.oracles.reference import sparse as S
+    from fuzzptx.isa import sparse as S
 
     dense, _ = S.expand(spec, x["packed"][0], x["fields"][0])
     return dense.astype(np.uint32), x["b"]
@@ -422,7 +412,7 @@ def test_fp8_warp_level_mma_and_mma_sp_follow_the_emulation():
     with pytest.raises(H.Unmodelled):
         H.params_for("e4m3", "f32", "mma")
     _proof_script()  # puts benchmarks/ on the path
-    import hw_warp_forms as WF
+    from support import hw_warp_forms as WF
     dense = WF.mma_program(_op("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32"), seed=3, warps=1)
     hw = reference.run_program(dense, mode="hardware")
     assert hw.undefined is None
@@ -446,7 +436,7 @@ def test_fp8_warp_level_mma_and_mma_sp_follow_the_emulation():
     "mma.sync.aligned.m8n8k4.row.row.f16.f16.f16.f16", "mma.sp.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32",
     "wmma.mma.sync.aligned.row.col.m16n16k16.f16.f32", "wmma.mma.sync.aligned.row.row.m16n16k8.f32.tf32.tf32.f32"])
 def test_spec_set_contains_the_hardware_result_of_warp_forms(op):
-    from fuzzptx.oracles.reference import sparse as S
+    from fuzzptx.isa import sparse as S
 
     f = _op(op)
     s = f.shape
@@ -479,7 +469,7 @@ SPARSE_MIXES = {f"{f.dtype}.{f.atype}.{f.btype}": f for f in isa.forms("wgmma.sp
 @pytest.mark.parametrize("mix", sorted(SPARSE_MIXES))
 def test_spec_set_contains_the_hardware_result_of_sparse_wgmma(mix):
     """Sparse wgmma: unselected positions form no product in both modes (spec: ``spec_with_keep``)."""
-    from fuzzptx.oracles.reference import sparse as S
+    from fuzzptx.isa import sparse as S
 
     f = SPARSE_MIXES[mix]
     spec = S.spec_for(f)

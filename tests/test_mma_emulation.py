@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-import sys
 
 import numpy as np
 import pytest
@@ -19,7 +18,6 @@ from fuzzptx.oracles.reference import mma_emulation as E
 
 HERE = pathlib.Path(__file__).resolve().parent
 RECORDS = HERE / "hw_records"
-sys.path.insert(0, str(HERE.parent / "benchmarks"))
 
 
 def _forms():
@@ -46,14 +44,14 @@ def test_record_is_a_real_h100_run_with_no_mismatch():
 
 
 def _probed():
-    import numerics_mma_probe as P
+    from support import numerics_mma_probe as P
 
     return P.probe_forms()
 
 
 @pytest.mark.parametrize("form", _probed(), ids=lambda f: f.key)
 def test_model_reproduces_the_h100_sample(form):
-    import numerics_mma_probe as P
+    from support import numerics_mma_probe as P
 
     z = np.load(RECORDS / "mma_emulation_sample.npz")
     tag = form.key.replace(".", "_").replace(":", "_")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from fuzzptx import isa
-from fuzzptx.oracles.reference import sparse as S
+from fuzzptx.isa import sparse as S
 
 SPARSE = [f for f in isa.forms("wgmma.sp") if f.shape.n == 8] + list(isa.forms("mma.sp"))
 

@@ -2,9 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import pathlib
-import sys
 
 import numpy as np
 import pytest
@@ -14,17 +11,13 @@ from fuzzptx.builders import KernelBuilder
 from fuzzptx.data import buffer_bytes
 from fuzzptx.oracles import reference
 from fuzzptx.oracles.reference import layouts as L
-from fuzzptx.oracles.reference import sparse as S
+from fuzzptx.isa import sparse as S
 from fuzzptx.oracles.reference import warp_exec as WX
 from fuzzptx.oracles.reference import warp_layouts as WL
 from fuzzptx.oracles.reference.values import EXACT, UNDEF
 from fuzzptx.ptx.ir import Addr, Vec
 
-_spec = importlib.util.spec_from_file_location(
-    "hw_warp_forms", pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "hw_warp_forms.py")
-H = importlib.util.module_from_spec(_spec)
-sys.modules["hw_warp_forms"] = H
-_spec.loader.exec_module(H)  # the proof script's program builders (the oracles below are independent)
+from support import hw_warp_forms as H  # the proof's program builders (the oracles below are independent)
 
 
 def run(program):

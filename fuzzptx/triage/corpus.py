@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
+from fuzzptx.warp_builders import wmma_program
 from fuzzptx.program import Buffer, Launch, Program
 from fuzzptx.ptx.ir import Imm, Instr, Module, registers_in
 from fuzzptx.reduce import Predicate, delete, instruction_count, rejudged, removable, shrink, signature_predicate, statements
@@ -326,11 +327,8 @@ def fp8_program() -> Program:
 
 def wmma_probe() -> Program:
     """The first alignment probe of the H100 warp-forms run, rebuilt from its record (same seed)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import hw_warp_forms as H
-
     f = _form("wmma.mma.sync.aligned.row.col.m16n16k16.s32.s8.s8.s32")
-    return H.wmma_program(f, space="shared", c_layout="row", d_layout="row", padded=True, seed=267591, align_probe=True)
+    return wmma_program(f, space="shared", c_layout="row", d_layout="row", padded=True, seed=267591, align_probe=True)
 
 
 # ------------------------------------------------------------------ the entries

@@ -41,7 +41,7 @@ from fuzzptx.ptx.ir import Addr, Imm, Reg, Vec
 import fuzzptx.oracles.reference.dispatch as dispatch
 import fuzzptx.oracles.reference.formats as F
 import fuzzptx.oracles.reference.mma_math as MM
-import fuzzptx.oracles.reference.sparse as S
+import fuzzptx.isa.sparse as S
 import fuzzptx.oracles.reference.warp_layouts as WL
 from .errors import BadAddress, Undefined, Unsupported
 from .values import EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, UNDEF, U64, Shadow
