@@ -44,7 +44,10 @@ def test_a_program_that_writes_in_flight_itself_is_not_scanned():
 def test_without_a_disassembler_the_judge_says_so(monkeypatch):
     from fuzzptx.judges import builtin
 
+    from fuzzptx.oracles import toolchains
+
     monkeypatch.setattr(builtin, "disassembler", lambda: None)  # what the sass judge asks
+    monkeypatch.setattr(toolchains, "local_nvdisasm", lambda: None)  # ... and a cached release's nvdisasm
     v = differ.judge(Program.from_file(str(HANG)), ("sass",))
     assert v.sass is None and "no disassembler" in v.sass_skipped
     assert not [f for f in differ.compare(Program.from_file(str(HANG)), v) if f.signature.startswith("sass")]
