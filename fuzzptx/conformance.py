@@ -28,6 +28,9 @@ from fuzzptx.isa.model import Form
 from fuzzptx.kernels import build_target, default_version, minimal_kernel
 from fuzzptx.neighbours import RULES, Case, neighbours
 from fuzzptx.ptx.emit import emit
+from fuzzptx.oracles.ptxas import compile_batch, compile_ptx
+from fuzzptx.oracles.ptxas_diag import parse_diagnostics
+from fuzzptx.oracles.ptxas_merge import merge, scan, split_stderr
 
 
 # ------------------------------------------------------------------ pinned facts
@@ -129,10 +132,6 @@ def _verdicts(texts: list[str], arch: str, batch: int = 96) -> list[tuple[bool, 
     are judged again.  Faster than ``compile_batch`` for mostly-illegal batches,
     which re-runs every rejected input alone to get its exact diagnostics.
     """
-    from fuzzptx.oracles.ptxas import compile_batch, compile_ptx
-    from fuzzptx.oracles.ptxas_diag import parse_diagnostics
-    from fuzzptx.oracles.ptxas_merge import merge, scan, split_stderr
-
     shapes = [scan(t) for t in texts]
     out: list[tuple[bool, str] | None] = [None] * len(texts)
 

@@ -9,13 +9,13 @@ from collections import defaultdict
 from typing import Sequence
 
 from fuzzptx.isa import warp, wgmma
+from fuzzptx.oracles.ptxas import ptxas_version
 
 EXAMPLES = 4
 
 
 def _ptxas_version() -> str:
     try:
-        from fuzzptx.oracles.ptxas import ptxas_version
 
         return ptxas_version()
     except Exception as e:  # the report still renders; say why the version is missing

@@ -26,6 +26,8 @@ from fuzzptx.program import Program
 
 from . import hw_worker
 from .hw_worker import Arg, Job
+from fuzzptx.data import buffer_bytes
+from .ptxas import compile_ptx
 
 __all__ = ["HwResult", "HardwareUnavailable", "HardwareWorker", "gpu_available", "run_program_on_gpu",
            "program_args"]
@@ -75,8 +77,6 @@ def gpu_available() -> str | None:
 
 def program_args(program: Program) -> tuple[Arg, ...]:
     """The launched kernel's arguments in parameter order, filled from the header."""
-    from fuzzptx.data import buffer_bytes
-
     fn = program.module.function(program.launch.kernel)
     buffers = {b.name: b for b in program.buffers}
     scalars = dict(program.scalars)
@@ -97,8 +97,6 @@ def program_args(program: Program) -> tuple[Arg, ...]:
 
 def _compile(program: Program) -> tuple[bytes | None, str, str | None]:
     """(cubin, kernel name inside it, rejection text) via the ptxas judge."""
-    from .ptxas import compile_ptx
-
     res = compile_ptx(program.to_ptx(), arch=program.module.target, want_cubin=True)
     if not res.accepted or res.cubin is None:
         first = res.errors()[0].message if res.errors() else res.stderr.strip()[:200]

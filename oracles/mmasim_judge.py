@@ -10,6 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from fuzzptx.oracles.reference import formats as F
+from fuzzptx.oracles import reference
+from fuzzptx.oracles.reference import mma_math as MM
+from fuzzptx.oracles.reference import wgmma_math as W
 
 _TORCH_VIEW = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "f32": "float32",
                "e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}
@@ -111,10 +114,6 @@ def run_program(program):
     so a difference from the reference's own hardware mode is a difference of arithmetic only, and
     a difference from the GPU where the reference agrees is a finding about MMA-Sim.
     Returns (RefResult, modelled)."""
-    from fuzzptx.oracles import reference
-    from fuzzptx.oracles.reference import mma_math as MM
-    from fuzzptx.oracles.reference import wgmma_math as W
-
     orig_w, orig_m = W.wgmma_dense, MM.mma_dense
     modelled = 0
 

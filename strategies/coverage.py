@@ -18,6 +18,8 @@ from fuzzptx import isa
 from fuzzptx.isa.encoding import SWIZZLE_FIELD, SWIZZLE_NAMES, descriptor_field
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Function, Imm, Instr, Label, Reg
+from .programs import programs
+from .programs import warp_programs, wgmma_programs
 
 CONTROL_KINDS = ("straight", "loop", "uniform_branch", "divergent_branch", "predicated", "call",
                  "call_indirect", "extern_decl", "multi_warpgroup", "early_exit", "wait_group_n>0",
@@ -151,7 +153,6 @@ def draw(n: int, strategy=None, seed: int | None = None, check_text_every: int =
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
 
-    from .programs import programs
 
     cov = Coverage()
 
@@ -181,7 +182,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.n < 1:
         print("coverage: -n must be positive", file=sys.stderr)
         return 2
-    from .programs import programs, warp_programs, wgmma_programs
 
     strat = {"all": programs, "wgmma": wgmma_programs, "warp": warp_programs}[args.family]()
     t = time.perf_counter()

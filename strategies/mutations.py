@@ -32,6 +32,7 @@ from fuzzptx.isa.encoding import BASE_OFFSET_FIELD, SWIZZLE_FIELD, descriptor_en
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Addr, Function, Guard, Imm, Instr, Label, Param, Reg, RegDecl, Sym, Vec, walk
 from fuzzptx.ptx.smem import shared_layout
+from .programs import wgmma_programs
 
 WGMMA_PREFIX = "wgmma.mma_async"
 #: ptxas's "wgmma serialized due to ..." codes (seed 001: C7509-C7520; C7517/C7519 are injections).
@@ -624,8 +625,6 @@ def mutated(draw, programs: st.SearchStrategy[Program], names: tuple[str, ...] |
 
 def illegal_programs(names: tuple[str, ...] | None = None) -> st.SearchStrategy[Program]:
     """Illegal programs: wgmma programs broken by one named mutation."""
-    from .programs import wgmma_programs
-
     return mutated(wgmma_programs(), names)
 
 

@@ -15,6 +15,7 @@ from .instructions import WGMMA_FAMILIES, SYNC_FAMILIES, instruction_programs
 from .operands import inits, ints, sampled, seeds
 from .pipelines import PipeState, stages, units
 from .render import WgmmaPlan, render
+from fuzzptx import isa
 
 #: Register budget for all accumulator sets of one program (ptxas spills past ~200).
 D_REG_BUDGET = 160
@@ -90,8 +91,6 @@ def wgmma_programs(*, max_units: int = 3, control: bool = True) -> st.SearchStra
 
 def warp_programs(max_forms: int = 16) -> st.SearchStrategy[Program]:
     """1..max_forms instructions of the non-warpgroup families (mma, wmma, ldmatrix, ...)."""
-    from fuzzptx import isa
-
     fams = tuple(f for f in isa.families() if f not in WGMMA_FAMILIES + SYNC_FAMILIES)
     return instruction_programs(fams, max_forms)
 

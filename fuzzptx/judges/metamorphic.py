@@ -26,6 +26,18 @@ from .finding import Finding
 from .programs import as_judged, program_family
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Addr, Function, Guard, Imm, Instr, Label, Param, Reg, RegDecl, Scope, Statement, Sym, VarDecl, Directive
+from fuzzptx.ptx.ir import walk
+from fuzzptx.data import element_bytes
+from fuzzptx.oracles.checker import check_module
+from fuzzptx.oracles.reference import run_program
+from fuzzptx.oracles.reference.values import UNDEF
+from fuzzptx.oracles.reference import formats as F
+from fuzzptx.oracles.hardware import HardwareWorker
+from fuzzptx.oracles.reference.errors import Unsupported
+from fuzzptx.oracles.ptxas import compile_parallel
+from fuzzptx.oracles.ptxas import compile_ptx
+from fuzzptx.oracles.hardware import HwResult
+from fuzzptx.oracles.ptxas import compile_batch
 
 FENCE = "wgmma.fence.sync.aligned"
 COMMIT = "wgmma.commit_group.sync.aligned"
@@ -75,7 +87,6 @@ def _is_mma(ins: Statement) -> bool:
 
 def _map_bodies(fn: Function, f: Callable[[tuple[Statement, ...]], tuple[Statement, ...]]) -> Function:
     """``f`` applied to the function body and to every ``{ }`` scope in it, innermost first."""
-
     def go(body: tuple[Statement, ...]) -> tuple[Statement, ...]:
         inner = tuple(replace(s, body=go(s.body)) if isinstance(s, Scope) else s for s in body)
         return f(inner)
@@ -95,7 +106,6 @@ def serialise(program: Program) -> Program:
     makes an empty group, a wait for groups already complete returns at once), so every
     path keeps its instructions in order and only loses the overlap between wgmmas.
     """
-
     def body(stmts: tuple[Statement, ...]) -> tuple[Statement, ...]:
         out: list[Statement] = []
         for s in stmts:
@@ -166,8 +176,6 @@ def _open_stage_points(body: tuple[Statement, ...]) -> list[bool]:
     A stage opens at a ``wgmma.fence`` or ``wgmma.mma_async`` and closes at ``commit_group``;
     a dead branch never goes inside one, so it cannot separate a wgmma from its fence or commit.
     """
-    from fuzzptx.ptx.ir import walk
-
     open_ = False
     out = []
     for s in body:
@@ -236,8 +244,6 @@ def _labelled_directive(s: Statement) -> bool:
 def _junk_target(program: Program, names: set[str], element: tuple[str, int] | None) -> tuple[str, int] | None:
     """(buffer parameter, byte offset of a whole 4-byte word) the junk stores to: the word holding
     ``element`` (buffer, element index) when it lies inside the buffer, else the first output's word 0."""
-    from fuzzptx.data import element_bytes
-
     if element is not None:
         name, idx = element
         b = next((b for b in program.outputs() if b.name == name and name in names), None)
@@ -324,7 +330,6 @@ def contractible_float_ops(program: Program) -> list[Instr]:
 class Eligibility:
     """Whether a program takes part (``reason`` says why not) and, per output, the elements the
     spec defines (the comparison skips the others)."""
-
     reason: str | None
     defined: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -335,8 +340,6 @@ class Eligibility:
 
 def spec_findings(program: Program) -> list[Any]:
     """The checker's ISA and spec-pipeline findings (what makes a program illegal or undefined)."""
-    from fuzzptx.oracles.checker import check_module
-
     parsed, _ = as_judged(program)
     return check_module(parsed.module, layers=("isa", "spec"))
 
@@ -344,9 +347,6 @@ def spec_findings(program: Program) -> list[Any]:
 def spec_defined(program: Program) -> Eligibility:
     """A program takes part only if the checker finds nothing and the reference (spec numerics)
     runs it to a defined outcome with at least one defined output element."""
-    from fuzzptx.oracles.reference import run_program
-    from fuzzptx.oracles.reference.values import UNDEF
-
     try:
         found = spec_findings(program)
     except Exception as exc:  # a checker crash is the differ's finding, not ours
@@ -417,7 +417,6 @@ def metamorphic_pairs(program: Program, *, seed: int = 0, check: bool = True, pl
 @dataclass(frozen=True)
 class Outcome:
     """What a judge got from one side: output bytes, or a fault (``rejected``: ptxas refused it)."""
-
     outputs: dict[str, bytes] = field(default_factory=dict)
     fault: str | None = None
     rejected: bool = False
@@ -445,9 +444,6 @@ class ReferenceJudge:
     deterministic: bool = True
 
     def run(self, program: Program, opt_level: int) -> Outcome:
-        from fuzzptx.oracles.reference import run_program
-        from fuzzptx.oracles.reference.errors import Unsupported
-
         parsed, _ = as_judged(program)
         try:
             try:
@@ -475,8 +471,6 @@ class HardwareJudge:
     _built: dict = field(default_factory=dict)
 
     def prepare(self, sides: Sequence[tuple[Program, int]]) -> None:
-        from fuzzptx.oracles.ptxas import compile_parallel
-
         by_opt: dict[int, list[str]] = {}
         for program, opt in sides:
             text = program.to_ptx()
@@ -488,8 +482,6 @@ class HardwareJudge:
                 self._built[(text, opt)] = res
 
     def _compiled(self, program: Program, opt: int):
-        from fuzzptx.oracles.ptxas import compile_ptx
-
         text = program.to_ptx()
         if (text, opt) not in self._built:
             self._built[(text, opt)] = compile_ptx(text, arch=program.module.target, opt_level=opt, want_cubin=True)
@@ -519,8 +511,6 @@ class ReferenceWorker:
         pass
 
     def run(self, program: Program, *, cubin: bytes | None = None, kernel: str | None = None, timeout: float | None = None):
-        from fuzzptx.oracles.hardware import HwResult
-
         if not cubin:
             return HwResult({}, "load error: no cubin")
         o = ReferenceJudge().run(program, 3)
@@ -541,8 +531,6 @@ class Difference:
 
 
 def _nan_mask(type_: str, bits: np.ndarray) -> np.ndarray:
-    from fuzzptx.oracles.reference import formats as F
-
     if not F.is_float(type_):
         return np.zeros(bits.shape, bool)
     return np.isnan(F.decode(type_, bits))
@@ -551,8 +539,6 @@ def _nan_mask(type_: str, bits: np.ndarray) -> np.ndarray:
 def first_difference(program: Program, left: dict[str, bytes], right: dict[str, bytes],
                      defined: dict[str, np.ndarray] | None = None) -> Difference | None:
     """The first defined output element whose bits differ (any NaN equals any NaN), or None."""
-    from fuzzptx.data import element_bytes
-
     compared = 0
     first = None
     for b in program.outputs():
@@ -627,7 +613,6 @@ def compare_pair(variant: Variant, judge: Judge, *, defined: dict[str, np.ndarra
 @dataclass
 class Checked:
     """One program's metamorphic run: which relations ran, what was found, why it was skipped."""
-
     skipped: str | None = None
     relations: list[str] = field(default_factory=list)
     findings: list[tuple[Variant, Finding]] = field(default_factory=list)
@@ -661,8 +646,6 @@ class PreparedPairs:
 
     def compile(self, known: dict | None = None) -> "PreparedPairs":
         """Compile every side in one ptxas batch per opt level (``known``: results at hand)."""
-        from fuzzptx.oracles.ptxas import compile_batch
-
         from dataclasses import replace as _replace
 
         def portable(res):  # a plain dict of kernel names, so the result pickles to a GPU worker
@@ -734,7 +717,6 @@ def verdict(program: Program, *, on_gpu: bool, worker: Any = None) -> "Checked":
     try:
         if on_gpu:
             if worker is None:
-                from fuzzptx.oracles.hardware import HardwareWorker  # (kept out of a CPU-only run's imports)
 
                 with HardwareWorker() as w:
                     return check_program(program, HardwareJudge(w))

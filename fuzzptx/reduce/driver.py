@@ -31,6 +31,11 @@ from fuzzptx.reduce.edit import dead_code, dead_ids, delete, removable, statemen
 from fuzzptx.reduce.passes import PASSES, PRE
 from fuzzptx.reduce.passes.structure import _SIMPLE_TYPES
 from fuzzptx.reduce.passes.values import imm_bits
+from fuzzptx.data import buffer_bytes
+from fuzzptx.judges import differ
+from fuzzptx.judges import metamorphic
+from fuzzptx.oracles.ptxas import compile_batch
+from fuzzptx.oracles.hardware import HardwareWorker, gpu_available
 
 Predicate = Callable[[Sequence[Program]], list[bool]]
 
@@ -95,8 +100,6 @@ def _prune_decls(body: tuple[Statement, ...], used: set[str], variables: bool = 
 
 def inline_small_data(program: Program, limit: int = 512) -> Program:
     """Buffers of at most ``limit`` bytes get their contents inline as hex (self-contained repro)."""
-    from fuzzptx.data import buffer_bytes
-
     bufs = []
     for b in program.buffers:
         if not b.output and not b.init.startswith("hex:") and b.nbytes <= limit and b.init not in ("zeros",):
@@ -285,9 +288,6 @@ def signature_predicate(signature: str) -> Predicate:
 
     A corpus signature's own predicate (what its hand-written entry keeps) is
     ``fuzzptx.triage.corpus.keep_predicate``, which falls back to this one."""
-    from fuzzptx.judges import differ
-    from fuzzptx.judges import metamorphic
-
     if metamorphic.is_metamorphic(signature):
         return metamorphic_predicate(signature)
     keep = differ.keep_predicate(signature)
@@ -297,7 +297,6 @@ def signature_predicate(signature: str) -> Predicate:
         results = None
         texts = [p.to_ptx() for p in programs]
         if "ptxas" in needed and "hardware" not in needed:
-            from fuzzptx.oracles.ptxas import compile_batch
 
             results = compile_batch(texts)
         out = [False] * len(programs)
@@ -314,11 +313,8 @@ def signature_predicate(signature: str) -> Predicate:
 def metamorphic_predicate(signature: str) -> Predicate:
     """``--keep hardware:pipelined!=serialised|...`` and the other metamorphic signatures: both
     sides on the GPU (one worker for the whole shrink); ``reference:...`` ones on the CPU."""
-    from fuzzptx.judges import metamorphic
-
     if signature.startswith("reference:"):
         return metamorphic.keeps(signature, metamorphic.ReferenceJudge())
-    from fuzzptx.oracles.hardware import HardwareWorker, gpu_available
 
     why = gpu_available()
     if why:
@@ -330,8 +326,6 @@ def metamorphic_predicate(signature: str) -> Predicate:
 
 def rejudged(program: Program, signature: str) -> Program:
     """The program with EXPECT lines (and signature) saying what the CPU judges say of it now."""
-    from fuzzptx.judges import differ
-
     judges = tuple(j for j in differ.JUDGES if j != "hardware" or "hardware" in signature)
     v = differ.judge(program, judges)
     findings = differ.compare(program, v)

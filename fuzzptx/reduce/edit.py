@@ -7,6 +7,10 @@ from dataclasses import replace
 
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Function, Instr, Label, Scope, Statement, Sym, Vec, registers_in, walk
+from fuzzptx.kernels import default_immediate
+from fuzzptx.ptx.ir import Imm
+from fuzzptx.ptx.dataflow import defs_uses
+from fuzzptx.ptx.ir import Addr, CallArgs
 
 
 def _number(body: tuple[Statement, ...], counter: list[int], out: dict[int, Statement]) -> None:
@@ -75,9 +79,6 @@ def type_of(ins: Instr) -> str | None:
 def as_form(ins: Instr, by_role: dict, form) -> Instr | None:
     """``ins`` rewritten as catalogue ``form``: operands of the same role carried over, immediates
     the form adds set to their defaults; None where the form needs an operand ``ins`` lacks."""
-    from fuzzptx.kernels import default_immediate
-    from fuzzptx.ptx.ir import Imm
-
     ops = []
     for spec in form.operands:
         if spec.role in by_role:
@@ -91,8 +92,6 @@ def as_form(ins: Instr, by_role: dict, form) -> Instr | None:
 
 def write_counts(sts: dict[int, Statement]) -> dict[str, int]:
     """How many instructions write each register (a register written once can be substituted)."""
-    from fuzzptx.ptx.dataflow import defs_uses
-
     writes: dict[str, int] = {}
     for st in sts.values():
         if isinstance(st, Instr):
@@ -116,8 +115,6 @@ def removable(program: Program) -> list[tuple[str, int]]:
 def dead_code(program: Program, keep: frozenset[int] = frozenset()) -> Program:
     """Instructions with no effect but their register results, none of which is read (to a fixed point);
     ``keep``: ids of instruction objects to leave (dead already where a signature needs them)."""
-    from fuzzptx.ptx.dataflow import defs_uses
-
     while True:
         used: set[str] = set()
         for fn in program.module.functions():
@@ -158,8 +155,6 @@ def used_names(fn: Function) -> set[str]:
 
 
 def _collect_syms(op, names: set[str]) -> None:
-    from fuzzptx.ptx.ir import Addr, CallArgs
-
     if isinstance(op, Sym):
         names.add(op.name)
     elif isinstance(op, Addr) and isinstance(op.base, Sym):

@@ -26,6 +26,23 @@ from fuzzptx.warp_builders import wmma_program
 from fuzzptx.program import Buffer, Launch, Program
 from fuzzptx.ptx.ir import Imm, Instr, Module, registers_in
 from fuzzptx.reduce import Predicate, delete, instruction_count, rejudged, removable, shrink, signature_predicate, statements
+from fuzzptx.oracles.ptxas import compile_batch
+from fuzzptx import isa
+from fuzzptx.isa import warp
+from fuzzptx.kernels import minimal_kernel
+from fuzzptx.neighbours import neighbours
+from fuzzptx.ptx.emit import emit
+from fuzzptx.oracles.hardware import HwResult
+from fuzzptx.oracles.reference import run_program
+from fuzzptx.oracles.reference import wgmma_math as W
+from fuzzptx.oracles.reference.result import UNDEF
+from fuzzptx.judges import differ
+from fuzzptx.oracles.reference import compare
+from fuzzptx.oracles.reference import warp_exec
+from fuzzptx.oracles.reference.errors import BadAddress
+from fuzzptx.builders import wgmma_program
+from fuzzptx.ptx.dataflow import defs_uses
+from fuzzptx.ptx.ir import Addr
 
 Holds = Predicate
 
@@ -48,8 +65,6 @@ class Entry:
 
 
 def _compile(programs: Sequence[Program]):
-    from fuzzptx.oracles.ptxas import compile_batch
-
     return compile_batch([p.to_ptx() for p in programs])
 
 
@@ -88,7 +103,6 @@ def ptxas_says(*, accepted: bool = True, present: Sequence[str] = (), absent: Se
     every ``needs`` test holds; and ``contrast(p)`` (a variant: the same program minus the ingredient that
     makes the difference) draws ``contrast_present``: so the shrinker cannot keep the verdict by
     deleting what it is about."""
-
     def make(_original: Program) -> Holds:
         def holds(ps: Sequence[Program]) -> list[bool]:
             ok = [all(n(p) for n in needs) for p in ps]
@@ -124,16 +138,11 @@ def _program(module: Module, out_type: str = "u32", count: int = 64, kernel: str
 
 
 def _form(key: str):
-    from fuzzptx import isa
-
     return next(f for f in isa.forms() if f.key == key)
 
 
 def spec_form(rule: str, pick: Callable = lambda f: True) -> Program:
     """The minimal kernel of a form exactly as the seed's table states it (before the catalogue's fix)."""
-    from fuzzptx.isa import warp
-    from fuzzptx.kernels import minimal_kernel
-
     _, when, _ = next(e for e in warp.SPEC_EXCEPTIONS if e[0].rule == rule)
     form = next(f for f in warp.spec_forms() if when(f) and pick(f))
     return _program(minimal_kernel(form))
@@ -141,16 +150,12 @@ def spec_form(rule: str, pick: Callable = lambda f: True) -> Program:
 
 def neighbour(form_key: str, rule: str, detail: str) -> Program:
     """One of the catalogue's nearest illegal neighbours (``fuzzptx.neighbours``)."""
-    from fuzzptx.neighbours import neighbours
-
     case = next(c for c in neighbours(_form(form_key)) if c.rule == rule and c.detail == detail)
     return _program(case.module)
 
 
 def minimal(form_key: str, edit: Callable[[Instr], Instr] = lambda i: i) -> Program:
     """The catalogue's minimal kernel of a form, each instruction passed through ``edit``."""
-    from fuzzptx.kernels import minimal_kernel
-
     m = minimal_kernel(_form(form_key))
     fn = m.kernels()[0]
     body = tuple(edit(s) if isinstance(s, Instr) else s for s in fn.body)
@@ -171,9 +176,6 @@ SIDE = """
 
 def pipeline(tokens: str) -> Program:
     """The minimal wgmma kernel with its fence..use part replaced by ``tokens`` (rendered as PTX text)."""
-    from fuzzptx.kernels import minimal_kernel
-    from fuzzptx.ptx.emit import emit
-
     text = emit(minimal_kernel(_form(WG)))
     head, rest = text.split("\twgmma.fence.sync.aligned;\n", 1)
     wg = next(line for line in rest.splitlines() if "mma_async" in line).strip()
@@ -199,7 +201,6 @@ def pipeline(tokens: str) -> Program:
 
 def without(word: str, nth: int = 0) -> Callable[[Program], Program | None]:
     """The program minus its ``nth`` instruction whose opcode contains ``word`` (None: no such one)."""
-
     def variant(p: Program) -> Program | None:
         hits = []
         for fn in p.module.functions():
@@ -222,9 +223,6 @@ def e8m13_hardware(p: Program):
     ``tests/hw_records/numerics.json`` proves bit for bit against the H100."""
     import numpy as np
 
-    from fuzzptx.oracles.hardware import HwResult
-    from fuzzptx.oracles.reference import run_program
-    from fuzzptx.oracles.reference import wgmma_math as W
 
     orig = W.wgmma_dense
 
@@ -242,8 +240,6 @@ def e8m13_hardware(p: Program):
 def _all_defined(ref) -> bool:
     """No undefined behaviour and every output element defined: what the GPU computes is then what
     gets compared (an undefined output would let ptxas drop the instructions that make it)."""
-    from fuzzptx.oracles.reference.result import UNDEF
-
     import numpy as np
 
     return ref.undefined is None and bool(ref.outputs) and all(not np.any(np.asarray(o.kind) == UNDEF)
@@ -255,12 +251,8 @@ def spec_vs_hardware_model(model: Callable[[Program], object], drawn: Sequence[s
     unrelated disagreement), the spec reference runs the program with every output defined and the
     hardware model's outputs fall outside the spec's bounds; buffers ``drawn`` keep data drawn at random
     (not zeros: the domain the model was proved on)."""
-
     def make(_original: Program) -> Holds:
         def holds(ps: Sequence[Program]) -> list[bool]:
-            from fuzzptx.judges import differ
-            from fuzzptx.oracles.reference import compare, run_program
-
             out = []
             for p, r in zip(ps, _compile(ps)):
                 names = {b.name: b.init for b in p.buffers}
@@ -283,10 +275,6 @@ def spec_vs_hardware_model(model: Callable[[Program], object], drawn: Sequence[s
 def shared_rows_16_bytes(p: Program):
     """The H100's wmma in shared memory: rows must be 16-byte aligned (tests/hw_records/warp_forms.json,
     4 of 4 alignment probes trapped 'misaligned address'); the spec asks only for the fragment size."""
-    from fuzzptx.oracles.hardware import HwResult
-    from fuzzptx.oracles.reference import run_program, warp_exec
-    from fuzzptx.oracles.reference.errors import BadAddress
-
     orig = warp_exec._alignment
     warp_exec._alignment = lambda frag, default, eb: max(orig(frag, default, eb), 16)
     try:
@@ -301,8 +289,6 @@ def shared_rows_16_bytes(p: Program):
 def spec_legal_hardware_faults(model: Callable[[Program], object]) -> Callable[[Program], Holds]:
     def make(_original: Program) -> Holds:
         def holds(ps: Sequence[Program]) -> list[bool]:
-            from fuzzptx.oracles.reference import run_program
-
             out = []
             for p, r in zip(ps, _compile(ps)):
                 try:  # cheapest first: ptxas (batched), the H100 model (stops at the trap), the spec reference
@@ -319,8 +305,6 @@ def spec_legal_hardware_faults(model: Callable[[Program], object]) -> Callable[[
 
 def fp8_program() -> Program:
     """A dense e4m3 wgmma with f32 D on random data (the builders' tile plan, K = 32)."""
-    from fuzzptx.builders import wgmma_program
-
     f = _form("wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3|a=desc")
     return wgmma_program(f, seed=313422)
 
@@ -421,7 +405,6 @@ def entry_for(signature: str) -> Entry | None:
 
 
 def _defined(p: Program) -> bool:
-    from fuzzptx.oracles.reference import run_program
 
     try:
         return run_program(p).undefined is None
@@ -448,10 +431,6 @@ def guarded(e: Entry, original: Program) -> Holds:
 def feeds_global_store(p: Program, prefix: str) -> bool:
     """Whether a value computed by an instruction whose opcode starts with ``prefix`` reaches a global
     store (registers exactly; memory coarsely: a store of a tainted value taints every later load)."""
-    from fuzzptx.ptx.dataflow import defs_uses
-
-    from fuzzptx.ptx.ir import Addr
-
     fn = p.module.function(p.launch.kernel)
     tainted: set[str] = set()
     memory = False
@@ -497,8 +476,6 @@ def build_entry(e: Entry, *, budget_s: float | None = None, log: Callable[[str],
 
 def finalize(e: Entry, p: Program) -> Program:
     """``p`` with the entry's signature and EXPECT lines from its judges (hardware: the records' model)."""
-    from fuzzptx.judges import differ
-
     judges = e.judges
     hw = e.hardware(p) if e.hardware else None
     if e.hardware is not None:

@@ -7,13 +7,12 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, TypeVar
 
 from fuzzptx.ptx.ir import Function
+from fuzzptx.ptx.cfg import build_cfg as shared
 
 S = TypeVar("S")
 
 
 def build_cfg(fn: Function):
-    from fuzzptx.ptx.cfg import build_cfg as shared
-
     return shared(fn)
 
 
@@ -70,7 +69,6 @@ def idoms(succs: list[tuple[int, ...]], preds: list[tuple[int, ...]], entry: int
 @dataclass(frozen=True)
 class Graph:
     """A CFG with the derived facts the analyses share. Node ``n`` (== len(blocks)) is the virtual exit."""
-
     blocks: tuple
     succs: tuple[tuple[int, ...], ...]
     preds: tuple[tuple[int, ...], ...]

@@ -15,6 +15,7 @@ from fuzzptx import isa
 from fuzzptx.ptx.ir import Imm, Instr
 
 from .regs import RegisterBits, defs_uses, is_wgmma, wgmma_regs
+from .context import Site
 
 # Instructions without side effects: dead when nothing reads what they define.
 _PURE = frozenset({
@@ -82,7 +83,6 @@ def dead_code(g, returns: frozenset = frozenset(), bits: RegisterBits | None = N
     ``g`` is the checker's ``Graph``; ``returns`` are registers live at a ``ret`` (a ``.func``'s
     return values); ``bits``: a register numbering to share (``regs.function_bits``); without
     ``always`` a function with no wgmma.mma_async is not analysed (nothing of it is reported)."""
-    from .context import Site
 
     if not always and not any(is_wgmma(i) for b in g.blocks for i in b.instrs):
         return frozenset(), frozenset()

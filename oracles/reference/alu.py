@@ -12,6 +12,8 @@ from .ops import (HALF, IROUND, _add, _div, _fma, _max, _min, _mul, _sub, fdecod
                   int_divrem, int_mul, interval_shadow, rounding, the_type, types_of)
 from .values import (EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, TYPES, UNDEF, U64, Shadow, combine_undef,
                      lanes_of, mask, sign_extend, undef_where)
+from .values import merge
+from .memory import SHARED_WINDOW
 
 
 # ------------------------------------------------------------------ shadows of packed values
@@ -401,7 +403,6 @@ def h_selp(m, f, ins, act):
     res = np.where(pick, a, b)
     sh = None
     if sa is not None or sb is not None:
-        from .values import merge
         sh = merge(sb, sa, pick, m.n, w)
     if sc is not None:
         sh = undef_where(sh, sc.nonexact(), m.n, w)
@@ -596,7 +597,6 @@ def h_cvta(m, f, ins, act):
     space = next((x for x in mods if x.startswith(("global", "shared", "const", "param", "local"))), None)
     t = the_type(ins)
     a, sa = m.read(f, ins.operands[1], t, ins)
-    from .memory import SHARED_WINDOW
     if space is None:
         raise Unsupported.at(ins, "cvta without a state space")
     if space.startswith("shared"):

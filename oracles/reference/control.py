@@ -12,6 +12,8 @@ from .errors import StepLimit, Undefined, Unsupported
 from .interp import STEP_LIMIT, Frame, Machine, func_info
 from .ops import types_of
 from .values import TYPES, U64, Shadow, undef_where
+from .warp_exec import handler_for
+from .wgmma_exec import h_wgmma
 
 HANDLERS = {
     "mov": alu.h_mov, "add": alu.h_arith, "sub": alu.h_arith, "mul": alu.h_arith, "mad": alu.h_arith,
@@ -30,11 +32,7 @@ WARP_BASES = frozenset(("mma", "wmma", "ldmatrix", "stmatrix"))
 
 
 def _warp_handler(ins):
-    """warp_exec's handler (mma / wmma / ldmatrix / stmatrix / sparse wgmma), if that module has one."""
-    try:
-        from .warp_exec import handler_for
-    except Exception:  # an in-progress or missing module must not break the dense interpreter
-        return None
+    """warp_exec's handler (mma / wmma / ldmatrix / stmatrix / sparse wgmma)."""
     return handler_for(ins)
 
 
@@ -63,7 +61,6 @@ def _find_handler(ins):
             if h is not None:
                 return h
         if ins.base == "wgmma":
-            from .wgmma_exec import h_wgmma
             return h_wgmma
         if ins.base == "nop":
             return mem_ops.h_nop

@@ -49,6 +49,8 @@ from .errors import MissingInput, Unsupported
 from .memory import CONST_BASE, Memory, Region
 from .ops import HALF
 from .values import TYPES, U64, Shadow, count_nonzero, mask, merge, sign_extend
+import fuzzptx.oracles.reference.wgmma_exec as wgmma_exec
+from fuzzptx.data import buffer_bytes
 
 _U64 = np.dtype(np.uint64)
 MAX_THREADS = 512
@@ -125,7 +127,6 @@ def func_info(fn: Function) -> FuncInfo:
 class BodyDecls:
     """The statements of a function body that the machine set-up and ``FuncInfo`` look at, each
     list in textual order: one pass over the body serves both (a fuzz kernel has ~500 statements)."""
-
     regs: list[RegDecl] = field(default_factory=list)
     vars: list[VarDecl] = field(default_factory=list)
     wgmma: list[Instr] = field(default_factory=list)  # wgmma.mma_async instructions
@@ -232,9 +233,7 @@ class Frame:
 
 class Machine:
     """State of one CTA run: memory, special registers, the alive mask, wgmma bookkeeping."""
-
     def __init__(self, program, mode: str = "spec"):
-        import fuzzptx.oracles.reference.wgmma_exec as wgmma_exec
 
         self.program = program
         self.module = program.module
@@ -280,8 +279,6 @@ class Machine:
     # -------------------------------------------------------------- setup
 
     def _setup_memory(self) -> None:
-        from fuzzptx.data import buffer_bytes
-
         prog, k = self.program, self.kernel
         for b in prog.buffers:
             self.buffers[b.name] = self.mem.add_global(b.name, buffer_bytes(b))

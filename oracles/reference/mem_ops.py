@@ -98,7 +98,6 @@ def _put(n: int, rows: np.ndarray, sh: Shadow | None, full: Shadow | None, width
         full = Shadow(sh.lane_bits, np.zeros((n, sh.lanes), np.uint8), np.zeros((n, sh.lanes)),
                       np.zeros((n, sh.lanes)), np.zeros((n, sh.lanes), np.uint8))
     if full.lane_bits != sh.lane_bits:
-        from .values import lanes_of
         lb = min(full.lane_bits, sh.lane_bits)
         full = lanes_of(full, n, width, lb).copy()
         sh = lanes_of(sh, rows.size, width, lb)
@@ -277,7 +276,6 @@ def h_nop(m, f, ins, act):
 @dataclass(frozen=True)
 class Access:
     """One unguarded scalar ld/st of global or shared memory at ``[base register + offset]``."""
-
     ins: Instr
     load: bool
     space: str
@@ -309,7 +307,6 @@ class MemRun:
     register: the copy loops, fragment loads and result stores that are a third of a fuzz
     program's instructions.  Their addresses are formed and checked in one batch per space;
     each access then reads or writes memory and registers in program order, as alone."""
-
     __slots__ = ("instrs", "accesses", "bases")
     base = "ld"
 

@@ -24,6 +24,8 @@ from fuzzptx.isa import Shape
 
 import fuzzptx.oracles.reference.formats as F
 import fuzzptx.oracles.reference.wgmma_math as W
+import fuzzptx.oracles.reference.hw_numerics as H
+import fuzzptx.oracles.reference.mma_emulation as E
 
 M_PAD = W.M
 
@@ -88,9 +90,6 @@ def hardware_family(form) -> str:
     ``wmma.mma`` (its HMMA sequence); "mma": ``mma``/``mma.sp`` f16/bf16/tf32 (one HMMA, the
     wgmma parameters).  Other narrow-float forms (sm_120a ``kind::``) raise ``Unmodelled``.
     """
-    import fuzzptx.oracles.reference.hw_numerics as H
-    import fuzzptx.oracles.reference.mma_emulation as E
-
     if E.emulated(form):
         return "emulated"
     if form.atype in ("e4m3", "e5m2"):
@@ -103,7 +102,6 @@ def hardware_family(form) -> str:
 def hardware(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, scale_d: bool = True,
              keep: np.ndarray | None = None) -> W.Result:
     """``mode="hardware"`` of a float warp-level form: element bits A [M,K], B [K,N], C [M,N] (ctype bits)."""
-    import fuzzptx.oracles.reference.hw_numerics as H
 
     fam = hardware_family(form)
     dtype, ctype = form.dtype, (form.ctype or form.dtype)
@@ -111,7 +109,6 @@ def hardware(form, a: np.ndarray, b: np.ndarray, c: np.ndarray, scale_d: bool = 
     if not scale_d:
         c32 = np.zeros_like(c32)
     if fam == "emulated":
-        import fuzzptx.oracles.reference.mma_emulation as E
 
         bits = E.mma(form, a32, b32, c32, keep)
     elif fam == "wmma":

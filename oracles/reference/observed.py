@@ -23,6 +23,7 @@ import functools
 import numpy as np
 
 from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, Vec
+from .wgmma_math import wgmma_dense
 
 
 def observed_d(info, ins: Instr) -> frozenset[str] | None:
@@ -152,7 +153,6 @@ def dense_observed(info, ins: Instr, layout, d_names: list[str], form, a: np.nda
     other columns zero; the whole product where that is not a saving."""
     from dataclasses import replace
 
-    from .wgmma_math import wgmma_dense
 
     obs = observed_d(info, ins)
     cols = None if obs is None else columns(layout, d_names, obs)

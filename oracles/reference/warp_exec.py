@@ -45,6 +45,13 @@ import fuzzptx.isa.sparse as S
 import fuzzptx.oracles.reference.warp_layouts as WL
 from .errors import BadAddress, Undefined, Unsupported
 from .values import EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, UNDEF, U64, Shadow
+from .wgmma_math import spec_with_keep
+from .hw_numerics import Unmodelled
+import fuzzptx.oracles.reference.layouts as L
+import fuzzptx.oracles.reference.observed as observed
+import fuzzptx.oracles.reference.wgmma_exec as WX
+from .descriptors import MatrixDescriptor
+from .wgmma_math import wgmma_dense
 
 WARP = 32
 
@@ -111,7 +118,6 @@ def _whole(m, act, w) -> bool:
 @dataclass
 class _Tile:
     """One operand tile of one warp: bits and per-element shadow."""
-
     bits: np.ndarray
     kind: np.ndarray
     lo: np.ndarray
@@ -155,7 +161,6 @@ def _spec_dense(form, a_bits, b_bits, c_bits, scale_d: bool, op: str, keep=None)
 
     if keep is None or form.btype not in F.FLOATS:
         return compute(b_bits)
-    from .wgmma_math import spec_with_keep
 
     with np.errstate(invalid="ignore"):
         nf = ~np.isfinite(F.decode(form.btype, np.asarray(b_bits)))
@@ -264,7 +269,6 @@ def _hardware_check(m, ins, form) -> None:
     """
     if m.mode != "hardware" or form.dtype not in ("f32", "f16"):
         return
-    from .hw_numerics import Unmodelled
 
     if form.family != "wgmma.sp":
         try:
@@ -456,7 +460,6 @@ def h_stmatrix(m, f, ins, act):
 @dataclass(eq=False)
 class Token:
     """What a wmma fragment holds: a logical matrix per warp (never its register layout)."""
-
     matrix: str  # a | b | c | d
     shape: object
     etype: str
@@ -659,11 +662,6 @@ def h_wgmma_sp(m, f, ins, act):
     """``wgmma.mma_async.sp``: wgmma_exec's dense model with A expanded from packed A + metadata."""
     from dataclasses import replace as _replace
 
-    import fuzzptx.oracles.reference.layouts as L
-    import fuzzptx.oracles.reference.observed as observed
-    import fuzzptx.oracles.reference.wgmma_exec as WX
-    from .descriptors import MatrixDescriptor
-    from .wgmma_math import wgmma_dense
 
     form = isa.form_for(ins)
     if form is None or form.family != "wgmma.sp":
@@ -821,8 +819,6 @@ def _widen_sparse(WX, form, a32, b_tile, c_tile, clo, chi, cset, sa, sb, res, lo
 
 def _wgmma_sp_spec(form, a32, b_tile, c_tile, scale_d: bool, sa: int, sb: int, keep):
     """Spec-mode sparse wgmma: unselected positions form no product (``wgmma_math.spec_with_keep``)."""
-    from .wgmma_math import spec_with_keep, wgmma_dense
-
     sums: dict = {}  # B variants (non-finite entries zeroed) share the A·B products (wgmma_math._reuse_sums)
 
     def compute(bb):

@@ -27,6 +27,12 @@ import fuzzptx.oracles.reference.observed as observed
 from .descriptors import MatrixDescriptor
 from .errors import BadAddress, Undefined, Unsupported
 from .values import EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, UNDEF, U64, Shadow, lanes_of, merge
+from .wgmma_math import wgmma_dense
+import fuzzptx.oracles.reference.formats as F
+from .wgmma_math import encode_acc, wgmma_dense_pair
+from .wgmma_math import _round_out_pair
+import fuzzptx.oracles.reference.fp as fp
+from .values import undef_where
 
 WG = L.WARPGROUP
 
@@ -86,7 +92,6 @@ class WarpgroupState:
             if p is not None and p.frame is f:
                 where = np.zeros(m.n, bool)
                 where[g * WG:(g + 1) * WG] = True
-                from .values import undef_where
                 out_sh = undef_where(out_sh, where, m.n, f.widths.get(name, 32))
                 m.note(f"register {name} read while a wgmma writing it is in flight (undefined)")
         return bits, out_sh
@@ -520,7 +525,6 @@ def _smem_tile(m, ins, layout: L.SmemLayout, mn_ext: int, k_ext: int) -> _Tile:
 
 
 def _mma(m, f, ins, act, groups):
-    from .wgmma_math import wgmma_dense
 
     form = isa.form_for(ins)
     if form is None or form.family != "wgmma":
@@ -684,9 +688,6 @@ def widen_for_c(form, a, b, c, clo, chi, cset, sa, sb):
     every C between (the bound grows with |C|).  The nominal bits are those of C = clo,
     a member of the set.
     """
-    import fuzzptx.oracles.reference.formats as F
-    from .wgmma_math import encode_acc, wgmma_dense_pair
-
     dt = form.dtype
     big = F.FLOATS[dt].max_finite
     # [clo, chi] bounds C's finite members (its Infs are flags): an end of +-Inf means
@@ -716,9 +717,7 @@ def _round_ends(lo: np.ndarray, hi: np.ndarray, dt: str, big: float) -> tuple[np
     then one step out where that passed the value; non-finite values pass through), so both
     ends go through its one-pass pair."""
     if dt not in ("f32", "f16"):
-        import fuzzptx.oracles.reference.fp as fp
         return np.maximum(fp.fround(lo, dt, "rm"), -big), np.minimum(fp.fround(hi, dt, "rp"), big)
-    from .wgmma_math import _round_out_pair
     x2 = np.empty((2,) + lo.shape)
     x2[0] = lo
     np.negative(hi, out=x2[1])

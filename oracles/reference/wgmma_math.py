@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import fuzzptx.oracles.reference.formats as F
+import fuzzptx.oracles.reference.hw_numerics as hw_numerics
 
 M = 64
 ACC_PRECISION = {"f32": 24, "f16": 11}  # significand bits the spec promises ("at least")
@@ -846,8 +847,6 @@ def hardware_result(atype: str, btype: str, dtype: str, a: np.ndarray, b: np.nda
     metadata selected (None: the non-zero bits of A, which differs from the truth only where a
     selected +0 meets an Inf/NaN of B).
     """
-    import fuzzptx.oracles.reference.hw_numerics as hw_numerics
-
     if sparse and keep is None:
         keep = np.asarray(a) != 0
     params = params or hw_numerics.params_for(atype, dtype, family, sparse)

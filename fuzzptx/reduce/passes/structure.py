@@ -10,6 +10,9 @@ from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Function, Imm, Instr, Label, Reg, RegDecl, Statement, Sym, VarDecl, Vec, registers_in
 from fuzzptx.reduce.edit import EFFECTS, as_form, delete, edit_function, statements, type_of, write_counts
 from fuzzptx.reduce.passes.base import Pass
+from fuzzptx.ptx.ir import Addr, CallArgs, Neg
+from fuzzptx import isa
+from fuzzptx.ptx.dataflow import defs_uses
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,6 @@ class Bypass(Pass):
     def candidates(self, program: Program) -> list[Program]:
         """Replace a computation by a plain move of one of its sources (``add d, a, b`` -> ``mov d, a``)
         or a load by the constant 0: copy propagation then removes the move."""
-        from fuzzptx.ptx.dataflow import defs_uses
-
         cands: list[Program] = []
         for fn in program.module.functions():
             if fn.body is None:
@@ -68,8 +69,6 @@ class Bypass(Pass):
 
 def _substitute(op, name: str, new):
     """``op`` with register ``name`` replaced by ``new`` (a Reg anywhere; an Imm only as a whole operand)."""
-    from fuzzptx.ptx.ir import Addr, CallArgs, Neg
-
     if isinstance(op, Reg):
         return new if op.name == name else op
     if isinstance(op, Addr) and isinstance(op.base, Reg) and op.base.name == name:
@@ -145,8 +144,6 @@ class CopyPropagate(Pass):
 def _imm_operand_ok(ins: Instr, reg: Reg) -> bool:
     """Whether every operand of tensor instruction ``ins`` that reads ``reg`` may be an immediate:
     only a wgmma's A/B descriptors (ptxas 13.0.88 accepts a 64-bit immediate there) and scale-d."""
-    from fuzzptx import isa
-
     form = isa.form_for(ins) if ins.base == "wgmma" else None
     if form is None or len(form.operands) != len(ins.operands):
         return not any(reg in registers_in(o) for o in ins.operands)
@@ -208,8 +205,6 @@ class Narrow(Pass):
         """Tensor-core instructions rewritten to a smaller N of the same catalogue row (fewer accumulators):
         first every instruction of one form at once (they share accumulators), then one at a time; at
         most 8 Ns each, smallest first (a later round narrows further)."""
-        from fuzzptx import isa
-
         group: dict[tuple[str, str], list[tuple[int, Instr]]] = {}
         for fn in program.module.functions():
             for i, s in (statements(fn).items() if fn.body is not None else ()):
@@ -240,8 +235,6 @@ _SIMPLE_TYPES = ("f16", "bf16", "tf32", "s8", "u8", "e4m3", "e5m2", "b1")
 
 def _simpler_forms(form):
     """Forms of the same family, shape and A source with simpler types (f16 first), operand roles alike."""
-    from fuzzptx import isa
-
     rank = {t: i for i, t in enumerate(_SIMPLE_TYPES)}
     mine = rank.get(form.atype, 99)
     same = [f for f in isa.forms(form.family) if f.shape is not None and f.shape.m == form.shape.m
@@ -257,8 +250,6 @@ class Types(Pass):
     def candidates(self, program: Program) -> list[Program]:
         """wgmma rewritten with simpler types (``e4m3`` -> ``f16``): operands carried over by role,
         immediates a new form adds take the minimal kernel's defaults."""
-        from fuzzptx import isa
-
         cands = []
         for fn in program.module.functions():
             if fn.body is None:

@@ -10,6 +10,9 @@ from fuzzptx.ptx.ir import Instr, Label, Reg, registers_in
 from fuzzptx.reduce.edit import as_form, dead_code, edit_function, statements, type_of
 from fuzzptx.reduce.passes.base import Pass
 from fuzzptx.reduce.passes.values import _bits, _kernels, _thread_registers
+from fuzzptx import isa
+from fuzzptx.ptx.dataflow import defs_uses
+from fuzzptx.ptx.ir import Vec
 
 
 @dataclass(frozen=True)
@@ -20,8 +23,6 @@ class Dense(Pass):
         """A sparse wgmma (``.sp``) rewritten as the dense form of the same types, M and N (K halved):
         the metadata register and its setup go.  Operands carry over by role; an immediate the dense
         form adds takes the minimal kernel's default."""
-        from fuzzptx import isa
-
         cands = []
         for fn in _kernels(program):
             for i, s in statements(fn).items():
@@ -47,10 +48,6 @@ class Reuse(Pass):
         """A register of a tensor instruction's source fragment (wgmma/mma A, B; sparse metadata) replaced
         by another of the same fragment (the per-thread one first) or written just before, and the code that only fed it
         dropped: a fragment set up by four moves needs none (ptxas accepts a register repeated in a fragment)."""
-        from fuzzptx import isa
-        from fuzzptx.ptx.dataflow import defs_uses
-        from fuzzptx.ptx.ir import Vec
-
         cands = []
         for fn in _kernels(program):
             sts = statements(fn)
@@ -84,9 +81,6 @@ class Reuse(Pass):
 def _drop_moves_only_feeding_d(program: Program, fname: str, reg: Reg) -> Program:
     """Drop each move into ``reg`` whose value nothing reads before ``reg`` is written again, a tensor
     accumulator (d) counting as a write (its input counts only with scale-d; the predicate judges)."""
-    from fuzzptx import isa
-    from fuzzptx.ptx.dataflow import defs_uses
-
     sts = statements(program.module.function(fname))
     ids = sorted(sts)
     drop = set()

@@ -20,6 +20,7 @@ from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Label, Reg, Statement, Sym, VarDecl
 from fuzzptx.reduce.edit import EFFECTS, edit_function, statements, type_of, used_names, write_counts
 from fuzzptx.reduce.passes.base import Pass
+from fuzzptx.ptx.dataflow import defs_uses
 
 _INT = {f"{k}{n}": n for k in "bus" for n in (8, 16, 32, 64)}
 
@@ -204,8 +205,6 @@ def fold_constants(program: Program) -> Program:
     becomes ``mov.b64 %rd, K``; a comparison of constants becomes ``mov.pred``; small known
     constants replace registers as later sources of arithmetic (``mad %r, %r0, 4, %r9`` with
     ``%r9 = 0`` reads ``0``).  Knowledge is per straight-line block (reset at labels)."""
-    from fuzzptx.ptx.dataflow import defs_uses
-
     for fn in _kernels(program):
         sts = statements(fn)
         known: dict[str, int] = {}
@@ -247,8 +246,6 @@ def fold_constants(program: Program) -> Program:
 
 def _drop_overwritten(program: Program, fname: str) -> Program:
     """Drop unguarded constant moves whose register is written again, in the same block, before a read."""
-    from fuzzptx.ptx.dataflow import defs_uses
-
     sts = statements(program.module.function(fname))
     pending: dict[str, int] = {}
     drop = set()
@@ -289,8 +286,6 @@ class Fuse(Pass):
     def candidates(self, program: Program) -> list[Program]:
         """``mul.lo|wide t, a, b; ... add d, c, t`` with ``t`` read only there -> ``mad.lo|wide d, a, b, c``:
         one instruction for an address or index computation instead of two."""
-        from fuzzptx.ptx.dataflow import defs_uses
-
         cands = []
         for fn in _kernels(program):
             sts = statements(fn)
@@ -459,8 +454,6 @@ class Cse(Pass):
         """A second instruction computing what an earlier one did (same opcode and operands, every register
         involved written once) becomes a move of the earlier result: copy propagation then removes it
         (two copies addressed by ``mad.lo.u32 %r5, %r0, 4, 0`` and ``mad.lo.u32 %r9, %r0, 4, 0``)."""
-        from fuzzptx.ptx.dataflow import defs_uses
-
         cands = []
         for fn in _kernels(program):
             sts = statements(fn)
