@@ -185,12 +185,14 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
         findings = [f for f in findings if not any(k.matches(f.signature, context) for k in config.known)]
     if not findings:
         return
+    from fuzzptx.engine.repro import finalize_repro_file, judges_that_ran, write_raw
+
     first = findings[0]
     out = Path(config.repro_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / (re.sub(r"[^A-Za-z0-9]+", "_", first.signature).strip("_")[:100] + ".ptx")
-    repro = differ.finalize_repro(program, tuple(j for j in judges if j != "hardware"), first.signature)
-    path.write_text(repro.to_ptx())
+    write_raw(path, program, first.signature)  # the engine's one repro writer: raw first, then EXPECT lines
+    finalize_repro_file(str(path), program, judges_that_ran(verdicts), first.signature, None)
     raise AssertionError(f"{first.signature}: {first.message}\nrepro: {path.resolve()}")
 
 
