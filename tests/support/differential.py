@@ -65,11 +65,17 @@ def strategy_programs(n: int) -> list:
     return out[:n]
 
 
-def run_strategies_sample(n: int = 2000) -> Sample:
-    """The same scoring over programs from the strategies package (``describe`` = mutation name)."""
+def run_strategies_sample(n: int = 2000, toolchain=None) -> Sample:
+    """The same scoring over programs from the strategies package (``describe`` = mutation name);
+    ``toolchain``: another ptxas release to score against (programs it cannot read are left out)."""
     from fuzzptx.strategies.mutations import mutation_of
 
     progs = strategy_programs(n)
+    if toolchain is not None:
+        from fuzzptx.judges.builtin import ReleasePtxasJudge
+
+        judge = ReleasePtxasJudge(toolchain)
+        progs = [p for p in progs if judge.not_applicable(p) is None]
 
     def label(prog) -> str:
         """The mutation's name; a program labelled legal that the spec layer faults says so (a
@@ -83,15 +89,15 @@ def run_strategies_sample(n: int = 2000) -> Sample:
         return f"legal (but spec: {', '.join(rules)})" if rules else "legal"
 
     return _score(Sample(len(progs), -1), progs, [p.to_ptx() for p in progs], [f"strat{i}.ptx" for i in range(len(progs))],
-                  list(range(len(progs))), label)
+                  list(range(len(progs))), label, ptxas=toolchain.ptxas if toolchain is not None else None)
 
 
-def _score(s: Sample, progs: list, texts: list[str], names: list[str], ids: list[int], describe_) -> Sample:
+def _score(s: Sample, progs: list, texts: list[str], names: list[str], ids: list[int], describe_, ptxas=None) -> Sample:
     """Real ptxas (one batch) against the model on the same texts: agreement, per-code table, mismatches."""
     from fuzzptx.oracles.ptxas import compile_batch
 
     t0 = time.perf_counter()
-    results = compile_batch(texts)
+    results = compile_batch(texts, ptxas=ptxas)
     s.ptxas_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     preds = [predict_module(parse(t, name)) for t, name in zip(texts, names)]
@@ -222,6 +228,9 @@ def main(argv=None) -> int:
     ap.add_argument("--strategies", type=int, default=0, help="programs from the strategies package")
     ap.add_argument("--experiments", default="tests/data/checker")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--ptxas", default=None, metavar="SPEC",
+                    help="also score the strategies sample against each ptxas release of SPEC (the model is "
+                         "of 13.0.88; the table says how far each other release agrees with it)")
     a = ap.parse_args(argv)
     samples = []
     s = run_sample(a.n, a.seed)
@@ -236,6 +245,20 @@ def main(argv=None) -> int:
                         "kernels and their named mutations.", t))
         print(f"strategies: agreement {t.agree}/{t.n} = {100 * t.rate:.1f}%")
     text = report_markdown(samples, a.experiments)
+    if a.ptxas and a.strategies:
+        from fuzzptx.oracles import toolchains
+
+        rows = ["", "## Agreement by ptxas release", "",
+                f"The model is of ptxas 13.0.88 (`CheckerJudge.MODELS`); against other releases its verdicts "
+                f"are silent in runs (no `checker!=ptxas` finding), and this table says how far each release "
+                f"agrees with it on the strategies sample ({a.strategies} programs; a program whose `.version` "
+                "or target a release cannot read is left out of that release's count).", "",
+                "| release | programs | exact agreement |", "| --- | --- | --- |"]
+        for tc in toolchains.resolve(a.ptxas):
+            r = run_strategies_sample(a.strategies, tc)
+            rows.append(f"| {tc.release} | {r.n} | {r.agree}/{r.n} = {100 * r.rate:.1f}% |")
+            print(f"strategies @ {tc.release}: agreement {r.agree}/{r.n} = {100 * r.rate:.1f}%")
+        text = text.rstrip("\n") + "\n" + "\n".join(rows) + "\n"
     if a.out:
         with open(a.out, "w") as fh:
             fh.write(text)
