@@ -1,5 +1,6 @@
 """Triage: merging shards, bucketing by signature, smallest repro per bucket, bad lines."""
 import json
+from pathlib import Path
 
 from fuzzptx.triage.buckets import main_triage, markdown, read_records
 
@@ -64,3 +65,23 @@ def test_triage_says_which_buckets_are_new_against_a_baseline(tmp_path, capsys):
     assert main_triage([str(tmp_path), "--known", str(known)]) == 0
     out = capsys.readouterr().out
     assert "(0 new, 2 known)" in out and f"known ({known}:2)" in out
+
+
+def test_triage_names_each_buckets_class_and_its_releases(tmp_path, capsys):
+    """Every bucket says what it means; with --ptxas, which releases keep its smallest repro's signature."""
+    import json as _json
+    import shutil
+
+    from fuzzptx import cli
+    from fuzzptx.oracles import toolchains
+
+    repro = tmp_path / "r.ptx"
+    shutil.copy(Path(__file__).resolve().parent.parent / "reports" / "findings" / "ptxas_O3_inflight_acc_call_small.ptx", repro)
+    rec = {"block": 0, "index": 0, "id": "0:0", "family": "wgmma.f32.e5m2.e4m3", "instructions": 30, "verdicts": {},
+           "findings": [{"signature": "ptxas:accepted-probe|x|wgmma", "message": "m", "repro": str(repro)}],
+           "repro": str(repro)}
+    (tmp_path / "results.jsonl").write_text(_json.dumps(rec) + "\n")
+    assert cli.main(["triage", str(tmp_path / "results.jsonl"), "--ptxas", "default", "--json"]) == 0
+    (bucket,) = _json.loads(capsys.readouterr().out)
+    assert bucket["class"] == "compiler bug candidate"
+    assert set(bucket["releases"]) == {toolchains.resolve("default")[0].release}

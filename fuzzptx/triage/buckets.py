@@ -22,7 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from fuzzptx.inputs import InputError, read_jsonl
+from fuzzptx.engine import matrix
+from fuzzptx.errors import FuzzptxError
+from fuzzptx.inputs import InputError, read_jsonl, read_text
+from fuzzptx.judges.finding import classify as classify_finding
+from fuzzptx.program import Program
 from fuzzptx.triage.known import classify, context_of, load_known
 
 
@@ -131,9 +135,37 @@ def _repro_ref(rec: dict) -> str:
     return f"(inline in {rec.get('_source', '?')}, id {rec.get('id', '?')})"
 
 
-def markdown(t: Triage, known: tuple = (), context: dict | None = None) -> str:
-    """The buckets as a Markdown table; with a baseline (``fuzzptx.triage.known``) each says new or known
-    (``context``: what the baseline's conditions test, e.g. the campaign's numerics)."""
+def releases_of(t: Triage, spec: str) -> dict[str, dict[str, bool | None]]:
+    """Signature -> release -> whether its smallest repro keeps the signature with that release as
+    the ptxas (None: not applicable to that release); buckets without a repro file, or whose
+    signature needs the GPU, are left out (``fuzzptx bisect`` on a GPU machine answers those), and so
+    are disagreements between two releases, which their signature names."""
+    out: dict[str, dict[str, bool | None]] = {}
+    for b in t.ordered():
+        path = (b.smallest or {}).get("repro")
+        if not path or not Path(path).is_file() or "hardware" in b.signature or "!=ptxas@" in b.signature:
+            continue  # a pair of releases is named by the signature itself
+        try:
+            program = Program.from_file(path)
+            res = matrix.bisect(program, read_text(path, what="repro file"), b.signature, spec)
+        except FuzzptxError as exc:
+            print(f"fuzzptx triage: {path}: no release matrix: {exc}", file=sys.stderr)
+            continue
+        out[b.signature] = res["holds"]
+    return out
+
+
+def _holds(row: dict[str, bool | None] | None) -> str:
+    if row is None:
+        return ""
+    return ", ".join(f"{r} {'yes' if h else 'n/a' if h is None else 'no'}" for r, h in row.items())
+
+
+def markdown(t: Triage, known: tuple = (), context: dict | None = None,
+             releases: dict[str, dict[str, bool | None]] | None = None) -> str:
+    """The buckets as a Markdown table, each with what it means (its class); with a baseline
+    (``fuzzptx.triage.known``) each says new or known (``context``: what the baseline's conditions
+    test, e.g. the campaign's numerics); with ``releases``, which ptxas releases keep it."""
     hit, unmatched = classify(t.buckets, known, context)
     new = sum(1 for s in t.buckets if s not in hit)
     lines = [
@@ -141,14 +173,19 @@ def markdown(t: Triage, known: tuple = (), context: dict | None = None) -> str:
         f"{t.programs} programs, {sum(b.count for b in t.buckets.values())} findings in {len(t.buckets)} buckets"
         + (f" ({new} new, {len(hit)} known)." if known else "."), "",
     ]
-    if known:
-        lines += ["| findings | signature | status | smallest repro | instructions |", "| ---: | --- | --- | --- | ---: |"]
-    else:
-        lines += ["| findings | signature | smallest repro | instructions |", "| ---: | --- | --- | ---: |"]
+    head = ["findings", "signature", "class"] + (["status"] if known else []) + ["smallest repro", "instructions"] \
+        + (["releases (the signature holds)"] if releases is not None else [])
+    lines += ["| " + " | ".join(head) + " |", "| " + " | ".join("---:" if h in ("findings", "instructions") else "---"
+                                                                for h in head) + " |"]
     for b in t.ordered():
         rec = b.smallest or {}
-        state = "" if not known else ("**new** | " if b.signature not in hit else f"known ({hit[b.signature].where()}) | ")
-        lines.append(f"| {b.count} | `{b.signature}` | {state}{_repro_ref(rec)} | {rec.get('instructions', '?')} |")
+        cells = [str(b.count), f"`{b.signature}`", classify_finding(b.signature)]
+        if known:
+            cells.append("**new**" if b.signature not in hit else f"known ({hit[b.signature].where()})")
+        cells += [_repro_ref(rec), str(rec.get("instructions", "?"))]
+        if releases is not None:
+            cells.append(_holds(releases.get(b.signature)) or "(not judged here)")
+        lines.append("| " + " | ".join(cells) + " |")
     if unmatched:
         lines += ["", "## Known findings that matched no bucket (fixed, stale, or their judges did not run)", ""]
         lines += [f"- `{k.pattern}` ({k.where()}): {k.reason}" for k in unmatched]
@@ -187,21 +224,27 @@ def main_triage(argv: list[str]) -> int:
     ap.add_argument("--html", help="write the HTML summary here")
     ap.add_argument("--json", action="store_true", help="print buckets as JSON")
     ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.triage.known): say which buckets are new")
+    ap.add_argument("--ptxas", metavar="SPEC", help="judge each bucket's smallest repro with every ptxas release of SPEC "
+                    "and say which keep its signature (fetched into the user cache on demand)")
     args = ap.parse_args(argv)
     known = load_known(args.known) if args.known else ()
     context = context_of(args.results)
     t = read_records(args.results)
     for p in t.problems:
         print(f"fuzzptx triage: {p}", file=sys.stderr)
+    releases = releases_of(t, args.ptxas) if args.ptxas else None
     if args.md:
-        Path(args.md).write_text(markdown(t, known, context))
+        Path(args.md).write_text(markdown(t, known, context, releases))
     if args.html:
         Path(args.html).write_text(html_page(t))
     if args.json:
         hit, _ = classify(t.buckets, known, context)
         print(json.dumps([{"signature": b.signature, "count": b.count, "smallest": _repro_ref(b.smallest or {}),
                            "instructions": (b.smallest or {}).get("instructions"),
-                           "known": hit[b.signature].reason if b.signature in hit else None} for b in t.ordered()], indent=1))
+                           "class": classify_finding(b.signature),
+                           "known": hit[b.signature].reason if b.signature in hit else None,
+                           **({"releases": releases.get(b.signature)} if releases is not None else {})}
+                          for b in t.ordered()], indent=1))
     else:
-        print(markdown(t, known, context), end="")
+        print(markdown(t, known, context, releases), end="")
     return 0
