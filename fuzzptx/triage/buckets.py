@@ -155,7 +155,7 @@ def releases_of(t: Triage, spec: str) -> dict[str, dict[str, bool | None]]:
     return out
 
 
-def _holds(row: dict[str, bool | None] | None) -> str:
+def holds_text(row: dict[str, bool | None] | None) -> str:
     if row is None:
         return ""
     return ", ".join(f"{r} {'yes' if h else 'n/a' if h is None else 'no'}" for r, h in row.items())
@@ -184,7 +184,7 @@ def markdown(t: Triage, known: tuple = (), context: dict | None = None,
             cells.append("**new**" if b.signature not in hit else f"known ({hit[b.signature].where()})")
         cells += [_repro_ref(rec), str(rec.get("instructions", "?"))]
         if releases is not None:
-            cells.append(_holds(releases.get(b.signature)) or "(not judged here)")
+            cells.append(holds_text(releases.get(b.signature)) or "(not judged here)")
         lines.append("| " + " | ".join(cells) + " |")
     if unmatched:
         lines += ["", "## Known findings that matched no bucket (fixed, stale, or their judges did not run)", ""]

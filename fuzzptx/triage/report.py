@@ -21,7 +21,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 from fuzzptx.inputs import InputError, read_text
 from fuzzptx.triage.known import KnownFinding, classify, context_from, load_known
-from fuzzptx.triage.buckets import Triage, read_records
+from fuzzptx.judges.finding import classify as classify_finding
+from fuzzptx.triage.buckets import Triage, holds_text, read_records, releases_of
 
 
 FAULT_ROWS = 500  # GPU-fault rows the HTML lists; the rest are counted
@@ -150,14 +151,17 @@ def plot_buckets(t: Triage) -> str:
     return _svg(fig)
 
 
-def summary(t: Triage, digest: Digest, stats: dict, known: tuple[KnownFinding, ...] = ()) -> dict:
+def summary(t: Triage, digest: Digest, stats: dict, known: tuple[KnownFinding, ...] = (),
+            releases: dict | None = None) -> dict:
     times = digest.times
     wall = (max(times) - min(times)) if len(times) > 1 else stats.get("wall_seconds")
     hit, unmatched = classify(t.buckets, known, context_from(stats))
     buckets = [{"signature": b.signature, "count": b.count, "smallest_repro": (b.smallest or {}).get("repro"),
                 "instructions": (b.smallest or {}).get("instructions"),
                 "known": hit[b.signature].reason if b.signature in hit else None,
-                "known_entry": hit[b.signature].where() if b.signature in hit else None} for b in t.ordered()]
+                "known_entry": hit[b.signature].where() if b.signature in hit else None,
+                "class": classify_finding(b.signature),
+                **({"releases": releases.get(b.signature)} if releases is not None else {})} for b in t.ordered()]
     return {
         "programs": t.programs,
         "findings": sum(b.count for b in t.buckets.values()),
@@ -196,14 +200,18 @@ def junit(t: Triage, summ: dict) -> str:
 def html_report(directory: Path, t: Triage, digest: Digest, summ: dict) -> str:
     rows = []
     status = {b["signature"]: b["known"] for b in summ["buckets"]}
+    with_releases = any("releases" in b for b in summ["buckets"])
+    held = {b["signature"]: b.get("releases") for b in summ["buckets"]}
     for b in t.ordered():
         rec = b.smallest or {}
         repro = rec.get("repro")
         link = "inline in results" if not repro else f'<a href="{html.escape(_rel(directory, repro))}">{html.escape(Path(repro).name)}</a>'
         why = status.get(b.signature)
         state = "<b>new</b>" if why is None else f"known: {html.escape(why)}"
-        rows.append(f"<tr><td>{b.count}</td><td><code>{html.escape(b.signature)}</code></td><td>{state}</td><td>{link}</td>"
-                    f"<td>{rec.get('instructions', '?')}</td></tr>")
+        rel = f"<td>{html.escape(holds_text(held.get(b.signature)) or '(not judged here)')}</td>" if with_releases else ""
+        rows.append(f"<tr><td>{b.count}</td><td><code>{html.escape(b.signature)}</code></td>"
+                    f"<td>{html.escape(classify_finding(b.signature))}</td><td>{state}</td><td>{link}</td>"
+                    f"<td>{rec.get('instructions', '?')}</td>{rel}</tr>")
     stale = "".join(f"<li><code>{html.escape(x)}</code></li>" for x in summ.get("known_entries_unmatched", ()))
     st = summ.get("campaign_stats") or {}
     stage = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in st.items() if not isinstance(v, (dict, list)))
@@ -223,7 +231,7 @@ td,th{{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}}h2{{margin
 {'' if pps is None else f'{pps:.1f} programs/s'}.</p>
 {headline(st)}
 <h2>Findings by bucket</h2>{plot_buckets(t)}
-<table><tr><th>findings</th><th>signature</th><th>status</th><th>smallest repro</th><th>instructions</th></tr>{''.join(rows)}</table>
+<table><tr><th>findings</th><th>signature</th><th>class</th><th>status</th><th>smallest repro</th><th>instructions</th>{'<th>releases (the signature holds)</th>' if with_releases else ''}</tr>{''.join(rows)}</table>
 {f'<p>Known-finding entries that matched no bucket (fixed, stale, or their judges did not run):</p><ul>{stale}</ul>' if stale else ''}
 <h2>Coverage: type mix &times; N &times; A source &times; swizzle</h2>{plot_coverage(digest.cells)}
 <h2>Throughput over time</h2>{plot_throughput(digest.times)}
@@ -283,10 +291,11 @@ def read_stats(path: Path) -> dict:
     return stats
 
 
-def write_report(directory: Path, known: tuple[KnownFinding, ...] = ()) -> dict:
+def write_report(directory: Path, known: tuple[KnownFinding, ...] = (), ptxas: str | None = None) -> dict:
+    """``ptxas``: a SPEC of releases to judge each bucket's smallest repro with (``releases_of``)."""
     t, digest = load_records(directory)
     stats = read_stats(directory / "stats.json")
-    summ = summary(t, digest, stats, known)
+    summ = summary(t, digest, stats, known, releases_of(t, ptxas) if ptxas else None)
     (directory / "summary.json").write_text(json.dumps(summ, indent=1))
     (directory / "junit.xml").write_text(junit(t, summ))
     (directory / "report.html").write_text(html_report(directory, t, digest, summ))
@@ -298,6 +307,8 @@ def main_report(argv: list[str]) -> int:
     ap.add_argument("dir")
     ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.triage.known): matching buckets are "
                     "marked known and skipped, not failed, in the JUnit XML")
+    ap.add_argument("--ptxas", metavar="SPEC", help="say, per bucket, which ptxas releases of SPEC keep its smallest "
+                    "repro's signature (as fuzzptx triage --ptxas)")
     args = ap.parse_args(argv)
     d = Path(args.dir)
     if not d.exists():
@@ -308,7 +319,7 @@ def main_report(argv: list[str]) -> int:
         raise InputError("no results.jsonl (or other *.jsonl record) under this directory: not a campaign directory",
                          args.dir)
     known = load_known(args.known) if args.known else ()
-    summ = write_report(d, known)
+    summ = write_report(d, known, args.ptxas)
     for p in summ["input_problems"]:
         print(f"fuzzptx report: {p}")
     for k in summ["known_entries_unmatched"]:
