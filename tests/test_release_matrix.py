@@ -115,3 +115,12 @@ def test_replay_prints_the_matrix_under_its_own_key(capsys):
     assert set(out["matrix"]) == {release}
     assert out["matrix"][release]["verdicts"]["ptxas"].startswith("accepted")
     assert "sass" in out["matrix"][release]["verdicts"]  # the SASS judge runs in the matrix (or says why not)
+
+
+def test_shrink_keeps_a_signature_with_a_named_release(tmp_path):
+    """``fuzzptx shrink --ptxas R`` judges every candidate with release R as the ptxas."""
+    out = tmp_path / "small.ptx"
+    rc = cli.main(["shrink", str(SMALL), "--keep", "ptxas:accepted", "--ptxas", "default", "-o", str(out),
+                   "--budget", "20"])
+    assert rc == 0 and Program.from_file(str(out)).signature == "ptxas:accepted"
+    assert cli.main(["shrink", str(SMALL), "--keep", "ptxas:accepted", "--ptxas", f"default,{find_ptxas()}", "-o", str(out)]) == 2

@@ -490,9 +490,15 @@ class SassJudge(Judge):
             tool = [str(cached), "-c"]  # a newer release's nvdisasm reads older cubins
         if tool is None:
             return SkippableVerdict(skipped="no disassembler (pip install 'fuzzptx[sass]')")
-        findings = ctx.verdicts.checker
+        cv = ctx.verdicts.get("checker")
+        if cv is not None and cv.error is not None:
+            return SkippableVerdict(skipped=f"the checker could not judge the program: {cv.error}")
+        findings = cv.findings if cv is not None else None
         if findings is None:
-            findings = check_module(program.module, layers=("isa", "spec"))
+            try:
+                findings = check_module(program.module, layers=("isa", "spec"))
+            except Exception as exc:  # noqa: BLE001 - a program the checker cannot read is not the SASS's
+                return SkippableVerdict(skipped=f"the checker could not judge the program: {type(exc).__name__}: {exc}")
         if any(f.severity == "error" for f in findings):
             return SkippableVerdict(skipped="the checker finds the program illegal or undefined")
         r = ctx.verdicts.ptxas

@@ -283,8 +283,9 @@ def _atoms(op) -> int:
     return sum(_atoms(x) for x in op.items) if isinstance(op, Vec) else 1
 
 
-def signature_predicate(signature: str) -> Predicate:
-    """Judge candidates for ``--keep SIGNATURE``, batching ptxas when only ptxas is needed.
+def signature_predicate(signature: str, toolchain=None) -> Predicate:
+    """Judge candidates for ``--keep SIGNATURE``, batching ptxas when only ptxas is needed
+    (``toolchain``: another ptxas release to judge with, as ``fuzzptx shrink --ptxas``).
 
     A corpus signature's own predicate (what its hand-written entry keeps) is
     ``fuzzptx.triage.corpus.keep_predicate``, which falls back to this one."""
@@ -298,10 +299,11 @@ def signature_predicate(signature: str) -> Predicate:
         texts = [p.to_ptx() for p in programs]
         if "ptxas" in needed and "hardware" not in needed:
 
-            results = compile_batch(texts)
+            results = compile_batch(texts, ptxas=toolchain.ptxas if toolchain is not None else None)
         out = [False] * len(programs)
         for i, p in enumerate(programs):
-            v = differ.judge(p, needed, ptxas_result=results[i] if results is not None else None, text=texts[i])
+            v = differ.judge(p, needed, ptxas_result=results[i] if results is not None else None, text=texts[i],
+                             toolchain=toolchain)
             if keep(differ.compare(p, v), v):
                 out[i] = True
                 break  # the reducer takes the first candidate that holds: judging the rest is waste

@@ -451,11 +451,14 @@ def feeds_global_store(p: Program, prefix: str) -> bool:
     return False
 
 
-def keep_predicate(signature: str, program: Program) -> Holds:
+def keep_predicate(signature: str, program: Program, toolchain=None) -> Holds:
     """The shrink predicate for ``--keep SIGNATURE`` on ``program``: a corpus signature keeps what its
-    entry keeps (``guarded``), any other what ``fuzzptx.reduce.signature_predicate`` judges."""
+    entry keeps (``guarded``), any other what ``fuzzptx.reduce.signature_predicate`` judges (with
+    ``toolchain``, another ptxas release)."""
     entry = entry_for(signature)
-    return guarded(entry, program) if entry is not None else signature_predicate(signature)
+    if entry is not None and toolchain is None:
+        return guarded(entry, program)
+    return signature_predicate(signature, toolchain)
 
 
 def repro(signature: str, program: Program) -> Program:

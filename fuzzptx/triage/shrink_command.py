@@ -12,6 +12,7 @@ from dataclasses import replace
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.program import Program
 from fuzzptx.reduce import instruction_count, shrink
+from fuzzptx.oracles import toolchains
 from fuzzptx.triage.corpus import keep_predicate, repro
 
 
@@ -21,11 +22,20 @@ def main_shrink(argv: list[str]) -> int:
     ap.add_argument("--keep", required=True, help="ptxas:C7519, ptxas:error, checker!=ptxas, reference!=hardware, or a finding signature prefix")
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--budget", type=float, default=60.0, help="seconds (default 60)")
+    ap.add_argument("--ptxas", metavar="RELEASE", default=None,
+                    help="shrink while the signature holds with this ptxas release as the ptxas (a release or a path; "
+                         "fetched into the user cache on demand)")
     args = ap.parse_args(argv)
     program = Program.from_file(args.file)
+    toolchain = None
+    if args.ptxas:
+        found = toolchains.resolve(args.ptxas)
+        if len(found) != 1:
+            raise FuzzptxError(f"--ptxas {args.ptxas}: name one release (got {len(found)})")
+        toolchain = found[0]
     print(f"shrinking {args.file}: {instruction_count(program)} instructions, keep {args.keep}")
     try:
-        res = shrink(program, keep_predicate(args.keep, program), budget_s=args.budget, log=print)
+        res = shrink(program, keep_predicate(args.keep, program, toolchain), budget_s=args.budget, log=print)
     except FuzzptxError as exc:
         if exc.file is None:
             raise FuzzptxError(f"{args.keep}: {exc.message}", file=args.file) from None
