@@ -60,7 +60,8 @@ def table(rows: dict[str, dict], signature: str | None = None) -> str:
 def bisect(program: Program, text: str, keep: str, spec: str, *, progress: Any = None) -> dict:
     """Which releases of SPEC reproduce ``keep`` (a signature prefix or ``ptxas:C7519``...): every
     release is judged (a bug can come and go), then the first and last that hold are named."""
-    judges = tuple(dict.fromkeys(("ptxas",) + tuple(j for j in differ.judges_for(keep) if j != "hardware")))
+    gpu = gpu_available() is None
+    judges = tuple(dict.fromkeys(("ptxas",) + tuple(j for j in differ.judges_for(keep) if j != "hardware" or gpu)))
     pred = differ.keep_predicate(keep)
     holds: dict[str, bool | None] = {}
     rows: dict[str, dict] = {}

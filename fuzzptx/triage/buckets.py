@@ -26,6 +26,7 @@ from fuzzptx.engine import matrix
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.inputs import InputError, read_jsonl, read_text
 from fuzzptx.judges.finding import classify as classify_finding
+from fuzzptx.oracles.hardware import gpu_available
 from fuzzptx.program import Program
 from fuzzptx.triage.known import classify, context_of, load_known
 
@@ -137,13 +138,14 @@ def _repro_ref(rec: dict) -> str:
 
 def releases_of(t: Triage, spec: str) -> dict[str, dict[str, bool | None]]:
     """Signature -> release -> whether its smallest repro keeps the signature with that release as
-    the ptxas (None: not applicable to that release); buckets without a repro file, or whose
-    signature needs the GPU, are left out (``fuzzptx bisect`` on a GPU machine answers those), and so
-    are disagreements between two releases, which their signature names."""
+    the ptxas (None: not applicable to that release; the GPU runs that release's cubin where there is
+    a GPU); buckets without a repro file, or whose signature needs a GPU this machine lacks, are left
+    out, and so are disagreements between two releases, which their signature names."""
     out: dict[str, dict[str, bool | None]] = {}
+    gpu = gpu_available() is None
     for b in t.ordered():
         path = (b.smallest or {}).get("repro")
-        if not path or not Path(path).is_file() or "hardware" in b.signature or "!=ptxas@" in b.signature:
+        if not path or not Path(path).is_file() or ("hardware" in b.signature and not gpu) or "!=ptxas@" in b.signature:
             continue  # a pair of releases is named by the signature itself
         try:
             program = Program.from_file(path)
