@@ -99,3 +99,19 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
 def test_bad_option_exit_2(capsys):
     assert main_check(["--format", "xml", "x.ptx"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_ptxas_takes_an_optional_release_spec(capsys):
+    """``--ptxas`` alone compares with the pinned ptxas (before or after the files); ``--ptxas SPEC``
+    with each release of SPEC, named in every mismatch it reports."""
+    from pathlib import Path
+
+    from fuzzptx.oracles.checker.cli import run
+    from fuzzptx.oracles.ptxas import find_ptxas
+
+    f = str(Path(__file__).resolve().parent.parent / "corpus" / "notes_fence_commits.ptx")
+    assert run(["--ptxas", f]) in (0, 1) and run([f, "--ptxas"]) in (0, 1)
+    capsys.readouterr()
+    run([f, "--ptxas", str(find_ptxas()), "--layers", "isa"])
+    out = capsys.readouterr().out
+    assert "ptxas-model.mismatch" not in out or "ptxas 13.0.88" in out

@@ -1,4 +1,4 @@
-"""``fuzzptx check PATH... [--format text|json|sarif] [--ptxas] [--layers isa,spec,ptxas-model]``.
+"""``fuzzptx check PATH... [--format text|json|sarif] [--ptxas [SPEC]] [--layers isa,spec,ptxas-model]``.
 
 Exit status: 0 nothing found, 1 findings (or, with ``--ptxas``, a prediction ptxas contradicts),
 2 bad input (one line naming file:line, no traceback).
@@ -16,6 +16,7 @@ from fuzzptx.ptx.parse import parse
 
 from . import check_module, predict_ptxas
 from .findings import LAYERS, Finding
+from .. import toolchains
 from .ptxas_compare import observed, predicted
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -29,9 +30,11 @@ class _Args(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Args(prog="fuzzptx check", description="Static checks of PTX kernels: ISA, PTX-spec pipeline rules, ptxas model.")
-    p.add_argument("paths", nargs="+", help="PTX files")
+    p.add_argument("paths", nargs="*", help="PTX files")
     p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
-    p.add_argument("--ptxas", action="store_true", help="also run the real ptxas and report where the model differs")
+    p.add_argument("--ptxas", nargs="?", const="", default=None, metavar="SPEC",
+                   help="also run the real ptxas and report where the model differs; with a SPEC (a release, a list, "
+                        "a range 12.4-13.5, latest, all, or a path), each of those releases (the model is of 13.0.88)")
     p.add_argument("--layers", default=",".join(LAYERS), help=f"comma-separated subset of {','.join(LAYERS)}")
     return p
 
@@ -42,17 +45,19 @@ def load(path: str):
     return parse(text, file=path), text
 
 
-def mismatches(path: str, module, text: str) -> list[Finding]:
-    """Findings for every place the ptxas model and the real ptxas disagree."""
-    real = observed(compile_ptx(text, want_cubin=False))
+def mismatches(path: str, module, text: str, toolchain=None) -> list[Finding]:
+    """Findings for every place the ptxas model and the real ptxas (``toolchain``: another release)
+    disagree."""
+    real = observed(compile_ptx(text, want_cubin=False, ptxas=toolchain.ptxas if toolchain is not None else None))
     pred = predicted(predict_ptxas(module))
+    who = "ptxas" if toolchain is None else f"ptxas {toolchain.release}"
     out = []
     for item in sorted(set(pred) - set(real)):
         out.append(Finding(path, _line_of(item), "ptxas-model.mismatch", "warning", "ptxas-model",
-                           f"predicted '{item}' but ptxas did not print it (ptxas printed: {', '.join(real)})", None))
+                           f"predicted '{item}' but {who} did not print it ({who} printed: {', '.join(real)})", None))
     for item in sorted(set(real) - set(pred)):
         out.append(Finding(path, _line_of(item), "ptxas-model.mismatch", "warning", "ptxas-model",
-                           f"ptxas printed '{item}' which the model did not predict", None))
+                           f"{who} printed '{item}' which the model did not predict", None))
     return out
 
 
@@ -86,16 +91,24 @@ def sarif(findings: list[Finding]) -> dict:
 def run(argv: list[str], out=sys.stdout) -> int:
 
     args = _parser().parse_args(argv)
+    if args.ptxas and args.ptxas.endswith(".ptx"):  # `check --ptxas kernel.ptx`: the flag, then a file to check
+        args.paths.insert(0, args.ptxas)
+        args.ptxas = ""
+    if not args.paths:
+        raise FuzzptxError("check: name at least one PTX file")
     layers = tuple(x.strip() for x in args.layers.split(",") if x.strip())
     bad = [x for x in layers if x not in LAYERS]
     if bad:
         raise FuzzptxError(f"check: unknown layer(s) {', '.join(bad)}; choose from {', '.join(LAYERS)}")
     findings: list[Finding] = []
     loaded = [(p, *load(p)) for p in args.paths]  # parse everything first: bad input fails fast
+    releases = toolchains.resolve(args.ptxas) if args.ptxas else ()
     for path, module, text in loaded:
         findings += check_module(module, layers=layers)
-        if args.ptxas:
+        if args.ptxas is not None and not releases:
             findings += mismatches(path, module, text)
+        for tc in releases:
+            findings += mismatches(path, module, text, tc)
     if args.format == "text":
         for f in findings:
             print(f.text(), file=out)
