@@ -50,7 +50,7 @@ _NVDISASM_IN_WHEEL = "nvidia/cu13/bin/nvdisasm"
 
 # Every ptxas release on PyPI (pip index versions, 2026-11-26), with the newest PTX ISA
 # `.version` it reads and whether nvidia-cuda-nvdisasm has a wheel of the same release.
-# PTX max: measured on 12.4.131, 12.9.86, 13.0.88 and 13.5.37 (a trivial sm_90a kernel
+# PTX max: measured on 12.4.131, 12.8.93, 12.9.86, 13.0.88, 13.2.86 and 13.5.37 (a trivial sm_90a kernel
 # under each `.version`; ptxas says "Unsupported .version X; current version is 'Y'"), the
 # other 12.x from FACTS.md per major.minor; None = not measured (``reads`` bounds it by the
 # neighbouring releases and says None where they cannot decide).
@@ -67,7 +67,7 @@ _TABLE: tuple[tuple[str, tuple[int, int] | None, bool], ...] = (
     ("12.9.41", (8, 8), False), ("12.9.86", (8, 8), False),
     ("13.0.48", (9, 0), False), ("13.0.88", (9, 0), False),
     ("13.1.80", None, False), ("13.1.115", None, False),
-    ("13.2.51", None, True), ("13.2.78", None, True), ("13.2.86", None, True),
+    ("13.2.51", None, True), ("13.2.78", None, True), ("13.2.86", (9, 2), True),
     ("13.3.33", None, False), ("13.3.73", None, True),
     ("13.4.59", None, False), ("13.4.92", None, True),
     ("13.5.37", (9, 5), True),

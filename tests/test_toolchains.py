@@ -74,10 +74,11 @@ def test_reads_uses_the_measured_maximum():
 
 
 def test_reads_bounds_an_unmeasured_release_by_its_neighbours():
-    assert tc.known("13.2.86").ptx_max is None
-    assert tc.reads("13.2.86", "9.0") is True     # 13.0 reads it, so every later release does
-    assert tc.reads("13.2.86", "9.6") is False    # 13.5.37 does not, so no earlier release does
-    assert tc.reads("13.2.86", "9.2") is None     # unknown: callers call it not applicable
+    assert tc.known("13.2.78").ptx_max is None
+    assert tc.reads("13.2.78", "9.0") is True     # 13.0 reads it, so every later release does
+    assert tc.reads("13.2.78", "9.4") is False    # 13.2.86 does not, so no earlier release does
+    assert tc.reads("13.2.78", "9.1") is None     # unknown: callers call it not applicable
+    assert tc.reads("13.2.86", "9.2") is True and tc.reads("13.2.86", "9.3") is False  # measured: 9.2
     assert tc.reads("13.9.1", "9.5") is True      # a release newer than the table
 
 
