@@ -155,5 +155,4 @@ def test_an_output_judge_registered_in_process_runs_through_the_differ():
         assert any(s.startswith("negated-test!=reference|mismatch|") for s in sigs), sigs
         assert differ.judges_for(sigs[-1]) == ("ptxas", "reference", "negated-test")
     finally:
-        registry._REGISTRY.pop("negated-test", None)
-        registry._ORDER.remove("negated-test")
+        registry.unregister("negated-test")

@@ -4,6 +4,8 @@ releases are the pinned ptxas under two names (its package and its path); with
 ``FUZZPTX_NETWORK_TESTS=1`` other releases are fetched from PyPI into the user cache."""
 from __future__ import annotations
 
+import contextlib
+
 import json
 import os
 from dataclasses import replace
@@ -43,20 +45,26 @@ def test_a_release_judge_says_not_applicable_beyond_its_ptx_version():
     assert v.summary()[older.name].startswith("n/a: ")
 
 
+@contextlib.contextmanager
+def pinned_ptxas_as(release: str):
+    """The pinned ptxas registered as ``ptxas@release`` for the length of a test."""
+    (tc,) = toolchains.resolve("default")
+    judge = ReleasePtxasJudge(replace(tc, release=release))
+    registry.register(judge)
+    try:
+        yield judge
+    finally:
+        registry.unregister(judge.name)
+
+
 def test_releases_that_disagree_are_a_finding_named_by_both():
     p = Program.from_file(str(SMALL))
     v = differ.judge(p, ("ptxas",))
-    (tc,) = toolchains.resolve("default")
-    newer = ReleasePtxasJudge(replace(tc, release="99.0.1"))
-    registry.register(newer)
-    try:
+    with pinned_ptxas_as("99.0.1") as newer:
         v[newer.name] = replace(v.ptxas, accepted=False, returncode=1)
         sigs = [f.signature for f in differ.compare(p, v)]
         assert any(s.startswith("ptxas!=ptxas@99.0.1|accepted-then-rejected|") for s in sigs), sigs
         assert [f.kind for f in differ.compare(p, v) if "ptxas@" in f.signature] == ["compiler bug candidate"]
-    finally:
-        registry._REGISTRY.pop(newer.name)
-        registry._ORDER.remove(newer.name)
 
 
 def test_the_matrix_row_of_a_release_is_what_the_judges_say_with_it_as_ptxas():
@@ -93,19 +101,13 @@ def test_a_release_limit_is_not_a_disagreement():
 
     p = Program.from_file(str(SMALL))
     v = differ.judge(p, ("ptxas",))
-    (tc,) = toolchains.resolve("default")
-    older = ReleasePtxasJudge(replace(tc, release="12.9.86"))
-    registry.register(older)
-    try:
+    with pinned_ptxas_as("12.9.86") as older:
         limit = Diagnostic("error", None, None, "Entry function 'k' uses too much shared data (0xc880 bytes, 0xc000 max)", "k")
         other = Diagnostic("error", None, None, "Register allocation failed with register count of '255'", "k")
         for diag, found in ((limit, False), (other, True)):
             v[older.name] = replace(v.ptxas, accepted=False, returncode=255, diagnostics=(diag,))
             sigs = [f.signature for f in differ.compare(p, v) if "!=ptxas" in f.signature and "checker" not in f.signature]
             assert bool(sigs) == found, (diag.message, sigs)
-    finally:
-        registry._REGISTRY.pop(older.name)
-        registry._ORDER.remove(older.name)
 
 
 def test_replay_prints_the_matrix_under_its_own_key(capsys):

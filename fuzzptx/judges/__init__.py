@@ -8,9 +8,9 @@ how to write one.
 from .base import (CheckerVerdict, Context, Judge, JudgeFault, NotApplicable, OutputJudge, OutputVerdict,
                    ReferenceVerdict, SkippableVerdict, Verdicts)
 from .finding import Finding
-from .registry import ENTRY_POINT_GROUP, UnknownJudge, get, names, parse, register, register_family, resolve
+from .registry import ENTRY_POINT_GROUP, UnknownJudge, get, names, parse, register, register_family, resolve, unregister
 from . import builtin  # noqa: E402,F401 - registers the built-in judges (after the registry exists)
 
 __all__ = ["CheckerVerdict", "Context", "ENTRY_POINT_GROUP", "Finding", "Judge", "JudgeFault", "NotApplicable", "OutputJudge",
            "OutputVerdict", "ReferenceVerdict", "SkippableVerdict", "UnknownJudge", "Verdicts", "get", "names",
-           "parse", "register", "register_family", "resolve"]
+           "parse", "register", "register_family", "resolve", "unregister"]

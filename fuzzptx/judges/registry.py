@@ -38,6 +38,13 @@ def register(judge: Judge) -> Judge:
     return judge  # type: ignore[return-value]
 
 
+def unregister(name: str) -> None:
+    """Remove a judge registered in this process (a test's, or a plugin's that must not run)."""
+    _REGISTRY.pop(name, None)
+    if name in _ORDER:
+        _ORDER.remove(name)
+
+
 def register_family(prefix: str, factory) -> None:
     """Judges named ``<prefix><something>`` made on first use by ``factory(something)`` (a ptxas
     release: ``ptxas@12.9.86``); the factory raises ``UnknownJudge`` for a name it cannot make."""
