@@ -11,6 +11,7 @@ import sys
 from typing import Callable
 
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.oracles.ptxas import PINNED_VERSION
 from fuzzptx.perf import tune_gc
 
 # name -> (module, function, one-line help)
@@ -29,9 +30,20 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+def version() -> str:
+    """fuzzptx's version and the ptxas release it judges with by default."""
+    from importlib.metadata import PackageNotFoundError, version as dist_version
+
+    try:
+        mine = dist_version("fuzzptx")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        mine = "(not installed)"
+    return f"fuzzptx {mine} (pinned ptxas {PINNED_VERSION})"
+
+
 def _usage() -> str:
     width = max(len(n) for n in COMMANDS)
-    lines = ["usage: fuzzptx <command> [options]", "", "commands:"]
+    lines = ["usage: fuzzptx <command> [options]   (fuzzptx --version)", "", "commands:"]
     lines += [f"  {name.ljust(width)}  {help_}" for name, (_, _, help_) in COMMANDS.items()]
     return "\n".join(lines)
 
@@ -48,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(_usage())
+        return 0
+    if argv[0] in ("-V", "--version"):
+        print(version())
         return 0
     name, rest = argv[0], argv[1:]
     tune_gc()  # every subcommand judges programs (fuzzptx.perf says why)

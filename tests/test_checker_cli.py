@@ -115,3 +115,24 @@ def test_ptxas_takes_an_optional_release_spec(capsys):
     run([f, "--ptxas", str(find_ptxas()), "--layers", "isa"])
     out = capsys.readouterr().out
     assert "ptxas-model.mismatch" not in out or "ptxas 13.0.88" in out
+
+
+def test_a_bad_file_among_good_ones_is_one_line_and_the_good_ones_are_checked(tmp_path, capsys):
+    from pathlib import Path
+
+    from fuzzptx.oracles.checker.cli import run
+
+    good = str(Path(__file__).resolve().parent.parent / "corpus" / "notes_fence_commits.ptx")
+    bad = tmp_path / "bad.ptx"
+    bad.write_bytes(b"\x00\x01")
+    assert run([good, str(bad), str(tmp_path / "missing.ptx")]) == 2
+    captured = capsys.readouterr()
+    assert "notes_fence_commits.ptx:" in captured.out
+    assert captured.err.count("fuzzptx check: ") == 2 and "Traceback" not in captured.err
+
+
+def test_version_names_the_pinned_ptxas(capsys):
+    from fuzzptx import cli
+
+    assert cli.main(["--version"]) == 0
+    assert "pinned ptxas 13.0.88" in capsys.readouterr().out

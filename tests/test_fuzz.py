@@ -43,7 +43,7 @@ def _batch(b: int, seed: int, batch: int, n: int, illegal_share: float):
     """Batch ``b`` of a run: block ``b`` of the campaign with the same seed, cut at ``n`` programs."""
     from fuzzptx.engine.generate import block_seed, draw_direct
 
-    return draw_direct(batch, block_seed(seed, b), illegal_share)[:min(batch, n - b * batch)]
+    return draw_direct(min(batch, n - b * batch), block_seed(seed, b), illegal_share)
 
 
 def _drawn(n: int = 8, seed: int = 11):
@@ -159,3 +159,13 @@ def test_a_label_naming_a_rule_family_holds_for_its_members(mutation):
         rules = {f.rule for f in v.checker}
         assert any(r.startswith("isa.imm.") for r in rules), rules
         assert not [f for f in differ.expectation_findings(m, v, "x") if f.signature.startswith("expect!=checker")]
+
+
+def test_a_short_run_draws_illegal_programs_in_proportion(tmp_path):
+    """A run smaller than one block (the README's main job has 100 programs, a smoke run fewer)
+    still has its share of mutants: the block is drawn at the run's size."""
+    from fuzzptx.engine.generate import BlockTask, block_programs
+    from fuzzptx.judges import differ
+
+    progs = [p for _, p, _ in block_programs(BlockTask(0, 3, 32, (), keep=8))]
+    assert len(progs) == 8 and sum(differ.is_labelled(p) for p in progs) == 2

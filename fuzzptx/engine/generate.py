@@ -134,10 +134,12 @@ def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
     """(index, program, planted kind or None) of a block, the same in every process and run."""
     if task.corpus is not None:
         progs = [Program.from_ptx(read_text(f, what="PTX file"), f) for f in task.corpus]
-    elif task.generator == "hypothesis":
-        progs = draw_programs(task.size, block_seed(task.seed, task.block), task.illegal_share)
     else:
-        progs = draw_direct(task.size, block_seed(task.seed, task.block), task.illegal_share)
+        # A block cut short (the last of a run) is drawn at its own size, so it holds illegal
+        # programs in proportion too (the mutants come last in a block).
+        n = task.size if task.keep is None else min(task.keep, task.size)
+        draw_ = draw_programs if task.generator == "hypothesis" else draw_direct
+        progs = draw_(n, block_seed(task.seed, task.block), task.illegal_share)
     if task.numerics is not None:  # stamped on the program: its repro file replays the same way
         progs = [replace(p, numerics=task.numerics) for p in progs]
     limit = len(progs) if task.keep is None else min(task.keep, len(progs))

@@ -101,7 +101,12 @@ def run(argv: list[str], out=sys.stdout) -> int:
     if bad:
         raise FuzzptxError(f"check: unknown layer(s) {', '.join(bad)}; choose from {', '.join(LAYERS)}")
     findings: list[Finding] = []
-    loaded = [(p, *load(p)) for p in args.paths]  # parse everything first: bad input fails fast
+    loaded, bad_files = [], []
+    for p in args.paths:  # every good file is checked; each bad one is one line, and the exit is 2
+        try:
+            loaded.append((p, *load(p)))
+        except FuzzptxError as exc:
+            bad_files.append(str(exc))
     releases = toolchains.resolve(args.ptxas) if args.ptxas else ()
     for path, module, text in loaded:
         findings += check_module(module, layers=layers)
@@ -118,7 +123,9 @@ def run(argv: list[str], out=sys.stdout) -> int:
     else:
         json.dump(sarif(findings), out, indent=1)
         print(file=out)
-    return 1 if findings else 0
+    for line in bad_files:
+        print(f"fuzzptx check: {line}", file=sys.stderr)
+    return 2 if bad_files else 1 if findings else 0
 
 
 def main_check(argv: list[str]) -> int:
