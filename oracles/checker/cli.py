@@ -88,8 +88,8 @@ def sarif(findings: list[Finding]) -> dict:
     }
 
 
-def run(argv: list[str], out=sys.stdout) -> int:
-
+def run(argv: list[str], out=None) -> int:
+    out = sys.stdout if out is None else out  # looked up at call time (a caller may have replaced it)
     args = _parser().parse_args(argv)
     if args.ptxas and args.ptxas.endswith(".ptx"):  # `check --ptxas kernel.ptx`: the flag, then a file to check
         args.paths.insert(0, args.ptxas)
