@@ -19,6 +19,7 @@ model; a replay or a shrink of the file uses the same.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -272,7 +273,7 @@ def _parse_header(module: Module, file: str) -> Program:
         else:
             notes.append(rest)
     if not seen_magic and launch is None:
-        raise ReproError(f"not a fuzzptx program: no '// {MAGIC}' header", file=file, line=1)
+        return inferred_header(module, file)
     if launch is None:
         raise ReproError("no LAUNCH line in the header", file=file, line=len(module.preamble) or 1)
     kernels = {f.name: f for f in module.kernels()}
@@ -289,3 +290,43 @@ def _parse_header(module: Module, file: str) -> Program:
     if missing:
         raise ReproError(f"kernel {launch.kernel} parameter(s) {', '.join(sorted(missing))} have no BUFFER or PARAM line", file=file, line=1)
     return Program(module, launch, tuple(buffers), tuple(scalars), tuple(expect), signature, tuple(notes), numerics)
+
+
+INFERRED = "header inferred"  # the note a program with an inferred header carries
+
+
+def say_inferred(program: Program, file: str, command: str) -> None:
+    """Print a program's inferred header (stderr), so the user sees it and can edit it into the file."""
+    if any(n.startswith(INFERRED) for n in program.notes):
+        lines = "\n".join("  // " + ln for ln in program.header_lines())
+        print(f"fuzzptx {command}: {file} has no fuzzptx header; inferred (put it at the top of the file to "
+              f"change it):\n{lines}", file=sys.stderr)
+INFERRED_COUNT = 4096  # elements of each inferred buffer: room for any single-CTA tensor-core kernel
+_POINTERS = (".u64", ".b64", ".s64")
+
+
+def inferred_header(module: Module, file: str) -> Program:
+    """A header for plain PTX (no ``// fuzzptx-repro v1`` lines), so any PTX file can be checked,
+    replayed and shrunk: the first kernel, launched as one CTA of 128 threads (a warpgroup: every
+    tensor-core form fits); each 64-bit parameter a buffer of ``INFERRED_COUNT`` random u32
+    words (seed 0), each an output (what the kernel writes is compared); each other scalar
+    parameter 0.  A ptxas-only signature needs none of it; the program's note says it was
+    inferred, and its text (``to_ptx``) prints the header to edit."""
+    kernels = list(module.kernels())
+    if not kernels:
+        raise ReproError(f"no '// {MAGIC}' header, and no .entry kernel to infer one from", file=file, line=1)
+    k = kernels[0]
+    buffers: list[Buffer] = []
+    scalars: list[tuple[str, int]] = []
+    for p in k.params:
+        if p.dims:
+            raise ReproError(f"no '// {MAGIC}' header, and parameter {p.name} of {k.name} is an array "
+                             "(a tensor map?): write the header by hand", file=file, line=1)
+        if p.type in _POINTERS:
+            buffers.append(Buffer(p.name, "u32", INFERRED_COUNT, "random", 0, output=True))
+        else:
+            scalars.append((p.name, 0))
+    note = (f"{INFERRED}: kernel {k.name}, one CTA of 128 threads, {len(buffers)} buffer(s) of "
+            f"{INFERRED_COUNT} random u32, scalars 0 (edit the header to change them)")
+    return Program(module, Launch(k.name), tuple(buffers), tuple(scalars), (), None, (note,), "spec")
+

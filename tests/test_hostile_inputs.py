@@ -257,7 +257,7 @@ def test_bad_corpus_files_are_named_skips(tmp_path):
     assert [s.split(":")[0] for s in stats["corpus_skipped"]] == [str(d / n) for n in
                                                                   ("b_binary.ptx", "c_latin.ptx", "d_noheader.ptx")]
     assert "binary file" in stats["corpus_skipped"][0] and "not UTF-8" in stats["corpus_skipped"][1]
-    assert "no '// fuzzptx-repro v1' header" in stats["corpus_skipped"][2]
+    assert "no .entry kernel to infer one from" in stats["corpus_skipped"][2]
     assert err.count("--corpus: skipped") == 3
 
 

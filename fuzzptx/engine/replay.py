@@ -24,7 +24,7 @@ from fuzzptx.judges import differ, metamorphic, registry
 from fuzzptx.judges.base import Verdicts
 from fuzzptx.oracles.hardware import gpu_available
 from fuzzptx.oracles.reference import ReferenceError_
-from fuzzptx.program import Program
+from fuzzptx.program import Program, say_inferred
 
 from . import matrix
 
@@ -167,7 +167,7 @@ def _table(rows: list[Row]) -> str:
 
 def main_replay(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="fuzzptx replay", description="rerun every judge on a repro file")
-    ap.add_argument("file", help="a fuzzptx repro (.ptx with a '// fuzzptx-repro v1' header)")
+    ap.add_argument("file", help="a PTX file: a fuzzptx repro, or plain PTX (a header is inferred and printed)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--no-hardware", action="store_true", help="do not run the GPU judge even if a GPU is present")
     ap.add_argument("--judges", default="", help="more judges to run beside the default ones (built-in or plugin "
@@ -182,6 +182,7 @@ def main_replay(argv: list[str]) -> int:
     try:
         text = read_text(args.file, what="PTX file")
         program = Program.from_ptx(text, args.file)
+        say_inferred(program, args.file, "replay")
         extra = registry.parse(args.judges) if args.judges.strip() else ()
         rows, v = run_judges(program, text, hardware=not args.no_hardware, extra=extra)
         rows_by_release = matrix.matrix(program, text, args.ptxas, matrix.default_judges(not args.no_hardware)) \

@@ -10,7 +10,7 @@ import sys
 from dataclasses import replace
 
 from fuzzptx.errors import FuzzptxError
-from fuzzptx.program import Program
+from fuzzptx.program import Program, say_inferred
 from fuzzptx.reduce import instruction_count, shrink
 from fuzzptx.oracles import toolchains
 from fuzzptx.triage.corpus import keep_predicate, repro
@@ -27,6 +27,7 @@ def main_shrink(argv: list[str]) -> int:
                          "fetched into the user cache on demand)")
     args = ap.parse_args(argv)
     program = Program.from_file(args.file)
+    say_inferred(program, args.file, "shrink")
     toolchain = None
     if args.ptxas:
         found = toolchains.resolve(args.ptxas)
