@@ -186,12 +186,6 @@ class Verdicts(MutableMapping):
     sass = _field("sass", "value", SkippableVerdict)
     sass_skipped = _field("sass", "skipped", SkippableVerdict)
 
-    def forget_reference(self) -> None:
-        """Drop what the reference said (and what it decided of the mutation's path), as if it never
-        ran: a campaign takes it before ptxas answers and keeps it only for programs ptxas accepts.
-        Its seconds stay: they were spent."""
-        self.pop("reference", None)
-
     def summary(self) -> dict[str, str]:
         """One line per judge for verdict tables and repro EXPECT lines."""
         out: dict[str, str] = {}
