@@ -25,7 +25,7 @@ from fuzzptx.triage.known import classify, load_known
 from .campaign import Plan, parse_gpus, run_campaign
 from .generate import ILLEGAL_SHARE
 
-DEFAULT_JUDGES = ("reference", "checker", "ptxas")
+DEFAULT_JUDGES = ("reference", "checker", "ptxas", "sass")
 # Stages that are paid once per new finding signature, not per program, and time counted twice.
 _NOT_PER_PROGRAM = ("shrink", "repro", "overlapped", "gc", "record (main process)")
 
