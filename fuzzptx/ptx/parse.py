@@ -104,6 +104,8 @@ _FUNC_ATTRS = frozenset(
     .reqnctapercluster .maxclusterrank .blocksareclusters .abi_preserve .abi_preserve_control
     """.split()
 )
+# Instructions whose '[tmap, {coords}]' operand is a TensorAddr (tex/suld/sust are not read).
+_TENSOR_OPCODES = ("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor", "prefetch.tensor", "prefetch.global.tensor")
 _LINE_DIRECTIVES = frozenset((".loc", ".file"))  # end at the end of the line, no ';'
 _SEMI_DIRECTIVES = frozenset((".pragma", ".callprototype", ".calltargets", ".branchtargets", ".alias"))
 
@@ -694,6 +696,7 @@ class _Parser:
         dot = t.find(".")
         if (t if dot < 0 else t[:dot]) not in OPCODES:
             self.tok_err(f"unknown instruction {t!r}")
+        self.opcode = t
         i = self.i + 1
         ops: list = []
         if tx[i] == ";":
@@ -851,6 +854,8 @@ class _Parser:
         """``[tmap, {c0, ...}]`` (cp.async.bulk.tensor, prefetch.tensor); the tensor map is a
         bare symbol or register, the coordinates a brace vector."""
         comma = self.i
+        if not self.opcode.startswith(_TENSOR_OPCODES):
+            self.tok_err("texture/surface operands '[a, b]' are not supported")
         if base is None or offset:
             self.tok_err("a tensor operand '[tmap, {coords}]' names its tensor map without an offset", comma)
         self.i += 1
