@@ -587,4 +587,6 @@ def check_function(ctx: FnCtx, sink: Sink) -> None:
         inflight_analysis(ctx, rec)
         proxy_analysis(ctx, rec)
         descriptor_analysis(ctx, sink)
+    elif any(i.opcode.startswith("cp.async.bulk") and ".global.shared" in i.opcode for i in ctx.fn.instructions()):
+        proxy_analysis(ctx, _Recording(sink))  # a TMA store reads through the async proxy too
     aligned_analysis(ctx, sink)
