@@ -12,7 +12,9 @@ reader the phase does not order may see old or new bytes: a missing expect_tx co
 phase early, and the data then stays undefined); so a wait that fails while every live thread is waiting can never succeed: the reference reports
 it as a hang (``StepLimit``, what a run past the step budget reports), naming the barrier's
 pending arrivals and bytes.  A wait that fails while other threads are elsewhere returns false,
-as on hardware.
+as on hardware.  A failing parity wait once the barrier has completed a phase is different: run
+before that completion (nothing in this model orders it after), it returns at once and its reads
+race the copy, so the run's outcome is undefined rather than a certain hang.
 
 Not modelled (``Unsupported``): tensor copies (``cp.async.bulk.tensor``: the tensor-map
 description of the repro header is not read yet), multicast, the cluster scope beyond one CTA,
@@ -26,7 +28,7 @@ import numpy as np
 
 from fuzzptx.ptx.ir import Addr, Imm, Reg, Sym
 
-from .errors import BadAddress, StepLimit, Unsupported
+from .errors import BadAddress, StepLimit, Undefined, Unsupported
 from .mem_ops import _address
 from .values import U64, Shadow
 
@@ -38,6 +40,7 @@ class Barrier:
     tx: int = 0
     phases: int = 0  # completed phases; the current phase's parity is phases & 1
     landing: list = field(default_factory=list)  # (region, offsets, words) of copies this phase orders
+    async_tx: int = 0  # bytes async copies completed in this phase (they may land later on hardware)
 
     def settle(self) -> None:
         """Complete the phase when nothing is pending: the copies it orders become visible."""
@@ -45,6 +48,7 @@ class Barrier:
             for region, off, words in self.landing:
                 region.write(off, 4, words)
             self.landing = []
+            self.async_tx = 0
             self.phases += 1
             self.pending = self.expected
 
@@ -152,6 +156,15 @@ def _wait(m, f, ins, act, parity: bool) -> None:
     stuck = [a for j, a in enumerate(addr.tolist()) if not done[idx[j]]]
     if stuck and np.array_equal(act, m.alive):
         b = _table(m)[stuck[0]]
+        where = f"line {ins.loc.line if ins.loc else '?'}"
+        if b.pending == 0 and b.tx + b.async_tx == 0:
+            raise Undefined(f"{where}: the mbarrier at shared {stuck[0]:#x} had every arrival and its expected bytes "
+                            "before the copies' complete_tx, which may land after the phase completes: a race")
+        if parity and b.phases >= 1:
+            # the phase it names is the one after the last completed: run before that completion
+            # (nothing here orders it after), the wait returns at once and what follows races
+            raise Undefined(f"{where}: try_wait.parity waits on the current phase of the mbarrier at shared "
+                            f"{stuck[0]:#x}: it hangs, or returns at once if it runs before phase {b.phases - 1} completes")
         raise StepLimit.at(ins, f"hang: every live thread waits on the mbarrier at shared {stuck[0]:#x}, whose phase "
                                 f"{b.phases} still needs {b.pending} arrival(s) and {b.tx} transaction byte(s) "
                                 "that nothing left can supply")
@@ -182,6 +195,7 @@ def h_cp(m, f, ins, act):
             dreg.write(doff, 4, [(word[0], Shadow.undef(1, 32))])
             b.landing.append((dreg, doff, [word]))
         b.tx -= nb
+        b.async_tx += nb
         b.settle()
 
 
