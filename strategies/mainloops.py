@@ -63,7 +63,9 @@ def kernel_text(plan: MainloopPlan) -> str:
     S, B = plan.stages, plan.tile_bytes
     lines = [
         ".version 8.4", ".target sm_90a", ".address_size 64", "",
-        ".visible .entry k(.param .u64 a, .param .u64 o, .param .u64 o2)", f".reqntid {plan.ntid}", "{",
+        ".visible .entry k(.param .u64 a, .param .u64 o, .param .u64 o2)", f".reqntid {plan.ntid}",
+        # setmaxnreg needs the register count at entry fixed (else ptxas ignores it: C7508)
+        *([".maxnreg 168"] if plan.setmaxnreg else []), "{",
         "\t.reg .pred \t%p<8>;", "\t.reg .b32 \t%r<24>;", "\t.reg .b64 \t%rd<10>;",
         f"\t.shared .align 128 .b8 buf[{S * B}];", f"\t.shared .align 8 .b64 bar[{S}];",
         "\tld.param.u64 \t%rd1, [a];", "\tld.param.u64 \t%rd2, [o];", "\tld.param.u64 \t%rd3, [o2];",

@@ -25,7 +25,7 @@ def _sums(p) -> np.ndarray:
 def test_legal_mainloops_compile_check_clean_and_compute_the_sums(plans):
     progs = [render(p) for p in plans]
     for r in compile_batch([emit(p.module) for p in progs]):
-        assert r.accepted, r.stderr
+        assert r.accepted and not r.diagnostics, r.stderr  # silent: no C7508 for setmaxnreg
     for p in progs:
         assert [f for f in check_module(p.module) if f.severity == "error"] == []
         r = run_program(p)
