@@ -17,6 +17,8 @@ block to report.  Rules:
   bytes they may have written (a wgmma's descriptors, a bulk/tensor copy to global) with no
   fence.proxy.async in between.  Ranges come from bounded address arithmetic; where nothing
   bounds an address it meets everything.
+- ``spec.mbarrier.no-init`` / ``spec.mbarrier.no-expect-tx``: an mbarrier no init can reach; a
+  bulk copy completing bytes on a barrier no expect_tx raises (``mbarrier_analysis``).
 - ``spec.desc.base-offset`` / ``spec.desc.reserved``: a constant matrix descriptor the spec rejects.
 - ``spec.smem.out-of-bounds``: a descriptor whose start address (known from constants and shared
   symbols, laid out as ptxas does: ``fuzzptx.ptx.smem``) lies at or past the end of the kernel's
@@ -364,6 +366,49 @@ def proxy_analysis(ctx: FnCtx, sink: Sink) -> None:
     _run(ctx, sink, frozenset(), step, join)
 
 
+def _barrier_range(ins: Instr, op, defs, tid_max):
+    return _range(op, 8, defs, tid_max) if isinstance(op, Addr) else _ANY
+
+
+def mbarrier_analysis(ctx: FnCtx, sink: Sink) -> None:
+    """``spec.mbarrier.no-init``: an mbarrier operation on bytes no ``mbarrier.init`` of the function
+    may have initialised (its state is undefined).  ``spec.mbarrier.no-expect-tx``: a bulk copy that
+    completes transaction bytes on a barrier no ``expect_tx`` of the function may raise: its phase
+    completes on the arrivals alone, before or after the bytes land (a race, or a hang).  Barrier
+    identities are byte ranges (``_range``); one nothing bounds meets every other, so both rules only
+    fire where no candidate can match."""
+    defs = single_defs(ctx.fn)
+    dims = block_dims(ctx.fn, ctx.module.preamble)
+    tid_max = dims[0] - 1 if dims and dims[1] == dims[2] == 1 else None
+    inits, expects, uses, copies = [], [], [], []
+    for ins in ctx.fn.instructions():
+        op = ins.opcode
+        if ins.base == "mbarrier":
+            addr = next((o for o in ins.operands if isinstance(o, Addr)), None)
+            rng = _barrier_range(ins, addr, defs, tid_max)
+            if op.startswith("mbarrier.init"):
+                inits.append(rng)
+            else:
+                uses.append((ins, rng))
+                if "expect_tx" in ins.modifiers:
+                    expects.append(rng)
+        elif op.startswith("cp.async.bulk") and "mbarrier::complete_tx::bytes" in op and ins.operands:
+            rng = _barrier_range(ins, ins.operands[-1] if isinstance(ins.operands[-1], Addr) else
+                                 next((o for o in reversed(ins.operands) if isinstance(o, Addr)), None), defs, tid_max)
+            copies.append((ins, rng))
+            uses.append((ins, rng))
+    for ins, rng in uses:
+        if not any(_meets(rng, r) for r in inits):
+            sink.add("spec.mbarrier.no-init", "error", _line(ins),
+                     f"{ins.opcode.split('.shared')[0]} on an mbarrier no mbarrier.init of {ctx.fn.name} initialises "
+                     "(its state is undefined)")
+    for ins, rng in copies:
+        if not any(_meets(rng, r) for r in expects):
+            sink.add("spec.mbarrier.no-expect-tx", "warning", _line(ins),
+                     "this copy completes transaction bytes on an mbarrier no expect_tx raises: the phase completes "
+                     "on its arrivals alone, before or after the bytes land")
+
+
 # ------------------------------------------------------------------ .aligned under divergence
 
 
@@ -589,4 +634,6 @@ def check_function(ctx: FnCtx, sink: Sink) -> None:
         descriptor_analysis(ctx, sink)
     elif any(i.opcode.startswith("cp.async.bulk") and ".global.shared" in i.opcode for i in ctx.fn.instructions()):
         proxy_analysis(ctx, _Recording(sink))  # a TMA store reads through the async proxy too
+    if any(i.base == "mbarrier" or (i.base == "cp" and "complete_tx" in i.opcode) for i in ctx.fn.instructions()):
+        mbarrier_analysis(ctx, sink)
     aligned_analysis(ctx, sink)
