@@ -180,3 +180,11 @@ def test_a_barrier_no_expect_tx_raises():
     assert len(found) == 2 and all("[bar+8]" in t.splitlines()[f.line - 1] for f in found)
     assert rules(_mainloop(stages=1).replace("\t@%p3 mbarrier.arrive.expect_tx.shared::cta.b64 \t_, [bar+0], 512;\n",
                                              "", 1)) == []  # another tile's expect_tx on that barrier may match
+
+
+@pytest.mark.parametrize("shift, divergent", [(7, False), (5, True)])
+def test_setmaxnreg_needs_a_warpgroup_uniform_branch(shift, divergent):
+    t = kernel(f"\tshr.u32 	%r22, %r1, {shift};\n\tsetp.eq.u32 	%p1, %r22, 0;\n\t@%p1 bra 	SKIP;\n"
+               "\tsetmaxnreg.dec.sync.aligned.u32 	40;\nSKIP:\n")
+    found = [f for f in check_module(parse(t, "t.ptx"), layers=("spec",)) if f.rule == "spec.aligned.divergent"]
+    assert bool(found) == divergent and all("setmaxnreg" in f.message for f in found)

@@ -11,8 +11,9 @@ block to report.  Rules:
   still be in flight (no wgmma.wait_group covering its group on some path).
 - ``spec.commit.missing``: a wgmma.wait_group reached by uncommitted wgmmas (it does not wait for them).
 - ``spec.exit.uncommitted`` / ``spec.exit.unwaited``: a path leaves the function with wgmmas in flight.
-- ``spec.aligned.divergent``: a ``.aligned`` tensor-core instruction under control that is not
-  uniform over the threads it must run on (warpgroup for wgmma.*, warp for the rest).
+- ``spec.aligned.divergent``: a ``.aligned`` tensor-core instruction (or setmaxnreg) under control
+  that is not uniform over the threads it must run on (warpgroup for wgmma.* and setmaxnreg,
+  warp for the rest).
 - ``spec.proxy.fence-missing``: generic-proxy shared-memory writes reach an async-proxy read of
   bytes they may have written (a wgmma's descriptors, a bulk/tensor copy to global) with no
   fence.proxy.async in between.  Ranges come from bounded address arithmetic; where nothing
@@ -414,7 +415,7 @@ def mbarrier_analysis(ctx: FnCtx, sink: Sink) -> None:
 
 def _required_level(ins: Instr) -> int | None:
     base = ins.base
-    if base == "wgmma":
+    if base in ("wgmma", "setmaxnreg"):
         need = WARPGROUP
     elif base in ("mma", "wmma", "ldmatrix", "stmatrix"):
         need = WARP

@@ -252,7 +252,7 @@ def _transfer(ins: Instr, op_val, credit: bool) -> tuple[int, object]:
         lane_l = op_val(srcs[1])[0]
         if lane_l >= WARP:
             src = op_val(srcs[0])
-            if src[0] >= WARP and ".idx" in ins.opcode:
+            if src[0] >= WARP and ".idx" in ins.opcode and credit:
                 return src  # every lane reads the same lane of a warp-uniform value: the value itself
             return max(WARP, src[0]), None
         return THREAD, None
