@@ -541,6 +541,10 @@ class SassJudge(Judge):
                 out.append((c.rule, c.line(), c.excerpt))
         return SkippableVerdict(tuple(out))
 
+    def moved(self, verdict: SkippableVerdict, delta: int) -> SkippableVerdict | None:
+        """Header lines change no instruction, so the SASS and its hazards stay (a skip may quote a line)."""
+        return verdict if verdict.value is not None else None
+
     def summary(self, verdict: SkippableVerdict) -> dict[str, str]:
         if verdict.value is not None:
             if not verdict.value:
