@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fuzzptx.builders import repeated_wgmma, wgmma_program
 from fuzzptx.engine.generate import draw_direct
 from fuzzptx.oracles.ptxas import compile_batch
 from fuzzptx.oracles.sass import (Instruction, Listing, SassFunction, disassemble_all, disassembler,
@@ -191,3 +192,30 @@ def test_triton_kernels_are_clean_at_O3():
             name = r.kernel(entry)
             assert lst.function(name) is not None
             assert verify(lst, name) == [] and gmma_count_hazards(m, entry, lst, name) == []
+
+
+def test_a_null_gmma_is_no_tensor_core_op():
+    """``RZ, gdesc[URZ], RZ``: writes nothing, so it is neither counted nor in flight on any register."""
+    null = Instruction(0x10, None, "HGMMA.64x8x16.F16", "RZ, gdesc[URZ], RZ, !UPT, gsb0",
+                       "/*0010*/ HGMMA.64x8x16.F16 RZ, gdesc[URZ], RZ, !UPT, gsb0 ;").gmma
+    real = Instruction(0x10, None, "HGMMA.64x64x16.F32", "R24, gdesc[UR4], RZ, !UPT, gsb0",
+                       "/*0010*/ HGMMA.64x64x16.F32 R24, gdesc[UR4], RZ, !UPT, gsb0 ;").gmma
+    assert null.auxiliary and null.acc == frozenset() and null.closes_group
+    assert not real.auxiliary and not real.reads_acc  # scale-d 0 is a real GMMA
+
+
+@needs_disassembler
+def test_two_committed_copies_of_a_wgmma_with_one_left_are_dropped():
+    """ptxas 13.0.88 -O3 keeps one of two copies of a wgmma with a commit between them and closes the
+    second group with a null GMMA; the H100 then gives C + AB, not C + 2AB
+    (tests/hw_records/sass_findings_h100.json).  -O0 keeps both."""
+    p = repeated_wgmma(wgmma_program("wgmma.mma_async.sync.aligned.m64n32k32.s32.u8.u8|a=reg", seed=7), 2, True)
+    found = {}
+    for opt in (3, 0):
+        r = compile_batch([p.to_ptx()], opt_level=opt, want_cubin=True)[0]
+        name = r.kernel(p.launch.kernel)
+        lst = disassemble_all([r.cubin], disassembler())[0]
+        found[opt] = [c.line() for c in gmma_count_hazards(p.module, p.launch.kernel, lst, name)] + \
+            [h.line() for h in verify(lst, name)]
+    assert found[3] == [f"gmma-dropped: {name}: 2 wgmma(s) must execute, a SASS path holds 1 GMMA(s)"]
+    assert found[0] == []
