@@ -275,8 +275,10 @@ _LOCK = Lock()
 
 
 def cubin_sm(cubin: bytes) -> int:
-    """The SM a cubin is for (90 for sm_90a), from its ELF header's flags."""
-    return (struct.unpack_from("<I", cubin, 0x30)[0] >> 8) & 0xFF
+    """The SM a cubin is for (90 for sm_90a), from its ELF header's flags: bits 8-15 in the ELF ABI
+    of ptxas 13 (OS ABI 0x41), bits 0-7 in the older one of ptxas 12 (0x33)."""
+    flags = struct.unpack_from("<I", cubin, 0x30)[0]
+    return (flags >> 8) & 0xFF if cubin[7] == 0x41 else flags & 0xFF
 
 
 def _key(cubin: bytes, tool: list[str]) -> str:
