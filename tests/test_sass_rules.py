@@ -174,16 +174,17 @@ def test_O0_builds_of_legal_generated_programs_are_clean():
 
 @needs_disassembler
 def test_triton_kernels_are_clean_at_O3():
+    """Every Triton kernel's SASS passes the pipeline rules (they read the cubin alone); the count
+    rules need the PTX parsed, which the 16 TMA kernels wait for (issue 27)."""
     files = sorted((ROOT / "tests" / "data" / "triton").glob("*.ptx"))
-    modules, texts = [], []
-    for f in files:
-        text = f.read_text()
+    texts = [f.read_text() for f in files]
+    modules = []
+    for text in texts:
         try:
             modules.append(parse(text))
         except Exception:  # noqa: BLE001 - the TMA kernels need the parser of issue 27
-            continue
-        texts.append(text)
-    assert len(texts) >= 20
+            modules.append(None)
+    assert len(texts) >= 39 and sum(m is not None for m in modules) >= 20
     results = compile_batch(texts, want_cubin=True)
     cubins = [r.cubin for r in results]
     assert all(r.accepted for r in results)
@@ -191,8 +192,8 @@ def test_triton_kernels_are_clean_at_O3():
         for entry in r.kernel_names:
             name = r.kernel(entry)
             assert lst.function(name) is not None
-            assert verify(lst, name) == [] and gmma_count_hazards(m, entry, lst, name) == []
-
+            assert verify(lst, name) == []
+            assert m is None or gmma_count_hazards(m, entry, lst, name) == []
 
 def test_a_null_gmma_is_no_tensor_core_op():
     """``RZ, gdesc[URZ], RZ``: writes nothing, so it is neither counted nor in flight on any register."""
