@@ -47,7 +47,8 @@ class Expectation:
 
 
 def _codes(text: str) -> set[str]:
-    return set(re.findall(r"C\d{4}(?:@\d+)?", text))
+    """The exact codes of a verdict line (the model's "may:C7512" codes are not predictions)."""
+    return set(re.findall(r"C\d{4}(?:@\d+)?", re.sub(r"may:\S+", "", text)))
 
 
 def same_verdict(judge: str, expected: str, actual: str) -> bool:

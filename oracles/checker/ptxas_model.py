@@ -79,7 +79,7 @@ from .context import FnCtx, Site, build_ctx
 from .findings import Finding, PredictedDiag, PredictedDiagnostics
 from .flow import BlockRecords, solve_forward
 from .ptxas_errors import _callee, predict_errors
-from .ptxas_pressure import function_pressure, register_pressure
+from .ptxas_pressure import allocator_may, function_pressure, register_pressure
 from .ptxas_sites import (_after_loop_line, arrives_before_divergence, dead_for_feeds, dead_plain, exit_jumps, _dead, _divergent_branch_line, _hoisted_line,
                           _in_loop, _line, _live_sites, _loop_exit_line, _next_pipe_is_wgmma, _order, _order_pos,
                           _reaching, _same_wgmma, _scale_d_zero, _store_pair_line, _wgmma_next_to, _writes_zero)
@@ -789,6 +789,7 @@ def predict_module(module: Module, ctxs: dict | None = None, isa_findings: dict 
     if errors:
         return PredictedDiagnostics(False, tuple(sorted(errors, key=lambda d: (d.line or 0))))
     diags: list[PredictedDiag] = []
+    may: set = set()  # allocator-dependent codes (ptxas_pressure.allocator_may)
     for fn in module.functions():
         if fn.body is None:
             continue
@@ -798,8 +799,10 @@ def predict_module(module: Module, ctxs: dict | None = None, isa_findings: dict 
             ctx = build_ctx(module, replace(fn, body=tuple(fn.body) + (Instr("ret", loc=SrcLoc("", 0)),)))
         else:
             ctx = (ctxs or {}).get(fn.name) or build_ctx(module, fn)
-        diags += predict_function(ctx)
-    return PredictedDiagnostics(True, tuple(diags))
+        mine = predict_function(ctx)
+        diags += mine
+        may |= allocator_may(ctx, frozenset(d.code for d in mine))
+    return PredictedDiagnostics(True, tuple(diags), tuple(sorted(may)))
 
 
 def _falls_off_the_end(fn) -> bool:

@@ -178,3 +178,37 @@ def function_pressure(ctx: FnCtx, ser: list) -> None:
         return  # too few registers declared in all (undeclared ones weigh nothing)
     if peak_live_registers(ctx) >= C7512_LIVE:
         ser.append(((-1, -1), "C7512"))
+
+
+# ------------------------------------------------------------------ what the model cannot know
+
+# The serialisation codes whose presence depends on ptxas's register allocator: C7511 (the
+# wgmma pipeline's registers), C7512 (the function's), C7513 (a wgmma's A registers defined
+# inside a stage: an allocator choice too, never seen in 800 campaign programs).  A rejection with
+# "Register allocation failed" is the allocator's as well (``ptxas_compare.regalloc_failure``).
+ALLOCATOR_CODES = ("C7511", "C7512", "C7513")
+# With fewer 32-bit registers live at once than this ptxas never printed C7511 or C7512 (measured
+# on 800 campaign programs, ``fuzzptx.engine.generate.draw_direct(100, block_seed(s, 0))`` for s in
+# 1..8: the least peak with C7511 was 81, with C7512 103; declared registers do not separate them --
+# C7512 came with as few as 286 declared, none with 1,000 -- and the margin is ours).
+ALLOCATOR_MAY_FROM = 64
+
+
+def allocator_may(ctx: FnCtx, certain: frozenset) -> frozenset:
+    """The allocator codes ptxas may or may not print for this function: the model predicts
+    them as "may", which never counts as a disagreement either way.
+
+    "Certain" means measured, both ways.  Present: ``register_pressure``'s rewrite after a
+    scale-d 0 wgmma (C7511 in 69 of 69 campaign programs where it fired, and the c7511_*
+    experiments) and ``function_pressure``'s 236 live registers (C7512; c7512_live_*): those
+    are in ``certain`` and predicted exactly.  Absent: a function with no wgmma; fewer than
+    ``ALLOCATOR_MAY_FROM`` registers live at once (C7511, C7512); no wgmma that takes A from
+    registers (C7513).  Anything else is "may"."""
+    if not ctx.wgmmas:
+        return frozenset()
+    out = set()
+    if {"C7511", "C7512"} - certain and peak_live_registers(ctx) >= ALLOCATOR_MAY_FROM:
+        out |= {"C7511", "C7512"} - certain
+    if "C7513" not in certain and any(wgmma_regs(i)[1] for i in ctx.wgmmas.values()):
+        out.add("C7513")
+    return frozenset(out)
