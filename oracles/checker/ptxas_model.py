@@ -79,7 +79,7 @@ from .context import FnCtx, Site, build_ctx
 from .findings import Finding, PredictedDiag, PredictedDiagnostics
 from .flow import BlockRecords, solve_forward
 from .ptxas_errors import _callee, predict_errors
-from .ptxas_pressure import allocator_may, function_pressure, register_pressure
+from .ptxas_pressure import allocator_may, register_pressure
 from .ptxas_sites import (_after_loop_line, arrives_before_divergence, dead_for_feeds, dead_plain, exit_jumps, _dead, _divergent_branch_line, _hoisted_line,
                           _in_loop, _line, _live_sites, _loop_exit_line, _next_pipe_is_wgmma, _order, _order_pos,
                           _reaching, _same_wgmma, _scale_d_zero, _store_pair_line, _wgmma_next_to, _writes_zero)
@@ -750,7 +750,6 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
     _structure(ctx, out)
     _pipeline(ctx, out)
     register_pressure(ctx, out.ser)
-    function_pressure(ctx, out.ser)
     name = ctx.fn.name
     if out.divergent or out.div_wait:
         _, code = min(out.divergent or out.div_wait)
