@@ -348,7 +348,10 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
         else:
             at = (st.split or {st.call_at or line}) if st.raw else st.split if st.fl else ()
         # (a call since: the wait goes before it)
-        early = st.pblock is None or (pos.get(st.pblock, 0), 0) < first_indirect
+        # (a loop around both the commit and the indirect call: the call comes before the commit too,
+        # on the back edge -- measured: campaign seed 6 #99, shrunk: indirect_call_and_commit_in_loop)
+        early = st.pblock is None or ((pos.get(st.pblock, 0), 0) < first_indirect
+                                      and not _loop_spans(ctx, pos, pos.get(st.pblock, 0), first_indirect[0]))
         for x in at:
             out.wait[x] = True
             if early:  # committed before an indirect call: still reported beside C7509 (measured)
@@ -517,7 +520,11 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                 hit = uses & frozenset().union(*(wgmma_regs(ctx.wgmmas[s])[0] for s in read))
                 out.ser.append((_order(site), "C7511" if hit <= st.cin else "C7514"))
                 return st
-            if not guarded and any(s in st.waited or _order_pos(pos, s) >= _order_pos(pos, site) for s in read):
+            # a read of wgmmas never committed on the path that skipped their wait_group, after a call:
+            # ptxas waits at the call, not serialising (measured: campaign seed 4 #94, shrunk; without the
+            # call it serialises: uncommitted_uni_wait_then_use)
+            at_call = st.call_at is not None and all(d < 0 for s, d in st.fl if s in read)
+            if not guarded and not at_call and any(s in st.waited or _order_pos(pos, s) >= _order_pos(pos, site) for s in read):
                 # a wait that does not cover it, or a wgmma carried around a loop: serialised ...
                 after = _after_loop_line(ctx, pos, site, read)
                 if after is not None and any(s in st.waited for s in read) and not any(s in st.lagged for s in read):
@@ -620,6 +627,12 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
         result.merge(rec)
     for line, before in forced.values():
         result.wait_feed[line] = result.wait_feed.get(line, False) or before
+
+
+def _loop_spans(ctx: FnCtx, pos: dict, a: int, b: int) -> bool:
+    """Some loop (a back edge, in layout order) holds both layout positions ``a`` and ``b``."""
+    lo, hi = min(a, b), max(a, b)
+    return any(pos[h] <= lo and hi <= j for p, j in pos.items() for h in ctx.g.succs[p] if h in pos and pos[h] <= j)
 
 
 def _busy_positions(ctx: FnCtx) -> dict:
