@@ -248,7 +248,7 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             # at a branch's reconvergence, groups with no wgmma do not count (measured: a guard's do)
             raw_div=a.raw_div or b.raw_div or (divergent and a.raw != b.raw and (bool(fa | fb) or not branch)),
             wait_div=a.wait_div | b.wait_div | (frozenset(fa ^ fb) if divergent else frozenset()),
-            call_at=a.call_at or b.call_at,
+            call_at=_merged_call_at(a, b, loop_header),
             pblock=a.pblock if a.pblock == b.pblock else None,
             vals=a.vals | b.vals,
             konst=frozenset() if loop_header else a.konst & b.konst,  # no folding around a loop
@@ -263,6 +263,17 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             unset=a.unset | b.unset,
         )
     return a
+
+
+def _merged_call_at(a: PS, b: PS, loop_header: bool) -> int | None:
+    """Where a later wait is reported after paths meet: at the call on either path -- but where a
+    branch skipped the call, both paths with groups in flight, at that branch (measured: campaign
+    seed 2 #83, shrunk: call_skipped_by_branch_then_read)."""
+    if not loop_header and (a.call_at is None) != (b.call_at is None) and (a.raw or a.fl) and (b.raw or b.fl):
+        skip = a if a.call_at is None else b
+        if skip.last_branch and skip.last is not None:
+            return skip.last
+    return a.call_at or b.call_at
 
 
 # Arithmetic whose result is a constant when its register inputs are (ptxas folds it).
