@@ -460,6 +460,15 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                 st = st._replace(flag=st.flag or unc, armed=st.armed and unc)
         defs, uses = defs_uses(ins)
         rel = defs & ctx.relevant if not ctx.relevant.isdisjoint(defs) else None
+        if rel and st.fl:
+            # ptxas renames a scale-d 0 wgmma's accumulator rewritten while it is in flight -- but not
+            # a rewrite on one path only (under a branch the wgmma is not under) that is read later:
+            # C7515 (measured: campaign seed 5 #80, shrunk: scale_d_0_acc_rewritten_on_a_path)
+            mine = ctx.ctrl_deps(site)
+            hit = {r for r in rel for w, _ in st.fl
+                   if _scale_d_zero(ctx.wgmmas[w]) and r in wgmma_regs(ctx.wgmmas[w])[0] and ctx.ctrl_deps(w) != mine}
+            if hit and _read_later(ctx, pos, site, hit):
+                out.ser.append((_order(site), "C7515"))
         if rel:
             # zeroing needs no arrive before the stage (ptxas writes RZ), but still redefines an
             # accumulator of the open stage or one in flight (measured)
