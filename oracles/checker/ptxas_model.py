@@ -796,6 +796,14 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
     # an indirect call serialises the whole function: no wait is left for its exits (measured)
     # ... but ptxas still reports the feed waits it placed before reaching the indirect call (measured)
     early = {x: True for x, before in out.wait_feed.items() if before}
+    if ser_code in ("C7509", "C7510"):
+        # a read of an accumulator in flight after the first indirect call gets no wait (one placed at
+        # that call stays: no_wait_after_indirect_call): the function is serialised from there (measured: campaign seeds 6 #99, 8 #92 and strategies #201-207,
+        # shrunk: use_after_indirect_call_*)
+        first = min((_line(i) or 0 for b in ctx.g.blocks for i in b.instrs
+                     if i.base == "call" and isinstance(_callee(i), Reg)), default=None)
+        if first is not None:
+            out.wait_at_use = {x: v for x, v in out.wait_at_use.items() if x is None or x <= first}
     if ser_code == "C7510":  # ... save one at an indirect call itself with groups in flight (measured: wait_at_indirect_call)
         at_ind = {_line(i) for b in ctx.g.blocks for i in b.instrs if i.base == "call" and isinstance(_callee(i), Reg)}
         waits = {**{x: True for x in out.wait if x in at_ind}, **out.wait_at_use, **early}
