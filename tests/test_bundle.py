@@ -33,7 +33,7 @@ def test_bundle_holds_what_a_compiler_team_needs(made):
         assert (out / name).is_file(), name
     assert (out / "repro.ptx").read_text() == REPRO.read_text()
     # the hazard itself: the -O3 SASS writes R24 (the in-flight QGMMA's accumulator) before the DEPBAR
-    assert meta["sass_inflight_writes_O3"] and "R24" in meta["sass_inflight_writes_O3"][0]
+    assert meta["sass_hazards_O3"] and "MOV R24" in meta["sass_hazards_O3"][0]
     assert any("QGMMA" in ln for ln in (out / "sass_O3.txt").read_text().splitlines())
     assert meta["asked_of_releases"].startswith("sass:inflight-write|")
     assert meta["releases"] == {PINNED_VERSION: True}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from fuzzptx.judges import differ
 from fuzzptx.judges.finding import COMPILER, classify
 from fuzzptx.oracles import toolchains
 from fuzzptx.oracles.ptxas import PINNED_VERSION, compile_ptx, find_ptxas
-from fuzzptx.oracles.sass import disassembler, inflight_writes, sass
+from fuzzptx.oracles.sass import disassembler, hazards as sass_hazards, run_disassembler
 from fuzzptx.program import Program
 
 _EXCERPT_AROUND = 6  # SASS lines kept before and after each GMMA instruction in the README excerpt
@@ -35,10 +36,15 @@ def cached_releases() -> list[str]:
     return [r["release"] for r in toolchains.status() if r["status"] != "fetchable"]
 
 
+_SASS_LINE = re.compile(r"/\*[0-9a-f]{4,}\*/.*?;")
+
+
 def _sass_of(text: str, opt: int, tool: list[str] | None, ptxas: str | None = None) -> tuple[Any, list[str]]:
+    """ptxas's result and the instruction lines of its cubin's disassembly (``nvdisasm -c``)."""
     res = compile_ptx(text, opt_level=opt, want_cubin=True, ptxas=ptxas)
-    lines = sass(res.cubin, tool) if res.accepted and res.cubin and tool else []
-    return res, lines
+    if not (res.accepted and res.cubin and tool):
+        return res, []
+    return res, [m.group(0) for m in map(_SASS_LINE.search, run_disassembler(res.cubin, tool).splitlines()) if m]
 
 
 def excerpt(lines: list[str], around: int = _EXCERPT_AROUND) -> list[str]:
@@ -90,7 +96,8 @@ def bundle(path: str | Path, out: str | Path, *, releases: str | None = None) ->
         (out / f"sass_O{opt}.txt").write_text("\n".join(lines) + "\n" if lines else
                                                "(no SASS: " + ("ptxas rejected the module" if not res.accepted
                                                                else "no disassembler found") + ")\n")
-    hazards = inflight_writes(sass3) if sass3 else []
+    hazards = [h.line() for e in o3.kernel_names for h in sass_hazards(o3.cubin, o3.kernel(e), tool)] \
+        if sass3 else []
 
     v = differ.judge(program, ("ptxas", "checker", "reference") + (("sass",) if tool else ()))
     found = differ.compare(program, v)
@@ -135,7 +142,7 @@ def bundle(path: str | Path, out: str | Path, *, releases: str | None = None) ->
     meta = {"repro": str(path), "signature": signature or None, "asked_of_releases": keep, "class": classify(signature) if signature else None,
             "ptxas": PINNED_VERSION, "ptxas_O3": {"accepted": o3.accepted, "codes": sorted({d.code for d in o3.diagnostics if d.code})},
             "ptxas_O0": {"accepted": o0.accepted, "codes": sorted({d.code for d in o0.diagnostics if d.code})},
-            "sass_inflight_writes_O3": hazards, "findings_now": findings, "verdicts": v.summary(),
+            "sass_hazards_O3": hazards, "findings_now": findings, "verdicts": v.summary(),
             "releases": {r: h for r, h in holds.items()}, "gpu_recorded": gpu_lines,
             "files": sorted(p.name for p in out.iterdir()) + ["README.md", "bundle.json"]}
     (out / "README.md").write_text(_readme(program, meta, sass3, sass0, keep))
@@ -168,9 +175,10 @@ def _readme(program: Program, m: dict, sass3: list[str], sass0: list[str], keep:
         f"- `-O0`: {'accepted' if m['ptxas_O0']['accepted'] else 'rejected'}"
         + (f", diagnostics {', '.join(m['ptxas_O0']['codes'])}" if m["ptxas_O0"]["codes"] else ""),
     ]
-    if m["sass_inflight_writes_O3"]:
-        lines += ["", "At -O3 the SASS writes a register of a wgmma still in flight (before the next "
-                  "`WARPGROUP.DEPBAR`):", "", "```"] + m["sass_inflight_writes_O3"] + ["```"]
+    if m["sass_hazards_O3"]:
+        lines += ["", "At -O3 the SASS breaks the rules of the GMMA pipeline (a register of a GMMA in flight "
+                  "written or read, a GMMA reading what was written after `WARPGROUP.ARRIVE`, a wgmma dropped "
+                  "or duplicated; the rules: fuzzptx docs/sass.md):", "", "```"] + m["sass_hazards_O3"] + ["```"]
     for opt, s in (("O3", sass3), ("O0", sass0)):
         if s:
             lines += ["", f"SASS at -{opt}, the lines around the warpgroup instructions (`sass_{opt}.txt` has all {len(s)}):",
