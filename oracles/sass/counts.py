@@ -7,8 +7,9 @@ not deleted as dead code the way ptxas deletes it (``oracles/checker/ptxas_dce.p
 are read, not made redundant by a later scale-d 0 wgmma or simply unused).  The rule does not apply
 (None) to a kernel with a wgmma in a loop or in a called function: static counts say nothing there.
 
-SASS side (the GMMAs -O0 adds after each wgmma -- ``HGMMA.64x8x16.F16 R, gdesc, R, !UPT`` -- not
-counted): the fewest GMMAs on any path from the kernel's entry to an ``EXIT`` (a shortest path with
+SASS side (not counted: the GMMAs -O0 adds after each wgmma -- ``HGMMA.64x8x16.F16 R, gdesc, R, !UPT``
+-- and the null GMMA ``HGMMA.64x8x16.F16 RZ, gdesc[URZ], RZ, !UPT, gsb0`` that -O3 leaves to close a
+commit group whose wgmma it dropped): the fewest GMMAs on any path from the kernel's entry to an ``EXIT`` (a shortest path with
 the GMMAs as weights; loops without a GMMA are fine), and the most where no GMMA lies on a cycle.
 
 ``gmma-dropped``: some SASS path holds fewer GMMAs than the wgmmas that must execute (ptxas 12.4-13.5

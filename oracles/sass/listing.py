@@ -65,7 +65,9 @@ class Gmma:
     reads_acc: bool  # the accumulator input is the registers themselves, not RZ
     closes_group: bool  # ``gsb0``: the last GMMA of a commit group
     shape: str  # "64x64x16.F32" -- for counting and messages
-    auxiliary: bool  # ``!UPT`` with a register input: a GMMA -O0 adds after each wgmma, no PTX wgmma of its own
+    # no PTX wgmma of its own: ``!UPT`` with a register input (the GMMA -O0 adds after each wgmma), or
+    # ``RZ, gdesc[URZ], RZ`` (writes nothing: -O3 leaves one to close a commit group whose wgmma it dropped)
+    auxiliary: bool
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ class Instruction:
         acc_in = ops[desc_at + 1] if desc_at is not None and desc_at + 1 < len(ops) else "RZ"
         return Gmma(acc=acc, a=a, reads_acc=acc_in != "RZ", closes_group="gsb0" in ops,
                     shape=f"{n}x{k}" + (f".{acc_type}" if acc_type else ""),
-                    auxiliary="!UPT" in ops and acc_in != "RZ")
+                    auxiliary=dst is None or ("!UPT" in ops and acc_in != "RZ"))
 
     @cached_property
     def writes(self) -> frozenset[int]:
@@ -273,8 +275,10 @@ _LOCK = Lock()
 
 
 def cubin_sm(cubin: bytes) -> int:
-    """The SM a cubin is for (90 for sm_90a), from its ELF header's flags."""
-    return (struct.unpack_from("<I", cubin, 0x30)[0] >> 8) & 0xFF
+    """The SM a cubin is for (90 for sm_90a), from its ELF header's flags: bits 8-15 in the ELF ABI
+    of ptxas 13 (OS ABI 0x41), bits 0-7 in the older one of ptxas 12 (0x33)."""
+    flags = struct.unpack_from("<I", cubin, 0x30)[0]
+    return (flags >> 8) & 0xFF if cubin[7] == 0x41 else flags & 0xFF
 
 
 def _key(cubin: bytes, tool: list[str]) -> str:
