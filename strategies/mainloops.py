@@ -12,7 +12,8 @@ Illegal twins, labelled as ``mutations`` labels them (``Program.expect``):
                      before the bytes land, so what the consumers read is undefined
   wrong_parity       the consumers wait on the other parity for one tile: that wait returns at once
                      (the phase before it), the read races the copy and is undefined
-Both are accepted by ptxas ("ptxas", "accepted") and leave the reference's outputs undefined
+  early_read         the consumers read one tile's stage before waiting on its barrier
+All are accepted by ptxas ("ptxas", "accepted") and leave the reference's outputs undefined
 ("reference", "undefined").
 
 Not drawn yet: tensor copies (TMA with a tensor-map description), wgmma consumers reading the
@@ -27,7 +28,7 @@ from hypothesis import strategies as st
 from fuzzptx.program import Buffer, Launch, Program
 from fuzzptx.ptx.parse import parse
 
-FAULTS = ("missing_expect_tx", "wrong_parity")
+FAULTS = ("missing_expect_tx", "wrong_parity", "early_read")
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,9 @@ def kernel_text(plan: MainloopPlan) -> str:
             lines.append(f"\t@!%p3 mbarrier.arrive.shared::cta.b64 \t_, [{bar}];")
         if fault_here and plan.fault == "wrong_parity":
             parity ^= 1
-        lines += [f"W{i}:", f"\tmbarrier.try_wait.parity.shared::cta.b64 \t%p4, [{bar}], {parity};", f"\t@!%p4 bra \tW{i};",
-                  f"\tld.shared.u32 \t%r8, [%r7+{B * s}];", "\tadd.s32 \t%r20, %r20, %r8;", "\tbar.sync \t0;"]
+        wait = [f"W{i}:", f"\tmbarrier.try_wait.parity.shared::cta.b64 \t%p4, [{bar}], {parity};", f"\t@!%p4 bra \tW{i};"]
+        read = [f"\tld.shared.u32 \t%r8, [%r7+{B * s}];", "\tadd.s32 \t%r20, %r20, %r8;"]
+        lines += (read + wait if fault_here and plan.fault == "early_read" else wait + read) + ["\tbar.sync \t0;"]
     lines += ["\tcvt.u64.u32 \t%rd5, %r6;", "\tadd.s64 \t%rd6, %rd2, %rd5;", "\tst.global.u32 \t[%rd6], %r20;",
               "\tadd.s64 \t%rd7, %rd3, %rd5;", "\tst.global.u32 \t[%rd7], %r5;"]
     lines += [f"\t@%p3 mbarrier.inval.shared::cta.b64 \t[bar+{8 * s}];" for s in range(S)]
@@ -122,7 +124,7 @@ def mainloop_programs() -> st.SearchStrategy[Program]:
 
 
 def illegal_mainloop_programs() -> st.SearchStrategy[Program]:
-    """Their labelled illegal twins: one tile with a missing expect_tx or a wrong parity."""
+    """Their labelled illegal twins: one tile with a missing expect_tx, a wrong parity or an early read."""
     return st.sampled_from(FAULTS).flatmap(lambda f: mainloop_plans(fault=f)).map(render)
 
 

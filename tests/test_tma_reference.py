@@ -121,3 +121,12 @@ def test_a_copy_without_expect_tx_before_every_arrival_is_a_race_not_a_hang():
     every = "\tmbarrier.arrive.shared::cta.b64 	%rd5, [%r3];\n"
     r = run_program(program(COPY + every, arrivals=128))
     assert r.undefined and "a race" in r.undefined
+
+
+def test_a_read_before_the_wait_sees_undefined_bytes():
+    """The copy's bytes are defined once a wait observes its phase; read before, they are not."""
+    from fuzzptx.strategies.mainloops import MainloopPlan, render
+    legal = render(MainloopPlan(128, 2, 4, False, False, False, 9))
+    early = render(MainloopPlan(128, 2, 4, False, False, False, 9, "early_read", 2))
+    assert (run_program(legal).outputs["o"].kind == 0).all()
+    assert (run_program(early).outputs["o"].kind == UNDEF).all()

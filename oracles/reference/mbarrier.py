@@ -7,9 +7,9 @@ phase completes when both pending counts reach zero; the next then starts with t
 
 In this model every thread runs in lockstep and an async copy completes when it is issued
 (``cp.async.bulk`` global -> shared copies its bytes, then performs complete_tx on its barrier),
-except that its bytes read as undefined until the barrier phase it completes on is complete (a
-reader the phase does not order may see old or new bytes: a missing expect_tx completes the
-phase early, and the data then stays undefined); so a wait that fails while every live thread is waiting can never succeed: the reference reports
+except that its bytes read as undefined until a wait observes the completion of the barrier
+phase it completes on (a reader the phase does not order may see old or new bytes: a read
+before the wait, or a missing expect_tx that completes the phase early, sees undefined data); so a wait that fails while every live thread is waiting can never succeed: the reference reports
 it as a hang (``StepLimit``, what a run past the step budget reports), naming the barrier's
 pending arrivals and bytes.  A wait that fails while other threads are elsewhere returns false,
 as on hardware.  A failing parity wait once the barrier has completed a phase is different: run
@@ -41,12 +41,21 @@ class Barrier:
     phases: int = 0  # completed phases; the current phase's parity is phases & 1
     landing: list = field(default_factory=list)  # (region, offsets, words) of copies this phase orders
     async_tx: int = 0  # bytes async copies completed in this phase (they may land later on hardware)
+    observable: list = field(default_factory=list)  # landed copies of completed phases no wait observed yet
+
+    def observe(self) -> None:
+        """A wait saw a completed phase: the bytes it orders are now defined (for every thread: this
+        model has no per-thread visibility, so a read after another thread's wait, ordered by a
+        CTA barrier, sees them too)."""
+        for region, off, words in self.observable:
+            region.write(off, 4, words)
+        self.observable = []
 
     def settle(self) -> None:
-        """Complete the phase when nothing is pending: the copies it orders become visible."""
+        """Complete the phase when nothing is pending: the copies it orders become visible to the
+        first wait that observes the completion (``observe``)."""
         if self.pending == 0 and self.tx == 0:
-            for region, off, words in self.landing:
-                region.write(off, 4, words)
+            self.observable += self.landing
             self.landing = []
             self.async_tx = 0
             self.phases += 1
@@ -153,6 +162,8 @@ def _wait(m, f, ins, act, parity: bool) -> None:
         # parity: the phase of that parity has completed when the current phase's parity differs;
         # a state token: the phase it was taken in has completed
         done[idx[j]] = (b.phases & 1) != (w & 1) if parity else b.phases > w
+        if done[idx[j]]:
+            b.observe()
     stuck = [a for j, a in enumerate(addr.tolist()) if not done[idx[j]]]
     if stuck and np.array_equal(act, m.alive):
         b = _table(m)[stuck[0]]
