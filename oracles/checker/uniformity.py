@@ -332,6 +332,13 @@ def shared_interval(op, defs, tid_max: int | None, depth: int = 0):
     sub = [shared_interval(o, defs, tid_max, depth + 1) for o in srcs[:2]]
     a = sub[0]
     if base in ("mov", "cvt", "cvta") and len(srcs) == 1:
+        types = [m for m in ins.modifiers if m[:1] in "usbf" and m[1:].isdigit()]
+        if base == "cvt" and a is not None and types:
+            bits = 8 * type_bytes(types[0])  # the destination type comes first
+            if a[0] is None and (a[1] < 0 or a[2] >= 1 << bits):
+                return _UNKNOWN  # a narrowing cvt may wrap
+            if a[0] is not None and bits < 32:
+                return _UNKNOWN
         return a
     if base == "and" and len(srcs) == 2 and isinstance(srcs[1], Imm) and isinstance(srcs[1].value, int) \
             and 0 <= srcs[1].value < 1 << 31:
