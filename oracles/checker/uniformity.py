@@ -305,8 +305,10 @@ _UNKNOWN = None
 _SHARED_WRITERS = ("st", "atom", "red", "stmatrix", "cp", "mbarrier", "wmma")
 
 
+@per_object(64)
 def single_defs(fn: Function) -> dict[str, Instr | None]:
-    """Register -> its one unguarded definition (None where it has several or a guarded one)."""
+    """Register -> its one unguarded definition (None where it has several or a guarded one);
+    kept per function: the table rule, the proxy rule and the mbarrier rule all ask."""
     out: dict[str, Instr | None] = {}
     for ins in fn.instructions():
         for d in defs_uses(ins)[0]:
