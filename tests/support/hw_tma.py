@@ -4,7 +4,8 @@ Each legal shape runs with fresh random inputs (seeds from the clock, recorded):
 copy ordered by expect_tx before or after it; a ring of two stages over several K tiles whose
 waits flip parity; every thread arriving and waiting on its state token (try_wait and
 test_wait); elect.sync's leader lane and predicate per thread; setmaxnreg in a two-warpgroup
-kernel.  Outputs are compared with ``compare`` (the reference's allowed values).
+kernel; three drawn mainloops (strategies/mainloops.py: 1-4 stages, 5-8 tiles, 1-3 warpgroups,
+every thread arriving, setmaxnreg), when hypothesis is importable.  Outputs are compared with ``compare`` (the reference's allowed values).
 
     PYTHONPATH=/tmp/pkg python tests/support/hw_tma.py --out $OUT/tma_h100.json [--dry-run]
 """
@@ -113,6 +114,11 @@ def setmaxnreg() -> str:
     return HEAD.format(ntid=256, smem=1024) + body + TAIL
 
 
+try:  # the drawn mainloops (strategies need hypothesis, which a bare device may lack)
+    from fuzzptx.strategies.mainloops import MainloopPlan, kernel_text
+except ImportError:  # pragma: no cover - recorded in the JSON as skipped
+    MainloopPlan = kernel_text = None
+
 SHAPES = {
     "expect-then-copy": (lambda: single_copy(False), 128, 128),
     "copy-then-expect": (lambda: single_copy(True), 128, 128),
@@ -120,6 +126,13 @@ SHAPES = {
     "every-thread-arrives-token-wait": (every_thread, 128, 128),
     "setmaxnreg-two-warpgroups": (setmaxnreg, 256, 256),
 }
+
+
+if kernel_text is not None:
+    for _n, _s, _k, _cf, _all, _regs in ((384, 4, 8, False, True, True), (256, 3, 7, True, False, True),
+                                           (128, 1, 5, True, True, False)):
+        SHAPES[f"mainloop-{_n}t-{_s}s-{_k}k{'-all' if _all else ''}{'-setmaxnreg' if _regs else ''}"] = (
+            lambda n=_n, s=_s, k=_k, cf=_cf, a=_all, r=_regs: kernel_text(MainloopPlan(n, s, k, cf, a, r, 0)), _n, _n * _k)
 
 
 def programs(seed: int):
@@ -166,7 +179,8 @@ def main(argv=None) -> int:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": "PYTHONPATH=/tmp/pkg python tests/support/hw_tma.py --out $OUT/tma_h100.json",
         "device": info, "ptxas": ptxas_version(), "python": platform.python_version(),
-        "shapes": sorted(SHAPES), "runs": len(cases), "rejected_by_ptxas": rejected,
+        "shapes": sorted(SHAPES), "mainloop_shapes": "run" if kernel_text is not None else "skipped (no hypothesis)",
+        "runs": len(cases), "rejected_by_ptxas": rejected,
         "faults": faults, "programs_with_mismatches": mismatched, "results": rows,
     }
     with open(args.out, "w") as fh:
