@@ -14,6 +14,7 @@ from fuzzptx.oracles.checker import check_and_predict, check_module
 from fuzzptx.oracles.hardware import gpu_available, run_program_on_gpu
 from fuzzptx.oracles import toolchains
 from fuzzptx.oracles.ptxas import PINNED_VERSION, compile_batch, compile_ptx
+from fuzzptx.oracles.ptxas_merge import unsuffixed
 from fuzzptx.oracles.reference import compare as ref_compare, run_program
 from fuzzptx.oracles.reference.errors import Unsupported
 from fuzzptx.oracles.sass import cubin_sm, disassemble, disassemble_all, disassembler, gmma_count_hazards, verify
@@ -535,11 +536,17 @@ class SassJudge(Judge):
         out: list[tuple[str, str, tuple[str, ...]]] = []
         for entry in r.kernel_names:
             name = r.kernel(entry)
+            # lines name the program's own functions, not a batch's renamed ones: a repro's
+            # EXPECT lines then hold when the file is compiled alone
             for h in verify(listing, name):
-                out.append((h.rule, h.line(), h.excerpt))
+                out.append((h.rule, unsuffixed(h.line()), h.excerpt))
             for c in gmma_count_hazards(program.module, entry, listing, name):
-                out.append((c.rule, c.line(), c.excerpt))
+                out.append((c.rule, unsuffixed(c.line()), c.excerpt))
         return SkippableVerdict(tuple(out))
+
+    def moved(self, verdict: SkippableVerdict, delta: int) -> SkippableVerdict | None:
+        """Header lines change no instruction, so the SASS and its hazards stay (a skip may quote a line)."""
+        return verdict if verdict.value is not None else None
 
     def summary(self, verdict: SkippableVerdict) -> dict[str, str]:
         if verdict.value is not None:
