@@ -39,7 +39,7 @@ def test_the_repeated_wgmma_collapse_is_a_dropped_gmma():
     p = Program.from_file(str(REPEATED))
     v = differ.judge(p, ("checker", "ptxas", "sass"))
     assert [rule for rule, _, _ in v.sass] == ["gmma-dropped"]
-    assert "4 wgmma(s) must execute, a SASS path holds 3 GMMA(s)" in v.sass[0][1]
+    assert "4 m64n32k32 wgmma(s) must execute, a SASS path holds 3 such GMMA(s)" in v.sass[0][1]
     assert [f.signature for f in differ.compare(p, v) if f.signature.startswith("sass")] == \
         ["sass:gmma-dropped|wgmma.s32.u8"]
 

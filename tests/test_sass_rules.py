@@ -218,5 +218,22 @@ def test_two_committed_copies_of_a_wgmma_with_one_left_are_dropped():
         lst = disassemble_all([r.cubin], disassembler())[0]
         found[opt] = [c.line() for c in gmma_count_hazards(p.module, p.launch.kernel, lst, name)] + \
             [h.line() for h in verify(lst, name)]
-    assert found[3] == [f"gmma-dropped: {name}: 2 wgmma(s) must execute, a SASS path holds 1 GMMA(s)"]
+    assert found[3] == [f"gmma-dropped: {name}: 2 m64n32k32 wgmma(s) must execute, a SASS path holds 1 such GMMA(s)"]
     assert found[0] == []
+
+
+def test_a_call_through_a_register_may_reach_any_subroutine_of_the_section():
+    lst = listing(k="""
+    /*0000*/ WARPGROUP.ARRIVE ;
+    /*0010*/ HGMMA.64x8x16.F32 R24, gdesc[UR4], R24, gsb0 ;
+    /*0020*/ CALL.REL.NOINC R6 0x0 ;
+    /*0030*/ WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+    /*0040*/ EXIT ;
+    """, side="""
+    /*0100*/ IMAD.MOV.U32 R26, RZ, RZ, 0x5 ;
+    /*0110*/ RET.REL.NODEC R20 0x0 ;
+    """)
+    k = lst.functions["k"]
+    k.calls[2] = ""  # what the listing records for a call through a register
+    lst.functions["k"] = SassFunction("k", k.instrs, k.at, k.calls, ("side",))
+    assert rules(lst) == [("inflight-write", 0x100)]

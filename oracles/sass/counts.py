@@ -12,13 +12,15 @@ SASS side (not counted: the GMMAs -O0 adds after each wgmma -- ``HGMMA.64x8x16.F
 commit group whose wgmma it dropped): the fewest GMMAs on any path from the kernel's entry to an ``EXIT`` (a shortest path with
 the GMMAs as weights; loops without a GMMA are fine), and the most where no GMMA lies on a cycle.
 
-``gmma-dropped``: some SASS path holds fewer GMMAs than the wgmmas that must execute (ptxas 12.4-13.5
--O3 collapse repeated wgmmas: reports/findings/ptxas_O3_repeated_wgmma_campaign.ptx);
-``gmma-duplicated``: some SASS path holds more GMMAs than the kernel has wgmmas.
+Both sides count shape by shape (N and K of m64nNkK, the SASS ``64xNxK``).
+``gmma-dropped``: some SASS path holds fewer GMMAs of a shape than the wgmmas of that shape that must
+execute (ptxas 12.4-13.5 -O3 collapse repeated wgmmas: reports/findings/ptxas_O3_repeated_wgmma_campaign.ptx);
+``gmma-duplicated``: some SASS path holds more GMMAs of a shape than the kernel has wgmmas of it.
 """
 from __future__ import annotations
 
 import heapq
+import re
 from dataclasses import dataclass
 
 from fuzzptx.ptx.cfg import build_cfg, call_targets
@@ -35,6 +37,7 @@ from .listing import Listing, SassFunction
 class CountHazard:
     kind: str  # "dropped" | "duplicated"
     function: str
+    shape: tuple[int, int]  # (N, K) of the wgmmas counted
     ptx: int  # wgmmas that must execute (dropped) or in the kernel (duplicated)
     sass: int  # GMMAs on the SASS path
     excerpt: tuple[str, ...]  # the function's GMMAs as disassembled
@@ -45,17 +48,33 @@ class CountHazard:
 
     def line(self) -> str:
         if self.kind == "dropped":
-            return (f"gmma-dropped: {self.function}: {self.ptx} wgmma(s) must execute, a SASS path holds "
-                    f"{self.sass} GMMA(s)")
-        return f"gmma-duplicated: {self.function}: {self.ptx} wgmma(s) in the PTX, a SASS path holds {self.sass} GMMA(s)"
+            return (f"gmma-dropped: {self.function}: {self.ptx} m64n{self.shape[0]}k{self.shape[1]} wgmma(s) must "
+                    f"execute, a SASS path holds {self.sass} such GMMA(s)")
+        return (f"gmma-duplicated: {self.function}: {self.ptx} m64n{self.shape[0]}k{self.shape[1]} wgmma(s) in the "
+                f"PTX, a SASS path holds {self.sass} such GMMA(s)")
 
 
 def _has_wgmma(fn: Function) -> bool:
     return any(is_wgmma(i) for i in fn.instructions())
 
 
+def ptx_shape(opcode: str) -> tuple[int, int] | None:
+    """(N, K) of a ``wgmma.mma_async...m64nNkK...`` opcode."""
+    m = re.search(r"\.m64n(\d+)k(\d+)", opcode)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def must_execute_wgmmas(module: Module, kernel: str) -> tuple[int, int] | None:
     """``(must, total)`` wgmmas of ``kernel`` (see the module doc), or None where counts say nothing."""
+    by_shape = must_execute_by_shape(module, kernel)
+    if by_shape is None:
+        return None
+    return sum(m for m, _ in by_shape.values()), sum(t for _, t in by_shape.values())
+
+
+def must_execute_by_shape(module: Module, kernel: str) -> dict[tuple[int, int], tuple[int, int]] | None:
+    """``(must, total)`` per wgmma shape (N, K): ptxas keeps each wgmma's shape, so a drop hidden in
+    the total by GMMAs of another shape shows in its own."""
     try:
         fn = module.function(kernel)
     except KeyError:
@@ -95,23 +114,29 @@ def must_execute_wgmmas(module: Module, kernel: str) -> tuple[int, int] | None:
 
     returns = frozenset(p.name for p in fn.returns if p.space == ".reg")
     dead, _ = dead_code(g, returns)
-    must = total = 0
+    counts: dict[tuple[int, int], list[int]] = {}
     for bi, block in enumerate(g.blocks):
         for k, ins in enumerate(block.instrs):
             if not is_wgmma(ins):
                 continue
             if bi in in_loop:
                 return None
-            total += 1
+            shape = ptx_shape(ins.opcode)
+            if shape is None:
+                return None
+            c = counts.setdefault(shape, [0, 0])
+            c[1] += 1
             if ins.guard is None and Site(bi, k) not in dead and on_every_path(bi):
-                must += 1
-    return must, total
+                c[0] += 1
+    return {shape: (c[0], c[1]) for shape, c in counts.items()}
 
 
-def _path_counts(f: SassFunction) -> tuple[int | None, int | None]:
-    """(fewest, most) GMMAs on a path from the entry to an EXIT; most is None where a GMMA is on a cycle."""
+def _path_counts(f: SassFunction, shape: tuple[int, int] | None = None) -> tuple[int | None, int | None]:
+    """(fewest, most) GMMAs (of ``shape``, or all) on a path from the entry to an EXIT; most is None
+    where such a GMMA is on a cycle."""
     n = len(f.instrs)
-    w = [1 if ins.gmma is not None and not ins.gmma.auxiliary else 0 for ins in f.instrs]
+    w = [1 if ins.gmma is not None and not ins.gmma.auxiliary and (shape is None or ins.gmma.nk == shape) else 0
+         for ins in f.instrs]
     succ = [f.successors(i) for i in range(n)]
     exits = {i for i, ins in enumerate(f.instrs) if ins.base == "EXIT"}
     best = [None] * n  # Dijkstra, node weights
@@ -152,29 +177,39 @@ def _path_counts(f: SassFunction) -> tuple[int | None, int | None]:
 
 
 def gmma_count_hazards(module: Module, kernel: str, listing: Listing, sass_name: str) -> list[CountHazard]:
-    """The ``gmma-count`` findings of ``kernel`` (its name in the listing: ``sass_name``)."""
+    """The ``gmma-dropped``/``gmma-duplicated`` findings of ``kernel`` (its name in the listing:
+    ``sass_name``), shape by shape: ptxas keeps each wgmma's shape, so a drop that GMMAs of another
+    shape would hide in the total shows in its own."""
     f = listing.function(sass_name)
     if f is None:
         return []
     if any(callee not in listing.functions or any(x.gmma is not None for x in listing.functions[callee].instrs)
            for callee in f.calls.values()):
         return []
-    fewest, most = _path_counts(f)
     try:
         fn = module.function(kernel)
     except KeyError:
         return []
-    total = sum(1 for ins in fn.instructions() if is_wgmma(ins)) if fn.body is not None else 0
-    if (fewest is None or fewest >= total) and (most is None or most <= total):
-        return []  # neither fewer than could be needed nor more than there are
-    counts = must_execute_wgmmas(module, kernel)
-    if counts is None:
+    if fn.body is None:
         return []
-    must, total = counts
-    gmmas = tuple(ins.text for ins in f.instrs if ins.gmma is not None)
+    totals: dict[tuple[int, int], int] = {}
+    for ins in fn.instructions():
+        shape = ptx_shape(ins.opcode) if is_wgmma(ins) else None
+        if shape is not None:
+            totals[shape] = totals.get(shape, 0) + 1
+    paths = {shape: _path_counts(f, shape) for shape in totals}
+    if all((fewest is None or fewest >= totals[sh]) and (most is None or most <= totals[sh])
+           for sh, (fewest, most) in paths.items()):
+        return []  # no shape has fewer GMMAs on a path than could be needed, nor more than there are
+    by_shape = must_execute_by_shape(module, kernel)
+    if by_shape is None:
+        return []
     out = []
-    if fewest is not None and fewest < must:
-        out.append(CountHazard("dropped", sass_name, must, fewest, gmmas))
-    if most is not None and most > total:
-        out.append(CountHazard("duplicated", sass_name, total, most, gmmas))
+    for shape, (must, total) in sorted(by_shape.items()):
+        fewest, most = paths.get(shape, (None, None))
+        gmmas = tuple(ins.text for ins in f.instrs if ins.gmma is not None and ins.gmma.nk == shape)
+        if fewest is not None and fewest < must:
+            out.append(CountHazard("dropped", sass_name, shape, must, fewest, gmmas))
+        if most is not None and most > total:
+            out.append(CountHazard("duplicated", sass_name, shape, total, most, gmmas))
     return out

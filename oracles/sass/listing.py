@@ -64,7 +64,8 @@ class Gmma:
     a: frozenset[int]  # A-operand registers when A is in registers, read
     reads_acc: bool  # the accumulator input is the registers themselves, not RZ
     closes_group: bool  # ``gsb0``: the last GMMA of a commit group
-    shape: str  # "64x64x16.F32" -- for counting and messages
+    shape: str  # "64x64x16.F32" -- for messages
+    nk: tuple[int, int]  # (N, K): the PTX wgmma's shape m64nNkK
     # no PTX wgmma of its own: ``!UPT`` with a register input (the GMMA -O0 adds after each wgmma), or
     # ``RZ, gdesc[URZ], RZ`` (writes nothing: -O3 leaves one to close a commit group whose wgmma it dropped)
     auxiliary: bool
@@ -100,7 +101,7 @@ class Instruction:
         desc_at = next((i for i, o in enumerate(ops) if o.startswith("gdesc")), None)
         acc_in = ops[desc_at + 1] if desc_at is not None and desc_at + 1 < len(ops) else "RZ"
         return Gmma(acc=acc, a=a, reads_acc=acc_in != "RZ", closes_group="gsb0" in ops,
-                    shape=f"{n}x{k}" + (f".{acc_type}" if acc_type else ""),
+                    shape=f"{n}x{k}" + (f".{acc_type}" if acc_type else ""), nk=(n, int(k)),
                     auxiliary=dst is None or ("!UPT" in ops and acc_in != "RZ"))
 
     @cached_property
@@ -148,7 +149,8 @@ class SassFunction:
     name: str
     instrs: tuple[Instruction, ...]
     at: dict[int, int] = field(compare=False)  # address -> index
-    calls: dict[int, str] = field(compare=False)  # index of a CALL -> the function it calls
+    calls: dict[int, str] = field(compare=False)  # index of a CALL -> the function it calls ("" through a register)
+    subroutines: tuple[str, ...] = ()  # the other functions of its section: where a call through a register may go
 
     def successors(self, i: int) -> tuple[int, ...]:
         """Indices that may run after instruction ``i`` inside this function (a call falls through:
@@ -254,12 +256,16 @@ def _function_listings(texts_by_cubin: list[list[_Text]], sass: str) -> list[Lis
                         args = args[:tm.start()] + f"0x{target:x}" + args[tm.end():]
                     at[rel] = len(instrs)
                     if op.startswith("CALL"):
-                        callee = t.calls.get(rel) or (starts.get(target) if target is not None else None)
-                        if callee is not None:
-                            calls[len(instrs)] = callee
+                        if re.match(r"\s*R\d+", args):  # through a register: any subroutine of the section
+                            calls[len(instrs)] = ""
+                        else:
+                            callee = t.calls.get(rel) or (starts.get(target) if target is not None else None)
+                            if callee is not None:
+                                calls[len(instrs)] = callee
                     text = f"/*{rel:04x}*/ {(guard + ' ') if guard else ''}{op} {args} ;".replace("  ;", " ;")
                     instrs.append(Instruction(rel, guard, op, args, text, target))
-                functions[name] = SassFunction(name, tuple(instrs), at, calls)
+                functions[name] = SassFunction(name, tuple(instrs), at, calls,
+                                               tuple(n for n, o, _ in t.functions if o != 0 and n != name))
             base += _aligned(len(t.code))
         listings.append(Listing(functions))
     return listings

@@ -112,9 +112,7 @@ class _Verifier:
         if not pending:
             if writes:
                 since = since | writes
-            if callee in self.listing.functions and depth < _DEPTH:
-                return self.run(self.listing.functions[callee], (pending, since), depth + 1)
-            return (pending, since)
+            return self.call(f, callee, (pending, since), depth)
         reads = ins.reads & self.interest
         for fn, j, _age in pending:
             gi = self.listing.functions[fn].instrs[j].gmma
@@ -126,9 +124,20 @@ class _Verifier:
                 self.report("inflight-read", f, i, (fn, j), set(hit))
         if writes:
             since = since | writes
-        if callee in self.listing.functions and depth < _DEPTH:
-            return self.run(self.listing.functions[callee], (pending, since), depth + 1)
-        return (pending, since)
+        return self.call(f, callee, (pending, since), depth)
+
+    def call(self, f: SassFunction, callee: str | None, state: State, depth: int) -> State:
+        """The state after a call: its callee's returns (a call through a register: any subroutine
+        of the section, joined); no call, or one nested too deep, leaves the state as it is."""
+        if callee is None or depth >= _DEPTH:
+            return state
+        names = [callee] if callee else list(f.subroutines)
+        out = None
+        for name in names:
+            if name in self.listing.functions:
+                st = self.run(self.listing.functions[name], state, depth + 1)
+                out = st if out is None else _join(out, st)
+        return state if out is None else out
 
     def run(self, f: SassFunction, entry: State, depth: int = 0) -> State:
         """Fixpoint over ``f`` from ``entry``; the join of the states at its returns."""
@@ -168,10 +177,12 @@ def verify(listing: Listing, function: str) -> list[Hazard]:
         return []
     reach, todo = {function}, [function]
     while todo:  # the kernel and everything it calls
-        for callee in listing.functions[todo.pop()].calls.values():
-            if callee in listing.functions and callee not in reach:
-                reach.add(callee)
-                todo.append(callee)
+        fn = listing.functions[todo.pop()]
+        for callee in fn.calls.values():
+            for name in ([callee] if callee else fn.subroutines):
+                if name in listing.functions and name not in reach:
+                    reach.add(name)
+                    todo.append(name)
     interest: set[int] = set()
     for name in reach:
         for ins in listing.functions[name].instrs:
