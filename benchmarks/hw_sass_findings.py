@@ -43,9 +43,12 @@ from fuzzptx.program import Program  # noqa: E402
 FINDINGS = sorted((ROOT / "reports" / "findings").glob("ptxas_O3_*.ptx"))
 
 
-def kernels() -> list[tuple[str, str, Program]]:
-    """(set, name, program) for every kernel judged."""
-    out = [("findings", f.name, Program.from_file(str(f))) for f in FINDINGS]
+def kernels(files: list[str] = (), only_files: bool = False) -> list[tuple[str, str, Program]]:
+    """(set, name, program) for every kernel judged (``files``: repro files of a campaign, set "files")."""
+    out = [("files", Path(f).name, Program.from_file(f)) for f in files]
+    if only_files:
+        return out
+    out += [("findings", f.name, Program.from_file(str(f))) for f in FINDINGS]
     for key in FORMS:
         for copies, commit, zero in VARIANTS:
             base = replace(wgmma_program(key, seed=7, scale_d=not zero), numerics="hardware")
@@ -155,9 +158,11 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--dry-run", action="store_true", help="no GPU: compile and check the SASS only")
+    ap.add_argument("files", nargs="*", help="repro files to judge too (set 'files'): -O3 and -O0 against the reference")
+    ap.add_argument("--only-files", action="store_true", help="judge the files alone")
     a = ap.parse_args()
     t0 = time.perf_counter()
-    items = kernels()
+    items = kernels(a.files, a.only_files)
     rows, cubins = sass_half(items)
     if not a.dry_run:
         gpu_half(items, rows, cubins, a.repeats)
