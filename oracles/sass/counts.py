@@ -4,8 +4,10 @@ GMMAs on each path of the SASS.
 PTX side (``must_execute_wgmmas``): a wgmma must execute when it is unguarded, outside every loop,
 in a block on every path from the entry to the exit (it post-dominates the entry), and live --
 not deleted as dead code the way ptxas deletes it (``oracles/checker/ptxas_dce.py``: its results
-are read, not made redundant by a later scale-d 0 wgmma or simply unused).  The rule does not apply
-(None) to a kernel with a wgmma in a loop or in a called function: static counts say nothing there.
+are read, not made redundant by a later scale-d 0 wgmma or simply unused).  A wgmma in a loop is
+never "must" (it runs any number of times), and the SASS side does not count GMMAs on a cycle:
+the rule compares the code outside loops.  It does not apply to a kernel with a wgmma in a called
+function.
 
 SASS side (not counted: the GMMAs -O0 adds after each wgmma -- ``HGMMA.64x8x16.F16 R, gdesc, R, !UPT``
 -- and the null GMMA ``HGMMA.64x8x16.F16 RZ, gdesc[URZ], RZ, !UPT, gsb0`` that -O3 leaves to close a
@@ -67,14 +69,15 @@ def ptx_shape(opcode: str) -> tuple[int, int] | None:
 def must_execute_wgmmas(module: Module, kernel: str) -> tuple[int, int] | None:
     """``(must, total)`` wgmmas of ``kernel`` (see the module doc), or None where counts say nothing."""
     by_shape = must_execute_by_shape(module, kernel)
-    if by_shape is None:
+    if by_shape is None or any(t < 0 for _, t in by_shape.values()):
         return None
     return sum(m for m, _ in by_shape.values()), sum(t for _, t in by_shape.values())
 
 
 def must_execute_by_shape(module: Module, kernel: str) -> dict[tuple[int, int], tuple[int, int]] | None:
     """``(must, total)`` per wgmma shape (N, K): ptxas keeps each wgmma's shape, so a drop hidden in
-    the total by GMMAs of another shape shows in its own."""
+    the total by GMMAs of another shape shows in its own.  A loop's wgmmas are never "must" (the
+    SASS side does not count GMMAs on a cycle either), and make ``total`` -1 (no upper bound)."""
     try:
         fn = module.function(kernel)
     except KeyError:
@@ -119,25 +122,39 @@ def must_execute_by_shape(module: Module, kernel: str) -> dict[tuple[int, int], 
         for k, ins in enumerate(block.instrs):
             if not is_wgmma(ins):
                 continue
-            if bi in in_loop:
-                return None
             shape = ptx_shape(ins.opcode)
             if shape is None:
                 return None
             c = counts.setdefault(shape, [0, 0])
             c[1] += 1
+            if bi in in_loop:  # a loop's wgmmas run any number of times: no count covers them
+                c.append(1)
+                continue
             if ins.guard is None and Site(bi, k) not in dead and on_every_path(bi):
                 c[0] += 1
-    return {shape: (c[0], c[1]) for shape, c in counts.items()}
+    return {shape: (c[0], c[1] if len(c) == 2 else -1) for shape, c in counts.items()}
 
 
 def _path_counts(f: SassFunction, shape: tuple[int, int] | None = None) -> tuple[int | None, int | None]:
-    """(fewest, most) GMMAs (of ``shape``, or all) on a path from the entry to an EXIT; most is None
-    where such a GMMA is on a cycle."""
+    """(fewest, most) GMMAs (of ``shape``, or all) on a path from the entry to an EXIT.  GMMAs on a
+    cycle (a loop's) do not count towards fewest -- they stand for the PTX's wgmmas in loops, which
+    no count covers -- and make most None."""
     n = len(f.instrs)
+    succ = [f.successors(i) for i in range(n)]
     w = [1 if ins.gmma is not None and not ins.gmma.auxiliary and (shape is None or ins.gmma.nk == shape) else 0
          for ins in f.instrs]
-    succ = [f.successors(i) for i in range(n)]
+    cyclic = False
+    for i in range(n):
+        if w[i]:
+            stack, seen = list(succ[i]), set()
+            while stack:
+                j = stack.pop()
+                if j == i:
+                    w[i], cyclic = 0, True
+                    break
+                if j not in seen:
+                    seen.add(j)
+                    stack.extend(succ[j])
     exits = {i for i, ins in enumerate(f.instrs) if ins.base == "EXIT"}
     best = [None] * n  # Dijkstra, node weights
     heap = [(w[0], 0)] if n else []
@@ -151,17 +168,8 @@ def _path_counts(f: SassFunction, shape: tuple[int, int] | None = None) -> tuple
                 heapq.heappush(heap, (d + w[s], s))
     reached = [best[i] for i in exits if best[i] is not None]
     fewest = min(reached) if reached else None
-    # a GMMA on a cycle: no most
-    for i in range(n):
-        if w[i] and best[i] is not None:
-            stack, seen = list(succ[i]), set()
-            while stack:
-                j = stack.pop()
-                if j == i:
-                    return fewest, None
-                if j not in seen:
-                    seen.add(j)
-                    stack.extend(succ[j])
+    if cyclic:
+        return fewest, None
     most = [-1] * n
     if n:
         most[0] = w[0]
@@ -210,6 +218,6 @@ def gmma_count_hazards(module: Module, kernel: str, listing: Listing, sass_name:
         gmmas = tuple(ins.text for ins in f.instrs if ins.gmma is not None and ins.gmma.nk == shape)
         if fewest is not None and fewest < must:
             out.append(CountHazard("dropped", sass_name, shape, must, fewest, gmmas))
-        if most is not None and most > total:
+        if most is not None and total >= 0 and most > total:
             out.append(CountHazard("duplicated", sass_name, shape, total, most, gmmas))
     return out
