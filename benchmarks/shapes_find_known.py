@@ -81,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--examples", type=int, required=True)
     ap.add_argument("--batch", type=int, default=32, help="block size (fuzzptx run's --batch)")
     ap.add_argument("--out", help="write the record here (JSON)")
+    ap.add_argument("--only-shapes", action="store_true",
+                    help="compile only programs with a shapes: note (a quick scan over seeds)")
     a = ap.parse_args(argv)
     nvd = local_nvdisasm()
     tool = [str(nvd), "-c"] if nvd else disassembler()
@@ -101,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             note = next((n.split(":", 1)[1].split() for n in p.notes if n.startswith("shapes:")), [])
             shapes.update(note)
+            if a.only_shapes and not note:
+                continue
             errors = [f.text() for f in check_module(p.module, layers=("isa", "spec")) if f.severity == "error"]
             if errors:
                 false_alarms.append({"block": b, "program": i, "shapes": note, "errors": errors[:3]})
@@ -123,11 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     inflight = [r for r in rows if r.get("inflight")]
     judged = sum(1 for r in rows if r["accepted"])
     record = {
-        "command": f"PYTHONPATH=$PWD python3 benchmarks/shapes_find_known.py --seed {a.seed} --examples {a.examples}",
+        "command": f"PYTHONPATH=$PWD python3 benchmarks/shapes_find_known.py --seed {a.seed} --examples {a.examples}"
+                   + (" --only-shapes" if a.only_shapes else ""),
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
         "device": f"CPU ({platform.machine()}, shared 2-core host), no GPU",
         "ptxas": ptxas_version(), "opt_level": 3, "disassembler": tool[0],
-        "seed": a.seed, "examples": a.examples, "batch": a.batch,
+        "seed": a.seed, "examples": a.examples, "batch": a.batch, "only_shapes": a.only_shapes,
         "legal_wgmma_programs": len(rows) + len(false_alarms),
         "ptxas_accepted": judged,
         "ptxas_rejected": [{k: r[k] for k in ("block", "program", "codes")} for r in rows if not r["accepted"]],
