@@ -18,6 +18,7 @@ from .ir import (
     Scope,
     SrcLoc,
     Statement,
+    TensorAddr,
     VarDecl,
     Vec,
 )
@@ -37,6 +38,8 @@ def emit_operand(op: Operand) -> str:
         if op.base is None or op.offset == 0:
             return str(op)
         return f"[{op.base}+{op.offset}]"
+    if isinstance(op, TensorAddr):
+        return f"[{op.base}, {{" + ", ".join(emit_operand(c) for c in op.coords) + "}]"
     if isinstance(op, (Vec, CallArgs)):
         inner = ", ".join(emit_operand(i) for i in op.items)
         return "{" + inner + "}" if isinstance(op, Vec) else "(" + inner + ")"

@@ -87,6 +87,20 @@ class Addr:
 
 
 @dataclass(frozen=True)
+class TensorAddr:
+    """A tensor operand ``[tmap, {c0, c1}]`` of ``cp.async.bulk.tensor``/``prefetch.tensor``:
+    the tensor map (a ``.param``/``.global``/``.const`` symbol or a register holding its
+    generic address) and the box's starting coordinates (one per dimension, innermost first).
+    Kept apart from ``Addr``: it names no byte address the memory model can follow."""
+
+    base: Reg | Sym
+    coords: tuple["Operand", ...]
+
+    def __str__(self) -> str:
+        return f"[{self.base}, {{" + ", ".join(str(c) for c in self.coords) + "}]"
+
+
+@dataclass(frozen=True)
 class Vec:
     """A brace vector ``{a, b, c}`` (wgmma/mma fragments, ld.v4 targets)."""
 
@@ -116,7 +130,7 @@ class CallArgs:
         return "(" + ", ".join(str(i) for i in self.items) + ")"
 
 
-Operand = Union[Reg, Imm, Sym, Addr, Vec, Neg, CallArgs]
+Operand = Union[Reg, Imm, Sym, Addr, TensorAddr, Vec, Neg, CallArgs]
 
 
 def registers_in(op: Operand) -> tuple[Reg, ...]:
@@ -127,6 +141,11 @@ def registers_in(op: Operand) -> tuple[Reg, ...]:
         return (op.reg,)
     if isinstance(op, Addr):
         return (op.base,) if isinstance(op.base, Reg) else ()
+    if isinstance(op, TensorAddr):
+        out = [op.base] if isinstance(op.base, Reg) else []
+        for item in op.coords:
+            out.extend(registers_in(item))
+        return tuple(out)
     if isinstance(op, (Vec, CallArgs)):
         out: list[Reg] = []
         for item in op.items:

@@ -11,7 +11,8 @@ same function declares it, otherwise it is a symbol (label, variable, function).
 A predicate pair ``%p|%q`` (setp, shfl) is one ``Reg`` whose name holds the ``|``;
 ``fuzzptx.ptx.dataflow.split_pair`` splits it.
 
-Not supported (clear error): texture/surface operands ``[tex, {..}]``, operand
+Tensor operands ``[tmap, {c0, c1}]`` (TMA) are ``TensorAddr``.  Not supported (clear error):
+texture/surface operands other than that shape, operand
 expressions (``sym+4`` outside brackets), ``.attribute(...)``, vector parameters.
 
 ``parse(emit(m)) == m`` holds when the IR keeps PTX's own rules, which builders must:
@@ -52,6 +53,7 @@ from .ir import (
     Scope,
     SrcLoc,
     Sym,
+    TensorAddr,
     VarDecl,
     Vec,
 )
@@ -102,6 +104,8 @@ _FUNC_ATTRS = frozenset(
     .reqnctapercluster .maxclusterrank .blocksareclusters .abi_preserve .abi_preserve_control
     """.split()
 )
+# Instructions whose '[tmap, {coords}]' operand is a TensorAddr (tex/suld/sust are not read).
+_TENSOR_OPCODES = ("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor", "prefetch.tensor", "prefetch.global.tensor")
 _LINE_DIRECTIVES = frozenset((".loc", ".file"))  # end at the end of the line, no ';'
 _SEMI_DIRECTIVES = frozenset((".pragma", ".callprototype", ".calltargets", ".branchtargets", ".alias"))
 
@@ -692,6 +696,7 @@ class _Parser:
         dot = t.find(".")
         if (t if dot < 0 else t[:dot]) not in OPCODES:
             self.tok_err(f"unknown instruction {t!r}")
+        self.opcode = t
         i = self.i + 1
         ops: list = []
         if tx[i] == ";":
@@ -841,9 +846,29 @@ class _Parser:
             self.i -= 1
             self.tok_err(f"expected a register, symbol or number in '[ ]', found {self.found()}")
         if tx[self.i] == ",":
-            self.tok_err("texture/surface operands '[a, b]' are not supported")
+            return self.tensor_addr(base, offset)
         self.expect("]", "']'")
         return _addr(base, offset)
+
+    def tensor_addr(self, base, offset: int) -> TensorAddr:
+        """``[tmap, {c0, ...}]`` (cp.async.bulk.tensor, prefetch.tensor); the tensor map is a
+        bare symbol or register, the coordinates a brace vector."""
+        comma = self.i
+        if not self.opcode.startswith(_TENSOR_OPCODES):
+            self.tok_err("texture/surface operands '[a, b]' are not supported")
+        if base is None or offset:
+            self.tok_err("a tensor operand '[tmap, {coords}]' names its tensor map without an offset", comma)
+        self.i += 1
+        if self.tx[self.i] != "{":
+            self.tok_err(
+                f"texture/surface operands '[a, b]' are not supported (only '[tmap, {{coords}}]'), found {self.found()}"
+            )
+        self.i += 1
+        coords = self.items("}")
+        if not coords:
+            self.tok_err("a tensor operand needs at least one coordinate", self.i - 1)
+        self.expect("]", "']'")
+        return TensorAddr(base, coords)
 
     def int_at(self, i: int) -> int:
         t = self.tx[i]

@@ -17,7 +17,7 @@ from fuzzptx.ptx.parse import parse
 from . import check_module, predict_ptxas
 from .findings import LAYERS, Finding
 from .. import toolchains
-from .ptxas_compare import observed, predicted
+from .ptxas_compare import agreement
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -47,9 +47,10 @@ def load(path: str):
 
 def mismatches(path: str, module, text: str, toolchain=None) -> list[Finding]:
     """Findings for every place the ptxas model and the real ptxas (``toolchain``: another release)
-    disagree."""
-    real = observed(compile_ptx(text, want_cubin=False, ptxas=toolchain.ptxas if toolchain is not None else None))
-    pred = predicted(predict_ptxas(module))
+    disagree ("may" codes -- allocator-dependent -- aside: never a mismatch, ``ptxas_compare.agreement``)."""
+    a = agreement(compile_ptx(text, want_cubin=False, ptxas=toolchain.ptxas if toolchain is not None else None),
+                  predict_ptxas(module))
+    real, pred = a.real, a.mine
     who = "ptxas" if toolchain is None else f"ptxas {toolchain.release}"
     out = []
     for item in sorted(set(pred) - set(real)):

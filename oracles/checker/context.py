@@ -70,7 +70,7 @@ class FnCtx:
 
 def build_ctx(module: Module, fn: Function) -> FnCtx:
     g = analyse(build_cfg(fn))
-    uni = analyse_uniformity(fn, g, preamble=module.preamble)
+    uni = analyse_uniformity(fn, g, preamble=module.preamble, module=module)
     wg: dict[Site, Instr] = {}
     rel: set[str] = set()
     for b in g.blocks:

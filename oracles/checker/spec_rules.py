@@ -11,10 +11,15 @@ block to report.  Rules:
   still be in flight (no wgmma.wait_group covering its group on some path).
 - ``spec.commit.missing``: a wgmma.wait_group reached by uncommitted wgmmas (it does not wait for them).
 - ``spec.exit.uncommitted`` / ``spec.exit.unwaited``: a path leaves the function with wgmmas in flight.
-- ``spec.aligned.divergent``: a ``.aligned`` tensor-core instruction under control that is not
-  uniform over the threads it must run on (warpgroup for wgmma.*, warp for the rest).
-- ``spec.proxy.fence-missing``: generic-proxy shared-memory writes reach a wgmma (async proxy)
-  with no fence.proxy.async in between.
+- ``spec.aligned.divergent``: a ``.aligned`` tensor-core instruction (or setmaxnreg) under control
+  that is not uniform over the threads it must run on (warpgroup for wgmma.* and setmaxnreg,
+  warp for the rest).
+- ``spec.proxy.fence-missing``: generic-proxy shared-memory writes reach an async-proxy read of
+  bytes they may have written (a wgmma's descriptors, a bulk/tensor copy to global) with no
+  fence.proxy.async in between.  Ranges come from bounded address arithmetic; where nothing
+  bounds an address it meets everything.
+- ``spec.mbarrier.no-init`` / ``spec.mbarrier.no-expect-tx``: an mbarrier no init can reach; a
+  bulk copy completing bytes on a barrier no expect_tx raises (``mbarrier_analysis``).
 - ``spec.desc.base-offset`` / ``spec.desc.reserved``: a constant matrix descriptor the spec rejects.
 - ``spec.smem.out-of-bounds``: a descriptor whose start address (known from constants and shared
   symbols, laid out as ptxas does: ``fuzzptx.ptx.smem``) lies at or past the end of the kernel's
@@ -23,8 +28,10 @@ block to report.  Rules:
 """
 from __future__ import annotations
 
-from fuzzptx.isa.encoding import BASE_OFFSET_FIELD, PATTERN_ALIGN, RESERVED_MASK, START_FIELD, SWIZZLE_CODES, SWIZZLE_FIELD
-from fuzzptx.ptx.ir import Imm, Instr, Reg, Sym
+from fuzzptx.isa.encoding import (BASE_OFFSET_FIELD, K_STEP_BYTES, LBO_FIELD, PATTERN_ALIGN, RESERVED_MASK, SBO_FIELD,
+                                  START_FIELD, SWIZZLE_CODES, SWIZZLE_FIELD, descriptor_field)
+from fuzzptx.isa.encoding import SWIZZLE_NAMES as SWIZZLE_MODE_OF
+from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, Sym
 from fuzzptx.ptx.smem import SHARED_RESERVED, shared_layout
 
 from .bits import known_bits
@@ -32,7 +39,7 @@ from .context import FnCtx, Site, sites
 from .findings import Sink
 from .flow import BlockRecords, solve_forward
 from .regs import defs_uses, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs, wgmma_shape
-from .uniformity import LEVEL_NAMES, WARP, WARPGROUP, branch_reg
+from .uniformity import LEVEL_NAMES, WARP, WARPGROUP, shared_interval, single_defs, shared_write, block_dims, branch_reg
 
 DEPTH_CAP = 8  # wait_group N completes groups with depth >= N; deeper groups collapse here
 
@@ -218,22 +225,189 @@ def _generic_shared_write(ins: Instr) -> bool:
     return op.startswith(("cp.async.ca", "cp.async.cg"))
 
 
+_ANY = (None, None, None)  # a range nothing bounds: meets every other
+_PROXY_CAP = 32
+
+
+def _meets(a, b) -> bool:
+    """Whether two byte ranges ``(symbol, lo, end)`` (``end`` None: unbounded) may share a byte."""
+    if a[0] is None or b[0] is None:
+        return True
+    if a[0] != b[0]:
+        return False  # two variables never overlap
+    return (a[2] is None or b[1] < a[2]) and (b[2] is None or a[1] < b[2])
+
+
+def _range(addr, width, defs, tid_max):
+    """The bytes a shared access may touch: its address bounded by ``uniformity.shared_interval``."""
+    if not isinstance(addr, Addr) or addr.base is None:
+        return _ANY
+    iv = shared_interval(addr.base, defs, tid_max)
+    if iv is None or iv[0] is None:
+        return _ANY
+    return (iv[0], iv[1] + addr.offset, None if width is None else iv[2] + addr.offset + width)
+
+
+def _desc_start(op, defs, depth: int = 0):
+    """(symbol, lo, hi) bounding the start address a matrix descriptor register encodes:
+    ``or`` with a constant that leaves the start field clear, ``cvt``, ``add`` of whole 16-byte
+    steps, and ``bfe.u32 x, addr, 4, n`` (the start field is ``addr >> 4``)."""
+    if not isinstance(op, Reg) or depth > 16:
+        return None
+    ins = defs.get(op.name)
+    if ins is None or len(ins.operands) < 2:
+        return None
+    srcs = ins.operands[1:]
+    lo, width = START_FIELD
+    if ins.base == "cvt" and len(srcs) == 1:
+        return _desc_start(srcs[0], defs, depth + 1)
+    if ins.base == "or" and len(srcs) == 2 and isinstance(srcs[1], Imm) and isinstance(srcs[1].value, int) \
+            and not (srcs[1].value >> lo) & ((1 << width) - 1):
+        return _desc_start(srcs[0], defs, depth + 1)
+    if ins.base == "add" and len(srcs) == 2 and isinstance(srcs[1], Imm) and isinstance(srcs[1].value, int):
+        inner = _desc_start(srcs[0], defs, depth + 1)
+        return None if inner is None else (inner[0], inner[1] + 16 * srcs[1].value, inner[2] + 16 * srcs[1].value)
+    if ins.base == "bfe" and ".u" in ins.opcode and len(srcs) == 3 and srcs[1] == Imm(4, "4"):
+        return shared_interval(srcs[0], defs, None)
+    return None
+
+
+def _desc_fields(op, defs) -> tuple[int, int, str] | None:
+    """(LBO bytes, SBO bytes, swizzle mode) from the constant a descriptor register is ``or``-ed with."""
+    ins = defs.get(op.name) if isinstance(op, Reg) else None
+    while ins is not None and ins.base == "add" and isinstance(ins.operands[1], Reg):
+        ins = defs.get(ins.operands[1].name)  # k-steps add to the start field only
+    if ins is None or ins.base != "or" or not isinstance(ins.operands[2], Imm) \
+            or not isinstance(ins.operands[2].value, int):
+        return None
+    c = ins.operands[2].value
+    lbo, sbo = (descriptor_field(c, f) << 4 for f in (LBO_FIELD, SBO_FIELD))
+    return lbo, sbo, SWIZZLE_MODE_OF[descriptor_field(c, SWIZZLE_FIELD)]
+
+
+def _k_major_end(start_hi: int, rows: int, kbytes: int, lbo: int, sbo: int, swizzle: str) -> int:
+    """One past the last byte a K-major canonical layout starting at most at ``start_hi`` reads
+    (PTX ISA 9.7.15.5.1): 8-row groups SBO apart, rows of a group one swizzle width apart (16
+    bytes without swizzle, where K's 16-byte chunks sit LBO apart).  A swizzle permutes 16-byte
+    chunks within their aligned row, so the last row read ends the range."""
+    if swizzle == "none":
+        return start_hi + 7 * 16 + (rows // 8 - 1) * sbo + (kbytes // 16 - 1) * lbo + 16
+    width = int(swizzle[:-1])
+    last = start_hi + 7 * width + (rows // 8 - 1) * sbo + kbytes - 1
+    return last - last % width + width
+
+
+def _wgmma_reads(ins: Instr, defs) -> list:
+    """Byte ranges a wgmma's descriptors may read: the start's bounds widened to whole swizzle rows,
+    plus the K-major extent; an operand whose start or fields are not known, or that is
+    transposed (MN-major), may read anything."""
+    shape = wgmma_shape(ins)
+    try:
+        n = int(shape.split("n")[1].split("k")[0])
+    except (IndexError, ValueError):
+        return [_ANY]
+    kbytes = 2 * K_STEP_BYTES if ".sp" in ins.opcode else K_STEP_BYTES
+    ops = ins.operands
+    trans_imms = [o for o in ops[4:] if isinstance(o, Imm)] if any(t in ins.modifiers for t in ("f16", "bf16")) else []
+    a_desc = len(ops) > 1 and isinstance(ops[1], Reg)
+    trans = {"a": bool(a_desc and len(trans_imms) >= 4 and trans_imms[2].value),
+             "b": bool(trans_imms and len(trans_imms) >= 3 and trans_imms[-1].value)}
+    out = []
+    for which, op, rows in (("a", ops[1] if len(ops) > 1 else None, 64), ("b", ops[2] if len(ops) > 2 else None, n)):
+        if not isinstance(op, Reg):
+            continue  # A from registers
+        start, fields = _desc_start(op, defs), _desc_fields(op, defs)
+        if start is None or start[0] is None or fields is None or trans[which]:
+            out.append(_ANY)
+            continue
+        lbo, sbo, swizzle = fields
+        row = 16 if swizzle == "none" else int(swizzle[:-1])
+        lo = start[1] - start[1] % row
+        out.append((start[0], lo, _k_major_end(start[2], rows, kbytes, lbo, sbo, swizzle)))
+    return out
+
+
 def proxy_analysis(ctx: FnCtx, sink: Sink) -> None:
-    """State: lines of generic-proxy shared-memory writes not yet followed by fence.proxy.async."""
+    """State: generic-proxy shared-memory writes not yet followed by fence.proxy.async, as
+    (line, byte range).  An async-proxy read (wgmma through its descriptors, a bulk or tensor
+    copy from shared memory to global) of a range one of them may meet is reported.  Writes by
+    TMA/bulk copies and cp.async are not generic-proxy writes to fence (the async proxy's own,
+    ordered through mbarrier or wait_group)."""
+    defs = single_defs(ctx.fn)
+    dims = block_dims(ctx.fn, ctx.module.preamble)
+    tid_max = dims[0] - 1 if dims and dims[1] == dims[2] == 1 else None
+
+    def report(ins: Instr, reads, st, what: str) -> None:
+        lines = sorted({ln for ln, r in st if any(_meets(r, x) for x in reads)})
+        if lines:
+            shown = ", ".join(str(x) for x in lines[:4] if x)
+            sink.add("spec.proxy.fence-missing", "error", _line(ins),
+                     f"shared memory written through the generic proxy (line {shown}) may be read by this "
+                     f"{what} (async proxy) with no fence.proxy.async in between (PTX ISA 9.7.15.4)")
 
     def step(site: Site, ins: Instr, st):
-        if ins.opcode.startswith("fence.proxy.async"):
+        op = ins.opcode
+        if op.startswith("fence.proxy.async"):
             return frozenset()
         if _generic_shared_write(ins):
-            return frozenset(sorted(st | {_line(ins) or 0})[:4])
-        if is_wgmma(ins) and st:
-            lines = ", ".join(str(x) for x in sorted(st) if x)
-            sink.add("spec.proxy.fence-missing", "error", _line(ins),
-                     f"shared memory written through the generic proxy (line {lines}) may be read by this "
-                     "wgmma.mma_async (async proxy) with no fence.proxy.async in between (PTX ISA 9.7.15.4)")
+            w = shared_write(ins)
+            rng = _range(w[0], w[1], defs, tid_max) if w is not None else _ANY
+            st = st | {(_line(ins) or 0, rng)}
+            return st if len(st) <= _PROXY_CAP else frozenset({(min(ln for ln, _ in st), _ANY)})
+        if st and is_wgmma(ins):
+            report(ins, _wgmma_reads(ins, defs), st, "wgmma.mma_async")
+        elif st and op.startswith("cp.async.bulk") and ".global.shared" in op and len(ins.operands) > 1:
+            report(ins, [_range(ins.operands[1], None, defs, tid_max)], st, op.split(".global")[0])
         return st
 
-    _run(ctx, sink, frozenset(), step, lambda a, b: frozenset(sorted(a | b)[:4]))
+    def join(a, b):
+        u = a | b
+        return u if len(u) <= _PROXY_CAP else frozenset({(min(ln for ln, _ in u), _ANY)})
+
+    _run(ctx, sink, frozenset(), step, join)
+
+
+def _barrier_range(ins: Instr, op, defs, tid_max):
+    return _range(op, 8, defs, tid_max) if isinstance(op, Addr) else _ANY
+
+
+def mbarrier_analysis(ctx: FnCtx, sink: Sink) -> None:
+    """``spec.mbarrier.no-init``: an mbarrier operation on bytes no ``mbarrier.init`` of the function
+    may have initialised (its state is undefined).  ``spec.mbarrier.no-expect-tx``: a bulk copy that
+    completes transaction bytes on a barrier no ``expect_tx`` of the function may raise: its phase
+    completes on the arrivals alone, before or after the bytes land (a race, or a hang).  Barrier
+    identities are byte ranges (``_range``); one nothing bounds meets every other, so both rules only
+    fire where no candidate can match."""
+    defs = single_defs(ctx.fn)
+    dims = block_dims(ctx.fn, ctx.module.preamble)
+    tid_max = dims[0] - 1 if dims and dims[1] == dims[2] == 1 else None
+    inits, expects, uses, copies = [], [], [], []
+    for ins in ctx.fn.instructions():
+        op = ins.opcode
+        if ins.base == "mbarrier":
+            addr = next((o for o in ins.operands if isinstance(o, Addr)), None)
+            rng = _barrier_range(ins, addr, defs, tid_max)
+            if op.startswith("mbarrier.init"):
+                inits.append(rng)
+            else:
+                uses.append((ins, rng))
+                if "expect_tx" in ins.modifiers:
+                    expects.append(rng)
+        elif op.startswith("cp.async.bulk") and "mbarrier::complete_tx::bytes" in op and ins.operands:
+            rng = _barrier_range(ins, ins.operands[-1] if isinstance(ins.operands[-1], Addr) else
+                                 next((o for o in reversed(ins.operands) if isinstance(o, Addr)), None), defs, tid_max)
+            copies.append((ins, rng))
+            uses.append((ins, rng))
+    for ins, rng in uses:
+        if not any(_meets(rng, r) for r in inits):
+            sink.add("spec.mbarrier.no-init", "error", _line(ins),
+                     f"{ins.opcode.split('.shared')[0]} on an mbarrier no mbarrier.init of {ctx.fn.name} initialises "
+                     "(its state is undefined)")
+    for ins, rng in copies:
+        if not any(_meets(rng, r) for r in expects):
+            sink.add("spec.mbarrier.no-expect-tx", "warning", _line(ins),
+                     "this copy completes transaction bytes on an mbarrier no expect_tx raises: the phase completes "
+                     "on its arrivals alone, before or after the bytes land")
 
 
 # ------------------------------------------------------------------ .aligned under divergence
@@ -241,7 +415,7 @@ def proxy_analysis(ctx: FnCtx, sink: Sink) -> None:
 
 def _required_level(ins: Instr) -> int | None:
     base = ins.base
-    if base == "wgmma":
+    if base in ("wgmma", "setmaxnreg"):
         need = WARPGROUP
     elif base in ("mma", "wmma", "ldmatrix", "stmatrix"):
         need = WARP
@@ -459,4 +633,8 @@ def check_function(ctx: FnCtx, sink: Sink) -> None:
         inflight_analysis(ctx, rec)
         proxy_analysis(ctx, rec)
         descriptor_analysis(ctx, sink)
+    elif any(i.opcode.startswith("cp.async.bulk") and ".global.shared" in i.opcode for i in ctx.fn.instructions()):
+        proxy_analysis(ctx, _Recording(sink))  # a TMA store reads through the async proxy too
+    if any(i.base == "mbarrier" or (i.base == "cp" and "complete_tx" in i.opcode) for i in ctx.fn.instructions()):
+        mbarrier_analysis(ctx, sink)
     aligned_analysis(ctx, sink)

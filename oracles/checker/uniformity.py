@@ -9,6 +9,12 @@ least uniform operand; a value defined under a branch is no more uniform than th
 k >= 7 is warpgroup-uniform, k >= 5 warp-uniform.  That is sound when the warp rank is
 ``%tid.x / 32``, i.e. for one-dimensional blocks or ``%ntid.x`` a multiple of 128; a kernel
 whose ``.reqntid``/``.maxntid`` (or repro ``LAUNCH:`` header) says otherwise gets no such credit.
+A comparison of ``%tid.x >> k`` with a constant is warpgroup-uniform when the constant falls on
+a warpgroup boundary (``warp < 4`` is ``%tid.x < 128``); a ``shfl.sync.idx`` broadcast of a
+warp-uniform value is that value (its exact shift survives).  A warp-indexed table lookup --
+``ld.shared.b8 [sym + warp + c]`` with every store that may reach the table writing the same
+byte into each aligned group of four (Triton's warp-specialisation partition table) -- is
+warpgroup-uniform (``warp_tables``: the conditions and the one assumption).
 ``%tid.y``/``%tid.z`` vary per thread unless ``.reqntid`` or the repro header's ``LAUNCH: ...
 block=x,y,z`` makes that dimension 1 (then they are 0).  The ``ptxas`` flavour models what
 ptxas itself treats as divergent (measured; see ``analyse_uniformity``).
@@ -19,7 +25,8 @@ import re
 from dataclasses import dataclass
 
 from fuzzptx.perf import per_object
-from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Reg
+from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Module, Reg, Sym, Vec
+from fuzzptx.ptx.smem import shared_layout, type_bytes
 
 from .flow import Graph
 from .regs import defs_uses
@@ -113,7 +120,8 @@ def branch_reg(block) -> Reg | None:
     return None
 
 
-def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: tuple[str, ...] = ()) -> Uniformity:
+def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: tuple[str, ...] = (),
+                       module: Module | None = None) -> Uniformity:
     """``flavour="spec"``: sound levels for the PTX rules (divergent = below warpgroup).
     ``flavour="ptxas"``: what ptxas 13.0.88 treats as divergent (measured: anything from %tid/%laneid,
     no credit for %tid.x >> 7; %warpid, %clock and shfl broadcasts uniform; ``bra.uni`` trusted)."""
@@ -162,6 +170,7 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
         return bl, frozenset(div)
 
     instrs = _sliced(g)
+    tables = warp_tables(module, fn, g, dims) if (module is not None and credit and not ptxas) else {}
     changed = True
     rounds = 0
     while changed and rounds < 50:
@@ -173,6 +182,9 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
             if not defs:
                 continue
             val_l, val_e = _transfer(ins, op_val, credit)
+            w = tables.get(id(ins))
+            if w is not None and op_val(w)[1] == 5:
+                val_l, val_e = WARPGROUP, None  # a warp-indexed table lookup (see warp_tables)
             ctl = bl.get(bidx, CTA)
             if ins.guard is not None:
                 ctl = min(ctl, op_val(ins.guard.reg)[0])
@@ -239,8 +251,15 @@ def _transfer(ins: Instr, op_val, credit: bool) -> tuple[int, object]:
     if base == "shfl" and len(srcs) >= 2:
         lane_l = op_val(srcs[1])[0]
         if lane_l >= WARP:
-            return max(WARP, op_val(srcs[0])[0]), None
+            src = op_val(srcs[0])
+            if src[0] >= WARP and ".idx" in ins.opcode and credit:
+                return src  # every lane reads the same lane of a warp-uniform value: the value itself
+            return max(WARP, src[0]), None
         return THREAD, None
+    if base == "setp" and len(srcs) == 2:
+        lvl = _setp_level(ins, [op_val(o) for o in srcs], srcs, credit)
+        if lvl is not None:
+            return lvl, None
     vals = [op_val(o) for o in srcs]
     lvl = min((v[0] for v in vals), default=CTA)
     if base in ("mov", "cvt", "cvta") and len(vals) == 1:
@@ -258,3 +277,262 @@ def _transfer(ins: Instr, op_val, credit: bool) -> tuple[int, object]:
     if base in ("ld", "ldu") and ".param" in ins.opcode:
         return CTA, None
     return lvl, None
+
+
+_CMP_LOW = {"lt": 0, "ge": 0, "le": 1, "gt": 1}  # (tid >> k) < c is decided at c; <= c at c + 1
+
+
+def _setp_level(ins: Instr, vals, srcs, credit: bool) -> int | None:
+    """``setp.lt (%tid.x >> k), c``: warpgroup-uniform when the threshold is a multiple of the
+    warps (or threads) in a warpgroup, so all of one warpgroup fall on one side."""
+    if not credit:
+        return None
+    cmp = ins.modifiers[0] if ins.modifiers else ""
+    (k, _), imm = ((vals[0][1], None), srcs[1]) if isinstance(vals[0][1], int) else ((vals[1][1], None), srcs[0])
+    if not isinstance(k, int) or not isinstance(imm, Imm) or not isinstance(imm.value, int) or k >= 7:
+        return None
+    if imm is srcs[0]:  # c < x  is  x > c
+        cmp = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}.get(cmp, cmp)
+    if cmp not in _CMP_LOW:
+        return None
+    edge = imm.value + _CMP_LOW[cmp]
+    return WARPGROUP if edge % (1 << (7 - k)) == 0 else None
+
+
+# ------------------------------------------------------------------ warp-indexed tables
+
+_UNKNOWN = None
+_SHARED_WRITERS = ("st", "atom", "red", "stmatrix", "cp", "mbarrier", "wmma")
+
+
+@per_object(64)
+def single_defs(fn: Function) -> dict[str, Instr | None]:
+    """Register -> its one unguarded definition (None where it has several or a guarded one);
+    kept per function: the table rule, the proxy rule and the mbarrier rule all ask."""
+    out: dict[str, Instr | None] = {}
+    for ins in fn.instructions():
+        for d in defs_uses(ins)[0]:
+            out[d] = None if (d in out or ins.guard is not None) else ins
+    return out
+
+
+def shared_interval(op, defs, tid_max: int | None, depth: int = 0):
+    """(symbol or None, lo, hi): ``op`` lies in ``symbol + [lo, hi]``; None when unknown.
+    Follows one-definition registers through mov/cvt/add/sub/and/shl/shr/mul/bfe."""
+    if isinstance(op, Imm):
+        return (None, op.value, op.value) if isinstance(op.value, int) else _UNKNOWN
+    if isinstance(op, Sym):
+        return (op.name, 0, 0)
+    if not isinstance(op, Reg) or depth > 24:
+        return _UNKNOWN
+    if op.name == "%tid.x":
+        return (None, 0, tid_max) if tid_max is not None else _UNKNOWN
+    ins = defs.get(op.name)
+    if ins is None or len(ins.operands) < 2:
+        return _UNKNOWN
+    base, srcs = ins.base, ins.operands[1:]
+    sub = [shared_interval(o, defs, tid_max, depth + 1) for o in srcs[:2]]
+    a = sub[0]
+    if base in ("mov", "cvt", "cvta") and len(srcs) == 1:
+        types = [m for m in ins.modifiers if m[:1] in "usbf" and m[1:].isdigit()]
+        if base == "cvt" and a is not None and types:
+            bits = 8 * type_bytes(types[0])  # the destination type comes first
+            if a[0] is None and (a[1] < 0 or a[2] >= 1 << bits):
+                return _UNKNOWN  # a narrowing cvt may wrap
+            if a[0] is not None and bits < 32:
+                return _UNKNOWN
+        return a
+    if base == "and" and len(srcs) == 2 and isinstance(srcs[1], Imm) and isinstance(srcs[1].value, int) \
+            and 0 <= srcs[1].value < 1 << 31:
+        hi = srcs[1].value if a is None or a[0] is not None or a[1] < 0 else min(a[2], srcs[1].value)
+        return (None, 0, hi)
+    if base == "bfe" and len(srcs) == 3 and ".u" in ins.opcode and isinstance(srcs[2], Imm):
+        return (None, 0, (1 << min(int(srcs[2].value), 32)) - 1)
+    if a is None or len(srcs) < 2:
+        return _UNKNOWN
+    b = sub[1]
+    if base == "add" and b is not None and (a[0] is None or b[0] is None):
+        return (a[0] or b[0], a[1] + b[1], a[2] + b[2])
+    if base == "sub" and b is not None and b[0] is None:
+        return (a[0], a[1] - b[2], a[2] - b[1])
+    if a[0] is not None or a[1] < 0 or b is None or b[0] is not None or b[1] < 0:
+        return _UNKNOWN
+    if base in ("or", "xor") and b[0] is None and b[1] >= 0:
+        return (None, 0, (1 << max(a[2], b[2]).bit_length()) - 1)  # no carries: below the next power of two
+    if b[1] != b[2]:
+        return _UNKNOWN
+    c = b[1]
+    if base == "shl":
+        return (None, a[1] << c, a[2] << c)
+    if base == "shr" and ".s" not in ins.opcode:
+        return (None, a[1] >> c, a[2] >> c)
+    if base == "mul" and ".lo" in ins.opcode:
+        return (None, a[1] * c, a[2] * c)
+    return _UNKNOWN
+
+
+def shared_write(ins: Instr):
+    """(address operand, bytes written from it or None when unbounded) of a shared-memory write."""
+    op = ins.opcode
+    if ins.base not in _SHARED_WRITERS or not ins.operands:
+        return None
+    if ins.base == "cp":
+        if op.startswith("cp.async.bulk") and ".shared" in op.split(".global")[0]:
+            return ins.operands[0], None  # a bulk copy's box or size bounds it; unbounded here
+        if op.startswith(("cp.async.ca", "cp.async.cg")) and len(ins.operands) >= 3:
+            size = ins.operands[2]
+            return ins.operands[0], size.value if isinstance(size, Imm) else 16
+        return None
+    if ".shared" not in op and ins.base != "stmatrix":
+        return None
+    if ins.base == "mbarrier":
+        addr = next((o for o in ins.operands if isinstance(o, Addr)), None)
+        return (addr, 8) if addr is not None else None
+    if ins.base == "stmatrix":
+        return ins.operands[0], 16  # each thread's address is one 16-byte row
+    if ins.base in ("st", "atom", "red", "wmma"):
+        if ins.base == "wmma":
+            return ins.operands[0], None
+        width = type_bytes(ins.modifiers[-1])
+        vec = next((m for m in ins.modifiers if m in ("v2", "v4", "v8")), None)
+        return ins.operands[0], width * (int(vec[1:]) if vec else 1)
+    return None
+
+
+def _group_uniform_bytes(ins: Instr, start: int, lo: int, hi: int) -> bool:
+    """True when the immediate bytes ``ins`` stores at ``start`` are equal within every aligned group
+    of four that meets [lo, hi)."""
+    if ins.base != "st" or ins.guard is not None:
+        return False
+    vals = ins.operands[1]
+    items = vals.items if isinstance(vals, Vec) else (vals,)
+    width = type_bytes(ins.modifiers[-1])
+    data = bytearray()
+    for it in items:
+        if not isinstance(it, Imm) or not isinstance(it.value, int):
+            return False
+        data += (it.value & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
+    for g in range((max(lo, start) // 4) * 4, min(hi, start + len(data)), 4):
+        grp = {data[x - start] for x in range(g, g + 4) if start <= x < start + len(data)}
+        if len(grp) > 1 or (len(grp) == 1 and (g < start or g + 4 > start + len(data))):
+            return False  # mixed bytes, or a group the store only half covers
+    return True
+
+
+@per_object(64)
+def _fn_writes(fn: Function):
+    return [(ins, w) for ins in fn.instructions() if (w := shared_write(ins)) is not None]
+
+
+def _same_value(a: Reg, b: Reg, defs) -> bool:
+    """Two registers that hold the same value: one register, or equal one-definition instructions."""
+    if a == b:
+        return True
+    da, db = defs.get(a.name), defs.get(b.name)
+    return da is not None and db is not None and da.opcode == db.opcode and da.operands[1:] == db.operands[1:]
+
+
+def _warp_range(g: Graph, block: int, w: Reg, defs, warps: int) -> tuple[int, int]:
+    """The warp indices that can reach ``block``: [0, warps) narrowed by the branches it is control
+    dependent on that compare the warp index ``w`` with a constant (``setp.lt %p, w, 4``)."""
+    lo, hi = 0, warps
+    for (x, y) in g.cdeps[block]:
+        blk = g.blocks[x]
+        last = blk.instrs[-1] if blk.instrs else None
+        if last is None or last.base != "bra" or last.guard is None or len(blk.succs) != 2:
+            continue
+        setp = defs.get(last.guard.reg.name)
+        if setp is None or setp.base != "setp" or len(setp.operands) != 3:
+            continue
+        _, a, c = setp.operands
+        if not isinstance(a, Reg) or not isinstance(c, Imm) or not isinstance(c.value, int) \
+                or not _same_value(a, w, defs):
+            continue
+        holds = (y == blk.succs[0]) != last.guard.negated
+        cmp = setp.modifiers[0]
+        if not holds:
+            cmp = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "eq": "ne", "ne": "eq"}.get(cmp, "")
+        v = c.value
+        if cmp == "lt":
+            hi = min(hi, v)
+        elif cmp == "le":
+            hi = min(hi, v + 1)
+        elif cmp == "gt":
+            lo = max(lo, v + 1)
+        elif cmp == "ge":
+            lo = max(lo, v)
+        elif cmp == "eq":
+            lo, hi = max(lo, v), min(hi, v + 1)
+    return lo, hi
+
+
+def warp_tables(module: Module, fn: Function, g: Graph, dims) -> dict[int, Reg]:
+    """Loads ``ld.shared.{b8,u8,s8} [a + c]`` with ``a = sym + w`` (one definition each) that read a
+    warp-indexed byte table, keyed by ``id(instr)`` -> ``w`` (the caller checks ``w`` is exactly
+    ``%tid.x >> 5``).  The table is ``sym + c + [first, last warp]`` over the warps that can reach
+the load (``_warp_range``); the lookup is warpgroup-uniform when
+    ``sym + c`` is 4-aligned and every write that may reach the table is a constant store whose
+    bytes agree within each aligned group of four, every other write provably misses it (its
+    address bounded by ``shared_interval``).  Assumed, not proved: a bulk (TMA) copy, whose extent is
+    the tensor map's run-time box, does not reach the table when it starts below it (the address
+    it starts at is still bounded)."""
+    if dims is None or fn.kind != "entry":
+        return {}
+    warps = -(-dims[0] * dims[1] * dims[2] // 32)
+    defs = single_defs(fn)
+    offsets = shared_layout(module, fn).offsets
+    block_of = {id(i): b.index for b in g.blocks for i in b.instrs}
+    out: dict[int, Reg] = {}
+    for ins in fn.instructions():
+        if id(ins) not in block_of:
+            continue
+        if ins.base != "ld" or ".shared" not in ins.opcode or ins.modifiers[-1] not in ("b8", "u8", "s8") \
+                or any(m.startswith("v") and m[1:].isdigit() for m in ins.modifiers) or len(ins.operands) != 2:
+            continue
+        addr = ins.operands[1]
+        if not isinstance(addr, Addr) or not isinstance(addr.base, Reg):
+            continue
+        add = defs.get(addr.base.name)
+        if add is None or add.base != "add" or len(add.operands) != 3:
+            continue
+        x, y = add.operands[1:]
+        for s_op, w in ((x, y), (y, x)):
+            s_iv = shared_interval(s_op, defs, None)
+            if s_iv is None or s_iv[0] is None or s_iv[1] != s_iv[2] or not isinstance(w, Reg):
+                continue
+            sym, c = s_iv[0], s_iv[1] + addr.offset
+            if sym not in offsets or offsets[sym] % 4 or c % 4:
+                continue
+            first, end = _warp_range(g, block_of[id(ins)], w, defs, warps)
+            if first >= end:
+                continue
+            if _table_is_group_uniform(fn, defs, sym, c + first, c + end, dims[0] * dims[1] * dims[2] - 1):
+                out[id(ins)] = w
+    return out
+
+
+def _table_is_group_uniform(fn: Function, defs, sym: str, lo: int, hi: int, tid_max: int) -> bool:
+    written = False
+    for ins, (addr, width) in _fn_writes(fn):
+        if not isinstance(addr, Addr) or addr.base is None:
+            return False
+        iv = shared_interval(addr.base, defs, tid_max)
+        if iv is None:
+            return False
+        if iv[0] != sym:
+            if iv[0] is None:
+                return False  # an absolute shared address: it may be anywhere
+            continue  # another variable: variables never overlap
+        start_lo, start_hi = iv[1] + addr.offset, iv[2] + addr.offset
+        if start_lo >= hi:
+            continue
+        if width is None:
+            if start_hi < lo:
+                continue  # the assumption of warp_tables' doc
+            return False
+        if start_hi + width <= lo:
+            continue
+        if start_lo != start_hi or not _group_uniform_bytes(ins, start_lo, lo, hi):
+            return False
+        written = True
+    return written

@@ -7,6 +7,7 @@ from fuzzptx.ptx.ir import CallArgs, Imm, Reg, Sym, Vec
 
 import fuzzptx.oracles.reference.alu as alu
 import fuzzptx.oracles.reference.dispatch as dispatch
+import fuzzptx.oracles.reference.mbarrier as mbarrier
 import fuzzptx.oracles.reference.mem_ops as mem_ops
 from .errors import StepLimit, Undefined, Unsupported
 from .interp import STEP_LIMIT, Frame, Machine, func_info
@@ -24,8 +25,10 @@ HANDLERS = {
     "brev": alu.h_bitcount, "ld": mem_ops.h_ld, "st": mem_ops.h_st, "bar": mem_ops.h_bar,
     "barrier": mem_ops.h_bar, "fence": mem_ops.h_fence, "membar": mem_ops.h_fence,
     "lop3": alu.h_lop3, "prmt": alu.h_prmt, "sqrt": alu.h_sqrt_rcp, "rcp": alu.h_sqrt_rcp,
+    "mbarrier": mbarrier.h_mbarrier, "cp": mbarrier.h_cp, "elect": mbarrier.h_elect,
+    "setmaxnreg": mbarrier.h_setmaxnreg,
 }
-NO_DEST = frozenset(("st", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit"))
+NO_DEST = frozenset(("st", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg"))
 
 
 WARP_BASES = frozenset(("mma", "wmma", "ldmatrix", "stmatrix"))

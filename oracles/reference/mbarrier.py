@@ -1,0 +1,244 @@
+"""mbarrier objects, bulk async copies, elect.sync and setmaxnreg in the sequential reference.
+
+An mbarrier (PTX ISA 9.7.13.15) lives in 8 bytes of shared memory; the reference keeps its state
+beside memory, keyed by the shared byte address: the expected arrival count, the arrivals and
+transaction bytes still pending in the current phase, and the number of completed phases.  A
+phase completes when both pending counts reach zero; the next then starts with the expected count.
+
+In this model every thread runs in lockstep and an async copy completes when it is issued
+(``cp.async.bulk`` global -> shared copies its bytes, then performs complete_tx on its barrier),
+except that its bytes read as undefined until a wait observes the completion of the barrier
+phase it completes on (a reader the phase does not order may see old or new bytes: a read
+before the wait, or a missing expect_tx that completes the phase early, sees undefined data); so a wait that fails while every live thread is waiting can never succeed: the reference reports
+it as a hang (``StepLimit``, what a run past the step budget reports), naming the barrier's
+pending arrivals and bytes.  A wait that fails while other threads are elsewhere returns false,
+as on hardware.  A failing parity wait once the barrier has completed a phase is different: run
+before that completion (nothing in this model orders it after), it returns at once and its reads
+race the copy, so the run's outcome is undefined rather than a certain hang.
+
+Not modelled (``Unsupported``): tensor copies (``cp.async.bulk.tensor``: the tensor-map
+description of the repro header is not read yet), multicast, the cluster scope beyond one CTA,
+mbarrier state read as data, and ``cp.async.bulk`` shared -> global.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fuzzptx.ptx.ir import Addr, Imm, Reg, Sym
+
+from .errors import BadAddress, StepLimit, Undefined, Unsupported
+from .mem_ops import _address
+from .values import U64, Shadow
+
+
+@dataclass
+class Barrier:
+    expected: int
+    pending: int
+    tx: int = 0
+    phases: int = 0  # completed phases; the current phase's parity is phases & 1
+    landing: list = field(default_factory=list)  # (region, offsets, words) of copies this phase orders
+    async_tx: int = 0  # bytes async copies completed in this phase (they may land later on hardware)
+    observable: list = field(default_factory=list)  # landed copies of completed phases no wait observed yet
+
+    def observe(self) -> None:
+        """A wait saw a completed phase: the bytes it orders are now defined (for every thread: this
+        model has no per-thread visibility, so a read after another thread's wait, ordered by a
+        CTA barrier, sees them too)."""
+        for region, off, words in self.observable:
+            region.write(off, 4, words)
+        self.observable = []
+
+    def settle(self) -> None:
+        """Complete the phase when nothing is pending: the copies it orders become visible to the
+        first wait that observes the completion (``observe``)."""
+        if self.pending == 0 and self.tx == 0:
+            self.observable += self.landing
+            self.landing = []
+            self.async_tx = 0
+            self.phases += 1
+            self.pending = self.expected
+
+
+def _table(m) -> dict[int, Barrier]:
+    t = getattr(m, "mbarriers", None)
+    if t is None:
+        t = m.mbarriers = {}
+    return t
+
+
+def _addrs(m, f, ins, op, act) -> tuple[np.ndarray, np.ndarray]:
+    """(active thread indices, their shared byte addresses) of an mbarrier operand (8-aligned)."""
+    if not isinstance(op, Addr):
+        raise Unsupported.at(ins, "an mbarrier operand must be an address")
+    idx, addr, pvar = _address(m, f, ins, op, act)
+    if pvar is not None or addr is None:
+        raise Unsupported.at(ins, "an mbarrier in a .param variable")
+    addr = addr.astype(np.uint64) & U64(0xFFFFFFFF)
+    if (addr & U64(7)).any():
+        raise BadAddress.at(ins, f"mbarrier at shared address {int(addr[(addr & U64(7)) != 0][0]):#x} is not 8-byte aligned")
+    return idx, addr
+
+
+def _value(m, f, ins, op, t: str, idx) -> np.ndarray:
+    bits, sh = m.read(f, op, t, ins)
+    if sh is not None and sh.kind[idx].any():
+        raise Unsupported.at(ins, f"an undefined {t} operand of {ins.base}")
+    return bits[idx]
+
+
+def _get(m, ins, a: int) -> Barrier:
+    b = _table(m).get(a)
+    if b is None:
+        raise Unsupported.at(ins, f"mbarrier at shared address {a:#x} used before mbarrier.init (its state is undefined)")
+    return b
+
+
+def h_mbarrier(m, f, ins, act):
+    mods = ins.modifiers
+    op = mods[0] if mods else ""
+    ops = ins.operands
+    if op == "init":
+        idx, addr = _addrs(m, f, ins, ops[0], act)
+        counts = _value(m, f, ins, ops[1], "u32", idx)
+        for a, c in zip(addr.tolist(), counts.tolist()):
+            if not 1 <= c <= (1 << 20) - 1:
+                raise BadAddress.at(ins, f"mbarrier.init count {c} is outside [1, 2^20 - 1]")
+            _table(m)[a] = Barrier(c, c)
+        return
+    if op == "inval":
+        idx, addr = _addrs(m, f, ins, ops[0], act)
+        for a in addr.tolist():
+            _table(m).pop(a, None)
+        return
+    if op in ("expect_tx", "complete_tx"):
+        idx, addr = _addrs(m, f, ins, ops[0], act)
+        n = _value(m, f, ins, ops[1], "u32", idx)
+        for a, v in zip(addr.tolist(), n.tolist()):
+            b = _get(m, ins, a)
+            b.tx += v if op == "expect_tx" else -v
+            if op == "complete_tx":
+                b.settle()
+        return
+    if op == "arrive":
+        _arrive(m, f, ins, act, "expect_tx" in mods)
+        return
+    if op in ("try_wait", "test_wait"):
+        _wait(m, f, ins, act, "parity" in mods)
+        return
+    raise Unsupported.at(ins, f"{ins.opcode} is not supported by the reference")
+
+
+def _arrive(m, f, ins, act, expect: bool) -> None:
+    ops = ins.operands
+    dest = ops[0]
+    idx, addr = _addrs(m, f, ins, ops[1], act)
+    tx = _value(m, f, ins, ops[2], "u32", idx) if expect and len(ops) > 2 else None
+    count = _value(m, f, ins, ops[2], "u32", idx) if not expect and len(ops) > 2 else None
+    tokens = np.zeros(m.n, np.uint64)
+    for j, a in enumerate(addr.tolist()):  # thread order: arrivals are counted one by one
+        b = _get(m, ins, a)
+        tokens[idx[j]] = b.phases
+        if tx is not None:
+            b.tx += int(tx[j])
+        b.pending -= 1 if count is None else int(count[j])
+        if b.pending < 0:
+            raise BadAddress.at(ins, f"more arrivals than mbarrier at {a:#x} expects in one phase (undefined)")
+        b.settle()
+    if not (isinstance(dest, Sym) and dest.name == "_"):
+        m.write(f, dest, tokens, None, act, ins)
+
+
+def _wait(m, f, ins, act, parity: bool) -> None:
+    ops = ins.operands
+    idx, addr = _addrs(m, f, ins, ops[1], act)
+    want = _value(m, f, ins, ops[2], "u32" if parity else "u64", idx)
+    done = np.zeros(m.n, np.uint64)
+    for j, a in enumerate(addr.tolist()):
+        b = _get(m, ins, a)
+        w = int(want[j])
+        # parity: the phase of that parity has completed when the current phase's parity differs;
+        # a state token: the phase it was taken in has completed
+        done[idx[j]] = (b.phases & 1) != (w & 1) if parity else b.phases > w
+        if done[idx[j]]:
+            b.observe()
+    stuck = [a for j, a in enumerate(addr.tolist()) if not done[idx[j]]]
+    if stuck and np.array_equal(act, m.alive):
+        b = _table(m)[stuck[0]]
+        where = f"line {ins.loc.line if ins.loc else '?'}"
+        if b.pending == 0 and b.tx + b.async_tx == 0:
+            raise Undefined(f"{where}: the mbarrier at shared {stuck[0]:#x} had every arrival and its expected bytes "
+                            "before the copies' complete_tx, which may land after the phase completes: a race")
+        if parity and b.phases >= 1:
+            # the phase it names is the one after the last completed: run before that completion
+            # (nothing here orders it after), the wait returns at once and what follows races
+            raise Undefined(f"{where}: try_wait.parity waits on the current phase of the mbarrier at shared "
+                            f"{stuck[0]:#x}: it hangs, or returns at once if it runs before phase {b.phases - 1} completes")
+        raise StepLimit.at(ins, f"hang: every live thread waits on the mbarrier at shared {stuck[0]:#x}, whose phase "
+                                f"{b.phases} still needs {b.pending} arrival(s) and {b.tx} transaction byte(s) "
+                                "that nothing left can supply")
+    m.write(f, ops[0], done, None, act, ins)
+
+
+def h_cp(m, f, ins, act):
+    """cp.async.bulk global -> shared::cluster with mbarrier::complete_tx::bytes (one CTA: its own
+    shared memory); the bytes land at once, then complete_tx on the barrier."""
+    op = ins.opcode
+    if not op.startswith("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes") or \
+            ".multicast" in op or len(ins.operands) != 4:
+        raise Unsupported.at(ins, f"{op} is not supported by the reference")
+    dst, src, size, bar = ins.operands
+    idx, daddr, _ = _address(m, f, ins, dst, act)
+    _, saddr, _ = _address(m, f, ins, src, act)
+    n = _value(m, f, ins, size, "u32", idx)
+    _, baddr = _addrs(m, f, ins, bar, act)
+    for j in range(idx.size):
+        b = _get(m, ins, int(baddr[j]) & 0xFFFFFFFF)
+        nb = int(n[j])
+        if nb % 16 or int(daddr[j]) % 16 or int(saddr[j]) % 16:
+            raise BadAddress.at(ins, "cp.async.bulk needs 16-byte aligned addresses and a size that is a multiple of 16")
+        for k in range(0, nb, 4):
+            (region, _pos, off), = m.mem.resolve("global", saddr[j:j + 1] + U64(k), 4, ins, "load")
+            (word,) = region.read(off, 4, 1)
+            (dreg, _dpos, doff), = m.mem.resolve("shared", daddr[j:j + 1] + U64(k), 4, ins, "store")
+            dreg.write(doff, 4, [(word[0], Shadow.undef(1, 32))])
+            b.landing.append((dreg, doff, [word]))
+        b.tx -= nb
+        b.async_tx += nb
+        b.settle()
+
+
+def h_elect(m, f, ins, act):
+    """elect.sync d|p, membermask: one leader per warp (the lowest active lane of the mask)."""
+    dest = ins.operands[0]
+    if not isinstance(dest, Reg):
+        raise Unsupported.at(ins, "elect.sync needs a destination")
+    names = dest.name.split("|")
+    mask_bits, _ = m.read(f, ins.operands[1], "u32", ins)
+    lane = (np.arange(m.n) % 32).astype(np.uint64)
+    in_mask = ((mask_bits >> lane) & U64(1)).astype(bool) & act
+    leader = np.zeros(m.n, bool)
+    lane_of = np.full(m.n, 0, np.uint64)
+    for w in range(0, m.n, 32):
+        lanes = np.flatnonzero(in_mask[w:w + 32])
+        if lanes.size:
+            leader[w + lanes[0]] = True
+            lane_of[w:w + 32] = lanes[0]
+    if names[0] != "_":
+        m.write(f, Reg(names[0]), lane_of, None, act, ins)
+    if len(names) > 1:
+        m.write(f, Reg(names[1]), leader.astype(np.uint64), None, act, ins)
+
+
+def h_setmaxnreg(m, f, ins, act):
+    """setmaxnreg: a check only (the register budget is not modelled); the count must be a multiple
+    of 8 in [24, 256] and every thread of the warpgroup must execute it (.sync.aligned)."""
+    (cnt,) = ins.operands
+    if not isinstance(cnt, Imm) or not 24 <= int(cnt.value) <= 256 or int(cnt.value) % 8:
+        raise BadAddress.at(ins, f"setmaxnreg count {cnt} must be a multiple of 8 in [24, 256]")
+    for w in range(0, m.n, 128):
+        part = act[w:w + 128] & m.alive[w:w + 128]
+        if part.any() and not part.all():
+            raise BadAddress.at(ins, f"setmaxnreg executed by part of warpgroup {w // 128} (.aligned)")
