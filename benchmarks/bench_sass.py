@@ -7,7 +7,10 @@ batched as the run batches them.  Target: at most 0.2x.
 
 Findings per release: the run's legal programs that the checker finds defined and that have a
 wgmma, compiled with each cached ptxas release (batched, -O3), each module disassembled once, the
-rules applied; a count per rule and per 1,000 programs.
+rules applied; a count per rule and per 1,000 programs.  The same programs at -O0 with the pinned
+release are the control: -O0 reuses no register of a GMMA in flight and drops no wgmma (the H100
+runs every -O0 build right, tests/hw_records/sass_findings_h100.json), so a hazard there would be
+the verifier's false positive.
 
     python benchmarks/bench_sass.py [--examples 512] [--seed 3] [--releases 12.4.131,12.9.86,13.0.88,13.5.37]
 
@@ -52,7 +55,7 @@ def cost(examples: int, seed: int) -> dict:
             "target": 0.2}
 
 
-def releases(examples: int, seed: int, wanted: list[str]) -> dict:
+def releases(examples: int, seed: int, wanted: list[str], control: str | None = "13.0.88") -> dict:
     progs = [p for p in draw_direct(examples, seed, 0.0)
              if any(i.opcode.startswith("wgmma.mma_async") for f in p.module.functions() if f.body is not None
                     for i in f.instructions())
@@ -60,12 +63,12 @@ def releases(examples: int, seed: int, wanted: list[str]) -> dict:
     texts = [p.to_ptx() for p in progs]
     tool = disassembler()
     rows = []
-    for spec in wanted:
+    for spec, opt in [(r, 3) for r in wanted] + ([(control, 0)] if control else []):
         tc = toolchains.resolve(spec)[0]
         t0 = time.perf_counter()
         results = []
         for i in range(0, len(texts), 32):
-            results += compile_batch(texts[i:i + 32], want_cubin=True, ptxas=tc.ptxas)
+            results += compile_batch(texts[i:i + 32], want_cubin=True, ptxas=tc.ptxas, opt_level=opt)
         t_ptxas = time.perf_counter() - t0
         t0 = time.perf_counter()
         cubins = list({id(r.cubin): r.cubin for r in results if r.accepted and r.cubin}.values())
@@ -84,13 +87,14 @@ def releases(examples: int, seed: int, wanted: list[str]) -> dict:
                 programs_with[rule] += 1
                 examples_of.setdefault(rule, k)
             rules.update(found)
-        rows.append({"release": tc.release, "programs_judged": judged, "ptxas_seconds": round(t_ptxas, 2),
+        rows.append({"release": tc.release, "opt": opt, "programs_judged": judged, "ptxas_seconds": round(t_ptxas, 2),
                      "verify_seconds": round(time.perf_counter() - t0, 2),
                      "programs_with_hazard": dict(programs_with),
                      "per_1000": {rule: round(1000 * n / max(judged, 1), 2) for rule, n in programs_with.items()},
                      "first_program_index": examples_of})
         print(rows[-1], flush=True)
-    return {"seed": seed, "examples_drawn": examples, "programs": len(progs),
+    shaped = sum(1 for p in progs if "// NOTE: shapes:" in p.to_ptx())
+    return {"seed": seed, "examples_drawn": examples, "programs": len(progs), "programs_with_inflight_windows": shaped,
             "what": "legal generated programs with a wgmma that the checker finds defined", "releases": rows}
 
 
@@ -99,6 +103,7 @@ def main() -> int:
     ap.add_argument("--examples", type=int, default=512)
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--releases", default="12.4.131,12.9.86,13.0.88,13.5.37")
+    ap.add_argument("--control", default="13.0.88", help="the release whose -O0 builds are the control ('' for none)")
     ap.add_argument("--skip-cost", action="store_true")
     a = ap.parse_args()
     RESULTS.mkdir(exist_ok=True)
@@ -107,7 +112,7 @@ def main() -> int:
         c = {**env, **cost(a.examples, a.seed)}
         (RESULTS / "sass_cost.json").write_text(json.dumps(c, indent=1) + "\n")
         print(json.dumps(c))
-    r = {**env, **releases(a.examples, a.seed, a.releases.split(","))}
+    r = {**env, **releases(a.examples, a.seed, a.releases.split(","), a.control or None)}
     (RESULTS / "sass_releases.json").write_text(json.dumps(r, indent=1) + "\n")
     return 0
 
