@@ -4,13 +4,15 @@ Rebuilds the programs ``fuzzptx run --examples N --seed S`` judges (same blocks,
 ``engine.generate.block_programs``), and for every wgmma program the checker finds legal
 (no isa/spec error) compiles it with the pinned ptxas at -O3, disassembles the cubin and records
 
-* ``inflight``: non-GMMA writes to a register of a GMMA in flight (``oracles.sass.inflight_writes``,
-  what the current ``sass`` judge reports) -- miscompile (b);
+* ``inflight``: writes to a register of a GMMA in flight, on any SASS path (the ``inflight-write``
+  rule of the SASS verifier, ``oracles.sass.verify``) -- miscompile (b);
 * ``gmma_deficit``: wgmma.mma_async instructions in the PTX minus GMMA instructions in the SASS,
   beyond what a scale-d 0 restart may legally remove (``killable``: for each wgmma with an
   immediate scale-d 0, the earlier wgmmas on the same accumulator vector, whose results it may
   make dead).  A positive excess is miscompile (a): a wgmma that must run is gone.  Loops that
   ptxas unrolls only add GMMAs, so the count errs towards missing a drop, never inventing one;
+* ``verifier_gmma_count``: the verifier's own ``gmma-count`` findings (``oracles.sass.gmma_count_hazards``),
+  beside this counter;
 * the ptxas -O3 wall time of each program, and the ``shapes:`` note (``strategies.shapes``).
 
 The checker's isa/spec layers run on every legal wgmma program: an error there on a program the
@@ -24,19 +26,16 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import re
 import time
 from collections import Counter
 
 from fuzzptx.engine.generate import BlockTask, block_programs
 from fuzzptx.oracles.checker import check_module
 from fuzzptx.oracles.ptxas import compile_ptx, ptxas_version
-from fuzzptx.oracles.sass import disassembler, inflight_writes, sass
+from fuzzptx.oracles.sass import disassemble, disassembler, gmma_count_hazards, verify
 from fuzzptx.oracles.toolchains import local_nvdisasm
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Instr, Label, walk
-
-_GMMA_OP = re.compile(r"\*/\s+(?:@!?U?P\w+\s+)?[A-Z]*GMMA\.")
 
 
 def wgmma_counts(p: Program) -> tuple[int, int]:
@@ -81,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--examples", type=int, required=True)
     ap.add_argument("--batch", type=int, default=32, help="block size (fuzzptx run's --batch)")
     ap.add_argument("--out", help="write the record here (JSON)")
+    ap.add_argument("--only-shapes", action="store_true",
+                    help="compile only programs with a shapes: note (a quick scan over seeds)")
     a = ap.parse_args(argv)
     nvd = local_nvdisasm()
     tool = [str(nvd), "-c"] if nvd else disassembler()
@@ -101,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             note = next((n.split(":", 1)[1].split() for n in p.notes if n.startswith("shapes:")), [])
             shapes.update(note)
+            if a.only_shapes and not note:
+                continue
             errors = [f.text() for f in check_module(p.module, layers=("isa", "spec")) if f.severity == "error"]
             if errors:
                 false_alarms.append({"block": b, "program": i, "shapes": note, "errors": errors[:3]})
@@ -112,29 +115,35 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append({"block": b, "program": i, "shapes": note, "accepted": False,
                              "codes": list(r.codes)})
                 continue
-            lines = sass(r.cubin, tool)
-            n_sass = sum(1 for ln in lines if _GMMA_OP.search(ln))
-            writes = inflight_writes(lines)
+            listing = disassemble(r.cubin, tool)
+            name = r.kernel(p.launch.kernel)
+            n_sass = sum(1 for f in listing.functions.values() for ins in f.instrs
+                         if ins.gmma is not None and not ins.gmma.auxiliary)
+            writes = list(dict.fromkeys(h.instruction for h in verify(listing, name) if h.rule == "inflight-write"))
+            verifier_counts = [c.kind for c in gmma_count_hazards(p.module, p.launch.kernel, listing, name)]
             excess = (n_ptx - n_sass) - killable
             rows.append({"block": b, "program": i, "shapes": note, "accepted": True, "ptx_wgmma": n_ptx,
                          "sass_gmma": n_sass, "killable": killable, "dropped_excess": max(excess, 0),
-                         "inflight": writes[:4]})
+                         "inflight": writes[:4], "verifier_gmma_count": verifier_counts})
     dropped = [r for r in rows if r.get("dropped_excess")]
     inflight = [r for r in rows if r.get("inflight")]
     judged = sum(1 for r in rows if r["accepted"])
     record = {
-        "command": f"PYTHONPATH=$PWD python3 benchmarks/shapes_find_known.py --seed {a.seed} --examples {a.examples}",
+        "command": f"PYTHONPATH=$PWD python3 benchmarks/shapes_find_known.py --seed {a.seed} --examples {a.examples}"
+                   + (" --only-shapes" if a.only_shapes else ""),
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
         "device": f"CPU ({platform.machine()}, shared 2-core host), no GPU",
         "ptxas": ptxas_version(), "opt_level": 3, "disassembler": tool[0],
-        "seed": a.seed, "examples": a.examples, "batch": a.batch,
+        "seed": a.seed, "examples": a.examples, "batch": a.batch, "only_shapes": a.only_shapes,
         "legal_wgmma_programs": len(rows) + len(false_alarms),
         "ptxas_accepted": judged,
         "ptxas_rejected": [{k: r[k] for k in ("block", "program", "codes")} for r in rows if not r["accepted"]],
         "shape_counts": dict(sorted(shapes.items())),
         "inflight_write_programs": [{k: r[k] for k in ("block", "program", "shapes", "inflight")} for r in inflight],
-        "dropped_gmma_programs": [{k: r[k] for k in ("block", "program", "shapes", "ptx_wgmma", "sass_gmma", "killable")}
-                                  for r in dropped],
+        "dropped_gmma_programs": [{k: r[k] for k in ("block", "program", "shapes", "ptx_wgmma", "sass_gmma", "killable",
+                                                     "verifier_gmma_count")} for r in dropped],
+        "verifier_gmma_count_programs": [{k: r[k] for k in ("block", "program", "verifier_gmma_count")}
+                                         for r in rows if r.get("verifier_gmma_count")],
         "checker_false_alarms": false_alarms,
         "ptxas_seconds_per_program": {"mean": round(sum(ptxas_s) / max(len(ptxas_s), 1), 3),
                                       "max": round(max(ptxas_s, default=0.0), 3)},

@@ -81,8 +81,12 @@ def wgmma_plans(draw, *, max_units: int = 3, control: bool = True) -> WgmmaPlan:
     # Drawn last, so that the choices above (and a fixed seed's programs up to here) stay as they
     # were: three wgmma programs in four end in an in-flight window (``shapes.windows``).
     if control and draw(sampled((False, True, True, True))):
-        seg, _ = draw(windows(us, script_state(script), warpgroups if roles == "all" else 1))
-        plan = replace(plan, script=script + seg)
+        w = draw(windows(us, script_state(script), warpgroups if roles == "all" else 1))
+        if w.straight:  # ptxas drops a repeated wgmma only in a kernel free of branches and calls
+            plan = replace(plan, script=w.head + w.tail, warpgroups=1, roles="all",
+                           early_exit=False, acc_init="load", extern_decl=False)
+        else:
+            plan = replace(plan, script=w.head + script + w.tail)
         script = plan.script
     target(float(max_in_flight(script)), label="groups in flight")
     d = depth(script)

@@ -5,21 +5,29 @@ accumulators, same A and B, scale-d 1) dropped, and the registers of a wgmma sti
 handed to a loop counter or a call's return address once a later scale-d 0 wgmma on the same
 accumulators makes their old values dead.  The general scripts of ``control`` reach them
 rarely (one in thousands of programs), so ``windows`` draws the segment directly, legal by
-construction, and ``programs.wgmma_plans`` appends one to about half of the wgmma programs:
+construction, and ``programs.wgmma_plans`` adds one to three wgmma plans in four.  Half of
+the windows are *straight*: ptxas 13.0.88 -O3 drops a repeated copy in one group only in a
+kernel free of branches, loops and calls, on accumulators loaded from memory (not zeroed),
+m64n16..m64n64 (measured with ``benchmarks/shapes_find_known.py``'s counter on rendered plans,
+2026-11-26: one loop, call or uniform branch anywhere, before or after, and every copy stays),
+so a straight window replaces the plan's whole script (an earlier wgmma on the set keeps
+the copies too, and an earlier scale-d 0 one would make them dead) and the plan runs in one
+warpgroup on loaded accumulators.  The other half go after the plan's script:
 
-  Live(count,                         values live across the window (register pressure)
-    Stage(fresh A), [Wait(1)], ...    register-A pipeline: new A registers per stage, wait_group 1
-    Stage(fresh A)                    the group in flight
-    UniformIf(param | warpgroup,      the restart is conditional (half of the windows), so the
-      Loop(Side), Side(call), ...     first group's result stays live on the other path; loops
-      Stage(m with scale-d 0))        and calls in flight; the restart on the same accumulators
-    Wait(n))
-  Stage(m, m[, m]) | Stage(m) ...     the same wgmma repeated in one group (half of the windows)
-                                      or once per commit (a quarter), no call or loop after it
+  straight                            the others
+  --------                            ----------
+  Stage(m, m[, m]), Wait(0)           <the plan's script>
+  Live(count,                         Live(count,           values held across (pressure)
+    Stage(fresh A), [Wait(1)], ...      Stage(fresh A), [Wait(1)], ...   register-A pipeline
+    Stage(fresh A)                      Stage(fresh A)                   the group in flight
+    Side(arith | predicated) ...        [UniformIf(param | warpgroup,    conditional in half
+                                          Loop(Side), Side(call) ...     in flight
+                                          [Stage(m with scale-d 0)])]    the restart (2 in 3)
+    Wait(n))                            Wait(n))
+                                      [Stage(m) Stage(m) ...]  repeated once per commit (half)
 
 All on the smallest register-A accumulator set of the plan (both miscompiles were seen on
-m64n8..m64n64 sets; -O3 drops a repeated copy in one group when a wait, not a call or a
-loop, follows it, and on loaded accumulators more often than on zeroed ones).
+m64n8..m64n64 sets).
 
 Every op keeps the pipeline rules: chained wgmmas on one accumulator set share its one form,
 no accumulator is touched before a wait, A registers are never written in flight (a fresh
@@ -30,6 +38,8 @@ rewritten by the next iteration), and the epilogue waits for the rest.
 benchmark (``benchmarks/bench_shapes.py``) measures how often the default programs reach each.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from hypothesis import event, strategies as st
 
@@ -47,15 +57,30 @@ PRESSURE_REGS = 176
 MAX_HELD_REGS = 216
 _HELD = (0, 8, 12, 13, 16, 20, 24, 48, 96, 160, 216)  # past the cap: as many as the cap allows
 _WINDOW_OPS = ("loop_call", "call", "call_indirect", "loop", "arith")
+_STRAIGHT_OPS = ("arith", "predicated")
+
+
+@dataclass(frozen=True)
+class Window:
+    """A drawn window: ``head`` goes before the plan's script (it leaves the pipeline empty, as
+    it found it), ``tail`` after it; a ``straight`` window replaces the script and runs in one
+    warpgroup on loaded accumulators (``programs.wgmma_plans``)."""
+
+    head: tuple
+    tail: tuple
+    straight: bool  # the plan's script is replaced by head + tail
 
 
 @st.composite
-def windows(draw, us: tuple[Unit, ...], state: PipeState, warpgroups: int = 1) -> tuple[tuple, PipeState]:
-    """One in-flight window segment after a script that left ``state``; returns (ops, state after)."""
+def windows(draw, us: tuple[Unit, ...], state: PipeState, warpgroups: int = 1) -> Window:
+    """One in-flight window after a script that left ``state`` (a straight window's ops are legal
+    from the empty pipeline too: its waits only count down)."""
     reg_a = tuple(i for i, u in enumerate(us) if u.a_tile is None)
     pool = reg_a or tuple(range(len(us)))
     # the smallest accumulator set: both miscompiles were seen on small ones (m64n8..m64n64)
     u = min(pool, key=lambda i: (us[i].d_count, i))
+    # straight (half of the windows): no branch, loop or call anywhere, the repeated group first
+    straight = draw(sampled((False, True)))
     ops: list = []
     # register-A pipeline: stages on fresh A registers, each followed by wait_group 1 or nothing
     for _ in range(draw(ints(0, 2))):
@@ -66,7 +91,7 @@ def windows(draw, us: tuple[Unit, ...], state: PipeState, warpgroups: int = 1) -
     ops.append(Stage((Mma(u, draw(ints(0, us[u].slices - 1))),), fresh_a=True))
     body: list = []
     for _ in range(draw(ints(1, 3))):
-        kind = draw(sampled(_WINDOW_OPS))
+        kind = draw(sampled(_STRAIGHT_OPS if straight else _WINDOW_OPS))
         if kind == "loop_call":
             body.append(Loop(draw(ints(1, 3)), (Side("call"),)))
         elif kind == "loop":
@@ -74,9 +99,9 @@ def windows(draw, us: tuple[Unit, ...], state: PipeState, warpgroups: int = 1) -
         else:
             body.append(Side(kind))
     restart = Mma(u, draw(ints(0, us[u].slices - 1)), scale_d=0)
-    if draw(sampled((True, True, False))):
+    if draw(sampled((True, True, False))) and not straight:
         body.append(Stage((restart,), fresh_a=True))
-    if draw(sampled((True, False))):  # conditional: the first group's result lives on the other path
+    if draw(sampled((True, False))) and not straight:  # conditional: the first group's result lives on the other path
         cond = draw(sampled(("param", "warpgroup"))) if warpgroups > 1 else "param"
         ops.append(UniformIf(cond, draw(sampled((True, False))), tuple(body)))
     else:
@@ -86,21 +111,23 @@ def windows(draw, us: tuple[Unit, ...], state: PipeState, warpgroups: int = 1) -
         ops.append(Wait(draw(ints(0, min(len(pending) - 1, MAX_WAIT_N)))))
     # the same wgmma repeated, in one group (then one more group and wait_group 1, or nothing:
     # the epilogue waits) or once per commit
+    # the same wgmma repeated: in a straight window, 2-3 copies in one group at the head, on the
+    # accumulators as loaded, then wait_group 0 (the empty pipeline the script began with); else
+    # in half of the windows 2-3 copies, one per commit, after the window
+    head: list = []
     tail: list = []
     m = Mma(u, draw(ints(0, us[u].slices - 1)))
-    repeat = draw(sampled(("none", "group", "group", "commit")))
-    if repeat == "group":
-        tail.append(Stage((m,) * draw(ints(2, 3))))
-        if draw(sampled((False, True))):
-            tail += [Stage((m,), fresh_a=True), Wait(1)]
-    elif repeat == "commit":
-        tail.extend(Stage((m,)) for _ in range(draw(ints(2, 3))))
+    copies = draw(ints(2, 3))
+    if straight:
+        head += [Stage((m,) * copies), Wait(0)]
+    elif draw(sampled((False, True))):
+        tail.extend(Stage((m,)) for _ in range(copies))
     held_max = MAX_HELD_REGS - sum(x.d_count for x in us)
     held = draw(sampled(_HELD))
     held = max(0, min(held, held_max))
     seg: tuple = ((Live(held, tuple(ops)),) if held else tuple(ops)) + tuple(tail)
     event(f"window_held={held}")
-    return seg, script_state(seg, state)
+    return Window(tuple(head), seg, straight)
 
 
 def shapes_of(units: tuple[Unit, ...], script: tuple) -> tuple[str, ...]:
@@ -138,4 +165,4 @@ def shapes_of(units: tuple[Unit, ...], script: tuple) -> tuple[str, ...]:
     return tuple(s for s in SHAPES if s in found)
 
 
-__all__ = ["windows", "shapes_of", "SHAPES", "PRESSURE_REGS", "MAX_HELD_REGS"]
+__all__ = ["Window", "windows", "shapes_of", "SHAPES", "PRESSURE_REGS", "MAX_HELD_REGS"]
