@@ -43,20 +43,26 @@ def run_sample(n: int = 200, seed: int = 0) -> Sample:
 
 
 def strategy_programs(n: int) -> list:
-    """``n`` programs drawn deterministically from the strategies package: legal wgmma programs and
-    their named illegal mutations (``Program``; ``mutation_of`` says which rule each one breaks)."""
+    """``n`` distinct programs drawn deterministically from the strategies package: legal wgmma
+    programs and their named illegal mutations (``Program``; ``mutation_of`` says which rule each
+    one breaks).  Hypothesis's derandomized search can return one example many times; a repeat
+    would weigh one program as many, so repeats are dropped and more are drawn."""
     from hypothesis import HealthCheck, given, settings, strategies as st
 
     from fuzzptx.strategies.mutations import illegal_programs
     from fuzzptx.strategies.programs import wgmma_programs
 
     out: list = []
+    seen: set[str] = set()
 
-    @settings(max_examples=n, derandomize=True, database=None, deadline=None,
+    @settings(max_examples=3 * n, derandomize=True, database=None, deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(st.one_of(wgmma_programs(), illegal_programs()))
     def draw(p):
-        out.append(p)
+        text = p.to_ptx()
+        if len(out) < n and text not in seen:
+            seen.add(text)
+            out.append(p)
 
     from fuzzptx.strategies.direct import reproducible
 
