@@ -73,6 +73,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
+from fuzzptx.perf import per_object
 from fuzzptx.ptx.ir import Imm, Instr, Label, Module, Reg, SrcLoc, Sym
 
 from .context import FnCtx, Site, build_ctx
@@ -703,8 +704,10 @@ def _less(s: frozenset, d: frozenset) -> frozenset:
     return s if s.isdisjoint(d) else s - d
 
 
+@per_object(64)
 def _address_taken(module: Module) -> frozenset:
-    """Names used as values (``mov.u64 %rd, f``) rather than as a direct call's callee."""
+    """Names used as values (``mov.u64 %rd, f``) rather than as a direct call's callee; once per
+    module (every function's pipeline asks: per function, a module of N kernels cost N^2)."""
     out = set()
     for fn in module.functions():
         for ins in fn.instructions() if fn.body is not None else ():

@@ -1,0 +1,89 @@
+"""How check / replay / triage / shrink grow with the number of kernels in one module (issue 29).
+
+The module: one generated wgmma pipeline kernel (``tests/data/repros/acc_write_site_not_reached.ptx``:
+~290 PTX lines, a sparse wgmma chain, a helper function, an extern declaration) repeated N times
+under distinct entry names, with its repro header (the first kernel launches).  Linear scaling
+means the seconds per kernel stay flat from N=1,000 to N=10,000.
+
+Measured, each in a fresh ``fuzzptx`` process (wall seconds, as a user waits):
+``check`` (all checker layers) on the file; ``replay`` (every judge, ptxas included) on it;
+``triage`` of a results.jsonl whose record names it; ``shrink --budget 5`` (the budget must bound
+the whole command: parse, first judging and passes).
+
+    python benchmarks/bench_scaling.py --kernels 1000,10000 [--skip replay,shrink]
+
+Writes benchmarks/results/scaling.json.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import platform
+import re
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "tests" / "data" / "repros" / "acc_write_site_not_reached.ptx"
+OUT = ROOT / "benchmarks" / "results" / "scaling.json"
+
+
+def module_text(kernels: int, source: pathlib.Path = SOURCE) -> str:
+    """``kernels`` copies of the source's entry (``k``, ``k_1``, ...), its header, helpers once."""
+    text = source.read_text()
+    start = text.index(".visible .entry k(")
+    head, entry = text[:start], text[start:]
+    copies = [entry] + [entry.replace(".visible .entry k(", f".visible .entry k_{i}(", 1) for i in range(1, kernels)]
+    return head + "\n".join(copies)
+
+
+def _timed(cmd: list[str], env: dict) -> tuple[float, int, str]:
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
+    return time.perf_counter() - t0, r.returncode, (r.stderr.strip().splitlines() or [""])[-1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kernels", default="1000,10000", help="comma-separated kernel counts")
+    ap.add_argument("--skip", default="", help="commands to leave out: check,replay,triage,shrink")
+    ap.add_argument("--tmp", default="/tmp/fuzzptx_scaling")
+    args = ap.parse_args(argv)
+    skip = set(filter(None, args.skip.split(",")))
+    tmp = pathlib.Path(args.tmp)
+    tmp.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    fz = [sys.executable, "-m", "fuzzptx.cli"]
+    rows = []
+    for n in (int(x) for x in args.kernels.split(",")):
+        path = tmp / f"k{n}.ptx"
+        path.write_text(module_text(n))
+        rec = tmp / f"k{n}.jsonl"
+        rec.write_text(json.dumps({"id": "0:0", "family": "wgmma", "instructions": None, "repro": str(path),
+                                   "findings": [{"signature": "big", "repro": str(path)}]}) + "\n")
+        row = {"kernels": n, "bytes": path.stat().st_size,
+               "lines": path.read_text().count("\n")}
+        plan = {"check": fz + ["check", str(path)], "replay": fz + ["replay", str(path)],
+                "triage": fz + ["triage", str(rec)],
+                "shrink": fz + ["shrink", str(path), "--budget", "5", "--out", str(tmp / f"k{n}.min.ptx")]}
+        for name, cmd in plan.items():
+            if name in skip:
+                continue
+            secs, rc, last = _timed(cmd, env)
+            row[name] = {"seconds": round(secs, 2), "ms_per_kernel": round(1000 * secs / n, 3), "exit": rc,
+                         "last_line": last[:200]}
+            print(f"{n:>6} kernels  {name:<7} {secs:8.2f} s  {1000 * secs / n:7.2f} ms/kernel  exit {rc}", flush=True)
+        rows.append(row)
+    OUT.write_text(json.dumps({"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                               "device": f"CPU only, {platform.node()} ({os.cpu_count()} cores, shared)",
+                               "python": platform.python_version(), "rows": rows}, indent=1) + "\n")
+    print(f"-> {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
