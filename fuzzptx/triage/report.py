@@ -160,7 +160,7 @@ def summary(t: Triage, digest: Digest, stats: dict, known: tuple[KnownFinding, .
     wall = (max(times) - min(times)) if len(times) > 1 else stats.get("wall_seconds")
     hit, unmatched = classify(t.buckets, known, context_from(stats))
     buckets = [{"signature": b.signature, "count": b.count, "smallest_repro": (b.smallest or {}).get("repro"),
-                "instructions": (b.smallest or {}).get("instructions"),
+                "instructions": b.repro_size(), "instructions_found": (b.smallest or {}).get("instructions"),
                 "known": hit[b.signature].reason if b.signature in hit else None,
                 "known_entry": hit[b.signature].where() if b.signature in hit else None,
                 "class": classify_finding(b.signature),
@@ -214,7 +214,7 @@ def html_report(directory: Path, t: Triage, digest: Digest, summ: dict) -> str:
         rel = f"<td>{html.escape(holds_text(held.get(b.signature)) or '(not judged here)')}</td>" if with_releases else ""
         rows.append(f"<tr><td>{b.count}</td><td><code>{html.escape(b.signature)}</code></td>"
                     f"<td>{html.escape(classify_finding(b.signature))}</td><td>{state}</td><td>{link}</td>"
-                    f"<td>{rec.get('instructions', '?')}</td>{rel}</tr>")
+                    f"<td>{html.escape(b.size_text())}</td>{rel}</tr>")
     stale = "".join(f"<li><code>{html.escape(x)}</code></li>" for x in summ.get("known_entries_unmatched", ()))
     st = summ.get("campaign_stats") or {}
     stage = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in st.items() if not isinstance(v, (dict, list)))
