@@ -24,6 +24,7 @@ from typing import Callable, Iterable
 
 from fuzzptx.engine import matrix
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.helptext import Formatter
 from fuzzptx.inputs import InputError, read_jsonl, read_text
 from fuzzptx.judges.finding import classify as classify_finding
 from fuzzptx.oracles.hardware import gpu_available
@@ -240,11 +241,13 @@ def _link(rec: dict) -> str:
 
 
 def main_triage(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="fuzzptx triage", description="Group findings by signature; smallest repro per bucket.")
+    ap = argparse.ArgumentParser(prog="fuzzptx triage", formatter_class=Formatter,
+                                 description="Group findings by signature; smallest repro per bucket (its instructions: "
+                                             "the repro file's, and the program's as found where shrinking changed it).")
     ap.add_argument("results", nargs="+", help="JSONL files or directories holding them (shards are merged)")
-    ap.add_argument("--md", help="write the Markdown summary here")
-    ap.add_argument("--html", help="write the HTML summary here")
-    ap.add_argument("--json", action="store_true", help="print buckets as JSON")
+    ap.add_argument("--md", metavar="FILE", help="also write the Markdown summary to FILE (stdout has it unless --json)")
+    ap.add_argument("--html", metavar="FILE", help="write the HTML summary here")
+    ap.add_argument("--json", action="store_true", help="print the buckets as JSON instead of Markdown")
     ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.triage.known): say which buckets are new")
     ap.add_argument("--ptxas", metavar="SPEC", help="judge each bucket's smallest repro with every ptxas release of SPEC "
                     "and say which keep its signature (fetched into the user cache on demand)")
