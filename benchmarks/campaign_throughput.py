@@ -43,7 +43,7 @@ from pathlib import Path
 
 from fuzzptx.engine.generate import BlockTask, block_programs
 
-from fuzzptx.engine.campaign import Plan, run_campaign
+from fuzzptx.engine.campaign import NIGHTLY_JUDGES, Plan, run_campaign
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_split import CpuSplit  # noqa: E402
@@ -202,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
         # hardware night can leave to the CPU fuzz runs
         "hardware-judges": Plan(seed=args.seed, block_size=args.block_size, examples=n,
                                 judges=("reference", "ptxas") + hw),
+        # a campaign's default judges as they are now (NIGHTLY_JUDGES: the SASS verifier included)
+        "defaults": Plan(seed=args.seed, block_size=args.block_size, examples=n,
+                         judges=tuple(j for j in NIGHTLY_JUDGES if j != "hardware") + hw),
         "ptxas-generated": Plan(seed=args.seed, block_size=args.block_size, examples=n, judges=("ptxas",) + hw),
         "ptxas-corpus": Plan(block_size=args.block_size, corpus=corpus, judges=("ptxas",) + hw),
     }

@@ -19,21 +19,19 @@ import argparse
 import datetime
 import json
 import platform
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FINDINGS = sorted((ROOT / "reports" / "findings").glob("ptxas_O3_*.ptx"))
-GMMA = re.compile(r"\b[QHI]?GMMA\.")
 
 
 def build(spec: str, out: Path) -> dict:
     from fuzzptx.judges.builtin import ReleasePtxasJudge
     from fuzzptx.oracles import toolchains
     from fuzzptx.oracles.ptxas import compile_ptx
-    from fuzzptx.oracles.sass import disassembler, inflight_writes, sass
+    from fuzzptx.oracles.sass import disassemble, disassembler, verify
     from fuzzptx.program import Program
 
     out.mkdir(parents=True, exist_ok=True)
@@ -58,9 +56,11 @@ def build(spec: str, out: Path) -> dict:
                     (out / name).write_bytes(r.cubin)
                     row["cubin"], row["kernel"] = name, r.kernel(program.launch.kernel)
                     if tool:
-                        lines = sass(r.cubin, tool)
-                        row["gmma"] = sum(1 for ln in lines if GMMA.search(ln))
-                        row["sass_inflight_writes"] = inflight_writes(lines)[:4]
+                        listing = disassemble(r.cubin, tool)
+                        fn = listing.function(row["kernel"])
+                        row["gmma"] = sum(1 for ins in fn.instrs if ins.gmma is not None) if fn else 0
+                        row["sass_inflight_writes"] = [h.line() for h in verify(listing, row["kernel"])
+                                                       if h.rule == "inflight-write"][:4]
                 rows.append(row)
     manifest = {"what": "reports/findings against ptxas releases (CPU half)", "spec": spec,
                 "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

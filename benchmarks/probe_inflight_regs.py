@@ -8,9 +8,8 @@ for a call's return address; the GMMA then writes its result over them asynchron
 ``RET`` jumps to a float.
 
 For each PTX file this compiles at -O3 and -O0 with the project's ptxas, disassembles the cubin
-and lists every non-GMMA instruction that writes a register of a GMMA issued with ``gsb0``
-before the next ``WARPGROUP.DEPBAR`` (``fuzzptx.oracles.sass.inflight_writes``: a scan in address order,
-enough for straight-line code around one branch).  With ``--run`` (a GPU and CuPy) it also runs
+and lists every non-GMMA instruction that writes a register of a GMMA in flight
+(``fuzzptx.oracles.sass``'s ``inflight-write`` rule, on every path of the kernel and its calls).  With ``--run`` (a GPU and CuPy) it also runs
 each file three times per level through the hardware judge and records what the GPU did.
 
     python benchmarks/probe_inflight_regs.py reports/findings/ptxas_O3_inflight_*.ptx
@@ -32,11 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     from fuzzptx.oracles.ptxas import compile_ptx, ptxas_version
     from fuzzptx.program import Program
-    from fuzzptx.oracles.sass import disassembler, inflight_writes, sass
+    from fuzzptx.oracles.sass import disassembler, hazards
 
     tool = disassembler()
     if tool is None:
-        raise SystemExit("probe_inflight_regs: no cuobjdump or nvdisasm (pip install 'fuzzptx[sass]')")
+        raise SystemExit("probe_inflight_regs: no nvdisasm (pip install nvidia-cuda-nvdisasm)")
     worker = None
     if a.run:
         from fuzzptx.oracles.hardware import HardwareWorker
@@ -49,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         row: dict = {"file": Path(path).name}
         for opt in (3, 0):
             r = compile_ptx(text, want_cubin=True, opt_level=opt)
-            level: dict = {"accepted": r.accepted, "inflight_writes": inflight_writes(sass(r.cubin, tool)) if r.cubin else []}
+            level: dict = {"accepted": r.accepted, "inflight_writes": [h.line() for h in hazards(r.cubin, r.kernel(p.launch.kernel), tool)
+                                                            if h.rule == "inflight-write"] if r.cubin else []}
             if worker is not None and r.cubin:
                 level["gpu_runs"] = [worker.run(p, cubin=r.cubin, kernel=r.kernel(p.launch.kernel), timeout=20).fault or "ran"
                                      for _ in range(3)]

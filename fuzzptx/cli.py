@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "triage": ("fuzzptx.triage.buckets", "main_triage", "group campaign findings by signature; smallest repro per bucket"),
     "campaign": ("fuzzptx.engine.campaign", "main_campaign", "batched, isolated hardware campaign (GPU)"),
     "report": ("fuzzptx.triage.report", "main_report", "HTML/JSON/JUnit report of a campaign directory"),
+    "bundle": ("fuzzptx.triage.bundle", "main_bundle", "one directory for a compiler team: PTX, commands, SASS, releases, outputs"),
     "toolchains": ("fuzzptx.oracles.toolchains", "main_toolchains", "ptxas releases: list, fetch into the cache, pack for offline machines"),
 }
 

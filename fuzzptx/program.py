@@ -149,20 +149,23 @@ class Program:
         return text, replace(self, module=module)
 
     @staticmethod
-    def from_ptx(text: str, file: str = "<string>") -> "Program":
+    def from_ptx(text: str, file: str = "<string>", kernel: str | None = None) -> "Program":
+        """``kernel``: the kernel a plain file's inferred header launches (default: the first)."""
         module = parse(text, file)
-        return Program.from_module(module, file)
+        return Program.from_module(module, file, kernel)
 
     @staticmethod
-    def from_file(path: str | Path) -> "Program":
+    def from_file(path: str | Path, kernel: str | None = None) -> "Program":
         """The program in a repro file, read through the one input layer (a missing, binary,
         non-UTF-8 or oversized file is one line naming it)."""
-        return Program.from_ptx(read_text(path, what="PTX file"), str(path))
+        return Program.from_ptx(read_text(path, what="PTX file"), str(path), kernel)
 
     @staticmethod
-    def from_module(module: Module, file: str = "<string>") -> "Program":
-        """Read the header from ``module.preamble``; the preamble's line i is file line i+1."""
-        return _parse_header(module, file)
+    def from_module(module: Module, file: str = "<string>", kernel: str | None = None) -> "Program":
+        """Read the header from ``module.preamble``; the preamble's line i is file line i+1.
+        ``kernel``: for plain PTX, the kernel the inferred header launches; with a header, it
+        must be the one the header launches."""
+        return _parse_header(module, file, kernel)
 
 
 def _triple(t: tuple[int, int, int]) -> str:
@@ -207,7 +210,7 @@ def _dims(kv: dict[str, str], key: str, file: str, line: int, default: tuple[int
     return tuple(vals + [1] * (3 - len(vals)))  # type: ignore[return-value]
 
 
-def _parse_header(module: Module, file: str) -> Program:
+def _parse_header(module: Module, file: str, kernel: str | None = None) -> Program:
     launch: Launch | None = None
     buffers: list[Buffer] = []
     scalars: list[tuple[str, int]] = []
@@ -273,10 +276,13 @@ def _parse_header(module: Module, file: str) -> Program:
         else:
             notes.append(rest)
     if not seen_magic and launch is None:
-        return inferred_header(module, file)
+        return inferred_header(module, file, kernel)
     if launch is None:
         raise ReproError("no LAUNCH line in the header", file=file, line=len(module.preamble) or 1)
     kernels = {f.name: f for f in module.kernels()}
+    if kernel is not None and kernel != launch.kernel:
+        raise ReproError(f"--kernel {kernel}: the file's header launches {launch.kernel} (--kernel chooses the "
+                         "kernel of a plain file; edit the LAUNCH line here)", file=file, line=1)
     if launch.kernel not in kernels:
         raise ReproError(f"LAUNCH kernel={launch.kernel} is not a kernel in this file (have: {', '.join(kernels) or 'none'})", file=file, line=1)
     params = {p.name for p in kernels[launch.kernel].params}
@@ -305,17 +311,21 @@ INFERRED_COUNT = 4096  # elements of each inferred buffer: room for any single-C
 _POINTERS = (".u64", ".b64", ".s64")
 
 
-def inferred_header(module: Module, file: str) -> Program:
+def inferred_header(module: Module, file: str, kernel: str | None = None) -> Program:
     """A header for plain PTX (no ``// fuzzptx-repro v1`` lines), so any PTX file can be checked,
     replayed and shrunk: the first kernel, launched as one CTA of 128 threads (a warpgroup: every
     tensor-core form fits); each 64-bit parameter a buffer of ``INFERRED_COUNT`` random u32
     words (seed 0), each an output (what the kernel writes is compared); each other scalar
     parameter 0.  A ptxas-only signature needs none of it; the program's note says it was
-    inferred, and its text (``to_ptx``) prints the header to edit."""
+    inferred, and which kernels the file has, and its text (``to_ptx``) prints the header to
+    edit.  ``kernel`` (``--kernel NAME``) launches another kernel than the first."""
     kernels = list(module.kernels())
     if not kernels:
         raise ReproError(f"no '// {MAGIC}' header, and no .entry kernel to infer one from", file=file, line=1)
-    k = kernels[0]
+    names = [f.name for f in kernels]
+    if kernel is not None and kernel not in names:
+        raise ReproError(f"--kernel {kernel}: no such kernel (have: {', '.join(names)})", file=file, line=1)
+    k = kernels[names.index(kernel)] if kernel is not None else kernels[0]
     buffers: list[Buffer] = []
     scalars: list[tuple[str, int]] = []
     for p in k.params:
@@ -328,5 +338,7 @@ def inferred_header(module: Module, file: str) -> Program:
             scalars.append((p.name, 0))
     note = (f"{INFERRED}: kernel {k.name}, one CTA of 128 threads, {len(buffers)} buffer(s) of "
             f"{INFERRED_COUNT} random u32, scalars 0 (edit the header to change them)")
+    if len(names) > 1:
+        note += f"; kernels in the file: {', '.join(names)} (--kernel NAME launches another)"
     return Program(module, Launch(k.name), tuple(buffers), tuple(scalars), (), None, (note,), "spec")
 

@@ -193,7 +193,32 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
     path = out / (re.sub(r"[^A-Za-z0-9]+", "_", first.signature).strip("_")[:100] + ".ptx")
     write_raw(path, program, first.signature)  # the engine's one repro writer: raw first, then EXPECT lines
     finalize_repro_file(str(path), program, judges_that_ran(verdicts), first.signature, None)
-    raise AssertionError(f"{first.signature}: {first.message}\nrepro: {path.resolve()}")
+    raise FindingFailure(f"{first.signature}: {first.message}\nrepro: {path.resolve()}", first.signature,
+                         first.kind, str(path.resolve()))
+
+
+class FindingFailure(AssertionError):
+    """A fuzz test's failure: a finding, with its signature, class and repro (the JUnit XML
+    groups failing tests by class through ``pytest_runtest_makereport``)."""
+
+    def __init__(self, message: str, signature: str, kind: str, repro: str):
+        super().__init__(message)
+        self.signature, self.kind, self.repro = signature, kind, repro
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A test failed by a finding carries the finding's class, signature and repro as properties
+    (``--junitxml`` writes them on its testcase: ``fuzzptx_class`` groups the failures by what
+    they mean), and the class heads the failure's section of the terminal report."""
+    outcome = yield
+    report = outcome.get_result()
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if report.when == "call" and isinstance(exc, FindingFailure):
+        props = [("fuzzptx_class", exc.kind), ("fuzzptx_signature", exc.signature), ("fuzzptx_repro", exc.repro)]
+        item.user_properties += props  # (the JUnit writer reads them from the teardown report, made from the item)
+        report.user_properties += props
+        report.sections.append(("fuzzptx finding class", exc.kind))
 
 
 _GPU_WORKER = None

@@ -102,6 +102,12 @@ def suffixed(name: str, index: int) -> str:
     return f"{name}_fzb{index}_"
 
 
+def unsuffixed(text: str) -> str:
+    """``text`` with the merged module's renamings undone (``k_fzb3_`` -> ``k``): what a run of the
+    input alone would print."""
+    return _SUFFIX_RE.sub("", text)
+
+
 def input_index(message: str) -> set[int]:
     """Which merged inputs a message mentions by a renamed symbol."""
     return {int(m[1]) for m in _SUFFIX_RE.finditer(message)}

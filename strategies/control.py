@@ -7,6 +7,8 @@ Ops (rendered by ``render``):
                            predicate ``iteration != 0``
   UniformIf(cond, body)    ``@p bra.uni`` around a balanced block (ends in wait_group 0);
                            cond ``param`` (a kernel parameter) or ``warpgroup`` (warpgroup index)
+  Live(count, body)        ``count`` values loaded before ``body`` and stored after it
+                           (register pressure across an in-flight window; ``shapes``)
   Side(kind)               non-wgmma work on a scratch register: ``arith``, ``predicated``
                            (a lane-dependent guard), ``divergent`` (a lane-dependent branch),
                            ``call`` (a direct .func call ptxas may inline), ``call_indirect``
@@ -49,16 +51,27 @@ class Side:
     kind: str
 
 
+@dataclass(frozen=True)
+class Live:
+    """``count`` 32-bit values loaded before ``body`` and stored after it: register pressure
+    across an in-flight window (ptxas must keep them in registers while GMMAs are pending)."""
+
+    count: int
+    body: tuple
+
+
 def walk_ops(script: tuple):
     """Every op of a script, nested bodies included (pre-order)."""
     for op in script:
         yield op
-        if isinstance(op, (Loop, UniformIf)):
+        if isinstance(op, (Loop, UniformIf, Live)):
             yield from walk_ops(op.body)
 
 
 def depth(script: tuple) -> int:
-    return max((1 + depth(op.body) for op in script if isinstance(op, (Loop, UniformIf))), default=0)
+    """Nesting of loops and branches (a ``Live`` block adds no control flow)."""
+    return max((int(not isinstance(op, Live)) + depth(op.body) for op in script
+                if isinstance(op, (Loop, UniformIf, Live))), default=0)
 
 
 @st.composite
@@ -147,6 +160,8 @@ def _run(body: tuple, state: PipeState) -> PipeState:
             state = _run(op.body, entry)  # the state after the last iteration, whichever it is
         elif isinstance(op, UniformIf):
             state = state.join(_run(op.body, state))  # both paths, whatever the condition
+        elif isinstance(op, Live):
+            state = _run(op.body, state)
         else:
             state = state.after(op)
     return state
@@ -169,7 +184,7 @@ def max_in_flight(script: tuple, state: PipeState = PipeState()) -> int:
         if isinstance(op, Loop):
             best = max(best, max_in_flight(op.body, _loop_entry(op.body, state)))
             state = _run((op,), state)
-        elif isinstance(op, UniformIf):
+        elif isinstance(op, (UniformIf, Live)):
             best = max(best, max_in_flight(op.body, state))
             state = _run((op,), state)
         else:
@@ -183,4 +198,16 @@ def script_state(script: tuple, state: PipeState = PipeState()) -> PipeState:
     return _run(script, state)
 
 
-__all__ = ["Loop", "UniformIf", "Side", "SIDE_KINDS", "scripts", "walk_ops", "depth", "script_state"]
+def states(script: tuple, state: PipeState = PipeState()):
+    """(op, state before it) for every op, nested bodies included: a loop body's ops with the
+    state any iteration may start in, a branch body's with the state before the branch."""
+    for op in script:
+        yield op, state
+        if isinstance(op, Loop):
+            yield from states(op.body, _loop_entry(op.body, state))
+        elif isinstance(op, (UniformIf, Live)):
+            yield from states(op.body, state)
+        state = _run((op,), state)
+
+
+__all__ = ["Loop", "UniformIf", "Side", "Live", "states", "max_in_flight", "SIDE_KINDS", "scripts", "walk_ops", "depth", "script_state"]

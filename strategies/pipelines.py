@@ -5,6 +5,7 @@ every wgmma on it has the same shape: the spec's in-flight chaining rule), its
 shared-memory tiles and A source.  A *script* is a sequence of ops over units:
 
   Stage(mmas)  -> wgmma.fence; wgmma.mma_async...; wgmma.commit_group
+                  (fresh_a: first load the register-A fragments into new registers)
   Wait(n)      -> wgmma.wait_group n
   Touch(unit)  -> a register write to the unit's accumulators between stages
 
@@ -66,6 +67,7 @@ class Mma:
 @dataclass(frozen=True)
 class Stage:
     mmas: tuple[Mma, ...]
+    fresh_a: bool = False  # A fragments loaded into new registers before the fence (register-A units)
 
 
 @dataclass(frozen=True)

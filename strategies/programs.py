@@ -6,15 +6,18 @@ wgmma, one warpgroup, no control flow, small-integer inputs, the simplest form
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import event, strategies as st, target
 
 from fuzzptx.program import Program
 
-from .control import Loop, UniformIf, depth, max_in_flight, scripts
+from .control import Loop, UniformIf, depth, max_in_flight, script_state, scripts
 from .instructions import WGMMA_FAMILIES, SYNC_FAMILIES, instruction_programs
 from .operands import inits, ints, sampled, seeds
 from .pipelines import PipeState, stages, units
 from .render import WgmmaPlan, render
+from .shapes import windows
 from fuzzptx import isa
 
 #: Register budget for all accumulator sets of one program (ptxas spills past ~200).
@@ -74,6 +77,12 @@ def wgmma_plans(draw, *, max_units: int = 3, control: bool = True) -> WgmmaPlan:
         version=_version(us),
         extern_decl=control and draw(sampled((False, True))),
     )
+    # Drawn last, so that the choices above (and a fixed seed's programs up to here) stay as they
+    # were: three wgmma programs in four end in an in-flight window (``shapes.windows``).
+    if control and draw(sampled((False, True, True, True))):
+        seg, _ = draw(windows(us, script_state(script), warpgroups if roles == "all" else 1))
+        plan = replace(plan, script=script + seg)
+        script = plan.script
     target(float(max_in_flight(script)), label="groups in flight")
     d = depth(script)
     target(float(d), label="nesting depth")

@@ -19,9 +19,10 @@ from fuzzptx.data import element_bytes
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Addr, CallArgs, Directive, Function, Guard, Imm, Instr, Param, Reg, Sym, Vec
 
-from .control import Loop, Side, UniformIf, script_state, walk_ops
+from .control import Live, Loop, Side, UniformIf, script_state, walk_ops
 from .operands import buffer_type
 from .pipelines import Mma, Stage, Touch, Unit, Wait
+from .shapes import shapes_of
 
 SIDE_FUNC = "fz_side"
 EXTERN_FUNC = "fz_extern"
@@ -64,6 +65,7 @@ def render(plan: WgmmaPlan) -> Program:
     ops = list(walk_ops(plan.script))
     mmas = [m for op in ops if isinstance(op, Stage) for m in op.mmas]
     sides = [op for op in ops if isinstance(op, Side)]
+    lives = [op for op in ops if isinstance(op, Live)]
     # ---- buffers
     ptr: dict[str, Reg] = {}
     for i, u in enumerate(plan.units):
@@ -80,6 +82,9 @@ def render(plan: WgmmaPlan) -> Program:
         ptr[f"d{i}"] = kb.buffer(f"d{i}", f.dtype, nd, "zeros", 0, output=True)
     if sides:
         ptr["s"] = kb.buffer("s", "u32", plan.threads, "zeros", 0, output=True)
+    for j, lv in enumerate(lives):  # a Live block's values come from h<j> and go to l<j>
+        ptr[f"h{j}"] = kb.buffer(f"h{j}", "u32", plan.threads * lv.count, plan.init, plan.seed + 7 + 10 * j)
+        ptr[f"l{j}"] = kb.buffer(f"l{j}", "u32", plan.threads * lv.count, "zeros", 0, output=True)
     pred_sd = None
     if any(m.scale_d == "param" for m in mmas):
         sd = kb.scalar("sd", plan.sd_value)
@@ -146,7 +151,7 @@ def render(plan: WgmmaPlan) -> Program:
         kb.emit("and.b32", lane, tid, 31)
         lane_p = kb.reg(".pred")
         kb.emit("setp.lt.u32", lane_p, lane, 16)
-    ctx = _Ctx(kb, plan, bdesc, adesc, afrag, dregs, meta, pred_sd, p_wg, scratch, lane_p)
+    ctx = _Ctx(kb, plan, ptr, bdesc, adesc, afrag, dregs, meta, pred_sd, p_wg, scratch, lane_p)
     ctx.script(plan.script, None)
     # ---- epilogue
     if script_state(plan.script).pending:
@@ -187,6 +192,7 @@ _SIGN = {"f32": 0x80000000, "s32": 0x80000000, "f16": 0x80008000}
 class _Ctx:
     kb: _Builder
     plan: WgmmaPlan
+    ptr: dict
     bdesc: dict
     adesc: dict
     afrag: dict
@@ -197,14 +203,21 @@ class _Ctx:
     scratch: Reg | None
     lane_p: Reg | None
     nflags: int = 0
+    nlives: int = 0
 
     def script(self, ops: tuple, loop_pred: Reg | None) -> None:
         for op in ops:
             if isinstance(op, Stage):
+                afrag = self.fresh_fragments(op) if op.fresh_a else self.afrag
                 self.kb.emit("wgmma.fence.sync.aligned")
                 for m in op.mmas:
-                    self.mma(m, loop_pred)
+                    self.mma(m, loop_pred, afrag)
                 self.kb.emit("wgmma.commit_group.sync.aligned")
+            elif isinstance(op, Live):
+                j, self.nlives = self.nlives, self.nlives + 1
+                held = self.kb.load_fragment(self.ptr[f"h{j}"], ".b32", op.count)
+                self.script(op.body, loop_pred)
+                self.kb.store_fragment(self.ptr[f"l{j}"], held, ".b32")
             elif isinstance(op, Wait):
                 self.kb.emit("wgmma.wait_group.sync.aligned", op.n)
             elif isinstance(op, Touch):
@@ -220,7 +233,19 @@ class _Ctx:
             else:
                 raise TypeError(op)
 
-    def mma(self, m: Mma, loop_pred: Reg | None) -> None:
+    def fresh_fragments(self, op: Stage) -> dict:
+        """The A fragments of a stage, register-A units' loaded again into new registers (the
+        registers of a group in flight are never rewritten: each stage has its own)."""
+        out = dict(self.afrag)
+        for i in sorted({m.unit for m in op.mmas}):
+            u = self.plan.units[i]
+            if u.a_tile is None:
+                regs = self.kb.load_fragment(self.ptr[f"a{i}"], u.a_type, 4 * u.slices)
+                for s in range(u.slices):
+                    out[i, s] = regs[4 * s: 4 * s + 4]
+        return out
+
+    def mma(self, m: Mma, loop_pred: Reg | None, afrag: dict) -> None:
         u = self.plan.units[m.unit]
         ops = []
         for spec in u.form.operands:
@@ -228,7 +253,7 @@ class _Ctx:
             if r == "d":
                 ops.append(Vec(self.dregs[m.unit]))
             elif r == "a":
-                ops.append(Vec(self.afrag[m.unit, m.slice]))
+                ops.append(Vec(afrag[m.unit, m.slice]))
             elif r == "a_desc":
                 ops.append(self.adesc[m.unit, m.slice])
             elif r == "b_desc":
@@ -327,6 +352,9 @@ def _with_functions(prog: Program, plan: WgmmaPlan, sides: list) -> Program:
 def _notes(plan: WgmmaPlan) -> tuple[str, ...]:
     out = [f"units: {', '.join(u.form.key for u in plan.units)}",
            f"warpgroups={plan.warpgroups} roles={plan.roles} early_exit={plan.early_exit} acc_init={plan.acc_init}"]
+    found = shapes_of(plan.units, plan.script)
+    if found:
+        out.append(f"shapes: {' '.join(found)}")
     return tuple(out)
 
 

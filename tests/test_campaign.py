@@ -59,15 +59,15 @@ def test_whole_campaign_judges_each_program_once(whole):
 
 
 def test_default_judges_are_the_nightly_set(tmp_path):
-    """Without --judges a campaign runs the nightly hardware set (reference, ptxas, GPU; here no GPU),
-    not the checker: its ptxas-model verdicts are the CPU fuzz runs' job."""
+    """Without --judges a campaign runs the nightly hardware set (reference, ptxas, the SASS verifier,
+    GPU; here no GPU), not the checker: its ptxas-model verdicts are the CPU fuzz runs' job."""
     out = tmp_path / "c"
     cmd = [sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "none", "--out", str(out), "--seed", str(SEED),
            "--block-size", "2", "--examples", "2", "--workers", "1", "--quiet"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["judges"] == ["reference", "ptxas"]
-    assert all(set(rec["verdicts"]) == {"reference", "ptxas"} for rec in _records(out))
+    assert json.loads(r.stdout)["judges"] == ["reference", "ptxas", "sass"]
+    assert all({"reference", "ptxas"} <= set(rec["verdicts"]) <= {"reference", "ptxas", "sass"} for rec in _records(out))
 
 
 def test_blocks_are_the_same_in_every_process(whole, tmp_path):

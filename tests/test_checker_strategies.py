@@ -8,7 +8,7 @@ import collections
 import pytest
 
 from fuzzptx.oracles.checker import check_module, predict_ptxas
-from fuzzptx.oracles.checker.ptxas_compare import observed, predicted
+from fuzzptx.oracles.checker.ptxas_compare import agreement
 from fuzzptx.ptx.parse import parse
 from support.differential import strategy_programs
 
@@ -52,7 +52,7 @@ def test_ptxas_model_agrees_with_ptxas(sample):
     from fuzzptx.oracles.ptxas import compile_batch
 
     results = compile_batch([t for _, t, _ in sample])
-    agree = sum(observed(r) == predicted(predict_ptxas(m)) for (_, _, m), r in zip(sample, results))
+    agree = sum(agreement(r, predict_ptxas(m)).exact for (_, _, m), r in zip(sample, results))  # "may" codes aside
     accept = sum(r.accepted == predict_ptxas(m).accepted for (_, _, m), r in zip(sample, results))
     assert accept == len(sample)
     assert agree >= 0.98 * len(sample), f"{agree}/{len(sample)}"

@@ -1,5 +1,5 @@
-"""The opt-in ``sass`` judge: ptxas -O3 writing registers of a wgmma in flight, read from the SASS
-of a program the checker finds defined (fuzzptx.oracles.sass; reports/findings/README.md)."""
+"""The ``sass`` judge: the GMMA pipeline rules on the SASS ptxas emitted, for programs the checker
+finds defined (fuzzptx.oracles.sass; docs/sass.md; reports/findings/README.md)."""
 from __future__ import annotations
 
 import json
@@ -15,17 +15,33 @@ from fuzzptx.program import Program
 
 ROOT = Path(__file__).resolve().parents[1]
 HANG = ROOT / "reports" / "findings" / "ptxas_O3_inflight_acc_call.ptx"
-needs_disassembler = pytest.mark.skipif(sass.disassembler() is None, reason="no disassembler (pip install 'fuzzptx[sass]')")
+REPEATED = ROOT / "reports" / "findings" / "ptxas_O3_repeated_wgmma_campaign.ptx"
+needs_disassembler = pytest.mark.skipif(sass.disassembler() is None, reason="no disassembler (pip install nvidia-cuda-nvdisasm)")
 
 
 @needs_disassembler
 def test_the_hanging_kernel_is_a_sass_finding_without_a_gpu():
     p = Program.from_file(str(HANG))
     v = differ.judge(p, ("checker", "ptxas", "sass"))
-    assert v.sass and v.sass[0].endswith("MOV R152, 0x350")
+    rules = [rule for rule, _, _ in v.sass]
+    assert "inflight-write" in rules and "inflight-read" in rules
+    first = next(line for rule, line, _ in v.sass if rule == "inflight-write")
+    assert "MOV R152, 0x350" in first and "QGMMA.64x8x32" in first  # the return address, over the accumulator
+    sigs = [f.signature for f in differ.compare(p, v) if f.signature.startswith("sass")]
+    assert sigs == ["sass:inflight-write|wgmma.f32.e5m2.e4m3", "sass:inflight-read|wgmma.f32.e5m2.e4m3"]
+    summary = v.summary()
+    assert summary["sass"].startswith(f"{len(v.sass)} hazard(s): ")
+    assert "MOV R152, 0x350" in summary["sass-at"] and "/*0330*/" in summary["sass-excerpt"]
+
+
+@needs_disassembler
+def test_the_repeated_wgmma_collapse_is_a_dropped_gmma():
+    p = Program.from_file(str(REPEATED))
+    v = differ.judge(p, ("checker", "ptxas", "sass"))
+    assert [rule for rule, _, _ in v.sass] == ["gmma-dropped"]
+    assert "4 wgmma(s) must execute, a SASS path holds 3 GMMA(s)" in v.sass[0][1]
     assert [f.signature for f in differ.compare(p, v) if f.signature.startswith("sass")] == \
-        ["sass:inflight-write|wgmma.f32.e5m2.e4m3"]
-    assert v.summary()["sass"].startswith("writes in flight: ")
+        ["sass:gmma-dropped|wgmma.s32.u8"]
 
 
 @needs_disassembler

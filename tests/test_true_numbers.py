@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from fuzzptx.oracles.checker import cli as check_cli
+from fuzzptx.oracles.checker.ptxas_compare import Agreement
 from fuzzptx.program import Program
 from fuzzptx.reduce import instruction_count
 from fuzzptx.triage.buckets import read_records
@@ -44,9 +45,8 @@ def _fake(monkeypatch, real: list[str], pred: list[str]) -> list[str]:
     """The model's prediction and ptxas's output replaced (the comparison's wording is under test,
     not ptxas): the messages ``mismatches`` gives."""
     monkeypatch.setattr(check_cli, "compile_ptx", lambda *a, **k: None)
-    monkeypatch.setattr(check_cli, "observed", lambda _: real)
-    monkeypatch.setattr(check_cli, "predicted", lambda _: pred)
     monkeypatch.setattr(check_cli, "predict_ptxas", lambda _: None)
+    monkeypatch.setattr(check_cli, "agreement", lambda *_: Agreement(real == pred, (), real, pred))
     return [f.message for f in check_cli.mismatches("f.ptx", None, "")]
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from fuzzptx.judges import differ, metamorphic, registry
-from fuzzptx.judges.base import Verdicts
+from fuzzptx.judges.base import Judge, Verdicts
 from fuzzptx.oracles.ptxas import compile_batch
 from fuzzptx.perf import POOL_YOUNG_THRESHOLD, between_blocks, tune_gc
 from fuzzptx.program import Program
@@ -104,12 +104,18 @@ def prepare_block(task: BlockTask) -> Prepared:
         secs["emit"] += time.perf_counter() - t0
     texts = [t for t, _ in emitted]
     gpu_cubins = any(not j.cpu and j.wants_cubin for j in judges)  # the GPU runs ptxas's own cubins
+    cpu_cubins = any(j.cpu and j.wants_cubin for j in judges)  # a CPU judge reads them (the SASS judge)
     ptxas: list[Any] = [None] * len(programs)
     early: list[Any] = [None] * len(programs)  # verdicts taken while ptxas compiles
     ran: list[tuple[str, ...]] = [()] * len(programs)  # ... and by which judges
     if "ptxas" in task.judges or gpu_cubins:
-        ptxas = _compile_block(texts, gpu_cubins, secs,
+        ptxas = _compile_block(texts, gpu_cubins or cpu_cubins, secs,
                                lambda done: _judge_early(task, cpu, items, emitted, early, ran, done))
+    for j in cpu:  # a judge's once-per-block work on ptxas's results (one disassembly of the block)
+        if type(j).warm is not Judge.warm:
+            t0 = time.perf_counter()
+            j.warm(ptxas)
+            secs[j.name] += time.perf_counter() - t0
     # judges that judge a whole block in one go (other ptxas releases: one batched run each)
     batched: dict[str, list[Any]] = {}
     for j in cpu:

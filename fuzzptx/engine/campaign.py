@@ -58,10 +58,11 @@ from .repro import finalize_repro_file, judges_that_ran, repro_stem, write_raw
 
 STAGES = ("generate", "ptxas", "checker", "reference", "gpu")
 # A hardware campaign's judges unless told otherwise: the nightly route
-# (``--fuzzptx-judges reference,ptxas,hardware``).  The checker is a static judge whose only
+# (``--fuzzptx-judges reference,ptxas,hardware``) and the SASS verifier, which reads ptxas's own
+# cubins on the CPU (at ~0.2x the ptxas time: benchmarks/README.md).  The checker is a static judge whose only
 # differential partner is ptxas, which the CPU fuzz runs in CI already cover; on a GPU node it
 # costs ~8-10% of the throughput and its findings (ptxas-model gaps) are not the hardware team's.
-NIGHTLY_JUDGES = ("reference", "ptxas", "hardware")
+NIGHTLY_JUDGES = ("reference", "ptxas", "sass", "hardware")
 
 
 class CampaignError(FuzzptxError):

@@ -47,7 +47,8 @@ class Expectation:
 
 
 def _codes(text: str) -> set[str]:
-    return set(re.findall(r"C\d{4}(?:@\d+)?", text))
+    """The exact codes of a verdict line (the model's "may:C7512" codes are not predictions)."""
+    return set(re.findall(r"C\d{4}(?:@\d+)?", re.sub(r"may:\S+", "", text)))
 
 
 def same_verdict(judge: str, expected: str, actual: str) -> bool:
@@ -178,10 +179,12 @@ def main_replay(argv: list[str]) -> int:
                          "latest, all, or a path; fetched into the user cache on demand): the release matrix, "
                          "JSON key 'matrix' (release -> verdicts and findings); every CPU judge runs, the SASS "
                          "judge included, and the GPU where there is one")
+    ap.add_argument("--kernel", metavar="NAME", default=None,
+                    help="plain PTX with several kernels: the one the inferred header launches (default: the first)")
     args = ap.parse_args(argv)
     try:
         text = read_text(args.file, what="PTX file")
-        program = Program.from_ptx(text, args.file)
+        program = Program.from_ptx(text, args.file, args.kernel)
         say_inferred(program, args.file, "replay")
         extra = registry.parse(args.judges) if args.judges.strip() else ()
         rows, v = run_judges(program, text, hardware=not args.no_hardware, extra=extra)

@@ -5,7 +5,9 @@ It is ``fuzzptx campaign`` with no GPU unless asked, a pool of one process per c
 (``--shrink-budget``) into its repro.  Batch ``b`` of ``fuzzptx run --seed S`` is block ``b`` of
 ``fuzzptx campaign --seed S``: the same programs, the same verdicts, the same records.  The
 run's directory holds ``results.jsonl`` (one line per judged program, written as it finishes),
-``repros/`` and ``summary.json``; by default a new directory under ``./fuzzptx-out/``.
+``repros/`` and ``summary.json``; by default a new directory under the user's data directory
+(``$FUZZPTX_OUT``, else ``$XDG_DATA_HOME/fuzzptx/runs``, else ``~/.local/share/fuzzptx/runs``), so a
+run started from a checkout writes nothing into it; the summary prints where.
 """
 from __future__ import annotations
 
@@ -25,15 +27,25 @@ from fuzzptx.triage.known import classify, load_known
 from .campaign import Plan, parse_gpus, run_campaign
 from .generate import ILLEGAL_SHARE
 
-DEFAULT_JUDGES = ("reference", "checker", "ptxas")
+DEFAULT_JUDGES = ("reference", "checker", "ptxas", "sass")
 # Stages that are paid once per new finding signature, not per program, and time counted twice.
 _NOT_PER_PROGRAM = ("shrink", "repro", "overlapped", "gc", "record (main process)")
 
 
+def runs_dir() -> Path:
+    """Where runs go unless ``--out`` says: ``$FUZZPTX_OUT``, else ``$XDG_DATA_HOME/fuzzptx/runs``,
+    else ``~/.local/share/fuzzptx/runs`` -- never the current directory, which is often a checkout
+    (the README's main job is run from the repository root)."""
+    if os.environ.get("FUZZPTX_OUT"):
+        return Path(os.environ["FUZZPTX_OUT"]).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share") / "fuzzptx" / "runs"
+
+
 def default_out(seed: int) -> Path:
-    """A fresh directory under ``./fuzzptx-out/``: a run never writes into a checkout it was not
+    """A fresh directory under ``runs_dir()``: a run never writes into a checkout it was not
     pointed at, and never appends to another run's record."""
-    return Path("fuzzptx-out") / f"run-seed{seed}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    return runs_dir() / f"run-seed{seed}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
 def run(n: int, seed: int, judges: Sequence[str], out_dir: Path, *, batch: int = 32,
@@ -103,7 +115,8 @@ def main_run(argv: list[str]) -> int:
     ap.add_argument("--batch", type=int, default=32, help="programs per ptxas module (a campaign block)")
     ap.add_argument("--illegal-share", type=float, default=ILLEGAL_SHARE, help="share of mutated (illegal) programs")
     ap.add_argument("--out", default=None, help="directory for results.jsonl, repros/ and summary.json "
-                    "(default: a new directory under ./fuzzptx-out/)")
+                    "(default: a new directory under $FUZZPTX_OUT, else $XDG_DATA_HOME/fuzzptx/runs, else "
+                    "~/.local/share/fuzzptx/runs)")
     ap.add_argument("--shrink-budget", type=float, default=10.0, help="seconds per new finding signature (0: no shrinking)")
     ap.add_argument("--shrink-model-gaps", action="store_true",
                     help="shrink findings that are gaps in our own models too (the checker's model of ptxas, "
@@ -167,5 +180,5 @@ def format_summary(s: dict, out_dir: Path) -> str:
         lines.append("  findings        none")
     if s.get("block_errors_total"):
         lines.append(f"  ERRORS          {s['block_errors_total']} block(s) could not be judged; first: {s['block_errors'][0]}")
-    lines.append(f"  results         {out_dir / 'results.jsonl'}")
+    lines.append(f"  run directory   {out_dir} (results.jsonl, repros/, summary.json; --out to choose)")
     return "\n".join(lines)

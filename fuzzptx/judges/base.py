@@ -256,6 +256,11 @@ class Judge(ABC):
         """None when this judge can run here, else why not (a missing GPU, tool or package)."""
         return None
 
+    def warm(self, results: list[Any], toolchain: Any = None) -> None:
+        """Called once per block with ptxas's results (cubins included) before the per-program
+        verdicts: a judge whose tool costs most at start-up (the SASS judge's disassembler) runs it
+        once for the whole block here."""
+
 
 class OutputJudge(Judge):
     """A judge that computes the program's output buffers, compared with the reference's as the

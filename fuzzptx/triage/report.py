@@ -22,7 +22,7 @@ from xml.sax.saxutils import escape, quoteattr
 from fuzzptx.helptext import Formatter
 from fuzzptx.inputs import InputError, read_text
 from fuzzptx.triage.known import KnownFinding, classify, context_from, load_known
-from fuzzptx.judges.finding import classify as classify_finding
+from fuzzptx.judges.finding import CLASSES, classify as classify_finding
 from fuzzptx.triage.buckets import Triage, holds_text, read_records, releases_of
 
 
@@ -182,22 +182,42 @@ def summary(t: Triage, digest: Digest, stats: dict, known: tuple[KnownFinding, .
 
 
 def junit(t: Triage, summ: dict) -> str:
-    """A testcase per bucket: a new bucket fails, a known one (``--known``) is skipped with its reason."""
-    cases = [f'<testcase classname="fuzzptx" name="campaign: {summ["programs"]} programs"/>']
-    failures = skipped = 0
+    """JUnit XML grouped by what findings mean: a ``<testsuite>`` per finding class (compiler bug
+    candidate, hardware or spec deviation, model gap; each present, empty or not, so a dashboard
+    keeps its rows) holding a testcase per bucket -- a new bucket fails, a known one (``--known``)
+    is skipped with its reason -- and one for the campaign itself."""
+    suites = []
+    failures = skipped = tests = 0
+    groups: dict[str, list[str]] = {cls: [] for cls in CLASSES}
+    counts = {cls: [0, 0] for cls in CLASSES}  # failures, skipped
     for b in summ["buckets"]:
+        cls = classify_finding(b["signature"])
         msg = f"{b['count']} finding(s); smallest repro: {b['smallest_repro'] or 'inline'}"
         if b["known"] is None:
-            failures += 1
+            counts[cls][0] += 1
             body = f"<failure message={quoteattr(msg)}>{escape(msg)}</failure>"
         else:
-            skipped += 1
+            counts[cls][1] += 1
             why = f"known ({b['known_entry']}): {b['known']}; {msg}"
             body = f"<skipped message={quoteattr(why)}/>"
-        cases.append(f"<testcase classname=\"fuzzptx.findings\" name={quoteattr(b['signature'])}>{body}</testcase>")
+        groups[cls].append(f"<testcase classname={quoteattr(_junit_class(cls))} name={quoteattr(b['signature'])}>"
+                           f"{body}</testcase>")
+    suites.append(f'<testsuite name="fuzzptx campaign" tests="1" failures="0" skipped="0">\n'
+                  f'<testcase classname="fuzzptx" name="campaign: {summ["programs"]} programs"/>\n</testsuite>')
+    tests = 1
+    for cls, cases in groups.items():
+        f, k = counts[cls]
+        failures, skipped, tests = failures + f, skipped + k, tests + len(cases)
+        suites.append(f"<testsuite name={quoteattr(cls)} tests=\"{len(cases)}\" failures=\"{f}\" skipped=\"{k}\">\n"
+                      + "".join(c + "\n" for c in cases) + "</testsuite>")
     return ('<?xml version="1.0" encoding="UTF-8"?>\n'
-            f'<testsuite name="fuzzptx" tests="{len(cases)}" failures="{failures}" skipped="{skipped}">\n'
-            + "\n".join(cases) + "\n</testsuite>\n")
+            f'<testsuites name="fuzzptx" tests="{tests}" failures="{failures}" skipped="{skipped}">\n'
+            + "\n".join(suites) + "\n</testsuites>\n")
+
+
+def _junit_class(cls: str) -> str:
+    """``fuzzptx.compiler_bug_candidate``: the class as a JUnit classname (dashboards group by it)."""
+    return "fuzzptx." + "_".join(cls.replace("(", "").replace(")", "").split())
 
 
 def html_report(directory: Path, t: Triage, digest: Digest, summ: dict) -> str:

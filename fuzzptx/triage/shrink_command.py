@@ -119,6 +119,8 @@ def main_shrink(argv: list[str]) -> int:
     ap.add_argument("--ptxas", metavar="RELEASE", default=None,
                     help="shrink while the signature holds with this ptxas release as the ptxas (a release or a path; "
                          "fetched into the user cache on demand)")
+    ap.add_argument("--kernel", metavar="NAME", default=None,
+                    help="plain PTX with several kernels: the one the inferred header launches (default: the first)")
     args = ap.parse_args(argv)
     if not args.budget > 0:
         raise FuzzptxError(f"--budget {args.budget}: expected a positive number of seconds")
@@ -133,7 +135,7 @@ def main_shrink(argv: list[str]) -> int:
 
 def _shrink(args: argparse.Namespace, clock: _Clock) -> int:
     clock.phase = f"reading and parsing {args.file}"
-    program = Program.from_file(args.file)
+    program = Program.from_file(args.file, args.kernel)
     say_inferred(program, args.file, "shrink")
     toolchain = None
     if args.ptxas:

@@ -18,7 +18,7 @@ from fuzzptx.ptx.parse import parse
 from . import check_module, predict_ptxas
 from .findings import LAYERS, Finding
 from .. import toolchains
-from .ptxas_compare import observed, predicted
+from .ptxas_compare import agreement
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -51,18 +51,20 @@ def load(path: str):
 
 def mismatches(path: str, module, text: str, toolchain=None) -> list[Finding]:
     """One finding for every place the ptxas model and the real ptxas (``toolchain``: another
-    release) disagree: a diagnostic both print at different lines is one mismatch, and "nothing
-    printed" is said in words, never as a diagnostic of its own."""
+    release) disagree ("may" codes -- allocator-dependent -- aside: never a mismatch,
+    ``ptxas_compare.agreement``): a diagnostic both print at different lines is one mismatch, and
+    "nothing printed" is said in words, never as a diagnostic of its own."""
     return compare_with_ptxas(path, module, text, toolchain)[0]
 
 
 def compare_with_ptxas(path: str, module, text: str, toolchain=None) -> tuple[list[Finding], str]:
     """(the mismatches, one line saying which ptxas ran and what both printed, for when they agree)."""
-    real = observed(compile_ptx(text, want_cubin=False, ptxas=toolchain.ptxas if toolchain is not None else None))
-    pred = predicted(predict_ptxas(module))
+    a = agreement(compile_ptx(text, want_cubin=False, ptxas=toolchain.ptxas if toolchain is not None else None),
+                  predict_ptxas(module))
+    real, pred = a.real, a.mine
     who = "ptxas" if toolchain is None else f"ptxas {toolchain.release}"
-    only_pred = [x for x in pred if x not in real and x != "none"]
-    only_real = [x for x in real if x not in pred and x != "none"]
+    only_pred = [] if a.exact else [x for x in pred if x not in real and x != "none"]
+    only_real = [] if a.exact else [x for x in real if x not in pred and x != "none"]
     out = []
 
     def add(line: int | None, message: str) -> None:
@@ -80,7 +82,9 @@ def compare_with_ptxas(path: str, module, text: str, toolchain=None) -> tuple[li
     for item in only_real:
         add(_line_of(item), f"{who} printed '{item}' which the model did not predict"
             + (" (the model predicted nothing)" if pred == ["none"] else ""))
-    agreed = f"{path}: {who} agrees with the model ({'nothing printed' if real == ['none'] else ', '.join(real)})"
+    may = f"; 'may' codes it printed: {', '.join(a.may_printed)}" if a.may_printed else ""
+    agreed = (f"{path}: {who} agrees with the model ({'nothing printed' if real == ['none'] else ', '.join(real)}"
+              f"{may})")
     return out, agreed
 
 

@@ -77,8 +77,13 @@ class PredictedDiag:
 
 @dataclass(frozen=True)
 class PredictedDiagnostics:
+    """What the ptxas model predicts: ``diagnostics`` exactly; ``may``: codes that depend on ptxas's
+    register allocator, which ptxas may or may not print (``ptxas_pressure.allocator_may``) -- never
+    a disagreement either way."""
+
     accepted: bool
     diagnostics: tuple[PredictedDiag, ...]
+    may: tuple[str, ...] = ()
 
     def pairs(self) -> tuple[tuple[str | None, int | None], ...]:
         """(code, line) of each diagnostic; errors have code None."""

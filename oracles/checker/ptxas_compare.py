@@ -2,8 +2,16 @@
 
 Both become sorted header-style lines (``info C7519 line 14``, ``error line 38``, ``none``), so
 ``fuzzptx check --ptxas``, the recorded experiments and the differential sample compare them as sets.
+``agreement`` is the one comparison the scores use: exact outside the codes the model predicts as
+"may" (allocator-dependent, ``PredictedDiagnostics.may``), which never count either way.
 """
 from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+# ptxas's own words when its register allocator gives up (the module is rejected)
+_REGALLOC = re.compile(r"register allocation failed", re.I)
 
 
 def observed(result) -> list[str]:
@@ -22,6 +30,7 @@ def observed(result) -> list[str]:
 
 
 def predicted(pred) -> list[str]:
+    """The model's exact predictions as header lines ("may" codes are not among them)."""
     out = []
     for d in pred.diagnostics:
         if d.code:
@@ -31,3 +40,34 @@ def predicted(pred) -> list[str]:
     if not pred.accepted and not any(o.startswith("error") for o in out):
         out.append("error")
     return sorted(set(out)) or ["none"]
+
+
+def regalloc_failure(result) -> bool:
+    """ptxas rejected the module because its register allocator gave up (an allocator outcome)."""
+    errors = [d for d in result.diagnostics if d.severity == "error" and "aborted due to errors" not in d.message]
+    return not result.accepted and bool(errors) and all(_REGALLOC.search(d.message) for d in errors)
+
+
+def without(lines: list[str], codes) -> list[str]:
+    """``lines`` less those of ``codes`` (``info C7512``)."""
+    out = [x for x in lines if not (x.startswith("info ") and x.split()[1] in codes)]
+    return out or ["none"]
+
+
+class Agreement(NamedTuple):
+    exact: bool  # accept flag, every code outside ``may``, every C7517/C7519/error line
+    may_printed: tuple[str, ...]  # the "may" codes ptxas printed (counted, never a disagreement)
+    real: list[str]  # ptxas's lines, less the "may" codes
+    mine: list[str]  # the model's exact lines
+
+
+def agreement(result, pred) -> Agreement:
+    """ptxas against the model, "may" codes aside; a register-allocation failure where the model
+    says "may" is a "may" too."""
+    may = tuple(getattr(pred, "may", ()))
+    real, mine = observed(result), predicted(pred)
+    if may and pred.accepted and regalloc_failure(result):
+        return Agreement(True, ("regalloc",), real, mine)
+    printed = tuple(sorted({x.split()[1] for x in real if x.startswith("info ") and x.split()[1] in may}))
+    real = without(real, may)
+    return Agreement(real == mine, printed, real, mine)

@@ -80,7 +80,7 @@ from .context import FnCtx, Site, build_ctx
 from .findings import Finding, PredictedDiag, PredictedDiagnostics
 from .flow import BlockRecords, solve_forward
 from .ptxas_errors import _callee, predict_errors
-from .ptxas_pressure import function_pressure, register_pressure
+from .ptxas_pressure import allocator_may, register_pressure
 from .ptxas_sites import (_after_loop_line, arrives_before_divergence, dead_for_feeds, dead_plain, exit_jumps, _dead, _divergent_branch_line, _hoisted_line,
                           _in_loop, _line, _live_sites, _loop_exit_line, _next_pipe_is_wgmma, _order, _order_pos,
                           _reaching, _same_wgmma, _scale_d_zero, _store_pair_line, _wgmma_next_to, _writes_zero)
@@ -249,7 +249,7 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             # at a branch's reconvergence, groups with no wgmma do not count (measured: a guard's do)
             raw_div=a.raw_div or b.raw_div or (divergent and a.raw != b.raw and (bool(fa | fb) or not branch)),
             wait_div=a.wait_div | b.wait_div | (frozenset(fa ^ fb) if divergent else frozenset()),
-            call_at=a.call_at or b.call_at,
+            call_at=_merged_call_at(a, b, loop_header),
             pblock=a.pblock if a.pblock == b.pblock else None,
             vals=a.vals | b.vals,
             konst=frozenset() if loop_header else a.konst & b.konst,  # no folding around a loop
@@ -264,6 +264,17 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             unset=a.unset | b.unset,
         )
     return a
+
+
+def _merged_call_at(a: PS, b: PS, loop_header: bool) -> int | None:
+    """Where a later wait is reported after paths meet: at the call on either path -- but where a
+    branch skipped the call, both paths with groups in flight, at that branch (measured: campaign
+    seed 2 #83, shrunk: call_skipped_by_branch_then_read)."""
+    if not loop_header and (a.call_at is None) != (b.call_at is None) and (a.raw or a.fl) and (b.raw or b.fl):
+        skip = a if a.call_at is None else b
+        if skip.last_branch and skip.last is not None:
+            return skip.last
+    return a.call_at or b.call_at
 
 
 # Arithmetic whose result is a constant when its register inputs are (ptxas folds it).
@@ -349,7 +360,10 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
         else:
             at = (st.split or {st.call_at or line}) if st.raw else st.split if st.fl else ()
         # (a call since: the wait goes before it)
-        early = st.pblock is None or (pos.get(st.pblock, 0), 0) < first_indirect
+        # (a loop around both the commit and the indirect call: the call comes before the commit too,
+        # on the back edge -- measured: campaign seed 6 #99, shrunk: indirect_call_and_commit_in_loop)
+        early = st.pblock is None or ((pos.get(st.pblock, 0), 0) < first_indirect
+                                      and not _loop_spans(ctx, pos, pos.get(st.pblock, 0), first_indirect[0]))
         for x in at:
             out.wait[x] = True
             if early:  # committed before an indirect call: still reported beside C7509 (measured)
@@ -447,6 +461,15 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                 st = st._replace(flag=st.flag or unc, armed=st.armed and unc)
         defs, uses = defs_uses(ins)
         rel = defs & ctx.relevant if not ctx.relevant.isdisjoint(defs) else None
+        if rel and st.fl:
+            # ptxas renames a scale-d 0 wgmma's accumulator rewritten while it is in flight -- but not
+            # a rewrite on one path only (under a branch the wgmma is not under) that is read later:
+            # C7515 (measured: campaign seed 5 #80, shrunk: scale_d_0_acc_rewritten_on_a_path)
+            mine = ctx.ctrl_deps(site)
+            hit = {r for r in rel for w, _ in st.fl
+                   if _scale_d_zero(ctx.wgmmas[w]) and r in wgmma_regs(ctx.wgmmas[w])[0] and ctx.ctrl_deps(w) != mine}
+            if hit and _read_later(ctx, pos, site, hit):
+                out.ser.append((_order(site), "C7515"))
         if rel:
             # zeroing needs no arrive before the stage (ptxas writes RZ), but still redefines an
             # accumulator of the open stage or one in flight (measured)
@@ -518,7 +541,11 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                 hit = uses & frozenset().union(*(wgmma_regs(ctx.wgmmas[s])[0] for s in read))
                 out.ser.append((_order(site), "C7511" if hit <= st.cin else "C7514"))
                 return st
-            if not guarded and any(s in st.waited or _order_pos(pos, s) >= _order_pos(pos, site) for s in read):
+            # a read of wgmmas never committed on the path that skipped their wait_group, after a call:
+            # ptxas waits at the call, not serialising (measured: campaign seed 4 #94, shrunk; without the
+            # call it serialises: uncommitted_uni_wait_then_use)
+            at_call = st.call_at is not None and all(d < 0 for s, d in st.fl if s in read)
+            if not guarded and not at_call and any(s in st.waited or _order_pos(pos, s) >= _order_pos(pos, site) for s in read):
                 # a wait that does not cover it, or a wgmma carried around a loop: serialised ...
                 after = _after_loop_line(ctx, pos, site, read)
                 if after is not None and any(s in st.waited for s in read) and not any(s in st.lagged for s in read):
@@ -621,6 +648,12 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
         result.merge(rec)
     for line, before in forced.values():
         result.wait_feed[line] = result.wait_feed.get(line, False) or before
+
+
+def _loop_spans(ctx: FnCtx, pos: dict, a: int, b: int) -> bool:
+    """Some loop (a back edge, in layout order) holds both layout positions ``a`` and ``b``."""
+    lo, hi = min(a, b), max(a, b)
+    return any(pos[h] <= lo and hi <= j for p, j in pos.items() for h in ctx.g.succs[p] if h in pos and pos[h] <= j)
 
 
 def _busy_positions(ctx: FnCtx) -> dict:
@@ -753,7 +786,6 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
     _structure(ctx, out)
     _pipeline(ctx, out)
     register_pressure(ctx, out.ser)
-    function_pressure(ctx, out.ser)
     name = ctx.fn.name
     if out.divergent or out.div_wait:
         _, code = min(out.divergent or out.div_wait)
@@ -767,6 +799,14 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
     # an indirect call serialises the whole function: no wait is left for its exits (measured)
     # ... but ptxas still reports the feed waits it placed before reaching the indirect call (measured)
     early = {x: True for x, before in out.wait_feed.items() if before}
+    if ser_code in ("C7509", "C7510"):
+        # a read of an accumulator in flight after the first indirect call gets no wait (one placed at
+        # that call stays: no_wait_after_indirect_call): the function is serialised from there (measured: campaign seeds 6 #99, 8 #92 and strategies #201-207,
+        # shrunk: use_after_indirect_call_*)
+        first = min((_line(i) or 0 for b in ctx.g.blocks for i in b.instrs
+                     if i.base == "call" and isinstance(_callee(i), Reg)), default=None)
+        if first is not None:
+            out.wait_at_use = {x: v for x, v in out.wait_at_use.items() if x is None or x <= first}
     if ser_code == "C7510":  # ... save one at an indirect call itself with groups in flight (measured: wait_at_indirect_call)
         at_ind = {_line(i) for b in ctx.g.blocks for i in b.instrs if i.base == "call" and isinstance(_callee(i), Reg)}
         waits = {**{x: True for x in out.wait if x in at_ind}, **out.wait_at_use, **early}
@@ -792,6 +832,7 @@ def predict_module(module: Module, ctxs: dict | None = None, isa_findings: dict 
     if errors:
         return PredictedDiagnostics(False, tuple(sorted(errors, key=lambda d: (d.line or 0))))
     diags: list[PredictedDiag] = []
+    may: set = set()  # allocator-dependent codes (ptxas_pressure.allocator_may)
     for fn in module.functions():
         if fn.body is None:
             continue
@@ -801,8 +842,10 @@ def predict_module(module: Module, ctxs: dict | None = None, isa_findings: dict 
             ctx = build_ctx(module, replace(fn, body=tuple(fn.body) + (Instr("ret", loc=SrcLoc("", 0)),)))
         else:
             ctx = (ctxs or {}).get(fn.name) or build_ctx(module, fn)
-        diags += predict_function(ctx)
-    return PredictedDiagnostics(True, tuple(diags))
+        mine = predict_function(ctx)
+        diags += mine
+        may |= allocator_may(ctx, frozenset(d.code for d in mine))
+    return PredictedDiagnostics(True, tuple(diags), tuple(sorted(may)))
 
 
 def _falls_off_the_end(fn) -> bool:

@@ -56,14 +56,16 @@ def _loop_exit_line(ctx: FnCtx, pos: dict, site: Site, wgmmas) -> int | None:
 
 def _after_loop_line(ctx: FnCtx, pos: dict, site: Site, wgmmas) -> int | None:
     """Line of the back branch of the innermost loop around the last ``wait_group 0`` in a loop
-    before the instruction (whose block post-dominates the loop's latch), when ``wgmmas`` were
-    issued before that loop's end and no wait_group comes after it; else None."""
+    before the instruction, when ``wgmmas`` were issued before that loop's end and no wait_group
+    comes after it; else None.  The read need not post-dominate the loop: one under a uniform
+    branch after it waits at the back branch too (measured: campaign seed 4 #94, a read in a
+    loop under a branch after the loop)."""
     here = pos.get(site.block, 0)
     waits = [j for b, j in pos.items() if j < here and any(is_wait(i) and wait_n(i) == 0 for i in ctx.g.blocks[b].instrs)]
     loops = []  # (span, latch) of loops before the instruction that hold a wait_group 0
     for p, k in pos.items():
         heads = [pos[h] for h in ctx.g.succs[p] if h in pos and pos[h] <= k]
-        if heads and k < here and _postdominates(ctx, site.block, p) and any(min(heads) <= j <= k for j in waits):
+        if heads and k < here and any(min(heads) <= j <= k for j in waits):
             loops.append(((min(heads), k), p))
     if not loops:
         return None

@@ -12,7 +12,7 @@ import collections
 import time
 from dataclasses import dataclass, field
 
-from fuzzptx.oracles.checker.ptxas_compare import observed, predicted
+from fuzzptx.oracles.checker.ptxas_compare import agreement
 from fuzzptx.oracles.checker.ptxas_model import predict_module
 from fuzzptx.ptx.parse import parse
 
@@ -104,8 +104,9 @@ def _score(s: Sample, progs: list, texts: list[str], names: list[str], ids: list
     s.check_seconds = time.perf_counter() - t0
     s.code_table = {c: collections.Counter() for c in CODES}
     for ident, prog, res, pred in zip(ids, progs, results, preds):
-        real, mine = observed(res), predicted(pred)
-        if real == mine:
+        a = agreement(res, pred)  # the "may" (allocator-dependent) codes aside
+        real, mine = a.real, a.mine
+        if a.exact:
             s.agree += 1
         else:
             s.mismatches.append((ident, describe_(prog), real, mine))

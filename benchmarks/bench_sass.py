@@ -1,0 +1,116 @@
+"""What the SASS verifier costs, and what it finds per ptxas release.
+
+Cost: a fixed-seed CPU run in one process (``fuzzptx run --workers 0``) with the checker, ptxas and
+the sass judge; the run's own stage seconds give the verifier's time (one nvdisasm run per block,
+the rules on each checker-clean accepted program) against ptxas's time for the same programs,
+batched as the run batches them.  Target: at most 0.2x.
+
+Findings per release: the run's legal programs that the checker finds defined and that have a
+wgmma, compiled with each cached ptxas release (batched, -O3), each module disassembled once, the
+rules applied; a count per rule and per 1,000 programs.
+
+    python benchmarks/bench_sass.py [--examples 512] [--seed 3] [--releases 12.4.131,12.9.86,13.0.88,13.5.37]
+
+Writes benchmarks/results/sass_cost.json and benchmarks/results/sass_releases.json.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from fuzzptx.engine.generate import draw_direct
+from fuzzptx.oracles import toolchains
+from fuzzptx.oracles.checker import check_module
+from fuzzptx.oracles.ptxas import compile_batch
+from fuzzptx.oracles.sass import disassemble_all, disassembler, gmma_count_hazards, verify
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def cost(examples: int, seed: int) -> dict:
+    with tempfile.TemporaryDirectory() as d:
+        cmd = [sys.executable, "-m", "fuzzptx.cli", "run", "--examples", str(examples), "--seed", str(seed),
+               "--judges", "checker,ptxas,sass", "--workers", "0", "--shrink-budget", "0", "--out", f"{d}/run"]
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        s = json.loads(Path(f"{d}/run/summary.json").read_text())
+    st = s["stage_seconds"]
+    return {"command": " ".join(["fuzzptx"] + cmd[3:-2]), "programs": s["programs"], "ptxas_accepted": s["ptxas_accepted"],
+            "ptxas_seconds": st["ptxas"], "sass_seconds": st["sass"], "ratio": round(st["sass"] / st["ptxas"], 3),
+            "target": 0.2}
+
+
+def releases(examples: int, seed: int, wanted: list[str]) -> dict:
+    progs = [p for p in draw_direct(examples, seed, 0.0)
+             if any(i.opcode.startswith("wgmma.mma_async") for f in p.module.functions() if f.body is not None
+                    for i in f.instructions())
+             and not any(f.severity == "error" for f in check_module(p.module, layers=("isa", "spec")))]
+    texts = [p.to_ptx() for p in progs]
+    tool = disassembler()
+    rows = []
+    for spec in wanted:
+        tc = toolchains.resolve(spec)[0]
+        t0 = time.perf_counter()
+        results = []
+        for i in range(0, len(texts), 32):
+            results += compile_batch(texts[i:i + 32], want_cubin=True, ptxas=tc.ptxas)
+        t_ptxas = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        cubins = list({id(r.cubin): r.cubin for r in results if r.accepted and r.cubin}.values())
+        listings = {id(c): lst for c, lst in zip(cubins, disassemble_all(cubins, tool))}
+        rules: collections.Counter = collections.Counter()
+        programs_with: collections.Counter = collections.Counter()
+        examples_of: dict[str, int] = {}
+        judged = 0
+        for k, (p, r) in enumerate(zip(progs, results)):
+            if not (r.accepted and r.cubin) or listings[id(r.cubin)].function(r.kernel(p.launch.kernel)) is None:
+                continue
+            judged += 1
+            lst, name = listings[id(r.cubin)], r.kernel(p.launch.kernel)
+            found = {h.rule for h in verify(lst, name)} | {c.rule for c in gmma_count_hazards(p.module, p.launch.kernel, lst, name)}
+            for rule in found:
+                programs_with[rule] += 1
+                examples_of.setdefault(rule, k)
+            rules.update(found)
+        rows.append({"release": tc.release, "programs_judged": judged, "ptxas_seconds": round(t_ptxas, 2),
+                     "verify_seconds": round(time.perf_counter() - t0, 2),
+                     "programs_with_hazard": dict(programs_with),
+                     "per_1000": {rule: round(1000 * n / max(judged, 1), 2) for rule, n in programs_with.items()},
+                     "first_program_index": examples_of})
+        print(rows[-1], flush=True)
+    return {"seed": seed, "examples_drawn": examples, "programs": len(progs),
+            "what": "legal generated programs with a wgmma that the checker finds defined", "releases": rows}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--examples", type=int, default=512)
+    ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--releases", default="12.4.131,12.9.86,13.0.88,13.5.37")
+    ap.add_argument("--skip-cost", action="store_true")
+    a = ap.parse_args()
+    RESULTS.mkdir(exist_ok=True)
+    env = {"date": _now(), "device": f"{platform.node()} ({os.cpu_count()} CPUs, CPU only)", "python": platform.python_version()}
+    if not a.skip_cost:
+        c = {**env, **cost(a.examples, a.seed)}
+        (RESULTS / "sass_cost.json").write_text(json.dumps(c, indent=1) + "\n")
+        print(json.dumps(c))
+    r = {**env, **releases(a.examples, a.seed, a.releases.split(","))}
+    (RESULTS / "sass_releases.json").write_text(json.dumps(r, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""The ptxas model against the real ptxas 13.0.88 on three distributions (issue 28).
+
+(i) the strategies sample (``differential.strategy_programs``: legal wgmma programs and labelled
+illegal mutants, Hypothesis derandomized); (ii) campaign programs, exactly as ``fuzzptx run`` and
+``fuzzptx campaign`` draw them (``fuzzptx.engine.generate.draw_direct`` at block seeds, the
+illegal quarter included); (iii) real compiler-generated kernels: ``tests/data/triton/*.ptx``
+(``tests/support/triton_corpus.py``) and ``tests/data/nvcc/*.ptx`` (``tests/support/nvcc_corpus.py``).
+
+A program agrees *exactly* when the accept flag, every diagnostic code and every C7517/C7519/error
+line agree, the codes the model predicts as "may" aside (``ptxas_compare.agreement``: allocator-
+dependent codes, counted separately).  A kernel the parser cannot read is counted and listed, not
+hidden.  ``PYTHONPATH=$PWD:tests python3 -m support.agreement`` writes the three sections into
+``reports/checker_vs_ptxas.md`` and ``benchmarks/results/checker_vs_ptxas.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fuzzptx.engine.generate import block_seed, draw_direct
+from fuzzptx.oracles.checker.ptxas_compare import agreement
+from fuzzptx.oracles.checker.ptxas_model import predict_module
+from fuzzptx.oracles.ptxas import PINNED_VERSION, compile_batch
+from fuzzptx.ptx.parse import parse
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL_DIRS = ("tests/data/triton", "tests/data/nvcc")
+BEGIN, END = "<!-- agreement:begin -->", "<!-- agreement:end -->"
+
+
+@dataclass
+class Tally:
+    """One distribution's score."""
+
+    name: str
+    how: str
+    n: int = 0  # programs scored (read by the parser)
+    exact: int = 0
+    may: collections.Counter = field(default_factory=collections.Counter)  # "may" code -> programs ptxas printed it in
+    may_predicted: int = 0  # programs with any "may" code predicted
+    mismatches: list = field(default_factory=list)  # (id, ptxas lines, model lines)
+    unreadable: list = field(default_factory=list)  # (id, parser's message)
+    ptxas_seconds: float = 0.0
+    model_seconds: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.exact / self.n if self.n else 1.0
+
+    def as_json(self) -> dict:
+        return {"name": self.name, "how": self.how, "programs": self.n, "exact": self.exact,
+                "exact_percent": round(100 * self.rate, 2), "may_predicted_programs": self.may_predicted,
+                "may_printed_by_ptxas": dict(self.may), "mismatches": [list(m) for m in self.mismatches],
+                "unreadable": [list(u) for u in self.unreadable],
+                "ptxas_seconds": round(self.ptxas_seconds, 2), "model_seconds": round(self.model_seconds, 2)}
+
+
+def score(name: str, how: str, items: list[tuple[str, str]]) -> Tally:
+    """(id, PTX text) pairs through the parser, the model and one batch of real ptxas."""
+    t = Tally(name, how)
+    readable = []
+    t0 = time.perf_counter()
+    for ident, text in items:
+        try:
+            readable.append((ident, text, parse(text, ident)))
+        except Exception as exc:  # noqa: BLE001 - a kernel the parser cannot read is listed, not hidden
+            t.unreadable.append((ident, f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"))
+    preds = [predict_module(m) for _, _, m in readable]
+    t.model_seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    results = compile_batch([text for _, text, _ in readable])
+    t.ptxas_seconds = time.perf_counter() - t0
+    for (ident, _, _), res, pred in zip(readable, results, preds):
+        a = agreement(res, pred)
+        t.n += 1
+        t.exact += a.exact
+        t.may_predicted += bool(pred.may)
+        t.may.update(a.may_printed)
+        if not a.exact:
+            t.mismatches.append((ident, a.real, a.mine))
+    return t
+
+
+def strategies_items(n: int) -> list[tuple[str, str]]:
+    from .differential import strategy_programs
+
+    return [(f"strategies#{i}", p.to_ptx()) for i, p in enumerate(strategy_programs(n))]
+
+
+def campaign_items(seeds: list[int], per_seed: int) -> list[tuple[str, str]]:
+    return [(f"seed{s}#{i}", p.to_ptx()) for s in seeds for i, p in enumerate(draw_direct(per_seed, block_seed(s, 0)))]
+
+
+def real_items(dirs=REAL_DIRS, limit: int | None = None) -> list[tuple[str, str]]:
+    files = sorted(f for d in dirs for f in (ROOT / d).glob("*.ptx"))
+    return [(str(f.relative_to(ROOT)), f.read_text()) for f in files[:limit]]
+
+
+def section(t: Tally) -> list[str]:
+    lines = [f"### {t.name}", "", t.how, "",
+             f"**Exact agreement outside the \"may\" codes: {t.exact}/{t.n} = {100 * t.rate:.2f}%** "
+             "(accept flag, every code, every C7517/C7519/error line).", "",
+             f"\"may\" (allocator-dependent, never a disagreement): predicted for {t.may_predicted} of {t.n} programs; "
+             "ptxas printed " + (", ".join(f"{c} in {k}" for c, k in sorted(t.may.items())) or "none of them") + ".", "",
+             f"Time: model (parse + predict) {t.model_seconds:.1f} s, ptxas (one batch) {t.ptxas_seconds:.1f} s.", ""]
+    if t.unreadable:
+        lines += [f"Not read by the parser ({len(t.unreadable)}, not counted above):", "",
+                  "| kernel | parser says |", "| --- | --- |"]
+        lines += [f"| `{i}` | {why.replace('|', '/')} |" for i, why in t.unreadable] + [""]
+    if t.mismatches:
+        lines += [f"Mismatches ({len(t.mismatches)}):", "", "| program | ptxas | model |", "| --- | --- | --- |"]
+        lines += [f"| `{i}` | {', '.join(r)} | {', '.join(m)} |" for i, r, m in t.mismatches] + [""]
+    else:
+        lines += ["Mismatches: none.", ""]
+    return lines
+
+
+def write_report(tallies: list[Tally], path: Path, command: str) -> None:
+    """The three sections between the report's agreement markers (after its title when absent)."""
+    body = [BEGIN, "## Agreement on three distributions (issue 28)", "",
+            f"Generated by `{command}` on {time.strftime('%Y-%m-%d')} ({platform.machine()}, ptxas {PINNED_VERSION}). "
+            "The codes whose presence depends on ptxas's register allocator (C7511, C7512, C7513, a "
+            "register-allocation failure) are predicted as \"may\" unless certain "
+            "(`oracles/checker/ptxas_pressure.py` `allocator_may` says what certain means, measured); every other "
+            "code is predicted exactly.", "",
+            "| distribution | programs | exact | may predicted | may printed by ptxas | not parsed |",
+            "| --- | --- | --- | --- | --- | --- |"]
+    body += [f"| {t.name} | {t.n} | {100 * t.rate:.2f}% | {t.may_predicted} | {sum(t.may.values())} | {len(t.unreadable)} |"
+             for t in tallies] + [""]
+    for t in tallies:
+        body += section(t)
+    body.append(END)
+    text = path.read_text() if path.exists() else "# Checker ptxas model vs real ptxas 13.0.88\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + "\n".join(body) + rest.split(END, 1)[1]
+    else:
+        title, _, rest = text.partition("\n")
+        text = title + "\n\n" + "\n".join(body) + "\n" + rest
+    path.write_text(text)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--strategies", type=int, default=1000, help="programs of the strategies sample")
+    ap.add_argument("--seeds", default="1-10", help="campaign block seeds, a range A-B or a list")
+    ap.add_argument("--per-seed", type=int, default=100, help="campaign programs per seed")
+    ap.add_argument("--report", default=str(ROOT / "reports/checker_vs_ptxas.md"))
+    ap.add_argument("--json", default=str(ROOT / "benchmarks/results/checker_vs_ptxas.json"))
+    a = ap.parse_args(argv)
+    lo, _, hi = a.seeds.partition("-")
+    seeds = list(range(int(lo), int(hi) + 1)) if hi else [int(x) for x in a.seeds.split(",")]
+    tallies = [
+        score("(i) strategies sample", f"{a.strategies} programs drawn with Hypothesis (derandomized) from "
+              "`wgmma_programs() | illegal_programs()` (`tests/support/differential.py` `strategy_programs`).",
+              strategies_items(a.strategies)),
+        score("(ii) campaign programs", f"{a.per_seed} programs at each of block seeds `block_seed(s, 0)` for s in "
+              f"{seeds[0]}..{seeds[-1]}, drawn as `fuzzptx run`/`campaign` draw them (`draw_direct`, a quarter illegal).",
+              campaign_items(seeds, a.per_seed)),
+        score("(iii) real compiler-generated kernels", "Every `.ptx` under " + ", ".join(f"`{d}/`" for d in REAL_DIRS)
+              + " (Triton: `tests/support/triton_corpus.py`; nvcc 13.0: `tests/support/nvcc_corpus.py`).", real_items()),
+    ]
+    for t in tallies:
+        print(f"{t.name}: {t.exact}/{t.n} = {100 * t.rate:.2f}% exact; may predicted {t.may_predicted}, "
+              f"printed {dict(t.may)}; unreadable {len(t.unreadable)}")
+    command = "PYTHONPATH=$PWD:tests python3 -m support.agreement " + " ".join(sys.argv[1:] if argv is None else argv)
+    write_report(tallies, Path(a.report), command.strip())
+    Path(a.json).write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                        "ptxas": PINNED_VERSION, "machine": platform.machine(),
+                                        "distributions": [t.as_json() for t in tallies]}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
