@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from fuzzptx import isa
+from fuzzptx.helptext import Formatter
 from fuzzptx.conformance_report import render
 from fuzzptx.isa import warp
 from fuzzptx.isa.model import Form
@@ -267,11 +268,11 @@ def unused_pins(outcomes: Sequence[Outcome]) -> list[Pin]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m fuzzptx.conformance", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="fuzzptx conformance", description=__doc__.split("\n")[0], formatter_class=Formatter)
     ap.add_argument("--json", action="store_true", help="print the counts as JSON")
     ap.add_argument("--write-report", metavar="PATH", help="write the Markdown report here")
     ap.add_argument("--family", help="only forms of this family")
-    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--jobs", type=int, default=2, help="ptxas processes run at once")
     ap.add_argument("--every-n", action="store_true",
                     help="N-independent wgmma neighbours at every N, not only at the representative N")
     args = ap.parse_args(argv)

@@ -20,7 +20,8 @@ SOURCES = {"fuzzptx": "fuzzptx", "strategies": "fuzzptx.strategies", "oracles": 
 # A module may import its own layer or lower ones, never a higher one.  Anything unlisted is layer 5.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("fuzzptx.errors", "fuzzptx.perf", "fuzzptx.isa", "fuzzptx.ptx", "fuzzptx.data", "fuzzptx.program",
-     "fuzzptx.kernels", "fuzzptx.builders", "fuzzptx.warp_builders", "fuzzptx.neighbours", "fuzzptx.inputs"),
+     "fuzzptx.kernels", "fuzzptx.builders", "fuzzptx.warp_builders", "fuzzptx.neighbours", "fuzzptx.inputs",
+     "fuzzptx.helptext"),
     ("fuzzptx.strategies", "fuzzptx.oracles"),
     ("fuzzptx.judges",),
     ("fuzzptx.reduce",),

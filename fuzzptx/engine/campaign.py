@@ -30,6 +30,7 @@ import multiprocessing as mp
 import os
 import queue
 import re
+import signal
 import sys
 import threading
 import time
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.helptext import Formatter
 from fuzzptx.inputs import InputError, read_jsonl, read_text
 from fuzzptx.judges import registry
 from fuzzptx.judges.builtin import with_releases
@@ -50,6 +52,7 @@ from fuzzptx.program import Program
 
 from .block import Prepared, pool_block, warm
 from .generate import ILLEGAL_SHARE, BlockTask, block_programs_left
+from .outlock import DEFAULT_STALE_AFTER, OutLock, acquire
 from .records import findings_of, record
 from .repro import finalize_repro_file, judges_that_ran, repro_stem, write_raw
 
@@ -141,6 +144,44 @@ def parse_shard(text: str) -> tuple[int, int]:
     if not m or not int(m.group(2)) or int(m.group(1)) >= int(m.group(2)):
         raise CampaignError(f"--shard {text!r}: expected i/n with 0 <= i < n")
     return int(m.group(1)), int(m.group(2))
+
+
+SHARD_COUNT_ENV = "FUZZPTX_SHARD_COUNT"
+
+
+def shard_from_env(env: dict[str, str] | None = None) -> tuple[tuple[int, int], str] | None:
+    """The shard a batch system gives this process when ``--shard`` is not: (shard, where from), or None.
+
+    * Slurm job array: ``SLURM_ARRAY_TASK_ID`` less ``SLURM_ARRAY_TASK_MIN`` (0 if unset: an
+      ``--array=1-3`` is shards 0..2) of ``SLURM_ARRAY_TASK_COUNT``.
+    * Kubernetes indexed Job: ``JOB_COMPLETION_INDEX`` of ``FUZZPTX_SHARD_COUNT`` (Kubernetes does
+      not export the Job's ``completions``: the manifest sets this variable to the same number).
+    """
+    env = os.environ if env is None else env
+
+    def num(name: str) -> int:
+        text = env[name].strip()
+        if not re.fullmatch(r"\d+", text):
+            raise CampaignError(f"{name}={env[name]!r}: expected a non-negative integer (the shard comes from it)")
+        return int(text)
+
+    if "SLURM_ARRAY_TASK_ID" in env:
+        if "SLURM_ARRAY_TASK_COUNT" not in env:
+            raise CampaignError("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not: pass --shard i/n")
+        i = num("SLURM_ARRAY_TASK_ID") - (num("SLURM_ARRAY_TASK_MIN") if "SLURM_ARRAY_TASK_MIN" in env else 0)
+        n = num("SLURM_ARRAY_TASK_COUNT")
+        where = "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT"
+    elif "JOB_COMPLETION_INDEX" in env:
+        if SHARD_COUNT_ENV not in env:
+            raise CampaignError(f"JOB_COMPLETION_INDEX is set but {SHARD_COUNT_ENV} is not: set it to the Job's "
+                                "completions, or pass --shard i/n")
+        i, n = num("JOB_COMPLETION_INDEX"), num(SHARD_COUNT_ENV)
+        where = f"JOB_COMPLETION_INDEX/{SHARD_COUNT_ENV}"
+    else:
+        return None
+    if not 0 <= i < n:
+        raise CampaignError(f"shard {i}/{n} from {where}: expected 0 <= i < n")
+    return (i, n), where
 
 
 def parse_gpus(text: str) -> list[int]:
@@ -429,10 +470,24 @@ def _check_meta(out: Path, plan: Plan, resume: bool) -> dict:
 
 
 def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False, workers: int = 1,
-                 gpu_timeout: float = 5.0, gpu_workers: int = 0, progress: bool = True, inline: bool = False) -> dict:
+                 gpu_timeout: float = 5.0, gpu_workers: int = 0, progress: bool = True, inline: bool = False,
+                 force_takeover: bool = False, stale_after: float = DEFAULT_STALE_AFTER) -> dict:
     """Run (or resume) a campaign into ``out``; returns the stats also written to stats.json.
-    ``inline``: prepare each block in this process instead of a pool (a small run: no pool start)."""
-    out.mkdir(parents=True, exist_ok=True)
+    ``inline``: prepare each block in this process instead of a pool (a small run: no pool start).
+    The directory is locked first (``outlock``): a second campaign on it is refused, naming the
+    holder; a crashed holder's lock is taken over (``force_takeover``/``stale_after``: another host's)."""
+    lock = acquire(out, force_takeover=force_takeover, stale_after=stale_after)
+    if lock.took_over is not None and progress:
+        _say(f"fuzzptx campaign: took over the lock of a campaign that is gone ({lock.took_over.describe()})")
+    try:
+        return _run_locked(out, plan, lock, gpus=gpus, resume=resume, workers=workers, gpu_timeout=gpu_timeout,
+                           gpu_workers=gpu_workers, progress=progress, inline=inline)
+    finally:
+        lock.release()
+
+
+def _run_locked(out: Path, plan: Plan, lock: OutLock, *, gpus: list[int], resume: bool, workers: int,
+                gpu_timeout: float, gpu_workers: int, progress: bool, inline: bool) -> dict:
     results = out / "results.jsonl"
     if results.exists() and results.stat().st_size and not resume:
         raise CampaignError(f"{results} exists: pass --resume to carry on, or choose another --out")
@@ -594,9 +649,13 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
         live.stage["record (main process)"] += time.perf_counter() - t_main
         live.timeline.append((round(live.wall(), 2), live.programs))
 
+    stop = threading.Event()
+    restore = _stop_on_signals(stop)
     try:
         submit_more()
         while pending or state["in_gpu"]:
+            if stop.is_set():  # SIGINT/SIGTERM, seen between blocks: the record ends on a whole block
+                raise KeyboardInterrupt
             try:
                 ev = events.get(timeout=0.5)
             except queue.Empty:
@@ -639,11 +698,19 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
             if progress and now - state["last_draw"] > (0.5 if sys.stderr.isatty() else 15):
                 state["last_draw"] = now
                 _progress(live, gpu_q.qsize())
+            lock.heartbeat()
             if now - state["last_stats"] > 10:
                 state["last_stats"] = now
                 _write_json(out / "stats.json", _stats(live, plan, gpus if use_gpu else [], len(done), meta, results))
-        cf.wait(repro_futs, timeout=120 + 2 * plan.shrink_budget * len(repro_futs))  # the repros of this run
+        repro_deadline = time.monotonic() + 120 + 2 * plan.shrink_budget * len(repro_futs)
+        while not stop.is_set() and time.monotonic() < repro_deadline:  # the repros of this run
+            if not cf.wait(repro_futs, timeout=0.5).not_done:
+                break
+        if stop.is_set():
+            raise KeyboardInterrupt
+        state["complete"] = True
     finally:
+        restore()
         log.close()
         _close_pool(pool)
         for _ in threads:
@@ -654,12 +721,32 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
             r.request_stop()
         for _, r in runners:
             r.close()
-    stats = _stats(live, plan, gpus if use_gpu else [], len(done), meta, results)
-    _write_json(out / "stats.json", stats)
+        # the last thing written on every exit path (SIGINT, SIGTERM, an error): the record is
+        # closed, so these counts are exactly the lines this run appended
+        stats = _stats(live, plan, gpus if use_gpu else [], len(done), meta, results)
+        stats["interrupted"] = not state.get("complete", False)
+        _write_json(out / "stats.json", stats)
     if progress:
         _progress(live, 0)
         sys.stderr.write("\n")
     return stats
+
+
+def _stop_on_signals(stop: threading.Event):
+    """SIGINT and SIGTERM set ``stop``, which the main loop turns into KeyboardInterrupt between
+    blocks, so the record and stats.json end on the same whole block; a second signal interrupts
+    at once.  Returns the function that puts the old handlers back (a no-op off the main thread,
+    where Python cannot install handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum, frame):
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    return lambda: [signal.signal(sig, h) for sig, h in old.items()]
 
 
 def _meta_judge(runner, built: dict):
@@ -832,15 +919,25 @@ def _progress(live: Live, gpu_queue: int) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="fuzzptx campaign", description="Batched, isolated, resumable hardware campaign.")
+    ap = _Parser(prog="fuzzptx campaign", description="Batched, isolated, resumable hardware campaign.",
+                 formatter_class=Formatter)
     lim = ap.add_mutually_exclusive_group()
     lim.add_argument("--time", help="duration: 300, 5m, 2h")
     lim.add_argument("--examples", type=int, help="programs in the whole campaign (all shards together)")
     ap.add_argument("--gpus", default="all", help="all, none, or a list like 0,1")
     ap.add_argument("--out", required=True, help="campaign directory (results.jsonl, repros/, stats.json)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--shard", default="0/1", help="i/n: this process takes blocks b with b %% n == i")
+    ap.add_argument("--seed", type=int, default=0, help="the campaign's seed: block b is drawn under (seed, b)")
+    ap.add_argument("--shard", default=None,
+                    help="i/n: this process takes blocks b with b %% n == i (default: from a Slurm job array, "
+                         "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT, or a Kubernetes indexed Job, "
+                         f"JOB_COMPLETION_INDEX/{SHARD_COUNT_ENV}; else 0/1)")
     ap.add_argument("--resume", action="store_true", help="carry on from the record in --out")
+    ap.add_argument("--force-takeover", action="store_true",
+                    help="take over the --out lock of a campaign on another host whose heartbeat is older than "
+                         "--stale-after (a dead holder on this host is taken over without it)")
+    ap.add_argument("--stale-after", type=float, default=DEFAULT_STALE_AFTER,
+                    help="seconds without a heartbeat (the holder touches campaign.lock every 10 s) after which "
+                         "--force-takeover may take another host's lock")
     ap.add_argument("--judges", default=",".join(NIGHTLY_JUDGES),
                     help="comma-separated (default: %(default)s, the nightly hardware set); add checker for its "
                          "ptxas-model verdicts too, at ~8-10%% of the throughput on an H100 node: "
@@ -866,7 +963,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--gpu-workers", type=int, default=0,
                     help="isolated GPU worker threads per GPU, each with a warm spare process "
                          "(a hang's watchdog or a restart stalls only one; default: 3, or 2 below 12 cores a GPU)")
-    ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--quiet", action="store_true", help="no progress line on stderr (stats still print at the end)")
     return ap
 
 
@@ -893,7 +990,15 @@ def main_campaign(argv: list[str]) -> int:
     if args.gpu_timeout <= 0:
         raise CampaignError(f"--gpu-timeout {args.gpu_timeout}: expected a positive number of seconds")
     judges = with_releases(parse_judges(args.judges), args.ptxas)
-    shard = parse_shard(args.shard)
+    if args.shard is not None:
+        shard = parse_shard(args.shard)
+    else:
+        found = shard_from_env()
+        shard = (0, 1) if found is None else found[0]
+        if found is not None and not args.quiet:
+            _say(f"fuzzptx campaign: shard {shard[0]}/{shard[1]} (from {found[1]})")
+    if args.stale_after <= 0:
+        raise CampaignError(f"--stale-after {args.stale_after}: expected a positive number of seconds")
     seconds = parse_duration(args.time) if args.time else None
     gpus = parse_gpus(args.gpus)
     corpus, corpus_skipped = None, ()
@@ -917,6 +1022,7 @@ def main_campaign(argv: list[str]) -> int:
     plan = Plan(seed=args.seed, block_size=args.block_size, shard=shard, examples=args.examples, seconds=seconds,
                 judges=judges, corpus=corpus, corpus_skipped=corpus_skipped, plant=args.plant_faults, generator=args.generator, numerics=args.numerics)
     stats = run_campaign(Path(args.out), plan, gpus=gpus, resume=args.resume, workers=workers,
-                         gpu_timeout=args.gpu_timeout, gpu_workers=args.gpu_workers, progress=not args.quiet)
+                         gpu_timeout=args.gpu_timeout, gpu_workers=args.gpu_workers, progress=not args.quiet,
+                         force_takeover=args.force_takeover, stale_after=args.stale_after)
     print(json.dumps({k: v for k, v in stats.items() if k != "timeline"}, indent=1))
     return 0

@@ -13,6 +13,7 @@ import json
 import sys
 from typing import Any, Sequence
 
+from fuzzptx.helptext import Formatter
 from fuzzptx.judges import differ
 from fuzzptx.judges.builtin import ReleasePtxasJudge
 from fuzzptx.oracles import toolchains
@@ -84,13 +85,13 @@ def bisect(program: Program, text: str, keep: str, spec: str, *, progress: Any =
 def main_bisect(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="fuzzptx bisect", description="which ptxas releases reproduce a signature: "
                                  "the first and the last, and every release's verdict",
-                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                 formatter_class=Formatter)
     ap.add_argument("file", help="a repro file or any .ptx (without a header: a ptxas-only signature)")
     ap.add_argument("--keep", required=True, help="the signature (prefix) or judge outcome, e.g. ptxas:C7519, "
                     "ptxas:error, checker!=ptxas|missed:C7517, sass:")
     ap.add_argument("--ptxas", default="all", metavar="SPEC", help="the releases to try (fetched into the user "
                     "cache on demand; fuzzptx toolchains lists them)")
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="print one JSON object (first, last, every release's verdict)")
     args = ap.parse_args(argv)
     program = Program.from_file(args.file)
     with open(args.file) as fh:

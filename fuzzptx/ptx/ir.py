@@ -331,7 +331,12 @@ class Module:
     preamble: tuple[str, ...] = ()
 
     def functions(self) -> tuple[Function, ...]:
-        return tuple(i for i in self.items if isinstance(i, Function))
+        """The module's functions, worked out once (every function's analyses ask: per call, a
+        module of N kernels cost N^2).  Kept in the instance dict: a frozen module's items never change."""
+        got = self.__dict__.get("_functions")
+        if got is None:
+            got = self.__dict__["_functions"] = tuple(i for i in self.items if isinstance(i, Function))
+        return got
 
     def kernels(self) -> tuple[Function, ...]:
         return tuple(f for f in self.functions() if f.kind == "entry" and f.body is not None)

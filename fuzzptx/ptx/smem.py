@@ -2,8 +2,8 @@
 
 Checked on the H100 (``tests/hw_records/shared_layout.json``, ``benchmarks/hw_shared_layout.py``):
 the first variable lands at 0x400 (the hardware reserves the first 1 KB); the kernel's own
-variables come first, then other functions', then the module's, each in declaration order at
-its alignment; a variable no instruction mentions takes no space; dynamic (``[]``) shared
+variables come first, then those of the ``.func`` functions (another kernel's live in its own
+window), then the module's, each in declaration order at its alignment; a variable no instruction mentions takes no space; dynamic (``[]``) shared
 memory comes last.  One table for every reader: the reference interpreter places its shared
 memory with it, and the checker knows descriptor start addresses and the end of shared memory
 from it.
@@ -101,17 +101,29 @@ def _layouts(module: Module) -> dict:
     return {}
 
 
+def _shared_of(body) -> tuple[VarDecl, ...]:
+    return tuple(v for v in _body_vars(body) if v.space.lstrip(".") == "shared")
+
+
+@per_object(256)
+def _module_shared(module: Module) -> tuple[tuple[VarDecl, ...], frozenset[str]]:
+    """What every kernel's layout reads of the whole module, gathered once per module (gathered per
+    kernel, a module of N kernels cost N^2): the shared variables of its ``.func`` bodies and of
+    module scope, in order, and the names any function mentions.  Another kernel's body variables
+    live in that kernel's own window, never in this one's."""
+    funcs = tuple(v for fn in module.functions() if fn.kind != "entry" for v in _shared_of(fn.body))
+    top = tuple(i for i in module.items if isinstance(i, VarDecl) and i.space.lstrip(".") == "shared")
+    mentioned = frozenset().union(*(mentioned_symbols(fn) for fn in module.functions()))
+    return funcs + top, mentioned
+
+
 def _layout(module: Module, kernel: Function) -> SharedLayout:
-    decls = _body_vars(kernel.body)
-    for fn in module.functions():
-        if fn is not kernel:
-            decls += _body_vars(fn.body)
-    decls += [i for i in module.items if isinstance(i, VarDecl)]
-    shared = [v for v in decls if v.space.lstrip(".") == "shared"]
+    shared_elsewhere, mentioned = _module_shared(module)
+    own = _shared_of(kernel.body)
+    shared = list(own) + [v for v in shared_elsewhere if not any(v is o for o in own)]
     offsets: dict[str, int] = {}
     if not shared:
         return SharedLayout(offsets, SHARED_RESERVED, None)
-    mentioned = frozenset().union(*(mentioned_symbols(fn) for fn in module.functions()))
     off, dyn = SHARED_RESERVED, []
     for v in shared:
         if v.name not in mentioned:

@@ -4,11 +4,12 @@
 The public API, for the engine, the judges' callers, triage and the ``fuzzptx shrink`` command."""
 from __future__ import annotations
 
-from fuzzptx.reduce.driver import (PassStats, Predicate, ShrinkResult, cleanup, inline_small_data, instruction_count,
+from fuzzptx.reduce.driver import (OutOfBudget, PassStats, Predicate, ShrinkResult, cleanup, inline_small_data,
+                                   instruction_count,
                                    metamorphic_predicate, rejudged, shrink, signature_predicate)
 from fuzzptx.reduce.edit import dead_code, delete, removable, statements
 from fuzzptx.reduce.passes import PASSES, PRE, Pass
 
-__all__ = ["PASSES", "PRE", "Pass", "PassStats", "Predicate", "ShrinkResult", "cleanup", "dead_code", "delete",
+__all__ = ["OutOfBudget", "PASSES", "PRE", "Pass", "PassStats", "Predicate", "ShrinkResult", "cleanup", "dead_code", "delete",
            "inline_small_data", "instruction_count", "metamorphic_predicate", "rejudged", "removable", "shrink",
            "signature_predicate", "statements"]

@@ -138,6 +138,14 @@ class ShrinkResult:
     seconds: float
     evaluations: int
     passes: tuple[PassStats, ...] = ()  # one per pass or driver step, in the order each first ran
+    cut_short: bool = False  # the budget ran out in the middle of a judgement (``OutOfBudget``)
+
+
+class OutOfBudget(Exception):
+    """Raised into a shrink (by the caller's wall-clock timer, e.g. ``fuzzptx shrink --budget``) when
+    the budget runs out in the middle of one judgement: a batch of ptxas runs on a huge module
+    can outlast any check between judgements.  ``shrink`` then keeps the smallest program that
+    held so far (``current`` is only ever assigned a candidate that held)."""
 
 
 def shrink(program: Program, holds: Predicate, *, budget_s: float = 60.0, log: Callable[[str], None] | None = None) -> ShrinkResult:
@@ -199,68 +207,75 @@ def shrink(program: Program, holds: Predicate, *, budget_s: float = 60.0, log: C
         dce = dead_code(p)
         return dce if dce is not p and first_holding([dce]) is not None else p
 
-    since = mark(program)
-    current = without_dead_code(program)
-    record("dead code", since, int(current is not program), current)
-    if log and current is not program:
-        log(f"  dead code: {instruction_count(current)} instructions")
-    for pas in PRE:  # fewer threads first: every later judgement is cheaper
-        since, kept = mark(current), 0
-        while not out_of_time():
-            hit = first_holding(pas.candidates(current), 0, _size(current))
-            if hit is None:
-                break
-            current, kept = without_dead_code(hit[0]), kept + 1
-            if log:
-                log(f"  {pas.name}: {instruction_count(current)} instructions")
-        record(pas.name, since, kept, current)
-    changed = True
-    while changed and not out_of_time():
-        changed = False
-        since, kept = mark(current), 0
-        items = removable(current)
-        size, start = max(1, len(items) // 2), 0
-        while items and not out_of_time():
-            chunks = [items[i:i + size] for i in range(0, len(items), size)]
-            # each chunk goes with the code that only fed it (one judgement, not one per dead instruction);
-            # what was dead already stays (the signature kept it)
-            hit = first_holding(chunks, start, prep=lambda ch, cur=current, old=dead_ids(current): dead_code(delete(cur, ch), old))
-            if hit is not None:  # go on at the same size from the chunk after the one that went
-                current, start, changed, kept = hit[0], hit[1], True, kept + 1
-                if log:
-                    log(f"  delete: {instruction_count(current)} instructions")
-                items = removable(current)
-                if size > max(1, len(items) // 2):
-                    size, start = max(1, len(items) // 2), 0
-                continue
-            if size == 1:
-                break
-            size, start = size // 2, 0
-        record("delete", since, kept, current)
-        for pas in PASSES:
-            start, since, kept = 0, mark(current), 0
+    cut_short = False
+    try:
+        since = mark(program)
+        current = without_dead_code(program)
+        record("dead code", since, int(current is not program), current)
+        if log and current is not program:
+            log(f"  dead code: {instruction_count(current)} instructions")
+        for pas in PRE:  # fewer threads first: every later judgement is cheaper
+            since, kept = mark(current), 0
             while not out_of_time():
-                hit = first_holding(pas.candidates(current), start, _size(current))
+                hit = first_holding(pas.candidates(current), 0, _size(current))
                 if hit is None:
                     break
-                current, start, changed, kept = without_dead_code(hit[0]), hit[1], True, kept + 1
+                current, kept = without_dead_code(hit[0]), kept + 1
                 if log:
                     log(f"  {pas.name}: {instruction_count(current)} instructions")
             record(pas.name, since, kept, current)
-    since, tried, kept = mark(current), 0, 0
-    for tidy in (cleanup(current), cleanup(current, variables=False)):
-        if tidy != current:
-            tried += 1
-            if holds([tidy])[0]:
-                current, kept = tidy, 1
-                break
-    record("cleanup", since, kept, current, tried)
-    since = mark(current)
-    inlined = inline_small_data(current)
-    if inlined is not current and holds([inlined])[0]:
-        current = inlined
-    record("inline", since, int(inlined is not since[2] and current is inlined), current, int(inlined is not since[2]))
-    return ShrinkResult(current, before, instruction_count(current), time.perf_counter() - t0, evaluations, tuple(stats.values()))
+        changed = True
+        while changed and not out_of_time():
+            changed = False
+            since, kept = mark(current), 0
+            items = removable(current)
+            size, start = max(1, len(items) // 2), 0
+            while items and not out_of_time():
+                chunks = [items[i:i + size] for i in range(0, len(items), size)]
+                # each chunk goes with the code that only fed it (one judgement, not one per dead instruction);
+                # what was dead already stays (the signature kept it)
+                hit = first_holding(chunks, start, prep=lambda ch, cur=current, old=dead_ids(current): dead_code(delete(cur, ch), old))
+                if hit is not None:  # go on at the same size from the chunk after the one that went
+                    current, start, changed, kept = hit[0], hit[1], True, kept + 1
+                    if log:
+                        log(f"  delete: {instruction_count(current)} instructions")
+                    items = removable(current)
+                    if size > max(1, len(items) // 2):
+                        size, start = max(1, len(items) // 2), 0
+                    continue
+                if size == 1:
+                    break
+                size, start = size // 2, 0
+            record("delete", since, kept, current)
+            for pas in PASSES:
+                start, since, kept = 0, mark(current), 0
+                while not out_of_time():
+                    hit = first_holding(pas.candidates(current), start, _size(current))
+                    if hit is None:
+                        break
+                    current, start, changed, kept = without_dead_code(hit[0]), hit[1], True, kept + 1
+                    if log:
+                        log(f"  {pas.name}: {instruction_count(current)} instructions")
+                record(pas.name, since, kept, current)
+        since, tried, kept = mark(current), 0, 0
+        for tidy in (cleanup(current), cleanup(current, variables=False)):
+            if tidy != current and not out_of_time():
+                tried += 1
+                if holds([tidy])[0]:
+                    current, kept = tidy, 1
+                    break
+        record("cleanup", since, kept, current, tried)
+        since = mark(current)
+        inlined = inline_small_data(current)
+        if inlined is not current and not out_of_time() and holds([inlined])[0]:
+            current = inlined
+        record("inline", since, int(inlined is not since[2] and current is inlined), current, int(inlined is not since[2]))
+    except OutOfBudget:
+        cut_short = True
+        if log:
+            log(f"  budget ran out during a judgement: keeping {instruction_count(current)} instructions")
+    return ShrinkResult(current, before, instruction_count(current), time.perf_counter() - t0, evaluations,
+                        tuple(stats.values()), cut_short)
 
 
 def _size(p: Program) -> tuple[int, int, int, int, int]:
@@ -331,5 +346,9 @@ def rejudged(program: Program, signature: str) -> Program:
     judges = tuple(j for j in differ.JUDGES if j != "hardware" or "hardware" in signature)
     v = differ.judge(program, judges)
     findings = differ.compare(program, v)
-    sig = next((f.signature for f in findings if f.signature.startswith(signature)), program.signature or signature)
+    found = [f.signature for f in findings if f.signature.startswith(signature)]
+    # the signature the program came with, where it still holds: ``--keep`` is often a prefix that
+    # findings of another family match too
+    # (stated by ``fuzzptx shrink`` in the header when it changes); with none left, what was kept
+    sig = program.signature if program.signature in found else (found[0] if found else signature)
     return differ.finalize_repro(program, judges, sig)

@@ -24,10 +24,12 @@ from typing import Callable, Iterable
 
 from fuzzptx.engine import matrix
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.helptext import Formatter
 from fuzzptx.inputs import InputError, read_jsonl, read_text
 from fuzzptx.judges.finding import classify as classify_finding
 from fuzzptx.oracles.hardware import gpu_available
 from fuzzptx.program import Program
+from fuzzptx.reduce import instruction_count
 from fuzzptx.triage.known import classify, context_of, load_known
 
 
@@ -37,6 +39,25 @@ class Bucket:
     count: int = 0
     smallest: dict | None = None
     sources: set[str] = field(default_factory=set)
+
+    def repro_size(self) -> int | None:
+        """Instructions in the smallest repro *file* as it is now (a campaign shrinks it after the
+        record was written), else the record's count of the program as found."""
+        rec = self.smallest or {}
+        path = rec.get("repro")
+        if path and Path(path).is_file():
+            try:
+                return instruction_count(Program.from_file(path))
+            except (FuzzptxError, RecursionError, ValueError):  # a repro that no longer parses: the record's
+                pass
+        return rec.get("instructions")
+
+    def size_text(self) -> str:
+        """The repro's size, and the program's as found where shrinking changed it: ``12 (found: 845)``."""
+        now, found = self.repro_size(), (self.smallest or {}).get("instructions")
+        if now is None:
+            return "?"
+        return f"{now} (found: {found})" if found is not None and found != now else str(now)
 
     def add(self, record: dict, source: str) -> None:
         self.count += 1
@@ -184,7 +205,7 @@ def markdown(t: Triage, known: tuple = (), context: dict | None = None,
         cells = [str(b.count), f"`{b.signature}`", classify_finding(b.signature)]
         if known:
             cells.append("**new**" if b.signature not in hit else f"known ({hit[b.signature].where()})")
-        cells += [_repro_ref(rec), str(rec.get("instructions", "?"))]
+        cells += [_repro_ref(rec), b.size_text()]
         if releases is not None:
             cells.append(holds_text(releases.get(b.signature)) or "(not judged here)")
         lines.append("| " + " | ".join(cells) + " |")
@@ -199,7 +220,7 @@ def markdown(t: Triage, known: tuple = (), context: dict | None = None,
 def html_page(t: Triage) -> str:
     rows = "".join(
         f"<tr><td>{b.count}</td><td><code>{html.escape(b.signature)}</code></td>"
-        f"<td>{_link(b.smallest or {})}</td><td>{(b.smallest or {}).get('instructions', '?')}</td></tr>"
+        f"<td>{_link(b.smallest or {})}</td><td>{html.escape(b.size_text())}</td></tr>"
         for b in t.ordered()
     )
     probs = "".join(f"<li>{html.escape(p)}</li>" for p in t.problems)
@@ -220,11 +241,13 @@ def _link(rec: dict) -> str:
 
 
 def main_triage(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="fuzzptx triage", description="Group findings by signature; smallest repro per bucket.")
+    ap = argparse.ArgumentParser(prog="fuzzptx triage", formatter_class=Formatter,
+                                 description="Group findings by signature; smallest repro per bucket (its instructions: "
+                                             "the repro file's, and the program's as found where shrinking changed it).")
     ap.add_argument("results", nargs="+", help="JSONL files or directories holding them (shards are merged)")
-    ap.add_argument("--md", help="write the Markdown summary here")
-    ap.add_argument("--html", help="write the HTML summary here")
-    ap.add_argument("--json", action="store_true", help="print buckets as JSON")
+    ap.add_argument("--md", metavar="FILE", help="also write the Markdown summary to FILE (stdout has it unless --json)")
+    ap.add_argument("--html", metavar="FILE", help="write the HTML summary here")
+    ap.add_argument("--json", action="store_true", help="print the buckets as JSON instead of Markdown")
     ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.triage.known): say which buckets are new")
     ap.add_argument("--ptxas", metavar="SPEC", help="judge each bucket's smallest repro with every ptxas release of SPEC "
                     "and say which keep its signature (fetched into the user cache on demand)")
@@ -242,7 +265,8 @@ def main_triage(argv: list[str]) -> int:
     if args.json:
         hit, _ = classify(t.buckets, known, context)
         print(json.dumps([{"signature": b.signature, "count": b.count, "smallest": _repro_ref(b.smallest or {}),
-                           "instructions": (b.smallest or {}).get("instructions"),
+                           "instructions": b.repro_size(),
+                           "instructions_found": (b.smallest or {}).get("instructions"),
                            "class": classify_finding(b.signature),
                            "known": hit[b.signature].reason if b.signature in hit else None,
                            **({"releases": releases.get(b.signature)} if releases is not None else {})}

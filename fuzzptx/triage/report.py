@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Sequence
 from xml.sax.saxutils import escape, quoteattr
 
+from fuzzptx.helptext import Formatter
 from fuzzptx.inputs import InputError, read_text
 from fuzzptx.triage.known import KnownFinding, classify, context_from, load_known
 from fuzzptx.judges.finding import CLASSES, classify as classify_finding
@@ -54,10 +55,12 @@ class Digest:
                 self.more_faults += 1
 
 
-def load_records(directory: Path) -> tuple[Triage, Digest]:
-    """Every ``*.jsonl`` record under ``directory``, read once, line by line."""
+def load_records(directory: Path | Sequence[Path]) -> tuple[Triage, Digest]:
+    """Every ``*.jsonl`` record under ``directory`` (or under each of several shard directories),
+    read once, line by line."""
     digest = Digest()
-    t = read_records(sorted(directory.rglob("*.jsonl")), Triage(), digest.add)
+    dirs = [directory] if isinstance(directory, Path) else list(directory)
+    t = read_records([f for d in dirs for f in sorted(d.rglob("*.jsonl"))], Triage(), digest.add)
     return t, digest
 
 
@@ -157,7 +160,7 @@ def summary(t: Triage, digest: Digest, stats: dict, known: tuple[KnownFinding, .
     wall = (max(times) - min(times)) if len(times) > 1 else stats.get("wall_seconds")
     hit, unmatched = classify(t.buckets, known, context_from(stats))
     buckets = [{"signature": b.signature, "count": b.count, "smallest_repro": (b.smallest or {}).get("repro"),
-                "instructions": (b.smallest or {}).get("instructions"),
+                "instructions": b.repro_size(), "instructions_found": (b.smallest or {}).get("instructions"),
                 "known": hit[b.signature].reason if b.signature in hit else None,
                 "known_entry": hit[b.signature].where() if b.signature in hit else None,
                 "class": classify_finding(b.signature),
@@ -231,7 +234,7 @@ def html_report(directory: Path, t: Triage, digest: Digest, summ: dict) -> str:
         rel = f"<td>{html.escape(holds_text(held.get(b.signature)) or '(not judged here)')}</td>" if with_releases else ""
         rows.append(f"<tr><td>{b.count}</td><td><code>{html.escape(b.signature)}</code></td>"
                     f"<td>{html.escape(classify_finding(b.signature))}</td><td>{state}</td><td>{link}</td>"
-                    f"<td>{rec.get('instructions', '?')}</td>{rel}</tr>")
+                    f"<td>{html.escape(b.size_text())}</td>{rel}</tr>")
     stale = "".join(f"<li><code>{html.escape(x)}</code></li>" for x in summ.get("known_entries_unmatched", ()))
     st = summ.get("campaign_stats") or {}
     stage = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in st.items() if not isinstance(v, (dict, list)))
@@ -311,10 +314,63 @@ def read_stats(path: Path) -> dict:
     return stats
 
 
-def write_report(directory: Path, known: tuple[KnownFinding, ...] = (), ptxas: str | None = None) -> dict:
-    """``ptxas``: a SPEC of releases to judge each bucket's smallest repro with (``releases_of``)."""
-    t, digest = load_records(directory)
-    stats = read_stats(directory / "stats.json")
+# stats.json counters that add up across the shards of one campaign
+_SUMMED = ("programs", "findings", "gpu_programs", "dropped_at_deadline_for_resume", "worker_restarts",
+           "gpu_errors_total", "block_errors_total", "illegal_programs", "ptxas_accepted", "resumed_skipping",
+           "cpu_workers")
+_COUNTERS = ("buckets", "faults", "families")
+
+
+def merge_stats(shards: Sequence[tuple[Path, dict]]) -> dict:
+    """One campaign's figures from its shards' ``stats.json``: counts add up, the wall is the longest
+    shard's (they run side by side), programs/s is the sum of the shards' own rates; each shard's
+    own figures stay under ``shards``.  Shards of different seeds, or one shard given twice, are
+    refused: their merge would not be one campaign."""
+    present = [(d, st) for d, st in shards if st]
+    if not present:
+        return {}
+    seeds = {st.get("seed") for _, st in present}
+    if len(seeds) > 1:
+        raise InputError(f"shards of different campaigns (seeds {sorted(map(str, seeds))}): merge one campaign's shards",
+                         str(present[0][0]))
+    seen: dict[str, Path] = {}
+    for d, st in present:
+        sh = str(st.get("shard"))
+        if sh in seen:
+            raise InputError(f"shard {sh} given twice (also {seen[sh]}): its programs would count twice", str(d))
+        seen[sh] = d
+    merged: dict = {k: sum(int(st.get(k) or 0) for _, st in present) for k in _SUMMED}
+    for k in _COUNTERS:
+        c: Counter = Counter()
+        for _, st in present:
+            c.update(st.get(k) or {})
+        merged[k] = dict(c.most_common())
+    merged["wall_seconds"] = max(float(st.get("wall_seconds") or 0) for _, st in present)
+    merged["programs_per_second"] = round(sum(float(st.get("programs_per_second") or 0) for _, st in present), 2)
+    first = present[0][1]
+    for k in ("seed", "block_size", "judges", "numerics"):
+        merged[k] = first.get(k)
+    merged["shard"] = ", ".join(sorted(seen)) + f" ({len(present)} shards merged)"
+    merged["gpus"] = [g for _, st in present for g in (st.get("gpus") or [])]
+    merged["interrupted"] = any(st.get("interrupted") for _, st in present)
+    merged["shards"] = {str(d): {k: st.get(k) for k in ("shard", "programs", "findings", "wall_seconds",
+                                                          "programs_per_second", "interrupted")} for d, st in present}
+    return merged
+
+
+def write_report(directory: Path, known: tuple[KnownFinding, ...] = (), ptxas: str | None = None,
+                 shards: Sequence[Path] = ()) -> dict:
+    """``ptxas``: a SPEC of releases to judge each bucket's smallest repro with (``releases_of``).
+    ``shards``: several campaign directories (one per shard) to merge into one report written to
+    ``directory``; without them ``directory`` is the campaign."""
+    if shards:
+        t, digest = load_records(list(shards))
+        stats = merge_stats([(d, read_stats(d / "stats.json")) for d in shards]) if len(shards) > 1 \
+            else read_stats(shards[0] / "stats.json")
+        directory.mkdir(parents=True, exist_ok=True)
+    else:
+        t, digest = load_records(directory)
+        stats = read_stats(directory / "stats.json")
     summ = summary(t, digest, stats, known, releases_of(t, ptxas) if ptxas else None)
     (directory / "summary.json").write_text(json.dumps(summ, indent=1))
     (directory / "junit.xml").write_text(junit(t, summ))
@@ -323,23 +379,35 @@ def write_report(directory: Path, known: tuple[KnownFinding, ...] = (), ptxas: s
 
 
 def main_report(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="fuzzptx report", description="Write report.html, summary.json and junit.xml for a results directory.")
-    ap.add_argument("dir")
+    ap = argparse.ArgumentParser(prog="fuzzptx report", formatter_class=Formatter,
+                                 description="Write report.html, summary.json and junit.xml for a results directory, "
+                                             "or one merged report of several shard directories (--out).")
+    ap.add_argument("dir", nargs="+", help="a campaign (or run) directory; several: the shards of one campaign, "
+                                           "merged into one report in --out")
+    ap.add_argument("--out", metavar="DIR", help="where the report goes (default: the one directory given; "
+                                                 "required with several)")
     ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.triage.known): matching buckets are "
                     "marked known and skipped, not failed, in the JUnit XML")
     ap.add_argument("--ptxas", metavar="SPEC", help="say, per bucket, which ptxas releases of SPEC keep its smallest "
                     "repro's signature (as fuzzptx triage --ptxas)")
     args = ap.parse_args(argv)
-    d = Path(args.dir)
-    if not d.exists():
-        raise InputError("not a directory: no such path (expected a campaign directory)", args.dir)
-    if not d.is_dir():
-        raise InputError("not a directory (expected a campaign directory holding results.jsonl)", args.dir)
-    if not any(d.rglob("*.jsonl")):
-        raise InputError("no results.jsonl (or other *.jsonl record) under this directory: not a campaign directory",
-                         args.dir)
+    for name in args.dir:
+        d = Path(name)
+        if not d.exists():
+            raise InputError("not a directory: no such path (expected a campaign directory)", name)
+        if not d.is_dir():
+            raise InputError("not a directory (expected a campaign directory holding results.jsonl)", name)
+        if not any(d.rglob("*.jsonl")):
+            raise InputError("no results.jsonl (or other *.jsonl record) under this directory: not a campaign directory",
+                             name)
+    if len(args.dir) > 1 and not args.out:
+        raise InputError("several directories are merged into one report: say where it goes with --out DIR")
+    if len(set(Path(x).resolve() for x in args.dir)) != len(args.dir):
+        raise InputError("a directory is given twice: its programs would count twice")
     known = load_known(args.known) if args.known else ()
-    summ = write_report(d, known, args.ptxas)
+    shards = [Path(x) for x in args.dir] if args.out else []
+    d = Path(args.out) if args.out else Path(args.dir[0])
+    summ = write_report(d, known, args.ptxas, shards)
     for p in summ["input_problems"]:
         print(f"fuzzptx report: {p}")
     for k in summ["known_entries_unmatched"]:

@@ -10,6 +10,7 @@ import json
 import sys
 
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.helptext import Formatter
 from fuzzptx.inputs import read_text
 from fuzzptx.oracles.ptxas import compile_ptx
 from fuzzptx.ptx.parse import parse
@@ -29,9 +30,12 @@ class _Args(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Args(prog="fuzzptx check", description="Static checks of PTX kernels: ISA, PTX-spec pipeline rules, ptxas model.")
+    p = _Args(prog="fuzzptx check", formatter_class=Formatter,
+              description="Static checks of PTX kernels: ISA, PTX-spec pipeline rules, ptxas model.")
     p.add_argument("paths", nargs="*", help="PTX files")
-    p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    p.add_argument("--format", choices=("text", "json", "sarif"), default="text",
+                   help="text: one line per finding (and, with --ptxas, per ptxas that agreed); json: a list of "
+                        "findings; sarif: SARIF 2.1.0 for code-scanning dashboards")
     p.add_argument("--ptxas", nargs="?", const="", default=None, metavar="SPEC",
                    help="also run the real ptxas and report where the model differs; with a SPEC (a release, a list, "
                         "a range 12.4-13.5, latest, all, or a path), each of those releases (the model is of 13.0.88)")
@@ -46,20 +50,47 @@ def load(path: str):
 
 
 def mismatches(path: str, module, text: str, toolchain=None) -> list[Finding]:
-    """Findings for every place the ptxas model and the real ptxas (``toolchain``: another release)
-    disagree ("may" codes -- allocator-dependent -- aside: never a mismatch, ``ptxas_compare.agreement``)."""
+    """One finding for every place the ptxas model and the real ptxas (``toolchain``: another
+    release) disagree ("may" codes -- allocator-dependent -- aside: never a mismatch,
+    ``ptxas_compare.agreement``): a diagnostic both print at different lines is one mismatch, and
+    "nothing printed" is said in words, never as a diagnostic of its own."""
+    return compare_with_ptxas(path, module, text, toolchain)[0]
+
+
+def compare_with_ptxas(path: str, module, text: str, toolchain=None) -> tuple[list[Finding], str]:
+    """(the mismatches, one line saying which ptxas ran and what both printed, for when they agree)."""
     a = agreement(compile_ptx(text, want_cubin=False, ptxas=toolchain.ptxas if toolchain is not None else None),
                   predict_ptxas(module))
     real, pred = a.real, a.mine
     who = "ptxas" if toolchain is None else f"ptxas {toolchain.release}"
+    only_pred = [] if a.exact else [x for x in pred if x not in real and x != "none"]
+    only_real = [] if a.exact else [x for x in real if x not in pred and x != "none"]
     out = []
-    for item in sorted(set(pred) - set(real)):
-        out.append(Finding(path, _line_of(item), "ptxas-model.mismatch", "warning", "ptxas-model",
-                           f"predicted '{item}' but {who} did not print it ({who} printed: {', '.join(real)})", None))
-    for item in sorted(set(real) - set(pred)):
-        out.append(Finding(path, _line_of(item), "ptxas-model.mismatch", "warning", "ptxas-model",
-                           f"{who} printed '{item}' which the model did not predict", None))
-    return out
+
+    def add(line: int | None, message: str) -> None:
+        out.append(Finding(path, line, "ptxas-model.mismatch", "warning", "ptxas-model", message, None))
+
+    for item in list(only_pred):  # the same diagnostic at another line: one mismatch
+        twin = next((r for r in only_real if _kind(r) == _kind(item)), None)
+        if twin is not None and _line_of(item) != _line_of(twin):
+            only_pred.remove(item)
+            only_real.remove(twin)
+            add(_line_of(twin), f"predicted '{item}' but {who} printed it at line {_line_of(twin)}")
+    nothing = "nothing" if real == ["none"] else ", ".join(real)
+    for item in only_pred:
+        add(_line_of(item), f"predicted '{item}' but {who} did not print it ({who} printed: {nothing})")
+    for item in only_real:
+        add(_line_of(item), f"{who} printed '{item}' which the model did not predict"
+            + (" (the model predicted nothing)" if pred == ["none"] else ""))
+    may = f"; 'may' codes it printed: {', '.join(a.may_printed)}" if a.may_printed else ""
+    agreed = (f"{path}: {who} agrees with the model ({'nothing printed' if real == ['none'] else ', '.join(real)}"
+              f"{may})")
+    return out, agreed
+
+
+def _kind(item: str) -> str:
+    """``info C7517 line 34`` -> ``info C7517``: what a diagnostic is, without where."""
+    return item.split(" line ")[0]
 
 
 def _line_of(item: str) -> int | None:
@@ -109,15 +140,19 @@ def run(argv: list[str], out=None) -> int:
         except FuzzptxError as exc:
             bad_files.append(str(exc))
     releases = toolchains.resolve(args.ptxas) if args.ptxas else ()
+    agreed: list[str] = []  # one line per file and ptxas that agreed with the model: it did run
     for path, module, text in loaded:
         findings += check_module(module, layers=layers)
-        if args.ptxas is not None and not releases:
-            findings += mismatches(path, module, text)
-        for tc in releases:
-            findings += mismatches(path, module, text, tc)
+        for tc in (releases or ((None,) if args.ptxas is not None else ())):
+            found, agree = compare_with_ptxas(path, module, text, tc)
+            findings += found
+            if not found:
+                agreed.append(agree)
     if args.format == "text":
         for f in findings:
             print(f.text(), file=out)
+        for line in agreed:
+            print(line, file=out)
     elif args.format == "json":
         json.dump([f.as_json() for f in findings], out, indent=1)
         print(file=out)

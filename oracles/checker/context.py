@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from fuzzptx.perf import per_object
 from fuzzptx.ptx.ir import Function, Instr, Module
 
 from .flow import Graph, analyse, build_cfg
@@ -68,6 +69,19 @@ class FnCtx:
         return f"branch on {reg.name if reg else '?'}{where}"
 
 
+@per_object(64)
+def defined_functions(module: Module) -> dict[str, Function]:
+    """Name -> function, for the module's functions with a body: once per module (each function's
+    analyses look callees up in it; built per function, a module of N kernels cost N^2)."""
+    return {f.name: f for f in module.functions() if f.body is not None}
+
+
+@per_object(64)
+def defined_names(module: Module) -> frozenset[str]:
+    """The names of ``defined_functions``, as a set (once per module)."""
+    return frozenset(defined_functions(module))
+
+
 def build_ctx(module: Module, fn: Function) -> FnCtx:
     g = analyse(build_cfg(fn))
     uni = analyse_uniformity(fn, g, preamble=module.preamble, module=module)
@@ -105,4 +119,4 @@ def sites(ctx: FnCtx, block: int, hot_only: bool = False):
     return ctx.hot[block] if hot_only else ctx.items[block]
 
 
-__all__ = ["FnCtx", "Site", "build_ctx", "sites", "is_wgmma", "wgmma_regs", "wgmma_shape", "Instr"]
+__all__ = ["FnCtx", "Site", "build_ctx", "defined_functions", "defined_names", "sites", "is_wgmma", "wgmma_regs", "wgmma_shape", "Instr"]

@@ -73,9 +73,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
+from fuzzptx.perf import per_object
 from fuzzptx.ptx.ir import Imm, Instr, Label, Module, Reg, SrcLoc, Sym
 
-from .context import FnCtx, Site, build_ctx
+from .context import FnCtx, Site, build_ctx, defined_names
 from .findings import Finding, PredictedDiag, PredictedDiagnostics
 from .flow import BlockRecords, solve_forward
 from .ptxas_errors import _callee, predict_errors
@@ -294,7 +295,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
     pass then takes each block's record from the solver's last transfer of that block (the one
     from its final in-state) instead of stepping the block again, which was ~40% of the model."""
     out = result  # where plain0 reports: transfer points it at the block's record
-    ctx_funcs = {f.name for f in ctx.module.functions() if f.body is not None}
+    ctx_funcs = defined_names(ctx.module)
     div_joins = {ctx.g.ipdom.get(b.index) for b in ctx.g.blocks
                  if len(b.succs) > 1 and any(ctx.dep_divergent((b.index, s), ptxas=True) for s in b.succs)}
     pos = {b: i for i, b in enumerate(ctx.g.order)}
@@ -736,8 +737,10 @@ def _less(s: frozenset, d: frozenset) -> frozenset:
     return s if s.isdisjoint(d) else s - d
 
 
+@per_object(64)
 def _address_taken(module: Module) -> frozenset:
-    """Names used as values (``mov.u64 %rd, f``) rather than as a direct call's callee."""
+    """Names used as values (``mov.u64 %rd, f``) rather than as a direct call's callee; once per
+    module (every function's pipeline asks: per function, a module of N kernels cost N^2)."""
     out = set()
     for fn in module.functions():
         for ins in fn.instructions() if fn.body is not None else ():

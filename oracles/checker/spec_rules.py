@@ -31,11 +31,12 @@ from __future__ import annotations
 from fuzzptx.isa.encoding import (BASE_OFFSET_FIELD, K_STEP_BYTES, LBO_FIELD, PATTERN_ALIGN, RESERVED_MASK, SBO_FIELD,
                                   START_FIELD, SWIZZLE_CODES, SWIZZLE_FIELD, descriptor_field)
 from fuzzptx.isa.encoding import SWIZZLE_NAMES as SWIZZLE_MODE_OF
+from fuzzptx.perf import per_object
 from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, Sym
 from fuzzptx.ptx.smem import SHARED_RESERVED, shared_layout
 
 from .bits import known_bits
-from .context import FnCtx, Site, sites
+from .context import FnCtx, Site, defined_functions, sites
 from .findings import Sink
 from .flow import BlockRecords, solve_forward
 from .regs import defs_uses, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs, wgmma_shape
@@ -133,7 +134,7 @@ def _norm(entries) -> frozenset:
 
 def inflight_analysis(ctx: FnCtx, sink: Sink) -> None:
     """State: {(wgmma site, depth)}; depth -1 = uncommitted, d = groups committed after its own."""
-    module_funcs = {f.name: f for f in ctx.module.functions() if f.body is not None}
+    module_funcs = defined_functions(ctx.module)
 
     def describe(site: Site, depth: int) -> str:
         state = "never committed" if depth < 0 else "committed, but no wgmma.wait_group covers its group"
@@ -426,8 +427,14 @@ def _required_level(ins: Instr) -> int | None:
 
 def _callee_levels(ctx: FnCtx) -> dict[str, int]:
     """Per defined .func: the uniformity its .aligned tensor-core instructions need (a call summary)."""
+    return _module_callee_levels(ctx.module)
+
+
+@per_object(64)
+def _module_callee_levels(module) -> dict[str, int]:
+    """``_callee_levels`` once per module (per function, a module of N kernels cost N^2)."""
     out: dict[str, int] = {}
-    for f in ctx.module.functions():
+    for f in module.functions():
         if f.body is not None and f.kind == "func":
             levels = [lv for i in f.instructions() if (lv := _required_level(i)) is not None]
             if levels:
