@@ -11,7 +11,7 @@ from fuzzptx.engine.generate import draw_direct
 from fuzzptx.oracles.checker import check_module
 from fuzzptx.strategies.direct import draw, reproducible
 from fuzzptx.strategies.control import Live, Loop, Side, UniformIf, walk_ops
-from fuzzptx.strategies.pipelines import Mma, PipeState, Stage, Wait
+from fuzzptx.strategies.pipelines import Mma, Stage, Wait
 from fuzzptx.strategies.programs import wgmma_plans
 from fuzzptx.strategies.render import render
 from fuzzptx.strategies.shapes import SHAPES, shapes_of

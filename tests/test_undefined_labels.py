@@ -138,7 +138,7 @@ def test_a_skipped_wait_is_the_only_wait_after_the_last_wgmma():
     assert applied >= 5 and took >= 3 and refused >= 1, (applied, took, refused)
 
 
-@pytest.mark.parametrize("name, n", [("acc_write_in_flight", 60), ("a_write_in_flight", 60), ("descriptor_misaligned", 160)])
+@pytest.mark.parametrize("name, n", [("acc_write_in_flight", 160), ("a_write_in_flight", 160), ("descriptor_misaligned", 160)])
 def test_a_mutated_site_is_one_every_launch_runs(name, n):
     """These mutations make a run undefined at one wgmma: they pick a wgmma that no kernel
     parameter's branch jumps over (a campaign found an accumulator written after a wgmma the
@@ -205,13 +205,14 @@ def test_a_site_the_run_never_reached_is_no_finding():
 def test_a_campaign_compares_without_the_body_and_still_knows_the_site_was_not_reached():
     """A campaign's main process compares a light copy of each program (``campaign.shipped``: no
     body, so no mutated lines to look up); the pool's judge records whether the run reached the
-    mutation's site.  Seed 4, block 24, program 24 is a divergent_guard mutant whose guarded wgmma
-    sits in a loop the launch skips (the 2,048-program CPU campaign of seed 4 reported it)."""
+    mutation's site.  Seed 4, block 2, program 25 is a divergent_guard mutant whose guarded wgmma
+    the launch skips (found by searching seed 4's blocks for such a mutant; a 2,048-program CPU
+    campaign of seed 4 first reported the case)."""
     from fuzzptx.judges import differ
     from fuzzptx.engine.generate import block_seed
     from fuzzptx.engine.block import shipped
 
-    p = draw_direct(32, block_seed(4, 24))[24]
+    p = draw_direct(32, block_seed(4, 2))[25]
     assert mutation_of(p).name == "divergent_guard"
     text, judged = p.to_ptx_located()
     v = differ.judge(p, ("reference",), text=text, judged=judged)
