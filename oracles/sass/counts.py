@@ -25,6 +25,7 @@ import heapq
 import re
 from dataclasses import dataclass
 
+from fuzzptx.perf import per_object
 from fuzzptx.ptx.cfg import build_cfg, call_targets
 from fuzzptx.ptx.ir import Function, Module
 
@@ -135,26 +136,38 @@ def must_execute_by_shape(module: Module, kernel: str) -> dict[tuple[int, int], 
     return {shape: (c[0], c[1] if len(c) == 2 else -1) for shape, c in counts.items()}
 
 
+@per_object(256)
+def _flow(f: SassFunction) -> tuple[tuple[tuple[int, ...], ...], frozenset[int]]:
+    """Each instruction's successors, and the GMMAs that lie on a cycle: neither depends on the
+    shape counted, so a function works them out once for all its shapes."""
+    succ = tuple(f.successors(i) for i in range(len(f.instrs)))
+    cyclic = set()
+    for i, ins in enumerate(f.instrs):
+        if ins.gmma is None:
+            continue
+        stack, seen = list(succ[i]), set()
+        while stack:
+            j = stack.pop()
+            if j == i:
+                cyclic.add(i)
+                break
+            if j not in seen:
+                seen.add(j)
+                stack.extend(succ[j])
+    return succ, frozenset(cyclic)
+
+
 def _path_counts(f: SassFunction, shape: tuple[int, int] | None = None) -> tuple[int | None, int | None]:
     """(fewest, most) GMMAs (of ``shape``, or all) on a path from the entry to an EXIT.  GMMAs on a
     cycle (a loop's) do not count towards fewest -- they stand for the PTX's wgmmas in loops, which
     no count covers -- and make most None."""
     n = len(f.instrs)
-    succ = [f.successors(i) for i in range(n)]
+    succ, on_cycle = _flow(f)
     w = [1 if ins.gmma is not None and not ins.gmma.auxiliary and (shape is None or ins.gmma.nk == shape) else 0
          for ins in f.instrs]
-    cyclic = False
-    for i in range(n):
-        if w[i]:
-            stack, seen = list(succ[i]), set()
-            while stack:
-                j = stack.pop()
-                if j == i:
-                    w[i], cyclic = 0, True
-                    break
-                if j not in seen:
-                    seen.add(j)
-                    stack.extend(succ[j])
+    cyclic = any(w[i] for i in on_cycle)
+    for i in on_cycle:
+        w[i] = 0
     exits = {i for i, ins in enumerate(f.instrs) if ins.base == "EXIT"}
     best = [None] * n  # Dijkstra, node weights
     heap = [(w[0], 0)] if n else []

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .listing import Instruction, Listing, SassFunction
+from .listing import Listing, SassFunction
 
 RULES = ("inflight-write", "inflight-read", "read-after-arrive", "gmma-dropped", "gmma-duplicated")
 _AGE_CAP = 8  # groups older than this are treated alike (a loop that never waits still converges)
@@ -74,10 +74,6 @@ class _Verifier:
         self.interest = interest  # the registers any GMMA of the analysed code holds: no other write matters
         self.hazards: dict[tuple[str, str, int, str], Hazard] = {}
         self.memo: dict[tuple[str, State], State] = {}
-
-    def gmma_of(self, fn: str, i: int) -> tuple[Instruction, object]:
-        ins = self.listing.functions[fn].instrs[i]
-        return ins, ins.gmma
 
     def report(self, rule: str, f: SassFunction, i: int, key: tuple[str, int], regs: set[int]) -> None:
         g_ins = self.listing.functions[key[0]].instrs[key[1]]
