@@ -236,7 +236,9 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             stage=a.stage | b.stage,
             arm_div=a.arm_div or b.arm_div or (divergent and a.fences != b.fences),
             fl=_norm(a.fl | b.fl),
-            waited=a.waited | b.waited | _gone(a.fl, b.fl),
+            # a wgmma in flight on one path only is not waited-for on the other: ptxas lets a read
+            # after the merge wait there (no C7514; measured: extra_stage_on_a_path_then_read)
+            waited=a.waited | b.waited,
             flag=a.flag or b.flag,
             stage_acc=a.stage_acc | b.stage_acc,
             raw=max(a.raw, b.raw),
@@ -753,12 +755,6 @@ def _tied_acc(ins: Instr) -> frozenset:
     """Accumulators a wgmma reads and writes: with scale-d 0 it only writes them, and ptxas renames a
     register rewritten while such a wgmma is in flight (measured: acc_write_in_flight_scale_d_0)."""
     return frozenset() if _scale_d_zero(ins) else wgmma_regs(ins)[0]
-
-
-def _gone(a, b) -> frozenset:
-    """Wgmmas in flight on one side only count as waited-for on the other (ptxas saw a wait)."""
-    sa, sb = {s for s, _ in a}, {s for s, _ in b}
-    return frozenset(sa ^ sb) if sa and sb else frozenset()
 
 
 def _norm(entries) -> frozenset:
