@@ -88,7 +88,7 @@ def test_a_fuzz_run_marks_known_buckets(tmp_path, capsys):
     from fuzzptx import cli
 
     known = tmp_path / "known.txt"
-    known.write_text("*|*|*   # everything, for the test\n")
+    known.write_text("*|*   # everything (every signature has a |), for the test\n")
     out = tmp_path / "run"
     assert cli.main(["run", "--examples", "32", "--seed", "1", "--shrink-budget", "0", "--out", str(out),
                      "--known", str(known)]) == 0
