@@ -252,7 +252,7 @@ def _range(addr, width, defs, tid_max):
 def _desc_start(op, defs, depth: int = 0):
     """(symbol, lo, hi) bounding the start address a matrix descriptor register encodes:
     ``or`` with a constant that leaves the start field clear, ``cvt``, ``add`` of whole 16-byte
-    steps, and ``bfe.u32 x, addr, 4, n`` (the start field is ``addr >> 4``)."""
+    steps, and ``bfe.u32 x, addr, 4, n`` or ``shr.u32 x, addr, 4`` (the start field is ``addr >> 4``)."""
     if not isinstance(op, Reg) or depth > 16:
         return None
     ins = defs.get(op.name)
@@ -270,6 +270,18 @@ def _desc_start(op, defs, depth: int = 0):
         return None if inner is None else (inner[0], inner[1] + 16 * srcs[1].value, inner[2] + 16 * srcs[1].value)
     if ins.base == "bfe" and ".u" in ins.opcode and len(srcs) == 3 and srcs[1] == Imm(4, "4"):
         return shared_interval(srcs[0], defs, None)
+    if ins.base == "shr" and ".u" in ins.opcode and len(srcs) == 2 and isinstance(srcs[1], Imm) \
+            and srcs[1].value == 4 and _width(ins) == 32:
+        # a 32-bit shared-window address is below 2^18: its shift by 4 is the 14-bit start field
+        return shared_interval(srcs[0], defs, None)
+    return None
+
+
+def _width(ins: Instr) -> int | None:
+    """The bit width of an instruction's type suffix (``shr.u32`` -> 32)."""
+    for m in reversed(ins.modifiers):
+        if m[:1] in "busf" and m[1:].isdigit():
+            return int(m[1:])
     return None
 
 
