@@ -121,9 +121,11 @@ def render(plan: MainloopPlan) -> Program:
                Buffer("o", "u32", plan.ntid, "zeros", output=True),
                Buffer("o2", "u32", plan.ntid, "zeros", output=True))
     expect: tuple = ()
+    notes: tuple = ()
     if plan.fault is not None:
-        expect = (("ptxas", "accepted"), ("reference", "undefined"))
-    return Program(module, Launch("k", (1, 1, 1), (plan.ntid, 1, 1)), buffers, (), expect)
+        expect = _twin_expect(plan.fault)
+        notes = (_twin_note(plan.fault), f"mainloop fault: {plan.fault} at tile {plan.fault_tile}")
+    return Program(module, Launch("k", (1, 1, 1), (plan.ntid, 1, 1)), buffers, (), expect, notes=notes)
 
 
 
@@ -257,7 +259,7 @@ def wgmma_loop_plans(draw, *, fault: str | None = None) -> WgmmaLoopPlan:
         b_tile = replace(b_tile, layout=canonical_layout(form.btype, shape.n, shape.k, "K", "none"))
         if a_tile is not None:
             a_tile = replace(a_tile, layout=canonical_layout(form.atype, M, shape.k, "K", "none"))
-        stages = 2
+        stages, depth = 2, 1
     lo = stages + 1 if fault == "producer_overwrite" else 1
     ktiles = draw(ints(lo, max(lo, 5)))
     epilogue = draw(sampled(_EPI_STMATRIX))
@@ -615,7 +617,7 @@ def render_wgmma(plan: WgmmaLoopPlan) -> Program:
     expect: tuple = ()
     if plan.fault is not None:
         expect = _twin_expect(plan.fault)
-        notes += (f"mainloop fault: {plan.fault} at K-step {plan.fault_k}",)
+        notes = (_twin_note(plan.fault),) + notes + (f"mainloop fault: {plan.fault} at K-step {plan.fault_k}",)
     return Program(module, Launch("k", (1, 1, 1), (plan.threads, 1, 1)), buffers, (), expect, notes=notes)
 
 
@@ -626,11 +628,26 @@ TWIN_RULES: dict[str, str | None] = {
 }
 
 
+def twin_name(fault: str) -> str:
+    """The name a twin goes by among the mutations (``mutation: NAME breaks RULE`` notes)."""
+    return "mainloop_" + fault
+
+
+def fault_of(name: str) -> str:
+    return name.removeprefix("mainloop_")
+
+
 def _twin_expect(fault: str) -> tuple[tuple[str, str], ...]:
-    out = [("ptxas", "accepted"), ("reference", "undefined")]
+    """Labels as ``mutations.Mutation.expect`` writes them (ptxas, checker where a rule sees it, reference)."""
+    out = [("ptxas", "accepted")]
     if TWIN_RULES[fault] is not None:
-        out.insert(1, ("checker", f"undefined: {TWIN_RULES[fault]}"))
-    return tuple(out)
+        out.append(("checker", f"undefined: {TWIN_RULES[fault]}"))
+    return tuple(out + [("reference", "undefined")])
+
+
+def _twin_note(fault: str) -> str:
+    rule = TWIN_RULES[fault]
+    return f"mutation: {twin_name(fault)} breaks {rule if rule else 'no checker rule yet (the reference sees it)'}"
 
 
 def mainloop_programs() -> st.SearchStrategy[Program]:
@@ -643,13 +660,17 @@ def wgmma_mainloop_programs() -> st.SearchStrategy[Program]:
     return wgmma_loop_plans().map(render_wgmma)
 
 
-def illegal_mainloop_programs() -> st.SearchStrategy[Program]:
+def illegal_mainloop_programs(faults: tuple[str, ...] = WGMMA_FAULTS) -> st.SearchStrategy[Program]:
     """Their labelled illegal twins: one K-step with a missing expect_tx, a wrong parity, an early
     read, or (wgmma consumers) a stage released while the wgmma reading it is in flight."""
-    return st.one_of(st.sampled_from(FAULTS).flatmap(lambda f: mainloop_plans(fault=f)).map(render),
-                     st.sampled_from(WGMMA_FAULTS).flatmap(lambda f: wgmma_loop_plans(fault=f)).map(render_wgmma))
+    parts = []
+    plain = tuple(f for f in faults if f in FAULTS)
+    if plain:
+        parts.append(st.sampled_from(plain).flatmap(lambda f: mainloop_plans(fault=f)).map(render))
+    parts.append(st.sampled_from(faults).flatmap(lambda f: wgmma_loop_plans(fault=f)).map(render_wgmma))
+    return st.one_of(*parts)
 
 
 __all__ = ["MainloopPlan", "mainloop_plans", "kernel_text", "render", "mainloop_programs",
            "illegal_mainloop_programs", "FAULTS", "WgmmaLoopPlan", "wgmma_loop_plans", "wgmma_kernel_text",
-           "render_wgmma", "wgmma_mainloop_programs", "WGMMA_FAULTS", "MAY_HANG", "TWIN_RULES"]
+           "render_wgmma", "wgmma_mainloop_programs", "WGMMA_FAULTS", "MAY_HANG", "TWIN_RULES", "twin_name", "fault_of"]

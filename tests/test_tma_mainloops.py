@@ -2,6 +2,8 @@
 and the reference computes what numpy computes; the illegal twins keep their labels."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -11,7 +13,11 @@ from fuzzptx.oracles.ptxas import compile_batch
 from fuzzptx.oracles.reference import run_program
 from fuzzptx.ptx.emit import emit
 from fuzzptx.oracles.reference.values import UNDEF
-from fuzzptx.strategies.mainloops import FAULTS, MainloopPlan, mainloop_plans, render, render_wgmma, wgmma_loop_plans
+from fuzzptx.ptx.parse import parse
+from fuzzptx.strategies.descriptors import SmemTile, canonical_layout
+from fuzzptx.strategies.mainloops import (FAULTS, TWIN_RULES, WGMMA_FAULTS, MainloopPlan, WgmmaLoopPlan, mainloop_plans,
+                                         render, render_wgmma, twin_name, wgmma_kernel_text, wgmma_loop_plans)
+from fuzzptx.strategies.mutations import illegal_programs, mutation_of
 
 FAST = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -73,11 +79,59 @@ def test_wgmma_mainloops_compile_silently_check_clean_and_run_defined(plans):
 
 
 @WG_FAST
-@given(st.sampled_from(("missing_expect_tx", "wrong_parity", "early_read")).flatmap(
-    lambda f: wgmma_loop_plans(fault=f)))
-def test_wgmma_twins_are_accepted_and_undefined(plan):
+@given(st.sampled_from(WGMMA_FAULTS).flatmap(lambda f: wgmma_loop_plans(fault=f)))
+def test_wgmma_twins_are_accepted_undefined_and_flagged_where_a_rule_sees_them(plan):
     p = render_wgmma(plan)
-    assert dict(p.expect)["reference"] == "undefined"
+    labels = dict(p.expect)
+    assert labels["ptxas"] == "accepted" and labels["reference"] == "undefined"
+    assert mutation_of(p).name == twin_name(plan.fault)
     assert compile_batch([emit(p.module)])[0].accepted
     r = run_program(p)
     assert r.undefined is not None or (r.outputs["d"].kind == UNDEF).any(), p.notes
+    found = {f.rule for f in check_module(p.module) if f.severity in ("error", "warning")}
+    rule = TWIN_RULES[plan.fault]
+    assert found == ({rule} if rule else set()), (p.notes, found)
+    if rule:
+        assert labels["checker"] == f"undefined: {rule}"
+
+
+def _plan(**kw) -> WgmmaLoopPlan:
+    form = "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16|a=desc"
+    a = SmemTile("f16", 64, 16, canonical_layout("f16", 64, 16, "K", "none"))
+    b = SmemTile("f16", 8, 16, canonical_layout("f16", 8, 16, "K", "none"))
+    base = dict(form_key=form, b_tile=b, a_tile=a, a_load="desc", consumers=1, producer_wg=False, setmaxnreg=False,
+                depth=1, stages=2, ktiles=4, tiles=2, all_release=False, epilogue="st.global", seed=5)
+    base.update(kw)
+    return WgmmaLoopPlan(**base)
+
+
+def test_a_refill_under_an_in_flight_wgmma_is_undefined_in_the_reference():
+    legal = run_program(render_wgmma(_plan()))
+    assert legal.undefined is None and (legal.outputs["d"].kind != UNDEF).all()
+    assert not any("was written before the wgmma.wait_group" in n for n in legal.notes)
+    twin = render_wgmma(_plan(fault="producer_overwrite", fault_k=1))
+    assert dict(twin.expect) == {"ptxas": "accepted", "checker": "undefined: spec.mbarrier.release-in-flight",
+                                 "reference": "undefined"}
+    r = run_program(twin)
+    assert (r.outputs["d"].kind == UNDEF).all()  # K-steps 2 and 3 accumulate on the poisoned one
+    assert any("line" in n and "was written before the wgmma.wait_group" in n for n in r.notes), r.notes
+    assert [f.rule for f in check_module(twin.module) if f.severity == "error"] == ["spec.mbarrier.release-in-flight"]
+
+
+def test_a_generic_store_under_an_in_flight_wgmma_is_undefined_and_after_its_wait_is_not():
+    text = wgmma_kernel_text(_plan(depth=0, ktiles=1, tiles=1))
+    commit = "\twgmma.commit_group.sync.aligned;\n"
+    store = "\tst.shared.u32 \t[stg+64], %r0;\n"  # inside stage 0's A tile
+    assert text.count(commit) == 1
+    for where, undefined in ((commit + store, True), (commit + "\twgmma.wait_group.sync.aligned \t0;\n" + store, False)):
+        p = render_wgmma(_plan(depth=0, ktiles=1, tiles=1))
+        p = replace(p, module=parse(text.replace(commit, where), "t.ptx"))
+        r = run_program(p)
+        assert bool((r.outputs["d"].kind == UNDEF).all()) == undefined, r.notes
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(illegal_programs(tuple(twin_name(f) for f in WGMMA_FAULTS)))
+def test_illegal_programs_draws_the_twins_with_their_labels(p):
+    m = mutation_of(p)
+    assert m.name.startswith("mainloop_") and dict(p.expect) == dict(m.expect())
