@@ -32,6 +32,7 @@ from fuzzptx.isa.encoding import BASE_OFFSET_FIELD, SWIZZLE_FIELD, descriptor_en
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Addr, Function, Guard, Imm, Instr, Label, Param, Reg, RegDecl, Sym, Vec, walk
 from fuzzptx.ptx.smem import shared_layout
+from .mainloops import TWIN_RULES, fault_of, illegal_mainloop_programs, twin_name
 from .programs import wgmma_programs
 
 WGMMA_PREFIX = "wgmma.mma_async"
@@ -61,7 +62,9 @@ class Mutation:
         return verdict_holds(self.ptxas, accepted, codes)
 
     def expect(self) -> tuple[tuple[str, str], ...]:
-        out = [("ptxas", self.ptxas), ("checker", f"{self.kind}: {self.rule}")]
+        out = [("ptxas", self.ptxas)]
+        if self.rule:  # (mainloop twins no checker rule sees yet have none)
+            out.append(("checker", f"{self.kind}: {self.rule}"))
         if self.kind == "undefined":
             out.append(("reference", "undefined"))
         return tuple(out)
@@ -585,7 +588,12 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("smem_out_of_bounds", "spec.smem.out-of-bounds", "undefined", "accepted", _smem_out_of_bounds,
              site=_moved_descriptor_readers),
 )
-BY_NAME = {m.name: m for m in MUTATIONS}
+#: The mainloop kernels' illegal twins (strategies/mainloops.py draws them whole, so ``apply`` is
+#: never one of theirs): named here so ``mutation_of`` and the differ read their labels.
+MAINLOOP_MUTATIONS = tuple(
+    Mutation(twin_name(fault), rule or "", "undefined", "accepted", lambda p, c: None)
+    for fault, rule in TWIN_RULES.items())
+BY_NAME = {m.name: m for m in MUTATIONS + MAINLOOP_MUTATIONS}
 
 
 def apply(mutation: Mutation | str, program: Program, choice: int = 0) -> Program | None:
@@ -624,8 +632,17 @@ def mutated(draw, programs: st.SearchStrategy[Program], names: tuple[str, ...] |
 
 
 def illegal_programs(names: tuple[str, ...] | None = None) -> st.SearchStrategy[Program]:
-    """Illegal programs: wgmma programs broken by one named mutation."""
-    return mutated(wgmma_programs(), names)
+    """Illegal programs: wgmma programs broken by one named mutation, and the mainloop kernels'
+    illegal twins (``MAINLOOP_MUTATIONS``; with ``names``, those named)."""
+    twins = tuple(m.name for m in MAINLOOP_MUTATIONS if names is None or m.name in names)
+    rest = None if names is None else tuple(n for n in names if n not in twins)
+    parts = []
+    if names is None or rest:
+        parts.append(mutated(wgmma_programs(), rest))
+    if twins:
+        parts.append(illegal_mainloop_programs(tuple(fault_of(n) for n in twins)))
+    return st.one_of(*parts)
 
 
-__all__ = ["Mutation", "MUTATIONS", "SERIALISED", "verdict_holds", "BY_NAME", "apply", "mutated", "illegal_programs", "mutation_of"]
+__all__ = ["Mutation", "MUTATIONS", "MAINLOOP_MUTATIONS", "SERIALISED", "verdict_holds", "BY_NAME", "apply", "mutated",
+           "illegal_programs", "mutation_of"]
