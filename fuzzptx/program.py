@@ -29,6 +29,7 @@ from pathlib import Path
 
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.inputs import read_text
+from fuzzptx.isa.layouts import ROW_BYTES
 from fuzzptx.ptx.emit import emit, emit_located
 from fuzzptx.ptx.ir import Module
 from fuzzptx.ptx.parse import parse
@@ -113,6 +114,24 @@ class TensorMap:
     def box_bytes(self) -> int:
         """Bytes one tensor copy moves, out-of-bounds elements included: its complete_tx count."""
         return self.box_elements * self.element_bytes
+
+    @property
+    def inner_bytes(self) -> int:
+        """Bytes of one box row (the innermost dimension) in shared memory, before any padding."""
+        return -(-self.box[0] // self.element_strides[0]) * self.element_bytes
+
+    @property
+    def smem_row_bytes(self) -> int:
+        """Shared bytes between box rows: the row itself, or under a swizzle the swizzle span
+        (``fuzzptx.isa.layouts.ROW_BYTES``): a narrower row is padded to it.  Measured on an H100:
+        a 32-byte row under 64B and a 64-byte row under 128B put their second row one span on
+        (tests/hw_records/tma_tensor_h100.json)."""
+        return self.inner_bytes if self.swizzle == "none" else max(self.inner_bytes, ROW_BYTES[self.swizzle])
+
+    @property
+    def smem_bytes(self) -> int:
+        """Shared bytes one copy's box spans (rows times ``smem_row_bytes``)."""
+        return self.box_elements * self.element_bytes // self.inner_bytes * self.smem_row_bytes
 
     def byte_strides(self) -> tuple[int, ...]:
         """The byte stride of every dimension, dimension 0 included."""

@@ -4,13 +4,14 @@ memory, with the header's ``TENSORMAP:`` lines describing the maps (``fuzzptx.pr
 
 Drawn: the element type (1 to 8 bytes, integer and float), rank 1-3, the swizzle (every mode, the
 box's inner row at most the swizzle span), global dims and padded row strides, boxes whose
-coordinates overhang the tensor's edges on either side (out-of-bounds elements filled with zero, or
+coordinates overhang the tensor's edges on either side (the innermost coordinate a multiple of 16
+bytes: the H100 faults on any other) (out-of-bounds elements filled with zero, or
 NaN on float maps), 1-3 loads of the same map at different coordinates (the map operand is the parameter's
 ``cvta.param`` address: ptxas refuses the bare parameter symbol), and a store phase: every thread rewrites its
 words of the first box (``xor``), ``fence.proxy.async``, then one elected thread stores the box
 through a second map (same geometry, another buffer holding random data, so unwritten
-out-of-bounds elements are checked too), optionally followed by an integer ``add``/``min``/``max``
-reduction, a ``commit_group`` and a ``wait_group(.read) 0``.  Outputs: the shared tiles word by
+out-of-bounds elements are checked too), or reduces it into that buffer (integer ``add``/``min``/
+``max``), then a ``commit_group`` and a ``wait_group(.read) 0``.  Outputs: the shared tiles word by
 word (``o``), and the stored-to buffer (``r``).
 
 Illegal twins (labelled as ``mainloops`` labels its twins: ptxas accepts, the reference's
@@ -45,7 +46,7 @@ class CopyPlan:
     tmap: TensorMap  # the load map (parameter tm, buffer g)
     loads: tuple[tuple[int, ...], ...]  # coordinates of each load
     store: tuple[int, ...] | None  # coordinates of the store through tmo (None: no store phase)
-    reduce: str | None  # an integer reduction after the store, at the same coordinates
+    reduce: str | None  # an integer reduction through tmo instead of the plain store
     wait_read: bool  # wait_group.read 0 (else wait_group 0)
     xor: int
     seed: int
@@ -57,9 +58,10 @@ class CopyPlan:
 
     @property
     def slot(self) -> int:
-        """Shared bytes between boxes: the box rounded up to its swizzle pattern."""
+        """Shared bytes between boxes: the box's footprint (rows padded to the swizzle span) rounded
+        up to its swizzle pattern."""
         a = PATTERN[self.tmap.swizzle]
-        return -(-self.box_bytes // a) * a
+        return -(-self.tmap.smem_bytes // a) * a
 
     def inside_bytes(self, coords: tuple[int, ...]) -> int:
         """Bytes of the box at ``coords`` inside the tensor."""
@@ -99,8 +101,18 @@ def tensor_maps(draw, name: str = "tm", buffer: str = "g") -> TensorMap:
                      draw(st.sampled_from(("none", "64B", "128B", "256B"))), oob)
 
 
+def aligned(c: int, eb: int) -> int:
+    """``c`` rounded down to an innermost coordinate whose byte offset is a multiple of 16 (the H100
+    faults on any other: oracles/reference/tma.py)."""
+    q = 16 // eb
+    return c // q * q
+
+
 def _coords(draw, tm: TensorMap) -> tuple[int, ...]:
-    return tuple(draw(st.integers(-b + 1, d - 1)) for b, d in zip(tm.box, tm.dims))
+    """Box coordinates anywhere from overhanging the low edges to overhanging the high ones."""
+    q = 16 // tm.element_bytes
+    first = q * draw(st.integers(-((tm.box[0] - 1) // q), (tm.dims[0] - 1) // q))
+    return (first,) + tuple(draw(st.integers(-b + 1, d - 1)) for b, d in zip(tm.box[1:], tm.dims[1:]))
 
 
 @st.composite
@@ -115,7 +127,8 @@ def copy_plans(draw, *, fault: str | None = None) -> CopyPlan:
         reduce = draw(st.sampled_from(("add", "min", "max")))
     if fault == "short_expect_tx":
         # a box that overhangs, so counting only its in-bounds bytes comes up short
-        loads = tuple(c if i else tuple(d - 1 for d in tm.dims) for i, c in enumerate(loads))
+        last = (aligned(tm.dims[0] - 1, tm.element_bytes),) + tuple(d - 1 for d in tm.dims[1:])
+        loads = tuple(c if i else last for i, c in enumerate(loads))
     return CopyPlan(
         ntid=draw(st.sampled_from((128, 256))), tmap=tm, loads=loads, store=store, reduce=reduce,
         wait_read=draw(st.booleans()),
@@ -188,8 +201,9 @@ def kernel_text(plan: CopyPlan) -> str:
             lines.append("\tfence.proxy.async.shared::cta;")
         lines.append("\tbar.sync \t0;")
         co = _regs(lines, 40, plan.store)
-        lines.append(f"\t@%p3 cp.async.bulk.tensor.{r}d.global.shared::cta.tile.bulk_group \t[{dst}, {{{co}}}], [tile];")
-        if plan.reduce is not None:
+        if plan.reduce is None:
+            lines.append(f"\t@%p3 cp.async.bulk.tensor.{r}d.global.shared::cta.tile.bulk_group \t[{dst}, {{{co}}}], [tile];")
+        else:  # alone: a store and a reduction of the same elements in flight together would race
             lines.append(f"\t@%p3 cp.reduce.async.bulk.tensor.{r}d.global.shared::cta.{plan.reduce}.tile.bulk_group "
                          f"\t[{dst}, {{{co}}}], [tile];")
         lines += ["\t@%p3 cp.async.bulk.commit_group;",
@@ -227,5 +241,5 @@ def illegal_tensor_copy_programs() -> st.SearchStrategy[Program]:
     return st.sampled_from(FAULTS).flatmap(lambda f: copy_plans(fault=f)).map(render)
 
 
-__all__ = ["CopyPlan", "FAULTS", "copy_plans", "tensor_maps", "kernel_text", "render", "tensor_copy_programs",
+__all__ = ["CopyPlan", "FAULTS", "aligned", "copy_plans", "tensor_maps", "kernel_text", "render", "tensor_copy_programs",
            "illegal_tensor_copy_programs"]
