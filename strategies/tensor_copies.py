@@ -4,8 +4,9 @@ memory, with the header's ``TENSORMAP:`` lines describing the maps (``fuzzptx.pr
 
 Drawn: the element type (1 to 8 bytes, integer and float), rank 1-3, the swizzle (every mode, the
 box's inner row at most the swizzle span), global dims and padded row strides, boxes whose
-coordinates overhang the tensor's edges on either side (the innermost coordinate a multiple of 16
-bytes: the H100 faults on any other) (out-of-bounds elements filled with zero, or
+coordinates overhang the tensor's edges on either side (stores: the high edges only; the innermost
+coordinate a multiple of 16 bytes: the H100 faults on a store at a negative coordinate and on a copy
+whose innermost coordinate is not 16-byte aligned, oracles/reference/tma.py) (out-of-bounds elements filled with zero, or
 NaN on float maps), 1-3 loads of the same map at different coordinates (the map operand is the parameter's
 ``cvta.param`` address: ptxas refuses the bare parameter symbol), and a store phase: every thread rewrites its
 words of the first box (``xor``), ``fence.proxy.async``, then one elected thread stores the box
@@ -108,11 +109,12 @@ def aligned(c: int, eb: int) -> int:
     return c // q * q
 
 
-def _coords(draw, tm: TensorMap) -> tuple[int, ...]:
-    """Box coordinates anywhere from overhanging the low edges to overhanging the high ones."""
+def _coords(draw, tm: TensorMap, store: bool = False) -> tuple[int, ...]:
+    """Box coordinates anywhere from overhanging the low edges (loads only: the H100 faults on a
+    store at a negative coordinate) to overhanging the high ones."""
     q = 16 // tm.element_bytes
-    first = q * draw(st.integers(-((tm.box[0] - 1) // q), (tm.dims[0] - 1) // q))
-    return (first,) + tuple(draw(st.integers(-b + 1, d - 1)) for b, d in zip(tm.box[1:], tm.dims[1:]))
+    first = q * draw(st.integers(0 if store else -((tm.box[0] - 1) // q), (tm.dims[0] - 1) // q))
+    return (first,) + tuple(draw(st.integers(0 if store else -b + 1, d - 1)) for b, d in zip(tm.box[1:], tm.dims[1:]))
 
 
 @st.composite
@@ -121,7 +123,7 @@ def copy_plans(draw, *, fault: str | None = None) -> CopyPlan:
     nloads = draw(st.integers(1, 3 if tm.box_bytes <= 1024 else 1))
     loads = tuple(_coords(draw, tm) for _ in range(nloads))
     store_phase = fault == "unfenced_store" or (fault is None and draw(st.booleans()))
-    store = _coords(draw, tm) if store_phase else None
+    store = _coords(draw, tm, store=True) if store_phase else None
     reduce = None
     if store is not None and tm.type in ("u32", "s32", "u64") and draw(st.booleans()):
         reduce = draw(st.sampled_from(("add", "min", "max")))
@@ -216,7 +218,9 @@ def render(plan: CopyPlan) -> Program:
     tm = plan.tmap
     btype = TYPES[tm.type]
     nbytes = tm.offset + (tm.strides[-1] * tm.dims[-1] if tm.strides else tm.dims[0] * tm.element_bytes)
-    count = nbytes // tm.element_bytes
+    # 16 bytes of slack past the tensor: a store whose box ends inside the last row's final 16-byte run
+    # writes the rest of that run on the H100 (oracles/reference/tma.py), here inside the buffer
+    count = (-(-nbytes // 16) * 16 + 16) // tm.element_bytes
     out_bytes = len(plan.loads) * plan.slot
     buffers = (Buffer("g", btype, count, "random", plan.seed),
                Buffer("o", btype, out_bytes // tm.element_bytes, "zeros", output=True),

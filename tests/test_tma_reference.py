@@ -235,20 +235,40 @@ def test_the_nan_fill_and_the_box_bytes_on_the_barrier():
 
 def test_a_tensor_store_writes_the_in_bounds_elements_and_keeps_the_rest():
     tm = tmap(type="u32", dims=(12, 6), strides=(48,), box=(16, 4), swizzle="64B")
-    p = plan(tm, ((0, 0),), store=(-4, 4))
+    p = plan(tm, ((0, 0),), store=(4, 4))  # overhangs the right and bottom edges; rows of 48 bytes: no spill
     prog, r = run_plan(p)
     src = host(tm, prog)
     before = host(tm, prog, "r")
-    after = np.frombuffer(r.bytes("r"), np.uint32).reshape(6, 12)  # rows of 48 bytes: 12 words, no padding
+    after = np.frombuffer(r.bytes("r"), np.uint32)[:72].reshape(6, 12)  # rows of 48 bytes: 12 words, no padding
     assert not (r.outputs["r"].kind == UNDEF).any()
     want = before.copy()
     for y in range(4):
         for x in range(16):
-            gx, gy = x - 4, y + 4
+            gx, gy = x + 4, y + 4
             if 0 <= gx < 12 and 0 <= gy < 6:
                 v = int(src[y, x]) if (0 <= x < 12 and y < 6) else 0
                 want[gy, gx] = v ^ 0x0F0F0F0F
     assert np.array_equal(after, want)
+
+
+def test_a_store_ending_inside_a_16_byte_run_spills_undefined_elements():
+    """19 u32 a row: column 19 shares the 16-byte run of columns 16-18; the H100 writes it (438 of 438
+    recorded mismatches, tests/hw_records/tma_tensor_h100_reexamined.json), the ISA says out-of-bounds
+    elements are not written: undefined.  Columns 20-23 (a run wholly outside) keep their bytes."""
+    tm = tmap(type="u32", dims=(19, 6), strides=(96,), box=(16, 4), swizzle="none")
+    prog, r = run_plan(plan(tm, ((0, 0),), store=(8, 1)))
+    kind = r.outputs["r"].kind[:144].reshape(6, 24)
+    got = np.frombuffer(r.bytes("r"), np.uint32)[:144].reshape(6, 24)
+    before = buffer_bytes(prog.buffer("r")).view(np.uint32)[:144].reshape(6, 24)
+    assert (kind[1:5, 19] == UNDEF).all() and not kind[1:5, :19].any() and not kind[:, 20:].any()
+    assert np.array_equal(got[:, 20:], before[:, 20:]) and np.array_equal(got[0], before[0])
+    assert any("16-byte run" in n for n in r.notes)
+
+
+def test_a_store_at_a_negative_coordinate_is_the_h100s_fault():
+    tm = tmap(type="u32", dims=(12, 6), strides=(48,), box=(16, 4), swizzle="none")
+    with pytest.raises(BadAddress, match="negative coordinates"):
+        run_plan(plan(tm, ((0, 0),), store=(0, -1)))
 
 
 def test_a_reduction_adds_into_global_memory():
@@ -256,7 +276,7 @@ def test_a_reduction_adds_into_global_memory():
     p = plan(tm, ((0, 0),), store=(0, 2), reduce="add")
     prog, r = run_plan(p)
     src, old = host(tm, prog), host(tm, prog, "r")
-    got = np.frombuffer(r.bytes("r"), np.uint32).reshape(4, 8)
+    got = np.frombuffer(r.bytes("r"), np.uint32)[:32].reshape(4, 8)
     tile = src[0:2] ^ np.uint32(0x0F0F0F0F)
     assert np.array_equal(got[2:4], (old[2:4] + tile).astype(np.uint32))  # wraps modulo 2^32
     assert np.array_equal(got[0:2], old[0:2])
@@ -388,8 +408,10 @@ def test_drawn_legal_tensor_copy_kernels_are_accepted_by_ptxas_and_run_defined(p
     res = compile_ptx(prog.to_ptx(), arch="sm_90a")
     assert res.accepted, res.stderr[:400]
     r = run_program(prog)
-    assert r.undefined is None and not r.notes
-    assert not (r.outputs["r"].kind == UNDEF).any()
+    assert r.undefined is None
+    # the only undefined stores: elements a box ending inside a row's last 16-byte run spills
+    assert all("16-byte run" in n for n in r.notes), r.notes
+    assert (r.outputs["r"].kind == UNDEF).any() == bool(r.notes)
 
 
 @settings(max_examples=6, deadline=None, database=None, suppress_health_check=list(HealthCheck))

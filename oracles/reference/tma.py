@@ -68,6 +68,9 @@ class Box:
     inside: np.ndarray  # bool [E]
     sofs: np.ndarray  # int64 [E]: dense offset in shared memory from the box start
     eb: int
+    # outside only past dims[0], in the 16-byte run of a row that ends the tensor's last in-bounds
+    # element: a store may write these (STORE_SPILL)
+    spill: np.ndarray | None = None
 
 
 def box_of(tm: TensorMap, coords: tuple[int, ...]) -> Box:
@@ -84,15 +87,22 @@ def box_of(tm: TensorMap, coords: tuple[int, ...]) -> Box:
     strides = tm.byte_strides()
     gofs = np.full(idx[0].shape, tm.offset, np.int64)
     inside = np.ones(idx[0].shape, bool)
+    rows_in = np.ones(idx[0].shape, bool)
     for k in range(tm.rank):
         x = coords[k] + idx[k] * es[k]
         inside &= (x >= 0) & (x < tm.dims[k])
+        if k:
+            rows_in &= (x >= 0) & (x < tm.dims[k])
+        else:
+            x0 = x
         gofs += x * strides[k]
+    row_end = -(-tm.dims[0] * eb // 16) * 16  # the row's last 16-byte run, rounded up
+    spill = rows_in & (x0 >= tm.dims[0]) & (x0 * eb < row_end)
     # rows (the outer dimensions, dimension 1 fastest) one ``smem_row_bytes`` apart: dense, or
     # padded to the swizzle span
     row = np.arange(idx[0].size, dtype=np.int64) // counts[0]
     sofs = row * tm.smem_row_bytes + idx[0] * eb
-    return Box(gofs, inside, sofs, eb)
+    return Box(gofs, inside, sofs, eb, spill)
 
 
 def swizzled(tm: TensorMap, start: int, sofs: np.ndarray) -> np.ndarray:
@@ -319,7 +329,16 @@ def _groups(m) -> Groups:
 
 def _issue(m, ins, tid: int, start: int, tm: TensorMap | None, box: Box, region, reduce: str | None = None,
            rtype: str = "") -> None:
-    keep = np.flatnonzero(box.inside)
+    spill = box.spill if box.spill is not None else np.zeros_like(box.inside)
+    past = spill & (box.gofs + box.eb > region.size)
+    if past.any():  # beyond the buffer: on the GPU the allocation's slack, here nowhere to put them
+        m.note("a bulk tensor store spills out-of-bounds elements past the end of its buffer (the H100 writes them)")
+        spill = spill & ~past
+    keep = np.flatnonzero(box.inside | spill)
+    spilt = spill[keep]
+    if spilt.any():
+        m.note("a bulk tensor store's box ends inside a 16-byte run past the tensor's first dimension: "
+               "the H100 writes those out-of-bounds elements too (undefined)")
     sh_region = m.mem.shared
     sofs = swizzled(tm, start, box.sofs[keep]) if tm is not None else start + box.sofs[keep]
     sbytes = element_bytes_of(box, sofs)
@@ -339,7 +358,7 @@ def _issue(m, ins, tid: int, start: int, tm: TensorMap | None, box: Box, region,
         if dirty.any():
             m.note("a bulk store reads shared memory written by the generic proxy with no fence.proxy.async "
                    "since (undefined)")
-        bad = bad | dirty
+        bad = bad | dirty | spilt
         # until the covering wait_group, global memory holds old or new bytes
         gflat = gbytes.ravel()
         ((gbits, gsh),) = region.read(gflat, 1, 1)
@@ -374,6 +393,9 @@ def _tensor_store(m, f, ins, act):
         start = int(saddr[j]) & 0xFFFFFFFF
         _check_shared(ins, tm, start)
         _check_start(ins, tm, coords[j])
+        if (coords[j] < 0).any():
+            raise BadAddress.at(ins, f"tensor map {tm.name}: a bulk tensor store or reduction at the negative coordinates "
+                                     f"{tuple(int(c) for c in coords[j])} (the H100 faults: illegal instruction)")
         box = box_of(tm, tuple(int(c) for c in coords[j]))
         _issue(m, ins, int(idx[j]), start, tm, box, m.buffers[tm.buffer], reduce, tm.type)
 

@@ -16,6 +16,8 @@ stores, integer add/min/max reductions, a box row narrower than its swizzle span
 of 2) over fresh data, plus drawn plans, and records which forms ran and the NaN fill's bits:
 
     PYTHONPATH=/tmp/pkg python tests/support/hw_tma.py --tensor --out $OUT/tma_tensor_h100.json
+
+``--tensor --reexamine RECORD`` judges such a record again with the current reference (no GPU).
 """
 from __future__ import annotations
 
@@ -202,6 +204,10 @@ def tensor_grid() -> list[tuple[str, object]]:
         tm = _map(et, "64B", 2, 64, (4,), (3, 2))
         q = 16 // tm.element_bytes
         out.append((f"reduce-{red}-{et}", tc.CopyPlan(128, tm, ((q, 1),), (-q, -1), red, False, 0xF0F0F0F, 0)))
+        out.append((f"reduce-inside-{red}-{et}", tc.CopyPlan(128, tm, ((q, 1),), (q, 3), red, False, 0xF0F0F0F, 0)))
+    for et in ("u32", "f16"):  # a store at a negative coordinate: the reference says fault
+        tm = _map(et, "none", 2, 32, (4,), (8, 0))
+        out.append((f"negative-store-coordinate-{et}", tc.CopyPlan(128, tm, ((0, 0),), (0, -1), None, True, 1, 0)))
     tm = _map("u32", "none", 2, 32, (6,), (0, 4), estrides=(1, 2))
     out.append(("estride-2-u32", tc.CopyPlan(128, tm, ((0, 1),), None, None, True, 1, 0)))
     for et in ("u8", "f16", "u32", "f64"):  # a misaligned innermost coordinate: the reference says fault
@@ -323,6 +329,8 @@ def tensor_main(args) -> int:
             forms[f] += 1
             mism_forms[f] += bad
         rows.append({"case": name, "seed": plan.seed, "map": p.tensormaps[0].header_line(), "forms": _forms(plan),
+                     "plan": {"ntid": plan.ntid, "loads": plan.loads, "store": plan.store, "reduce": plan.reduce,
+                              "wait_read": plan.wait_read, "xor": plan.xor},
                      "fault": fault, "reference": ref if isinstance(ref, str) else (ref.undefined or "ran"),
                      "mismatches": [str(x) for x in mm[:6]]})
     record = {
@@ -346,6 +354,116 @@ def tensor_main(args) -> int:
     return 0 if not (unexplained or rejected or unsupported) else 1
 
 
+def reexamine(args) -> int:
+    """Judge a recorded ``--tensor`` run again with the current reference: its programs are rebuilt
+    from the record (grid rows by name and seed, drawn rows by the hypothesis seed; each rebuilt map
+    must equal the recorded one), and every recorded fault and listed mismatch is checked: a fault
+    the reference now predicts, or a mismatching element the reference now leaves undefined, is
+    explained.  Only the record's listed mismatches (at most 6 a program) can be checked: the GPU's
+    full outputs were not kept."""
+    import dataclasses
+    import re
+    from fuzzptx.oracles.reference.values import UNDEF
+    with open(args.reexamine) as fh:
+        rec = json.load(fh)
+    grid_of, drawn_of, render = tensor_grid, drawn_plans, tc.render
+    if args.code_at:  # the grid and the strategy as they were when the record was made
+        import subprocess
+        import types
+        root = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+        def source(path: str) -> str:
+            return subprocess.run(["git", "show", f"{args.code_at}:{path}"], capture_output=True, text=True,
+                                  check=True, cwd=root).stdout
+
+        old_tc = sys.modules["tensor_copies_at"] = types.ModuleType("tensor_copies_at")  # dataclasses look it up
+        exec(compile(source("strategies/tensor_copies.py"), f"tensor_copies.py@{args.code_at}", "exec"), old_tc.__dict__)
+        old_hw = sys.modules["hw_tma_at"] = types.ModuleType("hw_tma_at")
+        exec(compile(source("tests/support/hw_tma.py"), f"hw_tma.py@{args.code_at}", "exec"), old_hw.__dict__)
+        ns = old_hw.__dict__
+        ns["tc"] = old_tc
+        grid_of, drawn_of, render = ns["tensor_grid"], ns["drawn_plans"], old_tc.render
+    grid = dict(grid_of())
+    drawn_rows = [r for r in rec["results"] if r["case"].startswith("drawn-")]
+    drawn = drawn_of(len(drawn_rows), drawn_rows[0]["seed"] - 1000) if drawn_rows else []
+    rows, counts = [], {"rows": 0, "rebuilt": 0, "faults_predicted": 0, "fault_not_predicted": 0,
+                        "predicted_fault_did_not_happen": 0, "listed_mismatches": 0,
+                        "listed_mismatches_now_undefined": 0, "listed_mismatches_with_the_spill_bits": 0}
+    for r in rec["results"]:
+        counts["rows"] += 1
+        if "plan" in r:  # recorded with the run
+            base = grid.get(r["case"]) or drawn[int(r["case"].split("-")[1])] if r["case"].startswith("drawn-") \
+                else grid.get(r["case"])
+            if base is None:
+                rows.append({"case": r["case"], "verdict": "not rebuilt (form no longer in the grid)"})
+                continue
+            pl = r["plan"]
+            plan = dataclasses.replace(base, ntid=pl["ntid"], loads=tuple(map(tuple, pl["loads"])), reduce=pl["reduce"],
+                                       store=tuple(pl["store"]) if pl["store"] is not None else None,
+                                       wait_read=pl["wait_read"], xor=pl["xor"])
+        elif r["case"].startswith("drawn-"):
+            plan = drawn[int(r["case"].split("-")[1])]
+        elif r["case"] in grid:
+            plan = grid[r["case"]]
+        else:
+            rows.append({"case": r["case"], "verdict": "not rebuilt (form no longer in the grid)"})
+            continue
+        plan = dataclasses.replace(plan, seed=r["seed"])
+        prog = render(plan)
+        if prog.tensormaps[0].header_line() != r["map"]:
+            rows.append({"case": r["case"], "verdict": "not rebuilt (map differs)"})
+            continue
+        counts["rebuilt"] += 1
+        try:
+            ref, ref_err = run_program(prog), None
+        except Exception as exc:  # BadAddress: the reference predicts a fault
+            ref, ref_err = None, f"{type(exc).__name__}: {exc}"
+        fault = r["fault"]
+        predicted = ref_err is not None and ref_err.startswith("BadAddress")
+        verdict = "clean"
+        if fault and predicted:
+            counts["faults_predicted"] += 1
+            verdict = "fault predicted"
+        elif fault:
+            counts["fault_not_predicted"] += 1
+            verdict = f"fault not predicted ({ref_err or 'reference ran'})"
+        elif ref_err:
+            counts["predicted_fault_did_not_happen"] += 1
+            verdict = f"reference says {ref_err[:120]}; the GPU ran it"
+        else:
+            for m in r["mismatches"]:
+                mm = re.match(r"(\w+)\[(\d+)\]: expected .*observed .*\((0x[0-9a-f]+)\)$", m)
+                buf, i, seen = mm.group(1), int(mm.group(2)), int(mm.group(3), 16)
+                out = ref.outputs[buf]
+                eb = len(out.data) // out.count
+                counts["listed_mismatches"] += 1
+                counts["listed_mismatches_now_undefined"] += bool(out.kind[i] == UNDEF)
+                counts["listed_mismatches_with_the_spill_bits"] += int.from_bytes(out.data[i * eb:(i + 1) * eb], "little") == seen
+            if r["mismatches"]:
+                verdict = "mismatches explained" if all(
+                    ref.outputs[re.match(r"(\w+)\[", m).group(1)].kind[int(re.search(r"\[(\d+)\]", m).group(1))] == UNDEF
+                    for m in r["mismatches"]) else "mismatches NOT explained"
+        rows.append({"case": r["case"], "verdict": verdict, "notes": list(ref.notes) if ref is not None else []})
+    unexplained = counts["fault_not_predicted"] + counts["predicted_fault_did_not_happen"] + \
+        counts["listed_mismatches"] - counts["listed_mismatches_now_undefined"]
+    record = {
+        "what": "a recorded --tensor H100 run judged again by the current reference (no GPU)",
+        "record": args.reexamine, "code_at": args.code_at, "recorded_date": rec["date"],
+        "recorded_device": rec["device"],
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": f"python tests/support/hw_tma.py --tensor --reexamine {args.reexamine}"
+                   + (f" --code-at {args.code_at}" if args.code_at else "") + f" --out {args.out}",
+        **counts, "unexplained": unexplained,
+        "verdicts": {v: sum(1 for x in rows if x["verdict"] == v) for v in sorted({x["verdict"] for x in rows})},
+        "results": rows,
+    }
+    with open(args.out, "w") as fh:
+        json.dump(record, fh, indent=1)
+    print(json.dumps({k: record[k] for k in list(counts) + ["unexplained", "verdicts"]}))
+    return 0 if unexplained == 0 else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -353,7 +471,12 @@ def main(argv=None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="no GPU: the reference against itself")
     ap.add_argument("--tensor", action="store_true", help="the tensor-map kernels (tma_tensor_h100.json)")
     ap.add_argument("--drawn", type=int, default=60, help="--tensor: drawn plans besides the fixed forms")
+    ap.add_argument("--reexamine", metavar="RECORD", help="--tensor: judge a recorded run again (no GPU)")
+    ap.add_argument("--code-at", metavar="COMMIT", help="--reexamine: rebuild the programs with the grid and "
+                    "strategy of this commit (the code the record was made with)")
     args = ap.parse_args(argv)
+    if args.tensor and args.reexamine:
+        return reexamine(args)
     if args.tensor:
         return tensor_main(args)
     base = int(time.time())
