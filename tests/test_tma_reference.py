@@ -520,3 +520,14 @@ def test_the_h100_tensor_record_is_explained_by_the_reference():
                  "oob=zero", "oob=nan", "load overhangs the tensor", "store overhangs", "inner row < swizzle span",
                  "element stride > 1", "wait_group", "wait_group.read"):
         assert form in covered, form
+
+
+def test_the_shrinker_keeps_a_tensor_maps_buffer():
+    """``reduce.driver.cleanup`` drops unused parameters; ``g`` is named by no instruction, only by
+    the map: it stays, and the repro still parses."""
+    from fuzzptx.reduce.driver import cleanup
+    prog = tc.render(plan(tmap(type="u32", dims=(12, 6), strides=(48,), box=(16, 4), swizzle="none"), ((0, 0),)))
+    small = cleanup(prog)
+    back = Program.from_ptx(small.to_ptx(), "shrunk.ptx")
+    assert "g" in {b.name for b in back.buffers} and back.tensormaps == small.tensormaps
+    assert [t.name for t in small.tensormaps] == ["tm", "tmo"]  # both maps' parameters are named (mov)
