@@ -20,6 +20,8 @@ the tutorial sources of its HEAD are extracted to a temporary directory).  The f
 file names the CUTLASS commit, the source and the nvcc release.  Asserts stay in, as the flags above
 build them (the kernels call ``__assertfail``: ptxas serialises their wgmmas, C7510), save in the
 ``_ndebug`` kernels, built as a CMake Release build is (``NDEBUG``): their wgmma pipelines stay whole.
+nvcc runs on relative paths in a scratch directory, so a rebuild equals the committed files except
+for the per-compilation hash nvcc puts into internal-linkage names (``_INTERNAL_xxxxxxxx``).
 """
 from __future__ import annotations
 
