@@ -159,7 +159,7 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
 
     def op_val(op, at: Instr | None = None) -> tuple[int, object]:
         if isinstance(op, Reg):
-            keys = reach.get((id(at), op.name)) if reach else None
+            keys = (reach.get((id(at), op.name)) or reach.get((0, op.name))) if reach else None
             if keys is None:
                 return named(op.name)
             vals = [named(k) for k in keys]
@@ -234,7 +234,8 @@ def _reaching(g: Graph) -> dict[tuple[int, str], object]:
     """For each register written more than once (others keep their one name): ``(id(instr), reg)``
     -> the names of the definitions of ``reg`` that reach ``instr``'s read of it, and
     ``(~id(instr), reg)`` -> the name of ``instr``'s definition (``reg~N``; the value at the entry,
-    a ``.func`` parameter, is ``reg`` itself).  Reaching definitions over the CFG; a guarded write
+    a ``.func`` parameter, is ``reg`` itself), ``(0, reg)`` -> all of them (for a read in a block
+    the entry does not reach).  Reaching definitions over the CFG; a guarded write
     does not kill the one before it.  Empty when no register is written twice."""
     sliced = _sliced(g)
     if not sliced:
@@ -258,6 +259,8 @@ def _reaching(g: Graph) -> dict[tuple[int, str], object]:
                 for d in du:
                     out[(~id(ins), d)] = f"{d}{_DEF}{len(out)}"
         touching.append(row)
+    for (_, d), name in list(out.items()):  # a read the solver did not reach (dead code): every definition
+        out[(0, d)] = out.get((0, d), (d,)) + (name,)
 
     def step(b: int, state: dict, record: bool) -> dict:
         if not touching[b]:
