@@ -92,9 +92,16 @@ def test_a_sample_of_the_emitted_corpus_is_accepted_and_the_model_agrees():
         assert a.exact, (f.name, a.real, a.mine)
 
 
-def test_the_model_agrees_with_ptxas_on_every_file():
+@pytest.fixture(scope="module")
+def compiled():
+    """Every file through ptxas -O3 in one batch, with the cubins (the SASS judge reads a batch's too)."""
+    return compile_batch([f.read_text() for f in FILES], want_cubin=True)
+
+
+@pytest.mark.slow
+def test_the_model_agrees_with_ptxas_on_every_file(compiled):
     """Distribution (iii) of tests/support/agreement.py holds these files too."""
-    results = compile_batch([f.read_text() for f in FILES])
+    results = compiled
     bad = [(f.name, a.real, a.mine) for f, r in zip(FILES, results)
            if not (a := agreement(r, predict_module(_module(f)))).exact]
     assert bad == []
@@ -104,14 +111,14 @@ def test_the_model_agrees_with_ptxas_on_every_file():
         assert ("C7510" in codes) == ("__assertfail" in f.read_text() and "wgmma.mma_async" in f.read_text()), f.name
 
 
-def test_the_sass_verifier_finds_no_hazard_at_O3():
+@pytest.mark.slow
+def test_the_sass_verifier_finds_no_hazard_at_O3(compiled):
     tool = disassembler()
     if tool is None:
         pytest.skip("no SASS disassembler (the nvidia-cuda-nvdisasm wheel)")
     checked = 0
-    for f in FILES:
-        r = compile_ptx(f.read_text(), opt_level=3, want_cubin=True)
-        assert r.accepted, f.name
+    for f, r in zip(FILES, compiled):
+        assert r.accepted and r.cubin, f.name
         listing = disassemble(r.cubin, tool)
         for entry in r.kernel_names:
             name = r.kernel(entry)
