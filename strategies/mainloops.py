@@ -1,23 +1,31 @@
-"""Whole mainloop kernels (issue 27): an S-stage ring of shared-memory buffers filled over K tiles by
-bulk async copies (``cp.async.bulk`` global -> shared, ``mbarrier::complete_tx::bytes``), each stage
-guarded by an mbarrier whose waits flip parity every S tiles, consumed by every thread.
+"""Whole mainloop kernels (issue 27), two shapes (docs/tma.md, "Drawing").
 
-Drawn: threads (1-3 warpgroups), stages S (1-4), tiles K (1-8), whether the expect_tx comes before
-or after the copy, whether one elected producer or every thread arrives (count 1 or the block),
-whether the warpgroups re-balance registers with setmaxnreg first.  Outputs: per thread the sum of
-its word over all tiles, and the lane ``elect.sync`` chose.
+``MainloopPlan``: an S-stage ring of shared-memory buffers filled over K tiles by bulk async
+copies (``cp.async.bulk`` global -> shared, ``mbarrier::complete_tx::bytes``), each stage guarded
+by an mbarrier whose waits flip parity every S tiles, consumed by every thread.  Drawn: threads
+(1-3 warpgroups), stages S (1-4), tiles K (1-8), whether the expect_tx comes before or after the
+copy, whether one elected producer or every thread arrives (count 1 or the block), whether the
+warpgroups re-balance registers with setmaxnreg first.  Outputs: per thread the sum of its word
+over all tiles, and the lane ``elect.sync`` chose.
 
-Illegal twins, labelled as ``mutations`` labels them (``Program.expect``):
-  missing_expect_tx  the producer's arrive for one tile carries no expect_tx: the phase completes
-                     before the bytes land, so what the consumers read is undefined
-  wrong_parity       the consumers wait on the other parity for one tile: that wait returns at once
-                     (the phase before it), the read races the copy and is undefined
-  early_read         the consumers read one tile's stage before waiting on its barrier
-All are accepted by ptxas ("ptxas", "accepted") and leave the reference's outputs undefined
-("reference", "undefined").
+``WgmmaLoopPlan``: wgmma consumers of full/empty barrier pairs, A by descriptor or in registers
+(ld.shared / ldmatrix), one or two consumer warpgroups, a producer warpgroup (setmaxnreg on or
+off) or warp 0's elected lane, wait_group depth 0 or 1, a persistent tile loop, and an epilogue
+through st.global or stmatrix (see the class).
 
-Not drawn yet: tensor copies (TMA with a tensor-map description), wgmma consumers reading the
-stages through descriptors, producer/consumer warpgroup specialisation and persistent tile loops.
+Illegal twins, labelled as ``mutations`` labels them (``Program.expect``, ``mutation:`` notes):
+  missing_expect_tx   one fill arrives without expect_tx: the phase completes before the bytes
+                      land, so what the consumers read is undefined
+  wrong_parity        one wait uses the other parity: it returns at once (the phase before it)
+                      or hangs; the read races the copy and is undefined
+  early_read          one K-step reads its stage (or issues its wgmma) before waiting
+  producer_overwrite  (wgmma consumers) the consumer releases a stage before the wait_group that
+                      retires the wgmma reading it; the producer refills it under that wgmma
+All are accepted by ptxas and leave the reference's outputs undefined; the checker flags
+producer_overwrite (``spec.mbarrier.release-in-flight``).
+
+Not drawn yet: tensor copies (TMA with a tensor-map description), clusters, and a producer
+warpgroup with wait_group depth 1 (``wgmma_loop_plans`` says why).
 """
 from __future__ import annotations
 
@@ -368,7 +376,7 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
     a_lane = None
     for s in range(S):
         base = s * plan.stage_bytes
-        bdesc.append(_desc(b, f"stg", base + b_base + plan.b_tile.start, None, plan.b_tile))
+        bdesc.append(_desc(b, "stg", base + b_base + plan.b_tile.start, None, plan.b_tile))
         if plan.a_tile is not None:
             adesc.append(_desc(b, "stg", base + plan.a_tile.start, a_off, plan.a_tile))
         else:

@@ -17,8 +17,9 @@ from fuzzptx.oracles.reference.values import UNDEF
 from fuzzptx.oracles.sass import disassemble_all, disassembler, gmma_count_hazards, verify
 from fuzzptx.ptx.parse import parse
 from fuzzptx.strategies.descriptors import SmemTile, canonical_layout
-from fuzzptx.strategies.mainloops import (FAULTS, TWIN_RULES, WGMMA_FAULTS, MainloopPlan, WgmmaLoopPlan, mainloop_plans,
-                                         render, render_wgmma, twin_name, wgmma_kernel_text, wgmma_loop_plans)
+from fuzzptx.strategies.mainloops import (FAULTS, MAY_HANG, TWIN_RULES, WGMMA_FAULTS, MainloopPlan, WgmmaLoopPlan,
+                                         mainloop_plans, render, render_wgmma, twin_name, wgmma_kernel_text,
+                                         wgmma_loop_plans)
 from fuzzptx.strategies.mutations import illegal_programs, mutation_of
 
 FAST = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -156,3 +157,22 @@ def test_the_sass_of_legal_wgmma_mainloops_at_O3_has_no_pipeline_hazard(plans):
         found = [h.line() for h in verify(lst, name)] + \
             [c.line() for c in gmma_count_hazards(p.module, p.launch.kernel, lst, name)]
         assert found == [], p.notes
+
+
+def test_the_h100_record_ran_every_shape_and_twin_and_explains_every_mismatch():
+    """The committed device record (tests/support/hw_mainloops.py) against today's shape lists."""
+    import json
+    import pathlib
+
+    from support.hw_mainloops import SHAPES, TWINS
+
+    rec = json.loads((pathlib.Path(__file__).parent / "hw_records" / "mainloops_h100.json").read_text())
+    ran = {r["case"].split("/")[0] for r in rec["results"] if r["fault"] is None}
+    assert set(SHAPES) <= ran and set(TWINS) - {n for n, p in TWINS.items() if p.fault in MAY_HANG} <= ran
+    assert rec["device"]["device"].startswith("NVIDIA H100") and rec["ptxas"] == "13.0.88"
+    assert rec["faults"] == 0 and rec["rejected_by_ptxas"] == [] and rec["legal_with_undefined_elements"] == 0
+    hung = {r["case"].split("/")[0] for r in rec["results"] if r["fault"]}
+    assert all(TWINS[n].fault in MAY_HANG for n in hung)
+    ex = rec["mismatches_explained"]
+    assert ex["mismatched_programs"] == rec["programs_with_mismatches"] and ex["all_fp8_with_f32_accumulator"]
+    assert ex["equal_to_hardware_numerics"] == ex["listed_gpu_values"] > 0
