@@ -369,8 +369,10 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
     # stage addresses (shared window, 32-bit) and descriptors, one per stage (K is unrolled)
     cwg = b.reg(".b32")  # the consumer warpgroup index (the producer warpgroup's is out of range, unused)
     b(f"mov.u32 \t{cwg}, {wg};")
-    a_off = b.reg(".b32")
-    b(f"mul.lo.u32 \t{a_off}, {cwg}, {plan.a_bytes};")
+    a_off = None  # one consumer: its A tiles at constant offsets (the descriptors are constants)
+    if CW > 1:
+        a_off = b.reg(".b32")
+        b(f"mul.lo.u32 \t{a_off}, {cwg}, {plan.a_bytes};")
     b_base = CW * plan.a_bytes
     adesc, bdesc, a_addr = [], [], []
     a_lane = None
@@ -389,8 +391,14 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
                     b(f"shr.u32 \t{wl}, {ltid}, 5;", f"and.b32 \t{r16}, {lane}, 15;", f"shr.u32 \t{kh}, {lane}, 4;",
                       f"mad.lo.u32 \t{row}, {wl}, 16, {r16};", f"shl.b32 \t{kh}, {kh}, 4;",
                       f"mad.lo.u32 \t{a_lane}, {row}, 32, {kh};")
-            r0, r1, r = b.reg(".b32"), b.reg(".b32"), b.reg(".b32")
-            b(f"mov.u32 \t{r0}, stg;", f"add.u32 \t{r1}, {r0}, {a_off};", f"add.u32 \t{r}, {r1}, {a_lane};")
+            r0 = b.reg(".b32")
+            b(f"mov.u32 \t{r0}, stg;")
+            if a_off is not None:
+                r1 = b.reg(".b32")
+                b(f"add.u32 \t{r1}, {r0}, {a_off};")
+                r0 = r1
+            r = b.reg(".b32")
+            b(f"add.u32 \t{r}, {r0}, {a_lane};")
             if base:
                 rb = b.reg(".b32")
                 b(f"add.u32 \t{rb}, {r}, {base};")
