@@ -22,7 +22,8 @@ Illegal twins, labelled as ``mutations`` labels them (``Program.expect``, ``muta
   producer_overwrite  (wgmma consumers) the consumer releases a stage before the wait_group that
                       retires the wgmma reading it; the producer refills it under that wgmma
 All are accepted by ptxas and leave the reference's outputs undefined; the checker flags
-producer_overwrite (``spec.mbarrier.release-in-flight``).
+early_read (``spec.mbarrier.read-before-wait``) and producer_overwrite
+(``spec.mbarrier.release-in-flight``).
 
 Not drawn yet: tensor copies (TMA with a tensor-map description), clusters, and a producer
 warpgroup with wait_group depth 1 (``wgmma_loop_plans`` says why).
@@ -367,8 +368,10 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
         b(f"@{p_cons} bra \t{hi};", "setmaxnreg.dec.sync.aligned.u32 \t112;", f"bra.uni \t{go};", f"{hi}:",
           f"setmaxnreg.inc.sync.aligned.u32 \t{inc};", f"{go}:")
     # stage addresses (shared window, 32-bit) and descriptors, one per stage (K is unrolled)
-    cwg = b.reg(".b32")  # the consumer warpgroup index (the producer warpgroup's is out of range, unused)
-    b(f"mov.u32 \t{cwg}, {wg};")
+    # the consumer warpgroup index, masked to the consumers' range (CW is 1 or 2): the producer
+    # warpgroup's (unused) is then in range too, so address bounds stay inside the stage
+    cwg = b.reg(".b32")
+    b(f"and.b32 \t{cwg}, {wg}, {CW - 1};")
     a_off = None  # one consumer: its A tiles at constant offsets (the descriptors are constants)
     if CW > 1:
         a_off = b.reg(".b32")
@@ -639,7 +642,7 @@ def render_wgmma(plan: WgmmaLoopPlan) -> Program:
 
 #: The rule each twin breaks, as the checker names it (None: no checker rule sees it yet).
 TWIN_RULES: dict[str, str | None] = {
-    "missing_expect_tx": None, "wrong_parity": None, "early_read": None,
+    "missing_expect_tx": None, "wrong_parity": None, "early_read": "spec.mbarrier.read-before-wait",
     "producer_overwrite": "spec.mbarrier.release-in-flight",
 }
 

@@ -48,7 +48,12 @@ def test_legal_mainloops_compile_check_clean_and_compute_the_sums(plans):
 @given(st.sampled_from(FAULTS).flatmap(lambda f: mainloop_plans(fault=f)))
 def test_illegal_twins_are_accepted_and_leave_the_outputs_undefined(plan):
     p = render(plan)
-    assert dict(p.expect) == {"ptxas": "accepted", "reference": "undefined"}
+    labels = dict(p.expect)
+    assert labels["ptxas"] == "accepted" and labels["reference"] == "undefined"
+    rule = TWIN_RULES[plan.fault]
+    assert labels.get("checker") == (f"undefined: {rule}" if rule else None)
+    if rule:
+        assert rule in {f.rule for f in check_module(p.module)}
     assert compile_batch([emit(p.module)])[0].accepted
     r = run_program(p)
     assert r.undefined is not None or (r.outputs["o"].kind != 0).all()
