@@ -641,8 +641,8 @@ def illegal_programs(names: tuple[str, ...] | None = None) -> st.SearchStrategy[
     if names is not None and not rest:
         return illegal_mainloop_programs(tuple(fault_of(n) for n in twins))
     # the mutations' programs 7 draws in 8 (four twin kinds beside ~25 mutations: about their
-    # share of kinds); mapped, so an outer ``st.one_of(legal, illegal_programs())`` keeps its
-    # halves (Hypothesis flattens nested one_of branches into the outer choice)
+    # share of kinds), chosen by a flatmap rather than a nested one_of, which Hypothesis would
+    # flatten into an outer ``st.one_of(legal, illegal_programs())`` and so shrink its legal half
     mut = mutated(wgmma_programs(), rest)
     tw = illegal_mainloop_programs(tuple(fault_of(n) for n in twins))
     return st.integers(0, TWIN_WEIGHT).flatmap(lambda i: tw if i == TWIN_WEIGHT else mut)
