@@ -7,6 +7,11 @@ Draws ``-n`` mainloops (``wgmma_mainloop_programs()``, legal) and ``-n`` campaig
 direct drawer (program i depends on (seed, i) alone), then times each judge program by program.
 
     PYTHONPATH=$PWD python3 benchmarks/bench_mainloops.py -n 100 --seed 5 --out benchmarks/results/mainloops_cost.json
+
+``--agreement N`` instead scores the ptxas model (``oracles.checker.ptxas_compare.agreement``
+through ``tests/support/agreement.score``) on N mainloops, four in five legal, the rest twins:
+
+    PYTHONPATH=$PWD python3 benchmarks/bench_mainloops.py --agreement 200 --seed 7 --out benchmarks/results/mainloops_agreement.json
 """
 from __future__ import annotations
 
@@ -15,14 +20,16 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
+from pathlib import Path
 
 from fuzzptx.engine.generate import draw_direct
 from fuzzptx.oracles.checker import check_module
 from fuzzptx.oracles.ptxas import compile_ptx, ptxas_version
 from fuzzptx.oracles.reference import run_program
 from fuzzptx.strategies.direct import draw, reproducible
-from fuzzptx.strategies.mainloops import wgmma_mainloop_programs
+from fuzzptx.strategies.mainloops import WGMMA_FAULTS, illegal_mainloop_programs, wgmma_mainloop_programs
 
 
 def _stats(xs: list[float]) -> dict:
@@ -53,12 +60,38 @@ def measure(progs: list) -> dict:
             "reference_over_ptxas": round(statistics.mean(ref) / statistics.mean(ptxas), 2)}
 
 
+def agreement_record(n: int, seed: int) -> dict:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from support.agreement import score
+
+    legal, twins = wgmma_mainloop_programs(), illegal_mainloop_programs(WGMMA_FAULTS)
+    with reproducible():
+        progs = [draw(twins if i % 5 == 4 else legal, f"{seed}:{i}") for i in range(n)]
+    items = [(f"#{i} " + " ".join(x for x in p.notes if x.startswith("mainloop")), p.to_ptx())
+             for i, p in enumerate(progs)]
+    t = score("wgmma mainloops", "four in five legal, the rest twins", items)
+    return {"command": f"PYTHONPATH=$PWD python3 benchmarks/bench_mainloops.py --agreement {n} --seed {seed}",
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "ptxas": ptxas_version(),
+            "programs": t.n, "twins": sum(i % 5 == 4 for i in range(n)), "exact": t.exact,
+            "exact_percent": round(100 * t.rate, 2), "may_predicted_programs": t.may_predicted,
+            "may_printed_by_ptxas": dict(t.may), "unreadable": t.unreadable,
+            "mismatches": [list(m) for m in t.mismatches]}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=100)
     ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--agreement", type=int, metavar="N", help="score the ptxas model on N mainloops instead")
     ap.add_argument("--out")
     a = ap.parse_args(argv)
+    if a.agreement:
+        record = agreement_record(a.agreement, a.seed)
+        print(json.dumps({k: v for k, v in record.items() if k != "mismatches"}, indent=1))
+        if a.out:
+            with open(a.out, "w") as f:
+                f.write(json.dumps(record, indent=1) + "\n")
+        return 0
     strategy = wgmma_mainloop_programs()
     with reproducible():
         loops = [draw(strategy, f"{a.seed}:{i}") for i in range(a.n)]

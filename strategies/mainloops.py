@@ -1,23 +1,32 @@
-"""Whole mainloop kernels (issue 27): an S-stage ring of shared-memory buffers filled over K tiles by
-bulk async copies (``cp.async.bulk`` global -> shared, ``mbarrier::complete_tx::bytes``), each stage
-guarded by an mbarrier whose waits flip parity every S tiles, consumed by every thread.
+"""Whole mainloop kernels (issue 27), two shapes (docs/tma.md, "Drawing").
 
-Drawn: threads (1-3 warpgroups), stages S (1-4), tiles K (1-8), whether the expect_tx comes before
-or after the copy, whether one elected producer or every thread arrives (count 1 or the block),
-whether the warpgroups re-balance registers with setmaxnreg first.  Outputs: per thread the sum of
-its word over all tiles, and the lane ``elect.sync`` chose.
+``MainloopPlan``: an S-stage ring of shared-memory buffers filled over K tiles by bulk async
+copies (``cp.async.bulk`` global -> shared, ``mbarrier::complete_tx::bytes``), each stage guarded
+by an mbarrier whose waits flip parity every S tiles, consumed by every thread.  Drawn: threads
+(1-3 warpgroups), stages S (1-4), tiles K (1-8), whether the expect_tx comes before or after the
+copy, whether one elected producer or every thread arrives (count 1 or the block), whether the
+warpgroups re-balance registers with setmaxnreg first.  Outputs: per thread the sum of its word
+over all tiles, and the lane ``elect.sync`` chose.
 
-Illegal twins, labelled as ``mutations`` labels them (``Program.expect``):
-  missing_expect_tx  the producer's arrive for one tile carries no expect_tx: the phase completes
-                     before the bytes land, so what the consumers read is undefined
-  wrong_parity       the consumers wait on the other parity for one tile: that wait returns at once
-                     (the phase before it), the read races the copy and is undefined
-  early_read         the consumers read one tile's stage before waiting on its barrier
-All are accepted by ptxas ("ptxas", "accepted") and leave the reference's outputs undefined
-("reference", "undefined").
+``WgmmaLoopPlan``: wgmma consumers of full/empty barrier pairs, A by descriptor or in registers
+(ld.shared / ldmatrix), one or two consumer warpgroups, a producer warpgroup (setmaxnreg on or
+off) or warp 0's elected lane, wait_group depth 0 or 1, a persistent tile loop, and an epilogue
+through st.global or stmatrix (see the class).
 
-Not drawn yet: tensor copies (TMA with a tensor-map description), wgmma consumers reading the
-stages through descriptors, producer/consumer warpgroup specialisation and persistent tile loops.
+Illegal twins, labelled as ``mutations`` labels them (``Program.expect``, ``mutation:`` notes):
+  missing_expect_tx   one fill arrives without expect_tx: the phase completes before the bytes
+                      land, so what the consumers read is undefined
+  wrong_parity        one wait uses the other parity: it returns at once (the phase before it)
+                      or hangs; the read races the copy and is undefined
+  early_read          one K-step reads its stage (or issues its wgmma) before waiting
+  producer_overwrite  (wgmma consumers) the consumer releases a stage before the wait_group that
+                      retires the wgmma reading it; the producer refills it under that wgmma
+All are accepted by ptxas and leave the reference's outputs undefined; the checker flags
+early_read (``spec.mbarrier.read-before-wait``) and producer_overwrite
+(``spec.mbarrier.release-in-flight``).
+
+Not drawn yet: tensor copies (TMA with a tensor-map description), clusters, and a producer
+warpgroup with wait_group depth 1 (``wgmma_loop_plans`` says why).
 """
 from __future__ import annotations
 
@@ -359,16 +368,20 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
         b(f"@{p_cons} bra \t{hi};", "setmaxnreg.dec.sync.aligned.u32 \t112;", f"bra.uni \t{go};", f"{hi}:",
           f"setmaxnreg.inc.sync.aligned.u32 \t{inc};", f"{go}:")
     # stage addresses (shared window, 32-bit) and descriptors, one per stage (K is unrolled)
-    cwg = b.reg(".b32")  # the consumer warpgroup index (the producer warpgroup's is out of range, unused)
-    b(f"mov.u32 \t{cwg}, {wg};")
-    a_off = b.reg(".b32")
-    b(f"mul.lo.u32 \t{a_off}, {cwg}, {plan.a_bytes};")
+    # the consumer warpgroup index, masked to the consumers' range (CW is 1 or 2): the producer
+    # warpgroup's (unused) is then in range too, so address bounds stay inside the stage
+    cwg = b.reg(".b32")
+    b(f"and.b32 \t{cwg}, {wg}, {CW - 1};")
+    a_off = None  # one consumer: its A tiles at constant offsets (the descriptors are constants)
+    if CW > 1:
+        a_off = b.reg(".b32")
+        b(f"mul.lo.u32 \t{a_off}, {cwg}, {plan.a_bytes};")
     b_base = CW * plan.a_bytes
     adesc, bdesc, a_addr = [], [], []
     a_lane = None
     for s in range(S):
         base = s * plan.stage_bytes
-        bdesc.append(_desc(b, f"stg", base + b_base + plan.b_tile.start, None, plan.b_tile))
+        bdesc.append(_desc(b, "stg", base + b_base + plan.b_tile.start, None, plan.b_tile))
         if plan.a_tile is not None:
             adesc.append(_desc(b, "stg", base + plan.a_tile.start, a_off, plan.a_tile))
         else:
@@ -381,8 +394,14 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
                     b(f"shr.u32 \t{wl}, {ltid}, 5;", f"and.b32 \t{r16}, {lane}, 15;", f"shr.u32 \t{kh}, {lane}, 4;",
                       f"mad.lo.u32 \t{row}, {wl}, 16, {r16};", f"shl.b32 \t{kh}, {kh}, 4;",
                       f"mad.lo.u32 \t{a_lane}, {row}, 32, {kh};")
-            r0, r1, r = b.reg(".b32"), b.reg(".b32"), b.reg(".b32")
-            b(f"mov.u32 \t{r0}, stg;", f"add.u32 \t{r1}, {r0}, {a_off};", f"add.u32 \t{r}, {r1}, {a_lane};")
+            r0 = b.reg(".b32")
+            b(f"mov.u32 \t{r0}, stg;")
+            if a_off is not None:
+                r1 = b.reg(".b32")
+                b(f"add.u32 \t{r1}, {r0}, {a_off};")
+                r0 = r1
+            r = b.reg(".b32")
+            b(f"add.u32 \t{r}, {r0}, {a_lane};")
             if base:
                 rb = b.reg(".b32")
                 b(f"add.u32 \t{rb}, {r}, {base};")
@@ -623,7 +642,7 @@ def render_wgmma(plan: WgmmaLoopPlan) -> Program:
 
 #: The rule each twin breaks, as the checker names it (None: no checker rule sees it yet).
 TWIN_RULES: dict[str, str | None] = {
-    "missing_expect_tx": None, "wrong_parity": None, "early_read": None,
+    "missing_expect_tx": None, "wrong_parity": None, "early_read": "spec.mbarrier.read-before-wait",
     "producer_overwrite": "spec.mbarrier.release-in-flight",
 }
 

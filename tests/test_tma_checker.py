@@ -310,3 +310,22 @@ def test_the_release_kernels_are_real_ptx():
     texts = [pipe(r, e, d) for r, e, d in ((0, False, 1), (1, True, 0), (1, False, 1))]
     for r in compile_batch(texts):
         assert r.accepted, r.stderr
+
+
+def test_a_stage_read_before_its_barrier_is_waited_on():
+    legal = pipe(1, False, 0)
+    # the first wgmma (reading stage 0) moved above the wait on stage 0's full barrier
+    wait = "W0:\n\tmbarrier.try_wait.parity.shared::cta.b64 \t%p2, [full+0], 0;\n\t@!%p2 bra \tW0;\n"
+    first = legal.index("\twgmma.fence.sync.aligned;")
+    mma = legal[first:legal.index("W1:")]
+    assert wait in legal and mma.count("wgmma.mma_async") == 1
+    early = legal.replace(wait, "").replace(mma, mma + wait)
+    assert "spec.mbarrier.read-before-wait" not in rules(legal)
+    assert rules(early) == ["spec.mbarrier.read-before-wait"]
+    # a wait on another barrier does not settle stage 0's copy; one on a barrier nothing bounds
+    # may be the right one, so nothing is reported
+    other = legal.replace("[full+0], 0;", "[full+8], 0;", 1)
+    assert rules(other) == ["spec.mbarrier.read-before-wait"]
+    unbounded = legal.replace("[full+0], 0;", "[%r20], 0;", 1).replace(
+        "\tmov.u32 \t%r2, stg;", "\tmov.u32 \t%r2, stg;\n\tld.param.u32 \t%r20, [out];")
+    assert "spec.mbarrier.read-before-wait" not in rules(unbounded)

@@ -17,8 +17,9 @@ from fuzzptx.oracles.reference.values import UNDEF
 from fuzzptx.oracles.sass import disassemble_all, disassembler, gmma_count_hazards, verify
 from fuzzptx.ptx.parse import parse
 from fuzzptx.strategies.descriptors import SmemTile, canonical_layout
-from fuzzptx.strategies.mainloops import (FAULTS, TWIN_RULES, WGMMA_FAULTS, MainloopPlan, WgmmaLoopPlan, mainloop_plans,
-                                         render, render_wgmma, twin_name, wgmma_kernel_text, wgmma_loop_plans)
+from fuzzptx.strategies.mainloops import (FAULTS, MAY_HANG, TWIN_RULES, WGMMA_FAULTS, MainloopPlan, WgmmaLoopPlan,
+                                         mainloop_plans, render, render_wgmma, twin_name, wgmma_kernel_text,
+                                         wgmma_loop_plans)
 from fuzzptx.strategies.mutations import illegal_programs, mutation_of
 
 FAST = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -47,7 +48,12 @@ def test_legal_mainloops_compile_check_clean_and_compute_the_sums(plans):
 @given(st.sampled_from(FAULTS).flatmap(lambda f: mainloop_plans(fault=f)))
 def test_illegal_twins_are_accepted_and_leave_the_outputs_undefined(plan):
     p = render(plan)
-    assert dict(p.expect) == {"ptxas": "accepted", "reference": "undefined"}
+    labels = dict(p.expect)
+    assert labels["ptxas"] == "accepted" and labels["reference"] == "undefined"
+    rule = TWIN_RULES[plan.fault]
+    assert labels.get("checker") == (f"undefined: {rule}" if rule else None)
+    if rule:
+        assert rule in {f.rule for f in check_module(p.module)}
     assert compile_batch([emit(p.module)])[0].accepted
     r = run_program(p)
     assert r.undefined is not None or (r.outputs["o"].kind != 0).all()
@@ -156,3 +162,40 @@ def test_the_sass_of_legal_wgmma_mainloops_at_O3_has_no_pipeline_hazard(plans):
         found = [h.line() for h in verify(lst, name)] + \
             [c.line() for c in gmma_count_hazards(p.module, p.launch.kernel, lst, name)]
         assert found == [], p.notes
+
+
+def test_the_h100_record_ran_every_shape_and_twin_and_explains_every_mismatch():
+    """The committed device record (tests/support/hw_mainloops.py) against today's shape lists."""
+    import json
+    import pathlib
+
+    from support.hw_mainloops import SHAPES, TWINS
+
+    rec = json.loads((pathlib.Path(__file__).parent / "hw_records" / "mainloops_h100.json").read_text())
+    ran = {r["case"].split("/")[0] for r in rec["results"] if r["fault"] is None}
+    assert set(SHAPES) <= ran and set(TWINS) - {n for n, p in TWINS.items() if p.fault in MAY_HANG} <= ran
+    assert rec["device"]["device"].startswith("NVIDIA H100") and rec["ptxas"] == "13.0.88"
+    assert rec["faults"] == 0 and rec["rejected_by_ptxas"] == [] and rec["legal_with_undefined_elements"] == 0
+    hung = {r["case"].split("/")[0] for r in rec["results"] if r["fault"]}
+    assert all(TWINS[n].fault in MAY_HANG for n in hung)
+    ex = rec["mismatches_explained"]
+    assert ex["mismatched_programs"] == rec["programs_with_mismatches"] and ex["all_fp8_with_f32_accumulator"]
+    assert ex["equal_to_hardware_numerics"] == ex["listed_gpu_values"] > 0
+
+
+def test_every_axis_value_of_the_wgmma_mainloops_is_drawn():
+    """Each shape the plans can take comes up in a small seeded sample (no compiling: plans only)."""
+    from fuzzptx.strategies.direct import draw, reproducible
+
+    with reproducible():
+        plans = [draw(wgmma_loop_plans(), f"axes:{i}") for i in range(150)]
+    seen = {(axis, getattr(p, axis)) for p in plans for axis in ("a_load", "consumers", "producer_wg", "setmaxnreg",
+                                                                  "depth", "epilogue", "all_release")}
+    seen |= {("tiles>1", p.tiles > 1) for p in plans} | {("stages>1", p.stages > 1) for p in plans}
+    seen |= {("depth1+producer_wg", True) for p in plans if p.depth and p.producer_wg}
+    want = {("a_load", v) for v in ("desc", "ld.shared", "ldmatrix")} | {("consumers", 1), ("consumers", 2)} | {
+        (a, v) for a in ("producer_wg", "setmaxnreg", "all_release", "tiles>1", "stages>1") for v in (False, True)} | {
+        ("depth", 0), ("depth", 1), ("epilogue", "st.global"), ("epilogue", "stmatrix")}
+    assert want <= seen, want - seen
+    assert ("depth1+producer_wg", True) not in seen  # not drawn: docs/tma.md says why
+    assert {p.form.dtype for p in plans} == {"f32", "f16", "s32"}

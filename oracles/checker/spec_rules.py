@@ -22,6 +22,8 @@ block to report.  Rules:
   bulk copy completing bytes on a barrier no expect_tx raises (``mbarrier_analysis``).
 - ``spec.mbarrier.release-in-flight``: an mbarrier arrive while a wgmma may be in flight, on a
   barrier waited on before a write into bytes that wgmma reads (``release_analysis``).
+- ``spec.mbarrier.read-before-wait``: a read of bytes a bulk copy fills with no wait on the
+  copy's mbarrier since the copy on some path (``early_read_analysis``).
 - ``spec.desc.base-offset`` / ``spec.desc.reserved``: a constant matrix descriptor the spec rejects.
 - ``spec.smem.out-of-bounds``: a descriptor whose start address (known from constants and shared
   symbols, laid out as ptxas does: ``fuzzptx.ptx.smem``) lies at or past the end of the kernel's
@@ -38,7 +40,7 @@ from fuzzptx.isa import ELEMENT_BITS
 from fuzzptx.isa.layouts import SWIZZLES, tile_byte_offsets
 from fuzzptx.perf import per_object
 from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, Sym
-from fuzzptx.ptx.smem import SHARED_RESERVED, shared_layout
+from fuzzptx.ptx.smem import SHARED_RESERVED, shared_layout, type_bytes
 
 from .bits import known_bits
 from .context import FnCtx, Site, defined_functions, sites
@@ -536,6 +538,64 @@ def release_analysis(ctx: FnCtx, sink: Sink) -> None:
     _run(ctx, sink, frozenset(), step, lambda a, b: _norm(a | b))
 
 
+# ------------------------------------------------------------------ reading a stage before its barrier
+
+
+def _shared_read(ins: Instr, defs, tid_max) -> list:
+    """Byte ranges a generic shared load (``ld.shared``, ``ldmatrix``) or a wgmma (through its
+    descriptors) may read; [] for any other instruction."""
+    op = ins.opcode
+    if ins.base == "ld" and ".shared" in op and len(ins.operands) > 1:
+        vec = next((m for m in ins.modifiers if m in ("v2", "v4", "v8")), None)
+        width = type_bytes(ins.modifiers[-1]) * (int(vec[1:]) if vec else 1)
+        return [_range(ins.operands[1], width, defs, tid_max)]
+    if ins.base == "ldmatrix" and len(ins.operands) > 1:
+        return [_range(ins.operands[1], 16, defs, tid_max)]  # each thread's address is one 16-byte row
+    if is_wgmma(ins):
+        return _wgmma_reads(ins, defs)
+    return []
+
+
+def early_read_analysis(ctx: FnCtx, sink: Sink) -> None:
+    """``spec.mbarrier.read-before-wait``: shared memory a bulk copy fills, read (ld.shared,
+    ldmatrix, a wgmma's descriptors) on a path with no wait on the copy's mbarrier since the copy.
+    The copy's bytes are visible only to a thread that observed the phase it completes (PTX ISA
+    9.7.9.25.4.2 and 9.7.13.15.16): such a read may see old or partly written bytes.
+
+    State: the (line, destination, barrier) of each copy not yet waited for; a wait on a barrier
+    settles the copies it may complete (a barrier nothing bounds settles them all).  Only ranges
+    bounded at both ends are compared (a tensor copy's box is the tensor map's, unknown here), so
+    the rule never guesses."""
+    defs = single_defs(ctx.fn)
+    dims = block_dims(ctx.fn, ctx.module.preamble)
+    tid_max = dims[0] - 1 if dims and dims[1] == dims[2] == 1 else None
+
+    def step(site: Site, ins: Instr, st):
+        op = ins.opcode
+        if ins.base == "cp" and "complete_tx" in op and ".shared" in op.split(".global")[0] and ins.operands:
+            dst, bar = _stage_write(ins, defs, tid_max), _barrier_range(ins, ins.operands[-1], defs, tid_max)
+            if dst is not None and _bounded(dst) and dst[2] is not None and _bounded(bar):  # (a tensor copy's box: unknown)
+                st = st | {(_line(ins) or 0, dst, bar)}
+                if len(st) > _PROXY_CAP:  # beyond the cap, forget (never report what is not tracked)
+                    st = frozenset(sorted(st, key=lambda e: e[0])[-_PROXY_CAP:])
+            return st
+        if ins.base == "mbarrier" and ("try_wait" in ins.modifiers or "test_wait" in ins.modifiers):
+            bar = _barrier_range(ins, _barrier_of(ins), defs, tid_max)
+            return frozenset() if not _bounded(bar) else frozenset(e for e in st if not _meets(e[2], bar))
+        if st:
+            for r in _shared_read(ins, defs, tid_max):
+                hit = sorted(e for e in st if _bounded(r) and r[2] is not None and _meets(e[1], r))
+                if hit:
+                    sink.add("spec.mbarrier.read-before-wait", "error", _line(ins),
+                             f"{ins.opcode.split('.sync')[0]} may read shared memory the bulk copy at line {hit[0][0]} "
+                             "fills, with no wait on that copy's mbarrier since: the bytes may not have landed "
+                             "(wait on the barrier's phase first, PTX ISA 9.7.13.15.16)")
+                    break
+        return st
+
+    _run(ctx, sink, frozenset(), step, lambda a, b: a | b)
+
+
 # ------------------------------------------------------------------ .aligned under divergence
 
 
@@ -771,4 +831,6 @@ def check_function(ctx: FnCtx, sink: Sink) -> None:
         proxy_analysis(ctx, _Recording(sink))  # a TMA store reads through the async proxy too
     if any(i.base == "mbarrier" or (i.base == "cp" and "complete_tx" in i.opcode) for i in ctx.fn.instructions()):
         mbarrier_analysis(ctx, sink)
+        if any(i.base == "cp" and "complete_tx" in i.opcode for i in ctx.fn.instructions()):
+            early_read_analysis(ctx, _Recording(sink))
     aligned_analysis(ctx, sink)

@@ -215,17 +215,12 @@ def _land_words(m, ins, b: Barrier, src: int, dst: int, nbytes: int) -> None:
     """Copy ``nbytes`` (a multiple of 16) global -> shared as 4-byte words, all at once: the
     destination reads as undefined until a wait observes the barrier's phase (``b.landing``)."""
     words = np.arange(0, nbytes, 4, dtype=np.uint64)
-    dgroups = m.mem.resolve("shared", U64(dst) + words, 4, ins, "store")
-    pos0 = 0
+    (dreg, _, doff), = m.mem.resolve("shared", U64(dst) + words, 4, ins, "store")  # one region
     for region, pos, off in m.mem.resolve("global", U64(src) + words, 4, ins, "load"):
         (bits, sh), = region.read(off, 4, 1)
-        for dreg, dpos, doff in dgroups:  # one shared region: the positions line up
-            d = doff[pos] if pos.size != doff.size else doff
-            dreg.write(d, 4, [(bits, Shadow.undef(bits.size, 32))])
-            b.landing.append((dreg, d, [(bits, sh)]))
-        pos0 += pos.size
-    if pos0 != words.size:
-        raise BadAddress.at(ins, "cp.async.bulk source resolved to fewer words than it copies")
+        d = doff[pos] if pos.size != doff.size else doff  # the source's words, in order
+        dreg.write(d, 4, [(bits, Shadow.undef(bits.size, 32))])
+        b.landing.append((dreg, d, [(bits, sh)]))
 
 
 def h_elect(m, f, ins, act):

@@ -49,7 +49,7 @@ class Pending:
     poisoned: bool = False
     _d_index: dict | None = None
     tile: tuple | None = None  # (acc layout, D bits, kind, lo, hi, flags [M,N], register has a shadow): see _c_matrix
-    reads: np.ndarray | None = None  # sorted shared byte offsets its descriptors read (None: none)
+    reads: tuple = ()  # (layout, mn, k, element bytes, lowest, highest address) per tile read from shared memory
     line: int | None = None  # the wgmma's source line (notes)
 
     def d_index(self) -> dict:
@@ -280,7 +280,7 @@ def _apply_stacked(m, f, p: Pending, rows: slice, gm: np.ndarray) -> bool:
 class _Tile:
     bits: np.ndarray  # uint32 [rows, cols]
     bad: np.ndarray  # bool [rows, cols]: UNDEF or not exact
-    reads: np.ndarray | None = None  # the shared byte offsets read, sorted
+    reads: tuple | None = None  # (layout, mn, k, element bytes, lowest, highest address): see _read_bytes
 
 
 # ------------------------------------------------------------------ writes under an in-flight read
@@ -309,12 +309,13 @@ def shared_written(m, off: np.ndarray, nbytes: int) -> None:
     written = None
     for st in m.wg.groups:
         for p in [q for grp in st.committed for q in grp] + st.uncommitted:
-            r = p.reads
-            if r is None or p.poisoned or not r.size or hi <= int(r[0]) or lo > int(r[-1]):
+            # a tile's span first (most writes are elsewhere), its exact bytes only when they may meet
+            near = [r for r in p.reads if hi > r[4] and lo <= r[5] + r[3] - 1]
+            if p.poisoned or not near:
                 continue
             if written is None:
                 written = (off.astype(np.int64)[:, None] + np.arange(nbytes)).ravel()
-            if np.isin(written, r, assume_unique=False).any():
+            if any(np.isin(written, _read_bytes(*r[:4])).any() for r in near):
                 p.poisoned = True
                 m.note(f"shared memory read by the wgmma.mma_async at line {p.line if p.line is not None else '?'} "
                        "was written before the wgmma.wait_group that retires it (undefined: the wgmma may read "
@@ -564,7 +565,7 @@ def _smem_tile(m, ins, layout: L.SmemLayout, mn_ext: int, k_ext: int) -> _Tile:
         m.note("wgmma reads shared memory written by the generic proxy with no fence.proxy.async since (undefined)")
     flags = bad if dirty is None else (dirty if bad is None else bad | dirty)
     return _Tile(val.astype(np.uint32), np.zeros(addr.shape, bool) if flags is None else flags,
-                 _read_bytes(layout, mn_ext, k_ext, nbytes))
+                 (layout, mn_ext, k_ext, nbytes, amin, amax))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -612,7 +613,7 @@ def _mma(m, f, ins, act, groups):
         scale_d, sa, sb, ta, tb = operand_scalars(m, f, ops, rows, ins, reasons)
         # C (ignored when scale-d is false, so never read then)
         c_tile, CK, CLO, CHI, CFL = c_operand(m, f, st, scale_d, d_names, rows, acc, M, N)
-        reads: list[np.ndarray] = []
+        reads: list[tuple] = []
         # A
         if "a" in ops:
             al = L.a_fragment_layout(form.atype)
@@ -687,7 +688,7 @@ def _mma(m, f, ins, act, groups):
         shadows = _reg_shadows(acc, kind, lo, hi, flags)
         p = Pending(f, g, d_names, out_bits, shadows, a_names)
         p.tile = (acc, out_tile, kind, lo, hi, flags, [s is not None for s in shadows])
-        p.reads = reads[0] if len(reads) == 1 else np.union1d(*reads)
+        p.reads = tuple(reads)
         p.line = ins.loc.line if ins.loc else None
         _watch_writes(m)
         st.uncommitted.append(p)
