@@ -157,7 +157,7 @@ def _words(plan: CopyPlan, body) -> list[str]:
 
 def kernel_text(plan: CopyPlan) -> str:
     """The PTX of a plan: ``k(g, o, r, tm, tmo)``."""
-    tm, r, B = plan.tmap, plan.tmap.rank, plan.box_bytes
+    r, B = plan.tmap.rank, plan.box_bytes
     n = len(plan.loads)
     lines = [
         ".version 8.4", ".target sm_90a", ".address_size 64", "",

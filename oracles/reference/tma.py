@@ -38,11 +38,10 @@ import numpy as np
 
 from fuzzptx.isa.layouts import ROW_BYTES, SWIZZLES
 from fuzzptx.program import TensorMap
-from fuzzptx.ptx.ir import Addr, Imm, Reg, Sym, TensorAddr
+from fuzzptx.ptx.ir import Imm, Sym, TensorAddr
 
 import fuzzptx.oracles.reference.mbarrier as mbarrier
 from .errors import BadAddress, Undefined, Unsupported
-from .memory import CONST_BASE
 from .mem_ops import _address
 from .values import U64, Shadow, sign_extend
 
@@ -388,7 +387,7 @@ def _tensor_store(m, f, ins, act):
     for j in range(idx.size):
         tm = maps[j]
         _check_map(ins, tm)
-        if reduce is not None and not tm.type[0] in "us":
+        if reduce is not None and tm.type[0] not in "us":
             raise Unsupported.at(ins, f"a {reduce} reduction into a {tm.type} tensor is not modelled (integer maps only)")
         start = int(saddr[j]) & 0xFFFFFFFF
         _check_shared(ins, tm, start)
