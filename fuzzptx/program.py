@@ -529,10 +529,11 @@ _POINTERS = (".u64", ".b64", ".s64")
 
 def inferred_header(module: Module, file: str, kernel: str | None = None) -> Program:
     """A header for plain PTX (no ``// fuzzptx-repro v1`` lines), so any PTX file can be checked,
-    replayed and shrunk: the first kernel, launched as one CTA of 128 threads (a warpgroup: every
-    tensor-core form fits); each 64-bit parameter a buffer of ``INFERRED_COUNT`` random u32
+    replayed and shrunk: the first kernel, launched as one CTA of its ``.reqntid`` or ``.maxntid``, else of
+    128 threads (a warpgroup: every tensor-core form fits); each 64-bit parameter a buffer of ``INFERRED_COUNT`` random u32
     words (seed 0), each an output (what the kernel writes is compared); each other scalar
-    parameter 0.  A ptxas-only signature needs none of it; the program's note says it was
+    parameter 0, and each array parameter (a by-value struct: CUTLASS's ``Params``) zero bytes,
+    a ``PARAM`` whose value is the bytes read as one little-endian integer.  A ptxas-only signature needs none of it; the program's note says it was
     inferred, and which kernels the file has, and its text (``to_ptx``) prints the header to
     edit.  ``kernel`` (``--kernel NAME``) launches another kernel than the first."""
     kernels = list(module.kernels())
@@ -544,17 +545,34 @@ def inferred_header(module: Module, file: str, kernel: str | None = None) -> Pro
     k = kernels[names.index(kernel)] if kernel is not None else kernels[0]
     buffers: list[Buffer] = []
     scalars: list[tuple[str, int]] = []
+    arrays: list[str] = []
     for p in k.params:
         if p.dims:
-            raise ReproError(f"no '// {MAGIC}' header, and parameter {p.name} of {k.name} is an array "
-                             "(a tensor map?): write the header by hand", file=file, line=1)
-        if p.type in _POINTERS:
+            arrays.append(p.name)  # a by-value struct (CUTLASS's Params, CuTe's TMA descriptors): zero bytes
+            scalars.append((p.name, 0))
+        elif p.type in _POINTERS:
             buffers.append(Buffer(p.name, "u32", INFERRED_COUNT, "random", 0, output=True))
         else:
             scalars.append((p.name, 0))
-    note = (f"{INFERRED}: kernel {k.name}, one CTA of 128 threads, {len(buffers)} buffer(s) of "
+    block = _required_block(k)
+    shape = f"{block[0]}" if block[1:] == (1, 1) else ",".join(map(str, block))
+    note = (f"{INFERRED}: kernel {k.name}, one CTA of {shape} threads, {len(buffers)} buffer(s) of "
             f"{INFERRED_COUNT} random u32, scalars 0 (edit the header to change them)")
+    if arrays:
+        note += (f"; array parameter(s) {', '.join(arrays)}: zero bytes (pointers in them are null: ptxas-only "
+                 "signatures need nothing more, a launch needs the header written by hand)")
     if len(names) > 1:
         note += f"; kernels in the file: {', '.join(names)} (--kernel NAME launches another)"
-    return Program(module, Launch(k.name), tuple(buffers), tuple(scalars), (), None, (note,), "spec")
+    return Program(module, Launch(k.name, block=block), tuple(buffers), tuple(scalars), (), None, (note,), "spec")
+
+
+def _required_block(kernel) -> tuple[int, int, int]:
+    """The kernel's ``.reqntid`` (a launch of any other shape fails), else its ``.maxntid`` (CUTLASS
+    declares its block size so: 384 for a producer and two consumer warpgroups), else one warpgroup."""
+    for directive in ("reqntid", "maxntid"):
+        for attr in kernel.attributes:
+            m = re.match(rf"\s*\.{directive}\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", attr)
+            if m:
+                return int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1)
+    return (128, 1, 1)
 

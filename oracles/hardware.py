@@ -91,6 +91,9 @@ def program_args(program: Program) -> tuple[Arg, ...]:
             b = buffers[p.name]
             args.append(Arg(p.name, buffer_bytes(b).tobytes(), b.output))
         elif p.name in scalars:
+            if p.dims:
+                raise HardwareUnavailable(f"parameter {p.name} is a by-value array ({p.type}{p.dims}): the GPU "
+                                          "judge launches buffers, scalars and tensor maps only")
             ctype = _SCALAR_CTYPES.get(p.type)
             if ctype is None:
                 raise HardwareUnavailable(f"scalar parameter {p.name} of type {p.type} is not supported")

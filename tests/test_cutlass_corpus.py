@@ -18,11 +18,13 @@ from fuzzptx import isa
 from fuzzptx.oracles.checker import check_module
 from fuzzptx.oracles.checker.ptxas_compare import agreement
 from fuzzptx.oracles.checker.ptxas_model import predict_module
+from fuzzptx.oracles.hardware import HardwareUnavailable, program_args
 from fuzzptx.oracles.ptxas import compile_batch, compile_ptx
 from fuzzptx.oracles.sass import disassemble, disassembler, gmma_count_hazards, verify
-from fuzzptx.program import Program, ReproError
+from fuzzptx.program import Program
 from fuzzptx.ptx.emit import emit
 from fuzzptx.ptx.parse import parse
+from fuzzptx.reduce import instruction_count
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "cutlass"
@@ -130,15 +132,27 @@ def test_the_sass_verifier_finds_no_hazard_at_O3(compiled):
 
 # ------------------------------------------------------------------ launching one: --kernel and arrays
 
-def test_a_kernel_taking_a_parameter_struct_is_refused_in_one_line(tmp_path):
-    """CUTLASS kernels take their Params (and CuTe's, TMA descriptors) as ``.param .b8 [N]``: no
-    launch is inferred for them, replay says why in one line (exit 2, no traceback)."""
-    with pytest.raises(ReproError, match="is an array"):
-        Program.from_file(CORPUS / "ws_coop_f16_128x128x64.ptx")
-    proc = subprocess.run([sys.executable, "-m", "fuzzptx.cli", "replay", str(CORPUS / "ws_coop_f16_128x128x64.ptx"),
-                           "--no-hardware"], capture_output=True, text=True, cwd=ROOT,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+def test_a_kernel_taking_a_parameter_struct_replays_and_shrinks_on_its_ptxas_signature(tmp_path):
+    """CUTLASS kernels take their Params as ``.param .b8 [N]``: the inferred header gives it zero bytes
+    and the kernel's ``.reqntid`` (384 threads), ptxas judges it (C7510: the debug build's
+    ``__assertfail``), the GPU judge says why it does not launch it, and a ptxas-only signature
+    shrinks with no launch at all."""
+    f = CORPUS / "ws_coop_f16_128x128x64.ptx"
+    p = Program.from_file(f)
+    assert p.launch.block == (384, 1, 1) and len(p.scalars) == 1 and p.scalars[0][1] == 0
+    with pytest.raises(HardwareUnavailable, match="by-value array"):
+        program_args(p)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "fuzzptx.cli", "replay", str(f), "--no-hardware"],
+                          capture_output=True, text=True, cwd=ROOT, env=env)
+    assert proc.returncode == 0 and "accepted C7510" in proc.stdout and "Traceback" not in proc.stderr, proc.stderr[-500:]
+    out = tmp_path / "small.ptx"
+    proc = subprocess.run([sys.executable, "-m", "fuzzptx.cli", "shrink", str(f), "--keep", "ptxas:C7510", "-o", str(out),
+                           "--budget", "60"], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    small = Program.from_file(out)
+    assert instruction_count(small) < instruction_count(p) // 10
+    assert "C7510" in compile_batch([small.to_ptx()])[0].stderr
 
 
 def test_another_kernel_of_a_cutlass_file_replays():
