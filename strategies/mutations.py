@@ -33,6 +33,7 @@ from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Addr, Function, Guard, Imm, Instr, Label, Param, Reg, RegDecl, Sym, Vec, walk
 from fuzzptx.ptx.smem import shared_layout
 from .mainloops import TWIN_RULES, fault_of, illegal_mainloop_programs, twin_name
+from . import tensor_copies
 from .programs import wgmma_programs
 
 WGMMA_PREFIX = "wgmma.mma_async"
@@ -593,7 +594,11 @@ MUTATIONS: tuple[Mutation, ...] = (
 MAINLOOP_MUTATIONS = tuple(
     Mutation(twin_name(fault), rule or "", "undefined", "accepted", lambda p, c: None)
     for fault, rule in TWIN_RULES.items())
-BY_NAME = {m.name: m for m in MUTATIONS + MAINLOOP_MUTATIONS}
+#: The tensor-copy kernels' twins (strategies/tensor_copies.py), likewise drawn whole; no checker
+#: rule is claimed for them.
+TENSOR_MUTATIONS = tuple(Mutation(tensor_copies.twin_name(f), "", "undefined", "accepted", lambda p, c: None)
+                         for f in tensor_copies.FAULTS)
+BY_NAME = {m.name: m for m in MUTATIONS + MAINLOOP_MUTATIONS + TENSOR_MUTATIONS}
 
 
 def apply(mutation: Mutation | str, program: Program, choice: int = 0) -> Program | None:
@@ -632,24 +637,31 @@ def mutated(draw, programs: st.SearchStrategy[Program], names: tuple[str, ...] |
 
 
 def illegal_programs(names: tuple[str, ...] | None = None) -> st.SearchStrategy[Program]:
-    """Illegal programs: wgmma programs broken by one named mutation, and the mainloop kernels'
-    illegal twins (``MAINLOOP_MUTATIONS``; with ``names``, those named)."""
-    twins = tuple(m.name for m in MAINLOOP_MUTATIONS if names is None or m.name in names)
-    rest = None if names is None else tuple(n for n in names if n not in twins)
-    if not twins:
+    """Illegal programs: wgmma programs broken by one named mutation, and the mainloop and
+    tensor-copy kernels' illegal twins (``MAINLOOP_MUTATIONS``, ``TENSOR_MUTATIONS``; with
+    ``names``, those named)."""
+    loops = tuple(m.name for m in MAINLOOP_MUTATIONS if names is None or m.name in names)
+    copies = tuple(m.name for m in TENSOR_MUTATIONS if names is None or m.name in names)
+    rest = None if names is None else tuple(n for n in names if n not in loops + copies)
+    kinds = []
+    if loops:
+        kinds.append(illegal_mainloop_programs(tuple(fault_of(n) for n in loops)))
+    if copies:
+        kinds.append(tensor_copies.illegal_tensor_copy_programs(tuple(tensor_copies.fault_of(n) for n in copies)))
+    if not kinds:
         return mutated(wgmma_programs(), rest)
+    tw = kinds[0] if len(kinds) == 1 else st.integers(0, len(kinds) - 1).flatmap(lambda i: kinds[i])
     if names is not None and not rest:
-        return illegal_mainloop_programs(tuple(fault_of(n) for n in twins))
-    # the mutations' programs 7 draws in 8 (four twin kinds beside ~25 mutations: about their
+        return tw
+    # the mutations' programs 7 draws in 8 (seven twin kinds beside ~25 mutations: about their
     # share of kinds), chosen by a flatmap rather than a nested one_of, which Hypothesis would
     # flatten into an outer ``st.one_of(legal, illegal_programs())`` and so shrink its legal half
     mut = mutated(wgmma_programs(), rest)
-    tw = illegal_mainloop_programs(tuple(fault_of(n) for n in twins))
     return st.integers(0, TWIN_WEIGHT).flatmap(lambda i: tw if i == TWIN_WEIGHT else mut)
 
 
 TWIN_WEIGHT = 7
 
 
-__all__ = ["Mutation", "MUTATIONS", "MAINLOOP_MUTATIONS", "SERIALISED", "verdict_holds", "BY_NAME", "apply", "mutated",
+__all__ = ["Mutation", "MUTATIONS", "MAINLOOP_MUTATIONS", "TENSOR_MUTATIONS", "SERIALISED", "verdict_holds", "BY_NAME", "apply", "mutated",
            "illegal_programs", "mutation_of"]

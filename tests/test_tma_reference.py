@@ -11,6 +11,7 @@ from fuzzptx.oracles.reference import BadAddress, run_program
 from fuzzptx.oracles.reference.errors import StepLimit
 from fuzzptx.oracles.reference.values import UNDEF
 from fuzzptx.program import Buffer, Launch, Program
+from fuzzptx.strategies.mutations import illegal_programs, mutation_of
 from fuzzptx.ptx.parse import parse
 
 A = Buffer("a", "u32", 128, "random", 7)
@@ -531,3 +532,14 @@ def test_the_shrinker_keeps_a_tensor_maps_buffer():
     back = Program.from_ptx(small.to_ptx(), "shrunk.ptx")
     assert "g" in {b.name for b in back.buffers} and back.tensormaps == small.tensormaps
     assert [t.name for t in small.tensormaps] == ["tm", "tmo"]  # both maps' parameters are named (mov)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(illegal_programs(tuple(tc.twin_name(f) for f in tc.FAULTS)))
+def test_illegal_programs_draws_the_tensor_copy_twins_with_their_labels(p):
+    """``illegal_programs()`` (what fuzz runs and campaigns draw) holds the tensor-copy twins, labelled as
+    their ``TENSOR_MUTATIONS`` entry says, and the reference finds each undefined."""
+    m = mutation_of(p)
+    assert m.name.startswith("tensor_") and dict(p.expect) == dict(m.expect()) == {"ptxas": "accepted", "reference": "undefined"}
+    r = run_program(p)
+    assert r.undefined or any((o.kind == UNDEF).any() for o in r.outputs.values())
