@@ -41,7 +41,7 @@ from support.shrink_cases import PLANTS, pad, plant_predicate  # noqa: E402
 
 def hunt(name: str, limit: int, seed: int):
     """The first drawn program (of ``limit``) on which the plant shows, and how many were drawn."""
-    from fuzzptx.engine.run import draw_programs
+    from fuzzptx.engine.generate import draw_programs
 
     holds = plant_predicate(name)
     programs = draw_programs(limit, seed, 0.5 if name.startswith("fence") else 0.0)
@@ -111,17 +111,18 @@ def padded_cases(budget: float) -> list[dict]:
 
 
 def found_cases(budget: float, draw: int, limit: int, seed: int = 7) -> list[dict]:
-    """(c) real findings: programs drawn by ``fuzz.draw_programs`` and judged by the CPU judges; the first
+    """(c) real findings: blocks of programs drawn and judged by the CPU judges as a campaign does; the first
     program of each distinct signature is shrunk with ``--keep`` that signature."""
+    from fuzzptx.engine.block import prepare_block
+    from fuzzptx.engine.generate import BlockTask
     from fuzzptx.judges import differ
-    from fuzzptx.engine.run import draw_programs, judge_batch
     from fuzzptx.reduce import shrink, signature_predicate
 
-    programs = draw_programs(draw, seed)
     seen: dict[str, object] = {}
-    for lo in range(0, len(programs), 32):
-        batch = programs[lo:lo + 32]
-        for p, v in zip(batch, judge_batch(batch, differ.CPU_JUDGES)):
+    for block in range(-(-draw // 32)):  # the campaign's own CPU stages, block by block
+        item = prepare_block(BlockTask(block=block, seed=seed, size=32, judges=differ.CPU_JUDGES))
+        for j, v in enumerate(item.verdicts):
+            p = item.program(j)
             for f in differ.compare(p, v):
                 if f.signature not in seen and not f.signature.startswith(("expect!=",)):
                     seen[f.signature] = p

@@ -5,13 +5,17 @@ leading ``//`` comment lines carry the launch, the buffers, the scalar params,
 what each judge said and the finding's signature.  ptxas ignores the comments,
 so the file is valid ptxas input as it stands.  ``NUMERICS: hardware`` (absent: ``spec``) says
 which numerics the reference judged it with: the PTX ISA's error bounds, or the bit-exact H100
-model; a replay or a shrink of the file uses the same.
+model; a replay or a shrink of the file uses the same.  ``TENSORMAP:`` describes the tensor map a
+``.param .align 64 .b8 name[128]`` parameter holds (``TensorMap``): the reference reads the
+description, never the driver's opaque encoding; the GPU harness encodes it with
+``cuTensorMapEncodeTiled``.
 
     // fuzzptx-repro v1
     // LAUNCH: kernel=k grid=1,1,1 block=128,1,1
     // BUFFER: a type=f16 count=1024 init=random seed=7
     // BUFFER: d type=f32 count=4096 init=zeros output
     // PARAM: n value=4
+    // TENSORMAP: tm buffer=a type=f16 dims=64,32 strides=128 box=32,16 swizzle=64B oob=zero
     // NUMERICS: hardware
     // EXPECT: ptxas: accepted
     // SIGNATURE: reference!=hardware|wgmma
@@ -25,6 +29,7 @@ from pathlib import Path
 
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.inputs import read_text
+from fuzzptx.isa.layouts import ROW_BYTES
 from fuzzptx.ptx.emit import emit, emit_located
 from fuzzptx.ptx.ir import Module
 from fuzzptx.ptx.parse import parse
@@ -49,6 +54,142 @@ _BYTES = {  # bytes per element of each buffer type
     "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1, "b8": 1,
 }
 
+
+
+# The tensor-map vocabulary of the header, in the driver's enum order (cuda.h: CUtensorMapDataType,
+# CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill): the
+# GPU harness passes a value's index as the enum.  Element types name buffer types (their bytes).
+TMAP_TYPES = ("u8", "u16", "u32", "s32", "u64", "s64", "f16", "f32", "f64", "bf16", "f32.ftz", "tf32", "tf32.ftz")
+TMAP_INTERLEAVES = ("none", "16B", "32B")
+TMAP_SWIZZLES = ("none", "32B", "64B", "128B")
+TMAP_L2 = ("none", "64B", "128B", "256B")
+TMAP_OOB = ("zero", "nan")  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE / _NAN_REQUEST_ZERO_FMA
+TMAP_BYTES = 128  # the opaque object: a .param .align 64 .b8 name[128] parameter
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """A tiled tensor map (what ``cuTensorMapEncodeTiled`` takes), filling kernel parameter ``name``.
+
+    ``dims`` (elements) and ``box`` (elements) and ``estrides`` innermost first, as the driver takes
+    them; ``strides``: the byte strides of dimensions 1..rank-1 (dimension 0 is dense).  The tensor
+    starts ``offset`` bytes into ``buffer``.  Only the description is checked here (the header is a
+    file format); the driver's own limits are ``encode_issues``.
+    """
+
+    name: str
+    buffer: str
+    type: str
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    box: tuple[int, ...]
+    estrides: tuple[int, ...] = ()
+    offset: int = 0
+    interleave: str = "none"
+    swizzle: str = "none"
+    l2: str = "none"
+    oob: str = "zero"
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+    @property
+    def element_strides(self) -> tuple[int, ...]:
+        return self.estrides or (1,) * self.rank
+
+    @property
+    def element_bytes(self) -> int:
+        return _BYTES[self.type.split(".")[0]]
+
+    @property
+    def box_elements(self) -> int:
+        """Elements one copy moves: the box traversed with the element strides (ceil(box / estride))."""
+        n = 1
+        for b, e in zip(self.box, self.element_strides):
+            n *= -(-b // e)
+        return n
+
+    @property
+    def box_bytes(self) -> int:
+        """Bytes one tensor copy moves, out-of-bounds elements included: its complete_tx count."""
+        return self.box_elements * self.element_bytes
+
+    @property
+    def inner_bytes(self) -> int:
+        """Bytes of one box row (the innermost dimension) in shared memory, before any padding."""
+        return -(-self.box[0] // self.element_strides[0]) * self.element_bytes
+
+    @property
+    def smem_row_bytes(self) -> int:
+        """Shared bytes between box rows: the row itself, or under a swizzle the swizzle span
+        (``fuzzptx.isa.layouts.ROW_BYTES``): a narrower row is padded to it.  Measured on an H100:
+        a 32-byte row under 64B and a 64-byte row under 128B put their second row one span on
+        (tests/hw_records/tma_tensor_h100.json)."""
+        return self.inner_bytes if self.swizzle == "none" else max(self.inner_bytes, ROW_BYTES[self.swizzle])
+
+    @property
+    def smem_bytes(self) -> int:
+        """Shared bytes one copy's box spans (rows times ``smem_row_bytes``)."""
+        return self.box_elements * self.element_bytes // self.inner_bytes * self.smem_row_bytes
+
+    def byte_strides(self) -> tuple[int, ...]:
+        """The byte stride of every dimension, dimension 0 included."""
+        return (self.element_bytes,) + tuple(self.strides)
+
+    def header_line(self) -> str:
+        def ints(t: tuple[int, ...]) -> str:
+            return ",".join(str(x) for x in t)
+        words = [f"{self.name} buffer={self.buffer}"]
+        if self.offset:
+            words.append(f"offset={self.offset}")
+        words += [f"type={self.type}", f"dims={ints(self.dims)}"]
+        if self.strides:
+            words.append(f"strides={ints(self.strides)}")
+        words.append(f"box={ints(self.box)}")
+        if self.estrides and any(e != 1 for e in self.estrides):
+            words.append(f"estrides={ints(self.estrides)}")
+        for key, value in (("interleave", self.interleave), ("swizzle", self.swizzle), ("l2", self.l2)):
+            if value != "none":
+                words.append(f"{key}={value}")
+        if self.oob != "zero":
+            words.append(f"oob={self.oob}")
+        return " ".join(words)
+
+    def encode_issues(self) -> tuple[str, ...]:
+        """What ``cuTensorMapEncodeTiled`` refuses (CUDA driver API, cuTensorMapEncodeTiled): rank
+        1-5 (3-5 interleaved), dims in [1, 2^32], byte strides multiples of 16 (32 interleaved) below
+        2^40, box dims in [1, 256], the box's inner row a multiple of 16 bytes (no interleave) and at
+        most the swizzle span, element strides in [1, 8], the NaN fill only for float types."""
+        out = []
+        if not 1 <= self.rank <= 5:
+            out.append(f"rank {self.rank} is outside 1..5")
+        if self.interleave != "none" and self.rank < 3:
+            out.append("an interleaved map needs rank 3 or more")
+        if len(self.strides) != self.rank - 1:
+            out.append(f"strides= needs {self.rank - 1} value(s) (dimensions 1..rank-1)")
+        if len(self.box) != self.rank:
+            out.append(f"box= needs {self.rank} value(s)")
+        if self.estrides and len(self.estrides) != self.rank:
+            out.append(f"estrides= needs {self.rank} value(s)")
+        if any(not 1 <= d <= 1 << 32 for d in self.dims):
+            out.append("dims must lie in [1, 2^32]")
+        align = 32 if self.interleave == "32B" else 16
+        if any(s % align or not 0 < s < 1 << 40 for s in self.strides):
+            out.append(f"strides must be positive multiples of {align} below 2^40")
+        if any(not 1 <= b <= 256 for b in self.box):
+            out.append("box dims must lie in [1, 256]")
+        if any(not 1 <= e <= 8 for e in self.element_strides):
+            out.append("estrides must lie in [1, 8]")
+        inner = (self.box[0] if self.box else 0) * self.element_bytes
+        if self.interleave == "none" and inner % 16:
+            out.append(f"the box's inner row is {inner} bytes: a multiple of 16 is needed")
+        span = {"none": 0, "32B": 32, "64B": 64, "128B": 128}[self.swizzle]
+        if self.interleave == "none" and span and inner > span:
+            out.append(f"the box's inner row is {inner} bytes, more than the {self.swizzle} swizzle span")
+        if self.oob == "nan" and not self.type.startswith(("f", "bf", "tf")):
+            out.append("oob=nan needs a floating-point type")
+        return tuple(out)
 
 
 def element_bytes(type_: str) -> int:
@@ -100,6 +241,13 @@ class Program:
     signature: str | None = None
     notes: tuple[str, ...] = field(default=())
     numerics: str = "spec"
+    tensormaps: tuple[TensorMap, ...] = ()
+
+    def tensormap(self, name: str) -> TensorMap:
+        for t in self.tensormaps:
+            if t.name == name:
+                return t
+        raise KeyError(name)
 
     def with_kernel_body(self, body) -> "Program":
         """The program with its launched kernel's body replaced (mutations, probes and models edit it)."""
@@ -127,6 +275,7 @@ class Program:
             seed = f" seed={b.seed}" if not b.init.startswith("hex:") and b.init in ("random", "small_int", "special") else ""
             lines.append(f"BUFFER: {b.name} type={b.type} count={b.count} init={b.init}{seed}" + (" output" if b.output else ""))
         lines += [f"PARAM: {k} value={v}" for k, v in self.scalars]
+        lines += [f"TENSORMAP: {t.header_line()}" for t in self.tensormaps]
         if self.numerics != "spec":
             lines.append(f"NUMERICS: {self.numerics}")
         lines += [f"EXPECT: {judge}: {verdict}" for judge, verdict in self.expect]
@@ -214,6 +363,7 @@ def _parse_header(module: Module, file: str, kernel: str | None = None) -> Progr
     launch: Launch | None = None
     buffers: list[Buffer] = []
     scalars: list[tuple[str, int]] = []
+    tmaps: list[tuple[TensorMap, int]] = []  # with their header lines
     expect: list[tuple[str, str]] = []
     notes: list[str] = []
     signature = None
@@ -228,7 +378,7 @@ def _parse_header(module: Module, file: str, kernel: str | None = None) -> Progr
             seen_magic = True
             continue
         key, sep, rest = text.partition(":")
-        if not sep or key not in ("LAUNCH", "BUFFER", "PARAM", "NUMERICS", "EXPECT", "SIGNATURE", "NOTE"):
+        if not sep or key not in ("LAUNCH", "BUFFER", "PARAM", "TENSORMAP", "NUMERICS", "EXPECT", "SIGNATURE", "NOTE"):
             continue  # free comment text
         rest = rest.strip()
         if key == "LAUNCH":
@@ -262,6 +412,8 @@ def _parse_header(module: Module, file: str, kernel: str | None = None) -> Progr
             if not words:
                 raise ReproError("PARAM needs a name", file=file, line=line)
             scalars.append((words[0], _int(kv, "value", file, line)))
+        elif key == "TENSORMAP":
+            tmaps.append((_tensormap(rest, file, line), line))
         elif key == "EXPECT":
             judge, sep2, verdict = rest.partition(":")
             if not sep2:
@@ -292,10 +444,74 @@ def _parse_header(module: Module, file: str, kernel: str | None = None) -> Progr
     for name, _ in scalars:
         if name not in params:
             raise ReproError(f"PARAM {name} names no parameter of kernel {launch.kernel}", file=file, line=1)
-    missing = params - {b.name for b in buffers} - {n for n, _ in scalars}
+    by_name = {p.name: p for p in kernels[launch.kernel].params}
+    bnames = {b.name: b for b in buffers}
+    for t, tline in tmaps:
+        p = by_name.get(t.name)
+        if p is None:
+            raise ReproError(f"TENSORMAP {t.name} names no parameter of kernel {launch.kernel}", file=file, line=tline)
+        if p.space != ".param" or p.dims != (TMAP_BYTES,) or p.type != ".b8":
+            raise ReproError(f"TENSORMAP {t.name}: the parameter must be declared .param .align 64 .b8 "
+                             f"{t.name}[{TMAP_BYTES}]", file=file, line=tline)
+        b = bnames.get(t.buffer)
+        if b is None:
+            raise ReproError(f"TENSORMAP {t.name}: buffer={t.buffer} is no BUFFER of the header", file=file, line=tline)
+        if t.offset % 16:
+            raise ReproError(f"TENSORMAP {t.name}: offset={t.offset} must be a multiple of 16 (the driver's "
+                             "global address alignment)", file=file, line=tline)
+    missing = params - {b.name for b in buffers} - {n for n, _ in scalars} - {t.name for t, _ in tmaps}
     if missing:
         raise ReproError(f"kernel {launch.kernel} parameter(s) {', '.join(sorted(missing))} have no BUFFER or PARAM line", file=file, line=1)
-    return Program(module, launch, tuple(buffers), tuple(scalars), tuple(expect), signature, tuple(notes), numerics)
+    return Program(module, launch, tuple(buffers), tuple(scalars), tuple(expect), signature, tuple(notes), numerics,
+                   tuple(t for t, _ in tmaps))
+
+
+def _ints(kv: dict[str, str], key: str, file: str, line: int, what: str) -> tuple[int, ...]:
+    if key not in kv:
+        return ()
+    try:
+        vals = tuple(int(p, 0) for p in kv[key].split(","))
+    except ValueError:
+        raise ReproError(f"TENSORMAP {what}: {key}={kv[key]!r}: expected comma-separated integers", file=file,
+                         line=line) from None
+    return vals
+
+
+def _choice(kv: dict[str, str], key: str, allowed: tuple[str, ...], file: str, line: int, what: str) -> str:
+    v = kv.get(key, allowed[0])
+    if v not in allowed:
+        raise ReproError(f"TENSORMAP {what}: {key}={v!r} is not one of {', '.join(allowed)}", file=file, line=line)
+    return v
+
+
+_TMAP_KEYS = {"buffer", "offset", "type", "dims", "strides", "box", "estrides", "interleave", "swizzle", "l2", "oob"}
+
+
+def _tensormap(rest: str, file: str, line: int) -> TensorMap:
+    """One ``TENSORMAP:`` line; every problem is one ``file:line: message``."""
+    words, kv = _fields(rest, file, line)
+    if len(words) != 1:
+        raise ReproError("TENSORMAP needs one parameter name, then key=value fields", file=file, line=line)
+    name = words[0]
+    unknown = sorted(set(kv) - _TMAP_KEYS)
+    if unknown:
+        raise ReproError(f"TENSORMAP {name}: unknown field {unknown[0]}= (have: {', '.join(sorted(_TMAP_KEYS))})",
+                         file=file, line=line)
+    for key in ("buffer", "type", "dims", "box"):
+        if key not in kv:
+            raise ReproError(f"TENSORMAP {name}: missing {key}=", file=file, line=line)
+    t = TensorMap(
+        name, kv["buffer"], _choice(kv, "type", TMAP_TYPES, file, line, name),
+        _ints(kv, "dims", file, line, name), _ints(kv, "strides", file, line, name), _ints(kv, "box", file, line, name),
+        _ints(kv, "estrides", file, line, name), _int(kv, "offset", file, line, 0),
+        _choice(kv, "interleave", TMAP_INTERLEAVES, file, line, name), _choice(kv, "swizzle", TMAP_SWIZZLES, file, line, name),
+        _choice(kv, "l2", TMAP_L2, file, line, name), _choice(kv, "oob", TMAP_OOB, file, line, name))
+    if t.offset < 0:
+        raise ReproError(f"TENSORMAP {name}: offset must not be negative", file=file, line=line)
+    issues = t.encode_issues()
+    if issues:
+        raise ReproError(f"TENSORMAP {name}: {issues[0]}", file=file, line=line)
+    return t
 
 
 INFERRED = "header inferred"  # the note a program with an inferred header carries
@@ -313,10 +529,11 @@ _POINTERS = (".u64", ".b64", ".s64")
 
 def inferred_header(module: Module, file: str, kernel: str | None = None) -> Program:
     """A header for plain PTX (no ``// fuzzptx-repro v1`` lines), so any PTX file can be checked,
-    replayed and shrunk: the first kernel, launched as one CTA of 128 threads (a warpgroup: every
-    tensor-core form fits); each 64-bit parameter a buffer of ``INFERRED_COUNT`` random u32
+    replayed and shrunk: the first kernel, launched as one CTA of its ``.reqntid`` or ``.maxntid``, else of
+    128 threads (a warpgroup: every tensor-core form fits); each 64-bit parameter a buffer of ``INFERRED_COUNT`` random u32
     words (seed 0), each an output (what the kernel writes is compared); each other scalar
-    parameter 0.  A ptxas-only signature needs none of it; the program's note says it was
+    parameter 0, and each array parameter (a by-value struct: CUTLASS's ``Params``) zero bytes,
+    a ``PARAM`` whose value is the bytes read as one little-endian integer.  A ptxas-only signature needs none of it; the program's note says it was
     inferred, and which kernels the file has, and its text (``to_ptx``) prints the header to
     edit.  ``kernel`` (``--kernel NAME``) launches another kernel than the first."""
     kernels = list(module.kernels())
@@ -328,17 +545,34 @@ def inferred_header(module: Module, file: str, kernel: str | None = None) -> Pro
     k = kernels[names.index(kernel)] if kernel is not None else kernels[0]
     buffers: list[Buffer] = []
     scalars: list[tuple[str, int]] = []
+    arrays: list[str] = []
     for p in k.params:
         if p.dims:
-            raise ReproError(f"no '// {MAGIC}' header, and parameter {p.name} of {k.name} is an array "
-                             "(a tensor map?): write the header by hand", file=file, line=1)
-        if p.type in _POINTERS:
+            arrays.append(p.name)  # a by-value struct (CUTLASS's Params, CuTe's TMA descriptors): zero bytes
+            scalars.append((p.name, 0))
+        elif p.type in _POINTERS:
             buffers.append(Buffer(p.name, "u32", INFERRED_COUNT, "random", 0, output=True))
         else:
             scalars.append((p.name, 0))
-    note = (f"{INFERRED}: kernel {k.name}, one CTA of 128 threads, {len(buffers)} buffer(s) of "
+    block = _required_block(k)
+    shape = f"{block[0]}" if block[1:] == (1, 1) else ",".join(map(str, block))
+    note = (f"{INFERRED}: kernel {k.name}, one CTA of {shape} threads, {len(buffers)} buffer(s) of "
             f"{INFERRED_COUNT} random u32, scalars 0 (edit the header to change them)")
+    if arrays:
+        note += (f"; array parameter(s) {', '.join(arrays)}: zero bytes (pointers in them are null: ptxas-only "
+                 "signatures need nothing more, a launch needs the header written by hand)")
     if len(names) > 1:
         note += f"; kernels in the file: {', '.join(names)} (--kernel NAME launches another)"
-    return Program(module, Launch(k.name), tuple(buffers), tuple(scalars), (), None, (note,), "spec")
+    return Program(module, Launch(k.name, block=block), tuple(buffers), tuple(scalars), (), None, (note,), "spec")
+
+
+def _required_block(kernel) -> tuple[int, int, int]:
+    """The kernel's ``.reqntid`` (a launch of any other shape fails), else its ``.maxntid`` (CUTLASS
+    declares its block size so: 384 for a producer and two consumer warpgroups), else one warpgroup."""
+    for directive in ("reqntid", "maxntid"):
+        for attr in kernel.attributes:
+            m = re.match(rf"\s*\.{directive}\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", attr)
+            if m:
+                return int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1)
+    return (128, 1, 1)
 

@@ -5,7 +5,9 @@ owns the CUDA context: a trap or illegal instruction poisons a context, and a hu
 kernel never returns, so neither may happen in the campaign's own process.  The
 parent keeps a watchdog on every job; a fault or a timeout kills the worker and the
 next job starts a fresh one.  Buffers are filled exactly as the program header says
-(``fuzzptx.data.buffer_bytes``), the same bytes the reference sees.
+(``fuzzptx.data.buffer_bytes``), the same bytes the reference sees; each ``TENSORMAP:`` parameter
+is encoded in the worker by the driver's ``cuTensorMapEncodeTiled`` over its buffer's device
+pointer and passed by value (``hw_worker.encode_tensormap``).
 
 ``run_program_on_gpu`` is one-shot (starts and stops a worker); campaigns hold one
 ``HardwareWorker`` and submit many programs.
@@ -22,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from fuzzptx.errors import FuzzptxError
-from fuzzptx.program import Program
+from fuzzptx.program import TMAP_INTERLEAVES, TMAP_L2, TMAP_OOB, TMAP_SWIZZLES, TMAP_TYPES, Program, TensorMap
 
 from . import hw_worker
-from .hw_worker import Arg, Job
+from .hw_worker import Arg, Job, TensorMapArg
 from fuzzptx.data import buffer_bytes
 from .ptxas import compile_ptx
 
@@ -80,12 +82,18 @@ def program_args(program: Program) -> tuple[Arg, ...]:
     fn = program.module.function(program.launch.kernel)
     buffers = {b.name: b for b in program.buffers}
     scalars = dict(program.scalars)
+    tmaps = {t.name: t for t in program.tensormaps}
     args = []
     for p in fn.params:
-        if p.name in buffers:
+        if p.name in tmaps:
+            args.append(Arg(p.name, tensormap=tensormap_arg(tmaps[p.name])))
+        elif p.name in buffers:
             b = buffers[p.name]
             args.append(Arg(p.name, buffer_bytes(b).tobytes(), b.output))
         elif p.name in scalars:
+            if p.dims:
+                raise HardwareUnavailable(f"parameter {p.name} is a by-value array ({p.type}{p.dims}): the GPU "
+                                          "judge launches buffers, scalars and tensor maps only")
             ctype = _SCALAR_CTYPES.get(p.type)
             if ctype is None:
                 raise HardwareUnavailable(f"scalar parameter {p.name} of type {p.type} is not supported")
@@ -93,6 +101,14 @@ def program_args(program: Program) -> tuple[Arg, ...]:
         else:
             raise HardwareUnavailable(f"kernel parameter {p.name} has no BUFFER or PARAM line")
     return tuple(args)
+
+
+def tensormap_arg(t: TensorMap) -> TensorMapArg:
+    """A header's tensor map as ``cuTensorMapEncodeTiled``'s arguments (the header's vocabularies are in
+    the driver's enum order)."""
+    return TensorMapArg(t.buffer, t.offset, TMAP_TYPES.index(t.type), t.dims, t.strides, t.box, t.element_strides,
+                        TMAP_INTERLEAVES.index(t.interleave), TMAP_SWIZZLES.index(t.swizzle), TMAP_L2.index(t.l2),
+                        TMAP_OOB.index(t.oob))
 
 
 def _compile(program: Program) -> tuple[bytes | None, str, str | None]:

@@ -45,14 +45,69 @@ _BENIGN = ("INVALIDIMAGE", "NOBINARYFORGPU", "NOTFOUND", "INVALIDVALUE", "OUTOFR
 
 
 @dataclass(frozen=True)
+class TensorMapArg:
+    """What ``cuTensorMapEncodeTiled`` takes for one tensor-map parameter, as the driver's enums and
+    lists (``fuzzptx.program.TensorMap`` turned into numbers by ``hardware.program_args``); the
+    global address is the device pointer of ``buffer`` plus ``offset``, known only in the worker."""
+
+    buffer: str
+    offset: int
+    dtype: int  # CUtensorMapDataType
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]  # bytes, dimensions 1..rank-1
+    box: tuple[int, ...]
+    estrides: tuple[int, ...]
+    interleave: int  # CUtensorMapInterleave
+    swizzle: int  # CUtensorMapSwizzle
+    l2: int  # CUtensorMapL2promotion
+    oob: int  # CUtensorMapFloatOOBfill
+
+
+@dataclass(frozen=True)
 class Arg:
-    """One kernel argument: a buffer (``data`` = initial bytes) or a scalar (``ctype``, ``value``)."""
+    """One kernel argument: a buffer (``data`` = initial bytes), a scalar (``ctype``, ``value``) or a
+    tensor map (``tensormap``: 128 bytes passed by value, encoded in the worker)."""
 
     name: str
     data: bytes | None = None
     output: bool = False
     ctype: str = ""  # numpy dtype name of a scalar: "uint32", "int64", ...
     value: int = 0
+    tensormap: TensorMapArg | None = None
+
+
+# a tensor map as one by-value kernel argument: CuPy (9+) passes a NumPy structured scalar's bytes as
+# they are, and the driver places them at the parameter's offset (64-aligned) from the cubin's
+# parameter table; checked with CuPy 14.2 on the H100 (tests/hw_records/tma_tensor_h100.json)
+TMAP_DTYPE = [("words", "<u8", (16,))]
+
+
+def encode_tensormap(address: int, t: TensorMapArg) -> bytes:
+    """The 128-byte CUtensorMap the driver's ``cuTensorMapEncodeTiled`` makes (ctypes on libcuda; the
+    driver API is not wrapped by CuPy).  A refused map raises with CUDA_ERROR_INVALID_VALUE in its
+    text: ``classify`` calls that a load error (the context stays usable)."""
+    import ctypes
+
+    lib = ctypes.CDLL("libcuda.so.1")
+    fn = lib.cuTensorMapEncodeTiled
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p,
+                   ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                   ctypes.c_int]
+    rank = len(t.dims)
+    raw = (ctypes.c_uint8 * (128 + 64))()  # CUtensorMap is alignas(64)
+    at = ctypes.addressof(raw)
+    at += -at % 64
+    dims = (ctypes.c_uint64 * rank)(*t.dims)
+    strides = (ctypes.c_uint64 * max(rank - 1, 1))(*(t.strides or (0,)))
+    box = (ctypes.c_uint32 * rank)(*t.box)
+    estrides = (ctypes.c_uint32 * rank)(*(t.estrides or (1,) * rank))
+    rc = fn(ctypes.c_void_p(at), t.dtype, rank, ctypes.c_void_p(address), dims, strides, box, estrides,
+            t.interleave, t.swizzle, t.l2, t.oob)
+    if rc != 0:
+        raise ValueError(f"CUDA_ERROR_INVALID_VALUE: cuTensorMapEncodeTiled refused the map over {t.buffer} "
+                         f"(CUresult {rc})")
+    return ctypes.string_at(at, 128)
 
 
 @dataclass(frozen=True)
@@ -226,15 +281,21 @@ def _main(conn, device: int, before_exit=None) -> None:
                 return _quit(tmp, True, before_exit)
             continue
         try:
-            args, outs = [], {}
+            args, outs, arrays = [], {}, {}
             for a in job.args:
-                if a.data is None:
+                if a.data is not None:
+                    arrays[a.name] = cupy.asarray(np.frombuffer(a.data, dtype=np.uint8))
+            for a in job.args:
+                if a.tensormap is not None:
+                    t = a.tensormap
+                    enc = encode_tensormap(arrays[t.buffer].data.ptr + t.offset, t)
+                    args.append(np.frombuffer(enc, dtype=np.dtype(TMAP_DTYPE))[0])
+                elif a.data is None:
                     args.append(np.dtype(a.ctype).type(a.value))
                 else:
-                    arr = cupy.asarray(np.frombuffer(a.data, dtype=np.uint8))
-                    args.append(arr)
+                    args.append(arrays[a.name])
                     if a.output:
-                        outs[a.name] = arr
+                        outs[a.name] = arrays[a.name]
             fn(job.grid, job.block, tuple(args), shared_mem=job.dynamic_smem)
             cupy.cuda.Device().synchronize()
             result = {k: cupy.asnumpy(v).tobytes() for k, v in outs.items()}

@@ -1,32 +1,49 @@
-"""Whole mainloop kernels (issue 27): an S-stage ring of shared-memory buffers filled over K tiles by
-bulk async copies (``cp.async.bulk`` global -> shared, ``mbarrier::complete_tx::bytes``), each stage
-guarded by an mbarrier whose waits flip parity every S tiles, consumed by every thread.
+"""Whole mainloop kernels (issue 27), two shapes (docs/tma.md, "Drawing").
 
-Drawn: threads (1-3 warpgroups), stages S (1-4), tiles K (1-8), whether the expect_tx comes before
-or after the copy, whether one elected producer or every thread arrives (count 1 or the block),
-whether the warpgroups re-balance registers with setmaxnreg first.  Outputs: per thread the sum of
-its word over all tiles, and the lane ``elect.sync`` chose.
+``MainloopPlan``: an S-stage ring of shared-memory buffers filled over K tiles by bulk async
+copies (``cp.async.bulk`` global -> shared, ``mbarrier::complete_tx::bytes``), each stage guarded
+by an mbarrier whose waits flip parity every S tiles, consumed by every thread.  Drawn: threads
+(1-3 warpgroups), stages S (1-4), tiles K (1-8), whether the expect_tx comes before or after the
+copy, whether one elected producer or every thread arrives (count 1 or the block), whether the
+warpgroups re-balance registers with setmaxnreg first.  Outputs: per thread the sum of its word
+over all tiles, and the lane ``elect.sync`` chose.
 
-Illegal twins, labelled as ``mutations`` labels them (``Program.expect``):
-  missing_expect_tx  the producer's arrive for one tile carries no expect_tx: the phase completes
-                     before the bytes land, so what the consumers read is undefined
-  wrong_parity       the consumers wait on the other parity for one tile: that wait returns at once
-                     (the phase before it), the read races the copy and is undefined
-  early_read         the consumers read one tile's stage before waiting on its barrier
-All are accepted by ptxas ("ptxas", "accepted") and leave the reference's outputs undefined
-("reference", "undefined").
+``WgmmaLoopPlan``: wgmma consumers of full/empty barrier pairs, A by descriptor or in registers
+(ld.shared / ldmatrix), one or two consumer warpgroups, a producer warpgroup (setmaxnreg on or
+off) or warp 0's elected lane, wait_group depth 0 or 1, a persistent tile loop, and an epilogue
+through st.global or stmatrix (see the class).
 
-Not drawn yet: tensor copies (TMA with a tensor-map description), wgmma consumers reading the
-stages through descriptors, producer/consumer warpgroup specialisation and persistent tile loops.
+Illegal twins, labelled as ``mutations`` labels them (``Program.expect``, ``mutation:`` notes):
+  missing_expect_tx   one fill arrives without expect_tx: the phase completes before the bytes
+                      land, so what the consumers read is undefined
+  wrong_parity        one wait uses the other parity: it returns at once (the phase before it)
+                      or hangs; the read races the copy and is undefined
+  early_read          one K-step reads its stage (or issues its wgmma) before waiting
+  producer_overwrite  (wgmma consumers) the consumer releases a stage before the wait_group that
+                      retires the wgmma reading it; the producer refills it under that wgmma
+All are accepted by ptxas and leave the reference's outputs undefined; the checker flags
+early_read (``spec.mbarrier.read-before-wait``) and producer_overwrite
+(``spec.mbarrier.release-in-flight``).
+
+Not drawn yet: tensor copies (TMA with a tensor-map description), clusters, and a producer
+warpgroup with wait_group depth 1 (``wgmma_loop_plans`` says why).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from hypothesis import strategies as st
+from hypothesis import event, strategies as st
 
+from fuzzptx import isa
+from fuzzptx.data import element_bytes
+from fuzzptx.isa import ELEMENT_BITS, Form
 from fuzzptx.program import Buffer, Launch, Program
 from fuzzptx.ptx.parse import parse
+
+from .descriptors import SmemTile, canonical_layout, descriptors
+from .instructions import ordered_forms
+from .operands import buffer_type, choice, ints, sampled
+from .pipelines import M
 
 FAULTS = ("missing_expect_tx", "wrong_parity", "early_read")
 
@@ -113,20 +130,566 @@ def render(plan: MainloopPlan) -> Program:
                Buffer("o", "u32", plan.ntid, "zeros", output=True),
                Buffer("o2", "u32", plan.ntid, "zeros", output=True))
     expect: tuple = ()
+    notes: tuple = ()
     if plan.fault is not None:
-        expect = (("ptxas", "accepted"), ("reference", "undefined"))
-    return Program(module, Launch("k", (1, 1, 1), (plan.ntid, 1, 1)), buffers, (), expect)
+        expect = _twin_expect(plan.fault)
+        notes = (_twin_note(plan.fault), f"mainloop fault: {plan.fault} at tile {plan.fault_tile}")
+    return Program(module, Launch("k", (1, 1, 1), (plan.ntid, 1, 1)), buffers, (), expect, notes=notes)
+
+
+
+
+# ==================================================================== wgmma consumers
+
+#: Faults of the wgmma-consumer shape (``WgmmaLoopPlan.fault``): the three above plus
+#: ``producer_overwrite`` (the consumer releases a stage on its empty barrier right after
+#: committing the wgmma that reads it, before the wgmma.wait_group that retires it; the producer
+#: then refills the stage while that wgmma may still read it).
+WGMMA_FAULTS = FAULTS + ("producer_overwrite",)
+#: Twins whose hardware outcome may be a hang (a wrong parity waits for a phase nobody completes
+#: when the copy already landed): never run on the GPU (tests/support/hw_mainloops.py).
+MAY_HANG = frozenset({"wrong_parity"})
+_EPI_STMATRIX = ("st.global", "stmatrix")
+
+
+@dataclass(frozen=True)
+class WgmmaLoopPlan:
+    """A warp-specialised wgmma mainloop over ``tiles`` persistent output tiles of ``ktiles``
+    K-steps each, through an ``stages``-deep ring of shared-memory stages.
+
+    Each stage holds, per consumer warpgroup, its A tile (canonical wgmma layout when A comes
+    by descriptor, else the register image ``a_load`` reads) and the one B tile they share;
+    the producer (one elected thread: of warp 0 of the producer warpgroup, or of warp 0 when
+    no warpgroup is set aside) fills a stage with ``cp.async.bulk`` after waiting on its empty
+    barrier; consumers wait on its full barrier, run wgmma, and release it (``arrive`` on the
+    empty barrier) once the wgmma reading it has retired (``depth`` 1 keeps one in flight and
+    releases the previous stage).  Phases live in registers, flipped at each use, so they
+    carry across the persistent tile loop.
+    """
+
+    form_key: str
+    b_tile: SmemTile
+    a_tile: SmemTile | None  # None: A from registers
+    a_load: str  # "desc", "ldmatrix" (16-bit A) or "ld.shared" (fragment image)
+    consumers: int  # consumer warpgroups (1 or 2)
+    producer_wg: bool  # a warpgroup set aside as producer (else warp 0 of warpgroup 0 produces)
+    setmaxnreg: bool  # producer .dec / consumers .inc (with a producer warpgroup)
+    depth: int  # wgmma.wait_group depth: 0, or 1 (needs stages >= 2)
+    stages: int
+    ktiles: int
+    tiles: int  # persistent tiles (blockIdx-strided: tile = %ctaid.x + t * %nctaid.x)
+    all_release: bool  # every consumer thread arrives on the empty barrier (else one per warpgroup)
+    epilogue: str  # "st.global" (raw accumulator registers) or "stmatrix" (f16 rows via shared)
+    seed: int
+    init: str = "small_int"
+    fault: str | None = None
+    fault_k: int = 0  # the K-step the fault is at (in the last tile for missing_expect_tx)
+
+    @property
+    def form(self) -> Form:
+        return isa.by_key(self.form_key)
+
+    @property
+    def threads(self) -> int:
+        return 128 * (self.consumers + self.producer_wg)
+
+    @property
+    def a_bytes(self) -> int:
+        """Bytes of one warpgroup's A tile in a stage (a multiple of 1024: swizzle atoms stay aligned)."""
+        return _image_bytes(self.a_tile)
+
+    @property
+    def b_bytes(self) -> int:
+        return _image_bytes(self.b_tile)
+
+    @property
+    def stage_bytes(self) -> int:
+        return self.consumers * self.a_bytes + self.b_bytes
+
+    @property
+    def fill_bytes(self) -> int:
+        """Bytes one fill copies: each consumer's A image and B (what expect_tx announces)."""
+        return self.consumers * self._a_copy + self._b_copy
+
+    @property
+    def _a_copy(self) -> int:
+        return self.a_tile.footprint() if self.a_tile is not None else 2048
+
+    @property
+    def _b_copy(self) -> int:
+        return self.b_tile.footprint()
+
+
+def _image_bytes(tile: SmemTile | None) -> int:
+    """Bytes a tile takes in a stage (1024-aligned; A from registers: its 2048-byte image)."""
+    return -(-(tile.footprint() if tile is not None else 2048) // 1024) * 1024
+
+
+def _dense_forms() -> tuple[Form, ...]:
+    # dense catalogue forms ptxas accepts, N <= 64 (<= 32 accumulator registers: small programs)
+    return tuple(f for f in ordered_forms(("wgmma",), 32) if f.shape.n <= 64)
+
+
+@st.composite
+def wgmma_loop_plans(draw, *, fault: str | None = None) -> WgmmaLoopPlan:
+    """A ``WgmmaLoopPlan`` (legal, or with ``fault`` at one K-step)."""
+    form = draw(choice(_dense_forms()))
+    shape = form.shape
+    b_tile = draw(descriptors(form.btype, shape.n, shape.k, allow_mn_major=form.has_operand("imm_trans_b")))
+    a_tile = None
+    if form.a_source == "desc":
+        a_tile = draw(descriptors(form.atype, M, shape.k, allow_mn_major=form.has_operand("imm_trans_a")))
+        a_load = "desc"
+    else:
+        a_load = draw(sampled(("ld.shared", "ldmatrix")))
+        if ELEMENT_BITS[form.atype] != 16:
+            a_load = "ld.shared"
+    consumers = draw(ints(1, 2))
+    producer_wg = draw(st.booleans())
+    if fault in ("wrong_parity", "producer_overwrite"):
+        producer_wg = False  # see MAY_HANG; the sequential reference needs every thread waiting
+    depth = draw(ints(0, 1))
+    if producer_wg:
+        # consumer blocks behind a warpgroup branch must retire their wgmma inside the block:
+        # across the join with the producer's path, ptxas (C7517/C7518) and the checker's
+        # path-insensitive in-flight analysis both see a wgmma that may still be in flight
+        depth = 0
+    stages = draw(ints(1, 4))
+    if fault == "producer_overwrite":
+        depth, stages = 1, max(stages, 2)
+    if depth:
+        stages = max(stages, 2)
+    # at most 64 KiB of stages (programs small enough for campaign rates; padded layouts are large)
+    stage_bytes = consumers * _image_bytes(a_tile) + _image_bytes(b_tile)
+    stages = max(1, min(stages, 65536 // stage_bytes))
+    if stages < 2:
+        depth = 0
+    if fault == "producer_overwrite" and stages < 2:
+        b_tile = replace(b_tile, layout=canonical_layout(form.btype, shape.n, shape.k, "K", "none"))
+        if a_tile is not None:
+            a_tile = replace(a_tile, layout=canonical_layout(form.atype, M, shape.k, "K", "none"))
+        stages, depth = 2, 1
+    lo = stages + 1 if fault == "producer_overwrite" else 1
+    ktiles = draw(ints(lo, max(lo, 5)))
+    epilogue = draw(sampled(_EPI_STMATRIX))
+    if form.dtype == "s32":
+        epilogue = "st.global"
+    fault_k = 0
+    if fault == "producer_overwrite":
+        fault_k = draw(ints(0, ktiles - stages - 1))  # its stage is refilled in the same tile
+    elif fault == "missing_expect_tx":
+        fault_k = draw(ints(max(0, ktiles - stages), ktiles - 1))  # the stage's last fill of the kernel
+    elif fault is not None:
+        fault_k = draw(ints(0, ktiles - 1))
+    event(f"mainloop: consumers={consumers} producer_wg={producer_wg} depth={depth} a={a_load} epi={epilogue}")
+    return WgmmaLoopPlan(
+        form.key, b_tile, a_tile, a_load, consumers, producer_wg,
+        setmaxnreg=producer_wg and draw(st.booleans()), depth=depth, stages=stages, ktiles=ktiles,
+        tiles=draw(ints(1, 3)), all_release=draw(st.booleans()), epilogue=epilogue,
+        seed=draw(ints(0, 2**31 - 1)), fault=fault, fault_k=fault_k)
+
+
+class _Text:
+    """PTX lines with fresh registers and labels (declared by ``decls``)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.counts: dict[str, int] = {}
+        self.labels = 0
+
+    def reg(self, t: str) -> str:
+        stem = _STEM[t]
+        i = self.counts.get(t, 0)
+        self.counts[t] = i + 1
+        return f"{stem}{i}"
+
+    def regs(self, t: str, n: int) -> list[str]:
+        return [self.reg(t) for _ in range(n)]
+
+    def label(self, stem: str) -> str:
+        self.labels += 1
+        return f"{stem}{self.labels}"
+
+    def __call__(self, *lines: str) -> None:
+        self.lines += [ln if ln.endswith(":") else "\t" + ln for ln in lines]
+
+    def decls(self) -> list[str]:
+        return [f"\t.reg {t} \t{_STEM[t]}<{n}>;" for t, n in self.counts.items()]
+
+
+_STEM = {".pred": "%p", ".b32": "%r", ".b64": "%rd", ".f32": "%f", ".f16x2": "%h", ".s32": "%s", ".u32": "%u"}
+
+
+def _spin(t: _Text, bar: str, parity: str) -> None:
+    """Wait until the phase of ``parity`` of the mbarrier at ``bar`` completed (try_wait loop)."""
+    top, p = t.label("W"), t.reg(".pred")
+    t(f"{top}:", f"mbarrier.try_wait.parity.shared::cta.b64 \t{p}, [{bar}], {parity};", f"@!{p} bra \t{top};")
+
+
+def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
+    """The PTX of a plan (one kernel ``k(a, b, d)``)."""
+    form, S, K = plan.form, plan.stages, plan.ktiles
+    CW, NT = plan.consumers, plan.threads
+    dtype_reg = form.operand("d").reg_types[0]
+    nd = form.operand("d").count
+    b = _Text()
+    pa, pb, pd = b.reg(".b64"), b.reg(".b64"), b.reg(".b64")
+    b(f"ld.param.u64 \t{pa}, [a];", f"ld.param.u64 \t{pb}, [b];", f"ld.param.u64 \t{pd}, [d];",
+      f"cvta.to.global.u64 \t{pa}, {pa};", f"cvta.to.global.u64 \t{pb}, {pb};", f"cvta.to.global.u64 \t{pd}, {pd};")
+    tid, warp, wg, ltid, lane = (b.reg(".b32") for _ in range(5))
+    b(f"mov.u32 \t{tid}, %tid.x;", f"shr.u32 \t{warp}, {tid}, 5;", f"shr.u32 \t{wg}, {tid}, 7;",
+      f"and.b32 \t{ltid}, {tid}, 127;", f"and.b32 \t{lane}, {tid}, 31;")
+    elect, p_el = b.reg(".b32"), b.reg(".pred")
+    b(f"elect.sync \t{elect}|{p_el}, -1;")
+    pwg = CW if plan.producer_wg else 0  # the producer's warpgroup
+    p_w, p_lead = b.reg(".pred"), b.reg(".pred")
+    b(f"setp.eq.u32 \t{p_w}, {warp}, {4 * pwg};", f"and.pred \t{p_lead}, {p_w}, {p_el};")
+    p_cons = b.reg(".pred")  # consumer warpgroups: 0 .. CW-1
+    b(f"setp.lt.u32 \t{p_cons}, {wg}, {CW};")
+    p_w0, p_init = b.reg(".pred"), b.reg(".pred")
+    b(f"setp.eq.u32 \t{p_w0}, {warp}, 0;", f"and.pred \t{p_init}, {p_w0}, {p_el};")
+    # one arrival per consumer thread, or per consumer warpgroup (its warp 0's elected lane)
+    p_rel = None
+    if not plan.all_release:
+        wq, p_wq = b.reg(".b32"), b.reg(".pred")
+        p_rel = b.reg(".pred")
+        b(f"and.b32 \t{wq}, {warp}, 3;", f"setp.eq.u32 \t{p_wq}, {wq}, 0;", f"and.pred \t{p_rel}, {p_wq}, {p_el};")
+    empty_count = CW * 128 if plan.all_release else CW
+    for s in range(S):
+        b(f"@{p_init} mbarrier.init.shared::cta.b64 \t[full+{8 * s}], 1;",
+          f"@{p_init} mbarrier.init.shared::cta.b64 \t[empty+{8 * s}], {empty_count};")
+    b("fence.mbarrier_init.release.cluster;", "bar.sync \t0;")
+    if plan.setmaxnreg:
+        hi, go = b.label("HI"), b.label("GO")
+        # from .maxnreg 168: the producer gives up 56 registers a thread, the consumers share
+        # them out (multiples of 8); the producer's path is the kernel's whole code, so it keeps
+        # enough for it (with 40, ptxas ignores the instruction: C7507)
+        inc = 224 if CW == 1 else 192
+        b(f"@{p_cons} bra \t{hi};", "setmaxnreg.dec.sync.aligned.u32 \t112;", f"bra.uni \t{go};", f"{hi}:",
+          f"setmaxnreg.inc.sync.aligned.u32 \t{inc};", f"{go}:")
+    # stage addresses (shared window, 32-bit) and descriptors, one per stage (K is unrolled)
+    # the consumer warpgroup index, masked to the consumers' range (CW is 1 or 2): the producer
+    # warpgroup's (unused) is then in range too, so address bounds stay inside the stage
+    cwg = b.reg(".b32")
+    b(f"and.b32 \t{cwg}, {wg}, {CW - 1};")
+    a_off = None  # one consumer: its A tiles at constant offsets (the descriptors are constants)
+    if CW > 1:
+        a_off = b.reg(".b32")
+        b(f"mul.lo.u32 \t{a_off}, {cwg}, {plan.a_bytes};")
+    b_base = CW * plan.a_bytes
+    adesc, bdesc, a_addr = [], [], []
+    a_lane = None
+    for s in range(S):
+        base = s * plan.stage_bytes
+        bdesc.append(_desc(b, "stg", base + b_base + plan.b_tile.start, None, plan.b_tile))
+        if plan.a_tile is not None:
+            adesc.append(_desc(b, "stg", base + plan.a_tile.start, a_off, plan.a_tile))
+        else:
+            if a_lane is None:  # this thread's byte offset in a warpgroup's A image
+                a_lane = b.reg(".b32")
+                if plan.a_load == "ld.shared":  # thread t's four registers at 16 t
+                    b(f"shl.b32 \t{a_lane}, {ltid}, 4;")
+                else:  # ldmatrix.x4: lane l gives row (l & 15) of its warp's 16 rows, k-half l >> 4
+                    wl, r16, row, kh = (b.reg(".b32") for _ in range(4))
+                    b(f"shr.u32 \t{wl}, {ltid}, 5;", f"and.b32 \t{r16}, {lane}, 15;", f"shr.u32 \t{kh}, {lane}, 4;",
+                      f"mad.lo.u32 \t{row}, {wl}, 16, {r16};", f"shl.b32 \t{kh}, {kh}, 4;",
+                      f"mad.lo.u32 \t{a_lane}, {row}, 32, {kh};")
+            r0 = b.reg(".b32")
+            b(f"mov.u32 \t{r0}, stg;")
+            if a_off is not None:
+                r1 = b.reg(".b32")
+                b(f"add.u32 \t{r1}, {r0}, {a_off};")
+                r0 = r1
+            r = b.reg(".b32")
+            b(f"add.u32 \t{r}, {r0}, {a_lane};")
+            if base:
+                rb = b.reg(".b32")
+                b(f"add.u32 \t{rb}, {r}, {base};")
+                r = rb
+            a_addr.append(r)
+    # phases: consumers' full-barrier parity, the producer's empty-barrier parity (1: a fresh
+    # barrier's phase before phase 0 counts as complete, so first fills do not wait)
+    fph = b.regs(".b32", S)
+    eph = b.regs(".b32", S)
+    for s in range(S):
+        b(f"mov.u32 \t{fph[s]}, 0;", f"mov.u32 \t{eph[s]}, 1;")
+    acc = b.regs(dtype_reg, nd)
+    a_sets = [b.regs(".b32", 4) for _ in range(2)] if plan.a_tile is None else []
+    # persistent tile loop
+    it, tile = b.reg(".b32"), b.reg(".b32")
+    nct, cta = b.reg(".b32"), b.reg(".b32")
+    b(f"mov.u32 \t{nct}, %nctaid.x;", f"mov.u32 \t{cta}, %ctaid.x;", f"mov.u32 \t{it}, 0;")
+    top = b.label("TILE")
+    b(f"{top}:", f"mad.lo.u32 \t{tile}, {it}, {nct}, {cta};")
+    p_last = None
+    if plan.fault == "missing_expect_tx":
+        p_last = b.reg(".pred")
+        b(f"setp.eq.u32 \t{p_last}, {it}, {plan.tiles - 1};")
+    # global sources of this tile: A at ((tile * K + k) * CW + cwg) * a_copy, B at k * b_copy
+    a_src = b.reg(".b64")
+    b(f"mul.wide.u32 \t{a_src}, {tile}, {K * CW * plan._a_copy};", f"add.s64 \t{a_src}, {pa}, {a_src};")
+
+    def fill(k: int, s: int) -> None:
+        skip = b.label("P")
+        b(f"@!{p_lead} bra \t{skip};")
+        _spin(b, f"empty+{8 * s}", eph[s])
+        b(f"xor.b32 \t{eph[s]}, {eph[s]}, 1;")
+        bar = f"full+{8 * s}"
+        if plan.fault == "missing_expect_tx" and k == plan.fault_k:
+            b(f"@{p_last} mbarrier.arrive.shared::cta.b64 \t_, [{bar}];",
+              f"@!{p_last} mbarrier.arrive.expect_tx.shared::cta.b64 \t_, [{bar}], {plan.fill_bytes};")
+        else:
+            b(f"mbarrier.arrive.expect_tx.shared::cta.b64 \t_, [{bar}], {plan.fill_bytes};")
+        src = b.reg(".b64")
+        for c in range(CW):
+            dst = s * plan.stage_bytes + c * plan.a_bytes
+            b(f"add.s64 \t{src}, {a_src}, {(k * CW + c) * plan._a_copy};",
+              f"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes \t[stg+{dst}], [{src}], "
+              f"{plan._a_copy}, [{bar}];")
+        b(f"add.s64 \t{src}, {pb}, {k * plan._b_copy};",
+          f"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes \t[stg+{s * plan.stage_bytes + b_base}], "
+          f"[{src}], {plan._b_copy}, [{bar}];")
+        b(f"{skip}:")
+
+    def release(s: int) -> None:
+        b(f"{'' if p_rel is None else '@' + p_rel + ' '}mbarrier.arrive.shared::cta.b64 \t_, [empty+{8 * s}];")
+
+    for k in range(min(S, K)):
+        fill(k, k)
+    for k in range(K):
+        s = k % S
+        skip = b.label("C")
+        if plan.producer_wg:
+            b(f"@!{p_cons} bra \t{skip};")
+        fault_here = plan.fault is not None and plan.fault_k == k
+        parity = fph[s]
+        if fault_here and plan.fault == "wrong_parity":
+            parity = b.reg(".b32")
+            b(f"xor.b32 \t{parity}, {fph[s]}, 1;")
+        mark = len(b.lines)
+        _spin(b, f"full+{8 * s}", parity)
+        wait_lines = b.lines[mark:]
+        del b.lines[mark:]
+        mma = b
+        a_ops = None
+        if plan.a_tile is None:
+            a_ops = a_sets[k % 2]
+            vec = "{" + ", ".join(a_ops) + "}"
+            if plan.a_load == "ld.shared":
+                mma(f"ld.shared.v4.b32 \t{vec}, [{a_addr[s]}];")
+            else:
+                mma(f"ldmatrix.sync.aligned.m8n8.x4.shared.b16 \t{vec}, [{a_addr[s]}];")
+        mma("wgmma.fence.sync.aligned;", _wgmma(plan, form, acc, a_ops, adesc[s] if adesc else None, bdesc[s], k),
+            "wgmma.commit_group.sync.aligned;")
+        if fault_here and plan.fault == "early_read":
+            b.lines += wait_lines  # after the wgmma that reads the stage
+        else:
+            b.lines[mark:mark] = wait_lines
+        b(f"xor.b32 \t{fph[s]}, {fph[s]}, 1;")
+        early = fault_here and plan.fault == "producer_overwrite"
+        if early:
+            release(s)  # before the wait_group that retires the wgmma reading stage s
+        b(f"wgmma.wait_group.sync.aligned \t{plan.depth};")
+        done = k - plan.depth  # the K-step whose wgmma has retired now
+        released_early = plan.fault == "producer_overwrite" and done == plan.fault_k
+        if done >= 0 and not released_early:
+            release(done % S)
+        if plan.producer_wg:
+            b(f"{skip}:")
+        if done >= 0 and done + S < K and not released_early:
+            fill(done + S, done % S)
+        if early:
+            fill(k + S, s)  # the stage the in-flight wgmma of K-step k still reads
+    skip = b.label("E")
+    if plan.producer_wg:
+        b(f"@!{p_cons} bra \t{skip};")
+    if plan.depth:
+        b("wgmma.wait_group.sync.aligned \t0;")
+        release((K - 1) % S)
+    _epilogue(b, plan, form, acc, pd, tile, cwg, ltid, lane)
+    b(f"{skip}:", f"add.u32 \t{it}, {it}, 1;")
+    p_more = b.reg(".pred")
+    b(f"setp.lt.u32 \t{p_more}, {it}, {plan.tiles};", f"@{p_more} bra.uni \t{top};", "ret;")
+    head = [".version 8.4", ".target sm_90a", ".address_size 64", "",
+            ".visible .entry k(.param .u64 a, .param .u64 b, .param .u64 d)", f".reqntid {NT}",
+            *([".maxnreg 168"] if plan.setmaxnreg else []), "{"]
+    shared = [f"\t.shared .align 1024 .b8 stg[{S * plan.stage_bytes}];",
+              f"\t.shared .align 8 .b64 full[{S}];", f"\t.shared .align 8 .b64 empty[{S}];"]
+    if plan.epilogue == "stmatrix":
+        shared.append(f"\t.shared .align 128 .b8 epi[{CW * 64 * form.shape.n * 2}];")
+    return "\n".join(head + b.decls() + shared + b.lines + ["}", ""])
+
+
+def _desc(b: _Text, sym: str, offset: int, extra: str | None, tile: SmemTile) -> str:
+    """A matrix descriptor register: start = bits 4..17 of the shared address, the
+    other fields one constant from the tile's ``MatrixDescriptor`` (fuzzptx.isa.layouts)."""
+    # every register defined once: the checker bounds the start through single definitions
+    r0, r1, f, d = b.reg(".b32"), b.reg(".b32"), b.reg(".b32"), b.reg(".b64")
+    b(f"mov.u32 \t{r0}, {sym};", f"add.u32 \t{r1}, {r0}, {offset};")
+    if extra is not None:
+        r2 = b.reg(".b32")
+        b(f"add.u32 \t{r2}, {r1}, {extra};")
+        r1 = r2
+    const = int(replace(tile.descriptor(), start=0).encode())
+    # start = bits 4..17 of the address: a shared-window address is below 2^18, so a shift does it
+    b(f"shr.u32 \t{f}, {r1}, 4;", f"cvt.u64.u32 \t{d}, {f};")
+    if not const:
+        return d
+    out = b.reg(".b64")
+    b(f"or.b64 \t{out}, {d}, {hex(const)};")
+    return out
+
+
+def _wgmma(plan: WgmmaLoopPlan, form: Form, acc: list[str], a_regs, adesc, bdesc, k: int) -> str:
+    ops = []
+    for spec in form.operands:
+        r = spec.role
+        if r == "d":
+            ops.append("{" + ", ".join(acc) + "}")
+        elif r == "a":
+            ops.append("{" + ", ".join(a_regs) + "}")
+        elif r == "a_desc":
+            ops.append(adesc)
+        elif r == "b_desc":
+            ops.append(bdesc)
+        elif r == "scale_d":
+            ops.append("0" if k == 0 else "1")  # each tile starts from zero
+        elif r in ("imm_scale_a", "imm_scale_b"):
+            ops.append("1")
+        elif r == "imm_trans_a":
+            ops.append(str(int(plan.a_tile.major == "MN")))
+        elif r == "imm_trans_b":
+            ops.append(str(int(plan.b_tile.major == "MN")))
+        else:
+            raise ValueError(f"{form.key}: operand {r!r}")
+    return f"{form.opcode} \t{', '.join(ops)};"
+
+
+def _epilogue(b: _Text, plan: WgmmaLoopPlan, form: Form, acc: list[str], pd: str, tile: str, cwg: str, ltid: str,
+              lane: str) -> None:
+    """Accumulators to global: raw registers (thread t's register i at word t * R + i of its
+    warpgroup's block), or as f16 rows through ``stmatrix`` into shared memory, a named barrier
+    of the consumers, and word copies to global (row-major 64 x N per warpgroup and tile)."""
+    CW, nd, N = plan.consumers, len(acc), form.shape.n
+    blk = b.reg(".b32")
+    b(f"mad.lo.u32 \t{blk}, {tile}, {CW}, {cwg};")
+    out = b.reg(".b64")
+    if plan.epilogue == "st.global":
+        idx, o64 = b.reg(".b32"), b.reg(".b64")
+        b(f"mad.lo.u32 \t{idx}, {blk}, 128, {ltid};", f"mul.wide.u32 \t{o64}, {idx}, {4 * nd};",
+          f"add.s64 \t{out}, {pd}, {o64};")
+        st = {".f32": "f32", ".s32": "s32"}.get(form.operand("d").reg_types[0], "b32")
+        for i, r in enumerate(acc):
+            b(f"st.global.{st} \t[{out}+{4 * i}], {r};")
+        return
+    # f16 pairs: (row g, cols 2c, 2c+1) and (row g + 8, same cols) of each 8-column block
+    halves = []
+    for nb in range(N // 8):
+        for half in range(2):
+            if form.dtype == "f16":
+                halves.append(acc[2 * nb + half])
+            else:
+                h = b.reg(".b32")
+                lo, hi = acc[4 * nb + 2 * half], acc[4 * nb + 2 * half + 1]
+                b(f"cvt.rn.f16x2.f32 \t{h}, {hi}, {lo};")
+                halves.append(h)
+    bar = f"bar.sync \t1, {CW * 128};"
+    b(bar)  # the previous tile's reads of the staging rows are done
+    wl, r16, row, nbj, e0, e1, e2, addr = (b.reg(".b32") for _ in range(8))
+    b(f"shr.u32 \t{wl}, {ltid}, 5;", f"and.b32 \t{r16}, {lane}, 15;", f"mad.lo.u32 \t{row}, {wl}, 16, {r16};",
+      f"shr.u32 \t{nbj}, {lane}, 4;", f"mov.u32 \t{e0}, epi;", f"mad.lo.u32 \t{e1}, {cwg}, {128 * N}, {e0};",
+      f"mad.lo.u32 \t{e2}, {row}, {2 * N}, {e1};", f"mad.lo.u32 \t{addr}, {nbj}, 16, {e2};")
+    for nb in range(0, N // 8, 2):  # x4: two 8-column blocks; x2 for a last odd one (lanes 0-15)
+        regs = halves[2 * nb: 2 * nb + 4]
+        b(f"stmatrix.sync.aligned.m8n8.x{len(regs)}.shared.b16 \t[{addr}+{16 * nb}], {{{', '.join(regs)}}};")
+    b(bar)
+    s0, s1, src, word, g = (b.reg(".b32") for _ in range(5))
+    o64 = b.reg(".b64")
+    b(f"mov.u32 \t{s0}, epi;", f"mad.lo.u32 \t{s1}, {cwg}, {128 * N}, {s0};",
+      f"mad.lo.u32 \t{src}, {ltid}, 4, {s1};", f"mad.lo.u32 \t{g}, {blk}, {32 * N}, {ltid};",
+      f"mul.wide.u32 \t{o64}, {g}, 4;", f"add.s64 \t{out}, {pd}, {o64};")
+    for j in range(N // 4):  # 128 N bytes = 32 N words per warpgroup: 128 threads, N / 4 words each
+        b(f"ld.shared.b32 \t{word}, [{src}+{512 * j}];", f"st.global.b32 \t[{out}+{512 * j}], {word};")
+    # the staging rows were written through the generic proxy; the next tile's wgmmas read shared
+    # memory through the async proxy (descriptors the checker cannot bound may meet these rows)
+    b("fence.proxy.async.shared::cta;")
+
+
+def render_wgmma(plan: WgmmaLoopPlan) -> Program:
+    """The plan as a Program: buffers a (A images), b (B images), d (output)."""
+    form = plan.form
+    module = parse(wgmma_kernel_text(plan), "mainloop_wgmma.ptx")
+    at, bt = buffer_type(form.atype), buffer_type(form.btype)
+    a_count = plan.tiles * plan.ktiles * plan.consumers * plan._a_copy // element_bytes(at)
+    b_count = plan.ktiles * plan._b_copy // element_bytes(bt)
+    blocks = plan.tiles * plan.consumers
+    if plan.epilogue == "stmatrix":
+        out = Buffer("d", "f16", blocks * 64 * form.shape.n, "zeros", output=True)
+    else:
+        ot = {"f32": "f32", "s32": "s32", "f16": "f16"}[form.dtype]
+        nd = form.operand("d").count
+        out = Buffer("d", ot, blocks * 128 * nd * 4 // element_bytes(ot), "zeros", output=True)
+    buffers = (Buffer("a", at, a_count, plan.init, plan.seed), Buffer("b", bt, b_count, plan.init, plan.seed + 1), out)
+    notes = (f"mainloop: {form.key} a={plan.a_load} consumers={plan.consumers} producer_wg={plan.producer_wg} "
+             f"setmaxnreg={plan.setmaxnreg} depth={plan.depth} stages={plan.stages} ktiles={plan.ktiles} "
+             f"tiles={plan.tiles} epilogue={plan.epilogue}",)
+    expect: tuple = ()
+    if plan.fault is not None:
+        expect = _twin_expect(plan.fault)
+        notes = (_twin_note(plan.fault),) + notes + (f"mainloop fault: {plan.fault} at K-step {plan.fault_k}",)
+    return Program(module, Launch("k", (1, 1, 1), (plan.threads, 1, 1)), buffers, (), expect, notes=notes)
+
+
+#: The rule each twin breaks, as the checker names it (None: no checker rule sees it yet).
+TWIN_RULES: dict[str, str | None] = {
+    "missing_expect_tx": None, "wrong_parity": None, "early_read": "spec.mbarrier.read-before-wait",
+    "producer_overwrite": "spec.mbarrier.release-in-flight",
+}
+
+
+def twin_name(fault: str) -> str:
+    """The name a twin goes by among the mutations (``mutation: NAME breaks RULE`` notes)."""
+    return "mainloop_" + fault
+
+
+def fault_of(name: str) -> str:
+    return name.removeprefix("mainloop_")
+
+
+def _twin_expect(fault: str) -> tuple[tuple[str, str], ...]:
+    """Labels as ``mutations.Mutation.expect`` writes them (ptxas, checker where a rule sees it, reference)."""
+    out = [("ptxas", "accepted")]
+    if TWIN_RULES[fault] is not None:
+        out.append(("checker", f"undefined: {TWIN_RULES[fault]}"))
+    return tuple(out + [("reference", "undefined")])
+
+
+def _twin_note(fault: str) -> str:
+    rule = TWIN_RULES[fault]
+    return f"mutation: {twin_name(fault)} breaks {rule if rule else 'no checker rule yet (the reference sees it)'}"
 
 
 def mainloop_programs() -> st.SearchStrategy[Program]:
-    """Legal mainloop kernels (see the module doc)."""
-    return mainloop_plans().map(render)
+    """Legal mainloop kernels: every thread reading the stages, or wgmma consumers (module doc)."""
+    return st.one_of(mainloop_plans().map(render), wgmma_loop_plans().map(render_wgmma))
 
 
-def illegal_mainloop_programs() -> st.SearchStrategy[Program]:
-    """Their labelled illegal twins: one tile with a missing expect_tx, a wrong parity or an early read."""
-    return st.sampled_from(FAULTS).flatmap(lambda f: mainloop_plans(fault=f)).map(render)
+def wgmma_mainloop_programs() -> st.SearchStrategy[Program]:
+    """Legal wgmma-consumer mainloops only (``WgmmaLoopPlan``)."""
+    return wgmma_loop_plans().map(render_wgmma)
+
+
+def illegal_mainloop_programs(faults: tuple[str, ...] = WGMMA_FAULTS) -> st.SearchStrategy[Program]:
+    """Their labelled illegal twins: one K-step with a missing expect_tx, a wrong parity, an early
+    read, or (wgmma consumers) a stage released while the wgmma reading it is in flight."""
+    parts = []
+    plain = tuple(f for f in faults if f in FAULTS)
+    if plain:
+        parts.append(st.sampled_from(plain).flatmap(lambda f: mainloop_plans(fault=f)).map(render))
+    parts.append(st.sampled_from(faults).flatmap(lambda f: wgmma_loop_plans(fault=f)).map(render_wgmma))
+    return st.one_of(*parts)
 
 
 __all__ = ["MainloopPlan", "mainloop_plans", "kernel_text", "render", "mainloop_programs",
-           "illegal_mainloop_programs", "FAULTS"]
+           "illegal_mainloop_programs", "FAULTS", "WgmmaLoopPlan", "wgmma_loop_plans", "wgmma_kernel_text",
+           "render_wgmma", "wgmma_mainloop_programs", "WGMMA_FAULTS", "MAY_HANG", "TWIN_RULES", "twin_name", "fault_of"]

@@ -32,6 +32,8 @@ from fuzzptx.isa.encoding import BASE_OFFSET_FIELD, SWIZZLE_FIELD, descriptor_en
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Addr, Function, Guard, Imm, Instr, Label, Param, Reg, RegDecl, Sym, Vec, walk
 from fuzzptx.ptx.smem import shared_layout
+from .mainloops import TWIN_RULES, fault_of, illegal_mainloop_programs, twin_name
+from . import tensor_copies
 from .programs import wgmma_programs
 
 WGMMA_PREFIX = "wgmma.mma_async"
@@ -61,7 +63,9 @@ class Mutation:
         return verdict_holds(self.ptxas, accepted, codes)
 
     def expect(self) -> tuple[tuple[str, str], ...]:
-        out = [("ptxas", self.ptxas), ("checker", f"{self.kind}: {self.rule}")]
+        out = [("ptxas", self.ptxas)]
+        if self.rule:  # (mainloop twins no checker rule sees yet have none)
+            out.append(("checker", f"{self.kind}: {self.rule}"))
         if self.kind == "undefined":
             out.append(("reference", "undefined"))
         return tuple(out)
@@ -585,7 +589,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("smem_out_of_bounds", "spec.smem.out-of-bounds", "undefined", "accepted", _smem_out_of_bounds,
              site=_moved_descriptor_readers),
 )
-BY_NAME = {m.name: m for m in MUTATIONS}
+#: The mainloop kernels' illegal twins (strategies/mainloops.py draws them whole, so ``apply`` is
+#: never one of theirs): named here so ``mutation_of`` and the differ read their labels.
+MAINLOOP_MUTATIONS = tuple(
+    Mutation(twin_name(fault), rule or "", "undefined", "accepted", lambda p, c: None)
+    for fault, rule in TWIN_RULES.items())
+#: The tensor-copy kernels' twins (strategies/tensor_copies.py), likewise drawn whole; no checker
+#: rule is claimed for them.
+TENSOR_MUTATIONS = tuple(Mutation(tensor_copies.twin_name(f), "", "undefined", "accepted", lambda p, c: None)
+                         for f in tensor_copies.FAULTS)
+BY_NAME = {m.name: m for m in MUTATIONS + MAINLOOP_MUTATIONS + TENSOR_MUTATIONS}
 
 
 def apply(mutation: Mutation | str, program: Program, choice: int = 0) -> Program | None:
@@ -624,8 +637,31 @@ def mutated(draw, programs: st.SearchStrategy[Program], names: tuple[str, ...] |
 
 
 def illegal_programs(names: tuple[str, ...] | None = None) -> st.SearchStrategy[Program]:
-    """Illegal programs: wgmma programs broken by one named mutation."""
-    return mutated(wgmma_programs(), names)
+    """Illegal programs: wgmma programs broken by one named mutation, and the mainloop and
+    tensor-copy kernels' illegal twins (``MAINLOOP_MUTATIONS``, ``TENSOR_MUTATIONS``; with
+    ``names``, those named)."""
+    loops = tuple(m.name for m in MAINLOOP_MUTATIONS if names is None or m.name in names)
+    copies = tuple(m.name for m in TENSOR_MUTATIONS if names is None or m.name in names)
+    rest = None if names is None else tuple(n for n in names if n not in loops + copies)
+    kinds = []
+    if loops:
+        kinds.append(illegal_mainloop_programs(tuple(fault_of(n) for n in loops)))
+    if copies:
+        kinds.append(tensor_copies.illegal_tensor_copy_programs(tuple(tensor_copies.fault_of(n) for n in copies)))
+    if not kinds:
+        return mutated(wgmma_programs(), rest)
+    tw = kinds[0] if len(kinds) == 1 else st.integers(0, len(kinds) - 1).flatmap(lambda i: kinds[i])
+    if names is not None and not rest:
+        return tw
+    # the mutations' programs 7 draws in 8 (seven twin kinds beside ~25 mutations: about their
+    # share of kinds), chosen by a flatmap rather than a nested one_of, which Hypothesis would
+    # flatten into an outer ``st.one_of(legal, illegal_programs())`` and so shrink its legal half
+    mut = mutated(wgmma_programs(), rest)
+    return st.integers(0, TWIN_WEIGHT).flatmap(lambda i: tw if i == TWIN_WEIGHT else mut)
 
 
-__all__ = ["Mutation", "MUTATIONS", "SERIALISED", "verdict_holds", "BY_NAME", "apply", "mutated", "illegal_programs", "mutation_of"]
+TWIN_WEIGHT = 7
+
+
+__all__ = ["Mutation", "MUTATIONS", "MAINLOOP_MUTATIONS", "TENSOR_MUTATIONS", "SERIALISED", "verdict_holds", "BY_NAME", "apply", "mutated",
+           "illegal_programs", "mutation_of"]

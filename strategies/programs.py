@@ -15,6 +15,7 @@ from fuzzptx.program import Program
 from .control import Loop, UniformIf, depth, max_in_flight, script_state, scripts
 from .instructions import WGMMA_FAMILIES, SYNC_FAMILIES, instruction_programs
 from .mainloops import mainloop_programs
+from .tensor_copies import tensor_copy_programs
 from .operands import inits, ints, sampled, seeds
 from .pipelines import PipeState, stages, units
 from .render import WgmmaPlan, render
@@ -131,7 +132,7 @@ def programs() -> st.SearchStrategy[Program]:
     stride draw places a sweep, so mutants move it too), and every form list is drawn
     uniformly (``operands.choice``).
     """
-    return st.one_of(wgmma_programs(), warp_programs(), wgmma_sweeps(), mainloop_programs())  # mainloops: docs/tma.md
+    return st.one_of(wgmma_programs(), warp_programs(), wgmma_sweeps(), mainloop_programs(), tensor_copy_programs())  # mainloops, tensor copies: docs/tma.md
 
 
 __all__ = ["programs", "wgmma_sweeps", "wgmma_programs", "wgmma_plans", "warp_programs", "unit_sets", "D_REG_BUDGET"]

@@ -1,5 +1,6 @@
 """``fuzzptx bundle``: one directory a compiler team can act on, made from the real -O3 SASS hazard
-(reports/findings/ptxas_O3_inflight_acc_call_small.ptx) with the real ptxas."""
+(reports/findings/ptxas_O3_inflight_acc_call_small.ptx) with the real ptxas; ``--kernel`` on a plain
+file with two kernels (nvcc's)."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fuzzptx import cli
 from fuzzptx.oracles.ptxas import PINNED_VERSION, find_ptxas
 from fuzzptx.oracles.sass import disassembler
 from fuzzptx.triage.bundle import bundle, excerpt
@@ -64,3 +66,35 @@ def test_bad_repro_is_one_line(tmp_path):
                            str(tmp_path / "b")], capture_output=True, text=True, cwd=ROOT,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "missing.ptx" in proc.stderr
+
+
+TWO = ROOT / "tests" / "data" / "nvcc" / "wgmma_register_a.ptx"  # nvcc: wgmma_register_a, then wgmma_two_groups
+TWO_NAMES = ("_Z16wgmma_register_aPKjPK6__halfPff", "_Z16wgmma_two_groupsPK6__halfPf")
+
+
+def test_kernel_chooses_which_kernel_of_a_plain_file_the_bundle_is_about(tmp_path):
+    """``fuzzptx bundle FILE --kernel NAME``: the inferred header launches NAME, the README's SASS is
+    NAME's (wgmma_two_groups: two GMMAs; wgmma_register_a: one), the replay command says --kernel."""
+    if disassembler() is None:
+        pytest.skip("no SASS disassembler (cuobjdump or the nvidia-cuda-nvdisasm wheel)")
+    out = tmp_path / "b"
+    assert cli.main(["bundle", str(TWO), "--kernel", TWO_NAMES[1], "--ptxas", PINNED_VERSION, "-o", str(out)]) == 0
+    meta = json.loads((out / "bundle.json").read_text())
+    assert meta["kernel"] == TWO_NAMES[1] and meta["sass_hazards_O3"] == []
+    assert f"fuzzptx replay repro.ptx --kernel {TWO_NAMES[1]} --no-hardware" in (out / "commands.sh").read_text()
+    readme = (out / "README.md").read_text()
+    assert f"SASS at -O3 of kernel `{TWO_NAMES[1]}`" in readme
+    o3 = readme.split("SASS at -O3")[1].split("```")[1]
+    assert sum("GMMA" in ln and "WARPGROUP" not in ln for ln in o3.splitlines()) == 2
+    first = bundle(TWO, tmp_path / "first", releases=PINNED_VERSION)  # the default: the first kernel
+    assert first["kernel"] == TWO_NAMES[0]
+    o3 = (tmp_path / "first" / "README.md").read_text().split("SASS at -O3")[1].split("```")[1]
+    assert sum("GMMA" in ln and "WARPGROUP" not in ln for ln in o3.splitlines()) == 1
+    assert "--kernel" not in (tmp_path / "first" / "commands.sh").read_text()
+
+
+def test_an_unknown_kernel_is_one_line(tmp_path, capsys):
+    assert cli.main(["bundle", str(TWO), "--kernel", "nope", "-o", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nope" in err and TWO_NAMES[0] in err
+    assert not (tmp_path / "b").exists()

@@ -21,12 +21,13 @@ from fuzzptx import cli
 from fuzzptx.engine.generate import BlockTask, block_programs, planted_programs
 from fuzzptx.engine.campaign import _truncate_torn_tail, done_keys
 
-SEED, EXAMPLES, BLOCK = 17, 12, 4  # seed 17: a real checker finding (checker!=ptxas|missed:C7519), so repros get written
+SEED, EXAMPLES, BLOCK = 60, 12, 4  # seed 60: a SASS hazard of the pinned ptxas (sass:inflight-write), so repros get written
+JUDGES = "reference,checker,ptxas,sass"  # the compiler bug is stable where model gaps come and go
 
 
 def _campaign(out: Path, *extra: str, check: bool = True) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "none", "--out", str(out), "--seed", str(SEED),
-           "--block-size", str(BLOCK), "--workers", "1", "--quiet", "--judges", "reference,checker,ptxas", *extra]
+           "--block-size", str(BLOCK), "--workers", "1", "--quiet", "--judges", JUDGES, *extra]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if check:
         assert r.returncode == 0, r.stderr
@@ -38,9 +39,16 @@ def _records(out: Path) -> list[dict]:
 
 
 def _essence(rec: dict) -> tuple:
-    """What a record says about its program, without timing."""
+    """What a record says about its program, without timing.  Of the SASS verdict, the hazards'
+    rules: ptxas allocates registers per module, and a resumed block compiles fewer programs
+    together (seed 60's in-flight write is ``R56 of QGMMA ... R72, gdesc[UR8]`` in the whole block
+    and ``... R76, gdesc[UR4]`` beside one other program), so where a hazard is and how many
+    instructions it spans may differ; which hazard it is does not."""
+    verdicts = {k: v for k, v in rec["verdicts"].items() if k not in ("sass-at", "sass-excerpt")}
+    if "sass" in verdicts:
+        verdicts["sass"] = verdicts["sass"].split(":", 1)[-1].strip()
     return (rec["block"], rec["index"], rec["family"], rec["instructions"], tuple(rec["forms"]),
-            json.dumps(rec["verdicts"], sort_keys=True), tuple(f["signature"] for f in rec["findings"]))
+            json.dumps(verdicts, sort_keys=True), tuple(f["signature"] for f in rec["findings"]))
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +75,8 @@ def test_default_judges_are_the_nightly_set(tmp_path):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["judges"] == ["reference", "ptxas", "sass"]
-    assert all({"reference", "ptxas"} <= set(rec["verdicts"]) <= {"reference", "ptxas", "sass"} for rec in _records(out))
+    sass_keys = {"sass", "sass-at", "sass-excerpt"}  # a hazard's verdict names where it is and the SASS around it
+    assert all({"reference", "ptxas"} <= set(rec["verdicts"]) <= {"reference", "ptxas"} | sass_keys for rec in _records(out))
 
 
 def test_blocks_are_the_same_in_every_process(whole, tmp_path):
@@ -106,7 +115,7 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(whole, tmp_path):
     out = tmp_path / "killed"
     cmd = [sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "none", "--out", str(out), "--seed", str(SEED),
            "--block-size", str(BLOCK), "--workers", "1", "--quiet", "--examples", str(EXAMPLES),
-           "--judges", "reference,checker,ptxas"]  # as ``whole`` was judged
+           "--judges", JUDGES]  # as ``whole`` was judged
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     results = out / "results.jsonl"
     t0 = time.monotonic()

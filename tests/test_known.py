@@ -88,13 +88,16 @@ def test_a_fuzz_run_marks_known_buckets(tmp_path, capsys):
     from fuzzptx import cli
 
     known = tmp_path / "known.txt"
-    known.write_text("*|*|*   # everything, for the test\n")
-    out = tmp_path / "run"
-    assert cli.main(["run", "--examples", "32", "--seed", "1", "--shrink-budget", "0", "--out", str(out),
-                     "--known", str(known)]) == 0
-    summ = json.loads((out / "summary.json").read_text())
-    # (seed 1's first block: two checker model gaps)
-    assert summ["findings_by_bucket"], "seed 1's first 32 programs have findings"
+    known.write_text("*|*   # everything (every signature has a |), for the test\n")
+    # the first seed whose 32 programs have findings (the generator decides which; a few seeds suffice)
+    for seed in range(1, 9):
+        out = tmp_path / f"run{seed}"
+        assert cli.main(["run", "--examples", "32", "--seed", str(seed), "--shrink-budget", "0", "--out", str(out),
+                         "--known", str(known)]) == 0
+        summ = json.loads((out / "summary.json").read_text())
+        if summ["findings_by_bucket"]:
+            break
+    assert summ["findings_by_bucket"], "no findings in the first 32 programs of seeds 1-8"
     assert summ["new_findings"] == 0 and set(summ["known"]) == set(summ["findings_by_bucket"])
     printed = capsys.readouterr().out
     assert all("(known: " in line for line in printed.splitlines() if line.startswith("    ") and "|" in line)

@@ -47,15 +47,16 @@ def test_pointer_parameters_become_buffers_and_scalars_zero(tmp_path):
     assert [(b.name, b.output) for b in p.buffers] == [("out", True)] and p.scalars == (("n", 0),)
 
 
-def test_no_kernel_or_a_tensor_map_parameter_is_one_line(tmp_path):
+def test_no_kernel_is_one_line_and_an_array_parameter_is_zero_bytes(tmp_path):
     f = tmp_path / "k.ptx"
     f.write_text(".version 8.0\n.target sm_90a\n")
     with pytest.raises(ReproError, match="no .entry kernel"):
         Program.from_file(str(f))
     f.write_text(".version 8.0\n.target sm_90a\n.address_size 64\n"
-                 ".visible .entry k(.param .align 64 .b8 tmap[128])\n{\n\tret;\n}\n")
-    with pytest.raises(ReproError, match="array"):
-        Program.from_file(str(f))
+                 ".visible .entry k(.param .align 64 .b8 tmap[128]) .reqntid 384\n{\n\tret;\n}\n")
+    p = Program.from_file(str(f))  # an array parameter is zero bytes; the launch is the kernel's .reqntid
+    assert p.scalars == (("tmap", 0),) and p.launch.block == (384, 1, 1)
+    assert "array parameter(s) tmap: zero bytes" in p.notes[0] and "PARAM: tmap value=0" in p.to_ptx()
 
 
 def test_a_padded_plain_kernel_shrinks_to_ten_instructions_keeping_its_ptxas_signature(tmp_path):

@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from fuzzptx import judges
+from fuzzptx.engine.generate import block_seed, draw_direct
 from fuzzptx.engine.replay import main_replay, same_verdict
 
 GOOD = """// fuzzptx-repro v1
@@ -126,6 +128,32 @@ def test_same_verdict_rules():
     assert same_verdict("ptxas", "rejected (line 3: x)", "rejected (line 3: y)")
     assert not same_verdict("ptxas", "rejected", "accepted")
     assert same_verdict("reference", "ran", "ran")
+
+
+def test_checker_labels_of_the_generator():
+    """The strategies label programs legal / illegal: rule / undefined: rule; the checker says
+    clean or names its rules, the model's ptxas.* forecasts beside them."""
+    assert same_verdict("checker", "legal", "clean")
+    assert same_verdict("checker", "legal", "findings ptxas.C7511")
+    assert not same_verdict("checker", "legal", "findings spec.pipeline.no-wait")
+    assert same_verdict("checker", "illegal: isa.imm", "findings isa.imm.scale-d,ptxas.error")
+    assert not same_verdict("checker", "illegal: isa.imm", "findings isa.immediate")
+    assert not same_verdict("checker", "undefined: spec.async", "clean")
+
+
+def test_generated_programs_replay_with_their_labels_holding():
+    """A program as the campaign draws it, judged alone by the real checker, keeps its checker
+    label: legal ones and mutated ones."""
+    checker = judges.get("checker")
+    seen = set()
+    for p in draw_direct(16, block_seed(2, 0)):
+        label = dict(p.expect).get("checker")
+        if label is None:
+            continue
+        actual = checker.summary(checker.judge(p, None))["checker"]
+        assert same_verdict("checker", label, actual), (label, actual)
+        seen.add(label.split(":")[0])
+    assert "legal" in seen and seen & {"illegal", "undefined"}
 
 
 def test_instruction_outside_the_reference_subset_skips_that_judge_only(tmp_path, capsys):

@@ -188,3 +188,144 @@ def test_setmaxnreg_needs_a_warpgroup_uniform_branch(shift, divergent):
                "\tsetmaxnreg.dec.sync.aligned.u32 	40;\nSKIP:\n")
     found = [f for f in check_module(parse(t, "t.ptx"), layers=("spec",)) if f.rule == "spec.aligned.divergent"]
     assert bool(found) == divergent and all("setmaxnreg" in f.message for f in found)
+
+
+# ---------------------------------------------------------------- a stage released under an in-flight wgmma
+# One warpgroup, two stages of one n8k16 B tile (256 bytes, no swizzle: LBO 128, SBO 256) at
+# stg+0 and stg+1024; thread 0 fills them with bulk copies.  K-step 0 reads stage 0, K-step 1
+# stage 1 with depth 1 (one wgmma kept in flight); then stage {release} is released and refilled.
+PIPE = """.version 8.4
+.target sm_90a
+.address_size 64
+
+.visible .entry k(.param .u64 src, .param .u64 out)
+.reqntid 128
+{{
+	.reg .pred 	%p<8>;
+	.reg .b32 	%r<24>;
+	.reg .b64 	%rd<12>;
+	.reg .f32 	%f<8>;
+	.shared .align 1024 .b8 stg[2048];
+	.shared .align 8 .b64 full[2];
+	.shared .align 8 .b64 empty[2];
+	mov.u32 	%r1, %tid.x;
+	setp.eq.u32 	%p1, %r1, 0;
+	@%p1 mbarrier.init.shared::cta.b64 	[full+0], 1;
+	@%p1 mbarrier.init.shared::cta.b64 	[full+8], 1;
+	@%p1 mbarrier.init.shared::cta.b64 	[empty+0], 128;
+	@%p1 mbarrier.init.shared::cta.b64 	[empty+8], 128;
+	fence.mbarrier_init.release.cluster;
+	bar.sync 	0;
+	ld.param.u64 	%rd1, [src];
+	mov.u32 	%r2, stg;
+	shr.u32 	%r3, %r2, 4;
+	cvt.u64.u32 	%rd2, %r3;
+	or.b64 	%rd3, %rd2, {const};
+	add.u32 	%r4, %r2, 1024;
+	shr.u32 	%r5, %r4, 4;
+	cvt.u64.u32 	%rd4, %r5;
+	or.b64 	%rd5, %rd4, {const};
+	mov.b32 	%r10, 0;
+	mov.b32 	%r11, 0;
+	mov.b32 	%r12, 0;
+	mov.b32 	%r13, 0;
+	@%p1 mbarrier.arrive.expect_tx.shared::cta.b64 	_, [full+0], 256;
+	@%p1 cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes 	[stg+0], [%rd1], 256, [full+0];
+	@%p1 mbarrier.arrive.expect_tx.shared::cta.b64 	_, [full+8], 256;
+	@%p1 cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes 	[stg+1024], [%rd1+256], 256, [full+8];
+W0:
+	mbarrier.try_wait.parity.shared::cta.b64 	%p2, [full+0], 0;
+	@!%p2 bra 	W0;
+	wgmma.fence.sync.aligned;
+	wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 	{{%f0, %f1, %f2, %f3}}, {{%r10, %r11, %r12, %r13}}, %rd3, 0, 1, 1, 0;
+	wgmma.commit_group.sync.aligned;
+W1:
+	mbarrier.try_wait.parity.shared::cta.b64 	%p3, [full+8], 0;
+	@!%p3 bra 	W1;
+	wgmma.fence.sync.aligned;
+	wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 	{{%f0, %f1, %f2, %f3}}, {{%r10, %r11, %r12, %r13}}, %rd5, 1, 1, 1, 0;
+	wgmma.commit_group.sync.aligned;
+{before}	wgmma.wait_group.sync.aligned 	{depth};
+{after}	@!%p1 bra 	SKIP;
+W2:
+	mbarrier.try_wait.parity.shared::cta.b64 	%p4, [empty+{bar}], 0;
+	@!%p4 bra 	W2;
+	mbarrier.arrive.expect_tx.shared::cta.b64 	_, [full+{bar}], 256;
+	cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes 	[stg+{dst}], [%rd1+512], 256, [full+{bar}];
+SKIP:
+	wgmma.wait_group.sync.aligned 	0;
+	ld.param.u64 	%rd6, [out];
+	st.global.f32 	[%rd6], %f0;
+	ret;
+}}
+"""
+_B_CONST = "0x1000080000"  # LBO 128, SBO 256, no swizzle (fuzzptx.isa.layouts.MatrixDescriptor(0, 128, 256).encode())
+
+
+def pipe(release: int, early: bool, depth: int) -> str:
+    arrive = f"\tmbarrier.arrive.shared::cta.b64 \t_, [empty+{8 * release}];\n"
+    return PIPE.format(const=_B_CONST, before=arrive if early else "", after="" if early else arrive, depth=depth,
+                       bar=8 * release, dst=1024 * release)
+
+
+def test_the_descriptor_constant_is_the_tables():
+    from fuzzptx.isa.layouts import MatrixDescriptor
+    assert hex(int(MatrixDescriptor(0, 128, 256).encode())) == _B_CONST
+
+
+@pytest.mark.parametrize("release, early, depth, fires", [
+    (0, False, 1, False),  # depth 1: stage 0's wgmma retired, stage 1's still reads stage 1 only
+    (1, False, 0, False),  # everything retired before the release
+    (1, False, 1, True),   # stage 1 released (and refilled) while its wgmma may be in flight
+    (0, True, 1, True),    # released before the wait_group that retires stage 0's wgmma
+    (1, True, 0, True),    # the producer-overwrite twin: arrive, then wait_group 0
+])
+def test_a_stage_released_under_an_in_flight_wgmma(release, early, depth, fires):
+    found = rules(pipe(release, early, depth))
+    assert ("spec.mbarrier.release-in-flight" in found) == fires, found
+    assert [r for r in found if r != "spec.mbarrier.release-in-flight"] == []
+
+
+def test_the_release_rule_never_guesses_with_unbounded_stages():
+    # the refill's destination comes from a parameter: nothing bounds it, so nothing is reported
+    text = pipe(0, True, 1).replace("[stg+0], [%rd1+512]", "[%r20], [%rd1+512]").replace(
+        "\tmov.u32 \t%r2, stg;", "\tmov.u32 \t%r2, stg;\n\tld.param.u32 \t%r20, [out];")
+    assert "spec.mbarrier.release-in-flight" not in rules(text)
+
+
+def test_the_release_rule_bounds_mn_major_operands():
+    from fuzzptx.oracles.checker.spec_rules import _ANY, _wgmma_reads
+    from fuzzptx.oracles.checker.uniformity import single_defs
+    mod = parse(pipe(1, True, 0).replace(", %rd5, 1, 1, 1, 0;", ", %rd5, 1, 1, 1, 1;"), "t.ptx")
+    fn = mod.function("k")
+    wg = [i for i in fn.instructions() if i.opcode.startswith("wgmma.mma_async")][1]
+    (rng,) = _wgmma_reads(wg, single_defs(fn))
+    assert rng != _ANY and rng[0] == "stg" and rng[1] <= 1024 < rng[2] <= 2048
+    assert "spec.mbarrier.release-in-flight" in rules(mod_text := pipe(1, True, 0).replace(
+        ", %rd5, 1, 1, 1, 0;", ", %rd5, 1, 1, 1, 1;")), mod_text
+
+
+def test_the_release_kernels_are_real_ptx():
+    from fuzzptx.oracles.ptxas import compile_batch
+    texts = [pipe(r, e, d) for r, e, d in ((0, False, 1), (1, True, 0), (1, False, 1))]
+    for r in compile_batch(texts):
+        assert r.accepted, r.stderr
+
+
+def test_a_stage_read_before_its_barrier_is_waited_on():
+    legal = pipe(1, False, 0)
+    # the first wgmma (reading stage 0) moved above the wait on stage 0's full barrier
+    wait = "W0:\n\tmbarrier.try_wait.parity.shared::cta.b64 \t%p2, [full+0], 0;\n\t@!%p2 bra \tW0;\n"
+    first = legal.index("\twgmma.fence.sync.aligned;")
+    mma = legal[first:legal.index("W1:")]
+    assert wait in legal and mma.count("wgmma.mma_async") == 1
+    early = legal.replace(wait, "").replace(mma, mma + wait)
+    assert "spec.mbarrier.read-before-wait" not in rules(legal)
+    assert rules(early) == ["spec.mbarrier.read-before-wait"]
+    # a wait on another barrier does not settle stage 0's copy; one on a barrier nothing bounds
+    # may be the right one, so nothing is reported
+    other = legal.replace("[full+0], 0;", "[full+8], 0;", 1)
+    assert rules(other) == ["spec.mbarrier.read-before-wait"]
+    unbounded = legal.replace("[full+0], 0;", "[%r20], 0;", 1).replace(
+        "\tmov.u32 \t%r2, stg;", "\tmov.u32 \t%r2, stg;\n\tld.param.u32 \t%r20, [out];")
+    assert "spec.mbarrier.read-before-wait" not in rules(unbounded)

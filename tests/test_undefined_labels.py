@@ -71,13 +71,13 @@ def test_a_misaligned_pattern_is_undefined_in_spec_mode_and_computed_in_hardware
             assert bool(_expect_reference(differ.compare(judged, v))) == expected, numerics
 
 
-def _reference_judged_mutants(name: str, n: int):
+def _reference_judged_mutants(name: str, n: int, seed: int = 2):
     """(legal program, judged mutant, its verdicts, its differ findings) for each legal sm_90a
-    program of ``draw_direct(n, 2)``; mutant and verdicts are None where ``name`` does not apply
+    program of ``draw_direct(n, seed)``; mutant and verdicts are None where ``name`` does not apply
     or the reference could not run it."""
     from fuzzptx.judges import differ
 
-    for p in draw_direct(n, 2):
+    for p in draw_direct(n, seed):
         if mutation_of(p) is not None or not p.module.target.startswith("sm_90a"):
             continue
         m = apply(name, p, 0)
@@ -98,7 +98,9 @@ def test_a_skipped_fence_is_seen_by_the_reference_even_when_its_values_are_overw
     scale-d 0 overwrites the unfenced wgmma's accumulators, every output is defined, yet the
     reference saw the undefined behaviour (its notes): no expect!=reference finding then."""
     checked = overwritten = 0
-    for _, _judged, v, findings in _reference_judged_mutants("fence_skipped_on_a_path", 40):
+    # seed 1: its first 40 programs hold two such overwritten cases (seed 2's did before the
+    # generator drew wgmma-consumer mainloops)
+    for _, _judged, v, findings in _reference_judged_mutants("fence_skipped_on_a_path", 40, seed=1):
         if v is None:
             continue
         checked += 1
@@ -205,14 +207,15 @@ def test_a_site_the_run_never_reached_is_no_finding():
 def test_a_campaign_compares_without_the_body_and_still_knows_the_site_was_not_reached():
     """A campaign's main process compares a light copy of each program (``campaign.shipped``: no
     body, so no mutated lines to look up); the pool's judge records whether the run reached the
-    mutation's site.  Seed 4, block 2, program 25 is a divergent_guard mutant whose guarded wgmma
-    the launch skips (found by searching seed 4's blocks for such a mutant; a 2,048-program CPU
-    campaign of seed 4 first reported the case)."""
+    mutation's site.  Seed 1, block 6, program 28 is a divergent_guard mutant whose guarded wgmma
+    the launch skips (found by searching seeds' blocks for such a mutant; a 2,048-program CPU
+    campaign of seed 4 first reported the case, at block 2 program 25 before illegal_programs()
+    drew the mainloop twins too)."""
     from fuzzptx.judges import differ
     from fuzzptx.engine.generate import block_seed
     from fuzzptx.engine.block import shipped
 
-    p = draw_direct(32, block_seed(4, 2))[25]
+    p = draw_direct(32, block_seed(1, 6))[28]
     assert mutation_of(p).name == "divergent_guard"
     text, judged = p.to_ptx_located()
     v = differ.judge(p, ("reference",), text=text, judged=judged)

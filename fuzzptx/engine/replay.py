@@ -62,6 +62,27 @@ def same_verdict(judge: str, expected: str, actual: str) -> bool:
         return e.split(" ")[0].rstrip(":") == a.split(" ")[0].rstrip(":")
     if judge == "hardware":
         return e.split(" ")[0] == a.split(" ")[0]
+    if judge == "checker":
+        return _checker_label_holds(e, a)
+    return False
+
+
+def _checker_label_holds(label: str, actual: str) -> bool:
+    """A generator's checker label against the checker's verdict today.
+
+    The strategies label a program ``legal``, ``illegal: <rule>`` or ``undefined: <rule>``
+    (``strategies/mutations.py``); the checker answers ``clean`` or ``findings r1,r2``.  The
+    model's ``ptxas.*`` findings are its forecast of ptxas's messages, not a verdict on the
+    program, so a legal program holds beside them; a labelled rule holds when the checker names
+    it or a rule under it (``isa.imm`` covers ``isa.imm.scale-d``)."""
+    rules = actual.removeprefix("findings ").split(",") if actual.startswith("findings ") else []
+    rules = [r for r in rules if r and not r.startswith("ptxas.")]
+    if label == "legal":
+        return actual == "clean" or (actual.startswith("findings ") and not rules)
+    kind, _, rule = label.partition(":")
+    rule = rule.strip()
+    if kind in ("illegal", "undefined") and rule:
+        return any(r == rule or r.startswith(rule + ".") for r in rules)
     return False
 
 

@@ -15,7 +15,7 @@ from . import warp, wgmma
 
 __all__ = [
     "ELEMENT_BITS", "FLOAT_TYPES", "INTEGER_TYPES", "Form", "OperandSpec", "Shape",
-    "forms", "families", "by_opcode", "form_for", "by_key",
+    "forms", "families", "by_opcode", "form_for", "by_key", "catalogue_opcode", "order_free_key",
 ]
 
 
@@ -60,11 +60,43 @@ def by_key(key: str) -> Form:
     return _keys()[key]
 
 
+_ORDERED = frozenset(ELEMENT_BITS) | {"f16x2", "bf16x2", "row", "col"}
+
+
+def order_free_key(opcode: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """An opcode's name (the tokens before ``.sync``/``.aligned``), its types and layouts in order,
+    and its other qualifiers as a sorted multiset.  ptxas 13.0.88 reads the qualifiers after the
+    name in any order but keeps the types' and the layouts' order among themselves (d, a, b, c;
+    A then B): CUTLASS writes ``ldmatrix.sync.aligned.x4.trans.m8n8.shared.b16``."""
+    toks = opcode.split(".")
+    i = next((j for j, t in enumerate(toks) if t in ("sync", "aligned")), len(toks))
+    rest = toks[i:]
+    return (tuple(toks[:i]), tuple(t for t in rest if t in _ORDERED),
+            tuple(sorted(t for t in rest if t not in _ORDERED)))
+
+
+@functools.lru_cache(maxsize=None)
+def _order_free() -> dict[tuple, str]:
+    """order_free_key -> the catalogue's opcode (each catalogue opcode has its own key)."""
+    return {order_free_key(op): op for op in _index()}
+
+
+@functools.lru_cache(maxsize=4096)
+def catalogue_opcode(opcode: str) -> str | None:
+    """The catalogue's spelling of ``opcode``: itself, the same qualifiers in the catalogue's
+    order, or None (no form has these qualifiers)."""
+    if opcode in _index():
+        return opcode
+    return _order_free().get(order_free_key(opcode))
+
+
 def form_for(instr) -> Form | None:
     """The catalogue form of an IR instruction, or None if none matches its opcode and operand kinds.
 
     Every judge asks this of every instruction, so the common cases return first."""
     cands = _index().get(instr.opcode, ())
+    if not cands and (op := catalogue_opcode(instr.opcode)) is not None:
+        cands = _index()[op]  # the qualifiers in another order than the catalogue's
     if len(cands) <= 1:
         return cands[0] if cands else None
     # wgmma: operand 1 is a vector (A in registers) or a register (A descriptor).

@@ -46,6 +46,34 @@ def compare(program: Program, v: Verdicts, *, family: str | None = None,
         else:
             out += get_judge(name).findings(program, v, fam, full=full)
     out += expectation_findings(program, v, fam)
+    return after_sass_hazards(out)
+
+
+def after_sass_hazards(findings: list[Finding]) -> list[Finding]:
+    """A GPU mismatch or fault in a program whose SASS has a pipeline hazard (``sass:*``) is named
+    as the hazard's consequence: ``reference!=hardware|mismatch-after-sass-hazard|...`` and
+    ``hardware:fault-after-sass-hazard:...``, compiler bug candidates.
+
+    Why: the hazard is in what ptxas emitted, so the GPU doing something the PTX ISA does not allow
+    there says nothing against the GPU.  On the H100 every fault of a 5-minute campaign was such a
+    program (benchmarks/results/campaign_h100_seed30_tma/record.json), and where the SASS keeps
+    every GMMA the GPU computes repeated wgmmas right (benchmarks/results/repeat_probe_h100.json).
+    The hazard's own finding stays beside it."""
+    hazards = sorted({f.pair for f in findings if f.pair.startswith("sass:")})
+    if not hazards:
+        return findings
+    out: list[Finding] = []
+    for f in findings:
+        sig = f.signature
+        if sig.startswith("reference!=hardware|mismatch|"):
+            sig = sig.replace("|mismatch|", "|mismatch-after-sass-hazard|", 1)
+        elif sig.startswith("hardware:fault:"):
+            sig = "hardware:fault-after-sass-hazard:" + sig[len("hardware:fault:"):]
+        else:
+            out.append(f)
+            continue
+        out.append(Finding(sig, f"{f.message} (the SASS has {', '.join(h.split(':', 1)[1] for h in hazards)})",
+                           f.evidence + (("sass hazards", tuple(hazards)),)))
     return out
 
 
@@ -182,7 +210,7 @@ def judges_for(signature: str) -> tuple[str, ...]:
         needed |= {"ptxas", "checker"}
     if "checker" in signature:
         needed.add("ptxas")
-    if signature.startswith("sass"):
+    if "sass" in signature:
         needed.add("checker")  # the scan applies to programs the checker finds defined
     plugins = []
     for name in signature.split("|", 1)[0].replace("!=", ":").split(":"):

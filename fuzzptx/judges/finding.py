@@ -26,6 +26,8 @@ CLASS_RULES: tuple[tuple[str, str], ...] = (
     (r"ptxas(@[\w.+/-]+)?!=ptxas(@[\w.+/-]+)?\|", COMPILER),  # two ptxas releases disagree on one program
     (r"sass:", COMPILER),  # a hazard in the SASS ptxas emitted for a defined program
     (r"reference!=hardware\|mismatch-repeated-wgmma", COMPILER),  # ptxas -O3's collapse of repeated wgmmas
+    (r"reference!=hardware\|mismatch-after-sass-hazard", COMPILER),  # the GPU ran SASS with a hazard in it
+    (r"hardware:fault-after-sass-hazard", COMPILER),  # (differ.after_sass_hazards)
     (r"hardware:(O3!=O0|pipelined!=serialised|plain!=deadbranch)\|", COMPILER),  # forms that must agree on the GPU
     (r"hardware:nondeterministic\|", HARDWARE),
     (r"reference!=hardware\|", HARDWARE),  # the GPU against what the PTX ISA allows

@@ -54,8 +54,11 @@ def cleanup(program: Program, *, variables: bool = True) -> Program:
     module = program.module
     kernel = module.function(program.launch.kernel)
     used = used_names(kernel)
+    # a buffer a kept tensor map points into stays, used by the instructions or not
+    used |= {t.buffer for t in program.tensormaps if t.name in used}
     keep_params = tuple(p for p in kernel.params if p.name in used)
     buffers = tuple(b for b in program.buffers if b.name in {p.name for p in keep_params})
+    tensormaps = tuple(t for t in program.tensormaps if t.name in used)
     scalars = tuple((n, v) for n, v in program.scalars if n in {p.name for p in keep_params})
     called: set[str] = set()
     for fn in module.functions():
@@ -74,7 +77,8 @@ def cleanup(program: Program, *, variables: bool = True) -> Program:
         elif isinstance(item, VarDecl) and variables and item.name not in called:
             continue
         items.append(item)
-    return replace(program, module=replace(module, items=tuple(items)), buffers=buffers, scalars=scalars)
+    return replace(program, module=replace(module, items=tuple(items)), buffers=buffers, scalars=scalars,
+                   tensormaps=tensormaps)
 
 
 def _prune_decls(body: tuple[Statement, ...], used: set[str], variables: bool = True) -> tuple[Statement, ...]:

@@ -6,7 +6,9 @@ disassembly, ``fuzzptx replay``), what ptxas printed and the SASS at -O0 and -O3
 listing, and in the README the lines around the wgmmas), the releases that have it (the release
 matrix over the ptxas releases cached here: ``fuzzptx.engine.matrix``), the reference's output
 buffers and whatever the repro records of the GPU (its EXPECT and NOTE lines), and a README in
-plain words.  Nothing is fetched: releases that are not cached are listed as such.
+plain words.  Nothing is fetched: releases that are not cached are listed as such.  A bundle is
+about one kernel, the one the repro launches: in a plain file with several kernels (nvcc's,
+CUTLASS's) the first, or the one ``--kernel NAME`` names; its SASS hazards and its SASS in the README.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from fuzzptx.judges import differ
 from fuzzptx.judges.finding import COMPILER, classify
 from fuzzptx.oracles import toolchains
 from fuzzptx.oracles.ptxas import PINNED_VERSION, compile_ptx, find_ptxas
-from fuzzptx.oracles.sass import disassembler, hazards as sass_hazards, run_disassembler
+from fuzzptx.oracles.sass import disassemble, disassembler, hazards as sass_hazards, run_disassembler
 from fuzzptx.program import Program
 
 _EXCERPT_AROUND = 6  # SASS lines kept before and after each GMMA instruction in the README excerpt
@@ -45,6 +47,14 @@ def _sass_of(text: str, opt: int, tool: list[str] | None, ptxas: str | None = No
     if not (res.accepted and res.cubin and tool):
         return res, []
     return res, [m.group(0) for m in map(_SASS_LINE.search, run_disassembler(res.cubin, tool).splitlines()) if m]
+
+
+def _function_sass(res: Any, kernel: str, tool: list[str] | None) -> list[str]:
+    """The instruction lines of one kernel of a cubin (its function of the ``disassemble`` listing)."""
+    if not (res.accepted and res.cubin and tool) or kernel not in res.kernel_names:
+        return []
+    fn = disassemble(res.cubin, tool).function(res.kernel(kernel))
+    return [i.text for i in fn.instrs] if fn is not None else []
 
 
 def excerpt(lines: list[str], around: int = _EXCERPT_AROUND) -> list[str]:
@@ -77,12 +87,15 @@ def _outputs_text(ref: Any) -> str:
     return "\n".join(out) + "\n"
 
 
-def bundle(path: str | Path, out: str | Path, *, releases: str | None = None) -> dict:
+def bundle(path: str | Path, out: str | Path, *, releases: str | None = None, kernel: str | None = None) -> dict:
     """Write the bundle for repro ``path`` into ``out``; returns what was written (``bundle.json``).
-    ``releases``: a SPEC for the release matrix (default: the releases cached here)."""
+    ``releases``: a SPEC for the release matrix (default: the releases cached here).  ``kernel``:
+    which kernel of a plain multi-kernel file the inferred header launches (default: the first);
+    the SASS hazards and the README's excerpts are that kernel's."""
     path, out = Path(path), Path(out)
     text = read_text(str(path), what="repro file")
-    program = Program.from_ptx(text, str(path))
+    program = Program.from_ptx(text, str(path), kernel)
+    launched = program.launch.kernel
     out.mkdir(parents=True, exist_ok=True)
     (out / "repro.ptx").write_text(text)
     signature = program.signature or ""
@@ -96,8 +109,11 @@ def bundle(path: str | Path, out: str | Path, *, releases: str | None = None) ->
         (out / f"sass_O{opt}.txt").write_text("\n".join(lines) + "\n" if lines else
                                                "(no SASS: " + ("ptxas rejected the module" if not res.accepted
                                                                else "no disassembler found") + ")\n")
-    hazards = [h.line() for e in o3.kernel_names for h in sass_hazards(o3.cubin, o3.kernel(e), tool)] \
-        if sass3 else []
+    hazards = [h.line() for h in sass_hazards(o3.cubin, o3.kernel(launched), tool)] \
+        if sass3 and launched in o3.kernel_names else []
+    if len(program.module.kernels()) > 1:  # the README shows the launched kernel's SASS
+        sass3 = _function_sass(o3, launched, tool) or sass3
+        sass0 = _function_sass(o0, launched, tool) or sass0
 
     v = differ.judge(program, ("ptxas", "checker", "reference") + (("sass",) if tool else ()))
     found = differ.compare(program, v)
@@ -121,7 +137,8 @@ def bundle(path: str | Path, out: str | Path, *, releases: str | None = None) ->
     (out / "releases.txt").write_text(release_matrix.table(rows, None if keep.startswith("ptxas:") else keep) + "\n"
                                       if rows else "(no cached ptxas release)\n")
 
-    replay = "fuzzptx replay repro.ptx --no-hardware" + (f"  # expect {signature}" if signature else "")
+    choose = f" --kernel {shlex.quote(kernel)}" if kernel else ""
+    replay = f"fuzzptx replay repro.ptx{choose} --no-hardware" + (f"  # expect {signature}" if signature else "")
     commands = [
         "#!/bin/sh",
         f"# ptxas {PINNED_VERSION} gave the files here (pip install nvidia-cuda-nvcc=={PINNED_VERSION}: it was "
@@ -139,7 +156,7 @@ def bundle(path: str | Path, out: str | Path, *, releases: str | None = None) ->
                  f"# which releases have it: fuzzptx bisect repro.ptx --keep {shlex.quote(keep)} --ptxas all"]
     (out / "commands.sh").write_text("\n".join(commands) + "\n")
 
-    meta = {"repro": str(path), "signature": signature or None, "asked_of_releases": keep, "class": classify(signature) if signature else None,
+    meta = {"repro": str(path), "kernel": launched, "signature": signature or None, "asked_of_releases": keep, "class": classify(signature) if signature else None,
             "ptxas": PINNED_VERSION, "ptxas_O3": {"accepted": o3.accepted, "codes": sorted({d.code for d in o3.diagnostics if d.code})},
             "ptxas_O0": {"accepted": o0.accepted, "codes": sorted({d.code for d in o0.diagnostics if d.code})},
             "sass_hazards_O3": hazards, "findings_now": findings, "verdicts": v.summary(),
@@ -181,7 +198,9 @@ def _readme(program: Program, m: dict, sass3: list[str], sass0: list[str], keep:
                   "or duplicated; the rules: fuzzptx docs/sass.md):", "", "```"] + m["sass_hazards_O3"] + ["```"]
     for opt, s in (("O3", sass3), ("O0", sass0)):
         if s:
-            lines += ["", f"SASS at -{opt}, the lines around the warpgroup instructions (`sass_{opt}.txt` has all {len(s)}):",
+            of = f" of kernel `{m['kernel']}`" if len(program.module.kernels()) > 1 else ""
+            lines += ["", f"SASS at -{opt}{of}, the lines around the warpgroup instructions ({len(s)} lines; "
+                      f"`sass_{opt}.txt` has the whole listing):",
                       "", "```"] + excerpt(s) + ["```"]
     lines += ["", "## Releases", ""]
     if m["releases"]:
@@ -205,7 +224,9 @@ def main_bundle(argv: list[str]) -> int:
     ap.add_argument("-o", "--out", required=True, help="the directory to write (created)")
     ap.add_argument("--ptxas", metavar="SPEC", default=None,
                     help="releases for the matrix (default: those cached here; nothing is fetched)")
+    ap.add_argument("--kernel", metavar="NAME", default=None,
+                    help="plain PTX with several kernels: the one the inferred header launches (default: the first)")
     a = ap.parse_args(argv)
-    meta = bundle(a.repro, a.out, releases=a.ptxas)  # bad input: FuzzptxError, one line from the CLI
+    meta = bundle(a.repro, a.out, releases=a.ptxas, kernel=a.kernel)  # bad input: FuzzptxError, one line from the CLI
     print(f"wrote {a.out}: " + ", ".join(meta["files"]))
     return 0

@@ -79,7 +79,7 @@ from fuzzptx.ptx.ir import Imm, Instr, Label, Module, Reg, SrcLoc, Sym
 from .context import FnCtx, Site, build_ctx, defined_names
 from .findings import Finding, PredictedDiag, PredictedDiagnostics
 from .flow import BlockRecords, solve_forward
-from .ptxas_errors import _callee, predict_errors
+from .ptxas_errors import SYSTEM_FUNCTIONS, _callee, predict_errors
 from .ptxas_pressure import allocator_may, register_pressure
 from .ptxas_sites import (_after_loop_line, arrives_before_divergence, dead_for_feeds, dead_plain, exit_jumps, _dead, _divergent_branch_line, _hoisted_line,
                           _in_loop, _line, _live_sites, _loop_exit_line, _next_pipe_is_wgmma, _order, _order_pos,
@@ -308,7 +308,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                                     if not is_wgmma(i))) if accs else frozenset()
     dead = _dead(ctx)
     first_indirect = min((_order_pos(pos, Site(b.index, k)) for b in ctx.g.blocks for k, i in enumerate(b.instrs)
-                          if i.base == "call" and isinstance(_callee(i), Reg)), default=(1 << 30, 0))
+                          if i.base == "call" and _opaque(_callee(i))), default=(1 << 30, 0))
     # C7509 ("Extern calls") needs a direct call to a function whose address is taken: a direct
     # call to any other is not one (measured: direct_then_indirect_call_*)
     taken = _address_taken(ctx.module) & ctx_funcs
@@ -437,7 +437,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                                                          open=st.open or st.armed, call_at=None)
         if ins.base == "call":
             callee = _callee(ins)
-            if (st.fl or st.raw) and st.call_at is None and (isinstance(callee, Reg) or (
+            if (st.fl or st.raw) and st.call_at is None and (_opaque(callee) or (
                     isinstance(callee, Sym) and callee.name in ctx_funcs)):
                 # a later wait is reported at this call, even past a split (measured: exit_wait_call_after_split);
                 # right after a loop whose wgmmas are in flight, at the loop's exit branch (as a read there)
@@ -451,7 +451,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                     kept = [i for k, i in enumerate(ctx.g.blocks[st.pblock].instrs) if Site(st.pblock, k) not in gone]
                     at = _line(kept[-1]) if kept else line
                 st = st._replace(call_at=at, split=frozenset())
-            if isinstance(callee, Reg):  # indirect: ptxas gives up on the pipeline (measured)
+            if _opaque(callee):  # indirect: ptxas gives up on the pipeline (measured)
                 if any(d < 0 for _, d in st.fl):
                     out.divergent.append((_order(site), "C7520"))
                 else:  # after a direct call ptxas names it an extern call (measured)
@@ -751,6 +751,14 @@ def _address_taken(module: Module) -> frozenset:
     return frozenset(out)
 
 
+def _opaque(callee) -> bool:
+    """A callee ptxas cannot see into: a register (an indirect call) or a system function ptxas
+    resolves itself (``__assertfail``, ``vprintf``...).  Both give C7510, in a stage C7520
+    (measured: tests/test_cutlass_corpus.py::test_a_system_call_serialises_like_an_indirect_one;
+    CUTLASS kernels built without NDEBUG call ``__assertfail``)."""
+    return isinstance(callee, Reg) or (isinstance(callee, Sym) and callee.name in SYSTEM_FUNCTIONS)
+
+
 def _tied_acc(ins: Instr) -> frozenset:
     """Accumulators a wgmma reads and writes: with scale-d 0 it only writes them, and ptxas renames a
     register rewritten while such a wgmma is in flight (measured: acc_write_in_flight_scale_d_0)."""
@@ -800,11 +808,11 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
         # that call stays: no_wait_after_indirect_call): the function is serialised from there (measured: campaign seeds 6 #99, 8 #92 and strategies #201-207,
         # shrunk: use_after_indirect_call_*)
         first = min((_line(i) or 0 for b in ctx.g.blocks for i in b.instrs
-                     if i.base == "call" and isinstance(_callee(i), Reg)), default=None)
+                     if i.base == "call" and _opaque(_callee(i))), default=None)
         if first is not None:
             out.wait_at_use = {x: v for x, v in out.wait_at_use.items() if x is None or x <= first}
     if ser_code == "C7510":  # ... save one at an indirect call itself with groups in flight (measured: wait_at_indirect_call)
-        at_ind = {_line(i) for b in ctx.g.blocks for i in b.instrs if i.base == "call" and isinstance(_callee(i), Reg)}
+        at_ind = {_line(i) for b in ctx.g.blocks for i in b.instrs if i.base == "call" and _opaque(_callee(i))}
         waits = {**{x: True for x in out.wait if x in at_ind}, **out.wait_at_use, **early}
     elif ser_code == "C7509":  # exits wait as unserialised, for groups committed before the indirect call (measured)
         waits = {**out.wait_pre_ind, **out.wait_at_use, **out.wait_feed}

@@ -20,6 +20,10 @@ block to report.  Rules:
   bounds an address it meets everything.
 - ``spec.mbarrier.no-init`` / ``spec.mbarrier.no-expect-tx``: an mbarrier no init can reach; a
   bulk copy completing bytes on a barrier no expect_tx raises (``mbarrier_analysis``).
+- ``spec.mbarrier.release-in-flight``: an mbarrier arrive while a wgmma may be in flight, on a
+  barrier waited on before a write into bytes that wgmma reads (``release_analysis``).
+- ``spec.mbarrier.read-before-wait``: a read of bytes a bulk copy fills with no wait on the
+  copy's mbarrier since the copy on some path (``early_read_analysis``).
 - ``spec.desc.base-offset`` / ``spec.desc.reserved``: a constant matrix descriptor the spec rejects.
 - ``spec.smem.out-of-bounds``: a descriptor whose start address (known from constants and shared
   symbols, laid out as ptxas does: ``fuzzptx.ptx.smem``) lies at or past the end of the kernel's
@@ -31,9 +35,12 @@ from __future__ import annotations
 from fuzzptx.isa.encoding import (BASE_OFFSET_FIELD, K_STEP_BYTES, LBO_FIELD, PATTERN_ALIGN, RESERVED_MASK, SBO_FIELD,
                                   START_FIELD, SWIZZLE_CODES, SWIZZLE_FIELD, descriptor_field)
 from fuzzptx.isa.encoding import SWIZZLE_NAMES as SWIZZLE_MODE_OF
+from fuzzptx import isa
+from fuzzptx.isa import ELEMENT_BITS
+from fuzzptx.isa.layouts import SWIZZLES, tile_byte_offsets
 from fuzzptx.perf import per_object
 from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, Sym
-from fuzzptx.ptx.smem import SHARED_RESERVED, shared_layout
+from fuzzptx.ptx.smem import SHARED_RESERVED, shared_layout, type_bytes
 
 from .bits import known_bits
 from .context import FnCtx, Site, defined_functions, sites
@@ -252,7 +259,7 @@ def _range(addr, width, defs, tid_max):
 def _desc_start(op, defs, depth: int = 0):
     """(symbol, lo, hi) bounding the start address a matrix descriptor register encodes:
     ``or`` with a constant that leaves the start field clear, ``cvt``, ``add`` of whole 16-byte
-    steps, and ``bfe.u32 x, addr, 4, n`` (the start field is ``addr >> 4``)."""
+    steps, and ``bfe.u32 x, addr, 4, n`` or ``shr.u32 x, addr, 4`` (the start field is ``addr >> 4``)."""
     if not isinstance(op, Reg) or depth > 16:
         return None
     ins = defs.get(op.name)
@@ -270,6 +277,18 @@ def _desc_start(op, defs, depth: int = 0):
         return None if inner is None else (inner[0], inner[1] + 16 * srcs[1].value, inner[2] + 16 * srcs[1].value)
     if ins.base == "bfe" and ".u" in ins.opcode and len(srcs) == 3 and srcs[1] == Imm(4, "4"):
         return shared_interval(srcs[0], defs, None)
+    if ins.base == "shr" and ".u" in ins.opcode and len(srcs) == 2 and isinstance(srcs[1], Imm) \
+            and srcs[1].value == 4 and _width(ins) == 32:
+        # a 32-bit shared-window address is below 2^18: its shift by 4 is the 14-bit start field
+        return shared_interval(srcs[0], defs, None)
+    return None
+
+
+def _width(ins: Instr) -> int | None:
+    """The bit width of an instruction's type suffix (``shr.u32`` -> 32)."""
+    for m in reversed(ins.modifiers):
+        if m[:1] in "busf" and m[1:].isdigit():
+            return int(m[1:])
     return None
 
 
@@ -318,14 +337,35 @@ def _wgmma_reads(ins: Instr, defs) -> list:
         if not isinstance(op, Reg):
             continue  # A from registers
         start, fields = _desc_start(op, defs), _desc_fields(op, defs)
-        if start is None or start[0] is None or fields is None or trans[which]:
+        if start is None or start[0] is None or fields is None:
             out.append(_ANY)
             continue
         lbo, sbo, swizzle = fields
+        if trans[which]:
+            out.append(_mn_major_range(ins, which, rows, start, lbo, sbo, swizzle))
+            continue
         row = 16 if swizzle == "none" else int(swizzle[:-1])
         lo = start[1] - start[1] % row
         out.append((start[0], lo, _k_major_end(start[2], rows, kbytes, lbo, sbo, swizzle)))
     return out
+
+
+def _mn_major_range(ins: Instr, which: str, rows: int, start, lbo: int, sbo: int, swizzle: str):
+    """The bytes an MN-major (transposed) operand may read: the canonical layout's unswizzled
+    extent (``fuzzptx.isa.layouts``, the one table) from the start's bounds, widened to whole
+    swizzle atoms (a swizzle permutes bytes within its atom)."""
+    form = isa.form_for(ins)
+    if form is None or form.shape is None:
+        return _ANY
+    elem = form.atype if which == "a" else form.btype
+    k = form.shape.k // 2 if which == "a" and form.family == "wgmma.sp" else form.shape.k
+    try:
+        byte, _ = tile_byte_offsets("MN", swizzle, ELEMENT_BITS[elem], lbo, sbo, rows, k)
+    except ValueError:
+        return _ANY
+    atom = SWIZZLES[swizzle].atom_bytes
+    end = start[2] + int(byte.max()) + max(1, ELEMENT_BITS[elem] // 8)
+    return (start[0], start[1] - start[1] % atom, -(-end // atom) * atom)
 
 
 def proxy_analysis(ctx: FnCtx, sink: Sink) -> None:
@@ -409,6 +449,151 @@ def mbarrier_analysis(ctx: FnCtx, sink: Sink) -> None:
             sink.add("spec.mbarrier.no-expect-tx", "warning", _line(ins),
                      "this copy completes transaction bytes on an mbarrier no expect_tx raises: the phase completes "
                      "on its arrivals alone, before or after the bytes land")
+
+
+# ------------------------------------------------------------------ releasing a stage an in-flight wgmma reads
+
+
+def _barrier_of(ins: Instr):
+    return next((o for o in ins.operands if isinstance(o, Addr)), None)
+
+
+def _stage_write(ins: Instr, defs, tid_max):
+    """The shared byte range a write may cover (a bulk copy's size when it is an immediate), or
+    None for an instruction that writes no shared memory (mbarrier state is not data)."""
+    if ins.base == "mbarrier":
+        return None
+    op = ins.opcode
+    if op.startswith("cp.async.bulk") and ".shared" in op.split(".global")[0] and ins.operands:
+        size = ins.operands[2] if len(ins.operands) > 2 and not op.startswith("cp.async.bulk.tensor") else None
+        width = size.value if isinstance(size, Imm) and isinstance(size.value, int) else None
+        return _range(ins.operands[0], width, defs, tid_max)
+    w = shared_write(ins)
+    return None if w is None else _range(w[0], w[1], defs, tid_max)
+
+
+def _bounded(r) -> bool:
+    return r[0] is not None
+
+
+def release_analysis(ctx: FnCtx, sink: Sink) -> None:
+    """``spec.mbarrier.release-in-flight``: an mbarrier arrive while a wgmma that reads shared
+    memory through its descriptors may be in flight (not yet retired by a wgmma.wait_group), on
+    a barrier that some thread waits on before writing bytes that wgmma reads.  The arrive may
+    complete the phase that wait needs, so the write (a producer refilling a pipeline stage) can
+    land while the wgmma still reads the stage: its result is undefined (PTX ISA 9.7.15.7.3:
+    only the wait orders the wgmma's reads).  The consumer must arrive after its wait_group.
+
+    Two forward problems: which barrier's wait guards each shared write (the last wait before it
+    on each path: a producer waits on the stage's empty barrier, then copies), then the
+    in-flight wgmmas at each arrive.  Only bounded ranges (a known variable) are compared: a barrier, stage or
+    descriptor nothing bounds says nothing here, so the rule never guesses."""
+    defs = single_defs(ctx.fn)
+    dims = block_dims(ctx.fn, ctx.module.preamble)
+    tid_max = dims[0] - 1 if dims and dims[1] == dims[2] == 1 else None
+    guarded: dict[int, tuple] = {}  # line of a write -> (its range, the barrier ranges guarding it)
+
+    def guard_step(site: Site, ins: Instr, st):
+        if ins.base == "mbarrier" and ("try_wait" in ins.modifiers or "test_wait" in ins.modifiers):
+            return frozenset({_barrier_range(ins, _barrier_of(ins), defs, tid_max)})
+        w = _stage_write(ins, defs, tid_max)
+        if w is not None and st:
+            key = (site.block, site.pos)
+            guarded[key] = (w, guarded.get(key, (w, frozenset()))[1] | st)
+        return st
+
+    _run(ctx, _Recording(Sink(None, None, "spec")), frozenset(), guard_step, lambda a, b: a | b)
+    writes = [(w, frozenset(g for g in gs if _bounded(g))) for w, gs in guarded.values() if _bounded(w)]
+    writes = [(w, gs) for w, gs in writes if gs]
+    if not writes:
+        return
+
+    def reads_of(site: Site) -> list:
+        return [r for r in _wgmma_reads(ctx.wgmmas[site], defs) if _bounded(r)]
+
+    def step(site: Site, ins: Instr, st):
+        if is_wgmma(ins):
+            return _norm(st | {(site, -1)})
+        if is_commit(ins):
+            return frozenset((s, 0 if d < 0 else min(d + 1, DEPTH_CAP)) for s, d in st)
+        if is_wait(ins):
+            n = wait_n(ins) or 0
+            return frozenset((s, d) for s, d in st if d < 0 or d < n)
+        if st and ins.base == "mbarrier" and "arrive" in ins.modifiers:
+            bar = _barrier_range(ins, _barrier_of(ins), defs, tid_max)
+            if not _bounded(bar):
+                return st
+            for other, _depth in sorted(st, key=lambda x: (x[0].block, x[0].pos)):
+                hit = [w for w, gs in writes if any(_meets(bar, g) for g in gs)
+                       and any(_meets(w, r) for r in reads_of(other))]
+                if hit:
+                    sink.add("spec.mbarrier.release-in-flight", "error", _line(ins),
+                             f"this arrive may release the wgmma.mma_async at {_lt(ctx.line(other))} while it is in "
+                             f"flight: a thread waits on this mbarrier before writing shared memory that wgmma reads "
+                             f"(bytes {hit[0][1]}..{'?' if hit[0][2] is None else hit[0][2] - 1} of {hit[0][0]}); "
+                             "arrive after the wgmma.wait_group that retires it (PTX ISA 9.7.15.7.3)")
+                    break
+        return st
+
+    _run(ctx, sink, frozenset(), step, lambda a, b: _norm(a | b))
+
+
+# ------------------------------------------------------------------ reading a stage before its barrier
+
+
+def _shared_read(ins: Instr, defs, tid_max) -> list:
+    """Byte ranges a generic shared load (``ld.shared``, ``ldmatrix``) or a wgmma (through its
+    descriptors) may read; [] for any other instruction."""
+    op = ins.opcode
+    if ins.base == "ld" and ".shared" in op and len(ins.operands) > 1:
+        vec = next((m for m in ins.modifiers if m in ("v2", "v4", "v8")), None)
+        width = type_bytes(ins.modifiers[-1]) * (int(vec[1:]) if vec else 1)
+        return [_range(ins.operands[1], width, defs, tid_max)]
+    if ins.base == "ldmatrix" and len(ins.operands) > 1:
+        return [_range(ins.operands[1], 16, defs, tid_max)]  # each thread's address is one 16-byte row
+    if is_wgmma(ins):
+        return _wgmma_reads(ins, defs)
+    return []
+
+
+def early_read_analysis(ctx: FnCtx, sink: Sink) -> None:
+    """``spec.mbarrier.read-before-wait``: shared memory a bulk copy fills, read (ld.shared,
+    ldmatrix, a wgmma's descriptors) on a path with no wait on the copy's mbarrier since the copy.
+    The copy's bytes are visible only to a thread that observed the phase it completes (PTX ISA
+    9.7.9.25.4.2 and 9.7.13.15.16): such a read may see old or partly written bytes.
+
+    State: the (line, destination, barrier) of each copy not yet waited for; a wait on a barrier
+    settles the copies it may complete (a barrier nothing bounds settles them all).  Only ranges
+    bounded at both ends are compared (a tensor copy's box is the tensor map's, unknown here), so
+    the rule never guesses."""
+    defs = single_defs(ctx.fn)
+    dims = block_dims(ctx.fn, ctx.module.preamble)
+    tid_max = dims[0] - 1 if dims and dims[1] == dims[2] == 1 else None
+
+    def step(site: Site, ins: Instr, st):
+        op = ins.opcode
+        if ins.base == "cp" and "complete_tx" in op and ".shared" in op.split(".global")[0] and ins.operands:
+            dst, bar = _stage_write(ins, defs, tid_max), _barrier_range(ins, ins.operands[-1], defs, tid_max)
+            if dst is not None and _bounded(dst) and dst[2] is not None and _bounded(bar):  # (a tensor copy's box: unknown)
+                st = st | {(_line(ins) or 0, dst, bar)}
+                if len(st) > _PROXY_CAP:  # beyond the cap, forget (never report what is not tracked)
+                    st = frozenset(sorted(st, key=lambda e: e[0])[-_PROXY_CAP:])
+            return st
+        if ins.base == "mbarrier" and ("try_wait" in ins.modifiers or "test_wait" in ins.modifiers):
+            bar = _barrier_range(ins, _barrier_of(ins), defs, tid_max)
+            return frozenset() if not _bounded(bar) else frozenset(e for e in st if not _meets(e[2], bar))
+        if st:
+            for r in _shared_read(ins, defs, tid_max):
+                hit = sorted(e for e in st if _bounded(r) and r[2] is not None and _meets(e[1], r))
+                if hit:
+                    sink.add("spec.mbarrier.read-before-wait", "error", _line(ins),
+                             f"{ins.opcode.split('.sync')[0]} may read shared memory the bulk copy at line {hit[0][0]} "
+                             "fills, with no wait on that copy's mbarrier since: the bytes may not have landed "
+                             "(wait on the barrier's phase first, PTX ISA 9.7.13.15.16)")
+                    break
+        return st
+
+    _run(ctx, sink, frozenset(), step, lambda a, b: a | b)
 
 
 # ------------------------------------------------------------------ .aligned under divergence
@@ -639,9 +824,13 @@ def check_function(ctx: FnCtx, sink: Sink) -> None:
         fence_analysis(ctx, rec)
         inflight_analysis(ctx, rec)
         proxy_analysis(ctx, rec)
+        if any(i.base == "mbarrier" for i in ctx.fn.instructions()):
+            release_analysis(ctx, rec)
         descriptor_analysis(ctx, sink)
     elif any(i.opcode.startswith("cp.async.bulk") and ".global.shared" in i.opcode for i in ctx.fn.instructions()):
         proxy_analysis(ctx, _Recording(sink))  # a TMA store reads through the async proxy too
     if any(i.base == "mbarrier" or (i.base == "cp" and "complete_tx" in i.opcode) for i in ctx.fn.instructions()):
         mbarrier_analysis(ctx, sink)
+        if any(i.base == "cp" and "complete_tx" in i.opcode for i in ctx.fn.instructions()):
+            early_read_analysis(ctx, _Recording(sink))
     aligned_analysis(ctx, sink)

@@ -15,6 +15,12 @@ warp-uniform value is that value (its exact shift survives).  A warp-indexed tab
 ``ld.shared.b8 [sym + warp + c]`` with every store that may reach the table writing the same
 byte into each aligned group of four (Triton's warp-specialisation partition table) -- is
 warpgroup-uniform (``warp_tables``: the conditions and the one assumption).
+A register written more than once has a level per definition, and a read takes the least uniform
+of the definitions that reach it (``_reaching``): nvcc reuses registers -- an inline-asm output
+(CUTLASS's ``elect.sync`` block rewrites the ``0`` a ``shfl.sync.idx`` read as its lane), a
+persistent kernel's tile index advanced inside one warp's loop -- and one level for all of a
+register's values would make the uniform ones per-thread.  ``Uniformity.regs`` keeps the least
+uniform definition of each register.
 ``%tid.y``/``%tid.z`` vary per thread unless ``.reqntid`` or the repro header's ``LAUNCH: ...
 block=x,y,z`` makes that dimension 1 (then they are 0).  The ``ptxas`` flavour models what
 ptxas itself treats as divergent (measured; see ``analyse_uniformity``).
@@ -28,7 +34,7 @@ from fuzzptx.perf import per_object
 from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Module, Reg, Sym, Vec
 from fuzzptx.ptx.smem import shared_layout, type_bytes
 
-from .flow import Graph
+from .flow import Graph, solve_forward
 from .regs import defs_uses
 
 THREAD, WARP, WARPGROUP, CTA = 0, 1, 2, 3
@@ -138,19 +144,29 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
         if p.space == ".reg":
             level[p.name], exact[p.name] = (THREAD if fn.kind == "func" else CTA), None
 
-    def op_val(op) -> tuple[int, object]:
+    reach = _reaching(g)
+
+    def named(name: str) -> tuple[int, object]:
+        if name in level:
+            return level[name], exact.get(name)
+        if name.startswith("%") and name.split(".")[0] not in ("%r", "%rd"):
+            sp = (CTA, None) if name in flat else _special(name)
+            if ptxas and name.split(".")[0] in ("%clock", "%clock64", "%globaltimer"):
+                sp = (WARP, None)
+            if sp != (CTA, None) or "." in name:
+                return sp
+        return CTA, _TOP
+
+    def op_val(op, at: Instr | None = None) -> tuple[int, object]:
         if isinstance(op, Reg):
-            if op.name in level:
-                return level[op.name], exact.get(op.name)
-            if op.name.startswith("%") and op.name.split(".")[0] not in ("%r", "%rd"):
-                sp = (CTA, None) if op.name in flat else _special(op.name)
-                if ptxas and op.name.split(".")[0] in ("%clock", "%clock64", "%globaltimer"):
-                    sp = (WARP, None)
-                if sp != (CTA, None) or "." in op.name:
-                    return sp
-            return CTA, _TOP
+            keys = (reach.get((id(at), op.name)) or reach.get((0, op.name))) if reach else None
+            if keys is None:
+                return named(op.name)
+            vals = [named(k) for k in keys]
+            ex = {e for _, e in vals if e is not _TOP}
+            return min(v[0] for v in vals), (_TOP if not ex else ex.pop() if len(ex) == 1 else None)
         if isinstance(op, Addr):
-            return op_val(op.base) if isinstance(op.base, Reg) else (CTA, None)
+            return op_val(op.base, at) if isinstance(op.base, Reg) else (CTA, None)
         return CTA, None
 
     def branch_levels() -> tuple[dict[int, int], frozenset]:
@@ -160,7 +176,7 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
             lvl = CTA
             for (x, y) in g.cdeps[b.index]:
                 r = branch_reg(g.blocks[x])
-                bx = THREAD if r is None else op_val(r)[0]
+                bx = THREAD if r is None else op_val(r, g.blocks[x].instrs[-1])[0]
                 if ptxas and g.blocks[x].instrs and g.blocks[x].instrs[-1].opcode.startswith("bra.uni"):
                     bx = max(bx, WARP)
                 if bx < threshold:
@@ -181,16 +197,17 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
             defs, _uses = defs_uses(ins)
             if not defs:
                 continue
-            val_l, val_e = _transfer(ins, op_val, credit)
+            val_l, val_e = _transfer(ins, lambda o, at=ins: op_val(o, at), credit)
             w = tables.get(id(ins))
-            if w is not None and op_val(w)[1] == 5:
+            if w is not None and op_val(w, ins)[1] == 5:
                 val_l, val_e = WARPGROUP, None  # a warp-indexed table lookup (see warp_tables)
             ctl = bl.get(bidx, CTA)
             if ins.guard is not None:
-                ctl = min(ctl, op_val(ins.guard.reg)[0])
+                ctl = min(ctl, op_val(ins.guard.reg, ins)[0])
             if ctl < CTA:
                 val_l, val_e = min(val_l, ctl), None
             for d in defs:
+                d = reach.get((~id(ins), d), d) if reach else d
                 old_l = level.get(d, CTA)
                 old_e = exact.get(d, _TOP)
                 new_l = min(old_l, val_l)
@@ -202,7 +219,69 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
                     changed = True
     bl, div = branch_levels()
     op_val = None  # noqa: F841 (it calls itself: unlinked, it and what it holds die at once)
-    return Uniformity(dict(level), bl, div, threshold)
+    regs: dict[str, int] = {}
+    for name, lvl in level.items():
+        reg = name.split(_DEF, 1)[0]
+        regs[reg] = min(regs.get(reg, CTA), lvl)
+    return Uniformity(regs, bl, div, threshold)
+
+
+_DEF = "~"  # a definition's name: the register's, this, a number (no PTX name holds it)
+
+
+@per_object(64)
+def _reaching(g: Graph) -> dict[tuple[int, str], object]:
+    """For each register written more than once (others keep their one name): ``(id(instr), reg)``
+    -> the names of the definitions of ``reg`` that reach ``instr``'s read of it, and
+    ``(~id(instr), reg)`` -> the name of ``instr``'s definition (``reg~N``; the value at the entry,
+    a ``.func`` parameter, is ``reg`` itself), ``(0, reg)`` -> all of them (for a read in a block
+    the entry does not reach).  Reaching definitions over the CFG; a guarded write
+    does not kill the one before it.  Empty when no register is written twice."""
+    sliced = _sliced(g)
+    if not sliced:
+        return {}
+    count: dict[str, int] = {}
+    for _, ins in sliced:  # only the slice's registers decide a level
+        for d in defs_uses(ins)[0]:
+            count[d] = count.get(d, 0) + 1
+    multi = {r for r, n in count.items() if n > 1}
+    if not multi:
+        return {}
+    out: dict[tuple[int, str], object] = {}
+    touching: list[list[tuple]] = []  # per block: (instr, regs of multi it reads, it writes)
+    for b in g.blocks:
+        row = []
+        for ins in b.instrs:
+            d_names, u_names = defs_uses(ins)
+            du, uu = d_names & multi, u_names & multi
+            if du or uu:
+                row.append((ins, uu, du))
+                for d in du:
+                    out[(~id(ins), d)] = f"{d}{_DEF}{len(out)}"
+        touching.append(row)
+    for (_, d), name in list(out.items()):  # a read the solver did not reach (dead code): every definition
+        out[(0, d)] = out.get((0, d), (d,)) + (name,)
+
+    def step(b: int, state: dict, record: bool) -> dict:
+        if not touching[b]:
+            return state
+        state = dict(state)
+        for ins, uu, du in touching[b]:
+            if record:
+                for u in uu:
+                    out[(id(ins), u)] = tuple(sorted(state.get(u, (u,))))
+            for d in du:
+                here = out[(~id(ins), d)]
+                state[d] = state.get(d, frozenset((d,))) | {here} if ins.guard is not None else frozenset((here,))
+        return state
+
+    def join(states: list) -> dict:
+        regs = {r for st in states for r in st}  # a register a state lacks holds its entry value there
+        return {r: frozenset().union(*(st.get(r, frozenset((r,))) for st in states)) for r in regs}
+
+    for b, st in solve_forward(g, {}, lambda b, st: step(b, st, False), join).items():
+        step(b, st, True)
+    return out
 
 
 @per_object(64)

@@ -604,6 +604,8 @@ def h_cvta(m, f, ins, act):
         res = (a - off) if "to" in mods else (a + off)
     elif space.startswith("global"):
         res = a
+    elif space.startswith("param") and "to" not in mods:
+        res = a  # a kernel parameter's address stays its name for the tensor-map operand (tma.py)
     else:
         raise Unsupported.at(ins, f"cvta .{space}")
     m.write(f, ins.operands[0], res & mask(TYPES[t][0]), sa, act, ins)

@@ -9,6 +9,7 @@ import fuzzptx.oracles.reference.alu as alu
 import fuzzptx.oracles.reference.dispatch as dispatch
 import fuzzptx.oracles.reference.mbarrier as mbarrier
 import fuzzptx.oracles.reference.mem_ops as mem_ops
+import fuzzptx.oracles.reference.tma as tma
 from .errors import StepLimit, Undefined, Unsupported
 from .interp import STEP_LIMIT, Frame, Machine, func_info
 from .ops import types_of
@@ -25,10 +26,10 @@ HANDLERS = {
     "brev": alu.h_bitcount, "ld": mem_ops.h_ld, "st": mem_ops.h_st, "bar": mem_ops.h_bar,
     "barrier": mem_ops.h_bar, "fence": mem_ops.h_fence, "membar": mem_ops.h_fence,
     "lop3": alu.h_lop3, "prmt": alu.h_prmt, "sqrt": alu.h_sqrt_rcp, "rcp": alu.h_sqrt_rcp,
-    "mbarrier": mbarrier.h_mbarrier, "cp": mbarrier.h_cp, "elect": mbarrier.h_elect,
+    "mbarrier": mbarrier.h_mbarrier, "cp": tma.h_cp, "prefetch": tma.h_prefetch, "elect": mbarrier.h_elect,
     "setmaxnreg": mbarrier.h_setmaxnreg,
 }
-NO_DEST = frozenset(("st", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg"))
+NO_DEST = frozenset(("st", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch"))
 
 
 WARP_BASES = frozenset(("mma", "wmma", "ldmatrix", "stmatrix"))
@@ -366,3 +367,4 @@ def run_kernel(m: Machine) -> None:
     f = _new_frame(m, info)
     m.kernel_frame = f
     run_function(m, f, m.all.copy())
+    tma.finish(m)  # bulk stores still in flight complete at the kernel's end

@@ -48,7 +48,7 @@ import fuzzptx.oracles.reference.fp as fp
 from .errors import MissingInput, Unsupported
 from .memory import CONST_BASE, Memory, Region
 from .ops import HALF
-from .values import TYPES, U64, Shadow, count_nonzero, mask, merge, sign_extend
+from .values import TYPES, U64, UNDEF, Shadow, count_nonzero, mask, merge, sign_extend
 import fuzzptx.oracles.reference.wgmma_exec as wgmma_exec
 from fuzzptx.data import buffer_bytes
 
@@ -292,8 +292,14 @@ class Machine:
             offs[p.name] = (off, size)
             off += size
         pbytes = np.zeros(max(off, 8), np.uint8)
+        tmaps = {t.name for t in getattr(prog, "tensormaps", ())}
+        opaque = []  # tensor-map parameters: the driver's encoding, which the reference never reads
         for p in k.params:
             o, size = offs[p.name]
+            if p.name in tmaps:
+                opaque.append((o, size))
+                self.symbols[p.name] = ("param", CONST_BASE + o)
+                continue
             if p.name in self.buffers:
                 val = self.buffers[p.name].base
             elif p.name in scalars:
@@ -302,7 +308,11 @@ class Machine:
                 raise MissingInput(f"kernel parameter {p.name!r} has no BUFFER or PARAM value", *_locargs(k))
             pbytes[o:o + size] = np.frombuffer(int(val & ((1 << (8 * size)) - 1)).to_bytes(size, "little"), np.uint8)
             self.symbols[p.name] = ("param", CONST_BASE + o)
-        self.mem.set_params(pbytes)
+        params = self.mem.set_params(pbytes)
+        if opaque:
+            params.ensure_shadow()
+            for o, size in opaque:
+                params.skind[o:o + size] = UNDEF
         for b in prog.buffers:
             if b.name not in offs:
                 raise MissingInput(f"BUFFER {b.name} names no parameter of kernel {k.name}")

@@ -48,7 +48,13 @@ class Barrier:
         model has no per-thread visibility, so a read after another thread's wait, ordered by a
         CTA barrier, sees them too)."""
         for region, off, words in self.observable:
-            region.write(off, 4, words)
+            # the copy wrote these bytes when it landed (and was watched then); this only makes
+            # them defined, so the write hook of in-flight wgmma reads is not called again
+            watch, region.watch = region.watch, None
+            try:
+                region.write(off, 4, words)
+            finally:
+                region.watch = watch
         self.observable = []
 
     def settle(self) -> None:
@@ -199,15 +205,22 @@ def h_cp(m, f, ins, act):
         nb = int(n[j])
         if nb % 16 or int(daddr[j]) % 16 or int(saddr[j]) % 16:
             raise BadAddress.at(ins, "cp.async.bulk needs 16-byte aligned addresses and a size that is a multiple of 16")
-        for k in range(0, nb, 4):
-            (region, _pos, off), = m.mem.resolve("global", saddr[j:j + 1] + U64(k), 4, ins, "load")
-            (word,) = region.read(off, 4, 1)
-            (dreg, _dpos, doff), = m.mem.resolve("shared", daddr[j:j + 1] + U64(k), 4, ins, "store")
-            dreg.write(doff, 4, [(word[0], Shadow.undef(1, 32))])
-            b.landing.append((dreg, doff, [word]))
+        _land_words(m, ins, b, int(saddr[j]), int(daddr[j]), nb)
         b.tx -= nb
         b.async_tx += nb
         b.settle()
+
+
+def _land_words(m, ins, b: Barrier, src: int, dst: int, nbytes: int) -> None:
+    """Copy ``nbytes`` (a multiple of 16) global -> shared as 4-byte words, all at once: the
+    destination reads as undefined until a wait observes the barrier's phase (``b.landing``)."""
+    words = np.arange(0, nbytes, 4, dtype=np.uint64)
+    (dreg, _, doff), = m.mem.resolve("shared", U64(dst) + words, 4, ins, "store")  # one region
+    for region, pos, off in m.mem.resolve("global", U64(src) + words, 4, ins, "load"):
+        (bits, sh), = region.read(off, 4, 1)
+        d = doff[pos] if pos.size != doff.size else doff  # the source's words, in order
+        dreg.write(d, 4, [(bits, Shadow.undef(bits.size, 32))])
+        b.landing.append((dreg, d, [(bits, sh)]))
 
 
 def h_elect(m, f, ins, act):

@@ -8,7 +8,7 @@ import numpy as np
 
 from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, Sym, Vec
 
-from .errors import BadAddress, Undefined, Unsupported
+from .errors import BadAddress, StepLimit, Undefined, Unsupported
 from .ops import _types
 from .memory import _positions as _positions_of
 from .values import TYPES, U64, Shadow, lanes_of, mask
@@ -239,20 +239,46 @@ def _undefine_races(m, ins, region, off: np.ndarray, eb: int, bits: list) -> Non
 
 
 def h_bar(m, f, ins, act):
-    """bar.sync / barrier.sync: every live thread of the CTA (or the given count) must arrive together."""
+    """bar.sync / bar.arrive / barrier.sync a{, b}: named barrier ``a`` completes once ``b`` threads
+    (without ``b``: every live thread of the CTA) have arrived.  Threads run in lockstep here, so the
+    threads at a ``bar.sync`` arrive together, joined by earlier ``bar.arrive`` threads of the same
+    barrier (a producer warpgroup signalling consumers).  ``b`` not a multiple of 32, or more threads
+    than ``b``, is undefined; a barrier short of ``b`` while every live thread is at it (or has
+    arrived) is a hang; short while others run elsewhere, the interleaving is not modelled."""
     ops = ins.operands
-    live = m.alive & (f.live if f.live is not None else m.alive)
+    n = int(act.sum())
+    if len(ops) < 2:
+        if "arrive" in ins.modifiers:
+            raise Unsupported.at(ins, "bar.arrive needs a thread count")
+        if not np.array_equal(act, m.alive):
+            raise Unsupported.at(ins, f"barrier reached by {n} of {int(m.alive.sum())} live threads "
+                                      "(divergent barriers are not modelled)")
+        return
+    first = int(np.flatnonzero(act)[0]) if n else 0
+    bid = int(m.read(f, ops[0], "u32", ins)[0][first])
+    cnt = int(m.read(f, ops[1], "u32", ins)[0][first])
+    where = f"line {ins.loc.line if ins.loc else '?'}"
+    if cnt == 0 or cnt % 32:
+        raise Undefined(f"{where}: barrier {bid} with thread count {cnt}, not a positive multiple of 32")
+    table = getattr(m, "named_barriers", None)
+    if table is None:
+        table = m.named_barriers = {}
+    prev_cnt, arrived, waiting = table.get(bid, (cnt, 0, False))
+    if prev_cnt != cnt:
+        raise Undefined(f"{where}: barrier {bid} used with counts {prev_cnt} and {cnt} in one phase")
+    total = arrived + n
+    if total > cnt:
+        raise Undefined(f"{where}: {total} threads arrive at barrier {bid}, whose count is {cnt}")
+    if total == cnt:
+        table.pop(bid, None)
+        return
     if "arrive" in ins.modifiers:
+        table[bid] = (cnt, total, False)
         return
-    if len(ops) >= 2:
-        cnt, _ = m.read(f, ops[1], "u32", ins)
-        if int(act.sum()) != int(cnt[0]):
-            raise Unsupported.at(ins, f"barrier with count {int(cnt[0])} reached by {int(act.sum())} threads together")
-        return
-    if not np.array_equal(act, m.alive):
-        raise Unsupported.at(ins, f"barrier reached by {int(act.sum())} of {int(m.alive.sum())} live threads "
-                                  "(divergent barriers are not modelled)")
-    del live
+    if np.array_equal(act, m.alive):
+        raise StepLimit.at(ins, f"hang: barrier {bid} waits for {cnt} threads; {total} can ever arrive")
+    raise Unsupported.at(ins, f"barrier {bid} (count {cnt}) reached by {n} threads while other live threads run "
+                              "elsewhere (that interleaving is not modelled)")
 
 
 def h_fence(m, f, ins, act):

@@ -49,6 +49,7 @@ class Region:
     dirty: np.ndarray | None = None  # int32 writer thread (shared only), -1 clean
     pending: list = field(default_factory=list)  # shadow records of stores not yet applied (see flush)
     views: dict = field(default_factory=dict)
+    watch: object = None  # called as watch(offsets, nbytes) by each write (wgmma_exec: reads in flight)
 
     @staticmethod
     def make(name: str, space: str, base: int, content: np.ndarray | int, writable: bool = True) -> "Region":
@@ -152,6 +153,8 @@ class Region:
               writers: np.ndarray | None = None) -> None:
         """Store elements (bits, shadow) at ``off + j*eb``; ``writers`` are thread ids (shared only)."""
         n = off.size
+        if self.watch is not None:
+            self.watch(off, eb * len(values))
         for j, (bits, sh) in enumerate(values):
             o = off + j * eb
             v = self.view(eb)

@@ -9,7 +9,8 @@ accumulates into in-flight registers chains on the pending values (the spec orde
 those).  Spec-mode undefined behaviour (no ``wgmma.fence`` before the first wgmma,
 or a register access since the last fence; part of a warpgroup executing it; a
 non-uniform descriptor or scale-d; shared bytes written by the generic proxy with
-no ``fence.proxy.async`` since) makes the affected D elements UNDEF.
+no ``fence.proxy.async`` since) makes the affected D elements UNDEF; a write into shared bytes
+a wgmma in flight reads (``shared_written``) makes all its D elements UNDEF.
 Arithmetic and layouts come from ``wgmma_math``, ``layouts`` and ``descriptors``.
 """
 from __future__ import annotations
@@ -48,6 +49,8 @@ class Pending:
     poisoned: bool = False
     _d_index: dict | None = None
     tile: tuple | None = None  # (acc layout, D bits, kind, lo, hi, flags [M,N], register has a shadow): see _c_matrix
+    reads: tuple = ()  # (layout, mn, k, element bytes, lowest, highest address) per tile read from shared memory
+    line: int | None = None  # the wgmma's source line (notes)
 
     def d_index(self) -> dict:
         """D register name -> its column (the first, as ``list.index`` gives)."""
@@ -277,6 +280,46 @@ def _apply_stacked(m, f, p: Pending, rows: slice, gm: np.ndarray) -> bool:
 class _Tile:
     bits: np.ndarray  # uint32 [rows, cols]
     bad: np.ndarray  # bool [rows, cols]: UNDEF or not exact
+    reads: tuple | None = None  # (layout, mn, k, element bytes, lowest, highest address): see _read_bytes
+
+
+# ------------------------------------------------------------------ writes under an in-flight read
+#
+# A wgmma reads its shared-memory operands at some time between its issue and the wait_group
+# that retires it (PTX ISA 9.7.15.7.3: the async proxy's reads are ordered only by that wait).
+# This model reads them at issue, so a write (generic store, stmatrix, or an async bulk copy)
+# into bytes a wgmma still in flight reads is undefined: the wgmma may see old or new bytes.
+# Each Pending keeps the byte offsets its descriptors read; shared memory's ``watch`` hook sees
+# every write and poisons (all D UNDEF, with a note) each in-flight wgmma whose bytes it meets.
+
+
+def _watch_writes(m) -> None:
+    """Install the shared-memory write hook (once per run)."""
+    region = m.mem.shared
+    if region is not None and region.watch is None:
+        region.watch = lambda off, nbytes: shared_written(m, off, nbytes)
+
+
+def shared_written(m, off: np.ndarray, nbytes: int) -> None:
+    """Bytes ``off[i] .. off[i] + nbytes - 1`` of shared memory were just written: poison every
+    wgmma in flight that reads one of them."""
+    if not off.size:
+        return
+    lo, hi = int(off.min()), int(off.max()) + nbytes
+    written = None
+    for st in m.wg.groups:
+        for p in [q for grp in st.committed for q in grp] + st.uncommitted:
+            # a tile's span first (most writes are elsewhere), its exact bytes only when they may meet
+            near = [r for r in p.reads if hi > r[4] and lo <= r[5] + r[3] - 1]
+            if p.poisoned or not near:
+                continue
+            if written is None:
+                written = (off.astype(np.int64)[:, None] + np.arange(nbytes)).ravel()
+            if any(np.isin(written, _read_bytes(*r[:4])).any() for r in near):
+                p.poisoned = True
+                m.note(f"shared memory read by the wgmma.mma_async at line {p.line if p.line is not None else '?'} "
+                       "was written before the wgmma.wait_group that retires it (undefined: the wgmma may read "
+                       "old or new bytes)")
 
 
 def _reg_matrix(m, f, st, names: list[str], rows: slice, w: int):
@@ -521,7 +564,17 @@ def _smem_tile(m, ins, layout: L.SmemLayout, mn_ext: int, k_ext: int) -> _Tile:
     if dirty is not None and dirty.any():
         m.note("wgmma reads shared memory written by the generic proxy with no fence.proxy.async since (undefined)")
     flags = bad if dirty is None else (dirty if bad is None else bad | dirty)
-    return _Tile(val.astype(np.uint32), np.zeros(addr.shape, bool) if flags is None else flags)
+    return _Tile(val.astype(np.uint32), np.zeros(addr.shape, bool) if flags is None else flags,
+                 (layout, mn_ext, k_ext, nbytes, amin, amax))
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_bytes(layout: L.SmemLayout, mn_ext: int, k_ext: int, nbytes: int) -> np.ndarray:
+    """Sorted distinct shared byte offsets a tile's elements occupy (read-only, per layout)."""
+    addr, _, _, _ = _tile_addresses(layout, mn_ext, k_ext)
+    out = np.unique((addr.astype(np.int64).ravel()[:, None] + np.arange(nbytes)).ravel())
+    out.flags.writeable = False
+    return out
 
 
 def _mma(m, f, ins, act, groups):
@@ -560,6 +613,7 @@ def _mma(m, f, ins, act, groups):
         scale_d, sa, sb, ta, tb = operand_scalars(m, f, ops, rows, ins, reasons)
         # C (ignored when scale-d is false, so never read then)
         c_tile, CK, CLO, CHI, CFL = c_operand(m, f, st, scale_d, d_names, rows, acc, M, N)
+        reads: list[tuple] = []
         # A
         if "a" in ops:
             al = L.a_fragment_layout(form.atype)
@@ -576,6 +630,7 @@ def _mma(m, f, ins, act, groups):
             lay = desc.smem_layout("MN" if ta else "K", isa.ELEMENT_BITS[form.atype])
             t = _smem_tile(m, ins, lay, M, K)
             a_tile, a_bad = t.bits, t.bad
+            reads.append(t.reads)
         dv = _uniform(m, f, ops["b_desc"], rows, ins, "B descriptor")
         if dv is None:
             reasons.append("B descriptor is undefined or not uniform")
@@ -585,6 +640,7 @@ def _mma(m, f, ins, act, groups):
         lay = desc.smem_layout("MN" if tb else "K", isa.ELEMENT_BITS[form.btype])
         bt = _smem_tile(m, ins, lay, N, K)
         b_tile, b_bad = bt.bits.T.copy(), bt.bad.T
+        reads.append(bt.reads)
         # arithmetic
         cset = (CK == SET) if scale_d else None
         if cset is not None and cset.any() and form.dtype != "s32":
@@ -632,6 +688,9 @@ def _mma(m, f, ins, act, groups):
         shadows = _reg_shadows(acc, kind, lo, hi, flags)
         p = Pending(f, g, d_names, out_bits, shadows, a_names)
         p.tile = (acc, out_tile, kind, lo, hi, flags, [s is not None for s in shadows])
+        p.reads = tuple(reads)
+        p.line = ins.loc.line if ins.loc else None
+        _watch_writes(m)
         st.uncommitted.append(p)
         st.inflight.update(dict.fromkeys(d_names + a_names, p))
         st.acc_shape.update(dict.fromkeys(d_names, shape))

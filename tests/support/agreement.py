@@ -4,7 +4,8 @@
 illegal mutants, Hypothesis derandomized); (ii) campaign programs, exactly as ``fuzzptx run`` and
 ``fuzzptx campaign`` draw them (``fuzzptx.engine.generate.draw_direct`` at block seeds, the
 illegal quarter included); (iii) real compiler-generated kernels: ``tests/data/triton/*.ptx``
-(``tests/support/triton_corpus.py``) and ``tests/data/nvcc/*.ptx`` (``tests/support/nvcc_corpus.py``).
+(``tests/support/triton_corpus.py``), ``tests/data/nvcc/*.ptx`` (``tests/support/nvcc_corpus.py``)
+and ``tests/data/cutlass/*.ptx`` (``tests/support/cutlass_corpus.py``).
 
 A program agrees *exactly* when the accept flag, every diagnostic code and every C7517/C7519/error
 line agree, the codes the model predicts as "may" aside (``ptxas_compare.agreement``: allocator-
@@ -30,7 +31,7 @@ from fuzzptx.oracles.ptxas import PINNED_VERSION, compile_batch
 from fuzzptx.ptx.parse import parse
 
 ROOT = Path(__file__).resolve().parents[2]
-REAL_DIRS = ("tests/data/triton", "tests/data/nvcc")
+REAL_DIRS = ("tests/data/triton", "tests/data/nvcc", "tests/data/cutlass")
 BEGIN, END = "<!-- agreement:begin -->", "<!-- agreement:end -->"
 
 

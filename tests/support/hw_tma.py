@@ -8,6 +8,16 @@ kernel; three drawn mainloops (strategies/mainloops.py: 1-4 stages, 5-8 tiles, 1
 every thread arriving, setmaxnreg), when hypothesis is importable.  Outputs are compared with ``compare`` (the reference's allowed values).
 
     PYTHONPATH=/tmp/pkg python tests/support/hw_tma.py --out $OUT/tma_h100.json [--dry-run]
+
+``--tensor`` runs the tensor-map kernels instead (strategies/tensor_copies.py; maps encoded by the
+driver's cuTensorMapEncodeTiled in the worker): a fixed grid of forms (every swizzle with 1-, 2-, 4-
+and 8-byte elements, ranks 1-3, boxes overhanging both edges, zero and NaN fill, loads then TMA
+stores, integer add/min/max reductions, a box row narrower than its swizzle span, an element stride
+of 2) over fresh data, plus drawn plans, and records which forms ran and the NaN fill's bits:
+
+    PYTHONPATH=/tmp/pkg python tests/support/hw_tma.py --tensor --out $OUT/tma_tensor_h100.json
+
+``--tensor --reexamine RECORD`` judges such a record again with the current reference (no GPU).
 """
 from __future__ import annotations
 
@@ -116,8 +126,9 @@ def setmaxnreg() -> str:
 
 try:  # the drawn mainloops (strategies need hypothesis, which a bare device may lack)
     from fuzzptx.strategies.mainloops import MainloopPlan, kernel_text
+    from fuzzptx.strategies import tensor_copies as tc
 except ImportError:  # pragma: no cover - recorded in the JSON as skipped
-    MainloopPlan = kernel_text = None
+    MainloopPlan = kernel_text = tc = None
 
 SHAPES = {
     "expect-then-copy": (lambda: single_copy(False), 128, 128),
@@ -145,12 +156,329 @@ def programs(seed: int):
     return out
 
 
+# ---------------------------------------------------------------- tensor maps (--tensor)
+
+_EB = {"u8": 1, "u16": 2, "f16": 2, "bf16": 2, "u32": 4, "s32": 4, "f32": 4, "u64": 8, "f64": 8}
+
+
+def _map(etype: str, swizzle: str, rank: int, inner: int, rows: tuple[int, ...], over: tuple[int, ...],
+         oob: str = "zero", estrides: tuple[int, ...] = ()):
+    """A map whose box has an inner row of ``inner`` bytes and ``rows`` in the outer dimensions, over a
+    tensor ``over`` elements (dim 0: bytes // eb extra) larger or smaller than the box."""
+    from fuzzptx.program import TensorMap
+    eb = _EB[etype]
+    box = (inner // eb,) + rows[:rank - 1]
+    dims = tuple(max(1, b + o) for b, o in zip(box, over))
+    strides, row = [], -(-dims[0] * eb // 16) * 16 + 16
+    for k in range(1, rank):
+        strides.append(row)
+        row *= dims[k]
+    return TensorMap("tm", "g", etype, dims, tuple(strides), box, estrides, 0, "none", swizzle, "128B", oob)
+
+
+def tensor_grid() -> list[tuple[str, object]]:
+    """(form name, CopyPlan): the fixed forms every run covers."""
+    out = []
+    span = {"none": 64, "32B": 32, "64B": 64, "128B": 128}
+    for sw in ("none", "32B", "64B", "128B"):
+        for et in ("u8", "f16", "u32", "f64"):
+            for rank, rows, over in ((1, (), (5,)), (2, (8,), (3, -3)), (3, (4, 3), (-2, 1, -1))):
+                tm = _map(et, sw, rank, span[sw], rows, over)
+                b, eb = tm.box, tm.element_bytes
+                lo = tuple(-(x // 2) for x in b)  # overhangs the low edges
+                hi = tuple(d - x // 2 for d, x in zip(tm.dims, b))  # ... and the high ones
+                lo, hi = (tc.aligned(lo[0], eb),) + lo[1:], (tc.aligned(hi[0], eb),) + hi[1:]
+                out.append((f"load-store-{et}-{sw}-{rank}d", tc.CopyPlan(128, tm, ((0,) * rank, lo, hi), hi, None,
+                                                                          True, 0x9E3779B9, 0)))
+        if sw != "none":  # a box row narrower than the span: padded to it (TensorMap.smem_row_bytes)
+            for et in ("u8", "f16", "f32"):
+                tm = _map(et, sw, 2, 16 if sw == "32B" else span[sw] // 2, (6,), (24, -1))
+                q = 16 // tm.element_bytes
+                out.append((f"inner-row-under-span-{et}-{sw}", tc.CopyPlan(
+                    128, tm, ((q, 0), (-q, 2), (0, -2)), (q, 1), None, False, 0x1234567, 0)))
+    for et in ("f16", "bf16", "f32", "f64"):
+        tm = _map(et, "128B", 2, 128, (4,), (-5, -1), oob="nan")
+        q = 16 // tm.element_bytes
+        out.append((f"nan-fill-{et}-128B", tc.CopyPlan(256, tm, ((-q, -1), (q, 1)), (q, 0), None, True, 0x55, 0)))
+    for et, red in (("u32", "add"), ("s32", "min"), ("s32", "max"), ("u64", "add")):
+        tm = _map(et, "64B", 2, 64, (4,), (3, 2))
+        q = 16 // tm.element_bytes
+        out.append((f"reduce-{red}-{et}", tc.CopyPlan(128, tm, ((q, 1),), (-q, -1), red, False, 0xF0F0F0F, 0)))
+        out.append((f"reduce-inside-{red}-{et}", tc.CopyPlan(128, tm, ((q, 1),), (q, 3), red, False, 0xF0F0F0F, 0)))
+    for et in ("u32", "f16"):  # a store at a negative coordinate: the reference says fault
+        tm = _map(et, "none", 2, 32, (4,), (8, 0))
+        out.append((f"negative-store-coordinate-{et}", tc.CopyPlan(128, tm, ((0, 0),), (0, -1), None, True, 1, 0)))
+    tm = _map("u32", "none", 2, 32, (6,), (0, 4), estrides=(1, 2))
+    out.append(("estride-2-u32", tc.CopyPlan(128, tm, ((0, 1),), None, None, True, 1, 0)))
+    for et in ("u8", "f16", "u32", "f64"):  # a misaligned innermost coordinate: the reference says fault
+        tm = _map(et, "none", 2, 32, (4,), (8, 0))
+        out.append((f"misaligned-coordinate-{et}", tc.CopyPlan(128, tm, ((1, 0),), None, None, True, 1, 0)))
+    return out
+
+
+def drawn_plans(n: int, seed: int) -> list:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as hseed
+
+    plans = []
+
+    @hseed(seed)
+    @settings(max_examples=n, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(tc.copy_plans())
+    def collect(plan):
+        plans.append(plan)
+
+    collect()
+    return plans[:n]
+
+
+def _forms(plan) -> list[str]:
+    tm = plan.tmap
+    f = [f"swizzle={tm.swizzle}", f"rank={tm.rank}", f"type={tm.type}", f"oob={tm.oob}"]
+    if any(plan.inside_bytes(c) < plan.box_bytes for c in plan.loads):
+        f.append("load overhangs the tensor")
+    if plan.store is not None:
+        f.append("store" + (" overhangs" if plan.inside_bytes(plan.store) < plan.box_bytes else ""))
+        f.append("wait_group.read" if plan.wait_read else "wait_group")
+    if plan.reduce:
+        f.append(f"reduce.{plan.reduce}")
+    if tm.swizzle != "none" and tm.box[0] * tm.element_bytes < tc.SPAN[tm.swizzle]:
+        f.append("inner row < swizzle span")
+    if any(e != 1 for e in tm.element_strides):
+        f.append("element stride > 1")
+    return f
+
+
+def _nan_bits(plan, program, ref, hw_out: bytes) -> list[str]:
+    """The hardware's bits where the reference put its NaN fill."""
+    import numpy as np
+    from fuzzptx.oracles.reference.tma import NAN_FILL
+    if plan.tmap.oob != "nan":
+        return []
+    eb = plan.tmap.element_bytes
+    dt = {2: np.uint16, 4: np.uint32, 8: np.uint64}[eb]
+    want = np.frombuffer(ref.bytes("o"), dt)
+    got = np.frombuffer(hw_out, dt)
+    at = want == NAN_FILL[eb]
+    return sorted({f"{int(v):#x}" for v in got[at]})
+
+
+STRUCT_PROBE = r"""struct __align__(64) S { unsigned long long w[16]; };
+extern "C" __global__ void k(int a, S s, unsigned long long* o) { o[threadIdx.x] = s.w[threadIdx.x] + a; }"""
+
+
+def cupy_struct_probe() -> str:
+    """Whether CuPy passes a 128-byte, 64-aligned struct by value (how the worker passes tensor maps)."""
+    try:
+        import cupy
+        import numpy as np
+        o = cupy.zeros(16, cupy.uint64)
+        v = np.frombuffer(np.arange(16, dtype=np.uint64).tobytes(), dtype=np.dtype([("words", "<u8", (16,))]))[0]
+        cupy.RawKernel(STRUCT_PROBE, "k")((1,), (16,), (np.int32(100), v, o))
+        got = cupy.asnumpy(o).tolist()
+        return "ok" if got == list(range(100, 116)) else f"wrong bytes: {got}"
+    except Exception as exc:  # recorded, not raised: the record says what failed
+        return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def tensor_main(args) -> int:
+    import dataclasses
+    from collections import Counter
+    base = int(time.time())
+    cases = []
+    for r in range(args.rounds):
+        for name, plan in tensor_grid():
+            cases.append((name, dataclasses.replace(plan, seed=base + r)))
+    for i, plan in enumerate(drawn_plans(args.drawn, base)):
+        cases.append((f"drawn-{i}", dataclasses.replace(plan, seed=base + 1000 + i)))
+    progs = [tc.render(plan) for _, plan in cases]
+    rejected, refs = [], []
+    for (name, _), p in zip(cases, progs):
+        res = compile_ptx(p.to_ptx())
+        if not res.accepted:
+            rejected.append({"case": name, "stderr": res.stderr[:400]})
+    for p in progs:
+        try:
+            refs.append(run_program(p))
+        except Exception as exc:  # recorded: a form the reference refuses
+            refs.append(f"{type(exc).__name__}: {exc}")
+    if args.dry_run:
+        hw, info = [None] * len(cases), {"dry_run": True}
+    else:
+        hw, info = run_programs_on_gpu([(p, None, None) for p in progs])
+    rows, forms, mism_forms = [], Counter(), Counter()
+    mismatched = faults = unsupported = predicted_faults = unexplained = 0
+    nan_bits: set[str] = set()
+    for (name, plan), p, ref, h in zip(cases, progs, refs, hw):
+        fault = h.fault if h is not None else None
+        ref_fault = isinstance(ref, str) and ref.startswith("BadAddress")
+        if isinstance(ref, str):
+            unsupported += not ref_fault
+            mm = []
+        else:
+            mm = [] if h is None or fault else compare(p, ref, h.outputs)
+            if h is not None and not fault:
+                nan_bits.update(_nan_bits(plan, p, ref, h.outputs["o"]))
+        faults += fault is not None
+        predicted_faults += ref_fault and fault is not None
+        mismatched += bool(mm)
+        # a disagreement: outputs differ, the GPU faults where the reference ran, or runs where it said fault
+        bad = bool(mm) or (fault is not None and not ref_fault) or (h is not None and ref_fault and fault is None)
+        unexplained += bad
+        for f in _forms(plan):
+            forms[f] += 1
+            mism_forms[f] += bad
+        rows.append({"case": name, "seed": plan.seed, "map": p.tensormaps[0].header_line(), "forms": _forms(plan),
+                     "plan": {"ntid": plan.ntid, "loads": plan.loads, "store": plan.store, "reduce": plan.reduce,
+                              "wait_read": plan.wait_read, "xor": plan.xor},
+                     "fault": fault, "reference": ref if isinstance(ref, str) else (ref.undefined or "ran"),
+                     "mismatches": [str(x) for x in mm[:6]]})
+    record = {
+        "what": "issue 27: reference vs H100 on tensor-map (TMA) loads, stores and reductions",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": "PYTHONPATH=/tmp/pkg python tests/support/hw_tma.py --tensor --out $OUT/tma_tensor_h100.json",
+        "device": info, "ptxas": ptxas_version(), "python": platform.python_version(),
+        "runs": len(cases), "rejected_by_ptxas": rejected, "reference_refused": unsupported,
+        "faults": faults, "faults_the_reference_predicted": predicted_faults, "programs_with_mismatches": mismatched,
+        "disagreements": unexplained,
+        "forms": dict(sorted(forms.items())), "forms_with_disagreements": {k: v for k, v in sorted(mism_forms.items()) if v},
+        "nan_fill_bits_seen": sorted(nan_bits),
+        "cupy_struct_by_value": "dry run" if args.dry_run else cupy_struct_probe(), "results": rows,
+    }
+    with open(args.out, "w") as fh:
+        json.dump(record, fh, indent=1)
+    print(json.dumps({k: record[k] for k in ("device", "runs", "faults", "faults_the_reference_predicted",
+                                             "programs_with_mismatches", "disagreements", "reference_refused",
+                                             "forms_with_disagreements", "nan_fill_bits_seen")}))
+    print(json.dumps([r for r in rows if r["mismatches"] or (r["fault"] and not r["reference"].startswith("BadAddress"))][:12]))
+    return 0 if not (unexplained or rejected or unsupported) else 1
+
+
+def reexamine(args) -> int:
+    """Judge a recorded ``--tensor`` run again with the current reference: its programs are rebuilt
+    from the record (grid rows by name and seed, drawn rows by the hypothesis seed; each rebuilt map
+    must equal the recorded one), and every recorded fault and listed mismatch is checked: a fault
+    the reference now predicts, or a mismatching element the reference now leaves undefined, is
+    explained.  Only the record's listed mismatches (at most 6 a program) can be checked: the GPU's
+    full outputs were not kept."""
+    import dataclasses
+    import re
+    from fuzzptx.oracles.reference.values import UNDEF
+    with open(args.reexamine) as fh:
+        rec = json.load(fh)
+    grid_of, drawn_of, render = tensor_grid, drawn_plans, tc.render
+    if args.code_at:  # the grid and the strategy as they were when the record was made
+        import subprocess
+        import types
+        root = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+        def source(path: str) -> str:
+            return subprocess.run(["git", "show", f"{args.code_at}:{path}"], capture_output=True, text=True,
+                                  check=True, cwd=root).stdout
+
+        old_tc = sys.modules["tensor_copies_at"] = types.ModuleType("tensor_copies_at")  # dataclasses look it up
+        exec(compile(source("strategies/tensor_copies.py"), f"tensor_copies.py@{args.code_at}", "exec"), old_tc.__dict__)
+        old_hw = sys.modules["hw_tma_at"] = types.ModuleType("hw_tma_at")
+        exec(compile(source("tests/support/hw_tma.py"), f"hw_tma.py@{args.code_at}", "exec"), old_hw.__dict__)
+        ns = old_hw.__dict__
+        ns["tc"] = old_tc
+        grid_of, drawn_of, render = ns["tensor_grid"], ns["drawn_plans"], old_tc.render
+    grid = dict(grid_of())
+    drawn_rows = [r for r in rec["results"] if r["case"].startswith("drawn-")]
+    drawn = drawn_of(len(drawn_rows), drawn_rows[0]["seed"] - 1000) if drawn_rows else []
+    rows, counts = [], {"rows": 0, "rebuilt": 0, "faults_predicted": 0, "fault_not_predicted": 0,
+                        "predicted_fault_did_not_happen": 0, "listed_mismatches": 0,
+                        "listed_mismatches_now_undefined": 0, "listed_mismatches_with_the_spill_bits": 0}
+    for r in rec["results"]:
+        counts["rows"] += 1
+        if "plan" in r:  # recorded with the run
+            base = grid.get(r["case"]) or drawn[int(r["case"].split("-")[1])] if r["case"].startswith("drawn-") \
+                else grid.get(r["case"])
+            if base is None:
+                rows.append({"case": r["case"], "verdict": "not rebuilt (form no longer in the grid)"})
+                continue
+            pl = r["plan"]
+            plan = dataclasses.replace(base, ntid=pl["ntid"], loads=tuple(map(tuple, pl["loads"])), reduce=pl["reduce"],
+                                       store=tuple(pl["store"]) if pl["store"] is not None else None,
+                                       wait_read=pl["wait_read"], xor=pl["xor"])
+        elif r["case"].startswith("drawn-"):
+            plan = drawn[int(r["case"].split("-")[1])]
+        elif r["case"] in grid:
+            plan = grid[r["case"]]
+        else:
+            rows.append({"case": r["case"], "verdict": "not rebuilt (form no longer in the grid)"})
+            continue
+        plan = dataclasses.replace(plan, seed=r["seed"])
+        prog = render(plan)
+        if prog.tensormaps[0].header_line() != r["map"]:
+            rows.append({"case": r["case"], "verdict": "not rebuilt (map differs)"})
+            continue
+        counts["rebuilt"] += 1
+        try:
+            ref, ref_err = run_program(prog), None
+        except Exception as exc:  # BadAddress: the reference predicts a fault
+            ref, ref_err = None, f"{type(exc).__name__}: {exc}"
+        fault = r["fault"]
+        predicted = ref_err is not None and ref_err.startswith("BadAddress")
+        verdict = "clean"
+        if fault and predicted:
+            counts["faults_predicted"] += 1
+            verdict = "fault predicted"
+        elif fault:
+            counts["fault_not_predicted"] += 1
+            verdict = f"fault not predicted ({ref_err or 'reference ran'})"
+        elif ref_err:
+            counts["predicted_fault_did_not_happen"] += 1
+            verdict = f"reference says {ref_err[:120]}; the GPU ran it"
+        else:
+            for m in r["mismatches"]:
+                mm = re.match(r"(\w+)\[(\d+)\]: expected .*observed .*\((0x[0-9a-f]+)\)$", m)
+                buf, i, seen = mm.group(1), int(mm.group(2)), int(mm.group(3), 16)
+                out = ref.outputs[buf]
+                eb = len(out.data) // out.count
+                counts["listed_mismatches"] += 1
+                counts["listed_mismatches_now_undefined"] += bool(out.kind[i] == UNDEF)
+                counts["listed_mismatches_with_the_spill_bits"] += int.from_bytes(out.data[i * eb:(i + 1) * eb], "little") == seen
+            if r["mismatches"]:
+                verdict = "mismatches explained" if all(
+                    ref.outputs[re.match(r"(\w+)\[", m).group(1)].kind[int(re.search(r"\[(\d+)\]", m).group(1))] == UNDEF
+                    for m in r["mismatches"]) else "mismatches NOT explained"
+        rows.append({"case": r["case"], "verdict": verdict, "notes": list(ref.notes) if ref is not None else []})
+    unexplained = counts["fault_not_predicted"] + counts["predicted_fault_did_not_happen"] + \
+        counts["listed_mismatches"] - counts["listed_mismatches_now_undefined"]
+    record = {
+        "what": "a recorded --tensor H100 run judged again by the current reference (no GPU)",
+        "record": args.reexamine, "code_at": args.code_at, "recorded_date": rec["date"],
+        "recorded_device": rec["device"],
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": f"python tests/support/hw_tma.py --tensor --reexamine {args.reexamine}"
+                   + (f" --code-at {args.code_at}" if args.code_at else "") + f" --out {args.out}",
+        **counts, "unexplained": unexplained,
+        "verdicts": {v: sum(1 for x in rows if x["verdict"] == v) for v in sorted({x["verdict"] for x in rows})},
+        "results": rows,
+    }
+    with open(args.out, "w") as fh:
+        json.dump(record, fh, indent=1)
+    print(json.dumps({k: record[k] for k in list(counts) + ["unexplained", "verdicts"]}))
+    return 0 if unexplained == 0 else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--dry-run", action="store_true", help="no GPU: the reference against itself")
+    ap.add_argument("--tensor", action="store_true", help="the tensor-map kernels (tma_tensor_h100.json)")
+    ap.add_argument("--drawn", type=int, default=60, help="--tensor: drawn plans besides the fixed forms")
+    ap.add_argument("--reexamine", metavar="RECORD", help="--tensor: judge a recorded run again (no GPU)")
+    ap.add_argument("--code-at", metavar="COMMIT", help="--reexamine: rebuild the programs with the grid and "
+                    "strategy of this commit (the code the record was made with)")
     args = ap.parse_args(argv)
+    if args.tensor and args.reexamine:
+        return reexamine(args)
+    if args.tensor:
+        return tensor_main(args)
     base = int(time.time())
     cases = [(name, base + r, p) for r in range(args.rounds) for name, p in programs(base + r)]
     rejected = []

@@ -21,6 +21,7 @@ from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Label, Reg, Statement, Sy
 from fuzzptx.reduce.edit import EFFECTS, edit_function, statements, type_of, used_names, write_counts
 from fuzzptx.reduce.passes.base import Pass
 from fuzzptx.ptx.dataflow import defs_uses
+from fuzzptx.ptx.smem import shared_layout
 
 _INT = {f"{k}{n}": n for k in "bus" for n in (8, 16, 32, 64)}
 
@@ -116,8 +117,9 @@ class Symbols(Pass):
 
     def candidates(self, program: Program) -> list[Program]:
         """``mov.u32 %r, smem`` (a .shared variable's address) -> ``mov.u32 %r, 0``: every address and
-        descriptor built from it moves to shared offset 0 together (where the first variable lies), and
-        becomes a constant that ``fold_constants`` computes."""
+        descriptor built from it moves to shared offset 0 together -- the window below the first
+        variable (``SHARED_RESERVED``), which the H100 and the reference still read and write as plain
+        shared memory -- and becomes a constant that ``fold_constants`` computes."""
         shared = _shared_names(program)
         cands = []
         for fn in _kernels(program):
@@ -204,7 +206,14 @@ def fold_constants(program: Program) -> Program:
     overwritten before anything reads it goes: ``mov %rd, 0; shr %rd, %rd, 4; or %rd, %rd, K``
     becomes ``mov.b64 %rd, K``; a comparison of constants becomes ``mov.pred``; small known
     constants replace registers as later sources of arithmetic (``mad %r, %r0, 4, %r9`` with
-    ``%r9 = 0`` reads ``0``).  Knowledge is per straight-line block (reset at labels)."""
+    ``%r9 = 0`` reads ``0``).  Knowledge is per straight-line block (reset at labels).
+
+    ``mov %r, smem`` of a shared variable is known too: the variable's offset in the launched
+    kernel's layout (``fuzzptx.ptx.smem``, ptxas's and the H100's), so a descriptor built from a
+    tile's address folds to one move.  That ``mov`` itself stays: it is what keeps the variable
+    allocated (ptxas lays out only the variables an instruction names)."""
+    kernel = program.module.function(program.launch.kernel)
+    offsets = shared_layout(program.module, kernel).offsets if kernel is not None and kernel.body is not None else {}
     for fn in _kernels(program):
         sts = statements(fn)
         known: dict[str, int] = {}
@@ -215,6 +224,10 @@ def fold_constants(program: Program) -> Program:
             if not isinstance(s, Instr):
                 continue
             defs = defs_uses(s)[0]
+            if (s.base == "mov" and s.guard is None and len(defs) == 1 and len(s.operands) == 2
+                    and isinstance(s.operands[1], Sym) and s.operands[1].name in offsets and _bits(type_of(s))):
+                known[defs[0].name] = offsets[s.operands[1].name]
+                continue
             got = _evaluate(s, known) if s.guard is None and len(defs) == 1 else None
             if got is None and s.guard is None and len(defs) == 1 and s.base == "setp":
                 truth = _compare(s, known)

@@ -1,0 +1,260 @@
+"""Kernels that move tiles through tensor maps (TMA, issue 27): ``cp.async.bulk.tensor`` loads into
+shared memory, each completing on its own mbarrier, then (optionally) a TMA store back to global
+memory, with the header's ``TENSORMAP:`` lines describing the maps (``fuzzptx.program.TensorMap``).
+
+Drawn: the element type (1 to 8 bytes, integer and float), rank 1-3, the swizzle (every mode, the
+box's inner row at most the swizzle span), global dims and padded row strides, boxes whose
+coordinates overhang the tensor's edges on either side (stores: the high edges only; the innermost
+coordinate a multiple of 16 bytes: the H100 faults on a store at a negative coordinate and on a copy
+whose innermost coordinate is not 16-byte aligned, oracles/reference/tma.py) (out-of-bounds elements filled with zero, or
+NaN on float maps), 1-3 loads of the same map at different coordinates (the map operand is the parameter's
+``cvta.param`` address: ptxas refuses the bare parameter symbol), and a store phase: every thread rewrites its
+words of the first box (``xor``), ``fence.proxy.async``, then one elected thread stores the box
+through a second map (same geometry, another buffer holding random data, so unwritten
+out-of-bounds elements are checked too), or reduces it into that buffer (integer ``add``/``min``/
+``max``), then a ``commit_group`` and a ``wait_group(.read) 0``.  Outputs: the shared tiles word by
+word (``o``), and the stored-to buffer (``r``).
+
+Illegal twins (labelled as ``mainloops`` labels its twins: ptxas accepts, the reference's
+outputs are undefined):
+  short_expect_tx  the expect_tx of one load counts only the in-bounds bytes (or 16 fewer): the
+                   box's complete_tx, out-of-bounds bytes included, completes the phase before every
+                   byte has landed
+  early_read       the tiles are read before the wait on the last load's barrier
+  unfenced_store   the rewritten tile is stored by TMA with no fence.proxy.async after the generic writes
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from hypothesis import strategies as st
+
+from fuzzptx.program import Buffer, Launch, Program, TensorMap
+from fuzzptx.ptx.parse import parse
+
+FAULTS = ("short_expect_tx", "early_read", "unfenced_store")
+# element type of the map -> the buffer type holding it (same width; floats compare NaN to NaN)
+TYPES = {"u8": "u8", "u16": "u16", "f16": "f16", "bf16": "bf16", "u32": "u32", "s32": "s32", "f32": "f32",
+         "u64": "u64", "f64": "f64"}
+SPAN = {"none": 256, "32B": 32, "64B": 64, "128B": 128}  # most bytes of the box's inner row
+PATTERN = {"none": 128, "32B": 256, "64B": 512, "128B": 1024}  # shared alignment of one box
+MAX_TILE_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class CopyPlan:
+    ntid: int
+    tmap: TensorMap  # the load map (parameter tm, buffer g)
+    loads: tuple[tuple[int, ...], ...]  # coordinates of each load
+    store: tuple[int, ...] | None  # coordinates of the store through tmo (None: no store phase)
+    reduce: str | None  # an integer reduction through tmo instead of the plain store
+    wait_read: bool  # wait_group.read 0 (else wait_group 0)
+    xor: int
+    seed: int
+    fault: str | None = None
+
+    @property
+    def box_bytes(self) -> int:
+        return self.tmap.box_bytes
+
+    @property
+    def slot(self) -> int:
+        """Shared bytes between boxes: the box's footprint (rows padded to the swizzle span) rounded
+        up to its swizzle pattern."""
+        a = PATTERN[self.tmap.swizzle]
+        return -(-self.tmap.smem_bytes // a) * a
+
+    def inside_bytes(self, coords: tuple[int, ...]) -> int:
+        """Bytes of the box at ``coords`` inside the tensor."""
+        n = 1
+        for c, b, d in zip(coords, self.tmap.box, self.tmap.dims):
+            n *= max(0, min(c + b, d) - max(c, 0))
+        return n * self.tmap.element_bytes
+
+
+@st.composite
+def tensor_maps(draw, name: str = "tm", buffer: str = "g") -> TensorMap:
+    """A tiled map whose box fits ``MAX_TILE_BYTES`` and may overhang a small tensor."""
+    etype = draw(st.sampled_from(tuple(TYPES)))
+    eb = {"u8": 1, "u16": 2, "f16": 2, "bf16": 2, "u32": 4, "s32": 4, "f32": 4, "u64": 8, "f64": 8}[etype]
+    swizzle = draw(st.sampled_from(("none", "32B", "64B", "128B")))
+    rank = draw(st.integers(1, 3))
+    span = SPAN[swizzle]
+    inner = draw(st.sampled_from([b for b in (16, 32, 64, 128, 256) if b <= span and b // eb <= 256]))
+    if swizzle != "none" and draw(st.booleans()):
+        inner = span  # the usual choice: one swizzle row per box row
+    box = [inner // eb]
+    rows_left = MAX_TILE_BYTES // inner
+    for _ in range(rank - 1):
+        b = draw(st.integers(1, max(1, min(8, rows_left))))
+        rows_left = max(1, rows_left // b)
+        box.append(b)
+    dims = [draw(st.integers(1, 2 * box[0]))]
+    for b in box[1:]:
+        dims.append(draw(st.integers(1, 2 * b)))
+    strides = []
+    row = -(-dims[0] * eb // 16) * 16 + 16 * draw(st.integers(0, 2))
+    for k in range(1, rank):
+        strides.append(row)
+        row *= dims[k]
+    oob = "nan" if etype.startswith(("f", "bf")) and draw(st.booleans()) else "zero"
+    return TensorMap(name, buffer, etype, tuple(dims), tuple(strides), tuple(box), (), 0, "none", swizzle,
+                     draw(st.sampled_from(("none", "64B", "128B", "256B"))), oob)
+
+
+def aligned(c: int, eb: int) -> int:
+    """``c`` rounded down to an innermost coordinate whose byte offset is a multiple of 16 (the H100
+    faults on any other: oracles/reference/tma.py)."""
+    q = 16 // eb
+    return c // q * q
+
+
+def _coords(draw, tm: TensorMap, store: bool = False) -> tuple[int, ...]:
+    """Box coordinates anywhere from overhanging the low edges (loads only: the H100 faults on a
+    store at a negative coordinate) to overhanging the high ones."""
+    q = 16 // tm.element_bytes
+    first = q * draw(st.integers(0 if store else -((tm.box[0] - 1) // q), (tm.dims[0] - 1) // q))
+    return (first,) + tuple(draw(st.integers(0 if store else -b + 1, d - 1)) for b, d in zip(tm.box[1:], tm.dims[1:]))
+
+
+@st.composite
+def copy_plans(draw, *, fault: str | None = None) -> CopyPlan:
+    tm = draw(tensor_maps())
+    nloads = draw(st.integers(1, 3 if tm.box_bytes <= 1024 else 1))
+    loads = tuple(_coords(draw, tm) for _ in range(nloads))
+    store_phase = fault == "unfenced_store" or (fault is None and draw(st.booleans()))
+    store = _coords(draw, tm, store=True) if store_phase else None
+    reduce = None
+    if store is not None and tm.type in ("u32", "s32", "u64") and draw(st.booleans()):
+        reduce = draw(st.sampled_from(("add", "min", "max")))
+    if fault == "short_expect_tx":
+        # a box that overhangs, so counting only its in-bounds bytes comes up short
+        last = (aligned(tm.dims[0] - 1, tm.element_bytes),) + tuple(d - 1 for d in tm.dims[1:])
+        loads = tuple(c if i else last for i, c in enumerate(loads))
+    return CopyPlan(
+        ntid=draw(st.sampled_from((128, 256))), tmap=tm, loads=loads, store=store, reduce=reduce,
+        wait_read=draw(st.booleans()),
+        xor=draw(st.integers(1, 2**32 - 1)), seed=draw(st.integers(0, 2**31 - 1)), fault=fault)
+
+
+def _regs(lines: list[str], first: int, coords: tuple[int, ...]) -> str:
+    names = []
+    for k, c in enumerate(coords):
+        lines.append(f"\tmov.b32 \t%r{first + k}, {c};")
+        names.append(f"%r{first + k}")
+    return ", ".join(names)
+
+
+def _words(plan: CopyPlan, body) -> list[str]:
+    """``body(k)`` per round of the loop over the tiles' words (thread tid takes tid + k*ntid)."""
+    total = len(plan.loads) * plan.slot // 4
+    out = []
+    for k in range(-(-total // plan.ntid)):
+        out += [f"\tadd.s32 \t%r20, %r1, {k * plan.ntid};", f"\tsetp.lt.u32 \t%p5, %r20, {total};",
+                "\tshl.b32 \t%r21, %r20, 2;", "\tadd.s32 \t%r22, %r2, %r21;", *body(k)]
+    return out
+
+
+def kernel_text(plan: CopyPlan) -> str:
+    """The PTX of a plan: ``k(g, o, r, tm, tmo)``."""
+    r, B = plan.tmap.rank, plan.box_bytes
+    n = len(plan.loads)
+    lines = [
+        ".version 8.4", ".target sm_90a", ".address_size 64", "",
+        ".visible .entry k(.param .u64 g, .param .u64 o, .param .u64 r, .param .align 64 .b8 tm[128], "
+        ".param .align 64 .b8 tmo[128])", f".reqntid {plan.ntid}", "{",
+        "\t.reg .pred \t%p<8>;", "\t.reg .b32 \t%r<48>;", "\t.reg .b64 \t%rd<12>;",
+        f"\t.shared .align 1024 .b8 tile[{n * plan.slot}];", f"\t.shared .align 8 .b64 bar[{n}];",
+        "\tld.param.u64 \t%rd1, [o];", "\tmov.u32 \t%r1, %tid.x;", "\tmov.u32 \t%r2, tile;",
+        "\tshr.u32 \t%r4, %r1, 5;", "\tsetp.eq.u32 \t%p1, %r4, 0;", "\telect.sync \t%r5|%p2, -1;",
+        "\tand.pred \t%p3, %p1, %p2;",
+    ]
+    # ptxas takes the map as a generic address (the parameter symbol itself is a state-space mismatch)
+    lines += ["\tmov.u64 \t%rd2, tm;", "\tcvta.param.u64 \t%rd3, %rd2;",
+              "\tmov.u64 \t%rd4, tmo;", "\tcvta.param.u64 \t%rd5, %rd4;"]
+    src, dst = "%rd3", "%rd5"
+    lines += [f"\t@%p3 mbarrier.init.shared::cta.b64 \t[bar+{8 * i}], 1;" for i in range(n)]
+    lines += ["\tfence.mbarrier_init.release.cluster;", "\tbar.sync \t0;"]
+    for i, c in enumerate(plan.loads):
+        expect = B
+        if plan.fault == "short_expect_tx" and i == 0:
+            inside = plan.inside_bytes(c)
+            expect = inside if inside < B else B - 16
+        co = _regs(lines, 30 + 5 * (i % 2), c)
+        lines += [f"\t@%p3 mbarrier.arrive.expect_tx.shared::cta.b64 \t_, [bar+{8 * i}], {expect};",
+                  f"\t@%p3 cp.async.bulk.tensor.{r}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                  f"\t[tile+{i * plan.slot}], [{src}, {{{co}}}], [bar+{8 * i}];"]
+
+    def wait(i: int) -> list[str]:
+        return [f"W{i}:", f"\tmbarrier.try_wait.parity.shared::cta.b64 \t%p4, [bar+{8 * i}], 0;", f"\t@!%p4 bra \tW{i};"]
+
+    late = plan.fault == "early_read"
+    for i in range(n - 1 if late else n):
+        lines += wait(i)
+    lines += _words(plan, lambda k: ["\t@%p5 ld.shared.u32 \t%r23, [%r22];", "\tcvt.u64.u32 \t%rd6, %r21;",
+                                     "\tadd.s64 \t%rd7, %rd1, %rd6;", "\t@%p5 st.global.u32 \t[%rd7], %r23;"])
+    if late:
+        lines += wait(n - 1)
+    if plan.store is not None:
+        lines += ["\tbar.sync \t0;"]
+        lines += _words(plan, lambda k: ["\t@%p5 ld.shared.u32 \t%r23, [%r22];", f"\txor.b32 \t%r23, %r23, {plan.xor};",
+                                         "\t@%p5 st.shared.u32 \t[%r22], %r23;"])
+        if plan.fault != "unfenced_store":
+            lines.append("\tfence.proxy.async.shared::cta;")
+        lines.append("\tbar.sync \t0;")
+        co = _regs(lines, 40, plan.store)
+        if plan.reduce is None:
+            lines.append(f"\t@%p3 cp.async.bulk.tensor.{r}d.global.shared::cta.tile.bulk_group \t[{dst}, {{{co}}}], [tile];")
+        else:  # alone: a store and a reduction of the same elements in flight together would race
+            lines.append(f"\t@%p3 cp.reduce.async.bulk.tensor.{r}d.global.shared::cta.{plan.reduce}.tile.bulk_group "
+                         f"\t[{dst}, {{{co}}}], [tile];")
+        lines += ["\t@%p3 cp.async.bulk.commit_group;",
+                  f"\t@%p3 cp.async.bulk.wait_group{'.read' if plan.wait_read else ''} \t0;"]
+    lines += ["\tret;", "}", ""]
+    return "\n".join(lines)
+
+
+def render(plan: CopyPlan) -> Program:
+    tm = plan.tmap
+    btype = TYPES[tm.type]
+    nbytes = tm.offset + (tm.strides[-1] * tm.dims[-1] if tm.strides else tm.dims[0] * tm.element_bytes)
+    # 16 bytes of slack past the tensor: a store whose box ends inside the last row's final 16-byte run
+    # writes the rest of that run on the H100 (oracles/reference/tma.py), here inside the buffer
+    count = (-(-nbytes // 16) * 16 + 16) // tm.element_bytes
+    out_bytes = len(plan.loads) * plan.slot
+    buffers = (Buffer("g", btype, count, "random", plan.seed),
+               Buffer("o", btype, out_bytes // tm.element_bytes, "zeros", output=True),
+               Buffer("r", btype, count, "random", plan.seed + 1, output=True))
+    tmo = replace(tm, name="tmo", buffer="r")
+    expect: tuple = ()
+    notes: tuple = ()
+    if plan.fault is not None:
+        expect = (("ptxas", "accepted"), ("reference", "undefined"))
+        notes = (f"tensor-copy fault: {plan.fault}",
+                 f"mutation: {twin_name(plan.fault)} breaks no checker rule yet (the reference sees it)")
+    return Program(parse(kernel_text(plan), "tensor_copy.ptx"), Launch("k", (1, 1, 1), (plan.ntid, 1, 1)), buffers,
+                   (), expect, None, notes, "spec", (tm, tmo))
+
+
+def tensor_copy_programs() -> st.SearchStrategy[Program]:
+    """Legal tensor-copy kernels (see the module doc)."""
+    return copy_plans().map(render)
+
+
+def illegal_tensor_copy_programs(faults: tuple[str, ...] = FAULTS) -> st.SearchStrategy[Program]:
+    """Their labelled illegal twins (``FAULTS``; with ``faults``, those)."""
+    return st.sampled_from(faults).flatmap(lambda f: copy_plans(fault=f)).map(render)
+
+
+def twin_name(fault: str) -> str:
+    """The name a twin goes by among the mutations (``mutation: NAME breaks ...`` notes).  No checker
+    rule is claimed: the checker's byte ranges never reach a tensor map's box (docs/tma.md)."""
+    return "tensor_" + fault
+
+
+def fault_of(name: str) -> str:
+    return name.removeprefix("tensor_")
+
+
+__all__ = ["CopyPlan", "FAULTS", "aligned", "copy_plans", "tensor_maps", "kernel_text", "render", "tensor_copy_programs",
+           "illegal_tensor_copy_programs", "twin_name", "fault_of"]
