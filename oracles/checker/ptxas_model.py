@@ -211,6 +211,9 @@ class PS(NamedTuple):
     entry_unknown: bool = True  # no wait_group since the entry (on some path)
     unknown_flying: bool = False  # a group committed from that unknown state, no wait_group since
     unset: frozenset = frozenset()  # accumulators no instruction has written yet (on some path)
+    unknown_waited: bool = False  # a wait_group passed that group on some path: like a wgmma some wait
+    # passed (``waited``), it makes no feed wait after the paths meet (measured:
+    # empty_group_wait_skipped_in_loop_then_feed)
 
 
 ENTRY_STATE = PS(False, frozenset(), frozenset(), False, frozenset(), frozenset(), False, frozenset(), 0,
@@ -263,6 +266,7 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             div_pipe=a.div_pipe or b.div_pipe,
             entry_unknown=a.entry_unknown or b.entry_unknown,
             unknown_flying=a.unknown_flying or b.unknown_flying,
+            unknown_waited=a.unknown_waited or b.unknown_waited,
             unset=a.unset | b.unset,
         )
     return a
@@ -413,6 +417,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
             counted = st.open or not st.armed
             return st._replace(armed=True, fl=frozenset((s, 0 if d < 0 else min(d + 1, 8)) for s, d in st.fl),
                                unknown_flying=st.unknown_flying or (counted and st.entry_unknown),
+                               unknown_waited=st.unknown_waited and not (counted and st.entry_unknown),
                                flag=False, stage_acc=frozenset(), tied=frozenset(), raw=min(st.raw + counted, 8),
                                open=st.open or not st.armed, stage_div=False, raw_div=False, call_at=None, ghost=frozenset(),
                                pblock=site.block)
@@ -427,7 +432,8 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                                lagged=st.lagged | {s for s, d in fl if 0 <= d < n},
                                raw=raw, split=st.split if raw else frozenset(), raw_div=False,
                                open=st.open or st.armed, call_at=None, pblock=site.block, ghost=frozenset(),
-                               entry_unknown=False, unknown_flying=False)
+                               entry_unknown=False, unknown_flying=False,
+                               unknown_waited=st.unknown_waited or st.unknown_flying)
         if ins.base in ("ret", "exit"):
             return exit_at(line, st)
         if site in jumps_out and (st.raw or st.fl):
@@ -512,7 +518,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
         # (not where a path that waited for the groups in flight merged in: measured, feed_read_after_partial_wait)
         # groups with no wgmma make a feed wait only when committed from the entry's unknown state
         # (after a wait_group ptxas knows they are empty: measured, experiments_entry.py)
-        pending = any(s not in st.waited for s, _ in st.fl) if st.fl else st.unknown_flying
+        pending = any(s not in st.waited for s, _ in st.fl) if st.fl else st.unknown_flying and not st.unknown_waited
         # ... and none at all once a wait_group has been passed (measured: experiments_entry.py)
         pending = pending and st.entry_unknown
         if (not read and not guarded and feed and pending and _feeds_later_wgmma(feed, site)
