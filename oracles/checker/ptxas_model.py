@@ -211,6 +211,7 @@ class PS(NamedTuple):
     entry_unknown: bool = True  # no wait_group since the entry (on some path)
     unknown_flying: bool = False  # a group committed from that unknown state, no wait_group since
     unset: frozenset = frozenset()  # accumulators no instruction has written yet (on some path)
+    zdirty: frozenset = frozenset()  # accumulators zeroed since the fence (a ``mov`` of 0: see the wgmma step)
     unknown_waited: bool = False  # a wait_group passed that group on some path: like a wgmma some wait
     # passed (``waited``), it makes no feed wait after the paths meet (measured:
     # empty_group_wait_skipped_in_loop_then_feed)
@@ -267,6 +268,7 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             entry_unknown=a.entry_unknown or b.entry_unknown,
             unknown_flying=a.unknown_flying or b.unknown_flying,
             unknown_waited=a.unknown_waited or b.unknown_waited,
+            zdirty=a.zdirty | b.zdirty,
             unset=a.unset | b.unset,
         )
     return a
@@ -385,7 +387,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
             # ... and a fence after a divergent merge makes the group counts agree again: a later
             # wgmma or commit needs no arrive on one path only (measured: div_stage_then_stage)
             return st._replace(armed=True, dirty=frozenset(), stage=frozenset(), arm_div=False, open=True,
-                               fences=frozenset({site}), fl=fl, raw=min(st.raw + implicit, 8), call_at=None,
+                               fences=frozenset({site}), fl=fl, raw=min(st.raw + implicit, 8), call_at=None, zdirty=frozenset(),
                                pblock=site.block, raw_div=False, ghost=frozenset())
         if is_wgmma(ins):
             acc, a, _ = wgmma_regs(ins)
@@ -395,13 +397,18 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                 return st._replace(ghost=st.ghost if st.armed else st.ghost | {site}, open=True)
             dirty = st.dirty
             first = not st.stage_acc  # accumulator rewrites count only at a stage's first wgmma
-            if not st.armed or st.flag or (first and _tied_acc(ins) & dirty) or (a & dirty & st.stage):
+            # a zeroed accumulator is free only where every accumulator the wgmma reads is a constant:
+            # ptxas then drops the read (as with scale-d 0); one zeroed beside loaded ones is a write
+            # like any other (measured: acc_zero_one_of_four_after_fence, acc_zero_after_fence)
+            zeroed = _tied_acc(ins) & st.zdirty and not _tied_acc(ins) <= st.konst
+            if not st.armed or st.flag or zeroed or (first and _tied_acc(ins) & dirty) or (a & dirty & st.stage):
                 # "flag": an accumulator in flight was redefined (moot once serialised)
-                out.arrive.setdefault(line, "flag" if st.armed and st.flag and not (first and _tied_acc(ins) & dirty)
+                out.arrive.setdefault(line, "flag" if st.armed and st.flag and not zeroed and not (first and _tied_acc(ins) & dirty)
                                       and not (a & dirty & st.stage) else "stage")
                 out.arrive_at.setdefault(line, site)
                 dirty = frozenset()
             return st._replace(armed=True, dirty=dirty, stage=st.stage | acc | a, flag=False, vals=st.vals - acc,
+                               zdirty=_less(st.zdirty, acc),
                                konst=st.konst - acc, cin=(st.cin - acc) | (acc & st.konst),
                                fl=_norm(frozenset(x for x in st.fl if x[0] != site) | {(site, -1)}),
                                waited=st.waited - {site}, lagged=st.lagged - {site}, stage_acc=st.stage_acc | acc,
@@ -508,6 +515,8 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
             if dirty is not st.dirty or flag != st.flag:
                 st = st._replace(dirty=dirty, flag=flag)
             defs = defs - fed - moved
+            if zero and rel - fed:
+                st = st._replace(zdirty=_plus(st.zdirty, rel - fed))
         if not st.fl and not st.raw:  # (a group with no wgmma still makes a feed wait: fence_commit_feed_read)
             return st
         read = [s for s, _ in st.fl if uses & wgmma_regs(ctx.wgmmas[s])[0]]
