@@ -356,6 +356,11 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                    for w, ins in ctx.wgmmas.items() if w not in dead)
 
     jumps_out = exit_jumps(ctx, kept=lambda i: _in_place(i) or _self_move(i))
+    # a rewrite between two identical wgmmas is free only in a function with no branch and no guarded
+    # instruction ptxas keeps, anywhere (measured: acc_write_between_wgmmas_then_guarded_store and _bra)
+    gone = dead_plain(ctx)
+    straight = not any(i.base in ("bra", "brx") or (i.guard is not None and Site(b, k) not in gone)
+                       for b in ctx.g.order for k, i in enumerate(ctx.g.blocks[b].instrs))
 
     def exit_at(line, st: PS, jump: bool = False) -> PS:
         """What ptxas reports at an exit with groups still in flight; at a branch it made the exit
@@ -506,7 +511,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                 if w2 is None:
                     continue
                 w1 = _wgmma_next_to(ctx, site, r, -1)
-                if w1 is None or _scale_d_zero(w2) or _same_wgmma(w1, w2):
+                if w1 is None or _scale_d_zero(w2) or (_same_wgmma(w1, w2) and straight):
                     fed.add(r)
                 else:
                     moved.add(r)
