@@ -113,6 +113,8 @@ class _Out:
     wait: dict = field(default_factory=dict)  # line -> True (C7517)
     wait_ser: dict = field(default_factory=dict)  # C7517 lines if the function is serialised
     wait_pre_ind: dict = field(default_factory=dict)  # exit waits for groups committed before an indirect call
+    wait_clear: dict = field(default_factory=dict)  # exit waits some path with groups in flight needs that
+    # passed no indirect call (PS.clean_fl): ptxas keeps them beside C7510
     wait_at_use: dict = field(default_factory=dict)  # C7517 at reads of accumulators in flight
     wait_feed: dict = field(default_factory=dict)  # C7517 at reads of future accumulator inputs:
     # line -> whether ptxas still reports it when an indirect call serialises the function
@@ -128,7 +130,8 @@ class _Out:
             for k, v in theirs.items():
                 mine.setdefault(k, v)
         for mine, theirs in ((self.wait, other.wait), (self.wait_ser, other.wait_ser),
-                             (self.wait_pre_ind, other.wait_pre_ind), (self.wait_at_use, other.wait_at_use)):
+                             (self.wait_pre_ind, other.wait_pre_ind), (self.wait_at_use, other.wait_at_use),
+                             (self.wait_clear, other.wait_clear)):
             mine.update(theirs)
         for k, v in other.wait_feed.items():
             self.wait_feed[k] = self.wait_feed.get(k, False) or v
@@ -211,6 +214,8 @@ class PS(NamedTuple):
     entry_unknown: bool = True  # no wait_group since the entry (on some path)
     unknown_flying: bool = False  # a group committed from that unknown state, no wait_group since
     unset: frozenset = frozenset()  # accumulators no instruction has written yet (on some path)
+    opaque: bool = False  # every path here passed an indirect (opaque) call
+    clean_fl: bool = False  # some path here passed none and has groups in flight
     zdirty: frozenset = frozenset()  # accumulators zeroed since the fence (a ``mov`` of 0: see the wgmma step)
     unknown_waited: bool = False  # a wait_group passed that group on some path: like a wgmma some wait
     # passed (``waited``), it makes no feed wait after the paths meet (measured:
@@ -269,6 +274,8 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             unknown_flying=a.unknown_flying or b.unknown_flying,
             unknown_waited=a.unknown_waited or b.unknown_waited,
             zdirty=a.zdirty | b.zdirty,
+            opaque=a.opaque and b.opaque,
+            clean_fl=a.clean_fl or b.clean_fl,
             unset=a.unset | b.unset,
         )
     return a
@@ -379,6 +386,8 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                                       and not _loop_spans(ctx, pos, pos.get(st.pblock, 0), first_indirect[0]))
         for x in at:
             out.wait[x] = True
+            if st.clean_fl:
+                out.wait_clear[x] = True
             if early:  # committed before an indirect call: still reported beside C7509 (measured)
                 out.wait_pre_ind[x] = True
         return st
@@ -430,6 +439,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
             return st._replace(armed=True, fl=frozenset((s, 0 if d < 0 else min(d + 1, 8)) for s, d in st.fl),
                                unknown_flying=st.unknown_flying or (counted and st.entry_unknown),
                                unknown_waited=st.unknown_waited and not (counted and st.entry_unknown),
+                               clean_fl=st.clean_fl or not st.opaque,
                                flag=False, stage_acc=frozenset(), tied=frozenset(), raw=min(st.raw + counted, 8),
                                open=st.open or not st.armed, stage_div=False, raw_div=False, call_at=None, ghost=frozenset(),
                                pblock=site.block)
@@ -444,7 +454,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                                lagged=st.lagged | {s for s, d in fl if 0 <= d < n},
                                raw=raw, split=st.split if raw else frozenset(), raw_div=False,
                                open=st.open or st.armed, call_at=None, pblock=site.block, ghost=frozenset(),
-                               entry_unknown=False, unknown_flying=False,
+                               entry_unknown=False, unknown_flying=False, clean_fl=st.clean_fl and bool(raw),
                                unknown_waited=st.unknown_waited or st.unknown_flying)
         if ins.base in ("ret", "exit"):
             return exit_at(line, st)
@@ -470,6 +480,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                     at = _line(kept[-1]) if kept else line
                 st = st._replace(call_at=at, split=frozenset())
             if _opaque(callee):  # indirect: ptxas gives up on the pipeline (measured)
+                st = st._replace(opaque=True, clean_fl=False)
                 if any(d < 0 for _, d in st.fl):
                     out.divergent.append((_order(site), "C7520"))
                 else:  # after a direct call ptxas names it an extern call (measured)
@@ -833,6 +844,10 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
             out.wait_at_use = {x: v for x, v in out.wait_at_use.items() if x is None or x <= first}
     if ser_code == "C7510":  # ... save one at an indirect call itself with groups in flight (measured: wait_at_indirect_call)
         at_ind = {_line(i) for b in ctx.g.blocks for i in b.instrs if i.base == "call" and _opaque(_callee(i))}
+        # ... and an exit's wait for groups committed before the first such call that some path carries
+        # there without passing one (measured: exit_wait_stage_skipping_indirect_call; committed after
+        # the call it is serialised all the same: exit_wait_call_skipped_then_stage)
+        at_ind |= set(out.wait_pre_ind) & set(out.wait_clear)
         waits = {**{x: True for x in out.wait if x in at_ind}, **out.wait_at_use, **early}
     elif ser_code == "C7509":  # exits wait as unserialised, for groups committed before the indirect call (measured)
         waits = {**out.wait_pre_ind, **out.wait_at_use, **out.wait_feed}
