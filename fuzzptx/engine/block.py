@@ -110,7 +110,7 @@ def prepare_block(task: BlockTask) -> Prepared:
     ran: list[tuple[str, ...]] = [()] * len(programs)  # ... and by which judges
     if "ptxas" in task.judges or gpu_cubins:
         ptxas = _compile_block(texts, gpu_cubins or cpu_cubins, secs,
-                               lambda done: _judge_early(task, cpu, items, emitted, early, ran, done, secs))
+                               lambda done: _judge_early(task, cpu, items, emitted, early, ran, done))
     for j in cpu:  # a judge's once-per-block work on ptxas's results (one disassembly of the block)
         if type(j).warm is not Judge.warm:
             t0 = time.perf_counter()
@@ -191,13 +191,15 @@ def _compile_block(texts: list[str], hw: bool, secs: Counter, meanwhile: Callabl
 
 
 def _judge_early(task: BlockTask, cpu: list, items, emitted, early: list, ran: list,
-                 ptxas_done: Callable[[], bool], secs: Counter) -> None:
+                 ptxas_done: Callable[[], bool]) -> None:
     """The judges that read the program alone (``Judge.early``: the checker, the reference) on each
     of the block's programs (not the planted ones), while ptxas compiles (``_compile_block``); a
     judge that needs ptxas's acceptance runs only until ptxas is done (after that it waits for
     ptxas's verdict, and skips what ptxas rejected: a reference run on a program ptxas then
     rejects is ~13% of them, the price of the overlap)."""
     wanted = tuple(j.name for j in cpu if j.early)
+    if not wanted:
+        return
     after_ptxas = tuple(n for n in wanted if not registry.get(n).needs_accepted)
     for k, ((_, p, planted), (text, judged)) in enumerate(zip(items, emitted)):
         if planted or judged is None:
@@ -206,16 +208,6 @@ def _judge_early(task: BlockTask, cpu: list, items, emitted, early: list, ran: l
         if js:
             early[k] = differ.judge(p, js, text=text, judged=judged)
             ran[k] = js
-    # then the program-only parts of the judges that wait for ptxas (the SASS judge's checker pass)
-    beside = [j for j in cpu if type(j).beside is not Judge.beside]
-    for j in beside:
-        t0 = time.perf_counter()
-        for (_, _p, planted), (_, judged) in zip(items, emitted):
-            if ptxas_done():
-                break
-            if not planted and judged is not None:
-                j.beside(judged, task.judges)
-        secs[f"{j.name} (beside ptxas)"] += time.perf_counter() - t0
 
 
 def _metamorphic_block(task: BlockTask, programs, texts, ptxas, cubins, planted, secs: Counter) -> list:

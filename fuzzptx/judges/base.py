@@ -261,13 +261,6 @@ class Judge(ABC):
         verdicts: a judge whose tool costs most at start-up (the SASS judge's disassembler) runs it
         once for the whole block here."""
 
-    def beside(self, program: Program, judges: tuple[str, ...]) -> None:
-        """Called on each of a block's programs while ptxas still compiles it (after the early
-        judges, only while ptxas runs): work of this judge that reads the program alone, done in
-        the time the pool process would otherwise wait, and kept for ``judge`` (the SASS judge's
-        checker pass).  ``judges``: the block's judges.  ``judge`` must give the same verdict
-        whether this ran or not."""
-
 
 class OutputJudge(Judge):
     """A judge that computes the program's output buffers, compared with the reference's as the

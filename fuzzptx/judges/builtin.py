@@ -5,7 +5,6 @@ SASS reader, and the metamorphic pairs.  Each is a thin adapter from ``fuzzptx.o
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
@@ -516,39 +515,10 @@ class SassJudge(Judge):
             except Exception:  # noqa: BLE001 - each program's verdict then says what went wrong
                 pass
 
-    def __init__(self) -> None:
-        # the checker pass ``beside`` took while ptxas compiled: id(module) -> (module, findings or
-        # the skip it gives); ``judge`` takes its entry out, a block's leftovers (programs ptxas
-        # rejected) fall off the front
-        self._checked: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
-
-    @staticmethod
-    def _has_wgmma(program: Program) -> bool:
-        return any(i.opcode.startswith("wgmma.mma_async") for f in program.module.functions() if f.body is not None
-                   for i in f.instructions())
-
-    @staticmethod
-    def _checker_pass(program: Program) -> Any:
-        """The checker's ISA and spec layers on the program (a tuple of findings), or the skip
-        verdict when the checker cannot read it."""
-        try:
-            return tuple(check_module(program.module, layers=("isa", "spec")))
-        except Exception as exc:  # noqa: BLE001 - a program the checker cannot read is not the SASS's
-            return SkippableVerdict(skipped=f"the checker could not judge the program: {type(exc).__name__}: {exc}")
-
-    def beside(self, program: Program, judges: tuple[str, ...]) -> None:
-        """The checker pass ``judge`` needs when the checker is not a judge, taken while ptxas
-        compiles: a pure function of the program, so the verdict is the same either way."""
-        if "checker" in judges or not self._has_wgmma(program):
-            return
-        self._checked[id(program.module)] = (program.module, self._checker_pass(program))
-        while len(self._checked) > 256:
-            self._checked.popitem(last=False)
-
     def judge(self, program: Program, ctx: Context) -> SkippableVerdict:
-        if not self._has_wgmma(program):
+        if not any(i.opcode.startswith("wgmma.mma_async") for f in program.module.functions() if f.body is not None
+                   for i in f.instructions()):
             return SkippableVerdict(())
-        kept = self._checked.pop(id(program.module), None)
         tc = ctx.toolchain
         tool = self.tool(tc)
         if tool is None:
@@ -558,9 +528,10 @@ class SassJudge(Judge):
             return SkippableVerdict(skipped=f"the checker could not judge the program: {cv.error}")
         findings = cv.findings if cv is not None else None
         if findings is None:
-            findings = kept[1] if kept is not None and kept[0] is program.module else self._checker_pass(program)
-            if isinstance(findings, SkippableVerdict):
-                return findings
+            try:
+                findings = check_module(program.module, layers=("isa", "spec"))
+            except Exception as exc:  # noqa: BLE001 - a program the checker cannot read is not the SASS's
+                return SkippableVerdict(skipped=f"the checker could not judge the program: {type(exc).__name__}: {exc}")
         if any(f.severity == "error" for f in findings):
             return SkippableVerdict(skipped="the checker finds the program illegal or undefined")
         r = ctx.verdicts.ptxas
