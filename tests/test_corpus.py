@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fuzzptx.judges import differ
-from fuzzptx.triage.corpus import ENTRIES
+from fuzzptx.triage.corpus import ENTRIES, keep_predicate
 from fuzzptx.program import Program
 from fuzzptx.engine.replay import check_expectations, same_verdict
 
@@ -102,3 +102,13 @@ def test_a_corpus_signature_keeps_what_its_entry_keeps():
     assert holds([program]) == [True]
     committed = Program.from_ptx(path.read_text().replace("\twgmma.wait_group", "\twgmma.commit_group.sync.aligned;\n\twgmma.wait_group"))
     assert holds([committed]) == [False]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_each_file_still_shows_its_finding(path: Path):
+    """The entry's own predicate (the one ``shrink --keep`` uses; for a hardware entry, the H100 model
+    the records prove) holds on the committed file: a corpus repro that no longer shows its finding
+    is a finding lost.  (The e8m13 entry's model once went through a patched module attribute the
+    reference no longer read, and the file stopped holding without any test noticing.)"""
+    program = Program.from_file(path)
+    assert keep_predicate(program.signature, program)([program]) == [True], path.name

@@ -34,7 +34,6 @@ from fuzzptx.neighbours import neighbours
 from fuzzptx.ptx.emit import emit
 from fuzzptx.oracles.hardware import HwResult
 from fuzzptx.oracles.reference import run_program
-from fuzzptx.oracles.reference import wgmma_math as W
 from fuzzptx.oracles.reference.result import UNDEF
 from fuzzptx.judges import differ
 from fuzzptx.oracles.reference import compare
@@ -218,22 +217,10 @@ def without(word: str, nth: int = 0) -> Callable[[Program], Program | None]:
 
 
 def e8m13_hardware(p: Program):
-    """What the H100 computes for a dense wgmma program: the spec reference's interpreter with every
-    wgmma evaluated by ``hw_numerics`` (fp8 with f32 D: an e8m13 accumulator), the model
+    """What the H100 computes for a dense wgmma program: the reference in hardware numerics (every
+    wgmma by ``hw_numerics``: fp8 with f32 D an e8m13 accumulator), the model
     ``tests/hw_records/numerics.json`` proves bit for bit against the H100."""
-    import numpy as np
-
-
-    orig = W.wgmma_dense
-
-    def hw(form, a, b, c, scale_d=True, scale_a=1, scale_b=1, mode="spec", accum_precision=None, keep=None):
-        return orig(form, np.asarray(a), np.asarray(b), np.asarray(c), scale_d, scale_a, scale_b, mode="hardware")
-
-    W.wgmma_dense = hw
-    try:
-        ref = run_program(p)
-    finally:
-        W.wgmma_dense = orig
+    ref = run_program(replace(p, numerics="hardware"), mode="hardware")
     return HwResult(outputs={b.name: ref.bytes(b.name) for b in p.outputs()})
 
 

@@ -16,9 +16,9 @@ as on hardware.  A failing parity wait once the barrier has completed a phase is
 before that completion (nothing in this model orders it after), it returns at once and its reads
 race the copy, so the run's outcome is undefined rather than a certain hang.
 
-Not modelled (``Unsupported``): tensor copies (``cp.async.bulk.tensor``: the tensor-map
-description of the repro header is not read yet), multicast, the cluster scope beyond one CTA,
-mbarrier state read as data, and ``cp.async.bulk`` shared -> global.
+Tensor copies, bulk stores and their groups are ``tma``'s, ``cp.async`` is ``cp_async``'s.  Not
+modelled (``Unsupported``): multicast, the cluster scope beyond one CTA, mbarrier state read as
+data.
 """
 from __future__ import annotations
 

@@ -40,6 +40,7 @@ from fuzzptx.isa.layouts import ROW_BYTES, SWIZZLES
 from fuzzptx.program import TensorMap
 from fuzzptx.ptx.ir import Imm, Sym, TensorAddr
 
+import fuzzptx.oracles.reference.cp_async as cp_async
 import fuzzptx.oracles.reference.mbarrier as mbarrier
 from .errors import BadAddress, Undefined, Unsupported
 from .mem_ops import _address
@@ -202,7 +203,8 @@ def _check_map(ins, tm: TensorMap) -> None:
 
 
 def h_cp(m, f, ins, act):
-    """Every ``cp`` instruction: tensor copies, bulk stores and groups here, the rest in ``mbarrier``."""
+    """Every ``cp`` instruction: tensor copies, bulk stores and groups here, ``cp.async`` in
+    ``cp_async``, bulk loads in ``mbarrier``."""
     op = ins.opcode
     mods = ins.modifiers
     if op.startswith("cp.async.bulk.tensor") or op.startswith("cp.reduce.async.bulk.tensor"):
@@ -219,6 +221,8 @@ def h_cp(m, f, ins, act):
         return _wait_group(m, f, ins, act, "read" in mods)
     if op.startswith("cp.async.bulk.global.shared::cta.bulk_group"):
         return _bulk_store(m, f, ins, act)
+    if op.startswith("cp.async.") and not op.startswith("cp.async.bulk"):
+        return cp_async.h_cp_async(m, f, ins, act)
     return mbarrier.h_cp(m, f, ins, act)
 
 

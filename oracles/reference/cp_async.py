@@ -1,0 +1,126 @@
+"""``cp.async`` (the non-bulk asynchronous copy, sm_80 on): global -> shared per thread, in groups.
+
+``cp.async.ca|cg.shared{::cta}.global [dst], [src], cp-size{, src-size}`` copies ``cp-size`` bytes
+(4, 8 or 16; ``.cg`` only 16), of which the first ``src-size`` come from global memory and the rest
+are zero.  The copy belongs to the issuing thread's open group; ``cp.async.commit_group`` closes
+it; ``cp.async.wait_group N`` waits until at most the thread's ``N`` newest committed groups are
+pending, ``cp.async.wait_all`` until none (the open group committed first).  Until the wait that
+covers it, the destination reads as undefined (PTX ISA 9.7.9.25: the writes are not ordered with
+any access before the wait): the reference takes the source bytes at the issue, marks the
+destination undefined, and writes them at the covering wait.  The writes are the generic proxy's,
+so a wgmma reading them still needs ``fence.proxy.async`` (the checker's async-proxy rule).
+
+Not modelled (``Unsupported``): ``cp.async.mbarrier.arrive``, a ``src-size`` that is not a multiple
+of 4, the ``.ignore-src`` predicate form.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fuzzptx.ptx.ir import Imm
+
+from .errors import BadAddress, Unsupported
+from .mem_ops import _address
+from .values import U64, Shadow
+
+
+@dataclass
+class Pending:
+    """One thread's copy in flight: where it lands and the source words it took at the issue."""
+
+    region: object
+    offsets: np.ndarray
+    words: list
+
+
+@dataclass
+class Groups:
+    """Per thread: the open group's copies and the committed groups, oldest first."""
+
+    open: dict = field(default_factory=dict)
+    committed: dict = field(default_factory=dict)
+
+
+def _groups(m) -> Groups:
+    g = getattr(m, "cp_async_groups", None)
+    if g is None:
+        g = m.cp_async_groups = Groups()
+    return g
+
+
+def h_cp_async(m, f, ins, act) -> None:
+    """Every ``cp.async`` instruction that is not a bulk copy."""
+    op = ins.opcode
+    if op == "cp.async.commit_group":
+        g = _groups(m)
+        for t in np.flatnonzero(act).tolist():
+            g.committed.setdefault(t, []).append(g.open.pop(t, []))
+        return
+    if op.startswith("cp.async.wait_group"):
+        (n,) = ins.operands
+        if not isinstance(n, Imm):
+            raise Unsupported.at(ins, "cp.async.wait_group needs an immediate count")
+        _wait(m, act, int(n.value))
+        return
+    if op.startswith("cp.async.wait_all"):
+        h_cp_async(m, f, type(ins)("cp.async.commit_group", (), None, ins.loc), act)
+        _wait(m, act, 0)
+        return
+    if op.startswith("cp.async.mbarrier"):
+        raise Unsupported.at(ins, f"{op} is not supported by the reference")
+    _copy(m, f, ins, act)
+
+
+def _copy(m, f, ins, act) -> None:
+    mods = ins.modifiers[1:]  # after "async"
+    if not (mods and mods[0] in ("ca", "cg")) or "global" not in mods or not any(x.startswith("shared") for x in mods):
+        raise Unsupported.at(ins, f"{ins.opcode} is not supported by the reference")
+    ops = ins.operands
+    if len(ops) < 3 or not isinstance(ops[2], Imm):
+        raise Unsupported.at(ins, f"{ins.opcode}: the copy size must be an immediate")
+    size = int(ops[2].value)
+    if size not in (4, 8, 16) or (mods[0] == "cg" and size != 16):
+        raise BadAddress.at(ins, f"{ins.opcode}: cp-size {size} (4, 8 or 16 bytes; .cg only 16)")
+    idx, daddr, _ = _address(m, f, ins, ops[0], act)
+    _, saddr, _ = _address(m, f, ins, ops[1], act)
+    if len(ops) > 3 and not isinstance(ops[3], Imm):
+        srcsize, _ = m.read(f, ops[3], "u32", ins)
+        src_n = srcsize[idx].astype(np.int64)
+    elif len(ops) > 3:
+        src_n = np.full(idx.size, int(ops[3].value), np.int64)
+    else:
+        src_n = np.full(idx.size, size, np.int64)
+    g = _groups(m)
+    words = np.arange(0, size, 4, dtype=np.uint64)
+    for j in range(idx.size):
+        d, s, n = int(daddr[j]), int(saddr[j]), int(src_n[j])
+        if d % size or s % size:
+            raise BadAddress.at(ins, f"{ins.opcode}: addresses must be aligned to the copy size ({size} bytes)")
+        if n > size or n < 0 or n % 4:
+            raise Unsupported.at(ins, f"{ins.opcode}: src-size {n} (the reference takes multiples of 4 up to {size})")
+        (dreg, _, doff), = m.mem.resolve("shared", U64(d) + words, 4, ins, "store")
+        taken = []
+        if n:
+            nw = n // 4
+            for region, pos, off in m.mem.resolve("global", U64(s) + words[:nw], 4, ins, "load"):
+                (bits, sh), = region.read(off, 4, 1)
+                taken.append((doff[pos] if pos.size != nw else doff[:nw], bits, sh))
+        if n < size:  # the rest is zero-filled
+            rest = doff[n // 4:]
+            taken.append((rest, np.zeros(rest.size, np.uint64), None))
+        for d_off, bits, _sh in taken:
+            dreg.write(d_off, 4, [(bits, Shadow.undef(bits.size, 32))])
+        g.open.setdefault(int(idx[j]), []).append(Pending(dreg, doff, taken))
+
+
+def _wait(m, act, keep: int) -> None:
+    g = _groups(m)
+    for t in np.flatnonzero(act).tolist():
+        groups = g.committed.get(t, [])
+        done, g.committed[t] = (groups[:len(groups) - keep], groups[len(groups) - keep:]) if keep else (groups, [])
+        for copies in done:
+            for p in copies:
+                for d_off, bits, sh in p.words:
+                    p.region.write(d_off, 4, [(bits, sh)])
