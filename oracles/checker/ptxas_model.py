@@ -883,8 +883,37 @@ def predict_module(module: Module, ctxs: dict | None = None, isa_findings: dict 
             ctx = (ctxs or {}).get(fn.name) or build_ctx(module, fn)
         mine = predict_function(ctx)
         diags += mine
+        if fn.kind == "entry" and _setmaxnreg_ignored(module, fn):
+            diags.append(PredictedDiag("C7508", None, "info", fn.name, C7508_MESSAGE))
         may |= allocator_may(ctx, frozenset(d.code for d in mine))
     return PredictedDiagnostics(True, tuple(diags), tuple(sorted(may)))
+
+
+C7508_MESSAGE = "Potential Performance Loss: 'setmaxnreg' ignored; unable to determine register count at entry."
+
+
+def _setmaxnreg_ignored(module: Module, kernel) -> bool:
+    """C7508, once per kernel: a ``setmaxnreg`` in the kernel or in a ``.func`` it calls (directly,
+    at any depth), guarded or not, when the kernel bounds its register count neither by ``.maxnreg``
+    nor by ``.maxntid``/``.reqntid`` together with ``.minnctapersm`` (either alone does not do;
+    measured: setmaxnreg_*; CUTLASS's warp-specialized kernels have ``.maxntid`` and ``.minnctapersm``)."""
+    names = {a.split()[0] for a in kernel.attributes if a.split()}
+    if ".maxnreg" in names or (names & {".maxntid", ".reqntid"} and ".minnctapersm" in names):
+        return False
+    funcs = {f.name: f for f in module.functions() if f.body is not None}
+    seen, todo = set(), [kernel]
+    while todo:
+        f = todo.pop()
+        if f.name in seen:
+            continue
+        seen.add(f.name)
+        for ins in f.instructions():
+            if ins.base == "setmaxnreg":
+                return True
+            callee = _callee(ins) if ins.base == "call" else None
+            if isinstance(callee, Sym) and callee.name in funcs:
+                todo.append(funcs[callee.name])
+    return False
 
 
 def _falls_off_the_end(fn) -> bool:
