@@ -569,10 +569,5 @@ def inferred_header(module: Module, file: str, kernel: str | None = None) -> Pro
 def _required_block(kernel) -> tuple[int, int, int]:
     """The kernel's ``.reqntid`` (a launch of any other shape fails), else its ``.maxntid`` (CUTLASS
     declares its block size so: 384 for a producer and two consumer warpgroups), else one warpgroup."""
-    for directive in ("reqntid", "maxntid"):
-        for attr in kernel.attributes:
-            m = re.match(rf"\s*\.{directive}\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", attr)
-            if m:
-                return int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1)
-    return (128, 1, 1)
+    return kernel.ntid("reqntid") or kernel.ntid("maxntid") or (128, 1, 1)
 

@@ -8,6 +8,8 @@ equality, so a parsed program equals the program it was emitted from.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -286,6 +288,9 @@ class Param:
     ptr: str = ""  # e.g. ".ptr.global.align 16" as written (kept verbatim)
 
 
+_NTID = re.compile(r"\s*\.(reqntid|maxntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
+
+
 @dataclass(frozen=True)
 class Function:
     """A ``.entry`` kernel or ``.func``; ``body`` is None for a declaration (prototype).
@@ -302,6 +307,16 @@ class Function:
     linkage: str = ""  # ".visible" | ".extern" | ".weak" | ""
     attributes: tuple[str, ...] = ()
     loc: SrcLoc | None = field(default=None, compare=False, repr=False)
+
+    def ntid(self, directive: str) -> tuple[int, int, int] | None:
+        """The block shape a launch-bound directive (``"reqntid"`` or ``"maxntid"``) states, missing
+        dimensions 1; None without it.  One reader for the checker's uniformity and the inferred
+        header's launch."""
+        for attr in self.attributes:
+            m = _NTID.match(attr)
+            if m and m.group(1) == directive:
+                return int(m.group(2)), int(m.group(3) or 1), int(m.group(4) or 1)
+        return None
 
     def instructions(self) -> tuple[Instr, ...]:
         """All instructions in textual order, scopes flattened (kept on the function: the

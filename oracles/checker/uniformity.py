@@ -70,10 +70,9 @@ def _pow2(v) -> int | None:
 
 def block_dims(fn: Function, preamble: tuple[str, ...] = ()) -> tuple[int, int, int] | None:
     """The block shape if known: ``.reqntid x, y, z`` or a repro header's ``LAUNCH: kernel=K ... block=x,y,z``."""
-    for attr in fn.attributes:
-        m = re.match(r"\s*\.reqntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", attr)
-        if m:
-            return int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1)
+    req = fn.ntid("reqntid")
+    if req is not None:
+        return req
     for line in preamble:
         m = re.match(r"\s*LAUNCH:.*\bkernel=(\S+).*\bblock=(\d+),(\d+),(\d+)", line)
         if m and m.group(1) == fn.name:
@@ -83,13 +82,10 @@ def block_dims(fn: Function, preamble: tuple[str, ...] = ()) -> tuple[int, int, 
 
 def _tid_credit(fn: Function) -> bool:
     """False when a launch-bound directive says the block is multi-dimensional with ntid.x % 128 != 0."""
-    for attr in fn.attributes:
-        m = re.match(r"\s*\.(reqntid|maxntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", attr)
-        if m:
-            x = int(m.group(2))
-            rest = [int(v) for v in (m.group(3), m.group(4)) if v]
-            if any(v > 1 for v in rest) and x % 128:
-                return False
+    for directive in ("reqntid", "maxntid"):
+        shape = fn.ntid(directive)
+        if shape is not None and (shape[1] > 1 or shape[2] > 1) and shape[0] % 128:
+            return False
     return True
 
 

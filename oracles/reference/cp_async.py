@@ -54,9 +54,7 @@ def h_cp_async(m, f, ins, act) -> None:
     """Every ``cp.async`` instruction that is not a bulk copy."""
     op = ins.opcode
     if op == "cp.async.commit_group":
-        g = _groups(m)
-        for t in np.flatnonzero(act).tolist():
-            g.committed.setdefault(t, []).append(g.open.pop(t, []))
+        _commit(m, act)
         return
     if op.startswith("cp.async.wait_group"):
         (n,) = ins.operands
@@ -64,8 +62,8 @@ def h_cp_async(m, f, ins, act) -> None:
             raise Unsupported.at(ins, "cp.async.wait_group needs an immediate count")
         _wait(m, act, int(n.value))
         return
-    if op.startswith("cp.async.wait_all"):
-        h_cp_async(m, f, type(ins)("cp.async.commit_group", (), None, ins.loc), act)
+    if op.startswith("cp.async.wait_all"):  # commit_group, then wait_group 0
+        _commit(m, act)
         _wait(m, act, 0)
         return
     if op.startswith("cp.async.mbarrier"):
@@ -113,6 +111,13 @@ def _copy(m, f, ins, act) -> None:
         for d_off, bits, _sh in taken:
             dreg.write(d_off, 4, [(bits, Shadow.undef(bits.size, 32))])
         g.open.setdefault(int(idx[j]), []).append(Pending(dreg, doff, taken))
+
+
+def _commit(m, act) -> None:
+    """Each active thread's open group joins its committed ones (an empty group too)."""
+    g = _groups(m)
+    for t in np.flatnonzero(act).tolist():
+        g.committed.setdefault(t, []).append(g.open.pop(t, []))
 
 
 def _wait(m, act, keep: int) -> None:
