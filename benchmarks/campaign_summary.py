@@ -10,6 +10,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from fuzzptx.engine.generate import block_seed, draw_direct
 from fuzzptx.judges.finding import classify
 
 d = Path(sys.argv[1])
@@ -23,7 +24,6 @@ for r in recs:
          "mainloop" if "mbarrier" in forms else r.get("family", "?").split(".")[0])
     kinds[k] += 1
 # the mainloop and tensor-copy kernels have no catalogue form: rebuild a sample of the "other" programs
-from fuzzptx.engine.generate import block_seed, draw_direct  # noqa: E402
 size = stats.get("block_size", 32)
 blocks = {}
 other = Counter()
