@@ -251,7 +251,7 @@ class CheckerJudge(Judge):
 
     def judge(self, program: Program, ctx: Context) -> CheckerVerdict:
         try:
-            findings, predicted = check_and_predict(program.module)
+            findings, predicted = check_and_predict(program.module, tensormaps=program.tensormaps)
         except Exception as exc:  # a checker crash is a finding (checker:crash), never the end of a run
             return CheckerVerdict(error=f"internal error: {type(exc).__name__}: {exc}")
         return CheckerVerdict(findings, predicted)
@@ -529,7 +529,7 @@ class SassJudge(Judge):
         findings = cv.findings if cv is not None else None
         if findings is None:
             try:
-                findings = check_module(program.module, layers=("isa", "spec"))
+                findings = check_module(program.module, layers=("isa", "spec"), tensormaps=program.tensormaps)
             except Exception as exc:  # noqa: BLE001 - a program the checker cannot read is not the SASS's
                 return SkippableVerdict(skipped=f"the checker could not judge the program: {type(exc).__name__}: {exc}")
         if any(f.severity == "error" for f in findings):

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 from fuzzptx.perf import per_object
+from fuzzptx.program import TensorMap
 from fuzzptx.ptx.ir import Function, Instr, Module
 
 from .flow import Graph, analyse, build_cfg
@@ -29,6 +30,7 @@ class FnCtx:
     relevant: frozenset  # registers that are accumulators or A fragments of some wgmma
     items: dict = field(default_factory=dict)  # block -> ((site, instr), ...)
     hot: dict = field(default_factory=dict)  # block -> the items any pipeline analysis reacts to
+    tensormaps: dict = field(default_factory=dict)  # kernel parameter -> its TensorMap (the program's header)
     _ptxas_uni: Uniformity | None = None
 
     def instr(self, site: Site) -> Instr:
@@ -82,7 +84,7 @@ def defined_names(module: Module) -> frozenset[str]:
     return frozenset(defined_functions(module))
 
 
-def build_ctx(module: Module, fn: Function) -> FnCtx:
+def build_ctx(module: Module, fn: Function, tensormaps: Iterable[TensorMap] = ()) -> FnCtx:
     g = analyse(build_cfg(fn))
     uni = analyse_uniformity(fn, g, preamble=module.preamble, module=module)
     wg: dict[Site, Instr] = {}
@@ -96,7 +98,7 @@ def build_ctx(module: Module, fn: Function) -> FnCtx:
     items = {b.index: tuple((Site(b.index, k), ins) for k, ins in enumerate(b.instrs)) for b in g.blocks}
     rel_f = frozenset(rel)
     hot = {b: tuple(x for x in its if _hot(x[1], rel_f)) for b, its in items.items()}
-    return FnCtx(module, fn, g, uni, wg, rel_f, items, hot)
+    return FnCtx(module, fn, g, uni, wg, rel_f, items, hot, {t.name: t for t in tensormaps})
 
 
 _HOT_BASES = frozenset({"wgmma", "ret", "exit", "call", "bra", "brx", "fence", "stmatrix"})
