@@ -8,6 +8,8 @@ Rules (PTX ISA 9.1 text they enforce, quoted in each function):
 - ``spec.mbarrier.expect-tx-short``: the bytes a thread's expect-tx announces fall short of the
   bytes its copies bring (a bulk copy's size operand; a tensor copy's whole box, out-of-bounds
   elements included, from the program's ``TENSORMAP:`` header) (``fill_analysis``).
+- ``spec.mbarrier.read-before-wait``: a read of bytes a bulk or tensor copy fills, with no wait on
+  the copy's barrier since (``early_read_analysis``).
 - ``spec.mbarrier.wrong-parity``: a parity wait for the phase the thread already saw complete,
   although it arrived or issued copies on the barrier since: the wait returns at once and the
   reads after it race the copies (``parity_analysis``).
@@ -17,6 +19,7 @@ address is one known 8-byte slot, and never guess about the rest.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, Sym, TensorAddr
@@ -24,7 +27,8 @@ from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, Sym, TensorAddr
 from .context import FnCtx, Site, sites
 from .findings import Sink
 from .regs import defs_uses
-from .spec_rules import _barrier_of, _barrier_range, _line, _meets
+from .spec_rules import (_PROXY_CAP, _Recording, _barrier_of, _barrier_range, _bounded, _line, _meets, _range, _run,
+                         _shared_read, _stage_write)
 from .uniformity import CTA, block_dims, single_defs
 
 _WAITS = ("try_wait", "test_wait")
@@ -178,6 +182,106 @@ def _judge_fill(ctx: FnCtx, events: list, defs, sink: Sink) -> None:
              f"(line {', '.join(str(_line(c)) for c in copies[:4])}; a tensor copy's whole box counts, out-of-bounds "
              "elements included): the tx-count reaches zero, and the phase completes, with bytes still in flight "
              "(PTX ISA 9.7.13.15.6)")
+
+
+# ------------------------------------------------------------------ reading a stage before its barrier
+
+def copy_destination(ctx: FnCtx, ins: Instr, defs, tid_max):
+    """The shared bytes a copy into shared memory writes: a bulk copy's ``[dst, dst + size)``, a
+    tensor copy's box footprint (``TensorMap.smem_bytes``, rows padded to the swizzle span) when the
+    program's header describes its map; None where unknown.  (Without the map, the 16 bytes every
+    box covers would be known, but the kernels of tests/data/triton guard their prologue copies by
+    a predicate that also skips the loop whose waits settle them: a path-insensitive read of the
+    epilogue's staging bytes would be a false alarm.)"""
+    if ".tensor" not in ins.opcode:
+        return _stage_write(ins, defs, tid_max)
+    if not ins.operands or not isinstance(ins.operands[0], Addr) or "multicast" in ins.opcode \
+            or len(ins.operands) < 2 or not isinstance(ins.operands[1], TensorAddr) or ".tile" not in ins.opcode:
+        return None
+    name = tensor_map_param(ins.operands[1].base, defs)
+    tm = ctx.tensormaps.get(name) if name is not None else None
+    return None if tm is None else _range(ins.operands[0], tm.smem_bytes, defs, tid_max)
+
+
+def _block_local(ctx: FnCtx, site: Site, op, depth: int = 0, out: dict | None = None):
+    """``op`` renamed so that ``shared_interval`` follows the definitions that reach ``site`` in its
+    block (a register defined several times, as in unrolled word loops, has no single definition):
+    returns (operand, extra definitions).  A guarded definition in between leaves it unknown."""
+    out = {} if out is None else out
+    if not isinstance(op, Reg) or depth > 16:
+        return op, out
+    instrs = ctx.g.blocks[site.block].instrs
+    for j in range(site.pos - 1, -1, -1):
+        ins = instrs[j]
+        if op.name not in defs_uses(ins)[0]:
+            continue
+        name = f"{op.name}@{site.block}.{j}"
+        if ins.guard is not None or not ins.operands:
+            return Reg(name), out  # no definition recorded: unknown
+        srcs = tuple(_block_local(ctx, Site(site.block, j), o, depth + 1, out)[0] for o in ins.operands[1:])
+        out[name] = replace(ins, operands=(Reg(name),) + srcs)
+        return Reg(name), out
+    return op, out
+
+
+def _read_ranges(ctx: FnCtx, site: Site, ins: Instr, defs, tid_max) -> list:
+    """``_shared_read``'s ranges; an ``ld.shared``/``ldmatrix`` address unbounded by single
+    definitions is bounded again by the definitions reaching it in its block."""
+    out = _shared_read(ins, defs, tid_max)
+    if ins.base in ("ld", "ldmatrix") and out and not _bounded(out[0]) and len(ins.operands) > 1 \
+            and isinstance(ins.operands[1], Addr) and isinstance(ins.operands[1].base, Reg):
+        base, extra = _block_local(ctx, site, ins.operands[1].base)
+        if extra:
+            local = dict(defs)
+            local.update(extra)
+            out = _shared_read(replace(ins, operands=(ins.operands[0], replace(ins.operands[1], base=base))
+                                       + tuple(ins.operands[2:])), local, tid_max)
+    return out
+
+
+def early_read_analysis(ctx: FnCtx, sink: Sink) -> None:
+    """``spec.mbarrier.read-before-wait``: shared memory a bulk or tensor copy fills, read
+    (ld.shared, ldmatrix, a wgmma's descriptors) on a path with no wait on the copy's mbarrier
+    since the copy.
+
+    PTX ISA 9.7.9.25.1.2 (mbarrier-based completion): "When the current phase of the mbarrier
+    object is complete, it implies that all asynchronous operations tracked by this phase are
+    complete, and all threads participating in that mbarrier object can access the result of the
+    asynchronous operations" -- the pattern is to wait for the phase with ``mbarrier.test_wait`` /
+    ``try_wait`` and only then access the results.  A read before that wait may see old or partly
+    written bytes.
+
+    State: the (line, destination, barrier) of each copy not yet waited for; a wait on a barrier
+    settles the copies it may complete (a barrier nothing bounds settles them all).  Only ranges
+    bounded at both ends are compared (a tensor copy's box: the header's map), so the rule never
+    guesses."""
+    defs = single_defs(ctx.fn)
+    tid_max = _tid_max(ctx)
+
+    def step(site: Site, ins: Instr, st):
+        if _is_copy(ins):
+            dst = copy_destination(ctx, ins, defs, tid_max)
+            bar = _barrier_range(ins, _copy_barrier(ins), defs, tid_max)
+            if dst is not None and _bounded(dst) and dst[2] is not None and _bounded(bar):
+                st = st | {(_line(ins) or 0, dst, bar)}
+                if len(st) > _PROXY_CAP:  # beyond the cap, forget (never report what is not tracked)
+                    st = frozenset(sorted(st, key=lambda e: e[0])[-_PROXY_CAP:])
+            return st
+        if ins.base == "mbarrier" and any(w in ins.modifiers for w in _WAITS):
+            bar = _barrier_range(ins, _barrier_of(ins), defs, tid_max)
+            return frozenset() if not _bounded(bar) else frozenset(e for e in st if not _meets(e[2], bar))
+        if st:
+            for r in _read_ranges(ctx, site, ins, defs, tid_max):
+                hit = sorted(e for e in st if _bounded(r) and r[2] is not None and _meets(e[1], r))
+                if hit:
+                    sink.add("spec.mbarrier.read-before-wait", "error", _line(ins),
+                             f"{ins.opcode.split('.sync')[0]} may read shared memory the copy at line {hit[0][0]} "
+                             "fills, with no wait on that copy's mbarrier since: the bytes may not have landed "
+                             "(wait on the barrier's phase first, PTX ISA 9.7.9.25.1.2 and 9.7.13.15.16)")
+                    break
+        return st
+
+    _run(ctx, _Recording(sink), frozenset(), step, lambda a, b: a | b)
 
 
 # ------------------------------------------------------------------ which phase a wait waits for
@@ -482,4 +586,5 @@ def check_function(ctx: FnCtx, sink: Sink) -> None:
         return
     if any(_is_copy(i) for i in instrs):
         fill_analysis(ctx, sink)
+        early_read_analysis(ctx, sink)
     parity_analysis(ctx, sink)

@@ -15,15 +15,15 @@ block to report.  Rules:
   that is not uniform over the threads it must run on (warpgroup for wgmma.* and setmaxnreg,
   warp for the rest).
 - ``spec.proxy.fence-missing``: generic-proxy shared-memory writes reach an async-proxy read of
-  bytes they may have written (a wgmma's descriptors, a bulk/tensor copy to global) with no
+  bytes they may have written (a wgmma's descriptors, a bulk/tensor copy or reduction to global) with no
   fence.proxy.async in between.  Ranges come from bounded address arithmetic; where nothing
   bounds an address it meets everything.
 - ``spec.mbarrier.no-init`` / ``spec.mbarrier.no-expect-tx``: an mbarrier no init can reach; a
   bulk copy completing bytes on a barrier no expect_tx raises (``mbarrier_analysis``).
 - ``spec.mbarrier.release-in-flight``: an mbarrier arrive while a wgmma may be in flight, on a
   barrier waited on before a write into bytes that wgmma reads (``release_analysis``).
-- ``spec.mbarrier.read-before-wait``: a read of bytes a bulk copy fills with no wait on the
-  copy's mbarrier since the copy on some path (``early_read_analysis``).
+- ``spec.mbarrier.read-before-wait``: a read of bytes a bulk or tensor copy fills with no wait on
+  the copy's mbarrier since the copy on some path (``mbarrier_rules.early_read_analysis``).
 - ``spec.desc.base-offset`` / ``spec.desc.reserved``: a constant matrix descriptor the spec rejects.
 - ``spec.smem.out-of-bounds``: a descriptor whose start address (known from constants and shared
   symbols, laid out as ptxas does: ``fuzzptx.ptx.smem``) lies at or past the end of the kernel's
@@ -233,6 +233,13 @@ def _generic_shared_write(ins: Instr) -> bool:
     return op.startswith(("cp.async.ca", "cp.async.cg"))
 
 
+def _async_store(ins: Instr) -> bool:
+    """A bulk or tensor copy (or reduction: ``cp.reduce.async.bulk``) from shared memory to global:
+    it reads its shared source through the async proxy."""
+    op = ins.opcode
+    return op.startswith(("cp.async.bulk", "cp.reduce.async.bulk")) and ".global.shared" in op
+
+
 _ANY = (None, None, None)  # a range nothing bounds: meets every other
 _PROXY_CAP = 32
 
@@ -371,7 +378,7 @@ def _mn_major_range(ins: Instr, which: str, rows: int, start, lbo: int, sbo: int
 def proxy_analysis(ctx: FnCtx, sink: Sink) -> None:
     """State: generic-proxy shared-memory writes not yet followed by fence.proxy.async, as
     (line, byte range).  An async-proxy read (wgmma through its descriptors, a bulk or tensor
-    copy from shared memory to global) of a range one of them may meet is reported.  Writes by
+    copy or reduction from shared memory to global) of a range one of them may meet is reported.  Writes by
     TMA/bulk copies and cp.async are not generic-proxy writes to fence (the async proxy's own,
     ordered through mbarrier or wait_group)."""
     defs = single_defs(ctx.fn)
@@ -397,7 +404,7 @@ def proxy_analysis(ctx: FnCtx, sink: Sink) -> None:
             return st if len(st) <= _PROXY_CAP else frozenset({(min(ln for ln, _ in st), _ANY)})
         if st and is_wgmma(ins):
             report(ins, _wgmma_reads(ins, defs), st, "wgmma.mma_async")
-        elif st and op.startswith("cp.async.bulk") and ".global.shared" in op and len(ins.operands) > 1:
+        elif st and _async_store(ins) and len(ins.operands) > 1:
             report(ins, [_range(ins.operands[1], None, defs, tid_max)], st, op.split(".global")[0])
         return st
 
@@ -554,46 +561,6 @@ def _shared_read(ins: Instr, defs, tid_max) -> list:
     if is_wgmma(ins):
         return _wgmma_reads(ins, defs)
     return []
-
-
-def early_read_analysis(ctx: FnCtx, sink: Sink) -> None:
-    """``spec.mbarrier.read-before-wait``: shared memory a bulk copy fills, read (ld.shared,
-    ldmatrix, a wgmma's descriptors) on a path with no wait on the copy's mbarrier since the copy.
-    The copy's bytes are visible only to a thread that observed the phase it completes (PTX ISA
-    9.7.9.25.4.2 and 9.7.13.15.16): such a read may see old or partly written bytes.
-
-    State: the (line, destination, barrier) of each copy not yet waited for; a wait on a barrier
-    settles the copies it may complete (a barrier nothing bounds settles them all).  Only ranges
-    bounded at both ends are compared (a tensor copy's box is the tensor map's, unknown here), so
-    the rule never guesses."""
-    defs = single_defs(ctx.fn)
-    dims = block_dims(ctx.fn, ctx.module.preamble)
-    tid_max = dims[0] - 1 if dims and dims[1] == dims[2] == 1 else None
-
-    def step(site: Site, ins: Instr, st):
-        op = ins.opcode
-        if ins.base == "cp" and "complete_tx" in op and ".shared" in op.split(".global")[0] and ins.operands:
-            dst, bar = _stage_write(ins, defs, tid_max), _barrier_range(ins, ins.operands[-1], defs, tid_max)
-            if dst is not None and _bounded(dst) and dst[2] is not None and _bounded(bar):  # (a tensor copy's box: unknown)
-                st = st | {(_line(ins) or 0, dst, bar)}
-                if len(st) > _PROXY_CAP:  # beyond the cap, forget (never report what is not tracked)
-                    st = frozenset(sorted(st, key=lambda e: e[0])[-_PROXY_CAP:])
-            return st
-        if ins.base == "mbarrier" and ("try_wait" in ins.modifiers or "test_wait" in ins.modifiers):
-            bar = _barrier_range(ins, _barrier_of(ins), defs, tid_max)
-            return frozenset() if not _bounded(bar) else frozenset(e for e in st if not _meets(e[2], bar))
-        if st:
-            for r in _shared_read(ins, defs, tid_max):
-                hit = sorted(e for e in st if _bounded(r) and r[2] is not None and _meets(e[1], r))
-                if hit:
-                    sink.add("spec.mbarrier.read-before-wait", "error", _line(ins),
-                             f"{ins.opcode.split('.sync')[0]} may read shared memory the bulk copy at line {hit[0][0]} "
-                             "fills, with no wait on that copy's mbarrier since: the bytes may not have landed "
-                             "(wait on the barrier's phase first, PTX ISA 9.7.13.15.16)")
-                    break
-        return st
-
-    _run(ctx, sink, frozenset(), step, lambda a, b: a | b)
 
 
 # ------------------------------------------------------------------ .aligned under divergence
@@ -827,10 +794,8 @@ def check_function(ctx: FnCtx, sink: Sink) -> None:
         if any(i.base == "mbarrier" for i in ctx.fn.instructions()):
             release_analysis(ctx, rec)
         descriptor_analysis(ctx, sink)
-    elif any(i.opcode.startswith("cp.async.bulk") and ".global.shared" in i.opcode for i in ctx.fn.instructions()):
+    elif any(_async_store(i) for i in ctx.fn.instructions()):
         proxy_analysis(ctx, _Recording(sink))  # a TMA store reads through the async proxy too
     if any(i.base == "mbarrier" or (i.base == "cp" and "complete_tx" in i.opcode) for i in ctx.fn.instructions()):
         mbarrier_analysis(ctx, sink)
-        if any(i.base == "cp" and "complete_tx" in i.opcode for i in ctx.fn.instructions()):
-            early_read_analysis(ctx, _Recording(sink))
     aligned_analysis(ctx, sink)
