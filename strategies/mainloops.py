@@ -21,9 +21,9 @@ Illegal twins, labelled as ``mutations`` labels them (``Program.expect``, ``muta
   early_read          one K-step reads its stage (or issues its wgmma) before waiting
   producer_overwrite  (wgmma consumers) the consumer releases a stage before the wait_group that
                       retires the wgmma reading it; the producer refills it under that wgmma
-All are accepted by ptxas and leave the reference's outputs undefined; the checker flags
-early_read (``spec.mbarrier.read-before-wait``) and producer_overwrite
-(``spec.mbarrier.release-in-flight``).
+All are accepted by ptxas and leave the reference's outputs undefined; the checker flags each
+(``TWIN_RULES``: ``spec.mbarrier.arrive-no-expect-tx``, ``spec.mbarrier.wrong-parity``,
+``spec.mbarrier.read-before-wait``, ``spec.mbarrier.release-in-flight``).
 
 Not drawn yet: tensor copies (TMA with a tensor-map description), clusters, and a producer
 warpgroup with wait_group depth 1 (``wgmma_loop_plans`` says why).
@@ -642,8 +642,8 @@ def render_wgmma(plan: WgmmaLoopPlan) -> Program:
 
 #: The rule each twin breaks, as the checker names it (None: no checker rule sees it yet).
 TWIN_RULES: dict[str, str | None] = {
-    "missing_expect_tx": None, "wrong_parity": None, "early_read": "spec.mbarrier.read-before-wait",
-    "producer_overwrite": "spec.mbarrier.release-in-flight",
+    "missing_expect_tx": "spec.mbarrier.arrive-no-expect-tx", "wrong_parity": "spec.mbarrier.wrong-parity",
+    "early_read": "spec.mbarrier.read-before-wait", "producer_overwrite": "spec.mbarrier.release-in-flight",
 }
 
 

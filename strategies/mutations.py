@@ -594,10 +594,10 @@ MUTATIONS: tuple[Mutation, ...] = (
 MAINLOOP_MUTATIONS = tuple(
     Mutation(twin_name(fault), rule or "", "undefined", "accepted", lambda p, c: None)
     for fault, rule in TWIN_RULES.items())
-#: The tensor-copy kernels' twins (strategies/tensor_copies.py), likewise drawn whole; no checker
-#: rule is claimed for them.
-TENSOR_MUTATIONS = tuple(Mutation(tensor_copies.twin_name(f), "", "undefined", "accepted", lambda p, c: None)
-                         for f in tensor_copies.FAULTS)
+#: The tensor-copy kernels' twins (strategies/tensor_copies.py), likewise drawn whole, each labelled
+#: with the rule it breaks (``tensor_copies.TWIN_RULES``).
+TENSOR_MUTATIONS = tuple(Mutation(tensor_copies.twin_name(f), tensor_copies.TWIN_RULES[f], "undefined", "accepted",
+                                  lambda p, c: None) for f in tensor_copies.FAULTS)
 BY_NAME = {m.name: m for m in MUTATIONS + MAINLOOP_MUTATIONS + TENSOR_MUTATIONS}
 
 

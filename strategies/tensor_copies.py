@@ -15,8 +15,8 @@ out-of-bounds elements are checked too), or reduces it into that buffer (integer
 ``max``), then a ``commit_group`` and a ``wait_group(.read) 0``.  Outputs: the shared tiles word by
 word (``o``), and the stored-to buffer (``r``).
 
-Illegal twins (labelled as ``mainloops`` labels its twins: ptxas accepts, the reference's
-outputs are undefined):
+Illegal twins (labelled as ``mainloops`` labels its twins: ptxas accepts, the checker names the
+rule each breaks (``TWIN_RULES``), the reference's outputs are undefined):
   short_expect_tx  the expect_tx of one load counts only the in-bounds bytes (or 16 fewer): the
                    box's complete_tx, out-of-bounds bytes included, completes the phase before every
                    byte has landed
@@ -33,6 +33,10 @@ from fuzzptx.program import Buffer, Launch, Program, TensorMap
 from fuzzptx.ptx.parse import parse
 
 FAULTS = ("short_expect_tx", "early_read", "unfenced_store")
+#: The rule each twin breaks, as the checker names it (its labels claim it: ``checker: undefined: RULE``).
+TWIN_RULES: dict[str, str] = {"short_expect_tx": "spec.mbarrier.expect-tx-short",
+                              "early_read": "spec.mbarrier.read-before-wait",
+                              "unfenced_store": "spec.proxy.fence-missing"}
 # element type of the map -> the buffer type holding it (same width; floats compare NaN to NaN)
 TYPES = {"u8": "u8", "u16": "u16", "f16": "f16", "bf16": "bf16", "u32": "u32", "s32": "s32", "f32": "f32",
          "u64": "u64", "f64": "f64"}
@@ -229,9 +233,8 @@ def render(plan: CopyPlan) -> Program:
     expect: tuple = ()
     notes: tuple = ()
     if plan.fault is not None:
-        expect = (("ptxas", "accepted"), ("reference", "undefined"))
-        notes = (f"tensor-copy fault: {plan.fault}",
-                 f"mutation: {twin_name(plan.fault)} breaks no checker rule yet (the reference sees it)")
+        expect = (("ptxas", "accepted"), ("checker", f"undefined: {TWIN_RULES[plan.fault]}"), ("reference", "undefined"))
+        notes = (f"tensor-copy fault: {plan.fault}", f"mutation: {twin_name(plan.fault)} breaks {TWIN_RULES[plan.fault]}")
     return Program(parse(kernel_text(plan), "tensor_copy.ptx"), Launch("k", (1, 1, 1), (plan.ntid, 1, 1)), buffers,
                    (), expect, None, notes, "spec", (tm, tmo))
 
@@ -247,8 +250,8 @@ def illegal_tensor_copy_programs(faults: tuple[str, ...] = FAULTS) -> st.SearchS
 
 
 def twin_name(fault: str) -> str:
-    """The name a twin goes by among the mutations (``mutation: NAME breaks ...`` notes).  No checker
-    rule is claimed: the checker's byte ranges never reach a tensor map's box (docs/tma.md)."""
+    """The name a twin goes by among the mutations (``mutation: NAME breaks RULE`` notes; the rule is
+    ``TWIN_RULES``'s: the checker reads a tensor copy's box from the program's ``TENSORMAP:`` header)."""
     return "tensor_" + fault
 
 
@@ -257,4 +260,4 @@ def fault_of(name: str) -> str:
 
 
 __all__ = ["CopyPlan", "FAULTS", "aligned", "copy_plans", "tensor_maps", "kernel_text", "render", "tensor_copy_programs",
-           "illegal_tensor_copy_programs", "twin_name", "fault_of"]
+           "illegal_tensor_copy_programs", "twin_name", "fault_of", "TWIN_RULES"]

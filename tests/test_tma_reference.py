@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from fuzzptx.data import buffer_bytes
+from fuzzptx.oracles.checker import check_module
 from fuzzptx.oracles.reference import BadAddress, run_program
 from fuzzptx.oracles.reference.errors import StepLimit
 from fuzzptx.oracles.reference.values import UNDEF
@@ -294,7 +295,9 @@ def test_each_illegal_twin_leaves_outputs_undefined(fault):
     # the legal twin's only undefined bytes are the slots' padding; the fault adds box bytes
     assert undefined and (r.outputs["o"].kind == UNDEF).sum() + (r.outputs["r"].kind == UNDEF).sum() > \
         (legal.outputs["o"].kind == UNDEF).sum() + (legal.outputs["r"].kind == UNDEF).sum()
-    assert prog.expect == (("ptxas", "accepted"), ("reference", "undefined"))
+    rule = tc.TWIN_RULES[fault]
+    assert prog.expect == (("ptxas", "accepted"), ("checker", f"undefined: {rule}"), ("reference", "undefined"))
+    assert rule in {f.rule for f in check_module(prog.module, layers=("spec",), tensormaps=prog.tensormaps)}
 
 
 def test_a_misaligned_innermost_coordinate_is_the_h100s_fault():
@@ -544,6 +547,8 @@ def test_illegal_programs_draws_the_tensor_copy_twins_with_their_labels(p):
     """``illegal_programs()`` (what fuzz runs and campaigns draw) holds the tensor-copy twins, labelled as
     their ``TENSOR_MUTATIONS`` entry says, and the reference finds each undefined."""
     m = mutation_of(p)
-    assert m.name.startswith("tensor_") and dict(p.expect) == dict(m.expect()) == {"ptxas": "accepted", "reference": "undefined"}
+    rule = tc.TWIN_RULES[tc.fault_of(m.name)]
+    assert m.name.startswith("tensor_") and dict(p.expect) == dict(m.expect()) == {
+        "ptxas": "accepted", "checker": f"undefined: {rule}", "reference": "undefined"}
     r = run_program(p)
     assert r.undefined or any((o.kind == UNDEF).any() for o in r.outputs.values())

@@ -341,7 +341,7 @@ class Eligibility:
 def spec_findings(program: Program) -> list[Any]:
     """The checker's ISA and spec-pipeline findings (what makes a program illegal or undefined)."""
     parsed, _ = as_judged(program)
-    return check_module(parsed.module, layers=("isa", "spec"))
+    return check_module(parsed.module, layers=("isa", "spec"), tensormaps=parsed.tensormaps)
 
 
 def spec_defined(program: Program) -> Eligibility:
