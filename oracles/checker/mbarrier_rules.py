@@ -355,14 +355,14 @@ class _Parity:
                 table[k] = ("r", name, 1 - v[2])
         if name in table:
             table[name] = ("k", 1 - table[name][1])
-        for k, (v, s) in list(last.items()):
-            if v[0] == "r" and v[1] == name:
-                last[k] = (("r", name, 1 - v[2]), s)
+        for k, seen in list(last.items()):
+            last[k] = frozenset((("r", name, 1 - v[2]) if v[0] == "r" and v[1] == name else v, s, f)
+                                for v, s, f in seen)
 
     @classmethod
     def _retire(cls, table: dict, last: dict, name: str) -> None:
         """``name`` is about to be redefined: values that referred to it keep their constant where
-        it is known, and otherwise become unknown roots (a ``last`` entry is dropped)."""
+        it is known, and otherwise become unknown roots (such a ``last`` entry is dropped)."""
         c = table.get(name)
         c = c[1] if c is not None and c[0] == "k" else None
         for k, v in list(table.items()):
@@ -371,12 +371,14 @@ class _Parity:
                     del table[k]
                 else:
                     table[k] = ("k", c ^ v[2])
-        for k, (v, s) in list(last.items()):
-            if v[0] == "r" and v[1] == name:
-                if c is None:
-                    del last[k]
-                else:
-                    last[k] = (("c", c ^ v[2]), s)
+        for k, seen in list(last.items()):
+            kept = frozenset(((("c", c ^ v[2]) if c is not None else None) if v[0] == "r" and v[1] == name else v, s, f)
+                             for v, s, f in seen)
+            kept = frozenset(e for e in kept if e[0] is not None)
+            if kept:
+                last[k] = kept
+            else:
+                del last[k]
 
 
 def _same(table: dict, a, b) -> bool:
@@ -410,9 +412,11 @@ def parity_analysis(ctx: FnCtx, sink: Sink) -> None:
     its own precedes it, and no check applies).
 
     The parity is tracked through the unrolled code and the flip registers (``mov r, 0|1``,
-    ``xor r, r, 1``, ``xor d, s, 1``, ``mov d, s``); a wait's effect holds on the edge where it
-    succeeded (the spin loop's retry edge keeps the state before it).  A wait whose parity or
-    previous phase is unknown learns, and checks nothing."""
+    ``xor r, r, 1``, ``xor d, s, 1``, ``mov d, s``), relative to the registers that hold it, so a
+    loop's back edge keeps it; a wait's effect holds on the edge where it succeeded (the spin
+    loop's retry edge keeps the state before it).  Per barrier the state keeps what each path may
+    have seen complete last, and whether the thread arrived or copied since: a report needs one
+    path on which both hold.  A wait whose parity is unknown learns, and checks nothing."""
     waits = [i for i in ctx.fn.instructions() if i.base == "mbarrier" and "parity" in i.modifiers
              and any(w in i.modifiers for w in _WAITS)]
     if not waits:
@@ -443,60 +447,56 @@ def parity_analysis(ctx: FnCtx, sink: Sink) -> None:
     def step_block(b: int, st, report: Callable | None):
         """Out-states per successor: the state after the block, except that a wait whose predicate
         the block's last branch tests holds only on the edge where it succeeded."""
-        table, last, fresh = dict(st[0]), dict(st[1]), set(st[2])
+        table, last = dict(st[0]), dict(st[1])
         before = None  # (state before the last wait, its predicate) while no later def of the predicate
         for site, ins in sites(ctx, b):
             if ins.base == "mbarrier":
                 rng = bar_of(ins)
                 slot = _slot(rng)
                 if ins.opcode.startswith("mbarrier.init"):
-                    if slot is not None:
-                        last[slot] = (("c", 1), None)  # phase 0 current: the preceding phase has parity 1
-                        fresh.discard(slot)
+                    if slot is not None:  # phase 0 current: the preceding phase has parity 1
+                        last[slot] = frozenset({(("c", 1), None, False)})
                     continue
                 if any(w in ins.modifiers for w in _WAITS):
-                    snap = (dict(table), dict(last), set(fresh))
+                    snap = (dict(table), dict(last))
                     if slot is None:
                         for k in [k for k in last if _meets(k, rng)]:
                             del last[k]  # some barrier's phase moved on: which, unknown
-                        fresh -= {k for k in fresh if _meets(k, rng)}
                     elif "parity" not in ins.modifiers:
                         last.pop(slot, None)  # a state-token wait: its phase is the token's
-                        fresh.discard(slot)
                     else:
                         pv = P.value(table, ins.operands[2] if len(ins.operands) > 2 else None)
-                        prev = last.get(slot)
-                        if pv is not None and prev is not None and slot in fresh and _same(table, pv, prev[0]):
+                        stale = [e for e in sorted(last.get(slot, ()), key=repr) if e[2] and _same(table, pv, e[0])]
+                        if stale:
                             if report is not None:
-                                report(ins, prev[1], slot)
+                                report(ins, stale[0][1], slot)
                             pv = P.flip(pv)  # the phase it meant (kept relative to its registers)
                         if pv is None:
                             last.pop(slot, None)
                         else:
-                            last[slot] = (pv, site)
-                        fresh.discard(slot)
+                            last[slot] = frozenset({(pv, site, False)})
                     before = (snap, _pred_of_wait(ins))
                     continue
-                if "arrive" in ins.modifiers and slot is not None:
-                    fresh.add(slot)
+                if "arrive" in ins.modifiers and slot is not None and slot in last:
+                    last[slot] = frozenset((v, s_, True) for v, s_, _ in last[slot])
                 P.define(table, last, ins)
                 continue
             if _is_copy(ins):
                 slot = _slot(bar_of(ins))
-                if slot is not None:
-                    fresh.add(slot)
+                if slot is not None and slot in last:
+                    last[slot] = frozenset((v, s_, True) for v, s_, _ in last[slot])
                 continue
             if before is not None and before[1] in defs_uses(ins)[0] and ins.base != "bra":
                 before = None
             P.define(table, last, ins)
-        after = (frozenset(table.items()), frozenset(last.items()), frozenset(fresh))
+        after = (frozenset(table.items()), frozenset(last.items()))
         blk = ctx.g.blocks[b]
         outs = {s: after for s in blk.succs}
         br = blk.instrs[-1] if blk.instrs else None
         if before is not None and br is not None and br.base == "bra" and br.guard is not None \
                 and br.guard.reg.name == before[1] and len(blk.succs) == 2:
-            t, l_, f = before[0]
-            failed = (frozenset(t.items()), frozenset(l_.items()), frozenset(f))
+            t, l_ = before[0]
+            failed = (frozenset(t.items()), frozenset(l_.items()))
             target, through = blk.succs
             # @!p bra L: L is the retry (the wait failed); @p bra L: the fall-through is
             outs[target if br.guard.negated else through] = failed
@@ -507,17 +507,16 @@ def parity_analysis(ctx: FnCtx, sink: Sink) -> None:
         table = {k: v for k, v in ta.items() if tb.get(k) == v}
         la, lb = dict(a[1]), dict(b[1])
         last = {}
-        for k in la.keys() & lb.keys():
-            va, vb = la[k], lb[k]
-            if va == vb:
-                last[k] = va
-                continue
-            m = _reconcile(va[0], ta, vb[0], tb)
-            if m is not None:
-                last[k] = (m, va[1] if va[1] == vb[1] else None)
-        return (frozenset(table.items()), frozenset(last.items()), a[2] | b[2])
+        for k in la.keys() | lb.keys():
+            # what either path may have seen last (a may-set: a report needs one path where it holds);
+            # values stay relative to roots, and a root of either side is a root after the join
+            merged = la.get(k, frozenset()) | lb.get(k, frozenset())
+            if len(merged) > _SEEN_CAP:
+                continue  # too many possibilities: no claim
+            last[k] = merged
+        return (frozenset(table.items()), frozenset(last.items()))
 
-    entry = (frozenset(), frozenset(), frozenset())
+    entry = (frozenset(), frozenset())
     ins_states = _solve_edges(ctx, entry, lambda b, s: step_block(b, s, None), join)
 
     def report(ins: Instr, prev_site, slot) -> None:
@@ -533,16 +532,7 @@ def parity_analysis(ctx: FnCtx, sink: Sink) -> None:
             step_block(b, ins_states[b], report)
 
 
-def _reconcile(va, ta: dict, vb, tb: dict):
-    """One symbolic value equal to ``va`` in the state of table ``ta`` and to ``vb`` in ``tb``
-    (a constant on one side, a root known as that constant there on the other), or None."""
-    if va[0] == "r" and vb[0] == "c" and _Parity.const(tb, va) == vb[1] and ta.get(va[1], ("k",))[0] == "k" \
-            and tb.get(va[1], ("k",))[0] == "k":
-        return va
-    if vb[0] == "r" and va[0] == "c" and _Parity.const(ta, vb) == va[1] and ta.get(vb[1], ("k",))[0] == "k" \
-            and tb.get(vb[1], ("k",))[0] == "k":
-        return vb
-    return None
+_SEEN_CAP = 8
 
 
 def _solve_edges(ctx: FnCtx, entry, transfer, join, max_rounds: int = 64) -> dict:
