@@ -32,6 +32,7 @@ from .spec_rules import (_PROXY_CAP, _Recording, _barrier_of, _barrier_range, _b
 from .uniformity import CTA, block_dims, single_defs
 
 _WAITS = ("try_wait", "test_wait")
+_ARRIVES = frozenset({"arrive", "arrive_drop", "expect_tx"})  # a thread's part in the current phase
 
 
 def _tid_max(ctx: FnCtx) -> int | None:
@@ -74,15 +75,13 @@ def tensor_map_param(op, defs, depth: int = 0) -> str | None:
 def copy_bytes(ctx: FnCtx, ins: Instr, defs) -> int | None:
     """Transaction bytes one copy completes on its barrier: a bulk copy's size operand, a tensor
     copy's box (``TensorMap.box_bytes``: every element of the box, out-of-bounds ones included);
-    None where unknown (a register size, a map the header does not describe, multicast)."""
+    None where unknown (a register size, a map the header does not describe, im2col, multicast)."""
     op = ins.opcode
     if "multicast" in op:
         return None  # the bytes land in (and complete on) every CTA of the mask
     if ".tensor" in op:
-        if ".tile" not in op and not any(m.endswith("d") and m[:-1].isdigit() for m in ins.modifiers):
-            return None
         if "im2col" in op or len(ins.operands) < 2 or not isinstance(ins.operands[1], TensorAddr):
-            return None
+            return None  # (an im2col box is not the map's box)
         name = tensor_map_param(ins.operands[1].base, defs)
         tm = ctx.tensormaps.get(name) if name is not None else None
         return None if tm is None else tm.box_bytes
@@ -116,15 +115,17 @@ def fill_analysis(ctx: FnCtx, sink: Sink) -> None:
     arrive(s), expect-tx and copies on one barrier in one basic block (a producer's fill is
     straight-line code; across blocks nothing is claimed).
 
-    PTX ISA 9.7.13.15.6 (phase completion): "An mbarrier object completes the current phase when
-    all of the following conditions are met: the count of the pending arrivals has reached zero;
-    the tx-count has reached zero."  Copies with ``.mbarrier::complete_tx::bytes`` perform a
-    complete-tx of their byte count on the barrier (9.7.9.25.4), and only expect-tx raises the
-    tx-count (9.7.13.15.2).  An arrive with no expect-tx for the bytes its own thread's copies
-    bring can complete the phase before those bytes land (tx-count is still zero); an expect-tx
-    short of them lets the first copies bring the tx-count to zero with the rest in flight.
-    Either way a thread that waits on the phase may read bytes not yet written (9.7.9.25.1.2: the
-    completed phase is what makes the copies' results visible).
+    PTX ISA 9.7.13.15.5: "The tx-count of an mbarrier object must be set to the total amount of
+    asynchronous memory operations, in units as specified by the asynchronous operations, to be
+    tracked by the current phase"; only the expect-tx operation raises it (9.7.13.15.5.1), and each
+    copy with ``.mbarrier::complete_tx::bytes`` performs a complete-tx of its bytes (9.7.13.15.5.2).
+    9.7.13.15.6: "An mbarrier object completes the current phase when all of the following
+    conditions are met: the count of the pending arrivals has reached zero; the tx-count has
+    reached zero."  An arrive with no expect-tx for the bytes its own thread's copies bring can
+    complete the phase before those bytes land (the tx-count is still zero); an expect-tx short of
+    them lets the first copies bring the tx-count to zero with the rest in flight.  Either way a
+    thread that waits on the phase may read bytes not yet written (9.7.9.25.1.2: the completed
+    phase is what makes the copies' results visible).
 
     Only a thread's own copies are weighed against its arrive (a copy under the other sense of
     a thread-varying guard is another thread's); an expect-tx counts as announcing them unless no
@@ -136,7 +137,7 @@ def fill_analysis(ctx: FnCtx, sink: Sink) -> None:
     for b in ctx.g.order:
         fills: dict[tuple, list] = {}
         for _site, ins in sites(ctx, b):
-            if ins.base == "mbarrier" and ("arrive" in ins.modifiers or "expect_tx" in ins.modifiers):
+            if ins.base == "mbarrier" and _ARRIVES & set(ins.modifiers):
                 kind = "expect" if "expect_tx" in ins.modifiers else "arrive"
                 bar = _slot(_barrier_range(ins, _barrier_of(ins), defs, tid_max))
             elif _is_copy(ins):
@@ -170,7 +171,7 @@ def _judge_fill(ctx: FnCtx, events: list, defs, sink: Sink) -> None:
                      "on the same mbarrier: the phase can complete on the arrival alone, before the bytes land, and "
                      "a thread waiting on it may read them unwritten (PTX ISA 9.7.13.15.6: a phase completes when "
                      "the pending arrivals and the tx-count reach zero)")
-    guards = {i.guard for _, i in events if _ != "arrive"}
+    guards = {i.guard for k, i in events if k != "arrive"}
     if not expects or len(guards) != 1:
         return
     got = [copy_bytes(ctx, c, defs) for c in copies]
@@ -181,7 +182,7 @@ def _judge_fill(ctx: FnCtx, events: list, defs, sink: Sink) -> None:
              f"expect-tx announces {sum(want)} bytes, but the copies completing on this mbarrier bring {sum(got)} "
              f"(line {', '.join(str(_line(c)) for c in copies[:4])}; a tensor copy's whole box counts, out-of-bounds "
              "elements included): the tx-count reaches zero, and the phase completes, with bytes still in flight "
-             "(PTX ISA 9.7.13.15.6)")
+             "(PTX ISA 9.7.13.15.5: the tx-count must be set to the total the phase tracks)")
 
 
 # ------------------------------------------------------------------ reading a stage before its barrier
@@ -196,7 +197,7 @@ def copy_destination(ctx: FnCtx, ins: Instr, defs, tid_max):
     if ".tensor" not in ins.opcode:
         return _stage_write(ins, defs, tid_max)
     if not ins.operands or not isinstance(ins.operands[0], Addr) or "multicast" in ins.opcode \
-            or len(ins.operands) < 2 or not isinstance(ins.operands[1], TensorAddr) or ".tile" not in ins.opcode:
+            or len(ins.operands) < 2 or not isinstance(ins.operands[1], TensorAddr) or "im2col" in ins.opcode:
         return None
     name = tensor_map_param(ins.operands[1].base, defs)
     tm = ctx.tensormaps.get(name) if name is not None else None
@@ -477,7 +478,7 @@ def parity_analysis(ctx: FnCtx, sink: Sink) -> None:
                             last[slot] = frozenset({(pv, site, False)})
                     before = (snap, _pred_of_wait(ins))
                     continue
-                if "arrive" in ins.modifiers and slot is not None and slot in last:
+                if _ARRIVES & set(ins.modifiers) and slot is not None and slot in last:
                     last[slot] = frozenset((v, s_, True) for v, s_, _ in last[slot])
                 P.define(table, last, ins)
                 continue
