@@ -401,12 +401,14 @@ def parity_analysis(ctx: FnCtx, sink: Sink) -> None:
     already saw complete, when since that wait the thread arrived on the barrier or issued copies
     completing on it (work of the *next* phase).
 
-    PTX ISA 9.7.13.15.16: "The test_wait and try_wait operations test for the completion of the
-    current or the immediately preceding phase of an mbarrier object"; with ``.parity``, the
-    operand phaseParity "specifies the integer parity of either the current phase or the
-    immediately preceding phase of the mbarrier object.  An even phase has integer parity 0 and an
-    odd phase has integer parity of 1."  Waiting for the parity of the phase that already
-    completed names the immediately preceding phase: the wait returns at once, before the phase
+    PTX ISA 9.7.13.15.16: "The .parity variant of the instructions test for the completion of the
+    phase indicated by the operand phaseParity, which is the integer parity of either the current
+    phase or the immediately preceding phase of the mbarrier object.  An even phase has integer
+    parity 0 and an odd phase has integer parity of 1", and they "are valid only for: the current
+    incomplete phase, for which waitComplete returns False; the immediately preceding phase, for
+    which waitComplete returns True."  Once the thread's new work belongs to the current phase,
+    the parity of the phase it already saw complete names the immediately preceding phase: the
+    wait returns at once, before the phase
     the thread's own copies (or arrival) belong to completes, and the reads after it race those
     copies (9.7.9.25.1.2).  A fresh barrier's phase 0 is current, so its preceding phase has
     parity 1 (the producer's first wait on an empty barrier uses that on purpose: no arrival of
