@@ -236,3 +236,21 @@ def test_the_kernels_are_real_ptx():
              kernel(arrive(tx=None, guard="@%p2 ") + arrive(guard="@!%p2 ") + copy(guard="") + wait())]
     for r in compile_batch(texts):
         assert r.accepted, r.stderr
+
+
+def test_fuzzptx_check_reads_the_tensor_maps_of_a_repro_header(tmp_path, capsys):
+    import json
+
+    from fuzzptx.cli import main
+    bad, legal = tmp_path / "short.ptx", tmp_path / "legal.ptx"
+    bad.write_text(tc.render(_copy_plan("short_expect_tx")).to_ptx())
+    legal.write_text(tc.render(_copy_plan()).to_ptx())
+    assert main(["check", "--layers", "spec", str(legal)]) == 0
+    capsys.readouterr()
+    assert main(["check", "--layers", "spec", "--format", "json", str(bad)]) == 1
+    assert [f["rule"] for f in json.loads(capsys.readouterr().out)] == [SHORT]
+    broken = tmp_path / "broken.ptx"
+    broken.write_text(bad.read_text().replace("TENSORMAP: tm buffer=g", "TENSORMAP: tm buffer=nope"))
+    assert main(["check", str(broken)]) == 2  # a bad header is the file's one-line error
+    err = capsys.readouterr().err.strip()
+    assert f"{broken}:6: TENSORMAP tm: buffer=nope" in err and "\n" not in err and "Traceback" not in err

@@ -13,6 +13,7 @@ from fuzzptx.errors import FuzzptxError
 from fuzzptx.helptext import Formatter
 from fuzzptx.inputs import read_text
 from fuzzptx.oracles.ptxas import compile_ptx
+from fuzzptx.program import MAGIC, Program
 from fuzzptx.ptx.parse import parse
 
 from . import check_module, predict_ptxas
@@ -47,6 +48,15 @@ def load(path: str):
     """Parse one file; every failure becomes a FuzzptxError naming the file (and line when known)."""
     text = read_text(path, what="PTX file")
     return parse(text, file=path), text
+
+
+def tensormaps_of(path: str, module, text: str) -> tuple:
+    """The tensor maps a repro file's header describes (the mbarrier rules size a tensor copy's box
+    from them, as the checker judge does in a replay); () for plain PTX.  A bad header is the
+    file's one-line error, as in ``fuzzptx replay``."""
+    if MAGIC not in text or "TENSORMAP:" not in text:
+        return ()
+    return Program.from_module(module, path).tensormaps
 
 
 def mismatches(path: str, module, text: str, toolchain=None) -> list[Finding]:
@@ -136,13 +146,14 @@ def run(argv: list[str], out=None) -> int:
     loaded, bad_files = [], []
     for p in args.paths:  # every good file is checked; each bad one is one line, and the exit is 2
         try:
-            loaded.append((p, *load(p)))
+            module, text = load(p)
+            loaded.append((p, module, text, tensormaps_of(p, module, text)))
         except FuzzptxError as exc:
             bad_files.append(str(exc))
     releases = toolchains.resolve(args.ptxas) if args.ptxas else ()
     agreed: list[str] = []  # one line per file and ptxas that agreed with the model: it did run
-    for path, module, text in loaded:
-        findings += check_module(module, layers=layers)
+    for path, module, text, tmaps in loaded:
+        findings += check_module(module, layers=layers, tensormaps=tmaps)
         for tc in (releases or ((None,) if args.ptxas is not None else ())):
             found, agree = compare_with_ptxas(path, module, text, tc)
             findings += found
