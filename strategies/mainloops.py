@@ -147,7 +147,7 @@ def render(plan: MainloopPlan) -> Program:
 #: ``producer_overwrite`` (the consumer releases a stage on its empty barrier right after
 #: committing the wgmma that reads it, before the wgmma.wait_group that retires it; the producer
 #: then refills the stage while that wgmma may still read it).
-WGMMA_FAULTS = FAULTS + ("producer_overwrite",)
+WGMMA_FAULTS = FAULTS + ("producer_overwrite", "unfenced_fill")
 #: Twins whose hardware outcome may be a hang (a wrong parity waits for a phase nobody completes
 #: when the copy already landed): never run on the GPU (tests/support/hw_mainloops.py).
 MAY_HANG = frozenset({"wrong_parity"})
@@ -165,7 +165,7 @@ COMPLETE_TX_FILLS = frozenset({"bulk", "tensor"})
 #: ranges for an early read; an unfenced fill needs a generic-proxy fill that fences.
 FAULT_FILLS: dict[str, tuple[str, ...]] = {
     "missing_expect_tx": ("bulk", "tensor"), "wrong_parity": ("bulk", "tensor"), "early_read": ("bulk",),
-    "producer_overwrite": FILLS, "unfenced_fill": ("cp.async", "ld.st")}
+    "producer_overwrite": ("bulk", "cp.async", "ld.st"), "unfenced_fill": ("cp.async", "ld.st")}
 
 
 @dataclass(frozen=True)
@@ -354,7 +354,9 @@ def _fills(draw, plan: WgmmaLoopPlan) -> WgmmaLoopPlan:
     if fill == "bulk":
         return plan
     if fill == "tensor":
-        return replace(plan, fill=fill, b_tile=tma_tile(plan.b_tile),
+        # wait_group depth 0: the checker's release rule takes a tensor copy's extent as open-ended
+        # (the box is the map's), so under an in-flight wgmma any refill would meet it
+        return replace(plan, fill=fill, depth=0, b_tile=tma_tile(plan.b_tile),
                        a_tile=None if plan.a_tile is None else tma_tile(plan.a_tile))
     chunk = draw(sampled((16, 8, 4)))
     if fill == "ld.st":
@@ -881,7 +883,7 @@ def _fill_note(plan: WgmmaLoopPlan) -> str:
 #: The rule each twin breaks, as the checker names it (None: no checker rule sees it yet).
 TWIN_RULES: dict[str, str | None] = {
     "missing_expect_tx": None, "wrong_parity": None, "early_read": "spec.mbarrier.read-before-wait",
-    "producer_overwrite": "spec.mbarrier.release-in-flight",
+    "producer_overwrite": "spec.mbarrier.release-in-flight", "unfenced_fill": "spec.proxy.fence-missing",
 }
 
 
