@@ -351,21 +351,31 @@ def _fills(draw, plan: WgmmaLoopPlan) -> WgmmaLoopPlan:
     its tiles out as TMA boxes do (``tma_tile``: never larger, so the stage budget still holds)."""
     fill = draw(sampled(FAULT_FILLS[plan.fault] if plan.fault else FILLS))
     event(f"mainloop fill={fill}")
-    if fill == "bulk":
-        return plan
-    if fill == "tensor":
-        # wait_group depth 0: the checker's release rule takes a tensor copy's extent as open-ended
-        # (the box is the map's), so under an in-flight wgmma any refill would meet it
-        return replace(plan, fill=fill, depth=0, b_tile=tma_tile(plan.b_tile),
-                       a_tile=None if plan.a_tile is None else tma_tile(plan.a_tile))
+    if fill in COMPLETE_TX_FILLS:
+        return with_fill(plan, fill)
     chunk = draw(sampled((16, 8, 4)))
     if fill == "ld.st":
-        return replace(plan, fill=fill, chunk=chunk)
+        return with_fill(plan, fill, chunk)
     cp_op = draw(sampled(("cg", "ca"))) if chunk == 16 else "ca"
-    # noinc's bytes join the barrier's phase; with no fence of the producer between (the consumers
-    # fence after their wait), an unfenced twin of it would have nothing to remove
+    # noinc's producers do not fence (the consumers do, after their wait): an unfenced twin of it
+    # would have nothing to remove
     cp_done = draw(sampled(("wait_group", "wait_all") if plan.fault == "unfenced_fill" else
                            ("wait_group", "wait_all", "noinc")))
+    return with_fill(plan, fill, chunk, cp_op, cp_done)
+
+
+def with_fill(plan: WgmmaLoopPlan, fill: str, chunk: int = 16, cp_op: str = "cg",
+              cp_done: str = "wait_group") -> WgmmaLoopPlan:
+    """The plan filled another way (``FILLS``; the options as ``WgmmaLoopPlan`` names them).  A
+    tensor fill lays the tiles out as TMA boxes do (``tma_tile``) and keeps wait_group depth 0: the
+    checker's release rule takes a tensor copy's extent as open-ended (the box is the map's), so a
+    refill under an in-flight wgmma would meet that wgmma's stage."""
+    if fill == "tensor":
+        return replace(plan, fill=fill, depth=0, b_tile=tma_tile(plan.b_tile),
+                       a_tile=None if plan.a_tile is None else tma_tile(plan.a_tile))
+    if fill == "cp.async" and (chunk not in (4, 8, 16) or cp_op not in ("cg", "ca") or (cp_op == "cg" and chunk != 16)
+                               or cp_done not in ("wait_group", "wait_all", "noinc")):
+        raise ValueError(f"cp.async fill: chunk {chunk}, .{cp_op}, {cp_done}")
     return replace(plan, fill=fill, chunk=chunk, cp_op=cp_op, cp_done=cp_done)
 
 
@@ -932,4 +942,5 @@ def illegal_mainloop_programs(faults: tuple[str, ...] = WGMMA_FAULTS) -> st.Sear
 
 __all__ = ["MainloopPlan", "mainloop_plans", "kernel_text", "render", "mainloop_programs",
            "illegal_mainloop_programs", "FAULTS", "WgmmaLoopPlan", "wgmma_loop_plans", "wgmma_kernel_text",
-           "render_wgmma", "wgmma_mainloop_programs", "WGMMA_FAULTS", "MAY_HANG", "TWIN_RULES", "twin_name", "fault_of"]
+           "render_wgmma", "wgmma_mainloop_programs", "WGMMA_FAULTS", "MAY_HANG", "TWIN_RULES", "twin_name", "fault_of",
+           "FILLS", "COMPLETE_TX_FILLS", "FAULT_FILLS", "with_fill", "tma_tile", "tensor_maps"]

@@ -22,21 +22,13 @@ from fuzzptx.ptx.parse import parse
 from fuzzptx.strategies.descriptors import SmemTile
 from fuzzptx.strategies.direct import draw, reproducible
 from fuzzptx.strategies.mainloops import (COMPLETE_TX_FILLS, FAULT_FILLS, FILLS, WGMMA_FAULTS, WgmmaLoopPlan,
-                                         render_wgmma, tensor_maps, tma_tile, wgmma_kernel_text, wgmma_loop_plans)
+                                         render_wgmma, tensor_maps, wgmma_kernel_text, wgmma_loop_plans, with_fill)
 
 SOME = settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 #: (fill, chunk, cache operator, completion): every option of the generic-proxy fills
 OPTIONS = (("cp.async", 16, "cg", "wait_group"), ("cp.async", 8, "ca", "wait_all"), ("cp.async", 4, "ca", "noinc"),
            ("cp.async", 16, "ca", "noinc"), ("ld.st", 16, "cg", "wait_group"), ("ld.st", 8, "cg", "wait_group"),
            ("ld.st", 4, "cg", "wait_group"))
-
-
-def as_fill(plan: WgmmaLoopPlan, fill: str, chunk: int = 16, cp_op: str = "cg", cp_done: str = "wait_group"):
-    """The plan with another fill, as ``wgmma_loop_plans`` would draw it."""
-    if fill == "tensor":
-        return replace(plan, fill=fill, depth=0, b_tile=tma_tile(plan.b_tile),
-                       a_tile=None if plan.a_tile is None else tma_tile(plan.a_tile))
-    return replace(plan, fill=fill, chunk=chunk, cp_op=cp_op, cp_done=cp_done)
 
 
 def _bytes_tile(tile: SmemTile) -> SmemTile:
@@ -85,7 +77,7 @@ def _same(r1, r2) -> None:
 @given(wgmma_loop_plans(), st.sampled_from(OPTIONS))
 def test_a_generic_proxy_fill_computes_what_the_bulk_fill_computes_from_the_same_inputs(plan, option):
     bulk = replace(plan, fill="bulk")
-    other = as_fill(plan, *option)
+    other = with_fill(plan, *option)
     _same(run_program(render_wgmma(bulk)), run_program(render_wgmma(other)))
 
 
@@ -94,7 +86,7 @@ def test_a_generic_proxy_fill_computes_what_the_bulk_fill_computes_from_the_same
 def test_tensor_boxes_land_the_canonical_layout_the_descriptors_read(plan):
     """The tensor fill reads row-major matrices through the maps; the bulk fill of the same plan,
     given those matrices laid out by the tiles' address maps, computes the same bits."""
-    tens = as_fill(plan, "tensor")
+    tens = with_fill(plan, "tensor")
     tp = render_wgmma(tens)
     ia, ib = bulk_images(tens, tp)
     bp = render_wgmma(replace(tens, fill="bulk"))
@@ -106,7 +98,7 @@ def test_tensor_boxes_land_the_canonical_layout_the_descriptors_read(plan):
 
 def test_tensor_fills_draw_only_layouts_a_box_produces_and_maps_the_driver_encodes():
     with reproducible():
-        plans = [as_fill(draw(wgmma_loop_plans(), f"tmaps:{i}"), "tensor") for i in range(60)]
+        plans = [with_fill(draw(wgmma_loop_plans(), f"tmaps:{i}"), "tensor") for i in range(60)]
     swizzles = set()
     for p in plans:
         for t in (p.a_tile, p.b_tile):
@@ -127,7 +119,7 @@ def test_tensor_fills_draw_only_layouts_a_box_produces_and_maps_the_driver_encod
 @settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(wgmma_loop_plans(), min_size=len(OPTIONS) + 2, max_size=len(OPTIONS) + 2))
 def test_every_fill_compiles_silently_checks_clean_and_runs_defined(plans):
-    plans = [as_fill(p, *o) for p, o in zip(plans, OPTIONS + (("tensor",), ("tensor",)))]
+    plans = [with_fill(p, *o) for p, o in zip(plans, OPTIONS + (("tensor",), ("tensor",)))]
     progs = [render_wgmma(p) for p in plans]
     for p, r in zip(progs, compile_batch([pr.to_ptx() for pr in progs])):
         assert r.accepted and not r.diagnostics, (p.notes, r.stderr)
@@ -163,7 +155,7 @@ def test_an_unfenced_fill_is_undefined_only_where_wgmma_reads_it_through_the_asy
     the fence (the legal plan) nothing is; the fence is the only difference in the text."""
     from support.hw_mainloops import plan as shape, F16_DESC
 
-    legal = as_fill(shape(F16_DESC, 16, "desc", stages=2, ktiles=3, tiles=2), "cp.async", 8, "ca", "wait_all")
+    legal = with_fill(shape(F16_DESC, 16, "desc", stages=2, ktiles=3, tiles=2), "cp.async", 8, "ca", "wait_all")
     twin = replace(legal, fault="unfenced_fill")
     lt, tt = wgmma_kernel_text(legal), wgmma_kernel_text(twin)
     assert lt.replace("\tfence.proxy.async.shared::cta;\n", "") == tt.replace("\tfence.proxy.async.shared::cta;\n", "")
