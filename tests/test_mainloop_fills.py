@@ -214,3 +214,25 @@ def test_the_arrive_without_noinc_does_not_count_and_noinc_counts_against_the_ex
     # .noinc counts once per thread: 32 arrivals complete a phase of 32 (above), not one of 33
     with pytest.raises(StepLimit, match=r"still needs 1 arrival\(s\)"):
         run_program(_arrive_kernel(NOINC, count=33))
+
+
+def test_the_h100_record_ran_every_fill_shape_and_twin_and_explains_every_mismatch():
+    """The committed device record (``tests/support/hw_mainloops.py --fills``) against today's lists."""
+    import json
+    import pathlib
+
+    from support.hw_mainloops import FILL_SHAPES, FILL_TWINS
+
+    rec = json.loads((pathlib.Path(__file__).parent / "hw_records" / "mainloops_fills_h100.json").read_text())
+    assert rec["mode"] == "fills" and rec["device"]["device"].startswith("NVIDIA H100") and rec["ptxas"] == "13.0.88"
+    ran = {r["case"].split("/")[0] for r in rec["results"]}
+    assert set(FILL_SHAPES) | set(FILL_TWINS) <= ran
+    for fill in ("cp.async", "tensor", "ld.st"):  # drawn plans of each fill, both A sources among all runs
+        assert sum(r["case"].startswith(f"drawn-{fill}/") for r in rec["results"]) >= 3
+        plans = [r["plan"] for r in rec["results"] if f"fill={fill}" in r["plan"] and r["twin"] is None]
+        assert any("a=desc" in p for p in plans) and any("a=ld.shared" in p or "a=ldmatrix" in p for p in plans)
+    assert rec["faults"] == 0 and rec["rejected_by_ptxas"] == [] and rec["legal_with_undefined_elements"] == 0
+    legal_mismatched = {r["case"] for r in rec["results"] if r["mismatches"]}
+    ex = rec["mismatches_explained"]
+    assert {p["case"] for p in ex["programs"]} == legal_mismatched and ex["all_fp8_with_f32_accumulator"]
+    assert ex["equal_to_hardware_numerics"] == ex["listed_gpu_values"] > 0
