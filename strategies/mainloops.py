@@ -11,7 +11,12 @@ over all tiles, and the lane ``elect.sync`` chose.
 ``WgmmaLoopPlan``: wgmma consumers of full/empty barrier pairs, A by descriptor or in registers
 (ld.shared / ldmatrix), one or two consumer warpgroups, a producer warpgroup (setmaxnreg on or
 off) or warp 0's elected lane, wait_group depth 0 or 1, a persistent tile loop, and an epilogue
-through st.global or stmatrix (see the class).
+through st.global or stmatrix (see the class).  Its stages are filled (``fill``, ``FILLS``) by
+non-tensor ``cp.async.bulk`` (one elected thread), by TMA tensor boxes from two tensor maps (the
+tiles laid out as a box lays them: ``tma_tile``), or by every producer thread with
+``cp.async.cg|ca`` chunks (wait_group / wait_all then ``fence.proxy.async`` and an arrive, or
+``cp.async.mbarrier.arrive.noinc`` with the consumers fencing after their wait) or with
+``ld.global`` + ``st.shared`` (then the fence and the arrive).
 
 Illegal twins, labelled as ``mutations`` labels them (``Program.expect``, ``mutation:`` notes):
   missing_expect_tx   one fill arrives without expect_tx: the phase completes before the bytes
@@ -21,12 +26,15 @@ Illegal twins, labelled as ``mutations`` labels them (``Program.expect``, ``muta
   early_read          one K-step reads its stage (or issues its wgmma) before waiting
   producer_overwrite  (wgmma consumers) the consumer releases a stage before the wait_group that
                       retires the wgmma reading it; the producer refills it under that wgmma
+  unfenced_fill       (wgmma consumers, cp.async / ld.st fills) no fence.proxy.async between the
+                      producers' generic-proxy writes and the wgmma reading them
 All are accepted by ptxas and leave the reference's outputs undefined; the checker flags
-early_read (``spec.mbarrier.read-before-wait``) and producer_overwrite
-(``spec.mbarrier.release-in-flight``).
+early_read (``spec.mbarrier.read-before-wait``), producer_overwrite
+(``spec.mbarrier.release-in-flight``) and unfenced_fill (``spec.proxy.fence-missing``).  Each
+twin is drawn only with the fills it applies to (``FAULT_FILLS``).
 
-Not drawn yet: tensor copies (TMA with a tensor-map description), clusters, and a producer
-warpgroup with wait_group depth 1 (``wgmma_loop_plans`` says why).
+Not drawn yet: clusters, a producer warpgroup with wait_group depth 1 (``wgmma_loop_plans`` says
+why), tensor fills at depth 1 (``with_fill`` says why), MN-major tiles under a tensor fill.
 """
 from __future__ import annotations
 
@@ -176,8 +184,9 @@ class WgmmaLoopPlan:
     Each stage holds, per consumer warpgroup, its A tile (canonical wgmma layout when A comes
     by descriptor, else the register image ``a_load`` reads) and the one B tile they share;
     the producer (one elected thread: of warp 0 of the producer warpgroup, or of warp 0 when
-    no warpgroup is set aside) fills a stage with ``cp.async.bulk`` after waiting on its empty
-    barrier; consumers wait on its full barrier, run wgmma, and release it (``arrive`` on the
+    no warpgroup is set aside) fills a stage with ``cp.async.bulk`` or tensor boxes after waiting
+    on its empty barrier, or (``cp.async`` / ``ld.st`` fills) every thread of the producer
+    warpgroup, else every consumer thread, waits and copies its chunks; consumers wait on its full barrier, run wgmma, and release it (``arrive`` on the
     empty barrier) once the wgmma reading it has retired (``depth`` 1 keeps one in flight and
     releases the previous stage).  Phases live in registers, flipped at each use, so they
     carry across the persistent tile loop.
