@@ -214,3 +214,91 @@ class ShareTile(Pass):
                     ops = s.operands[:dst] + (s.operands[src],) + s.operands[dst + 1:]
                     cands.append(dead_code(edit_function(program, fn.name, subst={i: replace(s, operands=ops)})))
         return cands
+
+
+# ------------------------------------------------------------ address arithmetic -> offsets
+
+
+def _const(ins: Instr) -> int | None:
+    """The value of ``mov r, imm`` (an integer move), else None."""
+    if ins.base == "mov" and len(ins.operands) == 2 and isinstance(ins.operands[1], Imm) and isinstance(ins.operands[1].value, int):
+        return ins.operands[1].value
+    return None
+
+
+def _scaled_index(ins: Instr, defs: dict[str, tuple[int, Instr]]) -> tuple[tuple, int] | None:
+    """((opcode type, index register, scale), constant) of ``mad.lo r, x, S, K`` (K an immediate or a
+    register moved from one) or ``mul.lo r, x, S`` (K = 0), else None."""
+    if ins.base not in ("mad", "mul") or "lo" not in ins.modifiers or not isinstance(ins.operands[1], Reg):
+        return None
+    scale = ins.operands[2]
+    if not (isinstance(scale, Imm) and isinstance(scale.value, int)):
+        return None
+    key = (type_of(ins), ins.operands[1].name, scale.value)
+    if ins.base == "mul":
+        return (key, 0) if len(ins.operands) == 3 else None
+    if len(ins.operands) != 4:
+        return None
+    k = ins.operands[3]
+    if isinstance(k, Imm) and isinstance(k.value, int):
+        return key, k.value
+    if isinstance(k, Reg) and k.name in defs and _const(defs[k.name][1]) is not None:
+        return key, _const(defs[k.name][1])
+    return None
+
+
+@dataclass(frozen=True)
+class Addresses(Pass):
+    name: ClassVar[str] = "addresses"
+
+    def candidates(self, program: Program) -> list[Program]:
+        """A register read only as a memory address, computed from another register by a constant,
+        is replaced there by that register and an offset, so its computation goes:
+        ``add r, x, 16`` -> ``[x+16]``; ``mov %r37, 0`` beside an earlier ``mov.b64 %rd2, 0`` ->
+        ``[%rd2+256]`` for ``[%r37+256]``; ``mad.lo %r5, %r0, 4, 512`` beside an earlier
+        ``mad.lo %r2, %r0, 4, 0`` -> ``[%r2+512]`` (two tiles addressed by one index)."""
+        cands = []
+        for fn in _kernels(program):
+            sts = statements(fn)
+            defs = _defs_by_register(sts)
+            readers: dict[str, list[int]] = {}
+            for i, s in sts.items():
+                if isinstance(s, Instr):
+                    for r in defs_uses(s)[1]:
+                        readers.setdefault(r.name, []).append(i)
+            for name, (j, ins) in defs.items():
+                uses = readers.get(name, [])
+                if not uses or any(not _only_address(sts[k], name) for k in uses):
+                    continue
+                for base, delta in _rebases(name, j, ins, defs):
+                    subst = {k: replace(sts[k], operands=tuple(replace(o, base=base, offset=o.offset + delta)
+                                                                if isinstance(o, Addr) and o.base == Reg(name) else o
+                                                                for o in sts[k].operands)) for k in uses}
+                    cands.append(dead_code(edit_function(program, fn.name, subst=subst)))
+        return cands
+
+
+def _only_address(ins: Statement, name: str) -> bool:
+    """``ins`` reads register ``name`` only as the base of a plain memory address (ld/st)."""
+    if not (isinstance(ins, Instr) and ins.base in ("ld", "st") and "param" not in ins.modifiers) or ins.guard and ins.guard.reg.name == name:
+        return False
+    return all(isinstance(o, Addr) and o.base == Reg(name) or Reg(name) not in registers_in(o) for o in ins.operands)
+
+
+def _rebases(name: str, at: int, ins: Instr, defs: dict[str, tuple[int, Instr]]) -> list[tuple[Reg, int]]:
+    """(register, offset to add) pairs that address what ``name`` (written by ``ins`` at ``at``) does."""
+    if ins.base == "add" and len(ins.operands) == 3 and isinstance(ins.operands[1], Reg) and isinstance(ins.operands[2], Imm) \
+            and isinstance(ins.operands[2].value, int):
+        return [(ins.operands[1], ins.operands[2].value)]
+    out = []
+    mine = _const(ins)
+    index = _scaled_index(ins, defs)
+    for other, (k, o) in defs.items():
+        if other == name or k >= at:
+            continue
+        if mine is not None and _const(o) is not None and 0 <= _const(o) <= mine:
+            out.append((Reg(other), mine - _const(o)))
+        theirs = _scaled_index(o, defs) if index is not None else None
+        if theirs is not None and theirs[0] == index[0] and theirs[1] <= index[1]:
+            out.append((Reg(other), index[1] - theirs[1]))
+    return out
