@@ -34,3 +34,12 @@ def test_two_tiles_indexed_alike_share_one_index():
 def test_a_register_also_read_as_a_value_is_left_alone():
     p = program("\tmov.u32 %r1, %tid.x;\n\tadd.u32 %r2, %r1, 16;\n\tst.shared.b32 [%r2], %r2;")
     assert Addresses().candidates(p) == []
+
+
+def test_a_shared_variable_offset_becomes_part_of_the_address():
+    """``mov %r3, smem; add %r3, %r1, %r3``: smem sits at 0x400 in the layout (its only variable); the
+    add goes and the address reads ``[%r1+1088]``; the move of smem stays for the driver (it keeps smem allocated)."""
+    p = program("\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r3, smem;\n\tadd.u32 %r3, %r1, %r3;\n\tst.shared.b8 [%r3+64], %r1;")
+    out = reduced(Addresses(), p, ptxas_accepts)
+    assert _stores(out) == ["[%r1+1088]"] and "add.u32" not in opcodes(out), (_stores(out), opcodes(out))
+    assert "mov.u32 %r3, smem;" in out.to_ptx()

@@ -32,3 +32,10 @@ def test_an_address_also_read_as_a_value_is_left_alone():
 def test_a_store_of_another_width_is_left_alone():
     p = program(TILE.replace("st.shared.u32 [%r3+512], %r1", "st.shared.u16 [%r3+512], 0"))
     assert Bytes().candidates(p) == []
+
+
+def test_an_address_set_up_in_two_steps_is_rewritten_at_its_last():
+    """``mov %r3, smem; mad.lo %r3, %r1, 4, %r3``: the register is written twice; the mad is the step to rewrite."""
+    p = program("\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r3, smem;\n\tmad.lo.u32 %r3, %r1, 4, %r3;\n\tst.shared.b32 [%r3+64], %r1;")
+    out = reduced(Bytes(), p, ptxas_accepts)
+    assert "add.u32" in opcodes(out) and "st.shared.b8" in opcodes(out) and "mad.lo.u32" not in opcodes(out), opcodes(out)

@@ -16,7 +16,8 @@ from fuzzptx import isa
 from fuzzptx.data import buffer_bytes
 from fuzzptx.program import Program
 from fuzzptx.ptx.dataflow import defs_uses
-from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, Statement, Vec, registers_in
+from fuzzptx.ptx.smem import shared_layout
+from fuzzptx.ptx.ir import Addr, Imm, Instr, Label, Reg, Statement, Sym, Vec, registers_in
 from fuzzptx.reduce.edit import dead_code, edit_function, statements, type_of, write_counts
 from fuzzptx.reduce.passes.base import Pass
 from fuzzptx.reduce.passes.values import _bits, _imm, _kernels
@@ -35,6 +36,31 @@ def _defs_by_register(sts: dict[int, Statement]) -> dict[str, tuple[int, Instr]]
                 if writes.get(d.name) == 1:
                     out[d.name] = (i, s)
     return out
+
+
+def _last_writes(sts: dict[int, Statement]) -> tuple[dict[str, tuple[int, Instr]], dict[str, list[int]]]:
+    """(register -> (id, instruction) of its last unguarded write, register -> ids of the instructions
+    reading it): a register set up in two steps (``mov %r3, smem; mad.lo %r3, %r0, 4, %r3``) is
+    rewritten at its last step, where every later reader sees it."""
+    last: dict[str, tuple[int, Instr]] = {}
+    readers: dict[str, list[int]] = {}
+    for i, s in sts.items():
+        if isinstance(s, Instr):
+            defs, uses = defs_uses(s)
+            for r in uses:
+                readers.setdefault(r.name, []).append(i)
+            for d in defs:
+                last[d.name] = (i, s)
+    return {n: (i, s) for n, (i, s) in last.items() if s.guard is None}, readers
+
+
+def _later_readers(name: str, at: int, readers: dict[str, list[int]]) -> list[int] | None:
+    """The readers of ``name`` after its last write at ``at``; None where something before reads it
+    (but the write itself), or where nothing after does."""
+    got = readers.get(name, [])
+    if any(k < at for k in got) or not any(k > at for k in got):
+        return None
+    return [k for k in got if k > at]
 
 
 # ------------------------------------------------------------ uniform loads -> constants
@@ -125,23 +151,19 @@ class Bytes(Pass):
         (``mad.lo.u32 %r1, %r0, 4, %r2; st.shared.b32 [%r1], 0`` -> ``add.u32 %r1, %r0, %r2;
         st.shared.b8 [%r1], 0``): a tile a descriptor with zero strides reads only in part keeps
         its first bytes defined, and the address becomes an index the other passes fold away
-        (an add of 0, the shared variable's offset).  Every reader of the address register must
-        be such a store."""
+        (an add of 0, the shared variable's offset).  Every reader of the address register after
+        its last write must be such a store."""
         cands = []
         for fn in _kernels(program):
             sts = statements(fn)
-            defs = _defs_by_register(sts)
-            readers: dict[str, list[int]] = {}
-            for i, s in sts.items():
-                if isinstance(s, Instr):
-                    for r in defs_uses(s)[1]:
-                        readers.setdefault(r.name, []).append(i)
-            for name, (j, ins) in defs.items():
+            last, readers = _last_writes(sts)
+            for name, (j, ins) in last.items():
                 scale = _scaled(ins)
-                if scale not in (2, 4, 8) or name not in readers:
+                later = _later_readers(name, j, readers) if scale in (2, 4, 8) else None
+                if later is None:
                     continue
                 subst: dict[int, Statement] = {}
-                for k in readers[name]:
+                for k in later:
                     st = sts[k]
                     if not (isinstance(st, Instr) and st.base == "st" and len(st.operands) == 2 and isinstance(st.operands[0], Addr)
                             and st.operands[0].base == ins.operands[0] and Reg(name) not in registers_in(st.operands[1])
@@ -219,17 +241,11 @@ class ShareTile(Pass):
 # ------------------------------------------------------------ address arithmetic -> offsets
 
 
-def _const(ins: Instr) -> int | None:
-    """The value of ``mov r, imm`` (an integer move), else None."""
-    if ins.base == "mov" and len(ins.operands) == 2 and isinstance(ins.operands[1], Imm) and isinstance(ins.operands[1].value, int):
-        return ins.operands[1].value
-    return None
-
-
-def _scaled_index(ins: Instr, defs: dict[str, tuple[int, Instr]]) -> tuple[tuple, int] | None:
+def _scaled_index(ins: Instr, at: int, sts: dict[int, Statement], offsets: dict[str, int]) -> tuple[tuple, int] | None:
     """((opcode type, index register, scale), constant) of ``mad.lo r, x, S, K`` (K an immediate or a
-    register moved from one) or ``mul.lo r, x, S`` (K = 0), else None."""
-    if ins.base not in ("mad", "mul") or "lo" not in ins.modifiers or not isinstance(ins.operands[1], Reg):
+    register holding a constant there) or ``mul.lo r, x, S`` (K = 0), else None."""
+    if ins.base not in ("mad", "mul") or "lo" not in ins.modifiers or not isinstance(ins.operands[1], Reg) \
+            or ins.operands[1] == ins.operands[0]:
         return None
     scale = ins.operands[2]
     if not (isinstance(scale, Imm) and isinstance(scale.value, int)):
@@ -237,14 +253,8 @@ def _scaled_index(ins: Instr, defs: dict[str, tuple[int, Instr]]) -> tuple[tuple
     key = (type_of(ins), ins.operands[1].name, scale.value)
     if ins.base == "mul":
         return (key, 0) if len(ins.operands) == 3 else None
-    if len(ins.operands) != 4:
-        return None
-    k = ins.operands[3]
-    if isinstance(k, Imm) and isinstance(k.value, int):
-        return key, k.value
-    if isinstance(k, Reg) and k.name in defs and _const(defs[k.name][1]) is not None:
-        return key, _const(defs[k.name][1])
-    return None
+    c = _known(ins.operands[3], at, sts, offsets) if len(ins.operands) == 4 else None
+    return None if c is None else (key, c)
 
 
 @dataclass(frozen=True)
@@ -252,29 +262,30 @@ class Addresses(Pass):
     name: ClassVar[str] = "addresses"
 
     def candidates(self, program: Program) -> list[Program]:
-        """A register read only as a memory address, computed from another register by a constant,
-        is replaced there by that register and an offset, so its computation goes:
-        ``add r, x, 16`` -> ``[x+16]``; ``mov %r37, 0`` beside an earlier ``mov.b64 %rd2, 0`` ->
+        """A register read only as a memory address (after its last write), computed from another
+        register by a constant, is replaced there by that register and an offset, and its computation
+        goes: ``add r, x, 16`` -> ``[x+16]``; ``mov %r5, smem; add %r5, %r0, %r5`` -> ``[%r0+1024]``
+        (the variable's offset in the layout; the ``mov`` stays for the driver's dead code, as it
+        keeps the variable allocated); ``mov %r37, 0`` beside an earlier ``mov.b64 %rd2, 0`` ->
         ``[%rd2+256]`` for ``[%r37+256]``; ``mad.lo %r5, %r0, 4, 512`` beside an earlier
         ``mad.lo %r2, %r0, 4, 0`` -> ``[%r2+512]`` (two tiles addressed by one index)."""
+        kernel = program.module.function(program.launch.kernel)
+        offsets = shared_layout(program.module, kernel).offsets if kernel is not None and kernel.body is not None else {}
         cands = []
         for fn in _kernels(program):
             sts = statements(fn)
-            defs = _defs_by_register(sts)
-            readers: dict[str, list[int]] = {}
-            for i, s in sts.items():
-                if isinstance(s, Instr):
-                    for r in defs_uses(s)[1]:
-                        readers.setdefault(r.name, []).append(i)
-            for name, (j, ins) in defs.items():
-                uses = readers.get(name, [])
-                if not uses or any(not _only_address(sts[k], name) for k in uses):
+            last, readers = _last_writes(sts)
+            for name, (j, ins) in last.items():
+                uses = _later_readers(name, j, readers)
+                if uses is None or any(not _only_address(sts[k], name) for k in uses):
                     continue
-                for base, delta in _rebases(name, j, ins, defs):
+                for base, delta in _rebases(name, j, ins, sts, last, offsets):
                     subst = {k: replace(sts[k], operands=tuple(replace(o, base=base, offset=o.offset + delta)
                                                                 if isinstance(o, Addr) and o.base == Reg(name) else o
                                                                 for o in sts[k].operands)) for k in uses}
-                    cands.append(dead_code(edit_function(program, fn.name, subst=subst)))
+                    # only the address computation goes: a move that fed it stays for the driver's dead code
+                    # (a ``mov %r, smem`` left unread still keeps the variable allocated)
+                    cands.append(edit_function(program, fn.name, drop={j}, subst=subst))
         return cands
 
 
@@ -285,20 +296,55 @@ def _only_address(ins: Statement, name: str) -> bool:
     return all(isinstance(o, Addr) and o.base == Reg(name) or Reg(name) not in registers_in(o) for o in ins.operands)
 
 
-def _rebases(name: str, at: int, ins: Instr, defs: dict[str, tuple[int, Instr]]) -> list[tuple[Reg, int]]:
-    """(register, offset to add) pairs that address what ``name`` (written by ``ins`` at ``at``) does."""
-    if ins.base == "add" and len(ins.operands) == 3 and isinstance(ins.operands[1], Reg) and isinstance(ins.operands[2], Imm) \
-            and isinstance(ins.operands[2].value, int):
-        return [(ins.operands[1], ins.operands[2].value)]
+def _known(reg, at: int, sts: dict[int, Statement], offsets: dict[str, int]) -> int | None:
+    """The constant ``reg`` holds at statement ``at``: the last unguarded write before it, in the same
+    block, a move of an integer immediate or of a shared variable's address (its layout offset)."""
+    if isinstance(reg, Imm):
+        return reg.value if isinstance(reg.value, int) else None
+    if not isinstance(reg, Reg):
+        return None
+    for i in sorted((i for i in sts if i < at), reverse=True):
+        s = sts[i]
+        if isinstance(s, Label):
+            return None
+        if isinstance(s, Instr) and reg in defs_uses(s)[0]:
+            if s.guard is not None or s.base != "mov" or len(s.operands) != 2:
+                return None
+            src = s.operands[1]
+            if isinstance(src, Imm) and isinstance(src.value, int):
+                return src.value
+            return offsets.get(src.name) if isinstance(src, Sym) else None
+    return None
+
+
+def _rebases(name: str, at: int, ins: Instr, sts: dict[int, Statement], last: dict[str, tuple[int, Instr]],
+             offsets: dict[str, int]) -> list[tuple[Reg, int]]:
+    """(register, offset to add) pairs that address what ``name`` (last written by ``ins`` at ``at``) does:
+    the other source of an add of a constant; an earlier register holding a smaller constant; an earlier
+    register scaling the same index by the same factor from a smaller constant."""
+    ops = ins.operands
+    if ins.base == "add" and len(ops) == 3 and _bits(type_of(ins)) in (32, 64):
+        out = []
+        for x, k in ((ops[1], ops[2]), (ops[2], ops[1])):
+            c = _known(k, at, sts, offsets)
+            if isinstance(x, Reg) and x.name != name and c is not None and _unchanged(x, at, sts):
+                out.append((x, c))
+        return out
     out = []
-    mine = _const(ins)
-    index = _scaled_index(ins, defs)
-    for other, (k, o) in defs.items():
+    mine = _known(ops[1], at, sts, offsets) if ins.base == "mov" and len(ops) == 2 and not isinstance(ops[1], Reg) else None
+    index = _scaled_index(ins, at, sts, offsets)
+    for other, (k, o) in last.items():
         if other == name or k >= at:
             continue
-        if mine is not None and _const(o) is not None and 0 <= _const(o) <= mine:
-            out.append((Reg(other), mine - _const(o)))
-        theirs = _scaled_index(o, defs) if index is not None else None
+        theirs_c = _known(o.operands[1], k, sts, offsets) if o.base == "mov" and len(o.operands) == 2 and isinstance(o.operands[1], Imm) else None
+        if mine is not None and theirs_c is not None and 0 <= theirs_c <= mine:
+            out.append((Reg(other), mine - theirs_c))
+        theirs = _scaled_index(o, k, sts, offsets) if index is not None else None
         if theirs is not None and theirs[0] == index[0] and theirs[1] <= index[1]:
             out.append((Reg(other), index[1] - theirs[1]))
     return out
+
+
+def _unchanged(reg: Reg, at: int, sts: dict[int, Statement]) -> bool:
+    """Nothing writes ``reg`` after statement ``at`` (its value there is the one later readers see)."""
+    return not any(isinstance(s, Instr) and reg in defs_uses(s)[0] for i, s in sts.items() if i >= at)
