@@ -20,7 +20,7 @@ from fuzzptx.ptx.smem import shared_layout
 from fuzzptx.ptx.ir import Addr, Imm, Instr, Label, Reg, Statement, Sym, Vec, registers_in
 from fuzzptx.reduce.edit import dead_code, edit_function, statements, type_of, write_counts
 from fuzzptx.reduce.passes.base import Pass
-from fuzzptx.reduce.passes.values import _bits, _imm, _kernels
+from fuzzptx.reduce.passes.values import _bits, _imm, _kernels, _thread_registers
 
 _WIDTH = {"b16": 16, "u16": 16, "s16": 16, "f16": 16, "bf16": 16, "b32": 32, "u32": 32, "s32": 32, "f32": 32,
           "b64": 64, "u64": 64, "s64": 64, "f64": 64}
@@ -348,3 +348,67 @@ def _rebases(name: str, at: int, ins: Instr, sts: dict[int, Statement], last: di
 def _unchanged(reg: Reg, at: int, sts: dict[int, Statement]) -> bool:
     """Nothing writes ``reg`` after statement ``at`` (its value there is the one later readers see)."""
     return not any(isinstance(s, Instr) and reg in defs_uses(s)[0] for i, s in sts.items() if i >= at)
+
+
+# ------------------------------------------------------------ a tile's footprint -> smaller
+
+
+_FIELD = 0x3FFF  # a descriptor's 14-bit address fields, in 16-byte units
+
+
+def _desc_fields(v: int) -> tuple[int, int]:
+    """(start address, stride byte offset) of a wgmma matrix descriptor, in bytes."""
+    return (v & _FIELD) << 4, ((v >> 32) & _FIELD) << 4
+
+
+def _with_fields(v: int, start: int, sbo: int) -> int:
+    return (v & ~(_FIELD | (_FIELD << 32))) | (start >> 4) | ((sbo >> 4) << 32)
+
+
+@dataclass(frozen=True)
+class Footprint(Pass):
+    name: ClassVar[str] = "footprint"
+
+    def candidates(self, program: Program) -> list[Program]:
+        """A wgmma tile given by an immediate descriptor moves to shared offset 0 and its stride byte
+        offset (the distance between 8-row groups) shrinks, and the per-thread stores that fill it move
+        with their group: a store at ``[%tid + off]`` in group q at r bytes past the group's start
+        lands at q * SBO' + r.  A tile the generator spread over kilobytes then fits in the first
+        kilobyte (the window below the first variable), and the variable kept only to make room
+        goes.  Both start offsets (0, then where the tile was), SBO' halving down to 16 bytes,
+        smallest first; stores are ``st.shared`` addressed by a thread-index register."""
+        cands = []
+        for fn in _kernels(program):
+            sts = statements(fn)
+            tids = {r for _, r in _thread_registers(sts).values()}
+            stores = {i: s for i, s in sts.items() if isinstance(s, Instr) and s.base == "st" and "shared" in s.modifiers
+                      and isinstance(s.operands[0], Addr) and s.operands[0].base in tids}
+            for i, s in sts.items():
+                form = isa.form_for(s) if isinstance(s, Instr) and s.base == "wgmma" else None
+                if form is None or form.shape is None or len(form.operands) != len(s.operands):
+                    continue
+                for k, spec in enumerate(form.operands):
+                    op = s.operands[k]
+                    if spec.role not in ("a_desc", "b_desc") or not (isinstance(op, Imm) and isinstance(op.value, int)):
+                        continue
+                    start, sbo = _desc_fields(op.value)
+                    groups = (form.shape.m if spec.role == "a_desc" else form.shape.n) // 8
+                    inside = {j: divmod(st.operands[0].offset - start, sbo) for j, st in stores.items()
+                              if sbo and start <= st.operands[0].offset < start + groups * sbo}
+                    if not inside:
+                        continue
+                    sizes = []
+                    new = sbo // 2
+                    while new >= 16:
+                        sizes.append(new)
+                        new //= 2
+                    for new_start in dict.fromkeys((0, start)):
+                        for new in reversed(sizes):
+                            if any(r >= new for _, r in inside.values()):
+                                continue
+                            subst: dict[int, Statement] = {j: replace(stores[j], operands=(replace(stores[j].operands[0], offset=new_start + q * new + r),)
+                                                                       + stores[j].operands[1:]) for j, (q, r) in inside.items()}
+                            desc = _imm(_with_fields(op.value, new_start, new), op)
+                            subst[i] = replace(s, operands=s.operands[:k] + (desc,) + s.operands[k + 1:])
+                            cands.append(edit_function(program, fn.name, subst=subst))
+        return cands
