@@ -18,7 +18,7 @@ from fuzzptx.program import Program
 from fuzzptx.ptx.dataflow import defs_uses
 from fuzzptx.ptx.smem import shared_layout
 from fuzzptx.ptx.ir import Addr, Imm, Instr, Label, Reg, Statement, Sym, Vec, registers_in
-from fuzzptx.reduce.edit import dead_code, edit_function, statements, type_of, write_counts
+from fuzzptx.reduce.edit import dead_code, dead_ids, edit_function, statements, type_of, write_counts
 from fuzzptx.reduce.passes.base import Pass
 from fuzzptx.reduce.passes.values import _bits, _imm, _kernels, _thread_registers
 
@@ -120,7 +120,7 @@ class Constants(Pass):
                     continue
                 value = int.from_bytes(np.asarray(data[at:at + width // 8]).tobytes(), "little")
                 mov = Instr(f"mov.b{width}", (s.operands[0], _imm(value, Imm(0, "0x0"))), s.guard, s.loc)
-                cands.append(dead_code(edit_function(program, fn.name, subst={i: mov})))
+                cands.append(dead_code(edit_function(program, fn.name, subst={i: mov}), dead_ids(program)))
         return cands
 
 
@@ -206,7 +206,7 @@ class FragmentStore(Pass):
                 opcode = ".".join(["st", *([space] if space else []), f"b{width}"])
                 for reg in dict.fromkeys(frag.items):
                     st = Instr(opcode, (addr, reg), s.guard, s.loc)
-                    cands.append(dead_code(edit_function(program, fn.name, subst={i: st})))
+                    cands.append(dead_code(edit_function(program, fn.name, subst={i: st}), dead_ids(program)))
         return cands
 
 
@@ -234,7 +234,7 @@ class ShareTile(Pass):
                     continue
                 for dst, src in ((a, b), (b, a)):
                     ops = s.operands[:dst] + (s.operands[src],) + s.operands[dst + 1:]
-                    cands.append(dead_code(edit_function(program, fn.name, subst={i: replace(s, operands=ops)})))
+                    cands.append(dead_code(edit_function(program, fn.name, subst={i: replace(s, operands=ops)}), dead_ids(program)))
         return cands
 
 
@@ -375,40 +375,55 @@ class Footprint(Pass):
         with their group: a store at ``[%tid + off]`` in group q at r bytes past the group's start
         lands at q * SBO' + r.  A tile the generator spread over kilobytes then fits in the first
         kilobyte (the window below the first variable), and the variable kept only to make room
-        goes.  Both start offsets (0, then where the tile was), SBO' halving down to 16 bytes,
-        smallest first; stores are ``st.shared`` addressed by a thread-index register."""
+        goes.  Both start offsets (0, then where the tile was), SBO' the powers of two from 16 bytes
+        below SBO, smallest first (a tile of SBO 0 only moves); stores are ``st.shared`` addressed by a thread-index register.  A descriptor may be
+        an immediate operand or a register set by one ``mov`` of an immediate and read only there."""
         cands = []
         for fn in _kernels(program):
             sts = statements(fn)
             tids = {r for _, r in _thread_registers(sts).values()}
+            defs = _defs_by_register(sts)
+            readers: dict[str, list[int]] = {}
+            for i, s in sts.items():
+                if isinstance(s, Instr):
+                    for r in dict.fromkeys(defs_uses(s)[1]):
+                        readers.setdefault(r.name, []).append(i)
             stores = {i: s for i, s in sts.items() if isinstance(s, Instr) and s.base == "st" and "shared" in s.modifiers
                       and isinstance(s.operands[0], Addr) and s.operands[0].base in tids}
             for i, s in sts.items():
                 form = isa.form_for(s) if isinstance(s, Instr) and s.base == "wgmma" else None
                 if form is None or form.shape is None or len(form.operands) != len(s.operands):
                     continue
+                seen: set[int] = set()  # a register read as both A and B: one move to rewrite
                 for k, spec in enumerate(form.operands):
-                    op = s.operands[k]
-                    if spec.role not in ("a_desc", "b_desc") or not (isinstance(op, Imm) and isinstance(op.value, int)):
+                    op, at = s.operands[k], i  # the immediate, and the statement that holds it
+                    if spec.role in ("a_desc", "b_desc") and isinstance(op, Reg) and op.name in defs \
+                            and readers.get(op.name) == [i] and defs[op.name][1].base == "mov":
+                        at, op = defs[op.name][0], defs[op.name][1].operands[1]
+                    if spec.role not in ("a_desc", "b_desc") or not (isinstance(op, Imm) and isinstance(op.value, int)) \
+                            or (at != i and at in seen):
                         continue
+                    seen.add(at)
                     start, sbo = _desc_fields(op.value)
                     groups = (form.shape.m if spec.role == "a_desc" else form.shape.n) // 8
-                    inside = {j: divmod(st.operands[0].offset - start, sbo) for j, st in stores.items()
-                              if sbo and start <= st.operands[0].offset < start + groups * sbo}
+                    # with SBO 0 every group overlaps the first: the tile spans at most one 1 KB swizzle atom
+                    extent = groups * sbo if sbo else 1024
+                    inside = {j: divmod(st.operands[0].offset - start, sbo) if sbo else (0, st.operands[0].offset - start)
+                              for j, st in stores.items() if start <= st.operands[0].offset < start + extent}
                     if not inside:
                         continue
-                    sizes = []
-                    new = sbo // 2
-                    while new >= 16:
-                        sizes.append(new)
-                        new //= 2
+                    sizes = [16 << e for e in range(10) if 16 << e < sbo] if sbo else [0]  # powers of two below SBO
                     for new_start in dict.fromkeys((0, start)):
-                        for new in reversed(sizes):
-                            if any(r >= new for _, r in inside.values()):
+                        if (new_start, sizes) == (start, [0]):
+                            continue
+                        for new in sizes:
+                            if new and any(r >= new for _, r in inside.values()):
                                 continue
                             subst: dict[int, Statement] = {j: replace(stores[j], operands=(replace(stores[j].operands[0], offset=new_start + q * new + r),)
                                                                        + stores[j].operands[1:]) for j, (q, r) in inside.items()}
                             desc = _imm(_with_fields(op.value, new_start, new), op)
-                            subst[i] = replace(s, operands=s.operands[:k] + (desc,) + s.operands[k + 1:])
+                            holder = sts[at]
+                            j = k if at == i else 1  # the wgmma operand, or the move's source
+                            subst[at] = replace(holder, operands=holder.operands[:j] + (desc,) + holder.operands[j + 1:])
                             cands.append(edit_function(program, fn.name, subst=subst))
         return cands
