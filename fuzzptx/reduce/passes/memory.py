@@ -366,6 +366,64 @@ def _with_fields(v: int, start: int, sbo: int) -> int:
 
 
 @dataclass(frozen=True)
+class _Desc:
+    """A wgmma matrix descriptor the reducer can rewrite: its role (``a_desc``/``b_desc``), its value,
+    and where the immediate is written (statement id and operand index: the wgmma's own operand,
+    or the source of the one ``mov`` of an immediate into a register only the wgmma reads)."""
+
+    role: str
+    value: int
+    at: int
+    index: int
+
+
+def _descriptors(sts: dict[int, Statement]) -> list[tuple[int, Instr, object, list[_Desc]]]:
+    """(statement id, wgmma, its catalogue form, its rewritable descriptors) of each wgmma with a
+    shape; a register read as both A and B is listed once (one move to rewrite)."""
+    defs = _defs_by_register(sts)
+    readers: dict[str, list[int]] = {}
+    for i, s in sts.items():
+        if isinstance(s, Instr):
+            for r in dict.fromkeys(defs_uses(s)[1]):
+                readers.setdefault(r.name, []).append(i)
+    out = []
+    for i, s in sts.items():
+        form = isa.form_for(s) if isinstance(s, Instr) and s.base == "wgmma" else None
+        if form is None or form.shape is None or len(form.operands) != len(s.operands):
+            continue
+        descs: list[_Desc] = []
+        for k, spec in enumerate(form.operands):
+            op, at, index = s.operands[k], i, k
+            if spec.role not in ("a_desc", "b_desc"):
+                continue
+            if isinstance(op, Reg) and op.name in defs and readers.get(op.name) == [i] and defs[op.name][1].base == "mov":
+                at, op, index = defs[op.name][0], defs[op.name][1].operands[1], 1
+            if isinstance(op, Imm) and isinstance(op.value, int) and not any(d.at == at and at != i for d in descs):
+                descs.append(_Desc(spec.role, op.value, at, index))
+        out.append((i, s, form, descs))
+    return out
+
+
+def _set_desc(sts: dict[int, Statement], d: _Desc, value: int, subst: dict[int, Statement]) -> None:
+    """Record in ``subst`` the statement holding descriptor ``d`` with ``value`` in its place."""
+    holder = subst.get(d.at, sts[d.at])
+    old = holder.operands[d.index]
+    subst[d.at] = replace(holder, operands=holder.operands[:d.index] + (_imm(value, old),) + holder.operands[d.index + 1:])
+
+
+def _tile_stores(sts: dict[int, Statement]) -> dict[int, Instr]:
+    """The ``st.shared`` instructions addressed by a thread-index register (``[%r0+off]``, %r0 = %tid.x):
+    their offsets are the only shared addresses a rewrite of the tiles must follow."""
+    tids = {r for _, r in _thread_registers(sts).values()}
+    return {i: s for i, s in sts.items() if isinstance(s, Instr) and s.base == "st" and "shared" in s.modifiers
+            and isinstance(s.operands[0], Addr) and s.operands[0].base in tids}
+
+
+def _moved(st: Instr, offset: int) -> Instr:
+    return replace(st, operands=(replace(st.operands[0], offset=offset),) + st.operands[1:])
+
+
+@dataclass(frozen=True)
 class Footprint(Pass):
     name: ClassVar[str] = "footprint"
 
@@ -376,36 +434,17 @@ class Footprint(Pass):
         lands at q * SBO' + r.  A tile the generator spread over kilobytes then fits in the first
         kilobyte (the window below the first variable), and the variable kept only to make room
         goes.  Both start offsets (0, then where the tile was), SBO' the powers of two from 16 bytes
-        below SBO, smallest first (a tile of SBO 0 only moves); stores are ``st.shared`` addressed by a thread-index register.  A descriptor may be
-        an immediate operand or a register set by one ``mov`` of an immediate and read only there."""
+        below SBO, smallest first (a tile of SBO 0 only moves); stores are ``st.shared`` addressed by a
+        thread-index register.  A descriptor may be an immediate operand or a register set by one
+        ``mov`` of an immediate and read only there."""
         cands = []
         for fn in _kernels(program):
             sts = statements(fn)
-            tids = {r for _, r in _thread_registers(sts).values()}
-            defs = _defs_by_register(sts)
-            readers: dict[str, list[int]] = {}
-            for i, s in sts.items():
-                if isinstance(s, Instr):
-                    for r in dict.fromkeys(defs_uses(s)[1]):
-                        readers.setdefault(r.name, []).append(i)
-            stores = {i: s for i, s in sts.items() if isinstance(s, Instr) and s.base == "st" and "shared" in s.modifiers
-                      and isinstance(s.operands[0], Addr) and s.operands[0].base in tids}
-            for i, s in sts.items():
-                form = isa.form_for(s) if isinstance(s, Instr) and s.base == "wgmma" else None
-                if form is None or form.shape is None or len(form.operands) != len(s.operands):
-                    continue
-                seen: set[int] = set()  # a register read as both A and B: one move to rewrite
-                for k, spec in enumerate(form.operands):
-                    op, at = s.operands[k], i  # the immediate, and the statement that holds it
-                    if spec.role in ("a_desc", "b_desc") and isinstance(op, Reg) and op.name in defs \
-                            and readers.get(op.name) == [i] and defs[op.name][1].base == "mov":
-                        at, op = defs[op.name][0], defs[op.name][1].operands[1]
-                    if spec.role not in ("a_desc", "b_desc") or not (isinstance(op, Imm) and isinstance(op.value, int)) \
-                            or (at != i and at in seen):
-                        continue
-                    seen.add(at)
-                    start, sbo = _desc_fields(op.value)
-                    groups = (form.shape.m if spec.role == "a_desc" else form.shape.n) // 8
+            stores = _tile_stores(sts)
+            for _, _, form, descs in _descriptors(sts):
+                for d in descs:
+                    start, sbo = _desc_fields(d.value)
+                    groups = (form.shape.m if d.role == "a_desc" else form.shape.n) // 8
                     # with SBO 0 every group overlaps the first: the tile spans at most one 1 KB swizzle atom
                     extent = groups * sbo if sbo else 1024
                     inside = {j: divmod(st.operands[0].offset - start, sbo) if sbo else (0, st.operands[0].offset - start)
@@ -419,11 +458,48 @@ class Footprint(Pass):
                         for new in sizes:
                             if new and any(r >= new for _, r in inside.values()):
                                 continue
-                            subst: dict[int, Statement] = {j: replace(stores[j], operands=(replace(stores[j].operands[0], offset=new_start + q * new + r),)
-                                                                       + stores[j].operands[1:]) for j, (q, r) in inside.items()}
-                            desc = _imm(_with_fields(op.value, new_start, new), op)
-                            holder = sts[at]
-                            j = k if at == i else 1  # the wgmma operand, or the move's source
-                            subst[at] = replace(holder, operands=holder.operands[:j] + (desc,) + holder.operands[j + 1:])
+                            subst: dict[int, Statement] = {j: _moved(stores[j], new_start + q * new + r) for j, (q, r) in inside.items()}
+                            _set_desc(sts, d, _with_fields(d.value, new_start, new), subst)
                             cands.append(edit_function(program, fn.name, subst=subst))
         return cands
+
+
+_TINY = ((16, 16), (16, 0), (0, 16))  # (LBO, SBO) of the smallest layouts, in bytes
+
+
+@dataclass(frozen=True)
+class TinyTile(Pass):
+    name: ClassVar[str] = "tiny-tile"
+
+    def candidates(self, program: Program) -> list[Program]:
+        """Every tile of a wgmma in the smallest layout at once: each immediate descriptor becomes
+        start 0, no swizzle, 16-byte strides (``_TINY``), and one per-thread store fills the first
+        bytes for all of them (moved to ``[%tid]``; the other tile stores go).  Where the finding
+        lives in which rows or columns meet, not in where the tiles sit, a repro whose data were
+        spread over kilobytes by two overlapping tiles (a store that fills one tile's row and the
+        other's column) needs one store and no variable.  One candidate per store kept and per
+        combination of the layouts of A and B."""
+        cands = []
+        for fn in _kernels(program):
+            sts = statements(fn)
+            stores = _tile_stores(sts)
+            for _, _, _, descs in _descriptors(sts):
+                if not descs or not stores:
+                    continue
+                layouts = [_TINY] * len(descs)
+                for keep in stores:
+                    for combo in _product(layouts):
+                        subst: dict[int, Statement] = {keep: _moved(stores[keep], 0)}
+                        for d, (lbo, sbo) in zip(descs, combo):
+                            _set_desc(sts, d, ((lbo >> 4) << 16) | ((sbo >> 4) << 32), subst)
+                        if all(subst.get(d.at) == sts[d.at] for d in descs) and len(stores) == 1 and stores[keep].operands[0].offset == 0:
+                            continue  # already the smallest layout
+                        cands.append(edit_function(program, fn.name, drop=set(stores) - {keep}, subst=subst))
+        return cands
+
+
+def _product(choices: list[tuple]) -> list[tuple]:
+    out: list[tuple] = [()]
+    for c in choices:
+        out = [o + (x,) for o in out for x in c]
+    return out
