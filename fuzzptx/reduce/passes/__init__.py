@@ -10,9 +10,11 @@ from fuzzptx.reduce.passes.values import Bits, Cse, Decls, Fold, Fuse, Launch, L
 PRE: tuple[Pass, ...] = (Launch(), Warpgroup())
 """Run to a fixed point before the first deletions: they make each judgement cheaper."""
 
-PASSES: tuple[Pass, ...] = (Warpgroup(), Blocks(), Funcs(), Simplify(), Bypass(), CopyPropagate(), Narrow(), Types(), Data(), Counts(),
-                            Dense(), FragmentStore(), ShareTile(), Constants(), Loads(), Bytes(), Addresses(), Footprint(), TinyTile(), Symbols(), Fold(), Fuse(), Cse(), Reuse(), Bits(), Launch(), Tail(), Decls())
+PASSES: tuple[Pass, ...] = (Warpgroup(), Blocks(), Funcs(), Simplify(), Bypass(), CopyPropagate(), Narrow(), Types(), Data(),
+                            Counts(), Dense(), FragmentStore(), ShareTile(), Constants(), Loads(), Bytes(), Addresses(),
+                            Footprint(), TinyTile(), Symbols(), Fold(), Fuse(), Cse(), Reuse(), Bits(), Launch(), Tail(), Decls())
 """Each round, after the deletions (ddmin), in this order: structure first, then values."""
 
-__all__ = ["PASSES", "PRE", "Pass", "Addresses", "Bits", "Blocks", "Bypass", "Bytes", "Constants", "CopyPropagate", "Counts", "Cse", "Data",
-           "Decls", "Dense", "Fold", "Footprint", "FragmentStore", "Funcs", "Fuse", "Launch", "Loads", "Narrow", "Reuse", "Simplify", "ShareTile", "Symbols", "Tail", "TinyTile", "Types", "Warpgroup"]
+__all__ = ["PASSES", "PRE", "Pass", "Addresses", "Bits", "Blocks", "Bypass", "Bytes", "Constants", "CopyPropagate", "Counts",
+           "Cse", "Data", "Decls", "Dense", "Fold", "Footprint", "FragmentStore", "Funcs", "Fuse", "Launch", "Loads", "Narrow",
+           "Reuse", "ShareTile", "Simplify", "Symbols", "Tail", "TinyTile", "Types", "Warpgroup"]
