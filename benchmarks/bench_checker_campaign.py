@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import resource
 import sys
 import time
+
+from records import finish  # benchmarks/records.py, beside this script
 
 
 def _children_cpu() -> float:
@@ -77,9 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                    ratio_batched=round(batched / ck, 1), ratio_solo=round(solo / ck, 1))
         print(f"same {len(located)} programs: checker {ck:.2f} ms; ptxas batched {batched:.1f} ms "
               f"({batched / ck:.1f}x the checker); one process per program {solo:.1f} ms ({solo / ck:.1f}x)")
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(rec, fh, indent=1)
+    finish(rec, args.out, echo=False)
     return 0
 
 

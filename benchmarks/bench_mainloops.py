@@ -31,6 +31,8 @@ from fuzzptx.oracles.reference import run_program
 from fuzzptx.strategies.direct import draw, reproducible
 from fuzzptx.strategies.mainloops import WGMMA_FAULTS, illegal_mainloop_programs, wgmma_mainloop_programs
 
+from records import finish  # benchmarks/records.py, beside this script
+
 
 def _stats(xs: list[float]) -> dict:
     return {"mean_ms": round(1000 * statistics.mean(xs), 1), "median_ms": round(1000 * statistics.median(xs), 1),
@@ -105,10 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         "campaign_programs": measure(campaign),
     }
     record["load_at_end"] = round(os.getloadavg()[0], 1)
-    print(json.dumps(record, indent=1))
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(json.dumps(record, indent=1) + "\n")
+    finish(record, a.out)
     return 0
 
 

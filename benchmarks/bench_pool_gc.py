@@ -17,9 +17,10 @@ from __future__ import annotations
 import argparse
 import collections
 import gc
-import json
 import sys
 import time
+
+from records import finish  # benchmarks/records.py, beside this script
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,10 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     m = args.garbage_blocks * 32
     rec.update(cyclic_garbage_per_program=round(found / m), cyclic_garbage_by_type=dict(kinds.most_common(12)),
                cyclic_functions=dict(funcs.most_common(10)))
-    print(json.dumps(rec, indent=1))
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(rec, fh, indent=1)
+    finish(rec, args.out)
     return 0
 
 

@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from records import finish  # benchmarks/records.py, beside this script
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -59,9 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     rss_mb = usage.ru_maxrss / 1024
     rec = {"programs": n, "record_mb": round(size / 2**20, 1), "report_seconds": round(wall, 2),
            "report_peak_rss_mb": round(rss_mb, 1), "python": sys.version.split()[0]}
-    print(json.dumps(rec, indent=1))
-    if args.out:
-        Path(args.out).write_text(json.dumps(rec, indent=1))
+    finish(rec, args.out)
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

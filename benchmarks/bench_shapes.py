@@ -14,7 +14,6 @@ cost (the "before" of a README row).
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import time
@@ -22,6 +21,8 @@ from collections import Counter
 
 from fuzzptx.engine.generate import draw_direct
 from fuzzptx.oracles.ptxas import compile_ptx, ptxas_version
+
+from records import finish  # benchmarks/records.py, beside this script
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,10 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         "ptxas_seconds_max": round(max(times), 3) if times else None,
         "ptx_lines_mean": round(statistics.mean(lines), 1) if lines else None,
     }
-    print(json.dumps(record, indent=1))
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(json.dumps(record, indent=1) + "\n")
+    finish(record, a.out)
     return 0
 
 

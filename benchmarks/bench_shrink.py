@@ -17,7 +17,9 @@
     judges (reference, checker, ptxas); one program per distinct finding signature is
     shrunk with ``--keep`` that signature.
 
-Per case: instructions before/after, seconds, candidates judged.
+Per case: instructions before/after, seconds, candidates judged, and the shrunk kernel's instructions
+(``instructions``, one PTX line each: what a reader checks the repro by).  The record keeps the load
+averages before and after the run (a 2-core machine shared by several sessions: time is an upper bound).
 
     python benchmarks/bench_shrink.py [--out benchmarks/results/shrink.json] [--only planted|padded|found]
 """
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -37,6 +40,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 sys.path.insert(0, str(ROOT / "tests"))
 from support.shrink_cases import PLANTS, pad, plant_predicate  # noqa: E402
+
+
+def listing(program) -> list[str]:
+    """The launched kernel's instructions as PTX lines."""
+    from fuzzptx.ptx.emit import emit_instr
+
+    return [emit_instr(i).strip() for i in program.module.function(program.launch.kernel).instructions()]
 
 
 def hunt(name: str, limit: int, seed: int):
@@ -66,7 +76,7 @@ def planted_cases(budget: float, limit: int) -> list[dict]:
         rows.append({"case": name, "kind": "planted", "found": True, "drawn": drawn, "hunt_seconds": round(hunt_s, 2),
                      "before": res.before, "after": res.after, "seconds": round(res.seconds, 2),
                      "candidates": res.evaluations, "still_holds": plant_predicate(name)([res.program])[0],
-                     "opcodes": [i.opcode for i in res.program.module.function(res.program.launch.kernel).instructions()]})
+                     "instructions": listing(res.program)})
         print(f"planted {name}: drawn {drawn}, {res.before} -> {res.after} instructions in {res.seconds:.1f} s "
               f"({res.evaluations} candidates)", flush=True)
     return rows
@@ -104,7 +114,7 @@ def padded_cases(budget: float) -> list[dict]:
         rows.append({"case": path.stem, "kind": "padded", "signature": base.signature, "padding": list(parts),
                      "corpus_instructions": instruction_count(base), "before": res.before, "after": res.after,
                      "seconds": round(res.seconds, 2), "candidates": res.evaluations,
-                     "still_holds": holds([res.program])[0]})
+                     "still_holds": holds([res.program])[0], "instructions": listing(res.program)})
         print(f"padded {path.stem} (+{','.join(parts)}): {res.before} -> {res.after} instructions "
               f"(corpus {instruction_count(base)}) in {res.seconds:.1f} s ({res.evaluations} candidates)", flush=True)
     return rows
@@ -135,7 +145,7 @@ def found_cases(budget: float, draw: int, limit: int, seed: int = 7) -> list[dic
         res = shrink(p, holds, budget_s=budget)
         rows.append({"case": sig, "kind": "found", "before": res.before, "after": res.after,
                      "seconds": round(res.seconds, 2), "candidates": res.evaluations,
-                     "still_holds": holds([res.program])[0]})
+                     "still_holds": holds([res.program])[0], "instructions": listing(res.program)})
         print(f"found {sig}: {res.before} -> {res.after} instructions in {res.seconds:.1f} s "
               f"({res.evaluations} candidates)", flush=True)
     return rows
@@ -167,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from fuzzptx.oracles.ptxas import ptxas_version
 
+    load_before = os.getloadavg()
     t0 = time.perf_counter()
     planted = [] if args.only in ("padded", "found") else planted_cases(args.budget, args.draw)
     padded = [] if args.only in ("planted", "found") else padded_cases(args.budget)
@@ -174,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "what": "PTX-level reducer (fuzzptx.reduce) on planted bugs and padded corpus repros",
         "command": "python benchmarks/bench_shrink.py" + (f" --only {args.only}" if args.only else ""),
-        "ptxas": ptxas_version(), "python": platform.python_version(), "cpus": __import__("os").cpu_count(),
+        "ptxas": ptxas_version(), "python": platform.python_version(), "cpus": os.cpu_count(),
+        "load_avg_before": [round(x, 2) for x in load_before], "load_avg_after": [round(x, 2) for x in os.getloadavg()],
         "budget_s": args.budget, "seconds": round(time.perf_counter() - t0, 1),
         "planted": {"summary": summary(planted), "cases": planted},
         "padded": {"summary": summary(padded), "cases": padded},

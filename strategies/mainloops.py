@@ -11,7 +11,12 @@ over all tiles, and the lane ``elect.sync`` chose.
 ``WgmmaLoopPlan``: wgmma consumers of full/empty barrier pairs, A by descriptor or in registers
 (ld.shared / ldmatrix), one or two consumer warpgroups, a producer warpgroup (setmaxnreg on or
 off) or warp 0's elected lane, wait_group depth 0 or 1, a persistent tile loop, and an epilogue
-through st.global or stmatrix (see the class).
+through st.global or stmatrix (see the class).  Its stages are filled (``fill``, ``FILLS``) by
+non-tensor ``cp.async.bulk`` (one elected thread), by TMA tensor boxes from two tensor maps (the
+tiles laid out as a box lays them: ``tma_tile``), or by every producer thread with
+``cp.async.cg|ca`` chunks (wait_group / wait_all then ``fence.proxy.async`` and an arrive, or
+``cp.async.mbarrier.arrive.noinc`` with the consumers fencing after their wait) or with
+``ld.global`` + ``st.shared`` (then the fence and the arrive).
 
 Illegal twins, labelled as ``mutations`` labels them (``Program.expect``, ``mutation:`` notes):
   missing_expect_tx   one fill arrives without expect_tx: the phase completes before the bytes
@@ -21,12 +26,15 @@ Illegal twins, labelled as ``mutations`` labels them (``Program.expect``, ``muta
   early_read          one K-step reads its stage (or issues its wgmma) before waiting
   producer_overwrite  (wgmma consumers) the consumer releases a stage before the wait_group that
                       retires the wgmma reading it; the producer refills it under that wgmma
+  unfenced_fill       (wgmma consumers, cp.async / ld.st fills) no fence.proxy.async between the
+                      producers' generic-proxy writes and the wgmma reading them
 All are accepted by ptxas and leave the reference's outputs undefined; the checker flags each
 (``TWIN_RULES``: ``spec.mbarrier.arrive-no-expect-tx``, ``spec.mbarrier.wrong-parity``,
-``spec.mbarrier.read-before-wait``, ``spec.mbarrier.release-in-flight``).
+``spec.mbarrier.read-before-wait``, ``spec.mbarrier.release-in-flight``,
+``spec.proxy.fence-missing``).  Each twin is drawn only with the fills it applies to (``FAULT_FILLS``).
 
-Not drawn yet: tensor copies (TMA with a tensor-map description), clusters, and a producer
-warpgroup with wait_group depth 1 (``wgmma_loop_plans`` says why).
+Not drawn yet: clusters, a producer warpgroup with wait_group depth 1 (``wgmma_loop_plans`` says
+why), tensor fills at depth 1 (``with_fill`` says why), MN-major tiles under a tensor fill.
 """
 from __future__ import annotations
 
@@ -37,8 +45,10 @@ from hypothesis import event, strategies as st
 from fuzzptx import isa
 from fuzzptx.data import element_bytes
 from fuzzptx.isa import ELEMENT_BITS, Form
-from fuzzptx.program import Buffer, Launch, Program
+from fuzzptx.program import Buffer, Launch, Program, TensorMap
 from fuzzptx.ptx.parse import parse
+
+from fuzzptx.isa.layouts import PATTERN_ALIGN
 
 from .descriptors import SmemTile, canonical_layout, descriptors
 from .instructions import ordered_forms
@@ -145,11 +155,25 @@ def render(plan: MainloopPlan) -> Program:
 #: ``producer_overwrite`` (the consumer releases a stage on its empty barrier right after
 #: committing the wgmma that reads it, before the wgmma.wait_group that retires it; the producer
 #: then refills the stage while that wgmma may still read it).
-WGMMA_FAULTS = FAULTS + ("producer_overwrite",)
+WGMMA_FAULTS = FAULTS + ("producer_overwrite", "unfenced_fill")
 #: Twins whose hardware outcome may be a hang (a wrong parity waits for a phase nobody completes
 #: when the copy already landed): never run on the GPU (tests/support/hw_mainloops.py).
 MAY_HANG = frozenset({"wrong_parity"})
 _EPI_STMATRIX = ("st.global", "stmatrix")
+#: How a stage is filled (``WgmmaLoopPlan.fill``), the first the original shape: ``bulk``
+#: (non-tensor ``cp.async.bulk``), ``cp.async`` (16/8/4-byte chunks per producer thread, the shape
+#: of CUTLASS's MainloopSm90CpAsyncGmma* collectives), ``tensor`` (TMA tensor-map boxes laid out
+#: as the canonical layout the descriptors read) and ``ld.st`` (ld.global + st.shared).
+FILLS = ("bulk", "cp.async", "tensor", "ld.st")
+#: Fills whose copies complete bytes on the full barrier (one elected producer, expect_tx).
+COMPLETE_TX_FILLS = frozenset({"bulk", "tensor"})
+#: The fills each fault is drawn with: a missing expect_tx needs a complete_tx fill; a wrong parity or
+#: an early read must race a copy the sequential reference lands at the wait (a generic-proxy fill
+#: by the consumers themselves has landed long before), and the checker compares only bulk copies'
+#: ranges for an early read; an unfenced fill needs a generic-proxy fill that fences.
+FAULT_FILLS: dict[str, tuple[str, ...]] = {
+    "missing_expect_tx": ("bulk", "tensor"), "wrong_parity": ("bulk", "tensor"), "early_read": ("bulk",),
+    "producer_overwrite": ("bulk", "cp.async", "ld.st"), "unfenced_fill": ("cp.async", "ld.st")}
 
 
 @dataclass(frozen=True)
@@ -160,8 +184,9 @@ class WgmmaLoopPlan:
     Each stage holds, per consumer warpgroup, its A tile (canonical wgmma layout when A comes
     by descriptor, else the register image ``a_load`` reads) and the one B tile they share;
     the producer (one elected thread: of warp 0 of the producer warpgroup, or of warp 0 when
-    no warpgroup is set aside) fills a stage with ``cp.async.bulk`` after waiting on its empty
-    barrier; consumers wait on its full barrier, run wgmma, and release it (``arrive`` on the
+    no warpgroup is set aside) fills a stage with ``cp.async.bulk`` or tensor boxes after waiting
+    on its empty barrier, or (``cp.async`` / ``ld.st`` fills) every thread of the producer
+    warpgroup, else every consumer thread, waits and copies its chunks; consumers wait on its full barrier, run wgmma, and release it (``arrive`` on the
     empty barrier) once the wgmma reading it has retired (``depth`` 1 keeps one in flight and
     releases the previous stage).  Phases live in registers, flipped at each use, so they
     carry across the persistent tile loop.
@@ -184,6 +209,11 @@ class WgmmaLoopPlan:
     init: str = "small_int"
     fault: str | None = None
     fault_k: int = 0  # the K-step the fault is at (in the last tile for missing_expect_tx)
+    fill: str = "bulk"  # how a stage is filled: one of FILLS (module doc)
+    chunk: int = 16  # bytes one producer thread moves per instruction (cp.async, ld.st): 4, 8, 16
+    cp_op: str = "cg"  # cp.async cache operator: "cg" (16-byte chunks only) or "ca"
+    cp_done: str = "wait_group"  # cp.async completion: "wait_group" (commit + wait_group 0), "wait_all",
+    #                              or "noinc" (cp.async.mbarrier.arrive.noinc on the full barrier)
 
     @property
     def form(self) -> Form:
@@ -208,8 +238,21 @@ class WgmmaLoopPlan:
 
     @property
     def fill_bytes(self) -> int:
-        """Bytes one fill copies: each consumer's A image and B (what expect_tx announces)."""
+        """Bytes one fill copies: each consumer's A image and B (what expect_tx announces; for
+        tensor copies the boxes, whose padded swizzle rows are not copied)."""
+        if self.fill == "tensor":
+            return self.consumers * (2048 if self.a_tile is None else _box_bytes(self.a_tile)) + \
+                _box_bytes(self.b_tile)
         return self.consumers * self._a_copy + self._b_copy
+
+    @property
+    def producers(self) -> int:
+        """Threads that fill a stage and arrive on its full barrier (the barrier's count): one elected
+        thread for complete_tx fills; the producer warpgroup, else every consumer thread, for the
+        generic-proxy fills."""
+        if self.fill in COMPLETE_TX_FILLS:
+            return 1
+        return 128 if self.producer_wg else 128 * self.consumers
 
     @property
     def _a_copy(self) -> int:
@@ -218,6 +261,24 @@ class WgmmaLoopPlan:
     @property
     def _b_copy(self) -> int:
         return self.b_tile.footprint()
+
+
+def _box_bytes(tile: SmemTile) -> int:
+    """Bytes a tile's TMA boxes move: mn rows of its K extent (the footprint less padded rows)."""
+    return tile.mn * tile.k * ELEMENT_BITS[tile.elem] // 8
+
+
+def tma_tile(tile: SmemTile) -> SmemTile:
+    """The drawn tile as TMA boxes lay it out, never larger: K-major (an MN-major draw becomes K-major
+    without swizzle), no padding, on its swizzle pattern's boundary (the line past it cleared).  A
+    swizzled row holds the tile's whole K extent (rows one span apart, the rest of a wider span
+    padded, never written: one box); without swizzle each 16-byte K column of every row is one box,
+    the columns one after another (LBO = mn * 16, SBO = 128: the "mn_inner" canonical order)."""
+    lay = tile.layout
+    start = lay.start - lay.start % PATTERN_ALIGN.get(lay.swizzle, 128)
+    swizzle = lay.swizzle if tile.major == "K" else "none"
+    layout = canonical_layout(tile.elem, tile.mn, tile.k, "K", swizzle, "mn_inner" if swizzle == "none" else "k_inner")
+    return SmemTile(tile.elem, tile.mn, tile.k, replace(layout, start=start))
 
 
 def _image_bytes(tile: SmemTile | None) -> int:
@@ -275,18 +336,56 @@ def wgmma_loop_plans(draw, *, fault: str | None = None) -> WgmmaLoopPlan:
     if form.dtype == "s32":
         epilogue = "st.global"
     fault_k = 0
-    if fault == "producer_overwrite":
+    if fault == "unfenced_fill":
+        pass  # every fill goes unfenced (a later fenced fill by the same thread would cover one)
+    elif fault == "producer_overwrite":
         fault_k = draw(ints(0, ktiles - stages - 1))  # its stage is refilled in the same tile
     elif fault == "missing_expect_tx":
         fault_k = draw(ints(max(0, ktiles - stages), ktiles - 1))  # the stage's last fill of the kernel
     elif fault is not None:
         fault_k = draw(ints(0, ktiles - 1))
     event(f"mainloop: consumers={consumers} producer_wg={producer_wg} depth={depth} a={a_load} epi={epilogue}")
-    return WgmmaLoopPlan(
+    plan = WgmmaLoopPlan(
         form.key, b_tile, a_tile, a_load, consumers, producer_wg,
         setmaxnreg=producer_wg and draw(st.booleans()), depth=depth, stages=stages, ktiles=ktiles,
         tiles=draw(ints(1, 3)), all_release=draw(st.booleans()), epilogue=epilogue,
         seed=draw(ints(0, 2**31 - 1)), fault=fault, fault_k=fault_k)
+    # the fill last, so every draw above is the one it was before the axis (bulk first: the simplest)
+    return draw(_fills(plan))
+
+
+@st.composite
+def _fills(draw, plan: WgmmaLoopPlan) -> WgmmaLoopPlan:
+    """The plan with a drawn fill (of ``FAULT_FILLS`` for a twin) and its options; a tensor fill lays
+    its tiles out as TMA boxes do (``tma_tile``: never larger, so the stage budget still holds)."""
+    fill = draw(sampled(FAULT_FILLS[plan.fault] if plan.fault else FILLS))
+    event(f"mainloop fill={fill}")
+    if fill in COMPLETE_TX_FILLS:
+        return with_fill(plan, fill)
+    chunk = draw(sampled((16, 8, 4)))
+    if fill == "ld.st":
+        return with_fill(plan, fill, chunk)
+    cp_op = draw(sampled(("cg", "ca"))) if chunk == 16 else "ca"
+    # noinc's producers do not fence (the consumers do, after their wait): an unfenced twin of it
+    # would have nothing to remove
+    cp_done = draw(sampled(("wait_group", "wait_all") if plan.fault == "unfenced_fill" else
+                           ("wait_group", "wait_all", "noinc")))
+    return with_fill(plan, fill, chunk, cp_op, cp_done)
+
+
+def with_fill(plan: WgmmaLoopPlan, fill: str, chunk: int = 16, cp_op: str = "cg",
+              cp_done: str = "wait_group") -> WgmmaLoopPlan:
+    """The plan filled another way (``FILLS``; the options as ``WgmmaLoopPlan`` names them).  A
+    tensor fill lays the tiles out as TMA boxes do (``tma_tile``) and keeps wait_group depth 0: the
+    checker's release rule takes a tensor copy's extent as open-ended (the box is the map's), so a
+    refill under an in-flight wgmma would meet that wgmma's stage."""
+    if fill == "tensor":
+        return replace(plan, fill=fill, depth=0, b_tile=tma_tile(plan.b_tile),
+                       a_tile=None if plan.a_tile is None else tma_tile(plan.a_tile))
+    if fill == "cp.async" and (chunk not in (4, 8, 16) or cp_op not in ("cg", "ca") or (cp_op == "cg" and chunk != 16)
+                               or cp_done not in ("wait_group", "wait_all", "noinc")):
+        raise ValueError(f"cp.async fill: chunk {chunk}, .{cp_op}, {cp_done}")
+    return replace(plan, fill=fill, chunk=chunk, cp_op=cp_op, cp_done=cp_done)
 
 
 class _Text:
@@ -356,7 +455,7 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
         b(f"and.b32 \t{wq}, {warp}, 3;", f"setp.eq.u32 \t{p_wq}, {wq}, 0;", f"and.pred \t{p_rel}, {p_wq}, {p_el};")
     empty_count = CW * 128 if plan.all_release else CW
     for s in range(S):
-        b(f"@{p_init} mbarrier.init.shared::cta.b64 \t[full+{8 * s}], 1;",
+        b(f"@{p_init} mbarrier.init.shared::cta.b64 \t[full+{8 * s}], {plan.producers};",
           f"@{p_init} mbarrier.init.shared::cta.b64 \t[empty+{8 * s}], {empty_count};")
     b("fence.mbarrier_init.release.cluster;", "bar.sync \t0;")
     if plan.setmaxnreg:
@@ -407,6 +506,39 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
                 b(f"add.u32 \t{rb}, {r}, {base};")
                 r = rb
             a_addr.append(r)
+    gen = plan.fill not in COMPLETE_TX_FILLS
+    p_fill = p_lead
+    if gen:  # every producer thread: the producer warpgroup, else every consumer thread
+        p_fill = p_cons
+        if plan.producer_wg:
+            p_fill = b.reg(".pred")
+            b(f"setp.eq.u32 \t{p_fill}, {wg}, {CW};")
+        # this thread's place among the producers, bounded (P is 128 or 256) so its copies' shared
+        # addresses are bounded too; its byte offset in a fill's chunk run, shared and global
+        P = plan.producers
+        ptid, poff, pdst, pstg = (b.reg(".b32") for _ in range(4))
+        poff64 = b.reg(".b64")
+        b(f"and.b32 \t{ptid}, {tid}, {P - 1};", f"shl.b32 \t{poff}, {ptid}, {plan.chunk.bit_length() - 1};",
+          f"mov.u32 \t{pstg}, stg;", f"add.u32 \t{pdst}, {pstg}, {poff};", f"cvt.u64.u32 \t{poff64}, {poff};")
+        data = b.regs(".b32", plan.chunk // 4) if plan.fill == "ld.st" else []
+        # a last round of fewer chunks than producers goes in power-of-two parts: part 2^a is done by
+        # the threads below 2^a (a guard), through their index masked to a bits, so the checker bounds
+        # each part's shared bytes exactly (a guard alone does not narrow an address range)
+        parts: dict[int, tuple[str, str]] = {}  # a -> (guard, shared address)
+
+        def part(a: int) -> tuple[str, str]:
+            if a not in parts:
+                g, m, o, d = b.reg(".pred"), b.reg(".b32"), b.reg(".b32"), b.reg(".b32")
+                b(f"setp.lt.u32 \t{g}, {ptid}, {1 << a};", f"and.b32 \t{m}, {ptid}, {(1 << a) - 1};",
+                  f"shl.b32 \t{o}, {m}, {plan.chunk.bit_length() - 1};", f"add.u32 \t{d}, {pstg}, {o};")
+                parts[a] = (g, d)
+            return parts[a]
+    tmaps = {}
+    if plan.fill == "tensor":  # the maps as generic addresses (ptxas refuses the parameter symbol)
+        for name in ("ta", "tb"):
+            r0, r1 = b.reg(".b64"), b.reg(".b64")
+            b(f"mov.u64 \t{r0}, {name};", f"cvta.param.u64 \t{r1}, {r0};")
+            tmaps[name] = r1
     # phases: consumers' full-barrier parity, the producer's empty-barrier parity (1: a fresh
     # barrier's phase before phase 0 counts as complete, so first fills do not wait)
     fph = b.regs(".b32", S)
@@ -431,15 +563,23 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
 
     def fill(k: int, s: int) -> None:
         skip = b.label("P")
-        b(f"@!{p_lead} bra \t{skip};")
+        b(f"@!{p_fill} bra \t{skip};")
         _spin(b, f"empty+{8 * s}", eph[s])
         b(f"xor.b32 \t{eph[s]}, {eph[s]}, 1;")
         bar = f"full+{8 * s}"
+        if gen:
+            generic_fill(k, s, bar)
+            b(f"{skip}:")
+            return
         if plan.fault == "missing_expect_tx" and k == plan.fault_k:
             b(f"@{p_last} mbarrier.arrive.shared::cta.b64 \t_, [{bar}];",
               f"@!{p_last} mbarrier.arrive.expect_tx.shared::cta.b64 \t_, [{bar}], {plan.fill_bytes};")
         else:
             b(f"mbarrier.arrive.expect_tx.shared::cta.b64 \t_, [{bar}], {plan.fill_bytes};")
+        if plan.fill == "tensor":
+            tensor_fill(k, s, bar)
+            b(f"{skip}:")
+            return
         src = b.reg(".b64")
         for c in range(CW):
             dst = s * plan.stage_bytes + c * plan.a_bytes
@@ -450,6 +590,68 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
           f"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes \t[stg+{s * plan.stage_bytes + b_base}], "
           f"[{src}], {plan._b_copy}, [{bar}];")
         b(f"{skip}:")
+
+    def generic_fill(k: int, s: int, bar: str) -> None:
+        """Each producer thread copies its chunks (cp.async or ld.global + st.shared), then the copies
+        complete (wait_group / wait_all / the barrier's own arrive-on), fence.proxy.async, arrive."""
+        runs = [(a_src, (k * CW + c) * plan._a_copy, s * plan.stage_bytes + c * plan.a_bytes, plan._a_copy)
+                for c in range(CW)] + [(pb, k * plan._b_copy, s * plan.stage_bytes + b_base, plan._b_copy)]
+        ch = plan.chunk
+        for base, goff, soff, nbytes in runs:
+            src, src2 = b.reg(".b64"), b.reg(".b64")
+            b(f"add.s64 \t{src}, {base}, {goff};", f"add.s64 \t{src2}, {src}, {poff64};")
+            n = nbytes // ch
+            rounds = [("", pdst, j0) for j0 in range(0, n - n % P, P)]
+            j0 = n - n % P
+            for a in reversed(range((n % P).bit_length())):
+                if (n % P) >> a & 1:
+                    g, d = part(a)
+                    rounds.append((f"@{g} ", d, j0))
+                    j0 += 1 << a
+            for guard, dreg, j0 in rounds:
+                sa, ga = f"[{dreg}+{soff + j0 * ch}]", f"[{src2}+{j0 * ch}]"
+                if plan.fill == "cp.async":
+                    b(f"{guard}cp.async.{plan.cp_op}.shared.global \t{sa}, {ga}, {ch};")
+                else:
+                    vec = {16: ".v4", 8: ".v2", 4: ""}[ch]
+                    regs = "{" + ", ".join(data) + "}" if len(data) > 1 else data[0]
+                    b(f"{guard}ld.global{vec}.b32 \t{regs}, {ga};", f"{guard}st.shared{vec}.b32 \t{sa}, {regs};")
+        if plan.fill == "cp.async" and plan.cp_done == "noinc":
+            # the arrive-on fires once this thread's copies completed; the consumers fence after
+            # their wait (this thread cannot: it does not wait for its copies)
+            b(f"cp.async.mbarrier.arrive.noinc.shared::cta.b64 \t[{bar}];")
+            return
+        if plan.fill == "cp.async":
+            b(*(("cp.async.wait_all;",) if plan.cp_done == "wait_all" else
+                ("cp.async.commit_group;", "cp.async.wait_group \t0;")))
+        if plan.fault != "unfenced_fill":
+            # the copies are generic-proxy writes and wgmma reads through the async proxy
+            b("fence.proxy.async.shared::cta;")
+        b(f"mbarrier.arrive.shared::cta.b64 \t_, [{bar}];")
+
+    def tensor_fill(k: int, s: int, bar: str) -> None:
+        """Tensor-map boxes: per consumer its A tile (or its register image, 16 rows of 128 bytes)
+        and the B tile, at coordinates {k column, row} of the A (M x K) and B (N x K) matrices."""
+        row = b.reg(".b32")
+        b(f"mul.lo.u32 \t{row}, {tile}, {CW * (64 if plan.a_tile is not None else 16 * K)};")
+        for c in range(CW):
+            dst = s * plan.stage_bytes + c * plan.a_bytes
+            if plan.a_tile is None:
+                boxes(tmaps["ta"], dst, [(0, (k * CW + c) * 16)], row, bar)
+            else:
+                boxes(tmaps["ta"], dst + plan.a_tile.start, _columns(plan.a_tile, k, 64 * c), row, bar,
+                      step=64 * 16)
+        boxes(tmaps["tb"], s * plan.stage_bytes + b_base + plan.b_tile.start, _columns(plan.b_tile, k, 0), None,
+              bar, step=plan.b_tile.mn * 16)
+
+    def boxes(tm: str, dst: int, coords: list[tuple[int, int]], row: str | None, bar: str, step: int = 0) -> None:
+        # one box per coordinate pair, the j-th at dst + j * step (16-byte K columns of an unswizzled
+        # tile: mn * 16 bytes each); the row coordinate offset by the tile's rows when ``row`` is set
+        for j, (x, y) in enumerate(coords):
+            cx, cy = b.reg(".b32"), b.reg(".b32")
+            b(f"mov.b32 \t{cx}, {x};", f"add.u32 \t{cy}, {row}, {y};" if row else f"mov.b32 \t{cy}, {y};",
+              f"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes \t[stg+{dst + j * step}], "
+              f"[{tm}, {{{cx}, {cy}}}], [{bar}];")
 
     def release(s: int) -> None:
         b(f"{'' if p_rel is None else '@' + p_rel + ' '}mbarrier.arrive.shared::cta.b64 \t_, [empty+{8 * s}];")
@@ -468,6 +670,8 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
             b(f"xor.b32 \t{parity}, {fph[s]}, 1;")
         mark = len(b.lines)
         _spin(b, f"full+{8 * s}", parity)
+        if plan.fill == "cp.async" and plan.cp_done == "noinc":
+            b("fence.proxy.async.shared::cta;")  # the producers' generic writes, before wgmma reads them
         wait_lines = b.lines[mark:]
         del b.lines[mark:]
         mma = b
@@ -511,13 +715,54 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
     p_more = b.reg(".pred")
     b(f"setp.lt.u32 \t{p_more}, {it}, {plan.tiles};", f"@{p_more} bra.uni \t{top};", "ret;")
     head = [".version 8.4", ".target sm_90a", ".address_size 64", "",
-            ".visible .entry k(.param .u64 a, .param .u64 b, .param .u64 d)", f".reqntid {NT}",
+            ".visible .entry k(.param .u64 a, .param .u64 b, .param .u64 d"
+            + (", .param .align 64 .b8 ta[128], .param .align 64 .b8 tb[128])" if plan.fill == "tensor" else ")"),
+            f".reqntid {NT}",
             *([".maxnreg 168"] if plan.setmaxnreg else []), "{"]
     shared = [f"\t.shared .align 1024 .b8 stg[{S * plan.stage_bytes}];",
               f"\t.shared .align 8 .b64 full[{S}];", f"\t.shared .align 8 .b64 empty[{S}];"]
     if plan.epilogue == "stmatrix":
         shared.append(f"\t.shared .align 128 .b8 epi[{CW * 64 * form.shape.n * 2}];")
     return "\n".join(head + b.decls() + shared + b.lines + ["}", ""])
+
+
+def _columns(tile: SmemTile, k: int, row: int) -> list[tuple[int, int]]:
+    """The {column, row} coordinates (in elements of the map's type, ``_map_type``) of K-step
+    ``k``'s boxes of a ``tma_tile``: one, or one per 16-byte K column without swizzle."""
+    kbytes = tile.k * ELEMENT_BITS[tile.elem] // 8
+    eb = _map_bytes(tile.elem)
+    if tile.swizzle != "none":
+        return [(k * kbytes // eb, row)]
+    return [((k * kbytes + 16 * j) // eb, row) for j in range(kbytes // 16)]
+
+
+def _map_bytes(elem: str) -> int:
+    """Bytes of the tensor map's element type for a catalogue type (sub-byte images: bytes)."""
+    return max(1, ELEMENT_BITS[elem] // 8)
+
+
+def _map_type(elem: str) -> str:
+    return {1: "u8", 2: "u16", 4: "u32"}[_map_bytes(elem)]
+
+
+def tensor_maps(plan: WgmmaLoopPlan) -> tuple[TensorMap, TensorMap]:
+    """The plan's two maps: ``ta`` over buffer a (the M x K matrix of every tile, or the register
+    images as rows of 128 bytes) and ``tb`` over buffer b (N x K), row-major, boxes as ``tma_tile``."""
+    form, K = plan.form, plan.ktiles
+    out = []
+    for name, buf, tile, rows in (("ta", "a", plan.a_tile, plan.tiles * plan.consumers * 64),
+                                  ("tb", "b", plan.b_tile, form.shape.n)):
+        elem = form.atype if name == "ta" else form.btype
+        eb = _map_bytes(elem)
+        if tile is None:  # register-A images, 2048 bytes per (tile, K-step, consumer)
+            inner = 128 // eb
+            dims, box, swz = (inner, plan.tiles * K * plan.consumers * 16), (inner, 16), "none"
+        else:
+            kb = tile.k * ELEMENT_BITS[tile.elem] // 8
+            dims = (K * kb // eb, rows)
+            box, swz = ((kb if tile.swizzle != "none" else 16) // eb, tile.mn), tile.swizzle
+        out.append(TensorMap(name, buf, _map_type(elem), dims, (dims[0] * eb,), box, swizzle=swz))
+    return out[0], out[1]
 
 
 def _desc(b: _Text, sym: str, offset: int, extra: str | None, tile: SmemTile) -> str:
@@ -622,6 +867,10 @@ def render_wgmma(plan: WgmmaLoopPlan) -> Program:
     at, bt = buffer_type(form.atype), buffer_type(form.btype)
     a_count = plan.tiles * plan.ktiles * plan.consumers * plan._a_copy // element_bytes(at)
     b_count = plan.ktiles * plan._b_copy // element_bytes(bt)
+    maps: tuple = ()
+    if plan.fill == "tensor":  # the matrices (or register images) the maps describe, row-major
+        maps = tensor_maps(plan)
+        a_count, b_count = (m.dims[0] * m.dims[1] * m.element_bytes // element_bytes(t) for m, t in zip(maps, (at, bt)))
     blocks = plan.tiles * plan.consumers
     if plan.epilogue == "stmatrix":
         out = Buffer("d", "f16", blocks * 64 * form.shape.n, "zeros", output=True)
@@ -632,18 +881,29 @@ def render_wgmma(plan: WgmmaLoopPlan) -> Program:
     buffers = (Buffer("a", at, a_count, plan.init, plan.seed), Buffer("b", bt, b_count, plan.init, plan.seed + 1), out)
     notes = (f"mainloop: {form.key} a={plan.a_load} consumers={plan.consumers} producer_wg={plan.producer_wg} "
              f"setmaxnreg={plan.setmaxnreg} depth={plan.depth} stages={plan.stages} ktiles={plan.ktiles} "
-             f"tiles={plan.tiles} epilogue={plan.epilogue}",)
+             f"tiles={plan.tiles} epilogue={plan.epilogue}{_fill_note(plan)}",)
     expect: tuple = ()
     if plan.fault is not None:
         expect = _twin_expect(plan.fault)
         notes = (_twin_note(plan.fault),) + notes + (f"mainloop fault: {plan.fault} at K-step {plan.fault_k}",)
-    return Program(module, Launch("k", (1, 1, 1), (plan.threads, 1, 1)), buffers, (), expect, notes=notes)
+    return Program(module, Launch("k", (1, 1, 1), (plan.threads, 1, 1)), buffers, (), expect, notes=notes,
+                   tensormaps=maps)
+
+
+def _fill_note(plan: WgmmaLoopPlan) -> str:
+    """The fill in the plan note (nothing for bulk: the note reads as it did before the axis)."""
+    if plan.fill == "bulk":
+        return ""
+    if plan.fill == "cp.async":
+        return f" fill=cp.async.{plan.cp_op}/{plan.chunk}/{plan.cp_done}"
+    return f" fill={plan.fill}" + (f"/{plan.chunk}" if plan.fill == "ld.st" else "")
 
 
 #: The rule each twin breaks, as the checker names it (None: no checker rule sees it yet).
 TWIN_RULES: dict[str, str | None] = {
     "missing_expect_tx": "spec.mbarrier.arrive-no-expect-tx", "wrong_parity": "spec.mbarrier.wrong-parity",
     "early_read": "spec.mbarrier.read-before-wait", "producer_overwrite": "spec.mbarrier.release-in-flight",
+    "unfenced_fill": "spec.proxy.fence-missing",
 }
 
 
@@ -692,4 +952,5 @@ def illegal_mainloop_programs(faults: tuple[str, ...] = WGMMA_FAULTS) -> st.Sear
 
 __all__ = ["MainloopPlan", "mainloop_plans", "kernel_text", "render", "mainloop_programs",
            "illegal_mainloop_programs", "FAULTS", "WgmmaLoopPlan", "wgmma_loop_plans", "wgmma_kernel_text",
-           "render_wgmma", "wgmma_mainloop_programs", "WGMMA_FAULTS", "MAY_HANG", "TWIN_RULES", "twin_name", "fault_of"]
+           "render_wgmma", "wgmma_mainloop_programs", "WGMMA_FAULTS", "MAY_HANG", "TWIN_RULES", "twin_name", "fault_of",
+           "FILLS", "COMPLETE_TX_FILLS", "FAULT_FILLS", "with_fill", "tma_tile", "tensor_maps"]

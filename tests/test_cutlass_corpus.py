@@ -5,7 +5,6 @@ ptxas, the SASS verifier finds no hazard at -O3.  And the three causes of the ch
 on it, each on a small kernel: qualifiers in CUTLASS's order, a register nvcc reuses, a system call."""
 from __future__ import annotations
 
-import functools
 import json
 import os
 import subprocess
@@ -24,6 +23,7 @@ from fuzzptx.oracles.sass import disassemble, disassembler, gmma_count_hazards, 
 from fuzzptx.program import Program
 from fuzzptx.ptx.emit import emit
 from fuzzptx.ptx.parse import parse
+from support.corpora import assert_round_trips, parsed
 from fuzzptx.reduce import instruction_count
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,11 +33,6 @@ MANIFEST = json.loads((CORPUS / "MANIFEST.json").read_text())
 CPASYNC = CORPUS / "cute_wgmma_cpasync_sm90.ptx"  # CuTe's cp.async tutorial: no async-proxy fence (below)
 SAMPLE = [CORPUS / n for n in ("cute_wgmma_tma_sm90.ptx", "ws_coop_mixed_f16xs8_128x128x64.ptx",
                                "ws_pingpong_f16_64x128x64_ndebug.ptx")]
-
-
-@functools.cache
-def _module(path: Path):
-    return parse(path.read_text(), str(path))
 
 
 def test_the_corpus_is_the_one_the_manifest_lists():
@@ -54,20 +49,17 @@ def test_the_corpus_is_the_one_the_manifest_lists():
         assert what in text, what
     # the mixed-input kernel feeds wgmma its converted A from registers
     assert any(ins.opcode.startswith("wgmma.mma_async") and ins.operands[1].__class__.__name__ == "Vec"
-               for ins in _module(CORPUS / "ws_coop_mixed_f16xs8_128x128x64.ptx").kernels()[0].instructions())
+               for ins in parsed(CORPUS / "ws_coop_mixed_f16xs8_128x128x64.ptx").kernels()[0].instructions())
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
 def test_every_kernel_parses_and_round_trips(path):
-    m = _module(path)
-    text = emit(m)
-    assert parse(text) == m
-    assert emit(parse(text)) == text
+    assert_round_trips(path)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
 def test_the_checker_finds_no_error_ptxas_and_the_isa_do_not_support(path):
-    findings = check_module(_module(path), layers=("isa", "spec"))
+    findings = check_module(parsed(path), layers=("isa", "spec"))
     errors = [f for f in findings if f.severity == "error"]
     if path != CPASYNC:
         assert [f"{f.rule}: {f.message}" for f in errors] == []
@@ -78,7 +70,7 @@ def test_the_checker_finds_no_error_ptxas_and_the_isa_do_not_support(path):
     # of the same matrices in a wgmma.mma_async instruction").  The checker says so at every wgmma
     # of its two GEMM kernels, and nothing else.
     assert {f.rule for f in errors} == {"spec.proxy.fence-missing"}
-    wgmmas = sum(1 for fn in _module(path).kernels() for i in fn.instructions() if i.opcode.startswith("wgmma.mma_async"))
+    wgmmas = sum(1 for fn in parsed(path).kernels() for i in fn.instructions() if i.opcode.startswith("wgmma.mma_async"))
     assert len(errors) == wgmmas == 32
     lines = path.read_text().splitlines()
     cited = {int(x) for f in errors for x in f.message.split("(line ")[1].split(")")[0].split(", ")}
@@ -86,11 +78,11 @@ def test_the_checker_finds_no_error_ptxas_and_the_isa_do_not_support(path):
 
 
 def test_a_sample_of_the_emitted_corpus_is_accepted_and_the_model_agrees():
-    texts = [emit(_module(f)) for f in SAMPLE]
+    texts = [emit(parsed(f)) for f in SAMPLE]
     results = compile_batch(texts)
     assert [(f.name, r.stderr[:300]) for f, r in zip(SAMPLE, results) if not r.accepted] == []
     for f, r in zip(SAMPLE, results):
-        a = agreement(r, predict_module(_module(f)))
+        a = agreement(r, predict_module(parsed(f)))
         assert a.exact, (f.name, a.real, a.mine)
 
 
@@ -105,7 +97,7 @@ def test_the_model_agrees_with_ptxas_on_every_file(compiled):
     """Distribution (iii) of tests/support/agreement.py holds these files too."""
     results = compiled
     bad = [(f.name, a.real, a.mine) for f, r in zip(FILES, results)
-           if not (a := agreement(r, predict_module(_module(f)))).exact]
+           if not (a := agreement(r, predict_module(parsed(f)))).exact]
     assert bad == []
     # asserts compiled in: ptxas serialises the wgmmas at the call to __assertfail (C7510); not so with NDEBUG
     for f, r in zip(FILES, results):
@@ -125,7 +117,7 @@ def test_the_sass_verifier_finds_no_hazard_at_O3(compiled):
         for entry in r.kernel_names:
             name = r.kernel(entry)
             assert [h.line() for h in verify(listing, name)] == [], (f.name, entry)
-            assert [c.line() for c in gmma_count_hazards(_module(f), entry, listing, name)] == [], (f.name, entry)
+            assert [c.line() for c in gmma_count_hazards(parsed(f), entry, listing, name)] == [], (f.name, entry)
             checked += sum(1 for i in listing.function(name).instrs if i.gmma)
     assert checked >= 130  # every wgmma of the corpus became a GMMA the rules looked at
 
@@ -157,7 +149,7 @@ def test_a_kernel_taking_a_parameter_struct_replays_and_shrinks_on_its_ptxas_sig
 
 def test_another_kernel_of_a_cutlass_file_replays():
     """The tutorial's file holds two GEMMs and CUB's empty kernel; ``--kernel`` picks the one that can launch."""
-    empty = next(f.name for f in _module(CORPUS / "cute_wgmma_tma_sm90.ptx").kernels() if "EmptyKernel" in f.name)
+    empty = next(f.name for f in parsed(CORPUS / "cute_wgmma_tma_sm90.ptx").kernels() if "EmptyKernel" in f.name)
     assert Program.from_file(CORPUS / "cute_wgmma_tma_sm90.ptx", kernel=empty).launch.kernel == empty
     proc = subprocess.run([sys.executable, "-m", "fuzzptx.cli", "replay", str(CORPUS / "cute_wgmma_tma_sm90.ptx"),
                            "--no-hardware", "--kernel", empty], capture_output=True, text=True, cwd=ROOT,

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from fuzzptx.judges import differ
+from fuzzptx.judges.finding import COMPILER, classify
 from fuzzptx.oracles.ptxas import compile_batch, compile_ptx
 from fuzzptx.program import Program
 from fuzzptx.oracles.sass import disassembler, hazards
@@ -21,7 +23,11 @@ def test_every_finding_parses_and_ptxas_still_says_so():
     assert len(INFLIGHT) == 3
     for f, p, r in zip(FILES, programs, compile_batch([p.to_ptx() for p in programs])):
         want = dict(p.expect).get("ptxas")
-        if want is not None:
+        if want is not None and want.startswith("crashed"):
+            # the crash needs the kernel alone in its module: merged into a batch it assembles
+            r = compile_ptx(p.to_ptx(), want_cubin=False)
+            assert r.returncode < 0, f"{f.name}: ptxas no longer crashes on it alone"
+        elif want is not None:
             assert r.accepted == want.startswith("accepted"), f"{f.name}: ptxas now says {r.verdict}"
 
 
@@ -38,3 +44,27 @@ def test_ptxas_O3_still_reuses_registers_of_a_wgmma_in_flight(path):
         rules[opt] = {h.rule for h in hazards(r.cubin, r.kernel(p.launch.kernel), tool)}
     assert "inflight-write" in rules[3], "ptxas -O3 no longer reuses them: update reports/findings/README.md"
     assert rules[0] == set()
+
+
+CRASH = FINDINGS / "ptxas_O3_crash_immediate_descriptor.ptx"
+
+
+def test_a_ptxas_crash_is_a_compiler_finding_not_a_rejection():
+    """The pinned ptxas dies with SIGSEGV at -O3 on an immediate wgmma descriptor (it assembles
+    the file at -O0): the ptxas judge says "crashed", the finding is a compiler bug candidate, and
+    ``--keep ptxas:crash`` holds it while shrinking."""
+
+    p = Program.from_file(str(CRASH))
+    text = p.to_ptx()
+    assert compile_ptx(text, opt_level=0, want_cubin=False).accepted
+    judged = differ.as_judged(p, text)[0]
+    v = differ.judge(judged, ("ptxas", "checker"), text=text, judged=judged)
+    assert v.ptxas.returncode < 0 and differ.describe_ptxas(v.ptxas).startswith("crashed (signal ")
+    found = differ.compare(judged, v)
+    crash = [f for f in found if f.signature.startswith("ptxas:crash|")]
+    assert crash and classify(crash[0].signature) == COMPILER
+    assert differ.keep_predicate("ptxas:crash")(found, v)
+    fixed = text.replace(", 0, 1, 1, 1, 0, 0;", ", %rd8, 1, 1, 1, 0, 0;")  # a register descriptor: assembled
+    assert fixed != text
+    v2 = differ.judge(judged, ("ptxas",), text=fixed, judged=judged)
+    assert v2.ptxas.accepted and not differ.keep_predicate("ptxas:crash")([], v2)

@@ -3,7 +3,6 @@ every kernel parses, survives parse -> emit -> parse unchanged, the emitted text
 by the real ptxas, and the checker's ISA and spec layers find no error on it (issue 27)."""
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
@@ -14,14 +13,10 @@ from fuzzptx.oracles.ptxas import compile_batch
 from fuzzptx.ptx.emit import emit
 from fuzzptx.ptx.ir import Sym, TensorAddr
 from fuzzptx.ptx.parse import PtxSyntaxError, parse
+from support.corpora import assert_round_trips, parsed
 
 CORPUS = Path(__file__).resolve().parent / "data" / "triton"
 FILES = sorted(CORPUS.glob("*.ptx"))
-
-
-@functools.cache
-def _module(path: Path):
-    return parse(path.read_text(), str(path))
 
 
 def test_the_corpus_is_the_one_the_manifest_lists():
@@ -35,10 +30,7 @@ def test_the_corpus_is_the_one_the_manifest_lists():
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
 def test_every_kernel_parses_and_round_trips(path):
-    m = _module(path)
-    text = emit(m)
-    assert parse(text) == m
-    assert emit(parse(text)) == text
+    assert_round_trips(path)
 
 
 def test_tensor_operands_are_read_as_tensor_addresses():
@@ -46,7 +38,7 @@ def test_tensor_operands_are_read_as_tensor_addresses():
     parameter symbol and whose coordinate count is the instruction's dimensionality."""
     seen = 0
     for path in FILES:
-        for fn in _module(path).kernels():
+        for fn in parsed(path).kernels():
             for ins in fn.instructions():
                 if not ins.opcode.startswith("cp.async.bulk.tensor"):
                     continue
@@ -60,7 +52,7 @@ def test_tensor_operands_are_read_as_tensor_addresses():
 
 
 def test_the_emitted_corpus_is_accepted_by_ptxas():
-    texts = [emit(_module(f)) for f in FILES]
+    texts = [emit(parsed(f)) for f in FILES]
     results = compile_batch(texts)
     bad = [(f.name, r.stderr[:300]) for f, r in zip(FILES, results) if not r.accepted]
     assert bad == []
@@ -68,7 +60,7 @@ def test_the_emitted_corpus_is_accepted_by_ptxas():
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
 def test_the_checker_finds_no_error_on_the_corpus(path):
-    findings = check_module(_module(path), layers=("isa", "spec"))
+    findings = check_module(parsed(path), layers=("isa", "spec"))
     errors = [f"{f.rule}: {f.message}" for f in findings if f.severity == "error"]
     assert errors == []
 

@@ -40,6 +40,8 @@ FINDINGS_ORDER = ("checker", "ptxas", "reference", "hardware", "mmasim", "sass",
 def describe_ptxas(res: Any) -> str:
     if res.timed_out:
         return "timeout"
+    if res.returncode < 0:  # killed by a signal: a crash, not a rejection
+        return f"crashed (signal {-res.returncode})"
     if not res.accepted:
         first = next((d for d in res.diagnostics if d.severity == "error"), None)
         return "rejected" + (f" (line {first.line}: {first.message})" if first else "")
@@ -84,8 +86,14 @@ class PtxasJudge(Judge):
         return [("ptxas", describe_ptxas(verdict), f"line {first.line}: {first.message}" if first else "")]
 
     def findings(self, program: Program, v: Verdicts, family: str, *, full: Any = None) -> list[Finding]:
-        if v.ptxas is not None and v.ptxas.timed_out:
+        """A timeout or a crash (ptxas killed by a signal) of the pinned ptxas: a compiler bug
+        candidate whatever the program, since ptxas must answer every input with a verdict."""
+        if v.ptxas is None:
+            return []
+        if v.ptxas.timed_out:
             return [Finding(f"ptxas:timeout|{family}", "ptxas did not finish in time")]
+        if v.ptxas.returncode < 0:
+            return [Finding(f"ptxas:crash|{family}", f"ptxas died with signal {-v.ptxas.returncode}")]
         return []
 
     def moved(self, verdict: Any, delta: int) -> Any:

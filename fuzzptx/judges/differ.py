@@ -175,7 +175,8 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
 def keep_predicate(signature: str):
     """A test ``(findings, verdicts) -> bool`` for ``--keep``: a judge outcome or a finding signature prefix.
 
-    ``ptxas:C7519`` ptxas printed that code; ``ptxas:error`` ptxas rejected; ``ptxas:accepted``;
+    ``ptxas:C7519`` ptxas printed that code; ``ptxas:error`` ptxas rejected (or crashed);
+    ``ptxas:crash`` ptxas was killed by a signal; ``ptxas:accepted``;
     anything else matches findings whose signature starts with it (``checker!=ptxas``,
     ``reference!=hardware``, ``checker!=ptxas|missed:C7517``...).
     """
@@ -186,6 +187,8 @@ def keep_predicate(signature: str):
             r = v.ptxas
             if r is None or r.timed_out:
                 return what == "timeout" and r is not None
+            if what == "crash":
+                return r.returncode < 0
             if what == "error":
                 return not r.accepted
             if what == "accepted":

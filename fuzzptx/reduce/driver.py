@@ -12,7 +12,11 @@ the highest register used) and inline small data as hex.  Value-level passes
 (``fuzzptx.reduce.passes.values``) shrink what the program computes: loads become moves
 of ``%tid.x``, shared addresses 0, constant arithmetic folds (a descriptor chain
 to one immediate), mul+add fuse into mad, immediates lose bits, fragments reuse
-a register, the launch and the final ``ret`` go.  Each candidate is judged by the
+a register, the launch and the final ``ret`` go.  Memory passes (``fuzzptx.reduce.passes.memory``)
+shrink a repro's data plumbing: a uniform input load becomes its value, scaled per-thread
+stores become byte stores, address arithmetic becomes offsets, a fragment store becomes one
+register's store, A and B share a tile, and wgmma tiles move into the first kilobyte with
+smaller strides (their stores follow); a consumer warpgroup runs as the only one.  Each candidate is judged by the
 caller's predicate; candidates of one pass are judged in batches (ptxas's batch
 mode where the predicate allows it).  The passes and their order are ``fuzzptx.reduce.passes``;
 each run counts, per pass, the candidates it judged, those it kept, its seconds and the

@@ -8,10 +8,20 @@ pending, ``cp.async.wait_all`` until none (the open group committed first).  Unt
 covers it, the destination reads as undefined (PTX ISA 9.7.9.25: the writes are not ordered with
 any access before the wait): the reference takes the source bytes at the issue, marks the
 destination undefined, and writes them at the covering wait.  The writes are the generic proxy's,
-so a wgmma reading them still needs ``fence.proxy.async`` (the checker's async-proxy rule).
+written by the issuing thread: a wgmma reading them needs that thread's ``fence.proxy.async``
+after the wait (``Region.dirty``, the record wgmma's operand reads consult).
 
-Not modelled (``Unsupported``): ``cp.async.mbarrier.arrive``, a ``src-size`` that is not a multiple
-of 4, the ``.ignore-src`` predicate form.
+``cp.async.mbarrier.arrive{.noinc}.shared{::cta}.b64 [bar]`` (PTX ISA 9.7.9.25.4): an arrive-on
+operation on ``bar`` that fires once every cp.async the thread issued before it has completed;
+``.noinc`` counts it against the phase's expected arrivals, without ``.noinc`` the pending count is
+first raised by one, so the phase only waits for the copies.  The thread's pending copies (open and
+committed groups) leave its groups (a later wait_group finds them complete) and join the barrier's
+current phase as bulk copies do (``mbarrier.Barrier.landing``): they read as undefined until a wait
+observes that phase.  Not modelled there: the proxy of those bytes (a wgmma after the wait reads
+them as defined, fence or not).
+
+Not modelled (``Unsupported``): a ``src-size`` that is not a multiple of 4, the ``.ignore-src``
+predicate form.
 """
 from __future__ import annotations
 
@@ -22,6 +32,7 @@ import numpy as np
 from fuzzptx.ptx.ir import Imm
 
 from .errors import BadAddress, Unsupported
+from .mbarrier import _addrs, _get
 from .mem_ops import _address
 from .values import U64, Shadow
 
@@ -65,6 +76,9 @@ def h_cp_async(m, f, ins, act) -> None:
     if op.startswith("cp.async.wait_all"):  # commit_group, then wait_group 0
         _commit(m, act)
         _wait(m, act, 0)
+        return
+    if op.startswith("cp.async.mbarrier.arrive"):
+        _arrive_on_completion(m, f, ins, act)
         return
     if op.startswith("cp.async.mbarrier"):
         raise Unsupported.at(ins, f"{op} is not supported by the reference")
@@ -128,4 +142,31 @@ def _wait(m, act, keep: int) -> None:
         for copies in done:
             for p in copies:
                 for d_off, bits, sh in p.words:
-                    p.region.write(d_off, 4, [(bits, sh)])
+                    # the issuing thread's generic-proxy write: wgmma needs its fence.proxy.async
+                    writers = np.full(d_off.size, t, np.int32) if p.region.dirty is not None else None
+                    p.region.write(d_off, 4, [(bits, sh)], writers=writers)
+
+
+def _arrive_on_completion(m, f, ins, act) -> None:
+    """``cp.async.mbarrier.arrive{.noinc}``: each active thread's pending copies join the barrier's
+    current phase (undefined until a wait observes it), then the arrival (``.noinc``) or none (the
+    increment and the arrive-on cancel out), in thread order."""
+    mods = ins.modifiers
+    if "b64" not in mods or not any(x.startswith("shared") for x in mods) or len(ins.operands) != 1:
+        raise Unsupported.at(ins, f"{ins.opcode} is not supported by the reference")
+    noinc = "noinc" in mods
+    idx, addr = _addrs(m, f, ins, ins.operands[0], act)
+    g = _groups(m)
+    for t, a in zip(idx.tolist(), addr.tolist()):
+        b = _get(m, ins, a)
+        copies = g.open.pop(t, [])
+        for group in g.committed.get(t, []):
+            copies += group
+            group.clear()  # complete: the group still counts for wait_group, empty
+        for p in copies:
+            b.landing += [(p.region, d_off, [(bits, sh)]) for d_off, bits, sh in p.words]
+        if noinc:
+            b.pending -= 1
+            if b.pending < 0:
+                raise BadAddress.at(ins, f"more arrivals than mbarrier at {a:#x} expects in one phase (undefined)")
+            b.settle()

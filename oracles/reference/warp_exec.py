@@ -31,7 +31,7 @@ first for every instruction (tests, proof scripts) through ``dispatch.FIRST``.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace as _replace
 
 import numpy as np
 
@@ -660,23 +660,11 @@ def h_wmma_store(m, f, ins, act):
 
 def h_wgmma_sp(m, f, ins, act):
     """``wgmma.mma_async.sp``: wgmma_exec's dense model with A expanded from packed A + metadata."""
-    from dataclasses import replace as _replace
-
-
     form = isa.form_for(ins)
     if form is None or form.family != "wgmma.sp":
         raise Unsupported.at(ins, "not a sparse wgmma.mma_async form of the catalogue")
     _hardware_check(m, ins, form)
-    if m.mode not in ("spec", "hardware"):
-        raise Unsupported.at(ins, f"wgmma numerics in mode {m.mode!r} are not modelled")
-    if len(ins.operands) != len(form.operands):
-        raise Unsupported.at(ins, f"{len(ins.operands)} operands, the form has {len(form.operands)}")
-    ops = {spec.role: op for spec, op in zip(form.operands, ins.operands)}
-    d = ops["d"]
-    if not isinstance(d, Vec) or len(d.items) != form.operand("d").count:
-        raise Unsupported.at(ins, "accumulator is not a vector of the form's register count")
-    d_names = [r.name for r in d.items]
-    a_names = [r.name for r in ops["a"].items] if "a" in ops else []
+    ops, d_names, a_names = WX.operands(m, ins, form)
     shape = form.shape
     M, N, K = shape.m, shape.n, shape.k
     spec = S.spec_for(form)

@@ -577,11 +577,10 @@ def _read_bytes(layout: L.SmemLayout, mn_ext: int, k_ext: int, nbytes: int) -> n
     return out
 
 
-def _mma(m, f, ins, act, groups):
 
-    form = isa.form_for(ins)
-    if form is None or form.family != "wgmma":
-        raise Unsupported.at(ins, "not a dense wgmma.mma_async form of the catalogue" + (" (sparse wgmma is not modelled)" if ".sp." in ins.opcode else ""))
+def operands(m, ins, form: isa.Form) -> tuple[dict, list[str], list[str]]:
+    """The operands of a dense or sparse wgmma by role, its accumulator and A-fragment register
+    names; ``Unsupported`` for a numerics mode, operand count or accumulator the models cannot run."""
     if m.mode not in ("spec", "hardware"):
         raise Unsupported.at(ins, f"wgmma numerics in mode {m.mode!r} are not modelled")
     if len(ins.operands) != len(form.operands):
@@ -590,8 +589,13 @@ def _mma(m, f, ins, act, groups):
     d = ops["d"]
     if not isinstance(d, Vec) or len(d.items) != form.operand("d").count:
         raise Unsupported.at(ins, "accumulator is not a vector of the form's register count")
-    d_names = [r.name for r in d.items]
-    a_names = [r.name for r in ops["a"].items] if "a" in ops else []
+    return ops, [r.name for r in d.items], [r.name for r in ops["a"].items] if "a" in ops else []
+
+def _mma(m, f, ins, act, groups):
+    form = isa.form_for(ins)
+    if form is None or form.family != "wgmma":
+        raise Unsupported.at(ins, "not a dense wgmma.mma_async form of the catalogue" + (" (sparse wgmma is not modelled)" if ".sp." in ins.opcode else ""))
+    ops, d_names, a_names = operands(m, ins, form)
     shape = form.shape
     M, N, K = shape.m, shape.n, shape.k
     acc = L.accumulator_layout(form.dtype, N)

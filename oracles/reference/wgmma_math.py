@@ -162,6 +162,21 @@ def _round_out(x: np.ndarray, type_: str, down: bool) -> np.ndarray:
 _INT_OF = {np.float16: np.int16, np.float32: np.int32, np.float64: np.int64}
 
 
+
+def _bounds(value, err, over_pos, over_neg, pos_sum, neg_sum, slack, eta, dtype):
+    """The interval [value - err, value + err] rounded outward to ``dtype``, each side widened by
+    its whole sum where a partial sum may have saturated there (``over_pos`` / ``over_neg``)."""
+    x2 = np.empty((2,) + value.shape)  # [lo end, -(hi end)] for _round_out_pair
+    np.subtract(value, err, out=x2[0])
+    if over_pos.any():
+        x2[0] -= np.where(over_pos, pos_sum * slack + eta, 0.0)
+    np.add(value, err, out=x2[1])
+    if over_neg.any():
+        x2[1] += np.where(over_neg, -neg_sum * slack + eta, 0.0)
+    np.negative(x2[1], out=x2[1])
+    return _round_out_pair(x2, dtype)
+
+
 def _round_out_pair(x2: np.ndarray, type_: str) -> tuple[np.ndarray, np.ndarray]:
     """``(_round_out(x2[0], down=True), _round_out(-x2[1], down=False))`` in one pass over both.
 
@@ -454,15 +469,7 @@ def _finite_result(dtype: str, av: np.ndarray, bv: np.ndarray, cv: np.ndarray, s
     over_pos = pos_sum + err > big
     over_neg = err - neg_sum > big  # -neg_sum + err, the same rounding
     bits, decoded = _encode_decode(dtype, value)
-    x2 = np.empty((2,) + value.shape)  # [lo end, -(hi end)] for _round_out_pair
-    np.subtract(value, err, out=x2[0])
-    if over_pos.any():
-        x2[0] -= np.where(over_pos, pos_sum * slack + eta, 0.0)
-    np.add(value, err, out=x2[1])
-    if over_neg.any():
-        x2[1] += np.where(over_neg, -neg_sum * slack + eta, 0.0)
-    np.negative(x2[1], out=x2[1])
-    lo, hi = _round_out_pair(x2, dtype)
+    lo, hi = _bounds(value, err, over_pos, over_neg, pos_sum, neg_sum, slack, eta, dtype)
     return Result(dtype, bits, decoded, value, lo, hi, err, np.ones(value.shape, dtype=bool), over_pos & over_neg,
                   over_pos, over_neg, integer=False)
 
@@ -725,15 +732,7 @@ def _special_tail(dtype, value, err, eta, slack, pos_sum, neg_sum, pos_inf, neg_
     # A partial sum past the format's max may saturate (round toward zero) instead of
     # overflowing; each clamp loses at most the term just added, so the other side of
     # the interval moves out by that side's whole sum.  (Adding 0.0 where none does is exact.)
-    x2 = np.empty((2,) + value.shape)  # [lo end, -(hi end)] for _round_out_pair
-    np.subtract(value, err, out=x2[0])
-    if over_pos.any():
-        x2[0] -= np.where(over_pos, pos_sum * slack + eta, 0.0)
-    np.add(value, err, out=x2[1])
-    if over_neg.any():
-        x2[1] += np.where(over_neg, -neg_sum * slack + eta, 0.0)
-    np.negative(x2[1], out=x2[1])
-    lo, hi = _round_out_pair(x2, dtype)
+    lo, hi = _bounds(value, err, over_pos, over_neg, pos_sum, neg_sum, slack, eta, dtype)
     if not all_finite:
         gone = ~finite_ok
         lo[gone] = np.nan

@@ -14,6 +14,13 @@ apart).
     PYTHONPATH=/tmp/pkg python tests/support/hw_mainloops.py --out $OUT/mainloops_h100.json [--dry-run]
     PYTHONPATH=$PWD python tests/support/hw_mainloops.py --explain tests/hw_records/mainloops_h100.json
 
+``--fills`` runs the other fills instead (``WgmmaLoopPlan.fill``: cp.async, TMA tensor boxes,
+ld.global + st.shared): ``FILL_SHAPES`` (each fill with A by descriptor and in registers, every
+cp.async option), ``FILL_TWINS`` (unfenced_fill, producer_overwrite and missing_expect_tx with
+the new fills, each beside its legal sibling), and ``--drawn`` plans of each fill:
+
+    PYTHONPATH=/tmp/pkg python tests/support/hw_mainloops.py --fills --out $OUT/mainloops_fills_h100.json
+
 ``--explain`` checks a record's mismatches against the reference in hardware numerics (the
 H100's own fp8 accumulator, a known spec deviation) and writes the result into the record.
 """
@@ -35,7 +42,7 @@ from fuzzptx.oracles.ptxas import compile_batch, ptxas_version
 from fuzzptx.oracles.reference import compare, run_program
 from fuzzptx.strategies.descriptors import SmemTile, canonical_layout
 from fuzzptx.strategies.direct import draw, reproducible
-from fuzzptx.strategies.mainloops import MAY_HANG, WgmmaLoopPlan, render_wgmma, wgmma_loop_plans
+from fuzzptx.strategies.mainloops import MAY_HANG, WgmmaLoopPlan, render_wgmma, wgmma_loop_plans, with_fill
 
 F16_DESC = "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16|a=desc"
 F16_REG = "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16|a=reg"
@@ -96,6 +103,78 @@ TWINS: dict[str, WgmmaLoopPlan] = {
 }
 
 
+# name -> plan: each new fill with A by descriptor and in registers (ld.shared, ldmatrix), every
+# cp.async chunk size, cache operator and completion, every swizzle under a tensor box
+FILL_SHAPES: dict[str, WgmmaLoopPlan] = {
+    "cpasync-cg16-wait_group-desc-depth1": with_fill(
+        plan(F16_DESC, 32, "desc", depth=1, stages=3, ktiles=5, tiles=2), "cp.async", 16, "cg", "wait_group"),
+    "cpasync-ca8-wait_all-ldmatrix-2c-producer-wg": with_fill(
+        plan(F16_REG, 32, "ldmatrix", consumers=2, producer_wg=True, setmaxnreg=True, stages=3, ktiles=4, tiles=2),
+        "cp.async", 8, "ca", "wait_all"),
+    "cpasync-ca4-noinc-ldshared-e4m3-depth1-stmatrix": with_fill(
+        plan(E4M3_REG, 64, "ld.shared", depth=1, epilogue="stmatrix", tiles=2), "cp.async", 4, "ca", "noinc"),
+    "cpasync-cg16-noinc-desc-2c-producer-wg": with_fill(
+        plan(F16_DESC, 24, "desc", consumers=2, producer_wg=True, all_release=True, epilogue="stmatrix", tiles=2),
+        "cp.async", 16, "cg", "noinc"),
+    "cpasync-ca16-wait_group-s32-swizzled": with_fill(
+        plan(S8_DESC, 32, "desc", a_swizzle="64B", b_swizzle="128B", ktiles=4, tiles=2), "cp.async", 16, "ca",
+        "wait_group"),
+    "tensor-desc-none-1c": with_fill(plan(F16_DESC, 16, "desc", ktiles=4), "tensor"),
+    "tensor-desc-32B-2c-producer-wg": with_fill(
+        plan(BF16_DESC, 64, "desc", consumers=2, producer_wg=True, a_swizzle="32B", b_swizzle="32B", tiles=2), "tensor"),
+    "tensor-desc-128B-64B-s32": with_fill(
+        plan(S8_DESC, 32, "desc", a_swizzle="128B", b_swizzle="64B", ktiles=4, tiles=2), "tensor"),
+    "tensor-ldmatrix-producer-wg-setmaxnreg-stmatrix": with_fill(
+        plan(F16F16_REG, 40, "ldmatrix", producer_wg=True, setmaxnreg=True, epilogue="stmatrix", tiles=2), "tensor"),
+    "tensor-ldshared-e4m3-2c-128B": with_fill(
+        plan(E4M3_REG, 16, "ld.shared", consumers=2, b_swizzle="128B", tiles=3), "tensor"),
+    "ldst16-desc-32B-depth1-4stages": with_fill(
+        plan(F16_DESC, 8, "desc", depth=1, stages=4, ktiles=5, a_swizzle="32B", b_swizzle="32B"), "ld.st", 16),
+    "ldst8-ldmatrix-2c-producer-wg": with_fill(
+        plan(F16_REG, 16, "ldmatrix", consumers=2, producer_wg=True, tiles=2), "ld.st", 8),
+    "ldst4-ldshared-depth1": with_fill(plan(F16_REG, 24, "ld.shared", depth=1, tiles=2), "ld.st", 4),
+    "ldst16-desc-mn-major-64B": with_fill(
+        plan(BF16_DESC, 64, "desc", a_major="MN", b_major="MN", a_swizzle="64B", b_swizzle="64B", depth=1), "ld.st", 16),
+}
+FILL_TWINS: dict[str, WgmmaLoopPlan] = {
+    "twin-unfenced-cpasync": replace(FILL_SHAPES["cpasync-cg16-wait_group-desc-depth1"], fault="unfenced_fill"),
+    "twin-unfenced-ldst-producer-wg": replace(FILL_SHAPES["ldst8-ldmatrix-2c-producer-wg"], fault="unfenced_fill"),
+    "twin-producer-overwrite-cpasync": replace(FILL_SHAPES["cpasync-cg16-wait_group-desc-depth1"],
+                                               fault="producer_overwrite", fault_k=1),
+    "twin-missing-expect-tx-tensor": replace(FILL_SHAPES["tensor-desc-128B-64B-s32"], fault="missing_expect_tx",
+                                             fault_k=3),
+}
+
+
+def _with_siblings(named: list[tuple[str, WgmmaLoopPlan]], seed: int, out: list) -> None:
+    """Each plan with small integers and with random values; a twin followed by its legal sibling."""
+    for name, p in named:
+        for j, init in enumerate(("small_int", "random")):
+            s = seed + 7 * len(out) + j
+            out.append((name + "/" + init, s, render_wgmma(replace(p, seed=s, init=init))))
+            if p.fault is not None and p.fault not in MAY_HANG:
+                out.append((name + "/" + init + "/legal-sibling", s, render_wgmma(replace(p, seed=s, init=init,
+                                                                                         fault=None, fault_k=0))))
+
+
+def fill_cases(seed: int, drawn: int) -> list[tuple[str, int, object]]:
+    """(name, seed, Program) of ``--fills``: the fill shapes and twins (as ``cases``), then for each
+    new fill ``drawn`` plans of ``wgmma_loop_plans`` with that fill (random values)."""
+    out: list = []
+    _with_siblings(list(FILL_SHAPES.items()) + list(FILL_TWINS.items()), seed, out)
+    with reproducible():
+        for fill in ("cp.async", "tensor", "ld.st"):
+            i = got = 0
+            while got < drawn:
+                p = draw(wgmma_loop_plans(), f"{seed}:{fill}:{i}")
+                i += 1
+                if p.fill == fill:
+                    out.append((f"drawn-{fill}/{got}", seed + got,
+                                render_wgmma(replace(p, seed=seed + 3000 + 100 * len(out), init="random"))))
+                    got += 1
+    return out
+
+
 def cases(seed: int, drawn: int) -> list[tuple[str, int, object]]:
     """(name, seed, Program): each shape and twin with small integers and with random values
     (each fixed twin followed by its legal sibling: the same plan and data without the fault),
@@ -127,7 +206,8 @@ def explain(record: dict) -> dict:
     H100's fp8 accumulator is e8m13, below the spec's single precision; reports/known_findings.txt):
     the programs are rebuilt from the record's seed (same generator code), and every GPU value the
     record lists must equal the hardware-numerics reference bit for bit."""
-    progs = {n: p for n, _, p in cases(record["seed"], record.get("drawn", 40))}
+    build = fill_cases if record.get("mode") == "fills" else cases
+    progs = {n: p for n, _, p in build(record["seed"], record.get("drawn", 40))}
     rows = []
     for r in record["results"]:
         if not r["mismatches"]:
@@ -158,7 +238,8 @@ def explain(record: dict) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out")
-    ap.add_argument("--drawn", type=int, default=40)
+    ap.add_argument("--drawn", type=int, default=40, help="drawn plans (with --fills: of each new fill)")
+    ap.add_argument("--fills", action="store_true", help="the cp.async, tensor and ld.st fills (FILL_SHAPES)")
     ap.add_argument("--dry-run", action="store_true", help="no GPU: the reference and ptxas only")
     ap.add_argument("--explain", metavar="RECORD", help="add the explanation of RECORD's mismatches to it (no GPU)")
     args = ap.parse_args(argv)
@@ -174,7 +255,7 @@ def main(argv=None) -> int:
     if not args.out:
         ap.error("--out is required (or --explain RECORD)")
     seed = int(time.time())
-    all_cases = cases(seed, args.drawn)
+    all_cases = (fill_cases if args.fills else cases)(seed, args.drawn)
     hang_ok = [c for c in all_cases if any(f in c[0] for f in ("wrong-parity",))]
     runs = [c for c in all_cases if c not in hang_ok]
     compiled = compile_batch([p.to_ptx() for _, _, p in all_cases])
@@ -215,15 +296,18 @@ def main(argv=None) -> int:
             a, b = np.frombuffer(h.outputs["d"], np.uint8), np.frombuffer(sib.outputs["d"], np.uint8)
             r["bytes_differing_from_legal_sibling"] = int(np.count_nonzero(a != b)) if a.size == b.size else None
     legal = [r for r in rows if r["twin"] is None]
+    what = "issue 27: reference vs H100 on wgmma-consumer mainloops (strategies/mainloops.py WgmmaLoopPlan) " + \
+        ("filled by cp.async, TMA tensor boxes and ld.global+st.shared (WgmmaLoopPlan.fill), " if args.fills else "") + \
+        "and their illegal twins, fresh random data"
     record = {
-        "what": "issue 27: reference vs H100 on wgmma-consumer mainloops (strategies/mainloops.py WgmmaLoopPlan) "
-                "and their illegal twins, fresh random data",
+        "what": what, "mode": "fills" if args.fills else "bulk",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": "PYTHONPATH=/tmp/pkg python tests/support/hw_mainloops.py --out $OUT/mainloops_h100.json "
-                   f"--drawn {args.drawn}",
+        "command": "PYTHONPATH=/tmp/pkg python tests/support/hw_mainloops.py "
+                   + ("--fills --out $OUT/mainloops_fills_h100.json" if args.fills else "--out $OUT/mainloops_h100.json")
+                   + f" --drawn {args.drawn}",
         "device": info, "ptxas": ptxas_version(), "python": platform.python_version(), "seed": seed,
         "drawn": args.drawn,
-        "shapes": sorted(SHAPES), "twins": sorted(TWINS),
+        "shapes": sorted(FILL_SHAPES if args.fills else SHAPES), "twins": sorted(FILL_TWINS if args.fills else TWINS),
         "runs": len(rows), "legal_runs": len(legal), "twin_runs": len(rows) - len(legal),
         "legal_with_undefined_elements": sum(r["undefined_elements"] > 0 for r in legal),
         "rejected_by_ptxas": rejected, "faults": faults, "may_hang_twins_that_hung": hangs,

@@ -24,11 +24,9 @@ from fuzzptx.strategies.programs import wgmma_programs
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPORA = ("tests/data/triton", "tests/data/cutlass", "tests/data/nvcc")
-#: the rule each tensor-copy twin breaks (what ``tensor_copies.TWIN_RULES`` claims, where it claims one)
-TENSOR_RULES = {"short_expect_tx": "spec.mbarrier.expect-tx-short", "early_read": "spec.mbarrier.read-before-wait",
-                "unfenced_store": "spec.proxy.fence-missing"}
-MAINLOOP_RULES = {"missing_expect_tx": "spec.mbarrier.arrive-no-expect-tx", "wrong_parity": "spec.mbarrier.wrong-parity",
-                  "early_read": "spec.mbarrier.read-before-wait", "producer_overwrite": "spec.mbarrier.release-in-flight"}
+#: the rule each twin breaks, as its label claims it
+TENSOR_RULES = tensor_copies.TWIN_RULES
+MAINLOOP_RULES = mainloops.TWIN_RULES
 
 
 def spec_rules(p: Program) -> list[str]:

@@ -143,11 +143,12 @@ class CopyPropagate(Pass):
 
 def _imm_operand_ok(ins: Instr, reg: Reg) -> bool:
     """Whether every operand of tensor instruction ``ins`` that reads ``reg`` may be an immediate:
-    only a wgmma's A/B descriptors (ptxas 13.0.88 accepts a 64-bit immediate there) and scale-d."""
-    form = isa.form_for(ins) if ins.base == "wgmma" else None
+    only a wgmma's A/B descriptors (ptxas 13.0.88 accepts a 64-bit immediate there), scale-d and a
+    wmma.load/store's stride (ptxas 13.0.88 accepts ``wmma.load.a...s8 {..}, [%rd2], 24``)."""
+    form = isa.form_for(ins) if ins.base in ("wgmma", "wmma") else None
     if form is None or len(form.operands) != len(ins.operands):
         return not any(reg in registers_in(o) for o in ins.operands)
-    return all(spec.role in ("a_desc", "b_desc") or spec.kind == "pred_or_imm" or reg not in registers_in(o)
+    return all(spec.role in ("a_desc", "b_desc", "stride") or spec.kind == "pred_or_imm" or reg not in registers_in(o)
                for spec, o in zip(form.operands, ins.operands))
 
 

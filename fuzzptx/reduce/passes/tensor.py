@@ -45,9 +45,9 @@ class Reuse(Pass):
     name: ClassVar[str] = "reuse"
 
     def candidates(self, program: Program) -> list[Program]:
-        """A register of a tensor instruction's source fragment (wgmma/mma A, B; sparse metadata) replaced
-        by another of the same fragment (the per-thread one first) or written just before, and the code that only fed it
-        dropped: a fragment set up by four moves needs none (ptxas accepts a register repeated in a fragment)."""
+        """A register of a tensor instruction's source fragment (wgmma/mma A, B; sparse metadata) replaced,
+        everywhere it appears in that fragment, by another of the same fragment (the per-thread one first)
+        or written just before, and the code that only fed it dropped: a fragment set up by four moves needs none (ptxas accepts a register repeated in a fragment)."""
         cands = []
         for fn in _kernels(program):
             sts = statements(fn)
@@ -68,9 +68,9 @@ class Reuse(Pass):
                     near = [r for w, r in reversed(written) if w == width and r not in op.items]
                     others = sorted(set(op.items), key=lambda x: (x not in tids, op.items.index(x)))
                     others += list(dict.fromkeys(near))[:4]  # registers written just before, of the width
-                    for k, x in enumerate(op.items):
+                    for x in dict.fromkeys(op.items):  # every place a register fills at once: only then can its setup go
                         for new in (y for y in others if y != x):
-                            vec = Vec(op.items[:k] + (new,) + op.items[k + 1:])
+                            vec = Vec(tuple(new if y == x else y for y in op.items))
                             vec = vec.items[0] if isinstance(s.operands[j], Reg) else vec
                             ins = replace(s, operands=s.operands[:j] + (vec,) + s.operands[j + 1:])
                             cand = edit_function(program, fn.name, subst={i: ins})

@@ -420,6 +420,32 @@ class Launch(Pass):
 
 
 @dataclass(frozen=True)
+class Warpgroup(Pass):
+    name: ClassVar[str] = "warpgroup"
+
+    def candidates(self, program: Program) -> list[Program]:
+        """A block of two halves whose second half is indexed from its own start (``sub.u32 %r2, %r0, 128``
+        with ``%r0 = %tid.x`` and 256 threads: the consumer warpgroup of a producer/consumer kernel)
+        launched as one half, the index read as it is (``mov.b32 %r2, %r0``): the first half now does
+        what the second did; what only the other half did goes."""
+        x, y, z = program.launch.block
+        if y * z != 1 or x < 256 or x % 256:
+            return []
+        half = x // 2
+        cands = []
+        for fn in _kernels(program):
+            sts = statements(fn)
+            tids = {r.name for _, r in _thread_registers(sts).values()}
+            subst = {i: Instr("mov.b32", (s.operands[0], s.operands[1]), None, s.loc) for i, s in sts.items()
+                     if isinstance(s, Instr) and s.base == "sub" and s.guard is None and _bits(type_of(s)) == 32
+                     and len(s.operands) == 3 and isinstance(s.operands[1], Reg) and s.operands[1].name in tids
+                     and isinstance(s.operands[2], Imm) and s.operands[2].value == half}
+            if subst:
+                cands.append(replace(edit_function(program, fn.name, subst=subst), launch=replace(program.launch, block=(half, 1, 1))))
+        return cands
+
+
+@dataclass(frozen=True)
 class Tail(Pass):
     name: ClassVar[str] = "tail"
 
