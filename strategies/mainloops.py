@@ -34,7 +34,7 @@ All are accepted by ptxas and leave the reference's outputs undefined; the check
 ``spec.proxy.fence-missing``).  Each twin is drawn only with the fills it applies to (``FAULT_FILLS``).
 
 Not drawn yet: clusters, a producer warpgroup with wait_group depth 1 (``wgmma_loop_plans`` says
-why), tensor fills at depth 1 (``with_fill`` says why), MN-major tiles under a tensor fill.
+why), MN-major tiles under a tensor fill.
 """
 from __future__ import annotations
 
@@ -173,7 +173,7 @@ COMPLETE_TX_FILLS = frozenset({"bulk", "tensor"})
 #: ranges for an early read; an unfenced fill needs a generic-proxy fill that fences.
 FAULT_FILLS: dict[str, tuple[str, ...]] = {
     "missing_expect_tx": ("bulk", "tensor"), "wrong_parity": ("bulk", "tensor"), "early_read": ("bulk",),
-    "producer_overwrite": ("bulk", "cp.async", "ld.st"), "unfenced_fill": ("cp.async", "ld.st")}
+    "producer_overwrite": ("bulk", "cp.async", "tensor", "ld.st"), "unfenced_fill": ("cp.async", "ld.st")}
 
 
 @dataclass(frozen=True)
@@ -376,11 +376,9 @@ def _fills(draw, plan: WgmmaLoopPlan) -> WgmmaLoopPlan:
 def with_fill(plan: WgmmaLoopPlan, fill: str, chunk: int = 16, cp_op: str = "cg",
               cp_done: str = "wait_group") -> WgmmaLoopPlan:
     """The plan filled another way (``FILLS``; the options as ``WgmmaLoopPlan`` names them).  A
-    tensor fill lays the tiles out as TMA boxes do (``tma_tile``) and keeps wait_group depth 0: the
-    checker's release rule takes a tensor copy's extent as open-ended (the box is the map's), so a
-    refill under an in-flight wgmma would meet that wgmma's stage."""
+    tensor fill lays the tiles out as TMA boxes do (``tma_tile``)."""
     if fill == "tensor":
-        return replace(plan, fill=fill, depth=0, b_tile=tma_tile(plan.b_tile),
+        return replace(plan, fill=fill, b_tile=tma_tile(plan.b_tile),
                        a_tile=None if plan.a_tile is None else tma_tile(plan.a_tile))
     if fill == "cp.async" and (chunk not in (4, 8, 16) or cp_op not in ("cg", "ca") or (cp_op == "cg" and chunk != 16)
                                or cp_done not in ("wait_group", "wait_all", "noinc")):

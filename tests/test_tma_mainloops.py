@@ -37,7 +37,7 @@ def test_legal_mainloops_compile_check_clean_and_compute_the_sums(plans):
     for r in compile_batch([emit(p.module) for p in progs]):
         assert r.accepted and not r.diagnostics, r.stderr  # silent: no C7508 for setmaxnreg
     for p in progs:
-        assert [f for f in check_module(p.module) if f.severity == "error"] == []
+        assert [f for f in check_module(p.module, tensormaps=p.tensormaps) if f.severity == "error"] == []
         r = run_program(p)
         assert r.undefined is None
         assert np.array_equal(np.frombuffer(r.bytes("o"), np.uint32), _sums(p))
@@ -53,7 +53,7 @@ def test_illegal_twins_are_accepted_and_leave_the_outputs_undefined(plan):
     rule = TWIN_RULES[plan.fault]
     assert labels.get("checker") == (f"undefined: {rule}" if rule else None)
     if rule:
-        assert rule in {f.rule for f in check_module(p.module)}
+        assert rule in {f.rule for f in check_module(p.module, tensormaps=p.tensormaps)}
     assert compile_batch([emit(p.module)])[0].accepted
     r = run_program(p)
     assert r.undefined is not None or (r.outputs["o"].kind != 0).all()
@@ -80,7 +80,7 @@ def test_wgmma_mainloops_compile_silently_check_clean_and_run_defined(plans):
     for p, r in zip(progs, compile_batch([emit(p.module) for p in progs])):
         assert r.accepted and not r.diagnostics, (p.notes, r.stderr)  # no serialisation, setmaxnreg kept
     for p in progs:
-        assert [f for f in check_module(p.module) if f.severity in ("error", "warning")] == [], p.notes
+        assert [f for f in check_module(p.module, tensormaps=p.tensormaps) if f.severity in ("error", "warning")] == [], p.notes
         r = run_program(p)
         assert r.undefined is None, (p.notes, r.undefined)
         assert (r.outputs["d"].kind != UNDEF).all(), (p.notes, r.notes)
@@ -96,7 +96,7 @@ def test_wgmma_twins_are_accepted_undefined_and_flagged_where_a_rule_sees_them(p
     assert compile_batch([emit(p.module)])[0].accepted
     r = run_program(p)
     assert r.undefined is not None or (r.outputs["d"].kind == UNDEF).any(), p.notes
-    found = {f.rule for f in check_module(p.module) if f.severity in ("error", "warning")}
+    found = {f.rule for f in check_module(p.module, tensormaps=p.tensormaps) if f.severity in ("error", "warning")}
     rule = TWIN_RULES[plan.fault]
     assert found == ({rule} if rule else set()), (p.notes, found)
     if rule:

@@ -22,13 +22,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
-from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, Sym, TensorAddr
+from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, TensorAddr
 
 from .context import FnCtx, Site, sites
 from .findings import Sink
 from .regs import defs_uses
-from .spec_rules import (_PROXY_CAP, _Recording, _barrier_of, _barrier_range, _bounded, _line, _meets, _range, _run,
-                         _shared_read, _stage_write)
+from .spec_rules import (_PROXY_CAP, _Recording, _barrier_of, _barrier_range, _bounded, _line, _meets, _run,
+                         _shared_read, copy_destination, tensor_map_param)
 from .uniformity import CTA, block_dims, single_defs
 
 _WAITS = ("try_wait", "test_wait")
@@ -55,21 +55,6 @@ def _is_copy(ins: Instr) -> bool:
 
 def _copy_barrier(ins: Instr):
     return next((o for o in reversed(ins.operands) if isinstance(o, Addr)), None)
-
-
-def tensor_map_param(op, defs, depth: int = 0) -> str | None:
-    """The kernel parameter a tensor-map operand names: the parameter symbol itself, or a register
-    holding its address (``mov.u64 r, tm`` and ``cvta.param.u64``, as ptxas needs it)."""
-    if isinstance(op, Sym):
-        return op.name
-    if not isinstance(op, Reg) or depth > 8:
-        return None
-    ins = defs.get(op.name)
-    if ins is None or len(ins.operands) != 2:
-        return None
-    if ins.base == "mov" or (ins.base == "cvta" and "param" in ins.modifiers):
-        return tensor_map_param(ins.operands[1], defs, depth + 1)
-    return None
 
 
 def copy_bytes(ctx: FnCtx, ins: Instr, defs) -> int | None:
@@ -186,23 +171,6 @@ def _judge_fill(ctx: FnCtx, events: list, defs, sink: Sink) -> None:
 
 
 # ------------------------------------------------------------------ reading a stage before its barrier
-
-def copy_destination(ctx: FnCtx, ins: Instr, defs, tid_max):
-    """The shared bytes a copy into shared memory writes: a bulk copy's ``[dst, dst + size)``, a
-    tensor copy's box footprint (``TensorMap.smem_bytes``, rows padded to the swizzle span) when the
-    program's header describes its map; None where unknown.  (Without the map, the 16 bytes every
-    box covers would be known, but the kernels of tests/data/triton guard their prologue copies by
-    a predicate that also skips the loop whose waits settle them: a path-insensitive read of the
-    epilogue's staging bytes would be a false alarm.)"""
-    if ".tensor" not in ins.opcode:
-        return _stage_write(ins, defs, tid_max)
-    if not ins.operands or not isinstance(ins.operands[0], Addr) or "multicast" in ins.opcode \
-            or len(ins.operands) < 2 or not isinstance(ins.operands[1], TensorAddr) or "im2col" in ins.opcode:
-        return None
-    name = tensor_map_param(ins.operands[1].base, defs)
-    tm = ctx.tensormaps.get(name) if name is not None else None
-    return None if tm is None else _range(ins.operands[0], tm.smem_bytes, defs, tid_max)
-
 
 def _block_local(ctx: FnCtx, site: Site, op, depth: int = 0, out: dict | None = None):
     """``op`` renamed so that ``shared_interval`` follows the definitions that reach ``site`` in its

@@ -39,7 +39,7 @@ from fuzzptx import isa
 from fuzzptx.isa import ELEMENT_BITS
 from fuzzptx.isa.layouts import SWIZZLES, tile_byte_offsets
 from fuzzptx.perf import per_object
-from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, Sym
+from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, Sym, TensorAddr
 from fuzzptx.ptx.smem import SHARED_RESERVED, shared_layout, type_bytes
 
 from .bits import known_bits
@@ -483,6 +483,38 @@ def _bounded(r) -> bool:
     return r[0] is not None
 
 
+def tensor_map_param(op, defs, depth: int = 0) -> str | None:
+    """The kernel parameter a tensor-map operand names: the parameter symbol itself, or a register
+    holding its address (``mov.u64 r, tm`` and ``cvta.param.u64``, as ptxas needs it)."""
+    if isinstance(op, Sym):
+        return op.name
+    if not isinstance(op, Reg) or depth > 8:
+        return None
+    ins = defs.get(op.name)
+    if ins is None or len(ins.operands) != 2:
+        return None
+    if ins.base == "mov" or (ins.base == "cvta" and "param" in ins.modifiers):
+        return tensor_map_param(ins.operands[1], defs, depth + 1)
+    return None
+
+
+def copy_destination(ctx: FnCtx, ins: Instr, defs, tid_max):
+    """The shared bytes a copy into shared memory writes: a bulk copy's ``[dst, dst + size)``, a
+    tensor copy's box footprint (``TensorMap.smem_bytes``, rows padded to the swizzle span) when the
+    program's header describes its map; None where unknown.  (Without the map, the 16 bytes every
+    box covers would be known, but the kernels of tests/data/triton guard their prologue copies by
+    a predicate that also skips the loop whose waits settle them: a path-insensitive read of the
+    epilogue's staging bytes would be a false alarm.)"""
+    if ".tensor" not in ins.opcode:
+        return _stage_write(ins, defs, tid_max)
+    if not ins.operands or not isinstance(ins.operands[0], Addr) or "multicast" in ins.opcode \
+            or len(ins.operands) < 2 or not isinstance(ins.operands[1], TensorAddr) or "im2col" in ins.opcode:
+        return None
+    name = tensor_map_param(ins.operands[1].base, defs)
+    tm = ctx.tensormaps.get(name) if name is not None else None
+    return None if tm is None else _range(ins.operands[0], tm.smem_bytes, defs, tid_max)
+
+
 def release_analysis(ctx: FnCtx, sink: Sink) -> None:
     """``spec.mbarrier.release-in-flight``: an mbarrier arrive while a wgmma that reads shared
     memory through its descriptors may be in flight (not yet retired by a wgmma.wait_group), on
@@ -503,7 +535,8 @@ def release_analysis(ctx: FnCtx, sink: Sink) -> None:
     def guard_step(site: Site, ins: Instr, st):
         if ins.base == "mbarrier" and ("try_wait" in ins.modifiers or "test_wait" in ins.modifiers):
             return frozenset({_barrier_range(ins, _barrier_of(ins), defs, tid_max)})
-        w = _stage_write(ins, defs, tid_max)
+        # a tensor copy's box where the header describes its map (else nothing: no guess)
+        w = copy_destination(ctx, ins, defs, tid_max) if ".tensor" in ins.opcode else _stage_write(ins, defs, tid_max)
         if w is not None and st:
             key = (site.block, site.pos)
             guarded[key] = (w, guarded.get(key, (w, frozenset()))[1] | st)
