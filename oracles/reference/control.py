@@ -6,6 +6,7 @@ import numpy as np
 from fuzzptx.ptx.ir import CallArgs, Imm, Reg, Sym, Vec
 
 import fuzzptx.oracles.reference.alu as alu
+import fuzzptx.oracles.reference.cluster as cluster
 import fuzzptx.oracles.reference.dispatch as dispatch
 import fuzzptx.oracles.reference.mbarrier as mbarrier
 import fuzzptx.oracles.reference.mem_ops as mem_ops
@@ -24,10 +25,10 @@ HANDLERS = {
     "not": alu.h_logic, "cnot": alu.h_logic, "shl": alu.h_shift, "shr": alu.h_shift, "setp": alu.h_setp,
     "selp": alu.h_selp, "cvt": alu.h_cvt, "cvta": alu.h_cvta, "popc": alu.h_bitcount, "clz": alu.h_bitcount,
     "brev": alu.h_bitcount, "ld": mem_ops.h_ld, "st": mem_ops.h_st, "bar": mem_ops.h_bar,
-    "barrier": mem_ops.h_bar, "fence": mem_ops.h_fence, "membar": mem_ops.h_fence,
+    "barrier": cluster.h_barrier, "fence": mem_ops.h_fence, "membar": mem_ops.h_fence,
     "lop3": alu.h_lop3, "prmt": alu.h_prmt, "sqrt": alu.h_sqrt_rcp, "rcp": alu.h_sqrt_rcp,
     "mbarrier": mbarrier.h_mbarrier, "cp": tma.h_cp, "prefetch": tma.h_prefetch, "elect": mbarrier.h_elect,
-    "setmaxnreg": mbarrier.h_setmaxnreg,
+    "setmaxnreg": mbarrier.h_setmaxnreg, "mapa": cluster.h_mapa,
 }
 NO_DEST = frozenset(("st", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch"))
 

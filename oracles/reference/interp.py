@@ -44,6 +44,7 @@ from fuzzptx.ptx.cfg import build_cfg
 from fuzzptx.ptx.ir import Function, Imm, Instr, Neg, Reg, RegDecl, Scope, Sym, VarDecl, Vec
 from fuzzptx.ptx.smem import shared_layout
 
+import fuzzptx.oracles.reference.cluster as cluster
 import fuzzptx.oracles.reference.fp as fp
 from .errors import MissingInput, Unsupported
 from .memory import CONST_BASE, Memory, Region
@@ -239,6 +240,8 @@ class Machine:
         self.module = program.module
         self.mode = mode
         la = program.launch
+        self.kernel = self.module.function(la.kernel)
+        self.cluster = cluster.check_launch(self.kernel, tuple(la.grid))  # one CTA: refuses a larger cluster
         if tuple(la.grid) != (1, 1, 1):
             raise MissingInput(f"the reference runs one CTA: grid={','.join(map(str, la.grid))} must be 1,1,1")
         bx, by, bz = la.block
@@ -264,12 +267,12 @@ class Machine:
             "%ntid.z": np.full(n, bz, np.uint64), "%laneid": lin % U64(32),
             "%ctaid.x": np.zeros(n, np.uint64), "%ctaid.y": np.zeros(n, np.uint64), "%ctaid.z": np.zeros(n, np.uint64),
             "%nctaid.x": np.ones(n, np.uint64), "%nctaid.y": np.ones(n, np.uint64), "%nctaid.z": np.ones(n, np.uint64),
+            **self.cluster.special(n),
         }
         # %warpid/%nwarpid/%smid/%clock are machine-dependent or volatile: the spec fixes no value.
         self.volatile_special = ("%warpid", "%nwarpid", "%smid", "%nsmid", "%clock", "%clock64", "%globaltimer",
                                  "%gridid", "%lanemask_eq")
         self._imm_cache: dict = {}
-        self.kernel = self.module.function(la.kernel)
         self.mem = Memory()
         self.symbols: dict[str, tuple[str, int]] = {}  # name -> (space, address)
         self.buffers: dict[str, Region] = {}

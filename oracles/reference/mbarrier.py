@@ -16,9 +16,9 @@ as on hardware.  A failing parity wait once the barrier has completed a phase is
 before that completion (nothing in this model orders it after), it returns at once and its reads
 race the copy, so the run's outcome is undefined rather than a certain hang.
 
-Tensor copies, bulk stores and their groups are ``tma``'s, ``cp.async`` is ``cp_async``'s.  Not
-modelled (``Unsupported``): multicast, the cluster scope beyond one CTA, mbarrier state read as
-data.
+Tensor copies, bulk stores and their groups are ``tma``'s, ``cp.async`` is ``cp_async``'s; the
+cluster (one CTA) and multicast masks are ``cluster``'s.  Not modelled (``Unsupported``): multicast to
+other CTAs, clusters of more than one CTA, mbarrier state read as data.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ import numpy as np
 
 from fuzzptx.ptx.ir import Addr, Imm, Reg, Sym
 
+import fuzzptx.oracles.reference.cluster as cluster
 from .errors import BadAddress, StepLimit, Undefined, Unsupported
 from .mem_ops import _address
 from .values import U64, Shadow
@@ -190,13 +191,20 @@ def _wait(m, f, ins, act, parity: bool) -> None:
 
 def h_cp(m, f, ins, act):
     """cp.async.bulk global -> shared::cluster with mbarrier::complete_tx::bytes (one CTA: its own
-    shared memory); the bytes land at once, then complete_tx on the barrier."""
+    shared memory); the bytes land at once, then complete_tx on the barrier.  ``.multicast::cluster``
+    (operand ``ctaMask`` after the barrier) delivers to the CTAs the mask names: here rank 0, the
+    only CTA of the cluster (``cluster.multicast`` refuses any other mask); ``.L2::cache_hint``'s
+    policy operand is a hint with no visible effect."""
     op = ins.opcode
+    mods = ins.modifiers
+    nops = 4 + ("multicast::cluster" in mods) + ("L2::cache_hint" in mods)
     if not op.startswith("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes") or \
-            ".multicast" in op or len(ins.operands) != 4:
+            len(ins.operands) != nops:
         raise Unsupported.at(ins, f"{op} is not supported by the reference")
-    dst, src, size, bar = ins.operands
+    dst, src, size, bar = ins.operands[:4]
     idx, daddr, _ = _address(m, f, ins, dst, act)
+    if "multicast::cluster" in mods:
+        cluster.multicast(m, f, ins, ins.operands[4], idx)
     _, saddr, _ = _address(m, f, ins, src, act)
     n = _value(m, f, ins, size, "u32", idx)
     _, baddr = _addrs(m, f, ins, bar, act)

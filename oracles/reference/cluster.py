@@ -1,0 +1,167 @@
+"""Thread-block clusters in the one-CTA reference: the cluster special registers, ``mapa``,
+``barrier.cluster`` and the multicast mask of bulk and tensor copies.
+
+The reference runs one CTA, so it runs a cluster of ONE CTA: a kernel without cluster directives (on
+sm_90 every CTA is then a cluster of its own, PTX ISA "Cluster of Cooperative Thread Arrays"), or one
+whose ``.reqnctapercluster`` is 1,1,1 (compile-time dimensions: ``cuLaunchKernel`` launches it with no
+launch attribute, checked on the H100: tests/hw_records/tma_cluster_h100.json).  In it:
+
+- ``%cluster_ctarank`` 0, ``%cluster_nctarank`` 1, ``%cluster_ctaid.*`` 0, ``%cluster_nctaid.*`` 1,
+  ``%clusterid.*`` 0, ``%nclusterid.*`` 1, ``%is_explicit_cluster`` 1 where the kernel states its
+  cluster (``.reqnctapercluster`` or ``.explicitcluster``), else 0;
+- ``mapa`` to rank 0 gives back the address it was given (the own CTA's shared memory is the part of
+  the ``.shared::cluster`` window a ``.shared::cta`` address names); any other rank names no CTA of the
+  cluster: the result is undefined;
+- ``barrier.cluster.arrive(.release|.relaxed)(.aligned)`` / ``wait(.acquire)(.aligned)``: the wait
+  completes once every live thread of the cluster (here: of the CTA) has arrived; arriving twice without
+  a wait between, or waiting without an arrival, is undefined; a wait short of arrivals from threads
+  running elsewhere is ``Unsupported`` (that interleaving is not modelled); ``.aligned`` executed by part of a warp is undefined.  Memory ordering
+  (``.relaxed``, ``fence.mbarrier_init``) changes nothing in this sequentially consistent model;
+- ``.multicast::cluster`` copies deliver to every CTA their 16-bit ``ctaMask`` names: with rank 0
+  set, to this CTA, as the plain copy does.  A mask naming any rank outside the cluster, or none,
+  is refused (``Unsupported``: what the H100 does with those bits is in the record above).
+
+A cluster of more than one CTA is refused at launch (``Unsupported``, ``check_launch``): its CTAs would
+need shared memory, mbarriers and named barriers per CTA, and every shared access (``ld``/``st``,
+mbarriers, bulk and tensor copies, wgmma descriptors, ldmatrix/stmatrix) to pick its CTA's window,
+where this interpreter has one shared region for all its threads.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from fuzzptx.ptx.ir import Function
+
+from .errors import Undefined, Unsupported
+from .mem_ops import h_bar
+from .values import Shadow
+
+_CLUSTER = re.compile(r"\s*\.reqnctapercluster\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The cluster a kernel's CTA runs in: its CTAs per dimension and whether the kernel states it."""
+
+    dims: tuple[int, int, int] = (1, 1, 1)
+    explicit: bool = False
+
+    @property
+    def size(self) -> int:
+        return self.dims[0] * self.dims[1] * self.dims[2]
+
+    def special(self, n: int) -> dict[str, np.ndarray]:
+        """The cluster special registers of the one CTA (grid 1,1,1: cluster 0, rank 0)."""
+        out = {"%cluster_ctarank": np.zeros(n, np.uint64), "%cluster_nctarank": np.full(n, self.size, np.uint64),
+               "%is_explicit_cluster": np.full(n, int(self.explicit), np.uint64)}
+        for k, d in zip("xyz", self.dims):
+            out[f"%cluster_ctaid.{k}"] = np.zeros(n, np.uint64)
+            out[f"%cluster_nctaid.{k}"] = np.full(n, d, np.uint64)
+            out[f"%clusterid.{k}"] = np.zeros(n, np.uint64)
+            out[f"%nclusterid.{k}"] = np.ones(n, np.uint64)
+        return out
+
+
+def cluster_of(fn: Function) -> Cluster:
+    """The kernel's cluster: ``.reqnctapercluster X{,Y{,Z}}`` (missing dimensions 1), else one CTA;
+    ``.explicitcluster`` alone leaves the shape to the launch, which a program header does not carry."""
+    explicit = any(a.strip().startswith(".explicitcluster") for a in fn.attributes)
+    for attr in fn.attributes:
+        mt = _CLUSTER.match(attr)
+        if mt:
+            return Cluster((int(mt.group(1)), int(mt.group(2) or 1), int(mt.group(3) or 1)), True)
+    if explicit:
+        raise Unsupported(f"kernel {fn.name} has .explicitcluster without .reqnctapercluster: its cluster shape "
+                          "is a launch attribute (cuLaunchKernelEx), which the program header does not carry")
+    return Cluster()
+
+
+def check_launch(fn: Function, grid: tuple[int, int, int]) -> Cluster:
+    """The kernel's cluster, refused unless it is the one CTA the reference runs."""
+    c = cluster_of(fn)
+    if c.size > 1:
+        shape = ",".join(map(str, c.dims))
+        raise Unsupported(f"kernel {fn.name} runs in clusters of {c.size} CTAs (.reqnctapercluster {shape}): the "
+                          "reference runs one CTA; several would need per-CTA shared memory, mbarriers and barriers "
+                          "and shared accesses routed to each CTA's window (distributed shared memory), not modelled")
+    if any(g % d for g, d in zip(grid, c.dims)):  # unreachable for one CTA; kept for the launch rule
+        raise Unsupported(f"grid {grid} is not a multiple of the cluster {c.dims}")
+    return c
+
+
+def _cluster(m) -> Cluster:
+    return getattr(m, "cluster", None) or Cluster()
+
+
+def h_mapa(m, f, ins, act):
+    """mapa(.shared::cluster).u32|u64 d, a, rank: the address of ``a``'s variable in CTA ``rank``."""
+    d, a, r = ins.operands[:3]
+    t = "u64" if "u64" in ins.modifiers else "u32"
+    bits, sh = m.read(f, a, t, ins)
+    rank, rsh = m.read(f, r, "u32", ins)
+    outside = (rank & np.uint64(0xFFFFFFFF)) >= np.uint64(_cluster(m).size)
+    if rsh is not None:
+        outside = outside | rsh.nonexact()
+    if (outside & act).any():
+        m.note(f"line {ins.loc.line if ins.loc else '?'}: mapa to a rank outside the cluster of "
+               f"{_cluster(m).size} CTA(s): the address is undefined")
+        width = 64 if t == "u64" else 32
+        bad = Shadow.undef(m.n, width, outside)
+        sh = bad if sh is None else Shadow.undef(m.n, width, outside | sh.nonexact())
+    m.write(f, d, bits, sh, act, ins)
+
+
+def h_barrier(m, f, ins, act):
+    """``barrier`` instructions: ``barrier.cluster.*`` here, the CTA's barriers in ``mem_ops``."""
+    if "cluster" in ins.modifiers:
+        return _barrier_cluster(m, ins, act)
+    return h_bar(m, f, ins, act)
+
+
+def _barrier_cluster(m, ins, act) -> None:
+    mods = ins.modifiers
+    where = f"line {ins.loc.line if ins.loc else '?'}"
+    if "aligned" in mods:
+        for w in range(0, m.n, 32):
+            part = act[w:w + 32] & m.alive[w:w + 32]
+            if part.any() and not np.array_equal(part, m.alive[w:w + 32]):
+                raise Undefined(f"{where}: {ins.opcode} executed by part of warp {w // 32} (.aligned)")
+    arrived = getattr(m, "cluster_arrived", None)
+    if arrived is None:
+        arrived = m.cluster_arrived = np.zeros(m.n, bool)
+    if "arrive" in mods:
+        if (arrived & act).any():
+            raise Undefined(f"{where}: a thread arrives at the cluster barrier twice without a barrier.cluster.wait")
+        arrived |= act
+        return
+    if "wait" not in mods:
+        raise Unsupported.at(ins, f"{ins.opcode} is not supported by the reference")
+    if (act & ~arrived).any():
+        raise Undefined(f"{where}: barrier.cluster.wait by a thread that has not arrived (undefined)")
+    if (m.alive & ~arrived).any():  # (those threads are not at this wait: the waiters have all arrived)
+        short = int((m.alive & ~arrived).sum())
+        raise Unsupported.at(ins, f"barrier.cluster.wait with {short} live thread(s) not yet arrived and running "
+                                  "elsewhere (that interleaving is not modelled)")
+    arrived &= ~act
+
+
+def multicast(m, f, ins, mask_op, idx: np.ndarray) -> None:
+    """Check the ``ctaMask`` of a ``.multicast::cluster`` copy issued by threads ``idx``: the reference
+    delivers to this CTA (rank 0) only, so the mask must name rank 0 and no rank outside the cluster."""
+    bits, sh = m.read(f, mask_op, "u16", ins)
+    if sh is not None and sh.nonexact()[idx].any():
+        raise Undefined(f"line {ins.loc.line if ins.loc else '?'}: {ins.base} with an undefined ctaMask")
+    size = _cluster(m).size
+    inside = (1 << size) - 1
+    for v in (bits[idx] & np.uint64(0xFFFF)).tolist():
+        if v & ~inside:
+            raise Unsupported.at(ins, f"ctaMask {v:#06x} names CTA rank(s) outside the cluster of {size} CTA(s) "
+                                      "(rank 0 only): not modelled")
+        if not v & 1:
+            raise Unsupported.at(ins, f"ctaMask {v:#06x} names no CTA of the cluster: not modelled")
+
+
+__all__ = ["Cluster", "cluster_of", "check_launch", "h_mapa", "h_barrier", "multicast"]
