@@ -18,8 +18,15 @@ launch attribute, checked on the H100: tests/hw_records/tma_cluster_h100.json). 
   running elsewhere is ``Unsupported`` (that interleaving is not modelled); ``.aligned`` executed by part of a warp is undefined.  Memory ordering
   (``.relaxed``, ``fence.mbarrier_init``) changes nothing in this sequentially consistent model;
 - ``.multicast::cluster`` copies deliver to every CTA their 16-bit ``ctaMask`` names: with rank 0
-  set, to this CTA, as the plain copy does.  A mask naming any rank outside the cluster, or none,
-  is refused (``Unsupported``: what the H100 does with those bits is in the record above).
+  set, to this CTA, as the plain copy does; a mask of 0 delivers nowhere (no bytes, no complete_tx:
+  a wait on the phase never completes).  A mask naming a rank outside the cluster stops the kernel
+  on the H100 (a bulk copy with an unspecified launch failure, a tensor copy with an illegal
+  instruction): ``BadAddress``.
+- what the H100 gives for ``mapa`` (tests/hw_records/tma_cluster_h100.json): the ``.shared::cluster``
+  address of CTA ``r`` is the ``.shared::cta`` address plus ``r << 24`` (in clusters of two CTAs, rank 1's
+  mapa to itself too is ``a + (1 << 24)``, not ``a``), a generic ``mapa.u64`` likewise; in a cluster of
+  one, rank 1 gives ``a + (1 << 24)`` and a load through it stops the kernel.  The reference leaves a
+  rank outside the cluster undefined (the ISA gives no value).
 
 A cluster of more than one CTA is refused at launch (``Unsupported``, ``check_launch``): its CTAs would
 need shared memory, mbarriers and named barriers per CTA, and every shared access (``ld``/``st``,
@@ -35,7 +42,7 @@ import numpy as np
 
 from fuzzptx.ptx.ir import Function
 
-from .errors import Undefined, Unsupported
+from .errors import BadAddress, MissingInput, Undefined, Unsupported
 from .mem_ops import h_bar
 from .values import Shadow
 
@@ -80,15 +87,18 @@ def cluster_of(fn: Function) -> Cluster:
 
 
 def check_launch(fn: Function, grid: tuple[int, int, int]) -> Cluster:
-    """The kernel's cluster, refused unless it is the one CTA the reference runs."""
+    """The kernel's cluster, refused unless it is the one CTA the reference runs (a grid that is no
+    multiple of the cluster is a bad launch, as the driver says)."""
     c = cluster_of(fn)
+    if any(g % d for g, d in zip(grid, c.dims)):
+        raise MissingInput(f"grid {','.join(map(str, grid))} is not a multiple of kernel {fn.name}'s cluster "
+                           f"{','.join(map(str, c.dims))} (.reqnctapercluster): the driver refuses the launch "
+                           "(CUDA_ERROR_INVALID_CLUSTER_SIZE)")
     if c.size > 1:
         shape = ",".join(map(str, c.dims))
         raise Unsupported(f"kernel {fn.name} runs in clusters of {c.size} CTAs (.reqnctapercluster {shape}): the "
                           "reference runs one CTA; several would need per-CTA shared memory, mbarriers and barriers "
                           "and shared accesses routed to each CTA's window (distributed shared memory), not modelled")
-    if any(g % d for g, d in zip(grid, c.dims)):  # unreachable for one CTA; kept for the launch rule
-        raise Unsupported(f"grid {grid} is not a multiple of the cluster {c.dims}")
     return c
 
 
@@ -107,7 +117,8 @@ def h_mapa(m, f, ins, act):
         outside = outside | rsh.nonexact()
     if (outside & act).any():
         m.note(f"line {ins.loc.line if ins.loc else '?'}: mapa to a rank outside the cluster of "
-               f"{_cluster(m).size} CTA(s): the address is undefined")
+               f"{_cluster(m).size} CTA(s): the address is undefined (the H100 gives a + (rank << 24), "
+               "and a load through it stops the kernel)")
         width = 64 if t == "u64" else 32
         bad = Shadow.undef(m.n, width, outside)
         sh = bad if sh is None else Shadow.undef(m.n, width, outside | sh.nonexact())
@@ -148,20 +159,26 @@ def _barrier_cluster(m, ins, act) -> None:
     arrived &= ~act
 
 
-def multicast(m, f, ins, mask_op, idx: np.ndarray) -> None:
-    """Check the ``ctaMask`` of a ``.multicast::cluster`` copy issued by threads ``idx``: the reference
-    delivers to this CTA (rank 0) only, so the mask must name rank 0 and no rank outside the cluster."""
+def multicast(m, f, ins, mask_op, idx: np.ndarray) -> np.ndarray:
+    """Which of the threads ``idx`` issuing a ``.multicast::cluster`` copy deliver it to this CTA, from
+    their ``ctaMask``: rank 0 named, the copy lands here as a plain one does; an empty mask delivers
+    nowhere (no bytes, no complete_tx: the H100 leaves the barrier's phase incomplete).  A mask naming a
+    rank outside the cluster stops the kernel on the H100 (``BadAddress``)."""
     bits, sh = m.read(f, mask_op, "u16", ins)
     if sh is not None and sh.nonexact()[idx].any():
         raise Undefined(f"line {ins.loc.line if ins.loc else '?'}: {ins.base} with an undefined ctaMask")
     size = _cluster(m).size
     inside = (1 << size) - 1
-    for v in (bits[idx] & np.uint64(0xFFFF)).tolist():
+    masks = bits[idx] & np.uint64(0xFFFF)
+    for v in masks.tolist():
         if v & ~inside:
-            raise Unsupported.at(ins, f"ctaMask {v:#06x} names CTA rank(s) outside the cluster of {size} CTA(s) "
-                                      "(rank 0 only): not modelled")
-        if not v & 1:
-            raise Unsupported.at(ins, f"ctaMask {v:#06x} names no CTA of the cluster: not modelled")
+            what = "illegal instruction" if "tensor" in ins.modifiers else "unspecified launch failure"
+            raise BadAddress.at(ins, f"ctaMask {v:#06x} names CTA rank(s) outside the cluster of {size} CTA(s): the "
+                                     f"H100 stops the kernel ({what})")
+    if (masks == 0).any():
+        m.note(f"line {ins.loc.line if ins.loc else '?'}: a multicast copy with ctaMask 0 delivers to no CTA "
+               "(no bytes, no complete_tx)")
+    return (masks & np.uint64(1)).astype(bool)
 
 
 __all__ = ["Cluster", "cluster_of", "check_launch", "h_mapa", "h_barrier", "multicast"]

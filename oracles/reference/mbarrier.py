@@ -193,7 +193,7 @@ def h_cp(m, f, ins, act):
     """cp.async.bulk global -> shared::cluster with mbarrier::complete_tx::bytes (one CTA: its own
     shared memory); the bytes land at once, then complete_tx on the barrier.  ``.multicast::cluster``
     (operand ``ctaMask`` after the barrier) delivers to the CTAs the mask names: here rank 0, the
-    only CTA of the cluster (``cluster.multicast`` refuses any other mask); ``.L2::cache_hint``'s
+    only CTA of the cluster, or none for a mask of 0 (``cluster.multicast``); ``.L2::cache_hint``'s
     policy operand is a hint with no visible effect."""
     op = ins.opcode
     mods = ins.modifiers
@@ -203,8 +203,9 @@ def h_cp(m, f, ins, act):
         raise Unsupported.at(ins, f"{op} is not supported by the reference")
     dst, src, size, bar = ins.operands[:4]
     idx, daddr, _ = _address(m, f, ins, dst, act)
+    here = np.ones(idx.size, bool)
     if "multicast::cluster" in mods:
-        cluster.multicast(m, f, ins, ins.operands[4], idx)
+        here = cluster.multicast(m, f, ins, ins.operands[4], idx)
     _, saddr, _ = _address(m, f, ins, src, act)
     n = _value(m, f, ins, size, "u32", idx)
     _, baddr = _addrs(m, f, ins, bar, act)
@@ -213,6 +214,8 @@ def h_cp(m, f, ins, act):
         nb = int(n[j])
         if nb % 16 or int(daddr[j]) % 16 or int(saddr[j]) % 16:
             raise BadAddress.at(ins, "cp.async.bulk needs 16-byte aligned addresses and a size that is a multiple of 16")
+        if not here[j]:  # a ctaMask naming no CTA: nothing lands, nothing completes
+            continue
         _land_words(m, ins, b, int(saddr[j]), int(daddr[j]), nb)
         b.tx -= nb
         b.async_tx += nb

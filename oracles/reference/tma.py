@@ -27,7 +27,8 @@ kernel's end every group completes; one whose shared-memory read no ``wait_group
 leaves its elements undefined (the CTA's shared memory may be gone before the read).
 
 ``.multicast::cluster`` loads: the reference runs a cluster of one CTA (``cluster``), so a ``ctaMask``
-naming rank 0 delivers the box to this CTA as the plain load does; any other mask is refused.
+naming rank 0 delivers the box to this CTA as the plain load does, a mask of 0 nowhere; a rank outside
+the cluster stops the kernel (``cluster.multicast``, as the H100 does).
 
 Not modelled (``Unsupported``): multicast to other CTAs, ``.im2col``, interleaved maps, an element stride other than 1 in the
 innermost dimension, float reductions.
@@ -233,8 +234,9 @@ def _tensor_load(m, f, ins, act):
     ops = ins.operands
     dst, src, bar = ops[0], ops[1], ops[2]
     idx, daddr, _ = _address(m, f, ins, dst, act)
+    here = np.ones(idx.size, bool)
     if "multicast::cluster" in ins.modifiers:  # [dst], [tmap, {..}], [mbar], ctaMask{, policy}
-        cluster.multicast(m, f, ins, ops[3], idx)
+        here = cluster.multicast(m, f, ins, ops[3], idx)
     maps, coords = _tensor_operand(m, f, ins, src, idx)
     _, baddr = mbarrier._addrs(m, f, ins, bar, act)
     if _dimension(ins) != coords.shape[1]:
@@ -245,6 +247,8 @@ def _tensor_load(m, f, ins, act):
         start = int(daddr[j]) & 0xFFFFFFFF
         _check_shared(ins, tm, start)
         _check_start(ins, tm, coords[j])
+        if not here[j]:  # a ctaMask naming no CTA: nothing lands, nothing completes
+            continue
         b = mbarrier._get(m, ins, int(baddr[j]) & 0xFFFFFFFF)
         box = box_of(tm, tuple(int(c) for c in coords[j]))
         data, undef = _gather(m, ins, tm, box)
