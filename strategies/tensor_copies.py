@@ -13,7 +13,9 @@ words of the first box (``xor``), ``fence.proxy.async``, then one elected thread
 through a second map (same geometry, another buffer holding random data, so unwritten
 out-of-bounds elements are checked too), or reduces it into that buffer (integer ``add``/``min``/
 ``max``), then a ``commit_group`` and a ``wait_group(.read) 0``.  Outputs: the shared tiles word by
-word (``o``), and the stored-to buffer (``r``).
+word (``o``), and the stored-to buffer (``r``).  One legal plan in two issues its loads as
+``.multicast::cluster`` copies in a cluster of one CTA (``CLUSTER_FORMS``, drawn last; the twins draw
+none, so what ``illegal_programs()`` draws is unchanged).
 
 Illegal twins (labelled as ``mainloops`` labels its twins: ptxas accepts, the reference's
 outputs are undefined):
@@ -149,6 +151,8 @@ def copy_plans(draw, *, fault: str | None = None) -> CopyPlan:
         ntid=draw(st.sampled_from((128, 256))), tmap=tm, loads=loads, store=store, reduce=reduce,
         wait_read=draw(st.booleans()),
         xor=draw(st.integers(1, 2**32 - 1)), seed=draw(st.integers(0, 2**31 - 1)), fault=fault)
+    if fault is not None:  # the twins draw what they drew before cluster forms (so do the samples of them)
+        return plan
     # drawn last, so every earlier field of a plan is what it was before cluster forms existed
     form = draw(st.integers(0, 3))
     return replace(plan, cluster=CLUSTER_FORMS[max(form - 1, 0)])

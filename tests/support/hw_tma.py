@@ -18,6 +18,13 @@ of 2) over fresh data, plus drawn plans, and records which forms ran and the NaN
     PYTHONPATH=/tmp/pkg python tests/support/hw_tma.py --tensor --out $OUT/tma_tensor_h100.json
 
 ``--tensor --reexamine RECORD`` judges such a record again with the current reference (no GPU).
+
+``--cluster`` runs clusters and multicast (``CLUSTER_HAND``: hand kernels in a cluster of one judged
+against the reference, probes of what it refuses, clusters of two CTAs checked by hand; tensor plans
+in both cluster forms of strategies/tensor_copies.py), and ``--cluster --reexamine RECORD`` judges
+such a record again from the programs and outputs it keeps:
+
+    PYTHONPATH=/tmp/pkg python tests/support/hw_tma.py --cluster --out $OUT/tma_cluster_h100.json
 """
 from __future__ import annotations
 
