@@ -261,6 +261,12 @@ class Machine:
         self.depth = 0
         self.cur_act = self.all
         self.notes: list[str] = []
+        # threads suspended at a named barrier short of its count (mem_ops.h_bar), and where each
+        # group resumes once the count fills (control.run_function)
+        self.parked: np.ndarray | None = None
+        self.parking: tuple | None = None  # (barrier, threads) just suspended by the running instruction
+        self.parked_at: dict[int, list] = {}  # barrier -> [(frame, block, index, threads, reconvergence)]
+        self.resume: list = []  # groups whose barrier completed, to push on their frame's stack
         self.special = {
             "%tid.x": lin % U64(bx), "%tid.y": (lin // U64(bx)) % U64(by), "%tid.z": lin // U64(bx * by),
             "%ntid.x": np.full(n, bx, np.uint64), "%ntid.y": np.full(n, by, np.uint64),

@@ -172,7 +172,10 @@ def _wait(m, f, ins, act, parity: bool) -> None:
         if done[idx[j]]:
             b.observe()
     stuck = [a for j, a in enumerate(addr.tolist()) if not done[idx[j]]]
-    if stuck and np.array_equal(act, m.alive):
+    others = m.alive & ~act  # threads that could still arrive: neither here nor suspended at a named barrier
+    if m.parked is not None:
+        others &= ~m.parked
+    if stuck and not others.any():
         b = _table(m)[stuck[0]]
         where = f"line {ins.loc.line if ins.loc else '?'}"
         if b.pending == 0 and b.tx + b.async_tx == 0:
