@@ -13,9 +13,10 @@ launch attribute, checked on the H100: tests/hw_records/tma_cluster_h100.json). 
   the ``.shared::cluster`` window a ``.shared::cta`` address names); any other rank names no CTA of the
   cluster: the result is undefined;
 - ``barrier.cluster.arrive(.release|.relaxed)(.aligned)`` / ``wait(.acquire)(.aligned)``: the wait
-  completes once every live thread of the cluster (here: of the CTA) has arrived; arriving twice without
-  a wait between, or waiting without an arrival, is undefined; a wait short of arrivals from threads
-  running elsewhere is ``Unsupported`` (that interleaving is not modelled); ``.aligned`` executed by part of a warp is undefined.  Memory ordering
+  completes once every live thread of the cluster (here: of the CTA) has arrived (phases counted: a
+  thread that arrived in a completed phase passes its wait); arriving twice without a wait between, or
+  waiting without an arrival, is undefined; a wait short of arrivals from threads running elsewhere
+  suspends the waiters until the phase completes (as at a named barrier, ``mem_ops.h_bar``); ``.aligned`` executed by part of a warp is undefined.  Memory ordering
   (``.relaxed``, ``fence.mbarrier_init``) changes nothing in this sequentially consistent model;
 - ``.multicast::cluster`` copies deliver to every CTA their 16-bit ``ctaMask`` names: with rank 0
   set, to this CTA, as the plain copy does; a mask of 0 delivers nowhere (no bytes, no complete_tx:
@@ -42,10 +43,11 @@ import numpy as np
 
 from fuzzptx.ptx.ir import Function
 
-from .errors import BadAddress, MissingInput, Undefined, Unsupported
-from .mem_ops import h_bar
+from .errors import BadAddress, MissingInput, StepLimit, Undefined, Unsupported
+from .mem_ops import h_bar, release
 from .values import Shadow
 
+CLUSTER_BARRIER = -1  # the key of barrier.cluster among the suspended groups (named barriers are 0-15)
 _CLUSTER = re.compile(r"\s*\.reqnctapercluster\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
 
 
@@ -140,23 +142,55 @@ def _barrier_cluster(m, ins, act) -> None:
             part = act[w:w + 32] & m.alive[w:w + 32]
             if part.any() and not np.array_equal(part, m.alive[w:w + 32]):
                 raise Undefined(f"{where}: {ins.opcode} executed by part of warp {w // 32} (.aligned)")
+    # per thread: the cluster barrier phase it arrived in (-1: not arrived since its last wait)
     arrived = getattr(m, "cluster_arrived", None)
     if arrived is None:
-        arrived = m.cluster_arrived = np.zeros(m.n, bool)
+        arrived = m.cluster_arrived = np.full(m.n, -1, np.int64)
+        m.cluster_phase = 0
+    phase = m.cluster_phase
     if "arrive" in mods:
-        if (arrived & act).any():
+        if (act & (arrived >= 0)).any():
             raise Undefined(f"{where}: a thread arrives at the cluster barrier twice without a barrier.cluster.wait")
-        arrived |= act
+        arrived[act] = phase
+        if not (m.alive & (arrived != phase)).any():  # every live thread is in: the phase completes
+            m.cluster_phase = phase + 1
+            for g in m.parked_at.get(CLUSTER_BARRIER, ()):
+                arrived[g[3]] = -1  # the suspended waiters pass their wait
+            release(m, CLUSTER_BARRIER)
         return
     if "wait" not in mods:
         raise Unsupported.at(ins, f"{ins.opcode} is not supported by the reference")
-    if (act & ~arrived).any():
+    if (act & (arrived < 0)).any():
         raise Undefined(f"{where}: barrier.cluster.wait by a thread that has not arrived (undefined)")
-    if (m.alive & ~arrived).any():  # (those threads are not at this wait: the waiters have all arrived)
-        short = int((m.alive & ~arrived).sum())
-        raise Unsupported.at(ins, f"barrier.cluster.wait with {short} live thread(s) not yet arrived and running "
-                                  "elsewhere (that interleaving is not modelled)")
-    arrived &= ~act
+    ready = act & (arrived < phase)
+    arrived[ready] = -1
+    waits = act & ~ready
+    if not waits.any():
+        return
+    # the phase still misses arrivals: these threads wait (suspended as at a named barrier, mem_ops.h_bar)
+    parked = m.parked if m.parked is not None else np.zeros(m.n, bool)
+    missing = m.alive & (arrived != phase) & ~parked
+    if not missing.any():
+        raise StepLimit.at(ins, "hang: barrier.cluster.wait misses arrivals from threads that all wait at barriers")
+    if m.depth:
+        raise Unsupported.at(ins, "barrier.cluster.wait short of arrivals inside a called function (suspending "
+                                  "threads there is not modelled)")
+    m.parked = parked | waits
+    m.parking = (CLUSTER_BARRIER, waits)
+
+
+def exits_complete(m) -> bool:
+    """Threads wait at ``barrier.cluster.wait`` and every other thread has ended without arriving: the
+    wait is for the non-exited threads only, so the phase completes (True: the waiters resume)."""
+    if m.depth or m.parked is None or CLUSTER_BARRIER not in m.parked_at:
+        return False
+    if (m.alive & (m.cluster_arrived != m.cluster_phase)).any():
+        return False
+    m.cluster_phase += 1
+    for g in m.parked_at[CLUSTER_BARRIER]:
+        m.cluster_arrived[g[3]] = -1
+    release(m, CLUSTER_BARRIER)
+    return True
 
 
 def multicast(m, f, ins, mask_op, idx: np.ndarray) -> np.ndarray:
@@ -181,4 +215,5 @@ def multicast(m, f, ins, mask_op, idx: np.ndarray) -> np.ndarray:
     return (masks & np.uint64(1)).astype(bool)
 
 
-__all__ = ["Cluster", "cluster_of", "check_launch", "h_mapa", "h_barrier", "multicast"]
+__all__ = ["CLUSTER_BARRIER", "Cluster", "cluster_of", "check_launch", "exits_complete", "h_mapa", "h_barrier",
+           "multicast"]

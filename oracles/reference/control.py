@@ -210,7 +210,7 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
     f.live = entry_mask.copy()
     # an entry: [block, mask, reconvergence block{, first instruction (a group resuming mid-block)}]
     stack: list[list] = [[0, entry_mask.copy(), None]]
-    while stack or (m.resume and m.depth == 0):
+    while stack or (m.resume and m.depth == 0) or (not stack and cluster.exits_complete(m)):
         if m.resume and m.depth == 0:
             _resume(m, f, stack)
         e = stack[-1]
@@ -297,6 +297,9 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
             raise Unsupported.at(last, f"{base} is not supported")
     if m.depth == 0 and m.parked is not None and m.parked.any():
         bid = next(iter(m.parked_at))
+        if bid < 0:  # cluster.CLUSTER_BARRIER
+            raise StepLimit(f"hang: {int(m.parked.sum())} thread(s) wait at barrier.cluster, whose phase misses "
+                            "arrivals, and every other thread has ended")
         cnt, arrived, _ = m.named_barriers[bid]
         raise StepLimit(f"hang: {int(m.parked.sum())} thread(s) wait at named barrier {bid}, which has {arrived} of "
                         f"its {cnt} arrivals, and every other thread has ended")

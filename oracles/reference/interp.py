@@ -17,8 +17,10 @@ wgmma results are applied when the covering ``wgmma.wait_group`` executes
 Modelling decisions (spec mode):
 - Memory is sequentially consistent in program order, all threads in lockstep: data
   races between threads are not detected (their outcome is taken as the sequential one).
-- Barriers must be reached by every live thread together (or by the stated count);
-  divergent barriers raise ``Unsupported``.
+- Barriers without a count must be reached by every live thread together (divergent ones raise
+  ``Unsupported``); threads at a named barrier short of its count, or at ``barrier.cluster.wait``
+  short of arrivals, while others run elsewhere are suspended until the count fills
+  (``m.parked``; ``control.run_function`` resumes them after the barrier).
 - Value sets propagate through mov/ld/st/cvt/neg/abs/add/sub/mul/fma, packing, and
   sign-bit xor/and; any other operation on a non-exact value gives UNDEF for that thread.
 - ``add``/``sub.f32`` without a rounding modifier fed by an unrounded ``mul.f32`` allows

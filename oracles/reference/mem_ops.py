@@ -273,7 +273,7 @@ def h_bar(m, f, ins, act):
         raise Undefined(f"{where}: {total} threads arrive at barrier {bid}, whose count is {cnt}")
     if total == cnt:
         table.pop(bid, None)
-        _release(m, bid)
+        release(m, bid)
         return
     if "arrive" in ins.modifiers:
         table[bid] = (cnt, total, waiting)
@@ -292,7 +292,7 @@ def h_bar(m, f, ins, act):
     m.parking = (bid, who)
 
 
-def _release(m, bid: int) -> None:
+def release(m, bid: int) -> None:
     """Barrier ``bid`` completed: the threads suspended at it resume (``control._resume``)."""
     groups = m.parked_at.pop(bid, ())
     for g in groups:
