@@ -206,11 +206,16 @@ def test_a_grid_that_is_no_multiple_of_the_cluster_is_a_benign_launch_error():
     assert fault.startswith("load error") and not poisoned
 
 
-def test_the_h100_cluster_record_is_explained_by_the_reference():
+def test_the_h100_cluster_record_is_explained_by_the_reference(tmp_path):
     """tests/hw_records/tma_cluster_h100.json (one device call, hw_tma.py --cluster) judged again by
-    today's reference (--cluster --reexamine): no row unexplained, each probe's fault predicted."""
+    today's reference (--cluster --reexamine, here and now): no row unexplained, each probe's fault
+    predicted; the committed _reexamined.json says the same."""
     run = json.loads((RECORDS / "tma_cluster_h100.json").read_text())
-    again = json.loads((RECORDS / "tma_cluster_h100_reexamined.json").read_text())
+    out = tmp_path / "again.json"
+    assert H.main(["--cluster", "--reexamine", str(RECORDS / "tma_cluster_h100.json"), "--out", str(out)]) == 0
+    again = json.loads(out.read_text())
+    committed = json.loads((RECORDS / "tma_cluster_h100_reexamined.json").read_text())
+    assert committed["verdicts"] == again["verdicts"]
     assert run["device"]["device"].startswith("NVIDIA H100") and run["rejected_by_ptxas"] == []
     assert run["judged"] == 116 and run["judged_with_mismatches"] == 0 and run["hand"] == 16 and run["hand_failed"] == 0
     assert again["rows"] == run["runs"] == 141 and again["unexplained"] == 0
