@@ -40,8 +40,10 @@ _FAULTS = (
     ("LAUNCHTIMEOUT", "timeout"),
 )
 # Errors that leave the context usable (the kernel never ran).
+# A grid that is no multiple of a kernel's .reqnctapercluster is refused at launch (INVALID_CLUSTER_SIZE).
 _BENIGN = ("INVALIDIMAGE", "NOBINARYFORGPU", "NOTFOUND", "INVALIDVALUE", "OUTOFRESOURCES",
-           "INVALIDPTX", "UNSUPPORTEDPTXVERSION", "SHAREDOBJECT", "INVALIDSOURCE")
+           "INVALIDPTX", "UNSUPPORTEDPTXVERSION", "SHAREDOBJECT", "INVALIDSOURCE", "INVALIDCLUSTERSIZE",
+           "CLUSTEROUTOFRESOURCES")
 
 
 @dataclass(frozen=True)

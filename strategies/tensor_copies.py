@@ -13,7 +13,9 @@ words of the first box (``xor``), ``fence.proxy.async``, then one elected thread
 through a second map (same geometry, another buffer holding random data, so unwritten
 out-of-bounds elements are checked too), or reduces it into that buffer (integer ``add``/``min``/
 ``max``), then a ``commit_group`` and a ``wait_group(.read) 0``.  Outputs: the shared tiles word by
-word (``o``), and the stored-to buffer (``r``).
+word (``o``), and the stored-to buffer (``r``).  One legal plan in two issues its loads as
+``.multicast::cluster`` copies in a cluster of one CTA (``CLUSTER_FORMS``, drawn last; the twins draw
+none, so what ``illegal_programs()`` draws is unchanged).
 
 Illegal twins (labelled as ``mainloops`` labels its twins: ptxas accepts, the checker names the
 rule each breaks (``TWIN_RULES``), the reference's outputs are undefined):
@@ -43,6 +45,15 @@ TYPES = {"u8": "u8", "u16": "u16", "f16": "f16", "bf16": "bf16", "u32": "u32", "
 SPAN = {"none": 256, "32B": 32, "64B": 64, "128B": 128}  # most bytes of the box's inner row
 PATTERN = {"none": 128, "32B": 256, "64B": 512, "128B": 1024}  # shared alignment of one box
 MAX_TILE_BYTES = 4096
+# how a plan's loads are issued: "none" plain loads; "implicit" multicast loads with the mask 1 <<
+# %cluster_ctarank in a kernel with no cluster directive (every CTA is then a cluster of one);
+# "explicit" the same under ``.reqnctapercluster 1, 1, 1`` with CUTLASS's cluster handshake
+# (``barrier.cluster.arrive.relaxed.aligned`` / ``wait.aligned`` after the mbarrier inits, one at the
+# end), ``.L2::cache_hint`` on the copies, and a consumer release through ``mapa`` +
+# ``mbarrier.arrive.shared::cluster`` on an empty barrier of the own CTA (as CUTLASS's multicast GEMMs
+# release the stages of the CTAs that multicast to them), whose completed phase every thread then waits for
+CLUSTER_FORMS = ("none", "implicit", "explicit")
+EVICT_NORMAL = 1152921504606846976  # the L2 cache-policy word CUTLASS passes (tests/data/cutlass/*cluster*)
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,11 @@ class CopyPlan:
     xor: int
     seed: int
     fault: str | None = None
+    cluster: str = "none"  # CLUSTER_FORMS: the loads as multicast copies in a cluster of one CTA
+
+    @property
+    def multicast(self) -> bool:
+        return self.cluster != "none"
 
     @property
     def box_bytes(self) -> int:
@@ -135,10 +151,15 @@ def copy_plans(draw, *, fault: str | None = None) -> CopyPlan:
         # a box that overhangs, so counting only its in-bounds bytes comes up short
         last = (aligned(tm.dims[0] - 1, tm.element_bytes),) + tuple(d - 1 for d in tm.dims[1:])
         loads = tuple(c if i else last for i, c in enumerate(loads))
-    return CopyPlan(
+    plan = CopyPlan(
         ntid=draw(st.sampled_from((128, 256))), tmap=tm, loads=loads, store=store, reduce=reduce,
         wait_read=draw(st.booleans()),
         xor=draw(st.integers(1, 2**32 - 1)), seed=draw(st.integers(0, 2**31 - 1)), fault=fault)
+    if fault is not None:  # the twins draw what they drew before cluster forms (so do the samples of them)
+        return plan
+    # drawn last, so every earlier field of a plan is what it was before cluster forms existed
+    form = draw(st.integers(0, 3))
+    return replace(plan, cluster=CLUSTER_FORMS[max(form - 1, 0)])
 
 
 def _regs(lines: list[str], first: int, coords: tuple[int, ...]) -> str:
@@ -163,12 +184,15 @@ def kernel_text(plan: CopyPlan) -> str:
     """The PTX of a plan: ``k(g, o, r, tm, tmo)``."""
     r, B = plan.tmap.rank, plan.box_bytes
     n = len(plan.loads)
+    explicit = plan.cluster == "explicit"
     lines = [
         ".version 8.4", ".target sm_90a", ".address_size 64", "",
         ".visible .entry k(.param .u64 g, .param .u64 o, .param .u64 r, .param .align 64 .b8 tm[128], "
-        ".param .align 64 .b8 tmo[128])", f".reqntid {plan.ntid}", "{",
-        "\t.reg .pred \t%p<8>;", "\t.reg .b32 \t%r<48>;", "\t.reg .b64 \t%rd<12>;",
+        ".param .align 64 .b8 tmo[128])", f".reqntid {plan.ntid}", *([".reqnctapercluster 1, 1, 1"] if explicit else []),
+        "{", "\t.reg .pred \t%p<8>;", "\t.reg .b32 \t%r<48>;", "\t.reg .b64 \t%rd<12>;",
+        *(["\t.reg .b16 \t%rs<2>;"] if plan.multicast else []),
         f"\t.shared .align 1024 .b8 tile[{n * plan.slot}];", f"\t.shared .align 8 .b64 bar[{n}];",
+        *(["\t.shared .align 8 .b64 ebar;"] if explicit else []),
         "\tld.param.u64 \t%rd1, [o];", "\tmov.u32 \t%r1, %tid.x;", "\tmov.u32 \t%r2, tile;",
         "\tshr.u32 \t%r4, %r1, 5;", "\tsetp.eq.u32 \t%p1, %r4, 0;", "\telect.sync \t%r5|%p2, -1;",
         "\tand.pred \t%p3, %p1, %p2;",
@@ -178,7 +202,17 @@ def kernel_text(plan: CopyPlan) -> str:
               "\tmov.u64 \t%rd4, tmo;", "\tcvta.param.u64 \t%rd5, %rd4;"]
     src, dst = "%rd3", "%rd5"
     lines += [f"\t@%p3 mbarrier.init.shared::cta.b64 \t[bar+{8 * i}], 1;" for i in range(n)]
-    lines += ["\tfence.mbarrier_init.release.cluster;", "\tbar.sync \t0;"]
+    if explicit:
+        lines.append("\t@%p3 mbarrier.init.shared::cta.b64 \t[ebar], 1;")
+    lines += ["\tfence.mbarrier_init.release.cluster;"]
+    lines += CLUSTER_SYNC if explicit else ["\tbar.sync \t0;"]
+    mcast, hint = "", ""
+    if plan.multicast:  # the mask of this CTA's rank, as CUTLASS builds it from the cluster layout
+        lines += ["\tmov.u32 \t%r24, %cluster_ctarank;", "\tshl.b32 \t%r25, 1, %r24;", "\tcvt.u16.u32 \t%rs1, %r25;"]
+        mcast = ".multicast::cluster"
+    if explicit:
+        lines.append(f"\tmov.u64 \t%rd8, {EVICT_NORMAL};")
+        hint = ".L2::cache_hint"
     for i, c in enumerate(plan.loads):
         expect = B
         if plan.fault == "short_expect_tx" and i == 0:
@@ -186,8 +220,9 @@ def kernel_text(plan: CopyPlan) -> str:
             expect = inside if inside < B else B - 16
         co = _regs(lines, 30 + 5 * (i % 2), c)
         lines += [f"\t@%p3 mbarrier.arrive.expect_tx.shared::cta.b64 \t_, [bar+{8 * i}], {expect};",
-                  f"\t@%p3 cp.async.bulk.tensor.{r}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-                  f"\t[tile+{i * plan.slot}], [{src}, {{{co}}}], [bar+{8 * i}];"]
+                  f"\t@%p3 cp.async.bulk.tensor.{r}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{mcast}{hint} "
+                  f"\t[tile+{i * plan.slot}], [{src}, {{{co}}}], [bar+{8 * i}]"
+                  f"{', %rs1' if mcast else ''}{', %rd8' if hint else ''};"]
 
     def wait(i: int) -> list[str]:
         return [f"W{i}:", f"\tmbarrier.try_wait.parity.shared::cta.b64 \t%p4, [bar+{8 * i}], 0;", f"\t@!%p4 bra \tW{i};"]
@@ -199,6 +234,10 @@ def kernel_text(plan: CopyPlan) -> str:
                                      "\tadd.s64 \t%rd7, %rd1, %rd6;", "\t@%p5 st.global.u32 \t[%rd7], %r23;"])
     if late:
         lines += wait(n - 1)
+    if explicit:  # the consumer release: the elected thread arrives on the empty barrier through its cluster address
+        lines += ["\tbar.sync \t0;", "\tmov.u32 \t%r26, ebar;", "\tmapa.shared::cluster.u32 \t%r27, %r26, %r24;",
+                  "\t@%p3 mbarrier.arrive.shared::cluster.b64 \t_, [%r27];",
+                  "R0:", "\tmbarrier.try_wait.parity.shared::cta.b64 \t%p6, [ebar], 0;", "\t@!%p6 bra \tR0;"]
     if plan.store is not None:
         lines += ["\tbar.sync \t0;"]
         lines += _words(plan, lambda k: ["\t@%p5 ld.shared.u32 \t%r23, [%r22];", f"\txor.b32 \t%r23, %r23, {plan.xor};",
@@ -214,8 +253,13 @@ def kernel_text(plan: CopyPlan) -> str:
                          f"\t[{dst}, {{{co}}}], [tile];")
         lines += ["\t@%p3 cp.async.bulk.commit_group;",
                   f"\t@%p3 cp.async.bulk.wait_group{'.read' if plan.wait_read else ''} \t0;"]
+    if explicit:  # no CTA leaves while another of its cluster may still reach its shared memory
+        lines += CLUSTER_SYNC
     lines += ["\tret;", "}", ""]
     return "\n".join(lines)
+
+
+CLUSTER_SYNC = ["\tbarrier.cluster.arrive.relaxed.aligned;", "\tbarrier.cluster.wait.aligned;"]
 
 
 def render(plan: CopyPlan) -> Program:
@@ -259,5 +303,5 @@ def fault_of(name: str) -> str:
     return name.removeprefix("tensor_")
 
 
-__all__ = ["CopyPlan", "FAULTS", "aligned", "copy_plans", "tensor_maps", "kernel_text", "render", "tensor_copy_programs",
-           "illegal_tensor_copy_programs", "twin_name", "fault_of", "TWIN_RULES"]
+__all__ = ["CopyPlan", "CLUSTER_FORMS", "FAULTS", "aligned", "copy_plans", "tensor_maps", "kernel_text", "render",
+           "tensor_copy_programs", "illegal_tensor_copy_programs", "twin_name", "fault_of", "TWIN_RULES"]

@@ -312,8 +312,13 @@ def test_unsupported_forms_say_so():
     text = prog.to_ptx().replace(".tile.mbarrier::complete_tx::bytes", ".tile.mbarrier::complete_tx::bytes.multicast::cluster")
     text = text.replace("[%rd3, {%r30, %r31}], [bar];", "[%rd3, {%r30, %r31}], [bar], %rs1;")
     text = text.replace(".reg .pred", ".reg .b16 %rs<2>;\n\t.reg .pred")
-    with pytest.raises(Unsupported, match="multicast"):
-        run_program(Program.from_ptx(text))
+    # multicast runs in the cluster of one CTA (tests/test_tma_cluster.py); to another CTA it is refused
+    with pytest.raises(Unsupported, match="runs one CTA"):
+        run_program(Program.from_ptx(text.replace(".reqntid 128", ".reqntid 128\n.reqnctapercluster 2").replace(
+            "grid=1,1,1", "grid=2,1,1")))
+    with pytest.raises(Unsupported, match="im2col"):
+        run_program(Program.from_ptx(text.replace(".tile.mbarrier", ".im2col.mbarrier").replace(
+            "[bar], %rs1;", "[bar], {%rs1};")))
 
 
 # ---------------------------------------------------------------- the header
@@ -479,11 +484,94 @@ def test_a_producer_arrives_and_the_consumers_sync_on_a_named_barrier():
     assert np.array_equal(np.frombuffer(r.bytes("o"), np.uint32), np.arange(128, dtype=np.uint32))
 
 
-def test_consumers_waiting_before_their_producers_ran_are_not_modelled():
-    """Lockstep branches: the consumers' bar.sync runs while the producers have not arrived and are
-    alive elsewhere; completing it needs an interleaving the reference does not model."""
-    with pytest.raises(Unsupported, match="that interleaving is not modelled"):
-        run_program(named("\tbar.arrive 	1, 256;|\tbar.sync 	1, 256;", consumers_first=True))
+def test_consumers_waiting_before_their_producers_ran_are_suspended_until_the_count_fills():
+    """The consumers' bar.sync runs while the producers have not arrived and are alive elsewhere: the
+    runner suspends the consumers there, runs the producers, and resumes the consumers after the
+    barrier once the producers' bar.arrive fills its count."""
+    r = run_program(named("\tbar.arrive 	1, 256;|\tbar.sync 	1, 256;", consumers_first=True))
+    assert r.undefined is None
+    assert np.array_equal(np.frombuffer(r.bytes("o"), np.uint32), np.arange(128, dtype=np.uint32))
+
+
+def pingpong(rounds: int = 3, consumers_first: bool = True, producers_arrive: bool = True) -> Program:
+    """Warpgroup 0 produces ``rounds`` rounds into one shared buffer (``bar.arrive 1``: full), warpgroup 1
+    sums them (``bar.sync 1``, then ``bar.arrive 2``: empty, which the producers ``bar.sync`` before the
+    next round); each side waits at a barrier the other fills, over and over."""
+    branch = "\t@!%p1 bra \tCONSUMER;\n\tbra.uni \tPRODUCER;" if consumers_first else "\t@%p1 bra \tPRODUCER;\n\tbra.uni \tCONSUMER;"
+    ew = "\tbar.sync \t2, 256;\n"
+    arrive = "\tbar.arrive \t1, 256;\n" if producers_arrive else ""
+    text = f""".version 8.4
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 o)
+.reqntid 256
+{{
+	.reg .pred 	%p<4>;
+	.reg .b32 	%r<16>;
+	.reg .b64 	%rd<6>;
+	.shared .align 16 .b8 buf[512];
+	ld.param.u64 	%rd1, [o];
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r2, buf;
+	and.b32 	%r3, %r1, 127;
+	shl.b32 	%r4, %r3, 2;
+	add.s32 	%r5, %r2, %r4;
+	setp.lt.u32 	%p1, %r1, 128;
+	mov.u32 	%r7, 0;
+	mov.u32 	%r8, 0;
+{branch}
+PRODUCER:
+	mad.lo.u32 	%r9, %r7, 1000, %r1;
+	st.shared.u32 	[%r5], %r9;
+{arrive}	add.u32 	%r7, %r7, 1;
+	setp.lt.u32 	%p2, %r7, {rounds};
+	@!%p2 bra 	DONE;
+{ew}	bra.uni 	PRODUCER;
+CONSUMER:
+	bar.sync 	1, 256;
+	ld.shared.u32 	%r6, [%r5];
+	add.u32 	%r8, %r8, %r6;
+	add.u32 	%r7, %r7, 1;
+	setp.lt.u32 	%p3, %r7, {rounds};
+	@!%p3 bra 	OUT;
+	bar.arrive 	2, 256;
+	bra.uni 	CONSUMER;
+OUT:
+	mul.wide.u32 	%rd2, %r4, 1;
+	add.s64 	%rd3, %rd1, %rd2;
+	st.global.u32 	[%rd3], %r8;
+DONE:
+	ret;
+}}
+"""
+    return Program(parse(text, "pp.ptx"), Launch("k", (1, 1, 1), (256, 1, 1)), (Buffer("o", "u32", 128, "zeros", output=True),), ())
+
+
+
+@pytest.mark.parametrize("consumers_first", [True, False])
+def test_a_producer_consumer_ping_pong_over_two_named_barriers_runs(consumers_first):
+    p = pingpong(3, consumers_first)
+    r = run_program(p)
+    want = sum(i * 1000 + np.arange(128, dtype=np.uint32) for i in range(3))
+    assert r.undefined is None and np.array_equal(np.frombuffer(r.bytes("o"), np.uint32), want)
+    assert compile_ptx(p.to_ptx(), arch="sm_90a").accepted
+
+
+def test_suspended_threads_whose_barrier_never_fills_are_a_hang():
+    """The producers never arrive: once they end, the suspended consumers can never resume; or they
+    wait at their own barrier, which only the suspended consumers could fill."""
+    with pytest.raises(StepLimit, match="hang: 128 thread.s. wait at named barrier 1, which has 128 of its 256 "
+                                        "arrivals, and every other thread has ended"):
+        run_program(named("|\tbar.sync 	1, 256;", consumers_first=True))
+    with pytest.raises(StepLimit, match="hang: barrier 2 waits for 256 threads; 128 can ever arrive"):
+        run_program(pingpong(3, True, producers_arrive=False))
+
+
+def test_a_named_barrier_short_of_its_count_inside_a_called_function_is_not_modelled():
+    text = named("\tbar.arrive 	1, 256;|\tcall.uni 	wait1;", consumers_first=True).to_ptx()
+    text = text.replace(".visible .entry k", ".func wait1()\n{\n\tbar.sync \t1, 256;\n\tret;\n}\n.visible .entry k")
+    with pytest.raises(Unsupported, match="inside a called function"):
+        run_program(Program.from_ptx(text))
 
 
 def test_a_named_barrier_count_not_a_multiple_of_32_is_undefined():

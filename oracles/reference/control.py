@@ -6,6 +6,7 @@ import numpy as np
 from fuzzptx.ptx.ir import CallArgs, Imm, Reg, Sym, Vec
 
 import fuzzptx.oracles.reference.alu as alu
+import fuzzptx.oracles.reference.cluster as cluster
 import fuzzptx.oracles.reference.dispatch as dispatch
 import fuzzptx.oracles.reference.mbarrier as mbarrier
 import fuzzptx.oracles.reference.mem_ops as mem_ops
@@ -24,10 +25,10 @@ HANDLERS = {
     "not": alu.h_logic, "cnot": alu.h_logic, "shl": alu.h_shift, "shr": alu.h_shift, "setp": alu.h_setp,
     "selp": alu.h_selp, "cvt": alu.h_cvt, "cvta": alu.h_cvta, "popc": alu.h_bitcount, "clz": alu.h_bitcount,
     "brev": alu.h_bitcount, "ld": mem_ops.h_ld, "st": mem_ops.h_st, "bar": mem_ops.h_bar,
-    "barrier": mem_ops.h_bar, "fence": mem_ops.h_fence, "membar": mem_ops.h_fence,
+    "barrier": cluster.h_barrier, "fence": mem_ops.h_fence, "membar": mem_ops.h_fence,
     "lop3": alu.h_lop3, "prmt": alu.h_prmt, "sqrt": alu.h_sqrt_rcp, "rcp": alu.h_sqrt_rcp,
     "mbarrier": mbarrier.h_mbarrier, "cp": tma.h_cp, "prefetch": tma.h_prefetch, "elect": mbarrier.h_elect,
-    "setmaxnreg": mbarrier.h_setmaxnreg,
+    "setmaxnreg": mbarrier.h_setmaxnreg, "mapa": cluster.h_mapa,
 }
 NO_DEST = frozenset(("st", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch"))
 
@@ -207,12 +208,17 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
     blocks = info.blocks
     nb = len(blocks)
     f.live = entry_mask.copy()
+    # an entry: [block, mask, reconvergence block{, first instruction (a group resuming mid-block)}]
     stack: list[list] = [[0, entry_mask.copy(), None]]
-    while stack:
+    while stack or (m.resume and m.depth == 0) or (not stack and cluster.exits_complete(m)):
+        if m.resume and m.depth == 0:
+            _resume(m, f, stack)
         e = stack[-1]
-        pc, msk, rpc = e
+        pc, msk, rpc = e[0], e[1], e[2]
         msk &= m.alive
         msk &= f.live
+        if m.parked is not None:
+            msk &= ~m.parked
         m.masks_changed()
         if pc is None or pc == rpc or not msk.any():
             stack.pop()
@@ -228,8 +234,12 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
                             *((loc.file, loc.line) if loc else ()))
         last = instrs[-1] if instrs else None
         body = instrs[:-1] if last is not None and last.base in ("bra", "ret", "exit", "trap", "brx") else instrs
+        ends = body is instrs  # no terminator: falls through
+        items = _segments(info, pc, body)
+        if len(e) > 3:  # resuming after a named barrier: the rest of the block, one instruction at a time
+            items = body[e.pop():]
         full = bool(msk.all())
-        for ins in _segments(info, pc, body):
+        for ins in items:
             if type(ins) is MovRun:
                 exec_mov_run(m, f, ins, m.all if full else msk)
                 continue
@@ -239,13 +249,20 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
                         exec_instr(m, f, one, m.all if full else msk)
                 continue
             exec_instr(m, f, ins, m.all if full else msk)
-            if ins.base in ("call", "exit", "ret"):
+            if ins.base in ("call", "exit", "ret", "bar", "barrier"):
+                if m.parking is not None:  # these threads wait at a named barrier: resume after it
+                    bid, who = m.parking
+                    m.parking = None
+                    at = next(k for k, x in enumerate(instrs) if x is ins) + 1
+                    m.parked_at.setdefault(bid, []).append((f, pc, at, who, rpc))
                 msk &= m.alive
                 msk &= f.live
+                if m.parked is not None:
+                    msk &= ~m.parked
                 m.masks_changed()
                 full = bool(msk.all())
         nxt = pc + 1 if pc + 1 < nb else None
-        if last is None or body is instrs:
+        if last is None or ends:
             e[0] = nxt
             continue
         base = last.base
@@ -278,6 +295,25 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
             raise Undefined(f"line {last.loc.line if last.loc else '?'}: trap")
         else:
             raise Unsupported.at(last, f"{base} is not supported")
+    if m.depth == 0 and m.parked is not None and m.parked.any():
+        bid = next(iter(m.parked_at))
+        if bid < 0:  # cluster.CLUSTER_BARRIER
+            raise StepLimit(f"hang: {int(m.parked.sum())} thread(s) wait at barrier.cluster, whose phase misses "
+                            "arrivals, and every other thread has ended")
+        cnt, arrived, _ = m.named_barriers[bid]
+        raise StepLimit(f"hang: {int(m.parked.sum())} thread(s) wait at named barrier {bid}, which has {arrived} of "
+                        f"its {cnt} arrivals, and every other thread has ended")
+
+
+def _resume(m: Machine, f: Frame, stack: list) -> None:
+    """Push the groups whose named barrier completed (``mem_ops.h_bar``) back on the stack, each at the
+    instruction after its barrier.  A group rejoins its reconvergence block when that block's entry
+    still waits below (covering the group), else it runs on alone to the function's end."""
+    for item in [x for x in m.resume if x[0] is f]:
+        m.resume.remove(item)
+        _, pc, at, who, rpc = item
+        joins = rpc is not None and any(x[0] == rpc and x[2] != rpc and not (who & ~x[1]).any() for x in stack)
+        stack.append([pc, who.copy(), rpc if joins else None, at])
 
 
 def call(m: Machine, f: Frame, ins, act: np.ndarray) -> None:

@@ -17,8 +17,10 @@ wgmma results are applied when the covering ``wgmma.wait_group`` executes
 Modelling decisions (spec mode):
 - Memory is sequentially consistent in program order, all threads in lockstep: data
   races between threads are not detected (their outcome is taken as the sequential one).
-- Barriers must be reached by every live thread together (or by the stated count);
-  divergent barriers raise ``Unsupported``.
+- Barriers without a count must be reached by every live thread together (divergent ones raise
+  ``Unsupported``); threads at a named barrier short of its count, or at ``barrier.cluster.wait``
+  short of arrivals, while others run elsewhere are suspended until the count fills
+  (``m.parked``; ``control.run_function`` resumes them after the barrier).
 - Value sets propagate through mov/ld/st/cvt/neg/abs/add/sub/mul/fma, packing, and
   sign-bit xor/and; any other operation on a non-exact value gives UNDEF for that thread.
 - ``add``/``sub.f32`` without a rounding modifier fed by an unrounded ``mul.f32`` allows
@@ -44,6 +46,7 @@ from fuzzptx.ptx.cfg import build_cfg
 from fuzzptx.ptx.ir import Function, Imm, Instr, Neg, Reg, RegDecl, Scope, Sym, VarDecl, Vec
 from fuzzptx.ptx.smem import shared_layout
 
+import fuzzptx.oracles.reference.cluster as cluster
 import fuzzptx.oracles.reference.fp as fp
 from .errors import MissingInput, Unsupported
 from .memory import CONST_BASE, Memory, Region
@@ -239,6 +242,8 @@ class Machine:
         self.module = program.module
         self.mode = mode
         la = program.launch
+        self.kernel = self.module.function(la.kernel)
+        self.cluster = cluster.check_launch(self.kernel, tuple(la.grid))  # one CTA: refuses a larger cluster
         if tuple(la.grid) != (1, 1, 1):
             raise MissingInput(f"the reference runs one CTA: grid={','.join(map(str, la.grid))} must be 1,1,1")
         bx, by, bz = la.block
@@ -258,18 +263,24 @@ class Machine:
         self.depth = 0
         self.cur_act = self.all
         self.notes: list[str] = []
+        # threads suspended at a named barrier short of its count (mem_ops.h_bar), and where each
+        # group resumes once the count fills (control.run_function)
+        self.parked: np.ndarray | None = None
+        self.parking: tuple | None = None  # (barrier, threads) just suspended by the running instruction
+        self.parked_at: dict[int, list] = {}  # barrier -> [(frame, block, index, threads, reconvergence)]
+        self.resume: list = []  # groups whose barrier completed, to push on their frame's stack
         self.special = {
             "%tid.x": lin % U64(bx), "%tid.y": (lin // U64(bx)) % U64(by), "%tid.z": lin // U64(bx * by),
             "%ntid.x": np.full(n, bx, np.uint64), "%ntid.y": np.full(n, by, np.uint64),
             "%ntid.z": np.full(n, bz, np.uint64), "%laneid": lin % U64(32),
             "%ctaid.x": np.zeros(n, np.uint64), "%ctaid.y": np.zeros(n, np.uint64), "%ctaid.z": np.zeros(n, np.uint64),
             "%nctaid.x": np.ones(n, np.uint64), "%nctaid.y": np.ones(n, np.uint64), "%nctaid.z": np.ones(n, np.uint64),
+            **self.cluster.special(n),
         }
         # %warpid/%nwarpid/%smid/%clock are machine-dependent or volatile: the spec fixes no value.
         self.volatile_special = ("%warpid", "%nwarpid", "%smid", "%nsmid", "%clock", "%clock64", "%globaltimer",
                                  "%gridid", "%lanemask_eq")
         self._imm_cache: dict = {}
-        self.kernel = self.module.function(la.kernel)
         self.mem = Memory()
         self.symbols: dict[str, tuple[str, int]] = {}  # name -> (space, address)
         self.buffers: dict[str, Region] = {}

@@ -16,9 +16,9 @@ as on hardware.  A failing parity wait once the barrier has completed a phase is
 before that completion (nothing in this model orders it after), it returns at once and its reads
 race the copy, so the run's outcome is undefined rather than a certain hang.
 
-Tensor copies, bulk stores and their groups are ``tma``'s, ``cp.async`` is ``cp_async``'s.  Not
-modelled (``Unsupported``): multicast, the cluster scope beyond one CTA, mbarrier state read as
-data.
+Tensor copies, bulk stores and their groups are ``tma``'s, ``cp.async`` is ``cp_async``'s; the
+cluster (one CTA) and multicast masks are ``cluster``'s.  Not modelled (``Unsupported``): multicast to
+other CTAs, clusters of more than one CTA, mbarrier state read as data.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ import numpy as np
 
 from fuzzptx.ptx.ir import Addr, Imm, Reg, Sym
 
+import fuzzptx.oracles.reference.cluster as cluster
 from .errors import BadAddress, StepLimit, Undefined, Unsupported
 from .mem_ops import _address
 from .values import U64, Shadow
@@ -171,7 +172,10 @@ def _wait(m, f, ins, act, parity: bool) -> None:
         if done[idx[j]]:
             b.observe()
     stuck = [a for j, a in enumerate(addr.tolist()) if not done[idx[j]]]
-    if stuck and np.array_equal(act, m.alive):
+    others = m.alive & ~act  # threads that could still arrive: neither here nor suspended at a named barrier
+    if m.parked is not None:
+        others &= ~m.parked
+    if stuck and not others.any():
         b = _table(m)[stuck[0]]
         where = f"line {ins.loc.line if ins.loc else '?'}"
         if b.pending == 0 and b.tx + b.async_tx == 0:
@@ -190,13 +194,21 @@ def _wait(m, f, ins, act, parity: bool) -> None:
 
 def h_cp(m, f, ins, act):
     """cp.async.bulk global -> shared::cluster with mbarrier::complete_tx::bytes (one CTA: its own
-    shared memory); the bytes land at once, then complete_tx on the barrier."""
+    shared memory); the bytes land at once, then complete_tx on the barrier.  ``.multicast::cluster``
+    (operand ``ctaMask`` after the barrier) delivers to the CTAs the mask names: here rank 0, the
+    only CTA of the cluster, or none for a mask of 0 (``cluster.multicast``); ``.L2::cache_hint``'s
+    policy operand is a hint with no visible effect."""
     op = ins.opcode
+    mods = ins.modifiers
+    nops = 4 + ("multicast::cluster" in mods) + ("L2::cache_hint" in mods)
     if not op.startswith("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes") or \
-            ".multicast" in op or len(ins.operands) != 4:
+            len(ins.operands) != nops:
         raise Unsupported.at(ins, f"{op} is not supported by the reference")
-    dst, src, size, bar = ins.operands
+    dst, src, size, bar = ins.operands[:4]
     idx, daddr, _ = _address(m, f, ins, dst, act)
+    here = np.ones(idx.size, bool)
+    if "multicast::cluster" in mods:
+        here = cluster.multicast(m, f, ins, ins.operands[4], idx)
     _, saddr, _ = _address(m, f, ins, src, act)
     n = _value(m, f, ins, size, "u32", idx)
     _, baddr = _addrs(m, f, ins, bar, act)
@@ -205,6 +217,8 @@ def h_cp(m, f, ins, act):
         nb = int(n[j])
         if nb % 16 or int(daddr[j]) % 16 or int(saddr[j]) % 16:
             raise BadAddress.at(ins, "cp.async.bulk needs 16-byte aligned addresses and a size that is a multiple of 16")
+        if not here[j]:  # a ctaMask naming no CTA: nothing lands, nothing completes
+            continue
         _land_words(m, ins, b, int(saddr[j]), int(daddr[j]), nb)
         b.tx -= nb
         b.async_tx += nb

@@ -243,8 +243,10 @@ def h_bar(m, f, ins, act):
     (without ``b``: every live thread of the CTA) have arrived.  Threads run in lockstep here, so the
     threads at a ``bar.sync`` arrive together, joined by earlier ``bar.arrive`` threads of the same
     barrier (a producer warpgroup signalling consumers).  ``b`` not a multiple of 32, or more threads
-    than ``b``, is undefined; a barrier short of ``b`` while every live thread is at it (or has
-    arrived) is a hang; short while others run elsewhere, the interleaving is not modelled."""
+    than ``b``, is undefined; a barrier short of ``b`` while every live thread is at it or waits at a
+    barrier is a hang; short while others run elsewhere, the threads at the ``bar.sync`` are suspended
+    (``m.parking``: the runner takes them off its masks) until later arrivals fill the count, then
+    resume after it (consumers that reach their ``bar.sync`` before the producers' ``bar.arrive``)."""
     ops = ins.operands
     n = int(act.sum())
     if len(ops) < 2:
@@ -271,14 +273,33 @@ def h_bar(m, f, ins, act):
         raise Undefined(f"{where}: {total} threads arrive at barrier {bid}, whose count is {cnt}")
     if total == cnt:
         table.pop(bid, None)
+        release(m, bid)
         return
     if "arrive" in ins.modifiers:
-        table[bid] = (cnt, total, False)
+        table[bid] = (cnt, total, waiting)
         return
-    if np.array_equal(act, m.alive):
+    parked = m.parked if m.parked is not None else np.zeros(m.n, bool)
+    if not (m.alive & ~act & ~parked).any():
         raise StepLimit.at(ins, f"hang: barrier {bid} waits for {cnt} threads; {total} can ever arrive")
-    raise Unsupported.at(ins, f"barrier {bid} (count {cnt}) reached by {n} threads while other live threads run "
-                              "elsewhere (that interleaving is not modelled)")
+    if m.depth:
+        raise Unsupported.at(ins, f"barrier {bid} (count {cnt}) reached by {n} threads inside a called function while "
+                                  "other live threads run elsewhere (suspending them there is not modelled)")
+    # short of the count while other threads run elsewhere: these threads wait (control.run_function
+    # suspends them here and resumes them after the barrier once later arrivals fill the count)
+    table[bid] = (cnt, total, True)
+    who = act.copy()
+    m.parked = parked | who
+    m.parking = (bid, who)
+
+
+def release(m, bid: int) -> None:
+    """Barrier ``bid`` completed: the threads suspended at it resume (``control._resume``)."""
+    groups = m.parked_at.pop(bid, ())
+    for g in groups:
+        m.parked &= ~g[3]
+        m.resume.append(g)
+    if m.parked is not None and not m.parked.any():
+        m.parked = None
 
 
 def h_fence(m, f, ins, act):

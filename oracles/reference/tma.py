@@ -26,8 +26,11 @@ and the read's completion (the async read may see either).  Until the covering
 kernel's end every group completes; one whose shared-memory read no ``wait_group.read`` covered
 leaves its elements undefined (the CTA's shared memory may be gone before the read).
 
-Not modelled (``Unsupported``): ``.multicast::cluster`` (the reference and the GPU harness run one
-CTA, no cluster launch), ``.im2col``, interleaved maps, an element stride other than 1 in the
+``.multicast::cluster`` loads: the reference runs a cluster of one CTA (``cluster``), so a ``ctaMask``
+naming rank 0 delivers the box to this CTA as the plain load does, a mask of 0 nowhere; a rank outside
+the cluster stops the kernel (``cluster.multicast``, as the H100 does).
+
+Not modelled (``Unsupported``): multicast to other CTAs, ``.im2col``, interleaved maps, an element stride other than 1 in the
 innermost dimension, float reductions.
 """
 from __future__ import annotations
@@ -40,6 +43,7 @@ from fuzzptx.isa.layouts import ROW_BYTES, SWIZZLES
 from fuzzptx.program import TensorMap
 from fuzzptx.ptx.ir import Imm, Sym, TensorAddr
 
+import fuzzptx.oracles.reference.cluster as cluster
 import fuzzptx.oracles.reference.cp_async as cp_async
 import fuzzptx.oracles.reference.mbarrier as mbarrier
 from .errors import BadAddress, Undefined, Unsupported
@@ -210,8 +214,6 @@ def h_cp(m, f, ins, act):
     if op.startswith("cp.async.bulk.tensor") or op.startswith("cp.reduce.async.bulk.tensor"):
         if "im2col" in mods or any(x.startswith("im2col") for x in mods):
             raise Unsupported.at(ins, "im2col tensor copies are not modelled")
-        if any(x.startswith("multicast") for x in mods):
-            raise Unsupported.at(ins, "multicast tensor copies need a cluster: the reference runs one CTA")
         if mods[0] == "reduce" or mods[4] == "global":
             return _tensor_store(m, f, ins, act)
         return _tensor_load(m, f, ins, act)
@@ -232,6 +234,9 @@ def _tensor_load(m, f, ins, act):
     ops = ins.operands
     dst, src, bar = ops[0], ops[1], ops[2]
     idx, daddr, _ = _address(m, f, ins, dst, act)
+    here = np.ones(idx.size, bool)
+    if "multicast::cluster" in ins.modifiers:  # [dst], [tmap, {..}], [mbar], ctaMask{, policy}
+        here = cluster.multicast(m, f, ins, ops[3], idx)
     maps, coords = _tensor_operand(m, f, ins, src, idx)
     _, baddr = mbarrier._addrs(m, f, ins, bar, act)
     if _dimension(ins) != coords.shape[1]:
@@ -242,6 +247,8 @@ def _tensor_load(m, f, ins, act):
         start = int(daddr[j]) & 0xFFFFFFFF
         _check_shared(ins, tm, start)
         _check_start(ins, tm, coords[j])
+        if not here[j]:  # a ctaMask naming no CTA: nothing lands, nothing completes
+            continue
         b = mbarrier._get(m, ins, int(baddr[j]) & 0xFFFFFFFF)
         box = box_of(tm, tuple(int(c) for c in coords[j]))
         data, undef = _gather(m, ins, tm, box)

@@ -18,6 +18,13 @@ of 2) over fresh data, plus drawn plans, and records which forms ran and the NaN
     PYTHONPATH=/tmp/pkg python tests/support/hw_tma.py --tensor --out $OUT/tma_tensor_h100.json
 
 ``--tensor --reexamine RECORD`` judges such a record again with the current reference (no GPU).
+
+``--cluster`` runs clusters and multicast (``CLUSTER_HAND``: hand kernels in a cluster of one judged
+against the reference, probes of what it refuses, clusters of two CTAs checked by hand; tensor plans
+in both cluster forms of strategies/tensor_copies.py), and ``--cluster --reexamine RECORD`` judges
+such a record again from the programs and outputs it keeps:
+
+    PYTHONPATH=/tmp/pkg python tests/support/hw_tma.py --cluster --out $OUT/tma_cluster_h100.json
 """
 from __future__ import annotations
 
@@ -464,14 +471,391 @@ def reexamine(args) -> int:
     return 0 if unexplained == 0 else 1
 
 
+# ---------------------------------------------------------------- clusters and multicast (--cluster)
+
+# One kernel shape for the hand-written cluster programs: rank 0's elected thread multicasts 512 bytes
+# of ``a`` (a bulk copy, ``mask``) to the CTAs of its cluster, each CTA waits on its own barrier (at most
+# ``SPIN`` test_waits, so a copy that never lands cannot hang the GPU), reads its buffer through the
+# ``.shared::cluster`` address of CTA ``peer`` (mapa) and writes it to o[ctaid.x * 128 + tid]; o2 gets
+# 16 words per thread: the cluster registers, mapa's results and whether the wait completed.
+CLUSTER_HEAD = """.version 8.4
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 a, .param .u64 o, .param .u64 o2)
+.reqntid 128
+{directives}{{
+	.reg .pred 	%p<10>;
+	.reg .b16 	%rs<4>;
+	.reg .b32 	%r<64>;
+	.reg .b64 	%rd<20>;
+	.shared .align 128 .b8 buf[512];
+	.shared .align 8 .b64 bar;
+	ld.param.u64 	%rd1, [a];
+	ld.param.u64 	%rd2, [o];
+	ld.param.u64 	%rd3, [o2];
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r2, buf;
+	mov.u32 	%r3, bar;
+	shr.u32 	%r4, %r1, 5;
+	setp.eq.u32 	%p1, %r4, 0;
+	elect.sync 	%r5|%p2, -1;
+	and.pred 	%p3, %p1, %p2;
+	mov.u32 	%r10, %cluster_ctarank;
+	mov.u32 	%r40, %ctaid.x;
+	setp.eq.u32 	%p7, %r10, 0;
+	and.pred 	%p8, %p3, %p7;
+	{peer}
+	@%p3 mbarrier.init.shared::cta.b64 	[%r3], 1;
+	fence.mbarrier_init.release.cluster;
+	barrier.cluster.arrive.relaxed.aligned;
+	barrier.cluster.wait.aligned;
+	@%p3 mbarrier.arrive.expect_tx.shared::cta.b64 	_, [%r3], 512;
+	mov.u16 	%rs1, {mask};
+	@%p8 cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster 	[%r2], [%rd1], 512, [%r3], %rs1;
+	mov.u32 	%r30, 0;
+SPIN:
+	mbarrier.test_wait.parity.shared::cta.b64 	%p4, [%r3], 0;
+	@%p4 bra 	DONE;
+	add.u32 	%r30, %r30, 1;
+	setp.lt.u32 	%p6, %r30, {spin};
+	@%p6 bra 	SPIN;
+DONE:
+	selp.u32 	%r31, 1, 0, %p4;
+	barrier.cluster.arrive.aligned;
+	barrier.cluster.wait.aligned;
+	shl.b32 	%r6, %r1, 2;
+	mapa.shared::cluster.u32 	%r7, %r2, %r12;
+	add.s32 	%r8, %r7, %r6;
+	{load}
+	mad.lo.u32 	%r41, %r40, 128, %r1;
+	mul.wide.u32 	%rd4, %r41, 4;
+	add.s64 	%rd5, %rd2, %rd4;
+	st.global.u32 	[%rd5], %r9;
+	mapa.shared::cluster.u32 	%r11, %r2, %r10;
+	cvt.u64.u32 	%rd9, %r2;
+	cvta.shared.u64 	%rd10, %rd9;
+	mapa.u64 	%rd11, %rd10, %r12;
+	cvt.u64.u32 	%rd12, %r6;
+	add.s64 	%rd13, %rd11, %rd12;
+	{gload}
+	sub.s64 	%rd14, %rd11, %rd10;
+	mov.b64 	{{%r43, %r44}}, %rd14;
+	mov.u32 	%r13, %cluster_nctarank;
+	mov.u32 	%r14, %clusterid.x;
+	mov.u32 	%r15, %cluster_ctaid.x;
+	mov.u32 	%r16, %cluster_nctaid.x;
+	mov.pred 	%p5, %is_explicit_cluster;
+	selp.u32 	%r17, 1, 0, %p5;
+	mov.u32 	%r18, %nclusterid.x;
+	mov.u32 	%r19, %cluster_ctaid.y;
+	mov.u32 	%r20, %cluster_nctaid.y;
+	mov.u32 	%r21, %nclusterid.y;
+	mul.wide.u32 	%rd6, %r41, 64;
+	add.s64 	%rd7, %rd3, %rd6;
+	st.global.v4.u32 	[%rd7], {{%r10, %r13, %r14, %r15}};
+	st.global.v4.u32 	[%rd7+16], {{%r16, %r17, %r18, %r11}};
+	st.global.v4.u32 	[%rd7+32], {{%r31, %r7, %r19, %r20}};
+	st.global.v4.u32 	[%rd7+48], {{%r42, %r43, %r44, %r21}};
+	barrier.cluster.arrive.release.aligned;
+	barrier.cluster.wait.acquire.aligned;
+	ret;
+}}
+"""
+SPIN = 200000
+RC11 = ".reqnctapercluster 1, 1, 1\n"
+SAME = "mov.u32 \t%r12, %r10;"  # mapa to the own rank
+OTHER = "xor.b32 \t%r12, %r10, 1;"  # mapa to rank ^ 1 (the other CTA of a pair; outside a cluster of one)
+
+# name -> (directives, mask, peer, grid, what, loads through mapa's addresses): "judged" rows are compared with the reference; "probe"
+# rows ask the H100 what the reference refuses; "hand" rows (clusters of two CTAs, which the reference
+# refuses) are checked against what the ISA says (``_hand_check``)
+CLUSTER_HAND = {
+    "cluster1-explicit": (RC11, 1, SAME, 1, "judged"),
+    "cluster1-explicitcluster-directive": (".explicitcluster\n" + RC11, 1, SAME, 1, "judged"),
+    "cluster1-implicit": ("", 1, SAME, 1, "judged"),
+    "cluster1-mask-0x3": (RC11, 3, SAME, 1, "probe"),
+    "cluster1-mask-0x2": (RC11, 2, SAME, 1, "probe"),
+    "cluster1-mask-0x0": (RC11, 0, SAME, 1, "probe"),
+    "cluster1-mask-0xffff": (RC11, 0xFFFF, SAME, 1, "probe"),
+    "cluster1-mapa-rank1-value": (RC11, 1, OTHER, 1, "probe", False),
+    "cluster1-mapa-rank1-load": (RC11, 1, OTHER, 1, "probe"),
+    "explicitcluster-without-dims": (".explicitcluster\n", 1, SAME, 1, "probe"),
+    "cluster2-multicast-dsmem": (".reqnctapercluster 2, 1, 1\n", 3, OTHER, 2, "hand"),
+    "cluster2-multicast-grid4": (".reqnctapercluster 2, 1, 1\n", 3, OTHER, 4, "hand"),
+    "cluster2-grid3": (".reqnctapercluster 2, 1, 1\n", 3, OTHER, 3, "probe"),
+}
+
+
+def cluster_hand_program(name: str, seed: int) -> Program:
+    directives, mask, peer, grid, _, *deref = CLUSTER_HAND[name]
+    load = ("ld.shared::cluster.u32 \t%r9, [%r8];", "ld.u32 \t%r42, [%rd13];") if deref in ([], [True]) else \
+        ("mov.u32 \t%r9, 0;", "mov.u32 \t%r42, 0;")
+    text = CLUSTER_HEAD.format(directives=directives, mask=mask, peer=peer, spin=SPIN, load=load[0], gload=load[1])
+    bufs = (Buffer("a", "u32", 128, "random", seed), Buffer("o", "u32", 128 * grid, "zeros", output=True),
+            Buffer("o2", "u32", 16 * 128 * grid, "zeros", output=True))
+    return Program(parse(text, f"{name}.ptx"), Launch("k", (grid, 1, 1), (128, 1, 1)), bufs, ())
+
+
+def _hand_check(name: str, program: Program, outputs: dict[str, bytes]) -> list[str]:
+    """What a cluster of two CTAs must give by the ISA: every CTA holds ``a`` (multicast to ranks 0 and
+    1), reads it from its peer's shared memory too (mapa), and sees its rank, 2 CTAs, its cluster index
+    (ctaid.x // 2) and an explicit cluster.  Returns the differences (an empty list: it holds)."""
+    import numpy as np
+    from fuzzptx.data import buffer_bytes
+    grid = program.launch.grid[0]
+    a = buffer_bytes(program.buffers[0]).view(np.uint32)
+    o = np.frombuffer(outputs["o"], np.uint32).reshape(grid, 128)
+    o2 = np.frombuffer(outputs["o2"], np.uint32).reshape(grid, 128, 16)
+    bad = []
+    for c in range(grid):
+        if not np.array_equal(o[c], a):
+            bad.append(f"CTA {c}: o (its peer's buffer through mapa) is not a")
+        if not np.array_equal(o2[c, :, 12], a):
+            bad.append(f"CTA {c}: the generic mapa load is not a")
+        want = {0: c % 2, 1: 2, 2: c // 2, 3: c % 2, 4: 2, 5: 1, 6: grid // 2, 8: 1, 10: 0, 11: 1, 15: 1}
+        for k, v in want.items():
+            got = set(o2[c, :, k].tolist())
+            if got != {v}:
+                bad.append(f"CTA {c}: word {k} is {sorted(got)[:4]}, want {v}")
+    return bad
+
+
+def cluster_tensor_plans(drawn: int, seed: int) -> list[tuple[str, object]]:
+    """(name, CopyPlan) of the tensor-map multicast forms: fixed grid forms in both cluster forms, then
+    drawn plans (those drawn without a cluster form get one, alternately)."""
+    import dataclasses
+    out = []
+    keep = ("load-store-f16-128B-2d", "load-store-u32-none-3d", "load-store-u8-64B-1d", "nan-fill-f32-128B",
+            "reduce-inside-add-u32", "inner-row-under-span-f16-64B")
+    grid = dict(tensor_grid())
+    for k in keep:
+        for form in tc.CLUSTER_FORMS[1:]:
+            out.append((f"{k}-{form}", dataclasses.replace(grid[k], cluster=form)))
+    for i, plan in enumerate(drawn_plans(drawn, seed)):
+        if not plan.multicast:
+            plan = dataclasses.replace(plan, cluster=tc.CLUSTER_FORMS[1 + i % 2])
+        out.append((f"drawn-{i}", plan))
+    return out
+
+
+def _tensor_mask_probe(plan) -> Program:
+    """A tensor multicast whose ctaMask is 0x3 (rank 0 and a rank the cluster of one does not have)."""
+    import dataclasses
+    text = tc.kernel_text(plan)
+    assert "shl.b32 \t%r25, 1, %r24;" in text
+    module = parse(text.replace("shl.b32 \t%r25, 1, %r24;", "mov.u32 \t%r25, 3;"), "tensor-mask-0x3.ptx")
+    return dataclasses.replace(tc.render(plan), module=module)
+
+
+def _pack(data: bytes) -> str:
+    import base64
+    import zlib
+    return base64.b64encode(zlib.compress(data, 9)).decode()
+
+
+def unpack(text: str) -> bytes:
+    """The bytes ``_pack`` stored (programs and outputs in a --cluster record)."""
+    import base64
+    import zlib
+    return zlib.decompress(base64.b64decode(text))
+
+
+def _opcodes(program: Program) -> set[str]:
+    return {i.opcode for fn in program.module.functions() for i in fn.instructions()}
+
+
+CLUSTER_OPCODES = ("mapa", "barrier.cluster", "multicast::cluster", "shared::cluster.b64", "ld.shared::cluster",
+                   "fence.mbarrier_init", "L2::cache_hint")
+
+
+def cluster_main(args) -> int:
+    import dataclasses
+    import hashlib
+    from collections import Counter
+    base = int(time.time())
+    cases = []  # (name, kind, program, plan or None)
+    for r in range(args.rounds):
+        for name, (_, _, _, _, kind, *_) in CLUSTER_HAND.items():
+            if r and kind == "probe":
+                continue  # probes once
+            cases.append((name if not r else f"{name}#{r}", kind, cluster_hand_program(name, base + r), None))
+    for name, plan in cluster_tensor_plans(args.drawn, base):
+        plan = dataclasses.replace(plan, seed=base + 2000 + len(cases))
+        cases.append((f"tensor-{name}", "judged", tc.render(plan), plan))
+    probe_plan = dict(tensor_grid())["load-store-u32-none-3d"]
+    cases.append(("tensor-mask-0x3", "probe", _tensor_mask_probe(dataclasses.replace(probe_plan, cluster="implicit",
+                                                                                     seed=base)), None))
+    rejected, refs = [], []
+    for name, _, p, _ in cases:
+        res = compile_ptx(p.to_ptx())
+        if not res.accepted:
+            rejected.append({"case": name, "stderr": res.stderr[:400]})
+    for _, _, p, _ in cases:
+        try:
+            refs.append(run_program(p))
+        except Exception as exc:  # recorded: a form the reference refuses
+            refs.append(f"{type(exc).__name__}: {exc}")
+    if args.dry_run:
+        hw, info = [None] * len(cases), {"dry_run": True}
+    else:
+        hw, info = run_programs_on_gpu([(p, None, None) for _, _, p, _ in cases])
+    rows, ran = [], Counter()
+    counts = Counter()
+    for (name, kind, p, plan), ref, h in zip(cases, refs, hw):
+        fault = h.fault if h is not None else None
+        outputs = h.outputs if h is not None and not fault else {}
+        row = {"case": name, "kind": kind, "fault": fault,
+               "reference": ref if isinstance(ref, str) else (ref.undefined or "ran"),
+               "notes": [] if isinstance(ref, str) else list(ref.notes), "program_z": _pack(p.to_ptx().encode())}
+        counts["runs"] += 1
+        counts["faults"] += fault is not None
+        if kind == "judged":
+            counts["judged"] += 1
+            if isinstance(ref, str):
+                counts["judged_refused_by_reference"] += 1
+                row["verdict"] = "reference refused"
+            elif h is None:
+                row["verdict"] = "dry run"
+            elif fault:
+                counts["judged_faults"] += 1
+                row["verdict"] = "GPU fault"
+            else:
+                mm = compare(p, ref, h.outputs)
+                counts["judged_with_mismatches"] += bool(mm)
+                row["mismatches"] = [str(x) for x in mm[:8]]
+                row["verdict"] = "mismatch" if mm else "agrees"
+        elif kind == "hand":
+            counts["hand"] += 1
+            bad = _hand_check(name.split("#")[0], p, outputs) if outputs else ([fault] if fault else [])
+            counts["hand_failed"] += bool(bad) and h is not None
+            row["hand_check"] = bad[:8] if h is not None else "dry run"
+            row["verdict"] = "hand check holds" if h is not None and not bad else ("dry run" if h is None else "hand check fails")
+        else:
+            counts["probe_runs"] += 1
+            row["verdict"] = "probe"
+        if kind != "judged" or plan is None:  # small outputs: kept whole, to judge again offline
+            row["outputs_z"] = {k: _pack(v) for k, v in outputs.items()}
+        else:
+            row["outputs_sha256"] = {k: hashlib.sha256(v).hexdigest() for k, v in outputs.items()}
+            row["forms"] = _forms(plan) + [f"cluster={plan.cluster}"]
+        if h is not None and not fault:
+            for op in _opcodes(p):
+                for key in CLUSTER_OPCODES:
+                    if key in op:
+                        ran[op] += 1
+        rows.append(row)
+    unexplained = counts["judged_with_mismatches"] + counts["judged_faults"] + counts["hand_failed"]
+    record = {
+        "what": "issue 27: clusters and multicast TMA on the H100 against the reference (a cluster of one CTA), "
+                "hardware probes of what the reference refuses, and clusters of two CTAs checked by hand",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": "PYTHONPATH=/tmp/pkg python tests/support/hw_tma.py --cluster --out $OUT/tma_cluster_h100.json",
+        "device": info, "ptxas": ptxas_version(), "python": platform.python_version(),
+        **dict(counts), "rejected_by_ptxas": rejected, "unexplained": unexplained,
+        "cluster_instructions_run_without_fault": dict(sorted(ran.items())),
+        "probes": {r["case"]: {"fault": r["fault"], "reference": r["reference"],
+                               "o2_words_of_thread_0": _words0(r)} for r in rows if r["kind"] == "probe"},
+        "results": rows,
+    }
+    with open(args.out, "w") as fh:
+        json.dump(record, fh, indent=1)
+    print(json.dumps({k: record[k] for k in ("device", "unexplained", "rejected_by_ptxas", "probes")
+                      } | dict(counts), indent=1))
+    print(json.dumps([{k: r.get(k) for k in ("case", "verdict", "fault", "reference", "mismatches", "hand_check")}
+                      for r in rows if r["verdict"] not in ("agrees", "hand check holds", "probe", "dry run")][:12]))
+    return 0 if not (unexplained or rejected) else 1
+
+
+def _words0(row) -> list[int] | None:
+    """The 16 o2 words of thread 0 (the hand kernels' cluster registers) and o[0], where recorded."""
+    import numpy as np
+    z = row.get("outputs_z") or {}
+    if "o2" not in z:
+        return None
+    return np.frombuffer(unpack(z["o2"]), np.uint32)[:16].tolist() + np.frombuffer(unpack(z["o"]), np.uint32)[:1].tolist()
+
+
+def cluster_reexamine(args) -> int:
+    """Judge a recorded ``--cluster`` run again with the current reference (no GPU): every program is
+    rebuilt from the record (``program_z``); a fault is explained when the reference now predicts it
+    (``BadAddress``), refuses the launch the driver refused, or leaves the run undefined; outputs kept
+    whole (``outputs_z``) are compared again, and so are hashed ones where every element of the
+    reference's outputs is defined (else the run's own comparison stands); the hand rows are checked
+    again."""
+    import hashlib
+    from collections import Counter
+    import numpy as np
+    from fuzzptx.oracles.reference.values import UNDEF
+    with open(args.reexamine) as fh:
+        rec = json.load(fh)
+    counts, rows = Counter(), []
+    for r in rec["results"]:
+        p = Program.from_ptx(unpack(r["program_z"]).decode(), r["case"] + ".ptx")
+        try:
+            ref, err = run_program(p), None
+        except Exception as exc:  # BadAddress: a predicted fault; Unsupported: refused
+            ref, err = None, f"{type(exc).__name__}: {exc}"
+        fault = r["fault"]
+        if r["kind"] == "hand":
+            outs = {k: unpack(v) for k, v in r["outputs_z"].items()}
+            bad = _hand_check(r["case"].split("#")[0], p, outs) if outs else [fault]
+            verdict = "hand check holds" if not bad else "hand check fails"
+        elif fault is not None:
+            if err and err.startswith("BadAddress"):
+                verdict = "fault predicted"
+            elif fault.startswith("load error") and "CLUSTER_SIZE" in fault and err and err.startswith(("Unsupported", "MissingInput")):
+                verdict = "launch refused by the driver and by the reference"
+            elif ref is not None and ref.undefined:
+                verdict = "fault where the reference says undefined"
+            else:
+                verdict = "fault NOT explained"
+        elif err is not None and err.startswith("StepLimit") and "outputs_z" in r and \
+                not np.frombuffer(unpack(r["outputs_z"]["o2"]), np.uint32)[8::16].any():
+            # the hand kernels' word 8: whether the bounded test_wait loop saw the phase complete
+            verdict = "hang predicted: the GPU's bounded wait gave up, the phase never completed"
+        elif err is not None:
+            verdict = f"reference refuses what the GPU ran: {err[:160]}"
+        elif "outputs_z" in r:
+            mm = compare(p, ref, {k: unpack(v) for k, v in r["outputs_z"].items()})
+            verdict = "agrees" if not mm else "mismatch"
+            r = dict(r, mismatches=[str(x) for x in mm[:8]])
+        elif all((ref.outputs[k].kind != UNDEF).all() for k in r["outputs_sha256"]) and not ref.undefined:
+            same = all(hashlib.sha256(ref.bytes(k)).hexdigest() == h for k, h in r["outputs_sha256"].items())
+            verdict = "agrees (hash)" if same else "mismatch (hash)"
+        else:
+            verdict = "agreed at the run (outputs not kept, some elements undefined)" if r["verdict"] == "agrees" \
+                else f"recorded {r['verdict']}"
+        counts[verdict] += 1
+        rows.append({"case": r["case"], "kind": r["kind"], "fault": fault, "reference": err or (ref.undefined or "ran"),
+                     "verdict": verdict, "notes": list(ref.notes) if ref is not None else [],
+                     **({"mismatches": r["mismatches"]} if r.get("mismatches") else {})})
+    explained = ("agrees", "agrees (hash)", "hand check holds", "fault predicted",
+                 "hang predicted: the GPU's bounded wait gave up, the phase never completed",
+                 "launch refused by the driver and by the reference", "fault where the reference says undefined",
+                 "agreed at the run (outputs not kept, some elements undefined)")
+    unexplained = sum(v for k, v in counts.items() if k not in explained)
+    record = {
+        "what": "a recorded --cluster H100 run judged again by the current reference (no GPU)",
+        "record": args.reexamine, "recorded_date": rec["date"], "recorded_device": rec["device"],
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": f"python tests/support/hw_tma.py --cluster --reexamine {args.reexamine} --out {args.out}",
+        "rows": len(rows), "verdicts": dict(sorted(counts.items())), "unexplained": unexplained, "results": rows,
+    }
+    with open(args.out, "w") as fh:
+        json.dump(record, fh, indent=1)
+    print(json.dumps({k: record[k] for k in ("rows", "verdicts", "unexplained")}, indent=1))
+    return 0 if unexplained == 0 else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--dry-run", action="store_true", help="no GPU: the reference against itself")
     ap.add_argument("--tensor", action="store_true", help="the tensor-map kernels (tma_tensor_h100.json)")
+    ap.add_argument("--cluster", action="store_true", help="clusters and multicast (tma_cluster_h100.json)")
     ap.add_argument("--drawn", type=int, default=60, help="--tensor: drawn plans besides the fixed forms")
-    ap.add_argument("--reexamine", metavar="RECORD", help="--tensor: judge a recorded run again (no GPU)")
+    ap.add_argument("--reexamine", metavar="RECORD", help="--tensor / --cluster: judge a recorded run again (no GPU)")
     ap.add_argument("--code-at", metavar="COMMIT", help="--reexamine: rebuild the programs with the grid and "
                     "strategy of this commit (the code the record was made with)")
     args = ap.parse_args(argv)
@@ -479,6 +863,10 @@ def main(argv=None) -> int:
         return reexamine(args)
     if args.tensor:
         return tensor_main(args)
+    if args.cluster and args.reexamine:
+        return cluster_reexamine(args)
+    if args.cluster:
+        return cluster_main(args)
     base = int(time.time())
     cases = [(name, base + r, p) for r in range(args.rounds) for name, p in programs(base + r)]
     rejected = []
