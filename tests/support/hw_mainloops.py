@@ -126,6 +126,10 @@ FILL_SHAPES: dict[str, WgmmaLoopPlan] = {
         plan(S8_DESC, 32, "desc", a_swizzle="128B", b_swizzle="64B", ktiles=4, tiles=2), "tensor"),
     "tensor-ldmatrix-producer-wg-setmaxnreg-stmatrix": with_fill(
         plan(F16F16_REG, 40, "ldmatrix", producer_wg=True, setmaxnreg=True, epilogue="stmatrix", tiles=2), "tensor"),
+    "tensor-desc-128B-depth1-stmatrix": with_fill(
+        plan(F16_DESC, 32, "desc", depth=1, stages=3, ktiles=5, tiles=2, a_swizzle="128B", b_swizzle="64B",
+             epilogue="stmatrix"), "tensor"),
+    "tensor-ldmatrix-depth1": with_fill(plan(F16_REG, 32, "ldmatrix", depth=1, stages=2, ktiles=4, tiles=2), "tensor"),
     "tensor-ldshared-e4m3-2c-128B": with_fill(
         plan(E4M3_REG, 16, "ld.shared", consumers=2, b_swizzle="128B", tiles=3), "tensor"),
     "ldst16-desc-32B-depth1-4stages": with_fill(
@@ -141,6 +145,8 @@ FILL_TWINS: dict[str, WgmmaLoopPlan] = {
     "twin-unfenced-ldst-producer-wg": replace(FILL_SHAPES["ldst8-ldmatrix-2c-producer-wg"], fault="unfenced_fill"),
     "twin-producer-overwrite-cpasync": replace(FILL_SHAPES["cpasync-cg16-wait_group-desc-depth1"],
                                                fault="producer_overwrite", fault_k=1),
+    "twin-producer-overwrite-tensor": replace(FILL_SHAPES["tensor-desc-128B-depth1-stmatrix"],
+                                              fault="producer_overwrite", fault_k=1),
     "twin-missing-expect-tx-tensor": replace(FILL_SHAPES["tensor-desc-128B-64B-s32"], fault="missing_expect_tx",
                                              fault_k=3),
 }
