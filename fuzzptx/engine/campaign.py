@@ -595,8 +595,11 @@ def _run_locked(out: Path, plan: Plan, lock: OutLock, *, gpus: list[int], resume
             left = len(range(plan.shard[0] + state["drawn"] * plan.shard[1], total, plan.shard[1]))
             k = min(k, (left - workers) // workers)
         if deadline is not None:
-            per_block = live.pool_blocks / state["finished"] if state["finished"] else 0.0
-            if now + 2 * GROUP_BLOCKS * per_block > deadline:
+            # a group submitted now may wait behind the groups queued before it, then runs its
+            # blocks one after another: groups only while that ends well before the deadline
+            # (and not before a block's time is known)
+            per_block = live.pool_blocks / state["finished"] if state["finished"] else None
+            if per_block is None or now + 3 * GROUP_BLOCKS * per_block > deadline:
                 k = 1
         return max(1, k)
 
