@@ -1,7 +1,7 @@
 """What the SASS verifier costs, and what it finds per ptxas release.
 
 Cost: a fixed-seed CPU run in one process (``fuzzptx run --workers 0``) with the checker, ptxas and
-the sass judge; the run's own stage seconds give the verifier's time (one nvdisasm run per block,
+the sass judge; the run's own stage seconds give the verifier's time (one nvdisasm run per group of up to 4 blocks,
 the rules on each checker-clean accepted program) against ptxas's time for the same programs,
 batched as the run batches them.  Target: at most 0.2x.
 
