@@ -41,9 +41,10 @@ import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
+from fuzzptx.engine.block import deferrable
 from fuzzptx.engine.generate import BlockTask, block_programs
 
-from fuzzptx.engine.campaign import NIGHTLY_JUDGES, Plan, run_campaign
+from fuzzptx.engine.campaign import GROUP_BLOCKS, NIGHTLY_JUDGES, Plan, run_campaign
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_split import CpuSplit  # noqa: E402
@@ -118,7 +119,11 @@ def campaign(name: str, work: Path, plan: Plan, gpus: list[int], workers: int, b
         stats = run_campaign(out, plan, gpus=gpus, workers=workers, gpu_workers=gpu_workers, progress=False)
     wall = time.perf_counter() - t0
     pps = stats["programs"] / wall
-    steady = steady_rate(stats, workers * plan.block_size)
+    # the first wave: one pool task per worker, a group of blocks each where the SASS judge
+    # defers its disassembly (campaign.GROUP_BLOCKS, smaller only in a run of few blocks)
+    blocks = plan.total_blocks() or 0
+    group = max(1, min(GROUP_BLOCKS, (blocks - workers) // workers)) if deferrable(plan.judges) else 1
+    steady = steady_rate(stats, workers * plan.block_size * group)
     return {"judges": list(plan.judges), "source": "corpus" if plan.corpus else "generated",
             "programs": stats["programs"], "seconds": round(wall, 2), "programs_per_second": round(pps, 2),
             "ratio_to_bare_ptxas": round(pps / bare_pps, 3),
@@ -215,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
         "host": platform.node(), "cpus": os.cpu_count(), "gpu_devices": _gpu_devices(),
         "ptxas": ptxas_version(), "python": sys.version.split()[0], "load_at_start": round(load, 2), "workers": workers,
         "gpus": gpus, "programs": n, "block_size": args.block_size, "seed": args.seed,
+        # blocks a pool task prepares together where a judge has once-per-block work (the SASS judge)
+        "group_blocks": GROUP_BLOCKS,
         "generation_seconds_on_pool": round(gen_s, 2), "bare_ptxas": bare, "campaigns": {},
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

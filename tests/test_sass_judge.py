@@ -82,3 +82,32 @@ def test_a_campaign_runs_the_sass_judge_on_accepted_programs(tmp_path):
     recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     accepted = [r for r in recs if r["verdicts"].get("ptxas", "").startswith("accepted")]
     assert accepted and all("sass" in r["verdicts"] for r in accepted)
+
+
+@needs_disassembler
+def test_blocks_prepared_as_a_group_share_one_disassembly_and_keep_their_verdicts(monkeypatch):
+    """``block.pool_blocks`` (a campaign's pool task where the SASS judge defers its disassembly):
+    one disassembler run for the group, and each block's verdicts as ``pool_block`` gives them."""
+    from fuzzptx.engine import block
+    from fuzzptx.engine.generate import BlockTask
+    from fuzzptx.oracles.sass import listing
+
+    runs: list[int] = []
+    real = listing.run_disassembler
+    monkeypatch.setattr(listing, "run_disassembler", lambda data, tool: runs.append(len(data)) or real(data, tool))
+    tasks = [BlockTask(b, 60, 12, ("checker", "ptxas", "sass")) for b in range(2)]
+    listing._CACHE.clear()
+    alone = [block.pool_block(t) for t in tasks]
+    assert len(runs) == 2
+    listing._CACHE.clear()
+    runs.clear()
+    grouped = block.pool_blocks(tasks)
+    assert len(runs) == 1 and runs[0] > 0  # the group's code, in one run
+    judged = 0
+    for a, g in zip(alone, grouped):
+        assert not isinstance(g, str), g
+        assert [v.summary() for v in a.verdicts] == [v.summary() for v in g.verdicts]
+        assert [v.sass for v in a.verdicts] == [v.sass for v in g.verdicts]
+        assert g.seconds["sass"] > 0
+        judged += sum(1 for v in g.verdicts if v.sass is not None)
+    assert judged > 0  # the SASS judge gave verdicts, not only skips

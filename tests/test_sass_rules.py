@@ -237,3 +237,19 @@ def test_a_call_through_a_register_may_reach_any_subroutine_of_the_section():
     k.calls[2] = ""  # what the listing records for a call through a register
     lst.functions["k"] = SassFunction("k", k.instrs, k.at, k.calls, ("side",))
     assert rules(lst) == [("inflight-write", 0x100)]
+
+
+def test_two_gmmas_in_flight_at_one_write_come_out_in_address_order():
+    # one MOV over the accumulators of two GMMAs in flight: two hazards at one address, ordered by
+    # the GMMA (they once came out in the iteration order of a set, which varied between processes)
+    k = """
+    /*0000*/ WARPGROUP.ARRIVE ;
+    /*0010*/ HGMMA.64x8x16.F32 R24, gdesc[UR4], R24 ;
+    /*0020*/ HGMMA.64x8x16.F32 R24, gdesc[UR6], R24, gsb0 ;
+    /*0030*/ MOV R24, RZ ;
+    /*0040*/ WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+    /*0050*/ EXIT ;
+    """
+    hs = verify(listing(k=k), "k")
+    assert [(h.rule, h.addr) for h in hs] == [("inflight-write", 0x30)] * 2
+    assert [h.gmma.split("*/")[0] for h in hs] == ["/*0010", "/*0020"]

@@ -49,6 +49,18 @@ class Prepared:
         return replace(self.programs[j], module=parse(self.texts[j], "<program>"))
 
 
+@dataclass
+class Deferred:
+    """The judges ``prepare_block_deferring`` left for later (its ``defer``) and what they read:
+    each program's IR, text and ptxas result (cubin kept).  ``judge_deferred`` runs them once several
+    blocks are compiled, so the SASS judge's one disassembler run (~0.25 s of start-up) serves
+    them all."""
+
+    judges: tuple[str, ...]
+    ptxas: list[Any]  # the block's ptxas results, cubins included
+    programs: list[tuple[int, Program, str, Program, Any]]  # (position in the block, program, text, judged, ptxas)
+
+
 def shipped(program: Program) -> Program:
     """What the main process needs of a judged program: its header, and of its module the
     launched kernel's signature (the GPU fills the arguments from it).  The whole IR costs the
@@ -86,6 +98,12 @@ def prepare_block(task: BlockTask) -> Prepared:
     """The CPU stages for one block (in a pool process, or inline for a small run): generate, emit
     once, one batched ptxas run with the judges that need no ptxas verdict beside it, then every
     other CPU judge, and the record fields."""
+    return prepare_block_deferring(task, ())[0]
+
+
+def prepare_block_deferring(task: BlockTask, defer: tuple[str, ...]) -> tuple[Prepared, Deferred]:
+    """``prepare_block`` with the judges named in ``defer`` left out of the per-program verdicts:
+    ``judge_deferred`` adds theirs, before the block leaves the process."""
     t_block = time.perf_counter()
     secs: Counter = Counter()
     t0 = time.perf_counter()
@@ -94,6 +112,7 @@ def prepare_block(task: BlockTask) -> Prepared:
     programs = [p for _, p, _ in items]
     judges = registry.resolve(task.judges)
     cpu = [j for j in judges if j.cpu]
+    later = Deferred(tuple(j.name for j in cpu if j.name in defer), [], [])
     t0 = time.perf_counter()
     if any(j.reads_ir for j in cpu):
         # the text and the located IR the judges read, from one emission: no parse back
@@ -111,8 +130,9 @@ def prepare_block(task: BlockTask) -> Prepared:
     if "ptxas" in task.judges or gpu_cubins:
         ptxas = _compile_block(texts, gpu_cubins or cpu_cubins, secs,
                                lambda done: _judge_early(task, cpu, items, emitted, early, ran, done))
+    later.ptxas = ptxas
     for j in cpu:  # a judge's once-per-block work on ptxas's results (one disassembly of the block)
-        if type(j).warm is not Judge.warm:
+        if type(j).warm is not Judge.warm and j.name not in later.judges:
             t0 = time.perf_counter()
             j.warm(ptxas)
             secs[j.name] += time.perf_counter() - t0
@@ -135,6 +155,9 @@ def prepare_block(task: BlockTask) -> Prepared:
                 if registry.get(name).needs_accepted:
                     v0.pop(name, None)
         given = {name: verdict for name, verdict in given.items() if name in {j.name for j in todo}}
+        if any(j.name in later.judges for j in todo):
+            later.programs.append((k, p, text, judged, r))
+            todo = [j for j in todo if j.name not in later.judges]
         if any(j.reads_ir for j in todo):
             v = differ.judge(p, [j.name for j in todo], ptxas_result=r, text=text, judged=judged, into=v0, given=given)
         else:  # ptxas alone needs no parse of the emitted text
@@ -161,7 +184,40 @@ def prepare_block(task: BlockTask) -> Prepared:
         if "metamorphic" in task.judges else []
     light = [shipped(p) for p in programs]
     return Prepared(task.block, [i for i, _, _ in items], light, verdicts, cubins, names, records, dict(secs), pairs,
-                    texts, time.perf_counter() - t_block)
+                    texts, time.perf_counter() - t_block), later
+
+
+def deferrable(judges: tuple[str, ...]) -> tuple[str, ...]:
+    """The judges of ``judges`` worth deferring: those with once-per-block work (``Judge.warm``,
+    the SASS judge's disassembler run), which one run can then do for several blocks."""
+    return tuple(j.name for j in registry.resolve(judges) if j.cpu and type(j).warm is not Judge.warm)
+
+
+def warm_deferred(blocks: list[tuple[Prepared, Deferred]]) -> None:
+    """Each deferred judge's once-per-block work (``Judge.warm``) for all ``blocks`` in one go;
+    each block's stage seconds and wall get a share in proportion to its programs."""
+    names = tuple(dict.fromkeys(n for _, d in blocks for n in d.judges))
+    shares = [max(1, len(d.programs)) for _, d in blocks]
+    for j in registry.resolve(names) if names else ():
+        if type(j).warm is not Judge.warm:
+            t0 = time.perf_counter()
+            j.warm([r for _, d in blocks if j.name in d.judges for r in d.ptxas])
+            took = time.perf_counter() - t0
+            for (prep, _), n in zip(blocks, shares):
+                prep.seconds[j.name] = prep.seconds.get(j.name, 0.0) + took * n / sum(shares)
+                prep.wall += took * n / sum(shares)
+
+
+def judge_deferred(prep: Prepared, later: Deferred) -> None:
+    """The deferred judges' verdicts on one prepared block, into its verdicts and stage seconds."""
+    t_block = time.perf_counter()
+    for k, p, text, judged, r in later.programs:
+        v = prep.verdicts[k]
+        differ.judge(p, ("ptxas",) + later.judges, ptxas_result=r, text=text, judged=judged, into=v)
+        v.ptxas = replace(r, cubin=None, kernel_names=dict(r.kernel_names))  # as prepare_block ships it
+        for name in later.judges:
+            prep.seconds[name] = prep.seconds.get(name, 0.0) + v.seconds.get(name, 0.0)
+    prep.wall += time.perf_counter() - t_block
 
 
 def _compile_block(texts: list[str], hw: bool, secs: Counter, meanwhile: Callable[[Callable[[], bool]], None]) -> list:
@@ -244,4 +300,33 @@ def pool_block(task: BlockTask) -> Prepared:
     took = between_blocks()
     out.seconds["gc"] = took
     out.wall += took
+    return out
+
+
+def pool_blocks(tasks: list[BlockTask]) -> list[Prepared | str]:
+    """Several blocks as one pool task: each prepared with its ``deferrable`` judges left out,
+    then those judges' once-per-block work done once for all of them (one disassembler run for
+    the SASS judge instead of one per block), then their verdicts.  Each block is a ``Prepared``
+    as ``pool_block`` makes it, with the same verdicts, or the one line saying why it failed."""
+    parts: list[tuple[Prepared, Deferred] | str] = []
+    for task in tasks:
+        try:
+            parts.append(prepare_block_deferring(task, deferrable(task.judges)))
+        except Exception as exc:  # noqa: BLE001 - one block's failure is that block's, not the group's
+            parts.append(f"{type(exc).__name__}: {exc}")
+    warm_deferred([x for x in parts if not isinstance(x, str)])
+    out: list[Prepared | str] = []
+    for x in parts:
+        if not isinstance(x, str):
+            try:
+                judge_deferred(*x)
+                x = x[0]
+            except Exception as exc:  # noqa: BLE001
+                x = f"{type(exc).__name__}: {exc}"
+        out.append(x)
+    took = between_blocks() / max(1, len(tasks))
+    for item in out:
+        if not isinstance(item, str):
+            item.seconds["gc"] = took
+            item.wall += took
     return out

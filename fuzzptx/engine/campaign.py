@@ -50,7 +50,7 @@ from fuzzptx.judges.metamorphic import Checked, HardwareJudge as MetamorphicOnGp
 from fuzzptx.oracles.hardware import HardwareWorker, gpu_available, visible_gpu_count
 from fuzzptx.program import Program
 
-from .block import Prepared, pool_block, warm
+from .block import Prepared, deferrable, pool_block, pool_blocks, warm
 from .generate import ILLEGAL_SHARE, BlockTask, block_programs_left
 from .outlock import DEFAULT_STALE_AFTER, OutLock, acquire
 from .records import findings_of, record
@@ -63,6 +63,10 @@ STAGES = ("generate", "ptxas", "checker", "reference", "gpu")
 # differential partner is ptxas, which the CPU fuzz runs in CI already cover; on a GPU node it
 # costs ~8-10% of the throughput and its findings (ptxas-model gaps) are not the hardware team's.
 NIGHTLY_JUDGES = ("reference", "ptxas", "sass", "hardware")
+# blocks one pool task prepares together when a judge has once-per-block work (``block.deferrable``:
+# the SASS judge's disassembler run, ~0.25 s of CPU at start-up whatever its input): one run
+# serves the group, and the group's verdicts wait for its last block
+GROUP_BLOCKS = 4
 
 
 class CampaignError(FuzzptxError):
@@ -566,41 +570,70 @@ def _run_locked(out: Path, plan: Plan, lock: OutLock, *, gpus: list[int], resume
     ctx = None if inline else pool_context()
     pool = InlineExecutor() if inline else cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=warm)
     repro_futs: list[cf.Future] = []
-    pending: dict[cf.Future, BlockTask] = {}
+    pending: dict[cf.Future, list[BlockTask]] = {}
     block_iter = plan.blocks()
-    state = {"exhausted": False, "in_gpu": 0, "last_draw": 0.0, "last_stats": time.monotonic()}
+    total = plan.total_blocks()
+    state = {"exhausted": False, "in_gpu": 0, "last_draw": 0.0, "last_stats": time.monotonic(), "drawn": 0,
+             "finished": 0}
     log = results.open("a")
+    grouped = bool(deferrable(plan.judges))
 
-    def submit(task: BlockTask) -> None:
-        fut = pool.submit(pool_block, task)
-        pending[fut] = task
+    def submit(tasks: list[BlockTask]) -> None:
+        fut = pool.submit(pool_blocks, tasks) if grouped else pool.submit(pool_block, tasks[0])
+        pending[fut] = tasks
         fut.add_done_callback(lambda f: events.put(("cpu", f)))
+
+    def group_size(now: float) -> int:
+        """Blocks for the next pool task: ``GROUP_BLOCKS`` while every worker has that many
+        blocks or more still to come after it, fewer towards the end (a group runs on one
+        worker: a big one last would leave the others idle, and a short run still records
+        block by block), one near a ``--time`` deadline."""
+        if not grouped:
+            return 1
+        k = GROUP_BLOCKS
+        if total is not None:
+            left = len(range(plan.shard[0] + state["drawn"] * plan.shard[1], total, plan.shard[1]))
+            k = min(k, (left - workers) // workers)
+        if deadline is not None:
+            # a group submitted now may wait behind the groups queued before it, then runs its
+            # blocks one after another: groups only while that ends well before the deadline
+            # (and not before a block's time is known)
+            per_block = live.pool_blocks / state["finished"] if state["finished"] else None
+            if per_block is None or now + 3 * GROUP_BLOCKS * per_block > deadline:
+                k = 1
+        return max(1, k)
 
     def submit_more() -> None:
         nonlocal plant_block
         while not state["exhausted"] and len(pending) < (1 if inline else workers + 2):
+            group: list[BlockTask] = []
             now = time.monotonic()
-            if deadline is not None and now > deadline:
-                state["exhausted"] = True
-                return
-            try:
-                b = next(block_iter)
-            except StopIteration:
-                state["exhausted"] = True
-                return
-            if plan.plant == -1 and plant_block is None and deadline is not None and now > deadline - plan.seconds / 2:
-                plant_block = meta["planted_block"] = b  # the middle of a timed campaign
-                _write_json(out / "campaign.json", meta)
-            task = plan.task(b, frozenset(done_by_block.get(b, ())), b == plant_block)
-            if not block_programs_left(task):
-                continue
-            submit(task)
+            want = group_size(now)
+            while len(group) < want:
+                if deadline is not None and now > deadline:
+                    state["exhausted"] = True
+                    break
+                try:
+                    b = next(block_iter)
+                except StopIteration:
+                    state["exhausted"] = True
+                    break
+                state["drawn"] += 1
+                if plan.plant == -1 and plant_block is None and deadline is not None and now > deadline - plan.seconds / 2:
+                    plant_block = meta["planted_block"] = b  # the middle of a timed campaign
+                    _write_json(out / "campaign.json", meta)
+                task = plan.task(b, frozenset(done_by_block.get(b, ())), b == plant_block)
+                if block_programs_left(task):
+                    group.append(task)
+            if group:
+                submit(group)
 
     def finish(item: Prepared, hw: list[Any] | None) -> None:
         t_main = time.perf_counter()
         for k, s in item.seconds.items():
             live.stage[k] += s
         live.pool_blocks += item.wall
+        state["finished"] += 1
         lines = []
         for j, (p, v, idx, base) in enumerate(zip(item.programs, item.verdicts, item.indices, item.records)):
             pairs = item.metamorphic[j] if item.metamorphic else None
@@ -662,25 +695,26 @@ def _run_locked(out: Path, plan: Plan, lock: OutLock, *, gpus: list[int], resume
                 ev = None
             if ev is not None and ev[0] == "cpu":
                 fut = ev[1]
-                task = pending.pop(fut, None)
-                if task is not None and not fut.cancelled():
+                tasks = pending.pop(fut, None)
+                if tasks is not None and not fut.cancelled():
+                    items: list[Prepared | str] = []
                     try:
-                        item = fut.result()
+                        items = fut.result() if grouped else [fut.result()]
                     except BrokenProcessPool:  # a pool process died (OOM, signal): redo its blocks
                         state["pool_restarts"] = state.get("pool_restarts", 0) + 1
                         if state["pool_restarts"] > 5:
                             raise CampaignError("the CPU pool keeps dying; giving up (the record is kept)") from None
-                        tasks = [task] + [pending.pop(f) for f in list(pending)]
+                        groups = [tasks] + [pending.pop(f) for f in list(pending)]
                         pool = _restart_pool(pool, ctx, workers)
-                        for t in tasks:
-                            submit(t)
-                        item = None
-                    except Exception as exc:  # a block that cannot be prepared: say so, carry on
-                        live.block_errors.append(f"block {task.block}: {type(exc).__name__}: {exc}")
-                        _say(f"fuzzptx campaign: block {task.block} failed: {type(exc).__name__}: {exc}")
-                        item = None
-                    if item is not None:
-                        if use_gpu and any(c is not None for c in item.cubins):
+                        for g in groups:
+                            submit(g)
+                    except Exception as exc:  # blocks that cannot be prepared: say so, carry on
+                        items = [f"{type(exc).__name__}: {exc}"] * len(tasks)
+                    for task, item in zip(tasks, items):
+                        if isinstance(item, str):
+                            live.block_errors.append(f"block {task.block}: {item}")
+                            _say(f"fuzzptx campaign: block {task.block} failed: {item}")
+                        elif use_gpu and any(c is not None for c in item.cubins):
                             gpu_q.put(item)
                             state["in_gpu"] += 1
                         else:
@@ -691,7 +725,7 @@ def _run_locked(out: Path, plan: Plan, lock: OutLock, *, gpus: list[int], resume
                 finish(ev[1], ev[2])
             if deadline is not None and time.monotonic() > deadline:
                 state["exhausted"] = True
-                for f in [f for f, t in pending.items() if not t.plant and f.cancel()]:
+                for f in [f for f, ts in pending.items() if not any(t.plant for t in ts) and f.cancel()]:
                     pending.pop(f, None)
                 state["in_gpu"] -= _drop_queued(gpu_q, plant_block, live)
             now = time.monotonic()

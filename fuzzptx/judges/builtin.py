@@ -490,7 +490,8 @@ class SassJudge(Judge):
     written after the last ``WARPGROUP.ARRIVE``, a PTX wgmma that must execute missing from a SASS
     path or one too many.  It checks only programs the checker finds defined, so what it reports
     is ptxas's, not the program's.  It reads the ptxas judge's own cubin -- in a run or a
-    campaign, the batch's module, disassembled once for the whole block (``warm``) -- and
+    campaign, the batch's module, disassembled once for a group of blocks (``warm``;
+    ``engine.block.pool_blocks``) -- and
     compiles the program alone only where no cubin came with the verdicts."""
 
     name = "sass"
@@ -513,7 +514,7 @@ class SassJudge(Judge):
         return None if self.tool() is not None else "no disassembler (pip install nvidia-cuda-nvdisasm)"
 
     def warm(self, results: list[Any], toolchain: Any = None) -> None:
-        """Disassemble every module of a block in one run (its programs' verdicts then read it)."""
+        """Disassemble every module of one or more blocks in one run (their programs' verdicts then read it)."""
         tool = self.tool(toolchain)
         cubins = list({id(r.cubin): r.cubin for r in results
                        if r is not None and r.accepted and r.cubin and cubin_sm(r.cubin) == 90}.values())

@@ -75,10 +75,13 @@ def must_execute_wgmmas(module: Module, kernel: str) -> tuple[int, int] | None:
     return sum(m for m, _ in by_shape.values()), sum(t for _, t in by_shape.values())
 
 
-def must_execute_by_shape(module: Module, kernel: str) -> dict[tuple[int, int], tuple[int, int]] | None:
+def must_execute_by_shape(module: Module, kernel: str, *, live_only: bool = True
+                          ) -> dict[tuple[int, int], tuple[int, int]] | None:
     """``(must, total)`` per wgmma shape (N, K): ptxas keeps each wgmma's shape, so a drop hidden in
     the total by GMMAs of another shape shows in its own.  A loop's wgmmas are never "must" (the
-    SASS side does not count GMMAs on a cycle either), and make ``total`` -1 (no upper bound)."""
+    SASS side does not count GMMAs on a cycle either), and make ``total`` -1 (no upper bound).
+    ``live_only=False`` counts dead wgmmas as "must" too: an upper bound of ``must`` without the
+    dead-code analysis, which costs most of the work."""
     try:
         fn = module.function(kernel)
     except KeyError:
@@ -97,7 +100,6 @@ def must_execute_by_shape(module: Module, kernel: str) -> dict[tuple[int, int], 
         todo.extend(call_targets(funcs[name]))
     cfg = build_cfg(fn)
     in_loop = {b for loop in cfg.loops() for b in loop.body}
-    g = analyse(cfg)
     ends = {b.index for b in cfg.blocks
             if not b.succs or (b.instrs and b.instrs[-1].base in ("ret", "exit", "trap"))}
 
@@ -116,10 +118,14 @@ def must_execute_by_shape(module: Module, kernel: str) -> dict[tuple[int, int], 
                     stack.append(s)
         return True
 
-    returns = frozenset(p.name for p in fn.returns if p.space == ".reg")
-    dead, _ = dead_code(g, returns)
+    dead: frozenset | set = frozenset()
+    blocks = cfg.blocks
+    if live_only:
+        g = analyse(cfg)
+        blocks = g.blocks
+        dead, _ = dead_code(g, frozenset(p.name for p in fn.returns if p.space == ".reg"))
     counts: dict[tuple[int, int], list[int]] = {}
-    for bi, block in enumerate(g.blocks):
+    for bi, block in enumerate(blocks):
         for k, ins in enumerate(block.instrs):
             if not is_wgmma(ins):
                 continue
@@ -140,7 +146,7 @@ def must_execute_by_shape(module: Module, kernel: str) -> dict[tuple[int, int], 
 def _flow(f: SassFunction) -> tuple[tuple[tuple[int, ...], ...], frozenset[int]]:
     """Each instruction's successors, and the GMMAs that lie on a cycle: neither depends on the
     shape counted, so a function works them out once for all its shapes."""
-    succ = tuple(f.successors(i) for i in range(len(f.instrs)))
+    succ = f.successor_table
     cyclic = set()
     for i, ins in enumerate(f.instrs):
         if ins.gmma is None:
@@ -222,9 +228,14 @@ def gmma_count_hazards(module: Module, kernel: str, listing: Listing, sass_name:
     if all((fewest is None or fewest >= totals[sh]) and (most is None or most <= totals[sh])
            for sh, (fewest, most) in paths.items()):
         return []  # no shape has fewer GMMAs on a path than could be needed, nor more than there are
-    by_shape = must_execute_by_shape(module, kernel)
+    by_shape = must_execute_by_shape(module, kernel, live_only=False)
     if by_shape is None:
         return []
+    if any(paths.get(sh, (None, None))[0] is not None and paths[sh][0] < must for sh, (must, _) in by_shape.items()):
+        # a path may hold fewer GMMAs than the wgmmas that must run: which are live decides
+        by_shape = must_execute_by_shape(module, kernel)
+        if by_shape is None:
+            return []
     out = []
     for shape, (must, total) in sorted(by_shape.items()):
         fewest, most = paths.get(shape, (None, None))

@@ -19,7 +19,6 @@ import subprocess
 import tempfile
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import cached_property
 from threading import Lock
 
 _INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:(@!?U?P(?:\d|T))\s+)?([A-Z][A-Za-z0-9_.]*)\s*(.*?)\s*;")
@@ -56,6 +55,23 @@ def _width_of_dest(opcode: str) -> int:
     return 1
 
 
+class _once:
+    """``functools.cached_property`` without its lock (Python 3.11 takes one on every first
+    access): the value lands in the instance's ``__dict__``, which later lookups find first.
+    The rules read these per instruction, tens of thousands of times a block."""
+
+    def __init__(self, f):
+        self.f = f
+        self.name = f.__name__
+        self.__doc__ = f.__doc__
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.f(obj)
+        return value
+
+
 @dataclass(frozen=True)
 class Gmma:
     """One warpgroup MMA as issued: what it writes and reads asynchronously."""
@@ -80,11 +96,11 @@ class Instruction:
     text: str  # the line as disassembled, for excerpts
     target: int | None = None  # the address a branch or call goes to
 
-    @cached_property
+    @_once
     def base(self) -> str:
         return self.opcode.split(".")[0]
 
-    @cached_property
+    @_once
     def gmma(self) -> Gmma | None:
         m = _GMMA.match(self.opcode)
         if m is None:
@@ -104,7 +120,7 @@ class Instruction:
                     shape=f"{n}x{k}" + (f".{acc_type}" if acc_type else ""), nk=(n, int(k)),
                     auxiliary=dst is None or ("!UPT" in ops and acc_in != "RZ"))
 
-    @cached_property
+    @_once
     def writes(self) -> frozenset[int]:
         """General registers this instruction writes (a GMMA's are in ``gmma``, not here)."""
         if self.gmma is not None or self.base in _NO_WRITE or self.base in _FIRST_IS_SOURCE:
@@ -121,7 +137,7 @@ class Instruction:
         r = int(m.group(1))
         return frozenset(range(r, r + _width_of_dest(self.opcode)))
 
-    @cached_property
+    @_once
     def reads(self) -> frozenset[int]:
         """General registers this instruction reads (a GMMA's asynchronous reads are in ``gmma``)."""
         if self.gmma is not None:
@@ -166,6 +182,11 @@ class SassFunction:
                 return tuple(range(len(self.instrs)))
             return (t,) + nxt if ins.guard else (t,)
         return nxt
+
+    @_once
+    def successor_table(self) -> tuple[tuple[int, ...], ...]:
+        """``successors(i)`` of every instruction, worked out once: the rules walk them many times."""
+        return tuple(self.successors(i) for i in range(len(self.instrs)))
 
     def excerpt(self, i: int, before: int = 3, after: int = 1) -> tuple[str, ...]:
         lo, hi = max(0, i - before), min(len(self.instrs), i + after + 1)

@@ -74,6 +74,33 @@ class _Verifier:
         self.interest = interest  # the registers any GMMA of the analysed code holds: no other write matters
         self.hazards: dict[tuple[str, str, int, str], Hazard] = {}
         self.memo: dict[tuple[str, State], State] = {}
+        # per function, per instruction (None: not yet known): whether ``step`` there leaves the
+        # state as it is and reports nothing -- with no GMMA in flight (``still``), and with some
+        # (``still_inflight``, which reads the registers the instruction reads)
+        self.still: dict[str, list[bool | None]] = {}
+        self.still_inflight: dict[str, list[bool | None]] = {}
+
+    def is_still(self, f: SassFunction, i: int, inflight: bool) -> bool:
+        """Whether ``step`` at instruction ``i`` changes nothing: no GMMA, no ARRIVE/DEPBAR, no
+        call, no register of ``interest`` written, and, with a GMMA in flight, none read.  Most
+        instructions are such; the walk skips them."""
+        marks = self.still.get(f.name)
+        if marks is None:
+            marks = self.still[f.name] = [None] * len(f.instrs)
+            self.still_inflight[f.name] = [None] * len(f.instrs)
+        q = marks[i]
+        if q is None:
+            ins = f.instrs[i]
+            q = marks[i] = (ins.gmma is None and ins.opcode != "WARPGROUP.ARRIVE"
+                            and not ins.opcode.startswith("WARPGROUP.DEPBAR") and i not in f.calls
+                            and self.interest.isdisjoint(ins.writes))
+        if not q or not inflight:
+            return q
+        marks = self.still_inflight[f.name]
+        q = marks[i]
+        if q is None:
+            q = marks[i] = self.interest.isdisjoint(f.instrs[i].reads)
+        return q
 
     def report(self, rule: str, f: SassFunction, i: int, key: tuple[str, int], regs: set[int]) -> None:
         g_ins = self.listing.functions[key[0]].instrs[key[1]]
@@ -149,13 +176,16 @@ class _Verifier:
         work = [0]
         out = EMPTY
         returned = False
+        succ = f.successor_table
         while work:
             i = work.pop()
-            st = self.step(f, i, in_states[i], depth)
+            st = in_states[i]
+            if not self.is_still(f, i, bool(st[0])):
+                st = self.step(f, i, st, depth)
             ins = f.instrs[i]
             if ins.base == "RET":
                 out, returned = _join(out, st), True
-            for s in f.successors(i):
+            for s in succ[i]:
                 old = in_states[s]
                 new = st if old is None else _join(old, st)
                 if new != old:
@@ -189,4 +219,6 @@ def verify(listing: Listing, function: str) -> list[Hazard]:
         return []
     v = _Verifier(listing, frozenset(interest))
     v.run(f, EMPTY)
-    return sorted(v.hazards.values(), key=lambda h: (h.function != function, h.addr, h.rule))
+    # the GMMA breaks ties (two GMMAs in flight at one instruction): the order never depends on
+    # the iteration order of a set, so the first hazard -- the one a summary names -- is the same in every process
+    return sorted(v.hazards.values(), key=lambda h: (h.function != function, h.addr, h.rule, h.gmma))
