@@ -6,12 +6,27 @@ finding crossed with the SASS verifier's findings on the same program.
 The mainloop and tensor-copy kernels have no catalogue form, so the first 2,000 programs (and every
 one with a GPU finding) are rebuilt from the campaign's seed to tell their kind."""
 import json
+import re
 import sys
 from collections import Counter
 from pathlib import Path
 
 from fuzzptx.engine.generate import block_seed, draw_direct
 from fuzzptx.judges.finding import classify
+
+
+def _kind(text: str) -> str:
+    """A rebuilt program's kind: wgmma mainloops by fill (cp.async, TMA tensor boxes, ld.st, bulk),
+    tensor copies with or without a cluster, plain mainloops, other wgmma programs; twins apart."""
+    fill = re.search(r"fill=([\w.]+)", text)
+    if "mbarrier" in text and "wgmma.mma_async" in text:
+        kind = "mainloop-wgmma " + (fill.group(1) if fill else "bulk")
+    elif "cp.async.bulk.tensor" in text:
+        kind = "tensor-copy" + (" cluster" if "multicast::cluster" in text or "reqnctapercluster" in text else "")
+    else:
+        kind = "mainloop" if "mbarrier" in text else "wgmma" if "wgmma.mma_async" in text else "other"
+    return kind + (" (illegal twin)" if "mutation:" in text else "")
+
 
 d = Path(sys.argv[1])
 stats = json.loads((d / "stats.json").read_text())
@@ -34,8 +49,7 @@ for r in sample:
     if b not in blocks:
         blocks[b] = draw_direct(size, block_seed(stats["seed"], b))
     text = blocks[b][r["index"]].to_ptx()
-    other[("tensor-copy" if "cp.async.bulk.tensor" in text else "mainloop-wgmma" if "mbarrier" in text and "wgmma.mma_async" in text
-           else "mainloop" if "mbarrier" in text else "wgmma" if "wgmma.mma_async" in text else "other") + (" (illegal twin)" if "mutation:" in text else "")] += 1
+    other[_kind(text)] += 1
 by_class = Counter()
 gpu = []
 for r in recs:
