@@ -28,9 +28,10 @@ HANDLERS = {
     "barrier": cluster.h_barrier, "fence": mem_ops.h_fence, "membar": mem_ops.h_fence,
     "lop3": alu.h_lop3, "prmt": alu.h_prmt, "sqrt": alu.h_sqrt_rcp, "rcp": alu.h_sqrt_rcp,
     "mbarrier": mbarrier.h_mbarrier, "cp": tma.h_cp, "prefetch": tma.h_prefetch, "elect": mbarrier.h_elect,
-    "setmaxnreg": mbarrier.h_setmaxnreg, "mapa": cluster.h_mapa,
+    "setmaxnreg": mbarrier.h_setmaxnreg, "mapa": cluster.h_mapa, "griddepcontrol": mem_ops.h_griddepcontrol,
 }
-NO_DEST = frozenset(("st", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch"))
+NO_DEST = frozenset(("st", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch",
+                     "griddepcontrol"))
 
 
 WARP_BASES = frozenset(("mma", "wmma", "ldmatrix", "stmatrix"))

@@ -314,6 +314,14 @@ def h_fence(m, f, ins, act):
                 d[dirty & act[writers]] = -1
 
 
+def h_griddepcontrol(m, f, ins, act):
+    """``griddepcontrol.wait`` / ``.launch_dependents`` (programmatic dependent launch): the
+    reference runs one grid alone, launched plainly, so there is no prerequisite grid to wait for
+    and no dependent grid to release; both are no-ops (PTX ISA, griddepcontrol)."""
+    if ins.operands or tuple(ins.modifiers) not in (("wait",), ("launch_dependents",)):
+        raise Unsupported.at(ins, "griddepcontrol takes .wait or .launch_dependents and no operands")
+
+
 def h_nop(m, f, ins, act):
     return None
 

@@ -510,8 +510,9 @@ def finish(m) -> None:
 
 
 def h_prefetch(m, f, ins, act):
-    """prefetch.tensor / prefetch.param.tensormap and plain prefetches: no visible effect."""
-    if ins.opcode.startswith("prefetch.tensor") and not isinstance(ins.operands[0], TensorAddr):
+    """prefetch.tensor (a box of a tensor map), prefetch{.const,.param}.tensormap (the map itself)
+    and plain prefetches: no visible effect."""
+    if "tensor" in ins.modifiers and not isinstance(ins.operands[0], TensorAddr):
         raise Unsupported.at(ins, "prefetch.tensor needs [tmap, {coords}]")
     return None
 
