@@ -83,7 +83,8 @@ from .ptxas_errors import SYSTEM_FUNCTIONS, _callee, predict_errors
 from .ptxas_pressure import allocator_may, register_pressure
 from .ptxas_sites import (_after_loop_line, arrives_before_divergence, dead_for_feeds, dead_plain, exit_jumps, _dead, _divergent_branch_line, _hoisted_line,
                           _in_loop, _line, _live_sites, _loop_exit_line, _next_pipe_is_wgmma, _order, _order_pos,
-                          _reaching, _same_wgmma, _scale_d_zero, _store_pair_line, _wgmma_next_to, _writes_zero)
+                          _reaching, _same_wgmma, _scale_d_zero, _store_pair_line, _wgmma_next_to, _writes_zero,
+                          value_uses)
 from .regs import defs_uses, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs
 
 SER_PREFIX = "Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
@@ -220,6 +221,8 @@ class PS(NamedTuple):
     unknown_waited: bool = False  # a wait_group passed that group on some path: like a wgmma some wait
     # passed (``waited``), it makes no feed wait after the paths meet (measured:
     # empty_group_wait_skipped_in_loop_then_feed)
+    over: frozenset = frozenset()  # accumulators an unguarded plain instruction rewrote since their last
+    # wgmma, on every path: a read of one reads that value, not the wgmma's (no wait)
 
 
 ENTRY_STATE = PS(False, frozenset(), frozenset(), False, frozenset(), frozenset(), False, frozenset(), 0,
@@ -277,6 +280,7 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             opaque=a.opaque and b.opaque,
             clean_fl=a.clean_fl or b.clean_fl,
             unset=a.unset | b.unset,
+            over=a.over & b.over,
         )
     return a
 
@@ -505,12 +509,19 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
             # zeroing needs no arrive before the stage (ptxas writes RZ), but still redefines an
             # accumulator of the open stage or one in flight (measured)
             zero = _writes_zero(ctx, site, ins)
+            # a write in flight: what ptxas says depends on where its value is read (value_uses)
+            plain_write = ins.guard is None
             if zero and not _next_pipe_is_wgmma(ctx, site):
                 # ... unless no wgmma follows in the stage: then only an accumulator that entered
-                # the wgmma as a non-constant and is read later makes it serialise (measured)
-                hit = {r for r in rel - st.cin if any(r in _tied_acc(ctx.wgmmas[w]) for w, _ in st.fl)}
-                if hit and _read_later(ctx, pos, site, hit):
-                    out.ser.append((_order(site), "C7515"))
+                # the wgmma as a non-constant and is read far from the write makes it serialise, with
+                # an arrive at the commit if a far read comes before it (measured: acc_write_in_flight_*)
+                hit = frozenset(r for r in rel - st.cin if any(r in _tied_acc(ctx.wgmmas[w]) for w, _ in st.fl))
+                if hit:
+                    seen = value_uses(ctx, site, hit)
+                    if seen.far:
+                        out.ser.append((_order(site), "C7515"))
+                    if seen.far_before and "commit" in seen.next_pipe and hit & st.tied and not st.flag:
+                        st = st._replace(flag=True)
                 return st
             # a rewrite between two wgmmas of a stage on the register (the next one takes it as
             # accumulator) is free when the next one does not read it (scale-d 0) or both are the
@@ -527,7 +538,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                 else:
                     moved.add(r)
             dirty = st.dirty if zero else _plus(st.dirty, rel)
-            flag = st.flag or bool((rel & st.tied) - fed) or bool(moved)
+            flag = st.flag or bool(moved) or _arrive_for_write(ctx, site, ins, (rel & st.tied) - fed - (st.cin if plain_write else frozenset()))
             if dirty is not st.dirty or flag != st.flag:
                 st = st._replace(dirty=dirty, flag=flag)
             defs = defs - fed - moved
@@ -535,7 +546,10 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                 st = st._replace(zdirty=_plus(st.zdirty, rel - fed))
         if not st.fl and not st.raw:  # (a group with no wgmma still makes a feed wait: fence_commit_feed_read)
             return st
-        read = [s for s, _ in st.fl if uses & wgmma_regs(ctx.wgmmas[s])[0]]
+        # (a register a plain instruction rewrote since holds that value, not the wgmma's: measured,
+        # acc_write_in_flight_read_near)
+        mine = uses - st.over if st.over else uses
+        read = [s for s, _ in st.fl if mine & wgmma_regs(ctx.wgmmas[s])[0]]
         # (a constant from another block is read too; a never-written one only while a group
         # committed from the entry's unknown state is in flight)
         u_acc = uses & accs  # (small: set differences over all of accs cost ~5% of the checker)
@@ -597,7 +611,8 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
             wait_for_read(st.call_at or _hoisted_line(ctx, st, site) or _loop_exit_line(ctx, pos, site, read)
                           or _store_pair_line(ctx, site, ins), site, st)
             return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False, call_at=None)
-        if any(defs & _tied_acc(ctx.wgmmas[s]) for s, _ in st.fl):
+        hit = frozenset(r for s, _ in st.fl for r in defs & _tied_acc(ctx.wgmmas[s]))
+        if hit and (ins.guard is not None or ((hit := hit - st.cin) and value_uses(ctx, site, hit).far)):
             out.ser.append((_order(site), "C7515"))
         return st
 
@@ -605,12 +620,16 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
         out_st = plain0(ins, site, st, guarded)
         if is_wgmma(ins) and out_st.unset and not out_st.unset.isdisjoint(wgmma_regs(ins)[0]):
             out_st = out_st._replace(unset=out_st.unset - wgmma_regs(ins)[0])
+        if is_wgmma(ins) and out_st.over and not out_st.over.isdisjoint(wgmma_regs(ins)[0]):
+            out_st = out_st._replace(over=out_st.over - wgmma_regs(ins)[0])
         if not is_wgmma(ins):
             d, u = defs_uses(ins)
             if not accs.isdisjoint(d):
                 d = d & accs
                 if not out_st.unset.isdisjoint(d):
                     out_st = out_st._replace(unset=out_st.unset - d)
+                if ins.guard is None and not d <= out_st.over:
+                    out_st = out_st._replace(over=out_st.over | d)
                 folded = ins.guard is None and ins.base in _FOLDABLE and u <= st.konst
                 near = folded and u <= st.here
                 vals = _less(out_st.vals, d) if near else _plus(out_st.vals, d)
@@ -748,6 +767,31 @@ def _all_ones(op, opcode: str) -> bool:
         return False
     bits = 64 if "64" in opcode.rsplit(".", 1)[-1] else 32 if "32" in opcode.rsplit(".", 1)[-1] else 16
     return op.value == -1 or op.value == (1 << bits) - 1
+
+
+def _copy_like(ins: Instr) -> bool:
+    """A move in ptxas's eyes: ``mov``, ``neg``, ``abs``, a ``mul`` by one (measured:
+    acc_write_in_flight_*: these rewrites of an in-flight accumulator draw no arrive at the commit
+    where an ``add``, ``cvt``, ``ld`` or ``selp`` does)."""
+    if ins.base in ("mov", "neg", "abs"):
+        return True
+    return ins.base == "mul" and len(ins.operands) == 3 and any(
+        isinstance(o, Imm) and o.value == 1 for o in ins.operands[1:])
+
+
+def _arrive_for_write(ctx: FnCtx, site: Site, ins: Instr, regs: frozenset) -> bool:
+    """Whether a rewrite of accumulators ``regs`` of the open stage's wgmmas (which read them) makes
+    ptxas arrive at the next wgmma or commit (C7519; measured: acc_write_in_flight_*): at a wgmma,
+    when the value is read past it (by anything); at the commit, when a read far from the write
+    (``value_uses``) comes before it, or -- for a write that is not a move -- the value is read past
+    it.  A fence next needs none (it is an arrive); a guarded write always arrives."""
+    if not regs:
+        return False
+    if ins.guard is not None:
+        return True
+    seen = value_uses(ctx, site, regs)
+    return (("wgmma" in seen.next_pipe and seen.past)
+            or ("commit" in seen.next_pipe and (seen.far_before or (seen.past and not _copy_like(ins)))))
 
 
 def _after_busy(st: PS) -> PS:
