@@ -286,6 +286,7 @@ class ValueUses(NamedTuple):
     far_before: bool  # ... one before the next wgmma-family instruction
     past: bool  # a read of any kind (a wgmma's accumulator input too) after the next wgmma-family instruction
     next_pipe: frozenset  # the kinds ("wgmma", "commit", "fence", "wait") of that next instruction, per path
+    wgmma_past: frozenset  # the wgmmas that read the value after the next wgmma-family instruction
 
 
 _RUN_BREAKERS = frozenset({"bar", "barrier", "call"})  # (besides wgmma.*, labels and branches: measured)
@@ -307,6 +308,7 @@ def value_uses(ctx: FnCtx, site: Site, regs: frozenset) -> ValueUses:
     gone = dead_plain(ctx) | _dead(ctx)
     far = far_before = past = False
     kinds: set = set()
+    readers: set = set()
     for reg in regs:
         seen: set = set()
         todo = [(site.block, site.pos + 1, True, None)]
@@ -325,6 +327,8 @@ def value_uses(ctx: FnCtx, site: Site, regs: frozenset) -> ValueUses:
                 if reg in u and here not in gone:
                     if pipe is not None:
                         past = True
+                        if is_wgmma(ins):
+                            readers.add(here)
                     if not is_wgmma(ins) and (not near or ins.guard is not None):
                         far = True
                         far_before = far_before or pipe is None
@@ -346,7 +350,7 @@ def value_uses(ctx: FnCtx, site: Site, regs: frozenset) -> ValueUses:
                 if key not in seen:
                     seen.add(key)
                     todo.append((nxt, 0, False, pipe))
-    return ValueUses(far, far_before, past, frozenset(kinds))
+    return ValueUses(far, far_before, past, frozenset(kinds), frozenset(readers))
 
 
 def _store_pair_line(ctx: FnCtx, site: Site, ins: Instr) -> int | None:

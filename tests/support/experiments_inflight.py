@@ -14,6 +14,13 @@ fence comes next.  A write between commit and wait draws no arrive.  An accumula
 its wgmma as a constant is renamed whatever reads it.  A read of a rewritten register reads the new
 value: no wait there.  Files: ``tests/data/checker/NAME.ptx``; the rule: ``ptxas_sites.value_uses``,
 ``ptxas_model._arrive_for_write``, ``PS.over``.
+
+Operands a wgmma of the open stage does not read back (``operand_write_in_flight_*``, from campaign
+seed 3 #86 and seed 9 #95 shrunk): a rewrite of an A-fragment register, or of an accumulator of a
+scale-d 0 wgmma, draws the arrive at the next wgmma (or, for a non-move, the next commit) only when a
+later *wgmma* reads the value; a store of it does not count, and a zeroed A register is a constant
+unless the reading wgmma comes around a loop (``ptxas_model._arrive_for_operand_write``).  Beside
+C7510 every one of these arrives stays (``rewrite_arrive_*_indirect_call``).
 """
 from __future__ import annotations
 
@@ -24,7 +31,8 @@ READ = "st.global.f32 [%rd3+64], %f1;"  # the rewritten accumulator, alone
 
 def more() -> dict[str, tuple[str, str]]:
     """name -> (description, kernel text), as in ``experiments.EXPERIMENTS``."""
-    from .experiments import (CALL_R, COMMIT, FENCE, FUNC_R, PRE, WAIT, kernel, store, wg)
+    from .experiments import (A_REGS, CALL_IND, CALL_R, COMMIT, FENCE, FUNC_R, KEEP_R30, LOOP_HEAD, LOOP_TAIL, PRE, WAIT,
+                              kernel, store, wg)
 
     s = store()
     rest = s[1:]  # the other three accumulators
@@ -34,6 +42,7 @@ def more() -> dict[str, tuple[str, str]]:
 
     zinit = PRE + [f"mov.f32 %f{i}, 0f00000000;" for i in range(1, 5)]
     w = wg()
+    wa = wg(a=A_REGS)
     return {
         "acc_write_in_flight_read_near": (
             "mov 0 into an accumulator in flight, read right after (same block, nothing between), then commit: nothing",
@@ -119,6 +128,53 @@ def more() -> dict[str, tuple[str, str]]:
             "commit, mov 0, a label, the read, wait: C7515", k(FENCE, w, COMMIT, ZERO, "L0:", READ, WAIT, *rest)),
         "acc_write_after_commit_add_read_past_wait": (
             "commit, add, wait, read: C7515 and no arrive (the group is committed)", k(FENCE, w, COMMIT, ADD, WAIT, *s)),
+        # operands the wgmma does not read back (A fragments, scale-d 0 accumulators)
+        "operand_write_in_flight_a_add_read_by_next_stage": (
+            "an A register rewritten (add) after its wgmma, a wgmma on others, commit, then a stage whose wgmma "
+            "reads it: the arrive at the wgmma after the write",
+            k(FENCE, wa, "add.u32 %r1, %r1, 7;", wg(5), COMMIT, FENCE, wg(9, a=A_REGS), COMMIT, WAIT, *s, *store(5),
+              *store(9))),
+        "operand_write_in_flight_a_zero_read_by_next_stage": (
+            "the same with mov 0 (a constant to ptxas): nothing",
+            k(FENCE, wa, "mov.b32 %r1, 0;", wg(5), COMMIT, FENCE, wg(9, a=A_REGS), COMMIT, WAIT, *s, *store(5), *store(9))),
+        "operand_write_in_flight_a_add_read_by_store": (
+            "an A register rewritten after its wgmma, stored after the wait: nothing",
+            k(FENCE, wa, "add.u32 %r1, %r1, 7;", wg(5), COMMIT, WAIT, *s, *store(5), "st.global.u32 [%rd3+32], %r1;")),
+        "operand_write_in_flight_a_zero_loop": (
+            "mov 0 into an A register after its wgmma in a loop (the next iteration's wgmma reads it): the arrive "
+            "at the next wgmma, and C7513",
+            k(*LOOP_HEAD, FENCE, wa, "mov.b32 %r1, 0;", wg(5), COMMIT, *LOOP_TAIL, WAIT, *s, *store(5))),
+        "operand_write_in_flight_sd0_zero_read_by_next_stage": (
+            "mov 0 into an accumulator of a scale-d 0 wgmma in flight, a wgmma on others, then a stage reading it: "
+            "C7511 and the arrive at the wgmma after the write",
+            k(FENCE, wg(sd="0"), ZERO, wg(5), COMMIT, FENCE, w, COMMIT, WAIT, *s, *store(5))),
+        "operand_write_in_flight_sd0_zero_commit_read_by_next_stage": (
+            "the same with the commit next: C7511, no arrive (a move)",
+            k(FENCE, wg(sd="0"), ZERO, COMMIT, FENCE, w, COMMIT, WAIT, *s)),
+        "operand_write_in_flight_sd0_add_commit_read_by_next_stage": (
+            "an add there, the commit next: C7511 and the arrive at the commit",
+            k(FENCE, wg(sd="0"), ADD, COMMIT, FENCE, w, COMMIT, WAIT, *s)),
+        "operand_write_in_flight_sd0_add_read_by_store": (
+            "an add into an accumulator of a scale-d 0 wgmma in flight, a wgmma on others, stored after the wait: nothing",
+            k(FENCE, wg(sd="0"), ADD, wg(5), COMMIT, WAIT, *s, *store(5))),
+        # beside an indirect call (C7510) the rewrite arrives stay
+        "rewrite_arrive_acc_add_indirect_call": (
+            "an accumulator rewritten (add) in flight, read after the wait, an indirect call after: C7510 and the arrive",
+            k(FENCE, w, ADD, COMMIT, WAIT, *s, *CALL_IND, *KEEP_R30, extra=FUNC_R)),
+        "rewrite_arrive_acc_read_after_label_indirect_call": (
+            "mov 0 in flight, a label, the read, an indirect call after: C7510 and the arrive at the commit",
+            k(FENCE, w, ZERO, "L0:", READ, COMMIT, WAIT, *rest, *CALL_IND, *KEEP_R30, extra=FUNC_R)),
+        "rewrite_arrive_between_wgmmas_indirect_call": (
+            "an accumulator rewritten between two different wgmmas on it, an indirect call after: C7510 and the arrive",
+            k(FENCE, w, ADD, wg(1, a="%rd2"), COMMIT, WAIT, *s, *CALL_IND, *KEEP_R30, extra=FUNC_R)),
+        "rewrite_arrive_a_indirect_call": (
+            "operand_write_in_flight_a_add_read_by_next_stage with an indirect call after: C7510 and the arrive",
+            k(FENCE, wa, "add.u32 %r1, %r1, 7;", wg(5), COMMIT, FENCE, wg(9, a=A_REGS), COMMIT, WAIT, *s, *store(5),
+              *store(9), *CALL_IND, *KEEP_R30, extra=FUNC_R)),
+        "rewrite_arrive_sd0_indirect_call": (
+            "operand_write_in_flight_sd0_zero_read_by_next_stage with an indirect call after: C7510 and the arrive",
+            k(FENCE, wg(sd="0"), ZERO, wg(5), COMMIT, FENCE, w, COMMIT, WAIT, *s, *store(5), *CALL_IND, *KEEP_R30,
+              extra=FUNC_R)),
         # the campaign findings, shrunk by ``fuzzptx shrink --keep checker!=ptxas|spurious:C7515``
         "campaign_s8_99_zero_read_near": (
             "campaign seed 8 #99 shrunk: a scale-d 0 wgmma, a wgmma that reads its result, mov 0 into one of "
