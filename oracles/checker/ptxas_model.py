@@ -133,6 +133,7 @@ class _Out:
     wait_at_use: dict = field(default_factory=dict)  # C7517 at reads of accumulators in flight
     wait_feed: dict = field(default_factory=dict)  # C7517 at reads of future accumulator inputs:
     # line -> whether ptxas still reports it when an indirect call serialises the function
+    wait_feed_at: dict = field(default_factory=dict)  # line -> the site of that feed read
     ser: list = field(default_factory=list)  # [(order, code)]
     divergent: list = field(default_factory=list)  # [(order, code)]
     div_wait: list = field(default_factory=list)  # [(order, "C7518")] from a read after a divergent
@@ -141,7 +142,8 @@ class _Out:
     def merge(self, other: "_Out") -> None:
         """Add what a later piece of the pass recorded, as if it had written here directly: first
         reason wins, a feed wait is shown if any write showed it, lists keep their order."""
-        for mine, theirs in ((self.arrive, other.arrive), (self.arrive_at, other.arrive_at)):
+        for mine, theirs in ((self.arrive, other.arrive), (self.arrive_at, other.arrive_at),
+                             (self.wait_feed_at, other.wait_feed_at)):
             for k, v in theirs.items():
                 mine.setdefault(k, v)
         for mine, theirs in ((self.wait, other.wait), (self.wait_ser, other.wait_ser),
@@ -599,6 +601,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
             shown = _order_pos(pos, site) < first_indirect or (_in_loop(ctx, pos, site.block) and not st.call_at)
             if not serialised_by_divergence(site, st):  # (measured: div_pipe_commit_then_feed)
                 out.wait_feed[at] = out.wait_feed.get(at, False) or shown
+                out.wait_feed_at.setdefault(at, site)
             if st.pblock is not None and st.pblock != site.block and not st.call_at:
                 # ... placed at the end of the last commit's block
                 forced.setdefault(st.pblock, (at, shown))
@@ -970,8 +973,12 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
         if code == "C7518" and _ser_code(out.ser) in ("C7509", "C7510"):
             code = _ser_code(out.ser)  # an indirect call outranks C7518, not C7520 (measured: div_*_indirect_call)
         kept = arrives_before_divergence(ctx, out.arrive_at, out.divergent) if code == "C7520" else []
+        # ... and the feed waits it placed there too (measured: feed_wait_then_c7520*)
+        fed = arrives_before_divergence(ctx, out.wait_feed_at, out.divergent) if code == "C7520" else []
         return [PredictedDiag("C7519", line, "info", name, ADVISORY["C7519"].format(line=line, f=name))
                 for line in kept] + [
+            PredictedDiag("C7517", line, "info", name, ADVISORY["C7517"].format(line=line, f=name))
+            for line in fed] + [
             PredictedDiag(code, None, "info", name, SER_PREFIX + SER_REASONS[code].format(f=name))]
     ser_code = _ser_code(out.ser)
     # an indirect call serialises the whole function: no wait is left for its exits (measured)

@@ -10,7 +10,14 @@ does not do it, nor a dead guarded ``add``, nor a region holding only a wait_gro
 ``ptxas_model._uni_distrusted``, ``uniformity.analyse_uniformity(distrust_uni=...)``.  Where the
 distrusted branch leaves groups in flight on one path to an exit with work between, ptxas
 serialises (C7518, as for a plain divergent branch: ``div_pipe_empty_group_then_store``); the model
-does not model that yet (the ``MODEL: known-gap`` files).  Files: ``tests/data/checker/NAME.ptx``.
+does not model that yet (the ``MODEL: known-gap`` files).
+
+Also here, from campaign seed 1 #76 shrunk: a feed read (a value a later wgmma takes as accumulator,
+read while an entry group is in flight) waits where the wgmma it feeds has its output live by plain
+liveness -- a later wgmma reading that output counts, whatever becomes of its own output
+(``feed_through_two_wgmmas_*``; ``ptxas_dce`` per-register liveness); and ptxas keeps such feed waits
+placed before it finds a C7520 divergence, as it keeps the arrives (``feed_wait_then_c7520*``).
+Files: ``tests/data/checker/NAME.ptx``.
 """
 from __future__ import annotations
 
@@ -18,6 +25,11 @@ from __future__ import annotations
 def more() -> dict[str, tuple[str, str]]:
     """name -> (description, kernel text), as in ``experiments.EXPERIMENTS``."""
     from .experiments import COMMIT, FENCE, WAIT, kernel, store, wg
+
+    wa = "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f1,%f2,%f3,%f4}, %rd1, %rd2, 1, 1, 1, 0, 0;"
+    wb = ("wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {%f1,%f2,%f3,%f4,%f5,%f6,%f7,%f8}, %rd1, %rd2, "
+          "1, 1, 1, 0, 0;")
+    feed = [COMMIT, "xor.b32 %f1, %f1, 1;"]  # an entry group in flight, then a feed read of %f1
 
     guarded_st = "@%p2 st.global.u32 [%rd3+64], %r1;"
     s = store()
@@ -78,6 +90,24 @@ def more() -> dict[str, tuple[str, str]]:
             "a guarded store, bra.uni on a %tid.x predicate over a stage, a uniform branch over the wait, the "
             "read: C7518 (the wgmma was issued on one path only)",
             k(guarded_st, "@%p1 bra.uni L3;", FENCE, wg(), COMMIT, "L3:", "@%p2 bra SK;", WAIT, "SK:", *s)),
+        "feed_through_two_wgmmas_dead": (
+            "an entry commit, xor of %f1, a wgmma on %f1..%f4, a wider one on %f1..%f8, only %f8 stored: the feed "
+            "wait at the xor (the second wgmma reads the first one's %f1)",
+            k(*feed, FENCE, wa, wb, COMMIT, WAIT, "st.global.f32 [%rd3], %f8;")),
+        "feed_through_two_wgmmas_commit_between": (
+            "the same with a commit and fence between the two wgmmas: the feed wait",
+            k(*feed, FENCE, wa, COMMIT, FENCE, wb, COMMIT, WAIT, "st.global.f32 [%rd3], %f8;")),
+        "feed_of_one_wgmma_dead_output": (
+            "an entry commit, xor of %f1, one wgmma, only %f2 stored: no feed wait (its output %f1 is dead)",
+            k(*feed, FENCE, wa, COMMIT, WAIT, "st.global.f32 [%rd3], %f2;")),
+        "feed_wait_then_c7520": (
+            "a feed wait, then a stage and a wgmma skipped by a divergent branch: C7520, the arrive and the feed "
+            "wait placed before it stay",
+            k(*feed, FENCE, wg(), COMMIT, WAIT, *s, "@%p1 bra L3;", FENCE, wg(5), "L3:", COMMIT, WAIT, *store(5))),
+        "feed_wait_in_flight_then_c7520": (
+            "a group in flight, a feed read, then the divergence: C7520 and the feed wait",
+            k(FENCE, wg(5), COMMIT, "xor.b32 %f1, %f1, 1;", FENCE, wg(), COMMIT, WAIT, *s, "@%p1 bra L3;", FENCE,
+              wg(9), "L3:", COMMIT, WAIT, *store(9), *store(5))),
         "bra_uni_distrusted_dead_guarded_wgmma": (
             "bra.uni on a %tid.x predicate over a dead guarded wgmma and a commit: C7520",
             k("@!%p1 bra.uni L3;", "@%p2 " + wg(), COMMIT, "L3:", WAIT)),
