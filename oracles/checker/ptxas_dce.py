@@ -102,45 +102,84 @@ def _dead_after(code: _Code, dead: set) -> tuple[set, list]:
     does nothing)."""
     g = code.g
     n = len(g.blocks)
-    live_in = [0] * n
+    per_register = any(row[5] for rows in code.rows for row in rows)
+    # ``per_register``: a wgmma's accumulator input i is live where its output i is by plain liveness
+    # (a later wgmma reading that output counts, whatever becomes of that wgmma's own output i:
+    # measured, feed_through_two_wgmmas_*), so the plain liveness is solved first
+    plain_in = _solve(code, dead, None) if per_register else None
+    live_in = _solve(code, dead, plain_in)
 
-    def through(b: int, live: int) -> int:
-        for k, kind, w, kill, reads, tied in reversed(code.rows[b]):
-            if kind == 3:
-                live = reads
-            elif kind == 0 or (w & live and (kind == 1 or (b, k) not in dead)):
-                live = (live & ~kill) | reads | (tied & live)
-        return live
-
-    def out_of(b: int) -> int:
+    def out_of(b: int, ins_: list) -> int:
         m = 0
         for s in g.succs[b]:
             if s < n:
-                m |= live_in[s]
+                m |= ins_[s]
         return m
 
-    changed, rounds = True, 0
-    while changed and rounds < 100:
-        changed, rounds = False, rounds + 1
-        for b in reversed(g.order):
-            new = through(b, out_of(b))
-            if new != live_in[b]:
-                live_in[b], changed = new, True
     wgmmas: set = set()
     others: list = []
     for b in g.order:
-        live = out_of(b)
+        live = out_of(b, live_in)
+        plain = out_of(b, plain_in) if plain_in is not None else None
         for k, kind, w, kill, reads, tied in reversed(code.rows[b]):
+            after = live if plain is None else plain
+            if plain is not None:
+                plain = _step(plain, b, k, kind, w, kill, reads | tied, 0, dead, plain)
             if kind == 3:
                 live = reads
                 continue
             if kind == 0:
                 live = (live & ~kill) | reads
-            elif w & live and (kind == 1 or (b, k) not in dead):
-                live = (live & ~kill) | reads | (tied & live)
+            elif w & (after if kind == 2 else live) and (kind == 1 or (b, k) not in dead):
+                live = (live & ~kill) | reads | (tied & after)
             elif kind == 1:
                 if w:
                     others.append((b, k))
             elif (b, k) not in dead:
                 wgmmas.add((b, k))
     return wgmmas, others
+
+
+def _step(live: int, b: int, k: int, kind: int, w: int, kill: int, reads: int, tied: int, dead: set, after: int) -> int:
+    """Liveness before one instruction, from ``live`` after it (``after``: the liveness a tied
+    accumulator input follows)."""
+    if kind == 3:
+        return reads
+    if kind == 0 or (w & (after if kind == 2 else live) and (kind == 1 or (b, k) not in dead)):
+        return (live & ~kill) | reads | (tied & after)
+    return live
+
+
+def _solve(code: _Code, dead: set, plain_in: list | None) -> list:
+    """Live-in per block to a fixed point: plain liveness (a wgmma's accumulator inputs read like any
+    operand) when ``plain_in`` is None, else per-register liveness following the plain one."""
+    g = code.g
+    n = len(g.blocks)
+    live_in = [0] * n
+
+    def out_of(b: int, ins_: list) -> int:
+        m = 0
+        for s in g.succs[b]:
+            if s < n:
+                m |= ins_[s]
+        return m
+
+    def through(b: int, live: int) -> int:
+        plain = out_of(b, plain_in) if plain_in is not None else None
+        for k, kind, w, kill, reads, tied in reversed(code.rows[b]):
+            if plain is None:
+                live = _step(live, b, k, kind, w, kill, reads | tied, 0, dead, live)
+            else:
+                after = plain
+                plain = _step(plain, b, k, kind, w, kill, reads | tied, 0, dead, plain)
+                live = _step(live, b, k, kind, w, kill, reads, tied, dead, after)
+        return live
+
+    changed, rounds = True, 0
+    while changed and rounds < 100:
+        changed, rounds = False, rounds + 1
+        for b in reversed(g.order):
+            new = through(b, out_of(b, live_in))
+            if new != live_in[b]:
+                live_in[b], changed = new, True
+    return live_in

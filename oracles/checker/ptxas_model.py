@@ -65,8 +65,21 @@ Learned 2026-11-26 (experiments_entry.py, a campaign finding): feed-read waits h
   no feed read waits (a real group in flight too) and a never-written accumulator is a constant.
   A call inside a loop entered with groups in flight reports its later wait at the last
   instruction ptxas keeps in the last commit's block (call_in_loop_*).
+Learned 2026-11-27 (experiments_inflight.py, experiments_bra_uni.py; campaign findings): a plain write
+  into an accumulator in flight is judged by where its value is read (``ptxas_sites.value_uses``):
+  reads all near (same block, unguarded, nothing wgmma-family, ``bar`` or ``call`` between; a wgmma
+  taking it does not count) -- ptxas renames it, nothing; a far plain read -- C7515.  Its arrive:
+  at the next wgmma if the value is read past it, at the next commit if a far read precedes it or
+  (not for a move) the value is read past it; none with a fence next (``_arrive_for_write``).  A
+  read of a rewritten register reads the new value (no wait; ``PS.over``).  A rewritten A register
+  or scale-d 0 accumulator arrives only where a later wgmma reads it (``_arrive_for_operand_write``);
+  every rewrite arrive stays beside C7510.  A read whose wait a uniform branch or guard skipped is
+  C7514 even after a divergent pipeline instruction; a wait on a uniform path clears a wgmma's
+  divergent in-flight state unless it was issued on one path only (``PS.div_issued``).
 ptxas's divergence is not the spec's: anything from %tid.*/%laneid (even %tid.x >> 7) is
-divergent, %warpid/%clock/shfl broadcasts are uniform, ``bra.uni`` is trusted.
+divergent, %warpid/%clock/shfl broadcasts are uniform, ``bra.uni`` is trusted -- save over a fence,
+wgmma or commit in a function with a guarded memory access or barrier it keeps, or a dead guarded
+wgmma (``_uni_distrusted``).
 """
 from __future__ import annotations
 
@@ -83,8 +96,10 @@ from .ptxas_errors import SYSTEM_FUNCTIONS, _callee, predict_errors
 from .ptxas_pressure import allocator_may, register_pressure
 from .ptxas_sites import (_after_loop_line, arrives_before_divergence, dead_for_feeds, dead_plain, exit_jumps, _dead, _divergent_branch_line, _hoisted_line,
                           _in_loop, _line, _live_sites, _loop_exit_line, _next_pipe_is_wgmma, _order, _order_pos,
-                          _reaching, _same_wgmma, _scale_d_zero, _store_pair_line, _wgmma_next_to, _writes_zero)
+                          _reaching, _same_wgmma, _scale_d_zero, _store_pair_line, _wgmma_next_to, _writes_zero,
+                          value_uses)
 from .regs import defs_uses, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs
+from .uniformity import analyse_uniformity
 
 SER_PREFIX = "Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
 SER_REASONS = {
@@ -118,6 +133,7 @@ class _Out:
     wait_at_use: dict = field(default_factory=dict)  # C7517 at reads of accumulators in flight
     wait_feed: dict = field(default_factory=dict)  # C7517 at reads of future accumulator inputs:
     # line -> whether ptxas still reports it when an indirect call serialises the function
+    wait_feed_at: dict = field(default_factory=dict)  # line -> the site of that feed read
     ser: list = field(default_factory=list)  # [(order, code)]
     divergent: list = field(default_factory=list)  # [(order, code)]
     div_wait: list = field(default_factory=list)  # [(order, "C7518")] from a read after a divergent
@@ -126,7 +142,8 @@ class _Out:
     def merge(self, other: "_Out") -> None:
         """Add what a later piece of the pass recorded, as if it had written here directly: first
         reason wins, a feed wait is shown if any write showed it, lists keep their order."""
-        for mine, theirs in ((self.arrive, other.arrive), (self.arrive_at, other.arrive_at)):
+        for mine, theirs in ((self.arrive, other.arrive), (self.arrive_at, other.arrive_at),
+                             (self.wait_feed_at, other.wait_feed_at)):
             for k, v in theirs.items():
                 mine.setdefault(k, v)
         for mine, theirs in ((self.wait, other.wait), (self.wait_ser, other.wait_ser),
@@ -220,6 +237,10 @@ class PS(NamedTuple):
     unknown_waited: bool = False  # a wait_group passed that group on some path: like a wgmma some wait
     # passed (``waited``), it makes no feed wait after the paths meet (measured:
     # empty_group_wait_skipped_in_loop_then_feed)
+    div_issued: frozenset = frozenset()  # of ``wait_div``, the wgmmas issued on one path only (no wait passed
+    # them on the other): a later wait on a uniform path does not clear them
+    over: frozenset = frozenset()  # accumulators an unguarded plain instruction rewrote since their last
+    # wgmma, on every path: a read of one reads that value, not the wgmma's (no wait)
 
 
 ENTRY_STATE = PS(False, frozenset(), frozenset(), False, frozenset(), frozenset(), False, frozenset(), 0,
@@ -259,7 +280,14 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             stage_div=a.stage_div or b.stage_div or (divergent and ua != ub),
             # at a branch's reconvergence, groups with no wgmma do not count (measured: a guard's do)
             raw_div=a.raw_div or b.raw_div or (divergent and a.raw != b.raw and (bool(fa | fb) or not branch)),
-            wait_div=a.wait_div | b.wait_div | (frozenset(fa ^ fb) if divergent else frozenset()),
+            # (where paths meet uniformly, a wgmma some path waited for is no longer in flight there
+            # divergently: a read then serialises as after a uniformly skipped wait, C7514; measured:
+            # div_skip_wait_then_uniform_skip_read)
+            # (but not one issued on one path only: measured, bra_uni_distrusted_stage_then_uniform_skip_read)
+            wait_div=(a.wait_div | b.wait_div | frozenset(fa ^ fb)) if divergent else
+            (_less(a.wait_div, b.waited - fb) | _less(b.wait_div, a.waited - fa)
+             | ((a.wait_div | b.wait_div) & (a.div_issued | b.div_issued))),
+            div_issued=a.div_issued | b.div_issued | (frozenset((fa ^ fb) - a.waited - b.waited) if divergent else frozenset()),
             call_at=_merged_call_at(a, b, loop_header),
             pblock=a.pblock if a.pblock == b.pblock else None,
             vals=a.vals | b.vals,
@@ -277,6 +305,7 @@ def _join(states: list, divergent: bool, loop_header: bool, at: int | None = Non
             opaque=a.opaque and b.opaque,
             clean_fl=a.clean_fl or b.clean_fl,
             unset=a.unset | b.unset,
+            over=a.over & b.over,
         )
     return a
 
@@ -428,7 +457,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                                waited=st.waited - {site}, lagged=st.lagged - {site}, stage_acc=st.stage_acc | acc,
                                open=True,
                                tied=st.tied | (frozenset() if _scale_d_zero(ins) else acc),
-                               wait_div=st.wait_div - {site}, call_at=None, pblock=site.block)
+                               wait_div=st.wait_div - {site}, div_issued=st.div_issued - {site}, call_at=None, pblock=site.block)
         if is_commit(ins):
             if st.arm_div or st.stage_div or st.raw_div:
                 out.divergent.append((_order(site), "C7520"))
@@ -451,6 +480,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
             passed = frozenset(s for s, d in fl if d >= 0)
             raw = min(st.raw + implicit, 8, n)
             return st._replace(fl=frozenset((s, d) for s, d in fl if d < n), waited=st.waited | passed,
+                               wait_div=_less(st.wait_div, frozenset(s for s, d in fl if d >= n) - {s for s, d in fl if d < n}),
                                lagged=st.lagged | {s for s, d in fl if 0 <= d < n},
                                raw=raw, split=st.split if raw else frozenset(), raw_div=False,
                                open=st.open or st.armed, call_at=None, pblock=site.block, ghost=frozenset(),
@@ -505,12 +535,21 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
             # zeroing needs no arrive before the stage (ptxas writes RZ), but still redefines an
             # accumulator of the open stage or one in flight (measured)
             zero = _writes_zero(ctx, site, ins)
+            # a write in flight: what ptxas says depends on where its value is read (value_uses)
+            plain_write = ins.guard is None
+            if plain_write and not st.flag and _arrive_for_operand_write(ctx, pos, site, ins, st, zero):
+                st = st._replace(flag=True)
             if zero and not _next_pipe_is_wgmma(ctx, site):
                 # ... unless no wgmma follows in the stage: then only an accumulator that entered
-                # the wgmma as a non-constant and is read later makes it serialise (measured)
-                hit = {r for r in rel - st.cin if any(r in _tied_acc(ctx.wgmmas[w]) for w, _ in st.fl)}
-                if hit and _read_later(ctx, pos, site, hit):
-                    out.ser.append((_order(site), "C7515"))
+                # the wgmma as a non-constant and is read far from the write makes it serialise, with
+                # an arrive at the commit if a far read comes before it (measured: acc_write_in_flight_*)
+                hit = frozenset(r for r in rel - st.cin if any(r in _tied_acc(ctx.wgmmas[w]) for w, _ in st.fl))
+                if hit:
+                    seen = value_uses(ctx, site, hit)
+                    if seen.far:
+                        out.ser.append((_order(site), "C7515"))
+                    if seen.far_before and "commit" in seen.next_pipe and hit & st.tied and not st.flag:
+                        st = st._replace(flag=True)
                 return st
             # a rewrite between two wgmmas of a stage on the register (the next one takes it as
             # accumulator) is free when the next one does not read it (scale-d 0) or both are the
@@ -527,7 +566,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                 else:
                     moved.add(r)
             dirty = st.dirty if zero else _plus(st.dirty, rel)
-            flag = st.flag or bool((rel & st.tied) - fed) or bool(moved)
+            flag = st.flag or bool(moved) or _arrive_for_write(ctx, site, ins, (rel & st.tied) - fed - (st.cin if plain_write else frozenset()))
             if dirty is not st.dirty or flag != st.flag:
                 st = st._replace(dirty=dirty, flag=flag)
             defs = defs - fed - moved
@@ -535,7 +574,10 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                 st = st._replace(zdirty=_plus(st.zdirty, rel - fed))
         if not st.fl and not st.raw:  # (a group with no wgmma still makes a feed wait: fence_commit_feed_read)
             return st
-        read = [s for s, _ in st.fl if uses & wgmma_regs(ctx.wgmmas[s])[0]]
+        # (a register a plain instruction rewrote since holds that value, not the wgmma's: measured,
+        # acc_write_in_flight_read_near)
+        mine = uses - st.over if st.over else uses
+        read = [s for s, _ in st.fl if mine & wgmma_regs(ctx.wgmmas[s])[0]]
         # (a constant from another block is read too; a never-written one only while a group
         # committed from the entry's unknown state is in flight)
         u_acc = uses & accs  # (small: set differences over all of accs cost ~5% of the checker)
@@ -559,6 +601,7 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
             shown = _order_pos(pos, site) < first_indirect or (_in_loop(ctx, pos, site.block) and not st.call_at)
             if not serialised_by_divergence(site, st):  # (measured: div_pipe_commit_then_feed)
                 out.wait_feed[at] = out.wait_feed.get(at, False) or shown
+                out.wait_feed_at.setdefault(at, site)
             if st.pblock is not None and st.pblock != site.block and not st.call_at:
                 # ... placed at the end of the last commit's block
                 forced.setdefault(st.pblock, (at, shown))
@@ -588,7 +631,12 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
                     return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False)
                 branch = _divergent_branch_line(ctx, site)
                 if branch is None:
-                    if not serialised_by_divergence(site, st):
+                    # a wait_group some path passed (a uniform branch or guard skipped it on another, no
+                    # wait_group left it in flight): C7514 even after a divergent pipeline instruction
+                    # (measured: div_pipe_then_skipped_wait_*; a wait_group 1 that leaves it in flight
+                    # serialises as C7518 there: div_pipe_wait1_then_read)
+                    skipped = any(s in st.waited for s in read) and not any(s in st.lagged for s in read)
+                    if skipped or not serialised_by_divergence(site, st):
                         out.ser.append((_order(site), "C7514"))
                     return st
                 # ... unless the read sits under a divergent branch: ptxas waits at the branch instead
@@ -597,7 +645,8 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
             wait_for_read(st.call_at or _hoisted_line(ctx, st, site) or _loop_exit_line(ctx, pos, site, read)
                           or _store_pair_line(ctx, site, ins), site, st)
             return st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False, call_at=None)
-        if any(defs & _tied_acc(ctx.wgmmas[s]) for s, _ in st.fl):
+        hit = frozenset(r for s, _ in st.fl for r in defs & _tied_acc(ctx.wgmmas[s]))
+        if hit and (ins.guard is not None or ((hit := hit - st.cin) and value_uses(ctx, site, hit).far)):
             out.ser.append((_order(site), "C7515"))
         return st
 
@@ -605,12 +654,16 @@ def _pipeline(ctx: FnCtx, result: _Out) -> None:
         out_st = plain0(ins, site, st, guarded)
         if is_wgmma(ins) and out_st.unset and not out_st.unset.isdisjoint(wgmma_regs(ins)[0]):
             out_st = out_st._replace(unset=out_st.unset - wgmma_regs(ins)[0])
+        if is_wgmma(ins) and out_st.over and not out_st.over.isdisjoint(wgmma_regs(ins)[0]):
+            out_st = out_st._replace(over=out_st.over - wgmma_regs(ins)[0])
         if not is_wgmma(ins):
             d, u = defs_uses(ins)
             if not accs.isdisjoint(d):
                 d = d & accs
                 if not out_st.unset.isdisjoint(d):
                     out_st = out_st._replace(unset=out_st.unset - d)
+                if ins.guard is None and not d <= out_st.over:
+                    out_st = out_st._replace(over=out_st.over | d)
                 folded = ins.guard is None and ins.base in _FOLDABLE and u <= st.konst
                 near = folded and u <= st.here
                 vals = _less(out_st.vals, d) if near else _plus(out_st.vals, d)
@@ -750,6 +803,56 @@ def _all_ones(op, opcode: str) -> bool:
     return op.value == -1 or op.value == (1 << bits) - 1
 
 
+def _copy_like(ins: Instr) -> bool:
+    """A move in ptxas's eyes: ``mov``, ``neg``, ``abs``, a ``mul`` by one (measured:
+    acc_write_in_flight_*: these rewrites of an in-flight accumulator draw no arrive at the commit
+    where an ``add``, ``cvt``, ``ld`` or ``selp`` does)."""
+    if ins.base in ("mov", "neg", "abs"):
+        return True
+    return ins.base == "mul" and len(ins.operands) == 3 and any(
+        isinstance(o, Imm) and o.value == 1 for o in ins.operands[1:])
+
+
+def _arrive_for_write(ctx: FnCtx, site: Site, ins: Instr, regs: frozenset) -> bool:
+    """Whether a rewrite of accumulators ``regs`` of the open stage's wgmmas (which read them) makes
+    ptxas arrive at the next wgmma or commit (C7519; measured: acc_write_in_flight_*): at a wgmma,
+    when the value is read past it (by anything); at the commit, when a read far from the write
+    (``value_uses``) comes before it, or -- for a write that is not a move -- the value is read past
+    it.  A fence next needs none (it is an arrive); a guarded write always arrives."""
+    if not regs:
+        return False
+    if ins.guard is not None:
+        return True
+    seen = value_uses(ctx, site, regs)
+    return (("wgmma" in seen.next_pipe and seen.past)
+            or ("commit" in seen.next_pipe and (seen.far_before or (seen.past and not _copy_like(ins)))))
+
+
+def _arrive_for_operand_write(ctx: FnCtx, pos: dict, site: Site, ins: Instr, st: PS, zero: bool) -> bool:
+    """An unguarded rewrite of an A-fragment register, or of an accumulator of a scale-d 0 wgmma, of
+    the open stage's wgmmas (not yet committed) makes ptxas arrive at the next wgmma, or -- for a
+    write that is not a move -- the next commit, when a later wgmma reads the value past that
+    instruction (measured: operand_write_in_flight_*; a plain read does not count, unlike for an
+    accumulator the wgmma reads: ``_arrive_for_write``).  A zeroed A register is a constant to
+    ptxas unless the reading wgmma comes around a loop."""
+    ops: set = set()
+    for w, d in st.fl:
+        if d < 0:
+            acc, a, _ = wgmma_regs(ctx.wgmmas[w])
+            ops |= a | (acc if _scale_d_zero(ctx.wgmmas[w]) else frozenset())
+    regs = (defs_uses(ins)[0] & ops) - st.tied
+    if not regs:
+        return False
+    seen = value_uses(ctx, site, frozenset(regs))
+    here = _order_pos(pos, site)
+    a_regs = frozenset().union(*(wgmma_regs(ctx.wgmmas[w])[1] for w, d in st.fl if d < 0))
+    readers = [w for w in seen.wgmma_past
+               if not (zero and regs <= a_regs and _order_pos(pos, w) > here)]
+    if not readers:
+        return False
+    return "wgmma" in seen.next_pipe or ("commit" in seen.next_pipe and not _copy_like(ins))
+
+
 def _after_busy(st: PS) -> PS:
     """Work that stays after paths with and without committed groups met: ptxas no longer waits
     at the branch that split them but at the exit (measured: split_then_store, split_then_bar,
@@ -814,9 +917,52 @@ def _ser_code(ser: list) -> str | None:
     return min(ser)[1] if ser else None
 
 
+_SIDE_EFFECTS = frozenset({"ld", "st", "atom", "red", "bar", "barrier"})
+
+
+def _uni_distrusted(ctx: FnCtx) -> frozenset:
+    """The blocks whose closing ``bra.uni`` ptxas does not trust (a ``bra.uni`` on %tid.x is uniform to
+    it otherwise): in a function with a guarded load, store, atomic or barrier that it keeps, or a
+    guarded wgmma it deletes as dead, a ``bra.uni`` over a fence, wgmma or commit (measured:
+    bra_uni_distrusted_*; a guarded ``setp``, wait, commit, ``ret`` or live wgmma, or a dead guarded
+    ``add``, leaves it trusted, as does a region holding only a wait_group; campaign findings seed 9
+    #93 and seed 10 #77)."""
+    unis = [b.index for b in ctx.g.blocks if b.instrs and b.instrs[-1].opcode.startswith("bra.uni")
+            and b.instrs[-1].guard is not None]
+    if not unis:
+        return frozenset()
+    gone, dead = dead_plain(ctx), _dead(ctx)
+
+    def distrusting(b: int, k: int, ins: Instr) -> bool:
+        if ins.guard is None:
+            return False
+        if is_wgmma(ins):
+            return Site(b, k) in dead
+        return ins.base in _SIDE_EFFECTS and Site(b, k) not in gone
+
+    if not any(distrusting(b, k, i) for b in ctx.g.order for k, i in enumerate(ctx.g.blocks[b].instrs)):
+        return frozenset()
+    stage = {b.index for b in ctx.g.blocks if any(is_fence(i) or is_wgmma(i) or is_commit(i) for i in b.instrs)}
+    return frozenset(x for x in unis
+                     if not _to_exit(ctx, x) and any(dep[0] == x for b in stage for dep in ctx.g.cdeps[b]))
+
+
+def _to_exit(ctx: FnCtx, block: int) -> bool:
+    """The block's branch jumps to a block holding nothing but the exit (``ret``/``exit``, or the
+    body's end)."""
+    for s in ctx.g.succs[block]:
+        instrs = ctx.g.blocks[s].instrs
+        if s != block + 1 and (not instrs or (len(instrs) == 1 and instrs[0].base in ("ret", "exit"))):
+            return True
+    return False
+
+
 def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
     if not any(i.base == "wgmma" for b in ctx.g.blocks for i in b.instrs):
         return []
+    distrust = _uni_distrusted(ctx)
+    if distrust:
+        ctx._ptxas_uni = analyse_uniformity(ctx.fn, ctx.g, "ptxas", distrust_uni=distrust)
     out = _Out()
     _structure(ctx, out)
     _pipeline(ctx, out)
@@ -827,8 +973,12 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
         if code == "C7518" and _ser_code(out.ser) in ("C7509", "C7510"):
             code = _ser_code(out.ser)  # an indirect call outranks C7518, not C7520 (measured: div_*_indirect_call)
         kept = arrives_before_divergence(ctx, out.arrive_at, out.divergent) if code == "C7520" else []
+        # ... and the feed waits it placed there too (measured: feed_wait_then_c7520*)
+        fed = arrives_before_divergence(ctx, out.wait_feed_at, out.divergent) if code == "C7520" else []
         return [PredictedDiag("C7519", line, "info", name, ADVISORY["C7519"].format(line=line, f=name))
                 for line in kept] + [
+            PredictedDiag("C7517", line, "info", name, ADVISORY["C7517"].format(line=line, f=name))
+            for line in fed] + [
             PredictedDiag(code, None, "info", name, SER_PREFIX + SER_REASONS[code].format(f=name))]
     ser_code = _ser_code(out.ser)
     # an indirect call serialises the whole function: no wait is left for its exits (measured)
@@ -855,7 +1005,8 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
         waits = {**out.wait_ser, **out.wait_at_use, **out.wait_feed}
     else:
         waits = {**out.wait, **out.wait_at_use, **out.wait_feed}
-    arrives = [x for x, why in out.arrive.items() if not (ser_code == "C7510" and why == "flag")]
+    # (an indirect call keeps the arrives a rewrite in flight draws: measured, rewrite_arrive_*_indirect_call)
+    arrives = list(out.arrive)
     diags = [PredictedDiag("C7519", line, "info", name, ADVISORY["C7519"].format(line=line, f=name))
              for line in sorted(arrives, key=lambda x: x or 0)]
     diags += [PredictedDiag("C7517", line, "info", name, ADVISORY["C7517"].format(line=line, f=name))

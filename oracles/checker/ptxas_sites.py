@@ -3,6 +3,8 @@ of injected waits and arrives, wgmmas ptxas drops, constant writes), each measur
 13.0.88 (``tests/data/checker/``; see ``ptxas_model``'s docstring)."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg
 
 from .context import FnCtx, Site, sites
@@ -275,6 +277,80 @@ def _next_pipe_is_wgmma(ctx: FnCtx, site: Site) -> bool:
                 after = is_wgmma(instrs[k])
         memo[site.block] = nxt
     return nxt[site.pos]
+
+
+class ValueUses(NamedTuple):
+    """Where the value an instruction writes into an accumulator register is read (``value_uses``)."""
+
+    far: bool  # a plain (non-wgmma) read outside the write's straight run: ptxas cannot rename the write
+    far_before: bool  # ... one before the next wgmma-family instruction
+    past: bool  # a read of any kind (a wgmma's accumulator input too) after the next wgmma-family instruction
+    next_pipe: frozenset  # the kinds ("wgmma", "commit", "fence", "wait") of that next instruction, per path
+    wgmma_past: frozenset  # the wgmmas that read the value after the next wgmma-family instruction
+
+
+_RUN_BREAKERS = frozenset({"bar", "barrier", "call"})  # (besides wgmma.*, labels and branches: measured)
+
+
+def _pipe_kind(ins: Instr) -> str | None:
+    if not ins.opcode.startswith("wgmma."):
+        return None
+    return "wgmma" if is_wgmma(ins) else "commit" if ins.opcode.startswith("wgmma.commit") else \
+        "fence" if ins.opcode.startswith("wgmma.fence") else "wait"
+
+
+def value_uses(ctx: FnCtx, site: Site, regs: frozenset) -> ValueUses:
+    """Follow the value the instruction at ``site`` writes into ``regs`` to its live reads (until an
+    unguarded redefinition; a self-move ``mov r, r`` neither reads nor writes).  A plain read is
+    *near* when it is unguarded, in the same block and no wgmma-family instruction, barrier or call
+    comes between: ptxas renames a write in flight whose reads are all near and says nothing; a far
+    one is C7515 (measured: tests/data/checker/acc_write_in_flight_read_*)."""
+    gone = dead_plain(ctx) | _dead(ctx)
+    far = far_before = past = False
+    kinds: set = set()
+    readers: set = set()
+    for reg in regs:
+        seen: set = set()
+        todo = [(site.block, site.pos + 1, True, None)]
+        while todo:
+            b, k, near, pipe = todo.pop()
+            instrs = ctx.g.blocks[b].instrs
+            killed = False
+            while k < len(instrs):
+                ins = instrs[k]
+                here = Site(b, k)
+                k += 1
+                ops = ins.operands
+                if ins.base == "mov" and len(ops) == 2 and ops[0] == ops[1]:
+                    continue
+                d, u = defs_uses(ins)
+                if reg in u and here not in gone:
+                    if pipe is not None:
+                        past = True
+                        if is_wgmma(ins):
+                            readers.add(here)
+                    if not is_wgmma(ins) and (not near or ins.guard is not None):
+                        far = True
+                        far_before = far_before or pipe is None
+                kind = _pipe_kind(ins)
+                if kind is not None:
+                    if pipe is None:
+                        kinds.add(kind)
+                        pipe = kind
+                    near = False
+                elif ins.base in _RUN_BREAKERS:
+                    near = False
+                if reg in d and ins.guard is None and here not in gone:
+                    killed = True
+                    break
+            if killed:
+                continue
+            for nxt in ctx.g.succs[b]:
+                key = (nxt, pipe)
+                if key not in seen:
+                    seen.add(key)
+                    todo.append((nxt, 0, False, pipe))
+    return ValueUses(far, far_before, past, frozenset(kinds), frozenset(readers))
 
 
 def _store_pair_line(ctx: FnCtx, site: Site, ins: Instr) -> int | None:

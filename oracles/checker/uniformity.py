@@ -123,10 +123,12 @@ def branch_reg(block) -> Reg | None:
 
 
 def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: tuple[str, ...] = (),
-                       module: Module | None = None) -> Uniformity:
+                       module: Module | None = None, distrust_uni: frozenset = frozenset()) -> Uniformity:
     """``flavour="spec"``: sound levels for the PTX rules (divergent = below warpgroup).
     ``flavour="ptxas"``: what ptxas 13.0.88 treats as divergent (measured: anything from %tid/%laneid,
-    no credit for %tid.x >> 7; %warpid, %clock and shfl broadcasts uniform; ``bra.uni`` trusted)."""
+    no credit for %tid.x >> 7; %warpid, %clock and shfl broadcasts uniform; ``bra.uni`` trusted,
+    save the branches ending the blocks ``distrust_uni`` names: their edges diverge by their predicate,
+    what they control stays uniform; the ptxas model says which, ``ptxas_model._uni_distrusted``)."""
     ptxas = flavour == "ptxas"
     credit = _tid_credit(fn) and not ptxas
     threshold = WARP if ptxas else WARPGROUP
@@ -173,10 +175,12 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
             for (x, y) in g.cdeps[b.index]:
                 r = branch_reg(g.blocks[x])
                 bx = THREAD if r is None else op_val(r, g.blocks[x].instrs[-1])[0]
-                if ptxas and g.blocks[x].instrs and g.blocks[x].instrs[-1].opcode.startswith("bra.uni"):
-                    bx = max(bx, WARP)
                 if bx < threshold:
                     div.add((x, y))
+                if ptxas and g.blocks[x].instrs and g.blocks[x].instrs[-1].opcode.startswith("bra.uni"):
+                    bx = max(bx, WARP)
+                    if x not in distrust_uni:
+                        div.discard((x, y))
                 lvl = min(lvl, bx)
             bl[b.index] = lvl
         return bl, frozenset(div)

@@ -404,6 +404,8 @@ from .experiments_div import more as more_div  # noqa: E402
 from .experiments_split import more as more_split  # noqa: E402
 from .experiments_exit import more as more_exit  # noqa: E402
 from .experiments_entry import more as more_entry  # noqa: E402
+from .experiments_inflight import more as more_inflight  # noqa: E402
+from .experiments_bra_uni import more as more_bra_uni  # noqa: E402
 
 EXPERIMENTS.update(more())
 EXPERIMENTS.update(more_blocks())
@@ -411,6 +413,8 @@ EXPERIMENTS.update(more_div())
 EXPERIMENTS.update(more_split())
 EXPERIMENTS.update(more_exit())
 EXPERIMENTS.update(more_entry())
+EXPERIMENTS.update(more_inflight())
+EXPERIMENTS.update(more_bra_uni())
 
 
 def _branch_on(src: list[str], bra: str = "bra") -> str:
