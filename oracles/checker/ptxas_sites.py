@@ -304,16 +304,19 @@ def value_uses(ctx: FnCtx, site: Site, regs: frozenset) -> ValueUses:
     unguarded redefinition; a self-move ``mov r, r`` neither reads nor writes).  A plain read is
     *near* when it is unguarded, in the same block and no wgmma-family instruction, barrier or call
     comes between: ptxas renames a write in flight whose reads are all near and says nothing; a far
-    one is C7515 (measured: tests/data/checker/acc_write_in_flight_read_*)."""
+    one is C7515 (measured: tests/data/checker/acc_write_in_flight_read_*).  A wgmma taking the value
+    as its accumulator is no read, unless a ``wgmma.wait_group`` that retires the write's group (the
+    first commit after it) comes between: then it is a far one (acc_write_in_flight_read_by_wgmma_*;
+    a wait_group 1 right after that commit leaves it in flight: campaign seed 8 #99)."""
     gone = dead_plain(ctx) | _dead(ctx)
     far = far_before = past = False
     kinds: set = set()
     readers: set = set()
     for reg in regs:
         seen: set = set()
-        todo = [(site.block, site.pos + 1, True, None)]
+        todo = [(site.block, site.pos + 1, True, None, False, 0)]
         while todo:
-            b, k, near, pipe = todo.pop()
+            b, k, near, pipe, waited, commits = todo.pop()
             instrs = ctx.g.blocks[b].instrs
             killed = False
             while k < len(instrs):
@@ -329,7 +332,7 @@ def value_uses(ctx: FnCtx, site: Site, regs: frozenset) -> ValueUses:
                         past = True
                         if is_wgmma(ins):
                             readers.add(here)
-                    if not is_wgmma(ins) and (not near or ins.guard is not None):
+                    if (not is_wgmma(ins) and (not near or ins.guard is not None)) or (is_wgmma(ins) and waited):
                         far = True
                         far_before = far_before or pipe is None
                 kind = _pipe_kind(ins)
@@ -338,6 +341,11 @@ def value_uses(ctx: FnCtx, site: Site, regs: frozenset) -> ValueUses:
                         kinds.add(kind)
                         pipe = kind
                     near = False
+                    if kind == "commit":
+                        commits = min(commits + 1, 8)
+                    elif kind == "wait":
+                        n = wait_n(ins)
+                        waited = waited or (n is not None and commits > n)
                 elif ins.base in _RUN_BREAKERS:
                     near = False
                 if reg in d and ins.guard is None and here not in gone:
@@ -346,10 +354,10 @@ def value_uses(ctx: FnCtx, site: Site, regs: frozenset) -> ValueUses:
             if killed:
                 continue
             for nxt in ctx.g.succs[b]:
-                key = (nxt, pipe)
+                key = (nxt, pipe, waited, commits)
                 if key not in seen:
                     seen.add(key)
-                    todo.append((nxt, 0, False, pipe))
+                    todo.append((nxt, 0, False, pipe, waited, commits))
     return ValueUses(far, far_before, past, frozenset(kinds), frozenset(readers))
 
 
