@@ -170,10 +170,11 @@ class Guard:
         return f"@{'!' if self.negated else ''}{self.reg}"
 
 
-class _cached:
+class cached_once:
     """``functools.cached_property`` without its lock (Python 3.11 takes an RLock on every first
     lookup: ~1 µs, paid once per instruction of every judged program).  The value lands in the
-    instance ``__dict__``, which later lookups find first (this is a non-data descriptor)."""
+    instance ``__dict__``, which later lookups find first (this is a non-data descriptor).  The
+    SASS listing's per-instruction fields use it too (``fuzzptx.oracles.sass.listing``)."""
 
     def __init__(self, f):
         self.f = f
@@ -202,11 +203,11 @@ class Instr:
     guard: Guard | None = None
     loc: SrcLoc | None = field(default=None, compare=False, repr=False)
 
-    @_cached
+    @cached_once
     def base(self) -> str:
         return self.opcode.partition(".")[0]
 
-    @_cached
+    @cached_once
     def modifiers(self) -> tuple[str, ...]:
         return tuple(self.opcode.split(".")[1:])
 

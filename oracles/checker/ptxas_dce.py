@@ -96,6 +96,15 @@ def dead_code(g, returns: frozenset = frozenset(), bits: RegisterBits | None = N
     return frozenset(Site(*bk) for bk in dead), frozenset(Site(*bk) for bk in others)
 
 
+def _out_of(g, n: int, b: int, ins_: list) -> int:
+    """The union of ``ins_`` (a live-in bit set per block) over the successors of block ``b``."""
+    m = 0
+    for s in g.succs[b]:
+        if s < n:
+            m |= ins_[s]
+    return m
+
+
 def _dead_after(code: _Code, dead: set) -> tuple[set, list]:
     """(wgmmas newly dead, dead pure instructions) as (block, pos), by strong liveness to a fixed
     point (a pure instruction's reads count only if it writes a live register; a deleted wgmma
@@ -109,18 +118,12 @@ def _dead_after(code: _Code, dead: set) -> tuple[set, list]:
     plain_in = _solve(code, dead, None) if per_register else None
     live_in = _solve(code, dead, plain_in)
 
-    def out_of(b: int, ins_: list) -> int:
-        m = 0
-        for s in g.succs[b]:
-            if s < n:
-                m |= ins_[s]
-        return m
 
     wgmmas: set = set()
     others: list = []
     for b in g.order:
-        live = out_of(b, live_in)
-        plain = out_of(b, plain_in) if plain_in is not None else None
+        live = _out_of(g, n, b, live_in)
+        plain = _out_of(g, n, b, plain_in) if plain_in is not None else None
         for k, kind, w, kill, reads, tied in reversed(code.rows[b]):
             after = live if plain is None else plain
             if plain is not None:
@@ -157,15 +160,9 @@ def _solve(code: _Code, dead: set, plain_in: list | None) -> list:
     n = len(g.blocks)
     live_in = [0] * n
 
-    def out_of(b: int, ins_: list) -> int:
-        m = 0
-        for s in g.succs[b]:
-            if s < n:
-                m |= ins_[s]
-        return m
 
     def through(b: int, live: int) -> int:
-        plain = out_of(b, plain_in) if plain_in is not None else None
+        plain = _out_of(g, n, b, plain_in) if plain_in is not None else None
         for k, kind, w, kill, reads, tied in reversed(code.rows[b]):
             if plain is None:
                 live = _step(live, b, k, kind, w, kill, reads | tied, 0, dead, live)
@@ -179,7 +176,7 @@ def _solve(code: _Code, dead: set, plain_in: list | None) -> list:
     while changed and rounds < 100:
         changed, rounds = False, rounds + 1
         for b in reversed(g.order):
-            new = through(b, out_of(b, live_in))
+            new = through(b, _out_of(g, n, b, live_in))
             if new != live_in[b]:
                 live_in[b], changed = new, True
     return live_in

@@ -21,6 +21,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from threading import Lock
 
+from fuzzptx.ptx.ir import cached_once
+
 _INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:(@!?U?P(?:\d|T))\s+)?([A-Z][A-Za-z0-9_.]*)\s*(.*?)\s*;")
 _REG = re.compile(r"(?<![\w.])(-|!|\|)?R(\d+)(\.64|\.reuse)?")
 _GMMA = re.compile(r"^([HIQB]?GMMA)\.(?:SP\.)?64x(\d+)x(\d+)(?:\.(\w+))?")
@@ -55,23 +57,6 @@ def _width_of_dest(opcode: str) -> int:
     return 1
 
 
-class _once:
-    """``functools.cached_property`` without its lock (Python 3.11 takes one on every first
-    access): the value lands in the instance's ``__dict__``, which later lookups find first.
-    The rules read these per instruction, tens of thousands of times a block."""
-
-    def __init__(self, f):
-        self.f = f
-        self.name = f.__name__
-        self.__doc__ = f.__doc__
-
-    def __get__(self, obj, cls=None):
-        if obj is None:
-            return self
-        value = obj.__dict__[self.name] = self.f(obj)
-        return value
-
-
 @dataclass(frozen=True)
 class Gmma:
     """One warpgroup MMA as issued: what it writes and reads asynchronously."""
@@ -96,11 +81,11 @@ class Instruction:
     text: str  # the line as disassembled, for excerpts
     target: int | None = None  # the address a branch or call goes to
 
-    @_once
+    @cached_once
     def base(self) -> str:
         return self.opcode.split(".")[0]
 
-    @_once
+    @cached_once
     def gmma(self) -> Gmma | None:
         m = _GMMA.match(self.opcode)
         if m is None:
@@ -120,7 +105,7 @@ class Instruction:
                     shape=f"{n}x{k}" + (f".{acc_type}" if acc_type else ""), nk=(n, int(k)),
                     auxiliary=dst is None or ("!UPT" in ops and acc_in != "RZ"))
 
-    @_once
+    @cached_once
     def writes(self) -> frozenset[int]:
         """General registers this instruction writes (a GMMA's are in ``gmma``, not here)."""
         if self.gmma is not None or self.base in _NO_WRITE or self.base in _FIRST_IS_SOURCE:
@@ -137,7 +122,7 @@ class Instruction:
         r = int(m.group(1))
         return frozenset(range(r, r + _width_of_dest(self.opcode)))
 
-    @_once
+    @cached_once
     def reads(self) -> frozenset[int]:
         """General registers this instruction reads (a GMMA's asynchronous reads are in ``gmma``)."""
         if self.gmma is not None:
@@ -183,7 +168,7 @@ class SassFunction:
             return (t,) + nxt if ins.guard else (t,)
         return nxt
 
-    @_once
+    @cached_once
     def successor_table(self) -> tuple[tuple[int, ...], ...]:
         """``successors(i)`` of every instruction, worked out once: the rules walk them many times."""
         return tuple(self.successors(i) for i in range(len(self.instrs)))
