@@ -185,14 +185,8 @@ def cases(seed: int, drawn: int) -> list[tuple[str, int, object]]:
     """(name, seed, Program): each shape and twin with small integers and with random values
     (each fixed twin followed by its legal sibling: the same plan and data without the fault),
     then ``drawn`` plans of ``wgmma_loop_plans`` and of each twin (random values)."""
-    out = []
-    for name, p in list(SHAPES.items()) + list(TWINS.items()):
-        for j, init in enumerate(("small_int", "random")):
-            s = seed + 7 * len(out) + j
-            out.append((name + "/" + init, s, render_wgmma(replace(p, seed=s, init=init))))
-            if p.fault is not None and p.fault not in MAY_HANG:
-                out.append((name + "/" + init + "/legal-sibling", s, render_wgmma(replace(p, seed=s, init=init,
-                                                                                         fault=None, fault_k=0))))
+    out: list = []
+    _with_siblings(list(SHAPES.items()) + list(TWINS.items()), seed, out)
     with reproducible():
         for i in range(drawn):
             p = draw(wgmma_loop_plans(), f"{seed}:{i}")
