@@ -91,7 +91,7 @@ from fuzzptx.ptx.ir import Imm, Instr, Label, Module, Reg, SrcLoc, Sym
 
 from .context import FnCtx, Site, build_ctx, defined_names
 from .findings import Finding, PredictedDiag, PredictedDiagnostics
-from .flow import BlockRecords, solve_forward
+from .flow import BlockRecords, idoms, solve_forward
 from .ptxas_errors import SYSTEM_FUNCTIONS, _callee, predict_errors
 from .ptxas_pressure import allocator_may, register_pressure
 from .ptxas_sites import (_after_loop_line, arrives_before_divergence, dead_for_feeds, dead_plain, exit_jumps, _dead, _divergent_branch_line, _hoisted_line,
@@ -957,6 +957,27 @@ def _to_exit(ctx: FnCtx, block: int) -> bool:
     return False
 
 
+
+def _after_call_on_every_path(ctx: FnCtx, line: int) -> bool:
+    """Whether an opaque (indirect or system) call comes before ``line`` on every path from the
+    entry: in its block before it, or in a block that dominates its block."""
+    where = {(_line(i) or 0): b.index for b in ctx.g.blocks for i in b.instrs}
+    blk = where.get(line)
+    if blk is None:
+        return True
+    idom = idoms(ctx.g.succs, ctx.g.preds, 0)
+    doms, b = set(), blk
+    while b in idom and b not in doms:
+        doms.add(b)
+        b = idom[b]
+    for cb in ctx.g.blocks:
+        for i in cb.instrs:
+            if i.base == "call" and _opaque(_callee(i)):
+                if (cb.index == blk and (_line(i) or 0) < line) or (cb.index != blk and cb.index in doms):
+                    return True
+    return False
+
+
 def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
     if not any(i.base == "wgmma" for b in ctx.g.blocks for i in b.instrs):
         return []
@@ -991,7 +1012,10 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
         first = min((_line(i) or 0 for b in ctx.g.blocks for i in b.instrs
                      if i.base == "call" and _opaque(_callee(i))), default=None)
         if first is not None:
-            out.wait_at_use = {x: v for x, v in out.wait_at_use.items() if x is None or x <= first}
+            # ... where every path to the read passes such a call: a read a branch around the calls
+            # reaches still waits (measured: strategies #951-954, calls under a uniform branch)
+            out.wait_at_use = {x: v for x, v in out.wait_at_use.items()
+                               if x is None or x <= first or not _after_call_on_every_path(ctx, x)}
     if ser_code == "C7510":  # ... save one at an indirect call itself with groups in flight (measured: wait_at_indirect_call)
         at_ind = {_line(i) for b in ctx.g.blocks for i in b.instrs if i.base == "call" and _opaque(_callee(i))}
         # ... and an exit's wait for groups committed before the first such call that some path carries
