@@ -288,6 +288,25 @@ def cupy_struct_probe() -> str:
         return f"{type(exc).__name__}: {exc}"[:300]
 
 
+def _judge(named: list[tuple[str, Program]], dry_run: bool) -> tuple[list, list, list, dict]:
+    """Each program through ptxas (the rejected ones with their stderr), the reference (its result,
+    or the text of why it refused the form) and the GPU (None each in a dry run)."""
+    rejected, refs = [], []
+    for name, p in named:
+        res = compile_ptx(p.to_ptx())
+        if not res.accepted:
+            rejected.append({"case": name, "stderr": res.stderr[:400]})
+    for _, p in named:
+        try:
+            refs.append(run_program(p))
+        except Exception as exc:  # recorded: a form the reference refuses
+            refs.append(f"{type(exc).__name__}: {exc}")
+    if dry_run:
+        return rejected, refs, [None] * len(named), {"dry_run": True}
+    hw, info = run_programs_on_gpu([(p, None, None) for _, p in named])
+    return rejected, refs, hw, info
+
+
 def tensor_main(args) -> int:
     import dataclasses
     from collections import Counter
@@ -299,20 +318,7 @@ def tensor_main(args) -> int:
     for i, plan in enumerate(drawn_plans(args.drawn, base)):
         cases.append((f"drawn-{i}", dataclasses.replace(plan, seed=base + 1000 + i)))
     progs = [tc.render(plan) for _, plan in cases]
-    rejected, refs = [], []
-    for (name, _), p in zip(cases, progs):
-        res = compile_ptx(p.to_ptx())
-        if not res.accepted:
-            rejected.append({"case": name, "stderr": res.stderr[:400]})
-    for p in progs:
-        try:
-            refs.append(run_program(p))
-        except Exception as exc:  # recorded: a form the reference refuses
-            refs.append(f"{type(exc).__name__}: {exc}")
-    if args.dry_run:
-        hw, info = [None] * len(cases), {"dry_run": True}
-    else:
-        hw, info = run_programs_on_gpu([(p, None, None) for p in progs])
+    rejected, refs, hw, info = _judge([(name, p) for (name, _), p in zip(cases, progs)], args.dry_run)
     rows, forms, mism_forms = [], Counter(), Counter()
     mismatched = faults = unsupported = predicted_faults = unexplained = 0
     nan_bits: set[str] = set()
@@ -685,20 +691,7 @@ def cluster_main(args) -> int:
     probe_plan = dict(tensor_grid())["load-store-u32-none-3d"]
     cases.append(("tensor-mask-0x3", "probe", _tensor_mask_probe(dataclasses.replace(probe_plan, cluster="implicit",
                                                                                      seed=base)), None))
-    rejected, refs = [], []
-    for name, _, p, _ in cases:
-        res = compile_ptx(p.to_ptx())
-        if not res.accepted:
-            rejected.append({"case": name, "stderr": res.stderr[:400]})
-    for _, _, p, _ in cases:
-        try:
-            refs.append(run_program(p))
-        except Exception as exc:  # recorded: a form the reference refuses
-            refs.append(f"{type(exc).__name__}: {exc}")
-    if args.dry_run:
-        hw, info = [None] * len(cases), {"dry_run": True}
-    else:
-        hw, info = run_programs_on_gpu([(p, None, None) for _, _, p, _ in cases])
+    rejected, refs, hw, info = _judge([(name, p) for name, _, p, _ in cases], args.dry_run)
     rows, ran = [], Counter()
     counts = Counter()
     for (name, kind, p, plan), ref, h in zip(cases, refs, hw):
