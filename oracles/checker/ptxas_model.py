@@ -958,24 +958,26 @@ def _to_exit(ctx: FnCtx, block: int) -> bool:
 
 
 
-def _after_call_on_every_path(ctx: FnCtx, line: int) -> bool:
-    """Whether an opaque (indirect or system) call comes before ``line`` on every path from the
-    entry: in its block before it, or in a block that dominates its block."""
+def _after_calls_on_every_path(ctx: FnCtx):
+    """A test ``line -> bool``: whether an opaque (indirect or system) call comes before ``line`` on
+    every path from the entry (in its block before it, or in a block that dominates its block).
+    The dominators and the calls are found once per function."""
     where = {(_line(i) or 0): b.index for b in ctx.g.blocks for i in b.instrs}
-    blk = where.get(line)
-    if blk is None:
-        return True
+    calls = [(b.index, _line(i) or 0) for b in ctx.g.blocks for i in b.instrs
+             if i.base == "call" and _opaque(_callee(i))]
     idom = idoms(ctx.g.succs, ctx.g.preds, 0)
-    doms, b = set(), blk
-    while b in idom and b not in doms:
-        doms.add(b)
-        b = idom[b]
-    for cb in ctx.g.blocks:
-        for i in cb.instrs:
-            if i.base == "call" and _opaque(_callee(i)):
-                if (cb.index == blk and (_line(i) or 0) < line) or (cb.index != blk and cb.index in doms):
-                    return True
-    return False
+
+    def test(line: int) -> bool:
+        blk = where.get(line)
+        if blk is None:
+            return True
+        doms, b = set(), blk
+        while b in idom and b not in doms:
+            doms.add(b)
+            b = idom[b]
+        return any((cb == blk and cl < line) or (cb != blk and cb in doms) for cb, cl in calls)
+
+    return test
 
 
 def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
@@ -1014,8 +1016,9 @@ def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
         if first is not None:
             # ... where every path to the read passes such a call: a read a branch around the calls
             # reaches still waits (measured: strategies #951-954, calls under a uniform branch)
+            past_calls = _after_calls_on_every_path(ctx)
             out.wait_at_use = {x: v for x, v in out.wait_at_use.items()
-                               if x is None or x <= first or not _after_call_on_every_path(ctx, x)}
+                               if x is None or x <= first or not past_calls(x)}
     if ser_code == "C7510":  # ... save one at an indirect call itself with groups in flight (measured: wait_at_indirect_call)
         at_ind = {_line(i) for b in ctx.g.blocks for i in b.instrs if i.base == "call" and _opaque(_callee(i))}
         # ... and an exit's wait for groups committed before the first such call that some path carries
