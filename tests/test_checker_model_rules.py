@@ -6,7 +6,7 @@ import pytest
 
 from fuzzptx.ptx.parse import parse
 from fuzzptx.oracles.checker.context import build_ctx
-from fuzzptx.oracles.checker.ptxas_model import _self_move
+from fuzzptx.oracles.checker.ptxas_rules import self_move as _self_move
 from fuzzptx.oracles.checker.ptxas_sites import exit_jumps
 
 
