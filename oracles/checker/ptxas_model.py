@@ -24,7 +24,7 @@ from .context import FnCtx, build_ctx
 from .findings import Finding, PredictedDiag, PredictedDiagnostics
 from .ptxas_errors import _callee, predict_errors
 from .ptxas_pipeline import run as run_pipeline
-from .ptxas_pressure import allocator_may, register_pressure
+from .ptxas_pressure import allocator_may, register_budget, register_pressure
 from .ptxas_rules import (BraUniDistrusted, FunctionRule, Rule, StageStructure, _opaque,
                           after_calls_on_every_path)
 from .ptxas_sites import _line, arrives_before_divergence
@@ -71,7 +71,19 @@ class RegisterPressure(FunctionRule):
         register_pressure(ctx, out.ser)
 
 
-FUNCTION_RULES: tuple[FunctionRule, ...] = (BraUniDistrusted(), StageStructure(), Pipeline(), RegisterPressure())
+@dataclass(frozen=True)
+class RegisterBudget(FunctionRule):
+    """C7512 where the function's accumulators take ``ptxas_pressure.C7512_FROM`` registers or more
+    and nothing else serialises it (``ptxas_pressure.register_budget``)."""
+
+    probes = ("c7512_*",)
+
+    def apply(self, ctx: FnCtx, out: Out) -> None:
+        register_budget(ctx, out.ser, bool(out.divergent or out.div_wait))
+
+
+FUNCTION_RULES: tuple[FunctionRule, ...] = (BraUniDistrusted(), StageStructure(), Pipeline(), RegisterPressure(),
+                                            RegisterBudget())
 """Over each function with a wgmma, in this order: the uniformity ptxas uses first (every later rule asks it)."""
 
 
@@ -157,16 +169,21 @@ REPORT_RULES: tuple[ReportRule, ...] = (DivergentOutcome(), SerialisedWaits())
 
 
 def predict_function(ctx: FnCtx) -> list[PredictedDiag]:
-    if not any(i.base == "wgmma" for b in ctx.g.blocks for i in b.instrs):
-        return []
+    return _predict(ctx)[0]
+
+
+def _predict(ctx: FnCtx) -> tuple[list[PredictedDiag], Out]:
+    """The function's diagnostics, and the record they came from."""
     out = Out()
+    if not any(i.base == "wgmma" for b in ctx.g.blocks for i in b.instrs):
+        return [], out
     for rule in FUNCTION_RULES:
         rule.apply(ctx, out)
     for rule in REPORT_RULES:
         diags = rule.report(ctx, out)
         if diags is not None:
-            return diags
-    return []
+            return diags, out
+    return [], out
 
 
 def _ser_code(ser: list) -> str | None:
@@ -226,10 +243,10 @@ class AllocatorCodes(Rule):
     """The codes ptxas's register allocator decides, which the model calls "may" where it cannot
     (``ptxas_pressure.allocator_may``)."""
 
-    probes = ("c7512_*",)
+    probes = ("c7512_*", "operand_write_in_flight_a_zero_loop*")
 
-    def apply(self, ctx: FnCtx, certain: frozenset) -> frozenset:
-        return allocator_may(ctx, certain)
+    def apply(self, ctx: FnCtx, certain: frozenset, out: Out) -> frozenset:
+        return allocator_may(ctx, certain, out.a_in_flight)
 
 
 ERRORS, BODY, SETMAXNREG, ALLOCATOR = Errors(), FallsOffTheEnd(), SetmaxnregIgnored(), AllocatorCodes()
@@ -248,10 +265,10 @@ def predict_module(module: Module, ctxs: dict | None = None, isa_findings: dict 
         if fn.body is None:
             continue
         ctx = BODY.ctx(module, fn, ctxs)
-        mine = predict_function(ctx)
+        mine, out = _predict(ctx)
         diags += mine
         diags += SETMAXNREG.apply(module, fn)
-        may |= ALLOCATOR.apply(ctx, frozenset(d.code for d in mine))
+        may |= ALLOCATOR.apply(ctx, frozenset(d.code for d in mine), out)
     return PredictedDiagnostics(True, tuple(diags), tuple(sorted(may)))
 
 

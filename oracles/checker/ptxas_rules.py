@@ -415,6 +415,15 @@ class OperandRewrite(StepRule):
         if not rel:
             return (st, at, False)
         ctx, ins, site = w.ctx, at.ins, at.site
+        if not w.out.a_in_flight and any(not rel.isdisjoint(wgmma_regs(ctx.wgmmas[s])[1]) for s, _ in st.fl) \
+                and _in_loop(ctx, w.pos, site.block) and any(
+                    _order_pos(w.pos, s) <= _order_pos(w.pos, site) and not rel.isdisjoint(wgmma_regs(i)[1])
+                    for s, i in ctx.wgmmas.items()):
+            # an A register of a wgmma in flight written in a loop that brings it back to a wgmma: the
+            # allocator may serialise (C7513 "may", ptxas_pressure.allocator_may; measured:
+            # operand_write_in_flight_a_zero_loop prints it, the straight-line a_written_*,
+            # operand_write_in_flight_a_* and rewrite_arrive_a_indirect_call do not)
+            w.out.a_in_flight = True
         zero = _writes_zero(ctx, site, ins)
         # a write in flight: what ptxas says depends on where its value is read (value_uses)
         plain_write = ins.guard is None

@@ -24,6 +24,7 @@ class Out:
     divergent: list = field(default_factory=list)  # [(order, code)]
     div_wait: list = field(default_factory=list)  # [(order, "C7518")] from a read after a divergent
     # pipeline instruction (PS.div_pipe): reported only when nothing in ``divergent`` is
+    a_in_flight: bool = False  # a plain instruction wrote an A register of a wgmma in flight (C7513 "may")
 
     def merge(self, other: "Out") -> None:
         """Add what a later piece of the pass recorded, as if it had written here directly: first
@@ -41,6 +42,7 @@ class Out:
         self.ser += other.ser
         self.divergent += other.divergent
         self.div_wait += other.div_wait
+        self.a_in_flight = self.a_in_flight or other.a_in_flight
 
 
 class PS(NamedTuple):

@@ -387,6 +387,12 @@ EXPERIMENTS.update({
     "c7512_equal_sections": ("two fenced f32 m64n248 sections, accumulators set first, 248 registers in all: "
                              "C7512 (m64n256 + m64n248 compiles clean; benchmarks/probe_c7512.py --grid)",
                              wgmma_sections((("f32", 248), ("f32", 248)), True, True)),
+    "c7512_footprint_208": ("four fenced f32 m64n104 sections, set first: accumulators of 208 registers in all, "
+                            "below ptxas_pressure.C7512_MAY_FROM: nothing (benchmarks/results/probe_c7512.json: never "
+                            "below 232)", wgmma_sections((("f32", 104),) * 4, True, True)),
+    "c7512_footprint_624": ("six fenced f32 m64n208 sections, set first: 624 registers, from ptxas_pressure.C7512_FROM: "
+                            "C7512 (probe_c7512.json: every equal-section kernel from 408 up)",
+                            wgmma_sections((("f32", 208),) * 6, True, True)),
     "dead_divergent_stage": ("a stage under a divergent branch whose wgmma the next (scale-d 0) wgmma overwrites: nothing",
                              kernel([_b("SK", DIV), FENCE, wg(sd="0"), COMMIT, "SK:", FENCE, wg(sd="0"), COMMIT, WAIT]
                                     + store())),
