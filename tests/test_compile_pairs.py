@@ -250,3 +250,22 @@ def test_scrub_fills_shared_memory_that_a_kernel_then_reads_unwritten():
             assert w.scrub(pattern) is None
             seen.append(np.frombuffer(w.run(p).outputs["y"], np.uint32)[0])
     assert seen[0] != seen[1]
+
+
+def test_the_suite_files_take_part_and_name_their_pair():
+    """tests/data/pairs/: each file is one the checker finds defined, names a compile pair in its
+    SIGNATURE, and both builds of that pair assemble (the H100 record says the GPU flags them)."""
+    from pathlib import Path
+
+    files = sorted((Path(__file__).parent / "data" / "pairs").glob("*.ptx"))
+    assert len(files) >= 20
+    keys = []
+    for f in files:
+        p = Program.from_file(f)
+        assert p.signature and M.is_metamorphic(p.signature), f.name
+        names, release = M.pairs_of(p.signature)
+        prepared = M.prepare_pairs(p, pairs=names, release=release)
+        assert isinstance(prepared, M.PreparedPairs), (f.name, prepared)
+        keys += [(s.program.to_ptx(), s.build) for v in prepared.variants for s in (v.left, v.right)]
+    built = M.compile_builds(list(dict.fromkeys(keys)))
+    assert all(r.accepted for r in built.values())
