@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 # input kinds -> register class; hw_scalar draws each kind's values (and edge values)
 KIND_CLASS = {
-    "u16": "b16", "u32": "b32", "u64": "b64", "sh": "b32", "pos": "b32", "small": "b32", "small64": "b64", "rare": "b32", "lane": "b32",
+    "u16": "b16", "u32": "b32", "u64": "b64", "sh": "b32", "pos": "b32", "small": "b32", "small16": "b16", "small64": "b64", "soff": "b32", "rare": "b32", "lane": "b32",
     "shflc": "b32", "pred": "pred", "f32": "b32", "f64": "b64", "f16": "b16", "bf16": "b16", "f16x2": "b32",
     "bf16x2": "b32", "e4m3x2": "b16", "e5m2x2": "b16", "div32": "b32", "div64": "b64", "div16": "b16",
 }
@@ -115,7 +115,7 @@ def _forms() -> list[Form]:
         add(INT, f"bfind.{t} {{d0}}, {{a0}};", (k,), ("b32",))
         add(INT, f"bfind.shiftamt.{t} {{d0}}, {{a0}};", (k,), ("b32",))
         add(INT, f"bfe.{t} {{d0}}, {{a0}}, {{a1}}, {{a2}};", (k, "pos", "pos"), (c,))
-    add(INT, "fns.b32 {d0}, {a0}, {a1}, {a2};", ("u32", "lane", "small"), ("b32",))
+    add(INT, "fns.b32 {d0}, {a0}, {a1}, {a2};", ("u32", "lane", "soff"), ("b32",))
     for mode in ("wrap", "clamp"):
         add(INT, f"bmsk.{mode}.b32 {{d0}}, {{a0}}, {{a1}};", ("sh", "sh"), ("b32",))
         for t in ("u32", "s32"):
@@ -253,8 +253,8 @@ def _forms() -> list[Form]:
         add(CONV, f"cvt.rn.relu.f16x2.{f8} {{d0}}, {{a0}};", (f8,), ("b32",))
 
     # .local: per-thread arrays through ld/st.local and generic addresses from cvta.local
-    add(LOCAL, "st.local.b32 [loc+4], {a0}; st.local.b32 [loc+8], {a1}; ld.local.b32 {d0}, [loc+4];"
-               " ld.local.b64 {d1}, [loc+8];", ("u32", "u32"), ("b32", "b64"), "ld/st.local.b32/b64")
+    add(LOCAL, "st.local.b32 [loc+4], {a0}; st.local.b32 [loc+8], {a1}; st.local.b32 [loc+12], {a0};"
+               " ld.local.b32 {d0}, [loc+4]; ld.local.b64 {d1}, [loc+8];", ("u32", "u32"), ("b32", "b64"), "ld/st.local.b32/b64")
     add(LOCAL, "st.local.v2.b32 [loc+16], {{{a0}, {a1}}}; ld.local.u8 {d0}, [loc+17]; ld.local.s16 {d1}, [loc+22];",
         ("u32", "u32"), ("b32", "b32"), "ld/st.local.v2/u8/s16")
     add(LOCAL, "mov.u64 %loc_a, loc; cvta.local.u64 %loc_g, %loc_a; and.b32 %loc_i, {a1}, 7; mul.wide.u32 %loc_o, %loc_i, 4;"
@@ -280,6 +280,10 @@ def _forms() -> list[Form]:
                 add(ATOM, f"@%lead st.{space}.b32 [%four_{space}], {{a0}}; bar.sync 0; red.{space}.{op}.{t} [%four_{space}], {{a1}};"
                           f" bar.sync 0; ld.{space}.b32 {{d0}}, [%four_{space}];", ("u32", "u32"), ("b32",),
                     f"red.{space}.{op}.{t} (4 threads per address)")
+    for space in ("global", "shared"):
+        add(ATOM, f"st.{space}.b16 [%own_{space}], {{a0}}; atom.{space}.cas.b16 {{d0}}, [%own_{space}], {{a1}}, {{a2}};"
+                  f" ld.{space}.b16 {{d1}}, [%own_{space}];", ("small16", "small16", "u16"), ("b16", "b16"),
+            f"atom.{space}.cas.b16")
     for t in ("f16", "bf16"):
         add(ATOM, f"st.global.b16 [%own_global], {{a0}}; atom.global.add.noftz.{t} {{d0}}, [%own_global], {{a1}};"
                   " ld.global.b16 {d1}, [%own_global];", (t, t), ("b16", "b16"), f"atom.global.add.noftz.{t}")

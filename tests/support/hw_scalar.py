@@ -90,8 +90,10 @@ def draw(kind: str, rng: random.Random) -> int:
         return rng.getrandbits(rng.choice((3, 8, w // 2, w))) or 1
     if kind in ("sh", "pos"):
         return rng.choice(_SH) if edge else rng.randrange(0, 80)
-    if kind == "small":
+    if kind in ("small", "small16"):
         return rng.randrange(0, 4)
+    if kind == "soff":  # a signed offset around the 32 bit positions
+        return rng.randrange(-40, 41) & 0xFFFFFFFF
     if kind == "small64":
         return rng.choice([0, 1, 1 << 32, (1 << 32) + 1])
     if kind == "rare":  # one warp in two holds a single value
