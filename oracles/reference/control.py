@@ -9,6 +9,7 @@ import fuzzptx.oracles.reference.alu as alu
 import fuzzptx.oracles.reference.atomics as atomics
 import fuzzptx.oracles.reference.bits as bits
 import fuzzptx.oracles.reference.cluster as cluster
+import fuzzptx.oracles.reference.hints as hints
 import fuzzptx.oracles.reference.intx as intx
 import fuzzptx.oracles.reference.dispatch as dispatch
 import fuzzptx.oracles.reference.mbarrier as mbarrier
@@ -40,9 +41,11 @@ HANDLERS = {
     "addc": intx.h_carry, "subc": intx.h_carry, "madc": intx.h_carry, "mul24": intx.h_mul24, "mad24": intx.h_mul24,
     "sad": intx.h_sad, "dp4a": intx.h_dp, "dp2a": intx.h_dp, "set": intx.h_set, "slct": intx.h_slct,
     "testp": intx.h_testp, "copysign": intx.h_copysign, "atom": atomics.h_atom, "red": atomics.h_red,
+    "createpolicy": hints.h_createpolicy, "nanosleep": hints.h_nothing, "pmevent": hints.h_nothing,
+    "applypriority": hints.h_nothing, "discard": hints.h_discard, "isspacep": hints.h_isspacep,
     **dict.fromkeys(intx._SIMD, intx.h_video_simd), **dict.fromkeys(intx._SCALAR, intx.h_video_scalar),
 }
-NO_DEST = frozenset(("st", "red", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch",
+NO_DEST = frozenset(("st", "red", "nanosleep", "pmevent", "applypriority", "discard", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch",
                      "griddepcontrol"))
 
 

@@ -53,6 +53,7 @@ ATOM = "9.7.13 Atomics: atom / red"
 WARP = "9.7.13 Warp-level: shfl / vote / match / redux"
 VIDEO = "9.7.16 Video (SIMD and scalar)"
 SREG = "10 Special Registers"
+MISC = "9.7.9 / 9.7.19 Hints and address classes: createpolicy, discard, isspacep, nanosleep, pmevent"
 
 _W = {"u16": 16, "s16": 16, "u32": 32, "s32": 32, "u64": 64, "s64": 64, "b16": 16, "b32": 32, "b64": 64}
 
@@ -349,6 +350,21 @@ def _forms() -> list[Form]:
     for cmp in ("eq", "ne", "lt", "le", "gt", "ge"):
         add(VIDEO, f"vset.s32.u32.{cmp} {{d0}}, {{a0}}, {{a1}};", ("u32", "u32"), ("b32",))
     add(VIDEO, "vset.s32.s32.lt.add {d0}, {a0}.b0, {a1}.b1, {a2};", ("u32",) * 3, ("b32",), "vset (selectors, .add)")
+
+    # hints, waits and address classes
+    add(MISC, "createpolicy.fractional.L2::evict_last.b64 %rds7, 0.25; ld.global.L2::cache_hint.b32 {d0}, [%rds2], %rds7;"
+              " st.global.L2::cache_hint.b32 [%own_global], {a0}, %rds7; ld.global.b32 {d1}, [%own_global];",
+        ("u32",), ("b32", "b32"), "createpolicy + ld/st .L2::cache_hint")
+    add(MISC, "createpolicy.fractional.L2::evict_first.b64 {d0}, 1.0;", (), ("b64",), "createpolicy (opaque value: UNDEF)")
+    add(MISC, "nanosleep.u32 {a0}; pmevent 3; applypriority.global.L2::evict_normal [%own_global], 128; mov.b32 {d0}, {a1};",
+        ("small", "u32"), ("b32",), "nanosleep / pmevent / applypriority")
+    add(MISC, "st.global.b32 [%own_global], {a0}; bar.sync 0; discard.global.L2 [%rds4], 128; bar.sync 0;"
+              " ld.global.b32 {d0}, [%own_global];", ("u32",), ("b32",), "discard.global.L2 (first 128 bytes: UNDEF)")
+    for sp, reg in (("shared", "%own_generic"), ("global", "%own_generic"), ("local", "%own_generic"), ("global", "%rds2"),
+                    ("shared", "%rds2")):
+        add(MISC, f"isspacep.{sp} {{d0}}, {reg};", (), ("pred",), f"isspacep.{sp} ({'shared' if reg == '%own_generic' else 'global'} address)")
+    add(MISC, "mov.u64 %loc_a, loc; cvta.local.u64 %loc_g, %loc_a; isspacep.local {d0}, %loc_g; isspacep.global {d1}, %loc_g;",
+        (), ("pred", "pred"), "isspacep.local/global (local address)")
 
     # special registers
     for r in ("%laneid", "%lanemask_eq", "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt", "%tid.x",
