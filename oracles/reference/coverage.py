@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .interp import VOLATILE_SPECIAL
+
 # input kinds -> register class; hw_scalar draws each kind's values (and edge values)
 KIND_CLASS = {
     "u16": "b16", "u32": "b32", "u64": "b64", "sh": "b32", "pos": "b32", "small": "b32", "small16": "b16", "small64": "b64", "soff": "b32", "rare": "b32", "lane": "b32",
@@ -453,7 +455,6 @@ def render() -> str:
 
 
 def _volatile() -> list[str]:
-    from .interp import VOLATILE_SPECIAL
     short = sorted(r for r in VOLATILE_SPECIAL if not r.startswith(("%envreg", "%pm")))
     return short + ["%envreg0..31", "%pm0..7", "%pm0_64..%pm7_64"]
 
