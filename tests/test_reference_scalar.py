@@ -7,6 +7,7 @@ plain Python integers, independently of the vectorised numpy code under test.
 from __future__ import annotations
 
 import random
+import struct
 
 import numpy as np
 import pytest
@@ -633,3 +634,121 @@ def _cvt_s8(bits: int) -> int:
     if math.isnan(v):
         return 0
     return max(-128, min(127, int(v) if math.isfinite(v) else (127 if v > 0 else -128)))
+
+
+# ------------------------------------------------------------------ floating point forms
+
+
+def _f64(bits: int) -> float:
+    return struct.unpack("<d", struct.pack("<Q", bits))[0]
+
+
+def _bits64(x: float) -> int:
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def _directed(fr, mode: str) -> float:
+    """An exact Fraction rounded to float64 toward zero / -inf / +inf (IEEE 754, overflow included)."""
+    import math
+    from fractions import Fraction
+    big = 1.7976931348623157e308
+    if abs(fr) > Fraction(big):
+        pos = fr > 0
+        keep_inf = (mode == "rp" and pos) or (mode == "rm" and not pos)
+        return (math.inf if pos else -math.inf) if keep_inf else (big if pos else -big)
+    x = float(fr)
+    if Fraction(x) == fr:
+        return x
+    lo, hi = (x, math.nextafter(x, math.inf)) if Fraction(x) < fr else (math.nextafter(x, -math.inf), x)
+    return {"rz": lo if fr > 0 else hi, "rm": lo, "rp": hi}[mode]
+
+
+@pytest.mark.parametrize("mode", ["rz", "rm", "rp"])
+def test_f64_add_mul_div_with_directed_rounding_are_exact(mode):
+    import math
+    from fractions import Fraction
+
+    def model(op):
+        def f(a, b):
+            x, y = _f64(a), _f64(b)
+            if not (math.isfinite(x) and math.isfinite(y)) or (op == "div" and y == 0):
+                with np.errstate(all="ignore"):  # IEEE specials: exact in any rounding mode
+                    v = {"add": np.add, "mul": np.multiply, "div": np.divide}[op](np.float64(x), np.float64(y))
+                return (0x7FFFFFFFFFFFFFFF if math.isnan(v) else _bits64(float(v)),)
+            ex = {"add": Fraction(x) + Fraction(y), "mul": Fraction(x) * Fraction(y),
+                  "div": Fraction(x) / Fraction(y) if y else None}[op]
+            return (_bits64(_directed(ex, mode)),)
+        return f
+
+    for op in ("add", "mul", "div"):
+        per_thread(f"{op}.{mode}.f64 {{d0}}, {{a0}}, {{a1}};", ("f64", "f64"), ("b64",), model(op), seeds=(7,))
+
+
+def _f32(bits: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", bits & M32))[0]
+
+
+def test_min_max_nan_and_xorsign_abs_and_relu():
+    import math
+    cn = 0x7FFFFFFF
+
+    def mm(op, nan, xs):
+        def f(a, b):
+            x, y = _f32(a), _f32(b)
+            if xs:
+                x, y = abs(x), abs(y)
+            if math.isnan(x) and math.isnan(y) or (nan and (math.isnan(x) or math.isnan(y))):
+                return (cn,)
+            if math.isnan(x):
+                r = y
+            elif math.isnan(y):
+                r = x
+            elif x == 0 and y == 0:
+                neg = (math.copysign(1, x) < 0 or math.copysign(1, y) < 0) if op == "min" else \
+                    (math.copysign(1, x) < 0 and math.copysign(1, y) < 0)
+                r = -0.0 if neg else 0.0
+            else:
+                r = min(x, y) if op == "min" else max(x, y)
+            bits = struct.unpack("<I", struct.pack("<f", r))[0]
+            if xs:
+                bits = (bits & 0x7FFFFFFF) | ((a ^ b) & 0x80000000)
+            return (bits,)
+        return f
+
+    for op in ("min", "max"):
+        per_thread(f"{op}.NaN.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",), mm(op, True, False), seeds=(8,))
+        per_thread(f"{op}.xorsign.abs.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",), mm(op, False, True), seeds=(8,))
+
+    def relu16(a, b, c):  # fma.rn.relu.f16: the f16 fma, negative -> +0, NaN -> 0x7fff
+        x, y, z = (float(np.array([v], np.uint16).view(np.float16)[0]) for v in (a, b, c))
+        from fractions import Fraction
+        if any(math.isnan(v) or math.isinf(v) for v in (x, y, z)):
+            return (_relu16_float(x * y + z),)
+        ex = Fraction(x) * Fraction(y) + Fraction(z)
+        return (_relu16_float(float(np.float16(_rn16(ex)))),)
+
+    per_thread("fma.rn.relu.f16 {d0}, {a0}, {a1}, {a2};", ("f16",) * 3, ("b16",), relu16, seeds=(9,))
+
+
+def _rn16(fr) -> float:
+    """An exact Fraction rounded to nearest even f16 (via float64 then f16 is exact enough here:
+    f16 products and sums of f16 values fit float64 without rounding)."""
+    return float(fr)
+
+
+def _relu16_float(v: float) -> int:
+    import math
+    if math.isnan(v):
+        return 0x7FFF
+    if v < 0:
+        return 0
+    return int(np.array([v], np.float16).view(np.uint16)[0])
+
+
+def test_setp_on_packed_halves_gives_low_to_p_and_high_to_q():
+    def f(a, b):
+        lo = [float(np.array([v & 0xFFFF], np.uint16).view(np.float16)[0]) for v in (a, b)]
+        hi = [float(np.array([v >> 16], np.uint16).view(np.float16)[0]) for v in (a, b)]
+        return (int(lo[0] < lo[1]), int(hi[0] < hi[1]))
+
+    per_thread("setp.lt.f16x2 {d0}|{d1}, {a0}, {a1};", ("f16x2", "f16x2"), ("pred", "pred"), f)

@@ -9,6 +9,7 @@ import fuzzptx.oracles.reference.alu as alu
 import fuzzptx.oracles.reference.atomics as atomics
 import fuzzptx.oracles.reference.bits as bits
 import fuzzptx.oracles.reference.cluster as cluster
+import fuzzptx.oracles.reference.fpx as fpx
 import fuzzptx.oracles.reference.hints as hints
 import fuzzptx.oracles.reference.intx as intx
 import fuzzptx.oracles.reference.dispatch as dispatch
@@ -25,9 +26,9 @@ from .wgmma_exec import h_wgmma
 
 HANDLERS = {
     "mov": alu.h_mov, "add": intx.h_arith, "sub": intx.h_arith, "mul": intx.h_arith, "mad": intx.h_arith,
-    "fma": alu.h_arith, "div": alu.h_arith, "rem": alu.h_arith, "min": intx.h_arith, "max": intx.h_arith,
+    "fma": intx.h_arith, "div": alu.h_arith, "rem": alu.h_arith, "min": intx.h_arith, "max": intx.h_arith,
     "neg": alu.h_arith, "abs": alu.h_arith, "and": alu.h_logic, "or": alu.h_logic, "xor": alu.h_logic,
-    "not": alu.h_logic, "cnot": alu.h_logic, "shl": alu.h_shift, "shr": alu.h_shift, "setp": alu.h_setp,
+    "not": alu.h_logic, "cnot": alu.h_logic, "shl": alu.h_shift, "shr": alu.h_shift, "setp": fpx.h_setp,
     "selp": alu.h_selp, "cvt": alu.h_cvt, "cvta": alu.h_cvta, "popc": alu.h_bitcount, "clz": alu.h_bitcount,
     "brev": alu.h_bitcount, "ld": mem_ops.h_ld, "st": mem_ops.h_st, "bar": mem_ops.h_bar,
     "barrier": cluster.h_barrier, "fence": mem_ops.h_fence, "membar": mem_ops.h_fence,

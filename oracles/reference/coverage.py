@@ -46,6 +46,7 @@ class Refused:
 INT = "9.7.1 Integer Arithmetic"
 EXT = "9.7.2 Extended-Precision Integer Arithmetic"
 FLT = "9.7.3 Floating-Point"
+HALF = "9.7.4 Half Precision Floating-Point"
 CMP = "9.7.6 Comparison and Selection"
 LOGIC = "9.7.8 Logic and Shift"
 MOVE = "9.7.9 Data Movement and Conversion"
@@ -164,6 +165,66 @@ def _forms() -> list[Form]:
         add(CMP, f"slct.{dt}.s32 {{d0}}, {{a0}}, {{a1}}, {{a2}};", (_k(c), _k(c), "u32"), (c,))
         add(CMP, f"slct.{dt}.f32 {{d0}}, {{a0}}, {{a1}}, {{a2}};", (_k(c), _k(c), "f32"), (c,))
     add(CMP, "slct.ftz.b32.f32 {d0}, {a0}, {a1}, {a2};", ("u32", "u32", "f32"), ("b32",))
+
+    # floating point: IEEE operations with every rounding, ftz and saturation
+    rnd = ("rn", "rz", "rm", "rp")
+    for op in ("add", "sub", "mul"):
+        for r in rnd:
+            add(FLT, f"{op}.{r}.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",))
+            add(FLT, f"{op}.{r}.f64 {{d0}}, {{a0}}, {{a1}};", ("f64", "f64"), ("b64",))
+        add(FLT, f"{op}.rn.ftz.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",))
+        add(FLT, f"{op}.rz.ftz.sat.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",))
+        add(FLT, f"{op}.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",), f"{op}.f32 (no rounding modifier)")
+    for r in rnd:
+        add(FLT, f"fma.{r}.f32 {{d0}}, {{a0}}, {{a1}}, {{a2}};", ("f32",) * 3, ("b32",))
+        add(FLT, f"div.{r}.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",))
+        add(FLT, f"div.{r}.f64 {{d0}}, {{a0}}, {{a1}};", ("f64", "f64"), ("b64",))
+        add(FLT, f"sqrt.{r}.f32 {{d0}}, {{a0}};", ("f32",), ("b32",))
+        add(FLT, f"rcp.{r}.f32 {{d0}}, {{a0}};", ("f32",), ("b32",))
+    add(FLT, "fma.rn.ftz.sat.f32 {d0}, {a0}, {a1}, {a2};", ("f32",) * 3, ("b32",))
+    add(FLT, "mad.rn.f32 {d0}, {a0}, {a1}, {a2};", ("f32",) * 3, ("b32",))
+    add(FLT, "div.rn.ftz.f32 {d0}, {a0}, {a1};", ("f32", "f32"), ("b32",))
+    add(FLT, "div.full.f32 {d0}, {a0}, {a1};", ("f32", "f32"), ("b32",), "div.full.f32 (within 2 ulp: a set)")
+    add(FLT, "sqrt.rn.f64 {d0}, {a0};", ("f64",), ("b64",))
+    add(FLT, "rcp.rn.f64 {d0}, {a0};", ("f64",), ("b64",))
+    for t, c in (("f32", "b32"), ("f64", "b64")):
+        for op in ("min", "max"):
+            add(FLT, f"{op}.{t} {{d0}}, {{a0}}, {{a1}};", (t, t), (c,))
+        add(FLT, f"abs.{t} {{d0}}, {{a0}};", (t,), (c,))
+        add(FLT, f"neg.{t} {{d0}}, {{a0}};", (t,), (c,))
+    for op in ("min", "max"):
+        add(FLT, f"{op}.ftz.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",))
+        add(FLT, f"{op}.NaN.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",))
+        add(FLT, f"{op}.xorsign.abs.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",))
+    add(FLT, "abs.ftz.f32 {d0}, {a0};", ("f32",), ("b32",))
+    add(FLT, "neg.ftz.f32 {d0}, {a0};", ("f32",), ("b32",))
+    # half precision, scalar and packed
+    for t, c in (("f16", "b16"), ("bf16", "b16"), ("f16x2", "b32"), ("bf16x2", "b32")):
+        for op in ("add", "sub", "mul"):
+            add(HALF, f"{op}.rn.{t} {{d0}}, {{a0}}, {{a1}};", (t, t), (c,))
+        add(HALF, f"fma.rn.{t} {{d0}}, {{a0}}, {{a1}}, {{a2}};", (t, t, t), (c,))
+        add(HALF, f"fma.rn.relu.{t} {{d0}}, {{a0}}, {{a1}}, {{a2}};", (t, t, t), (c,))
+        for op in ("min", "max"):
+            add(HALF, f"{op}.{t} {{d0}}, {{a0}}, {{a1}};", (t, t), (c,))
+            add(HALF, f"{op}.NaN.{t} {{d0}}, {{a0}}, {{a1}};", (t, t), (c,))
+            add(HALF, f"{op}.xorsign.abs.{t} {{d0}}, {{a0}}, {{a1}};", (t, t), (c,))
+        add(HALF, f"neg.{t} {{d0}}, {{a0}};", (t,), (c,))
+        add(HALF, f"abs.{t} {{d0}}, {{a0}};", (t,), (c,))
+    for t, c in (("f16", "b16"), ("f16x2", "b32")):
+        add(HALF, f"add.rn.ftz.sat.{t} {{d0}}, {{a0}}, {{a1}};", (t, t), (c,))
+        add(HALF, f"mul.ftz.{t} {{d0}}, {{a0}}, {{a1}};", (t, t), (c,))
+        add(HALF, f"fma.rn.ftz.sat.{t} {{d0}}, {{a0}}, {{a1}}, {{a2}};", (t, t, t), (c,))
+        add(HALF, f"min.ftz.{t} {{d0}}, {{a0}}, {{a1}};", (t, t), (c,))
+        add(HALF, f"neg.ftz.{t} {{d0}}, {{a0}};", (t,), (c,))
+    for cmp in ("eq", "lt", "geu", "nan"):
+        add(HALF, f"setp.{cmp}.f16 {{d0}}, {{a0}}, {{a1}};", ("f16", "f16"), ("pred",))
+        add(HALF, f"setp.{cmp}.bf16 {{d0}}, {{a0}}, {{a1}};", ("bf16", "bf16"), ("pred",))
+        add(HALF, f"setp.{cmp}.f16x2 {{d0}}|{{d1}}, {{a0}}, {{a1}};", ("f16x2", "f16x2"), ("pred", "pred"))
+        add(HALF, f"setp.{cmp}.bf16x2 {{d0}}|{{d1}}, {{a0}}, {{a1}};", ("bf16x2", "bf16x2"), ("pred", "pred"))
+        add(HALF, f"set.{cmp}.f16.f16 {{d0}}, {{a0}}, {{a1}};", ("f16", "f16"), ("b16",))
+        add(HALF, f"set.{cmp}.u32.f16x2 {{d0}}, {{a0}}, {{a1}};", ("f16x2", "f16x2"), ("b32",))
+        add(HALF, f"set.{cmp}.f16x2.f16x2 {{d0}}, {{a0}}, {{a1}};", ("f16x2", "f16x2"), ("b32",))
+        add(HALF, f"set.{cmp}.bf16x2.bf16x2 {{d0}}, {{a0}}, {{a1}};", ("bf16x2", "bf16x2"), ("b32",))
 
     # floating point (the scalar bit-level ones)
     for t in ("f32", "f64"):

@@ -17,6 +17,7 @@ from fuzzptx.ptx.ir import Reg
 
 import fuzzptx.oracles.reference.alu as alu
 import fuzzptx.oracles.reference.fp as fp
+import fuzzptx.oracles.reference.fpx as fpx
 from .errors import Unsupported
 from .ops import fdecode, int_mul, the_type, types_of
 from .values import TYPES, U64, combine_undef, mask, sign_extend, undef_where
@@ -141,9 +142,13 @@ def h_packed16(m, f, ins, act):
 
 
 def h_arith(m, f, ins, act):
-    """add/sub/mul/mad/min/max: the forms here (carry, 16x2, .relu, 24-bit), else ``alu.h_arith``."""
+    """add/sub/mul/mad/fma/min/max: the forms here (carry, 16x2, .relu, 24-bit) and ``fpx``'s (.NaN,
+    .xorsign.abs, float .relu), else ``alu.h_arith``."""
     mods = ins.modifiers
     t = the_type(ins) if types_of(ins) else None
+    special = fpx.dispatch(m, f, ins, act) if t is not None else None
+    if special is not None:
+        return special(m, f, ins, act)
     if t in ("u16x2", "s16x2"):
         return h_packed16(m, f, ins, act)
     if "cc" in mods and ins.base in ("add", "sub", "mad"):
