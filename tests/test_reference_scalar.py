@@ -752,3 +752,64 @@ def test_setp_on_packed_halves_gives_low_to_p_and_high_to_q():
         return (int(lo[0] < lo[1]), int(hi[0] < hi[1]))
 
     per_thread("setp.lt.f16x2 {d0}|{d1}, {a0}, {a1};", ("f16x2", "f16x2"), ("pred", "pred"), f)
+
+
+@pytest.mark.parametrize("mode", ["rn", "rz", "rm", "rp"])
+def test_fma_f64_rounds_the_exact_result_once(mode):
+    import math
+    from fractions import Fraction
+
+    def f(a, b, c):
+        x, y, z = _f64(a), _f64(b), _f64(c)
+        if not all(math.isfinite(v) for v in (x, y, z)):
+            with np.errstate(all="ignore"):
+                v = np.float64(x) * np.float64(y) + np.float64(z)
+            return (0x7FFFFFFFFFFFFFFF if math.isnan(v) else _bits64(float(v)),)
+        ex = Fraction(x) * Fraction(y) + Fraction(z)
+        if ex == 0:
+            return (_bits64(_zero_sign(x, y, z, mode)),)
+        return (_bits64(_directed(ex, mode) if mode != "rn" else _rn(ex)),)
+
+    per_thread(f"fma.{mode}.f64 {{d0}}, {{a0}}, {{a1}}, {{a2}};", ("f64",) * 3, ("b64",), f, seeds=(10, 11))
+
+
+def _rn(fr) -> float:
+    import math
+    try:
+        return float(fr)
+    except OverflowError:
+        return math.inf if fr > 0 else -math.inf
+
+
+def _zero_sign(x, y, z, mode) -> float:
+    import math
+    p_neg = (math.copysign(1, x) < 0) != (math.copysign(1, y) < 0)
+    if x * y == 0 and z == 0 and p_neg == (math.copysign(1, z) < 0):
+        return -0.0 if p_neg else 0.0
+    return -0.0 if mode == "rm" else 0.0
+
+
+@pytest.mark.parametrize("ct,w,signed", [("u16", 16, False), ("s16", 16, True), ("u8", 8, False), ("s8", 8, True),
+                                         ("u4", 4, False), ("s4", 4, True)])
+def test_cvt_pack_sat(ct, w, signed):
+    lo, hi = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1)
+
+    def f(a, b, c=0):
+        ta, tb = (max(min(s(v, 32), hi), lo) & ((1 << w) - 1) for v in (a, b))
+        d = tb | (ta << w)
+        if w < 16:
+            d |= (c << 2 * w) & M32
+        return (d,)
+
+    if w == 16:
+        per_thread(f"cvt.pack.sat.{ct}.s32 {{d0}}, {{a0}}, {{a1}};", ("u32", "u32"), ("b32",), f)
+    else:
+        per_thread(f"cvt.pack.sat.{ct}.s32.b32 {{d0}}, {{a0}}, {{a1}}, {{a2}};", ("u32",) * 3, ("b32",), f)
+
+
+def test_bar_warp_sync_and_ldu():
+    _per_warp("st.shared.b32 [%own_shared], {a0}; bar.warp.sync 0xffffffff; xor.b32 %rs4, %rs0, 1; mul.wide.u32 %rds5, %rs4, 8;"
+              " mov.u64 %rds6, sm; add.s64 %rds6, %rds6, %rds5; ld.shared.b32 {d0}, [%rds6];", ("u32",), ("b32",),
+              lambda rows: [(rows[ln ^ 1][0],) for ln in range(32)])
+    per_thread("ldu.global.b32 {d0}, [%rds2]; ld.global.nc.b32 {d1}, [%rds2]; prefetchu.L1 [%rds2];", ("u32",),
+               ("b32", "b32"), lambda a: (a, a))

@@ -182,6 +182,9 @@ def _forms() -> list[Form]:
         add(FLT, f"sqrt.{r}.f32 {{d0}}, {{a0}};", ("f32",), ("b32",))
         add(FLT, f"rcp.{r}.f32 {{d0}}, {{a0}};", ("f32",), ("b32",))
     add(FLT, "fma.rn.ftz.sat.f32 {d0}, {a0}, {a1}, {a2};", ("f32",) * 3, ("b32",))
+    for r in rnd:
+        add(FLT, f"fma.{r}.f64 {{d0}}, {{a0}}, {{a1}}, {{a2}};", ("f64",) * 3, ("b64",))
+    add(FLT, "mad.rn.f64 {d0}, {a0}, {a1}, {a2};", ("f64",) * 3, ("b64",))
     add(FLT, "mad.rn.f32 {d0}, {a0}, {a1}, {a2};", ("f32",) * 3, ("b32",))
     add(FLT, "div.rn.ftz.f32 {d0}, {a0}, {a1};", ("f32", "f32"), ("b32",))
     add(FLT, "div.full.f32 {d0}, {a0}, {a1};", ("f32", "f32"), ("b32",), "div.full.f32 (within 2 ulp: a set)")
@@ -282,6 +285,10 @@ def _forms() -> list[Form]:
                     continue
                 add(CONV, f"cvt.{r}.{ft}.{it} {{d0}}, {{a0}};", (_k(cls[it]),), (fc,))
     add(CONV, "cvt.rzi.ftz.s32.f32 {d0}, {a0};", ("f32",), ("b32",))
+    for ct in ("u16", "s16"):
+        add(CONV, f"cvt.pack.sat.{ct}.s32 {{d0}}, {{a0}}, {{a1}};", ("u32", "u32"), ("b32",))
+    for ct in ("u8", "s8", "u4", "s4"):
+        add(CONV, f"cvt.pack.sat.{ct}.s32.b32 {{d0}}, {{a0}}, {{a1}}, {{a2}};", ("u32", "u32", "u32"), ("b32",))
     add(CONV, "cvt.rn.sat.f32.s32 {d0}, {a0};", ("u32",), ("b32",))
     # float -> float
     fl = {"f16": "b16", "bf16": "b16", "f32": "b32", "f64": "b64"}
@@ -321,6 +328,8 @@ def _forms() -> list[Form]:
                " ld.local.b32 {d0}, [loc+4]; ld.local.b64 {d1}, [loc+8];", ("u32", "u32"), ("b32", "b64"), "ld/st.local.b32/b64")
     add(LOCAL, "st.local.v2.b32 [loc+16], {{{a0}, {a1}}}; ld.local.u8 {d0}, [loc+17]; ld.local.s16 {d1}, [loc+22];",
         ("u32", "u32"), ("b32", "b32"), "ld/st.local.v2/u8/s16")
+    add(MOVE, "ldu.global.b32 {d0}, [%rds2]; ld.global.nc.b32 {d1}, [%rds2]; prefetchu.L1 [%rds2];", ("u32",),
+        ("b32", "b32"), "ldu / ld.global.nc / prefetchu")
     add(LOCAL, "mov.u64 %loc_a, loc; cvta.local.u64 %loc_g, %loc_a; and.b32 %loc_i, {a1}, 7; mul.wide.u32 %loc_o, %loc_i, 4;"
                " add.s64 %loc_g, %loc_g, %loc_o; st.b32 [%loc_g], {a0}; ld.local.b32 {d0}, [loc+0];"
                " st.local.b32 [loc], {a0}; add.s64 %loc_a, %loc_a, %loc_o; ld.local.b32 {d1}, [%loc_a];",
@@ -371,6 +380,9 @@ def _forms() -> list[Form]:
     for mode in ("all", "any", "uni"):
         add(WARP, f"vote.sync.{mode}.pred {{d0}}, {{a0}}, 0xffffffff;", ("pred",), ("pred",))
     add(WARP, "vote.sync.ballot.b32 {d0}, {a0}, 0xffffffff;", ("pred",), ("b32",))
+    add(WARP, "st.shared.b32 [%own_shared], {a0}; bar.warp.sync 0xffffffff; xor.b32 %rs4, %rs0, 1; mul.wide.u32 %rds5, %rs4, 8;"
+              " mov.u64 %rds6, sm; add.s64 %rds6, %rds6, %rds5; ld.shared.b32 {d0}, [%rds6];", ("u32",), ("b32",),
+        "bar.warp.sync (neighbour's shared word after it)")
     add(WARP, "and.b32 %rs4, %rs0, 1; setp.eq.u32 %ps0, %rs4, 0; selp.b32 %rs4, 0x55555555, 0xaaaaaaaa, %ps0;"
               " vote.sync.ballot.b32 {d0}, !{a0}, %rs4;", ("pred",), ("b32",), "vote.sync.ballot.b32 (even/odd membermasks)")
     for t, k in (("b32", "small"), ("b64", "small64")):
@@ -469,7 +481,6 @@ REFUSED: tuple[Refused, ...] = (
             " L1: shfl.sync.idx.b32 %r1, %r0, 1, 0x1f, 0xffffffff; L2:", "does not execute this instruction together"),
     Refused(FLT, "sqrt/rcp .approx, transcendental .approx (sin, cos, lg2, ex2, tanh)", "sin.approx.f32 %r1, %r2;",
             "not supported by the reference"),
-    Refused(FLT, "fma.f64 / mad.f64", "fma.rn.f64 %rd2, %rd1, %rd1, %rd1;", "fma.f64 is not modelled"),
 )
 
 

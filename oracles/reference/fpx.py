@@ -87,9 +87,64 @@ def h_setp(m, f, ins, act):
         m.write(f, Reg(name), r.astype(np.uint64), sh, act, ins)
 
 
+def round_exact(fr, mode: str) -> float:
+    """An exact rational rounded to float64 with a PTX rounding mode (IEEE 754: overflow to Inf
+    or to the largest finite value on the side the mode rounds toward; subnormals kept)."""
+    import math
+    from fractions import Fraction
+
+    big = np.finfo(np.float64).max
+    pos = fr > 0
+    try:
+        x = float(fr)  # correctly rounded to nearest even (integer true division)
+    except OverflowError:
+        x = math.inf if pos else -math.inf
+    if math.isinf(x):
+        keep = mode == "rn" or (mode == "rp" and pos) or (mode == "rm" and not pos)
+        return x if keep else (big if pos else -big)
+    if mode == "rn" or Fraction(x) == fr:
+        return x
+    lo, hi = (x, math.nextafter(x, math.inf)) if Fraction(x) < fr else (math.nextafter(x, -math.inf), x)
+    return {"rz": lo if pos else hi, "rm": lo, "rp": hi}[mode]  # past the largest finite value: Inf
+
+
+def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str) -> np.ndarray:
+    """fma.{rn,rz,rm,rp}.f64: a*b+c rounded once (exact rationals where every input is finite)."""
+    import math
+    from fractions import Fraction
+
+    out = np.empty(a.shape)
+    for i in range(a.size):
+        x, y, z = float(a.flat[i]), float(b.flat[i]), float(c.flat[i])
+        if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+            with np.errstate(all="ignore"):
+                out.flat[i] = np.float64(x) * np.float64(y) + np.float64(z)
+            continue
+        ex = Fraction(x) * Fraction(y) + Fraction(z)
+        if ex == 0:  # the sign of an exact zero: IEEE 754 6.3
+            p_neg = (math.copysign(1, x) < 0) != (math.copysign(1, y) < 0)
+            same = (x * y == 0) and z == 0 and p_neg == (math.copysign(1, z) < 0)
+            out.flat[i] = (-0.0 if p_neg else 0.0) if same else (-0.0 if mode == "rm" else 0.0)
+        else:
+            out.flat[i] = round_exact(ex, mode)
+    return out
+
+
+def h_fma64(m, f, ins, act):
+    """fma/mad .f64 with a rounding modifier: one rounding of the exact a*b+c."""
+    ops = ins.operands
+    srcs = [m.read(f, op, "f64", ins) for op in ops[1:4]]
+    vals = [b.view(np.float64) for b, _ in srcs]
+    r = fma_f64(*vals, rounding(ins))
+    bits = np.where(np.isnan(r), np.uint64(0x7FFFFFFFFFFFFFFF), r.view(np.uint64))
+    m.write(f, ops[0], bits, combine_undef([s for _, s in srcs], m.n, 64), act, ins)
+
+
 def dispatch(m, f, ins, act):
     """The float forms this module owns, or None."""
     mods = ins.modifiers
+    if ins.base in ("fma", "mad") and the_type(ins) == "f64":
+        return h_fma64
     if ins.base in ("min", "max") and ("NaN" in mods or "xorsign" in mods):
         return h_minmax
     if "relu" in mods and ins.base in _FN and TYPES.get(the_type(ins), (0, ""))[1] in "fx":

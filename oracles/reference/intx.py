@@ -308,6 +308,36 @@ def h_copysign(m, f, ins, act):
     m.write(f, ins.operands[0], (b & ~sign & mask(w)) | (a & sign), combine_undef([sa, sb], m.n, w), act, ins)
 
 
+# ------------------------------------------------------------------ cvt.pack
+
+
+_PACK = {"u16": (16, False), "s16": (16, True), "u8": (8, False), "s8": (8, True), "u4": (4, False), "s4": (4, True)}
+
+
+def h_cvt(m, f, ins, act):
+    """cvt.pack.sat.{u16,s16}.s32 d, a, b and cvt.pack.sat.{u8,s8,u4,s4}.s32.b32 d, a, b, c: a and b
+    clamped to the narrow type, b in the low field, a above it, and (8- and 4-bit forms) the low
+    bits of c above both (PTX ISA, cvt.pack); any other cvt: ``alu.h_cvt``."""
+    if "pack" not in ins.modifiers:
+        return alu.h_cvt(m, f, ins, act)
+    ct = next((x for x in ins.modifiers if x in _PACK), None)
+    w, signed = _PACK.get(ct, (0, False))
+    if ct is None or len(ins.operands) != (3 if w == 16 else 4):
+        raise Unsupported.at(ins, "cvt.pack needs .sat, a narrow integer type and its operands")
+    ops = ins.operands
+    (a, sa), (b, sb) = m.read(f, ops[1], "s32", ins), m.read(f, ops[2], "s32", ins)
+    c, sc = m.read(f, ops[3], "b32", ins) if w < 16 else (None, None)
+    lo, hi = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1)
+    ta = np.clip(sign_extend(a, 32), lo, hi).astype(np.uint64) & mask(w)
+    tb = np.clip(sign_extend(b, 32), lo, hi).astype(np.uint64) & mask(w)
+    d = tb | (ta << U64(w))
+    shs = [sa, sb]
+    if w < 16:
+        d = d | ((c << U64(2 * w)) & mask(32))
+        shs.append(sc)
+    m.write(f, ops[0], d & mask(32), combine_undef(shs, m.n, 32), act, ins)
+
+
 # ------------------------------------------------------------------ video instructions
 
 

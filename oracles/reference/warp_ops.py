@@ -20,6 +20,7 @@ import numpy as np
 
 from fuzzptx.ptx.ir import Reg
 
+import fuzzptx.oracles.reference.mem_ops as mem_ops
 from .alu import _pred
 from .errors import Undefined, Unsupported
 from .ops import the_type
@@ -264,6 +265,17 @@ def _reduce(op: str, v: np.ndarray) -> int:
         x = int(x) & 0xFFFFFFFF
         r = (r & x) if op == "and" else (r | x) if op == "or" else (r ^ x)
     return r
+
+
+def h_bar(m, f, ins, act):
+    """bar.warp.sync membermask: the threads of the mask wait for each other ("The behavior of
+    bar.warp.sync is undefined if the executing thread is not in the membermask"); in lockstep the
+    wait itself changes nothing.  Other bar forms: ``mem_ops.h_bar``."""
+    if "warp" not in ins.modifiers:
+        return mem_ops.h_bar(m, f, ins, act)
+    if len(ins.operands) != 1:
+        raise Unsupported.at(ins, "bar.warp.sync takes one membermask")
+    _members(m, f, ins, ins.operands[0], act)
 
 
 def h_activemask(m, f, ins, act):
