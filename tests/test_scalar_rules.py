@@ -99,7 +99,8 @@ def test_fns_with_a_constant_base_above_31_is_flagged():
 @pytest.mark.parametrize("ins", ["shfl.sync.idx.b32 %r9, %r0, 0, 0x1f, 0xfffffffe;",
                                  "vote.sync.ballot.b32 %r9, %p0, 0x0000ffff;",
                                  "match.any.sync.b32 %r9, %r0, 0x7fffffff;",
-                                 "redux.sync.add.u32 %r9, %r0, 0xfffffff0;"])
+                                 "redux.sync.add.u32 %r9, %r0, 0xfffffff0;",
+                                 "bar.warp.sync 0xfffffffe; mov.u32 %r9, 0;"])
 def test_a_sync_op_every_lane_runs_with_lanes_left_out_of_the_mask_is_flagged(ins):
     text = kernel("setp.ne.u32 %p0, %r0, 0; " + ins)
     assert found(text) == [("spec.scalar.outside-membermask", line(text, ins.split()[0]))]

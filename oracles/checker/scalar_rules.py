@@ -7,7 +7,7 @@ program text (a constant operand, a path with no definition), never on a guess:
 - ``spec.scalar.carry-in-undefined``: ``addc``/``subc``/``madc`` reached on some path with no
   ``.cc`` instruction before it since the function's entry or a call.
 - ``spec.scalar.fns-base``: ``fns`` with a constant base above 31.
-- ``spec.scalar.outside-membermask``: ``shfl``/``vote``/``match``/``redux.sync`` that every lane of
+- ``spec.scalar.outside-membermask``: ``shfl``/``vote``/``match``/``redux.sync``/``bar.warp.sync`` that every lane of
   a full warp executes (no guard, no divergent control, a block of whole warps) with a constant
   membermask that leaves a lane out.
 - ``spec.scalar.nondeterministic-sreg`` (info): a read of a special register whose value the
@@ -119,8 +119,8 @@ _MASK_AT = {"shfl": 4, "vote": 2, "match": 2, "redux": 2}
 
 @dataclass(frozen=True)
 class OutsideMembermask:
-    """PTX ISA shfl.sync / vote.sync / match.sync / redux.sync: "The behavior of <op>.sync is
-    undefined if the executing thread is not in the membermask." """
+    """PTX ISA shfl.sync / vote.sync / match.sync / redux.sync / bar.warp.sync: "The behavior of
+    <op> is undefined if the executing thread is not in the membermask." """
 
     rule = "spec.scalar.outside-membermask"
 
@@ -132,7 +132,7 @@ class OutsideMembermask:
             if ctx.g.cdeps[b.index]:
                 continue  # under divergent control: which lanes run it is the program's business
             for ins in b.instrs:
-                at = _MASK_AT.get(ins.base)
+                at = 0 if ins.base == "bar" and "warp" in ins.modifiers else _MASK_AT.get(ins.base)
                 if at is None or ins.guard is not None or "sync" not in ins.modifiers or len(ins.operands) <= at:
                     continue
                 mk = _value(ins.operands[at], consts)
@@ -143,7 +143,7 @@ class OutsideMembermask:
                     lane = next(i for i in range(32) if not mk >> i & 1)
                     sink.add(self.rule, "error", _line(ins),
                              f"{ins.opcode} runs on every lane of the warp but its membermask {mk:#010x} leaves out "
-                             f"lane {lane}: \"The behavior of {ins.base}.sync is undefined if the executing thread is "
+                             f"lane {lane}: \"The behavior of {ins.opcode} is undefined if the executing thread is "
                              "not in the membermask\" (PTX ISA)")
 
 
