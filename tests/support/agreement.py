@@ -207,7 +207,7 @@ def write_report(tallies: list[Tally], path: Path, command: str) -> None:
     path.write_text(text)
 
 
-def provenance(command: str, load_before: tuple) -> dict:
+def provenance(command: str) -> dict:
     """What a reader needs to rerun the figure and to tell why it differs: the command, the commit
     (and whether the tree had changes), the date, the machine and its load, the versions that matter."""
     import hypothesis
@@ -224,7 +224,7 @@ def provenance(command: str, load_before: tuple) -> dict:
     return {"command": command, "commit": git("rev-parse", "HEAD"), "tree_changed": bool(git("status", "--porcelain")),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "machine": {"arch": platform.machine(), "cpus": os.cpu_count(), "node": platform.node()},
-            "load": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
+            "load": {"before": [round(x, 2) for x in os.getloadavg()]},
             "python": platform.python_version(), "hypothesis": hypothesis.__version__, "numpy": numpy.__version__,
             "ptxas": PINNED_VERSION, "ptxas_version": ptxas_version()}
 
@@ -237,7 +237,9 @@ def main(argv=None) -> int:
     ap.add_argument("--report", default=str(ROOT / "reports/checker_vs_ptxas.md"))
     ap.add_argument("--json", default=str(ROOT / "benchmarks/results/checker_vs_ptxas.json"))
     a = ap.parse_args(argv)
-    load_before = os.getloadavg()
+    command = "PYTHONPATH=$PWD:tests python3 -m support.agreement " + " ".join(sys.argv[1:] if argv is None else argv)
+    started = time.perf_counter()
+    record = provenance(command.strip())  # before the report is written: the commit and tree measured
     lo, _, hi = a.seeds.partition("-")
     seeds = list(range(int(lo), int(hi) + 1)) if hi else [int(x) for x in a.seeds.split(",")]
     tallies = [
@@ -253,9 +255,10 @@ def main(argv=None) -> int:
     for t in tallies:
         print(f"{t.name}: {t.figure()} ({'met' if t.on_target else 'NOT met'}); exact outside the may codes "
               f"{t.outside_may}/{t.n}; may printed {dict(t.may)}; unreadable {len(t.unreadable)}")
-    command = "PYTHONPATH=$PWD:tests python3 -m support.agreement " + " ".join(sys.argv[1:] if argv is None else argv)
+    record["load"]["after"] = [round(x, 2) for x in os.getloadavg()]
+    record["seconds"] = round(time.perf_counter() - started)
     write_report(tallies, Path(a.report), command.strip())
-    Path(a.json).write_text(json.dumps({**provenance(command.strip(), load_before),
+    Path(a.json).write_text(json.dumps({**record,
                                         "targets": {"exact_of_may_free": TARGET, "may_ceiling": MAY_CEILING},
                                         "distributions": [t.as_json() for t in tallies]}, indent=1) + "\n")
     return 0
