@@ -243,7 +243,7 @@ class AllocatorCodes(Rule):
     """The codes ptxas's register allocator decides, which the model calls "may" where it cannot
     (``ptxas_pressure.allocator_may``)."""
 
-    probes = ("c7512_*", "operand_write_in_flight_a_zero_loop*")
+    probes = ("c7512_*", "operand_write_in_flight_a_zero_loop*", "a_move_in_loop*")
 
     def apply(self, ctx: FnCtx, certain: frozenset, out: Out) -> frozenset:
         return allocator_may(ctx, certain, out.a_in_flight)

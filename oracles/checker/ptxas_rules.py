@@ -61,6 +61,7 @@ class Walk:
         self.funcs = defined_names(ctx.module)
         self.pos = pos = {b: i for i, b in enumerate(ctx.g.order)}
         self.accs = accs = frozenset().union(*(wgmma_regs(w)[0] for w in ctx.wgmmas.values()))
+        self.a_regs = frozenset().union(*(wgmma_regs(w)[1] for w in ctx.wgmmas.values()))  # A fragments
         # the accumulators some non-wgmma instruction reads: the only ones a feed read can ask about,
         # so the only ones whose never-written state is tracked (all of ``accs`` cost ~10% of the checker)
         self.read_accs = frozenset().union(*(defs_uses(i)[1] & accs for b in ctx.g.order for i in ctx.g.blocks[b].instrs
@@ -408,7 +409,7 @@ class OperandRewrite(StepRule):
 
     probes = ("acc_write_in_flight_*", "operand_write_in_flight_*", "acc_write_between*",
               "acc_zero_in_flight*", "rewrite_arrive_*", "acc_write_after_commit*", "campaign_s*_zero_read*",
-              "self_move_in_flight*", "later_acc_rmw_*")
+              "self_move_in_flight*", "later_acc_rmw_*", "a_move_*")
 
     def apply(self, w: Walk, at: At, st: PS) -> Step:
         rel = at.rel
@@ -425,9 +426,12 @@ class OperandRewrite(StepRule):
             # operand_write_in_flight_a_* and rewrite_arrive_a_indirect_call do not)
             w.out.a_in_flight = True
         zero = _writes_zero(ctx, site, ins)
+        # a move into an A register (of a constant or a register) is a copy ptxas propagates: no
+        # arrive, at the next wgmma or any later one (measured: a_move_between_wgmmas_*)
+        moved_a = rel & w.a_regs if ins.base == "mov" and ins.guard is None else frozenset()
         # a write in flight: what ptxas says depends on where its value is read (value_uses)
         plain_write = ins.guard is None
-        if plain_write and not st.flag and arrive_for_operand_write(ctx, w.pos, site, ins, st, zero):
+        if plain_write and not st.flag and arrive_for_operand_write(ctx, w.pos, site, ins, st, zero or bool(moved_a)):
             st = st._replace(flag=True)
         if zero and not _next_pipe_is_wgmma(ctx, site):
             # ... unless no wgmma follows in the stage: then only an accumulator that entered
@@ -455,7 +459,7 @@ class OperandRewrite(StepRule):
                 fed.add(r)
             else:
                 moved.add(r)
-        dirty = st.dirty if zero else plus(st.dirty, rel)
+        dirty = st.dirty if zero else plus(st.dirty, rel - moved_a)
         flag = st.flag or bool(moved) or arrive_for_write(ctx, site, ins, (rel & st.tied) - fed - (st.cin if plain_write else frozenset()))
         if dirty is not st.dirty or flag != st.flag:
             st = st._replace(dirty=dirty, flag=flag)
@@ -532,7 +536,7 @@ class AccumulatorRead(StepRule):
     loop, C7511/C7514 for an uncommitted wgmma's accumulator read before another wgmma, C7518 where
     the wgmma is in flight on divergent paths only."""
 
-    probes = ("acc_read_after*", "store_pair_*", "read_uncommitted_*", "wait_skipped_*", "loop_exit_use*",
+    probes = ("acc_read_after*", "acc_read_mid_pipeline_scale_d_0*", "store_pair_*", "read_uncommitted_*", "wait_skipped_*", "loop_exit_use*",
               "fence_between_read*", "guarded_use_*", "extra_stage_on_a_path*", "div_skip_wait_*",
               "div_branch_*", "uni_*", "bra_uni_*", "loop_*", "div_guard_*", "dead_divergent*")
 
@@ -544,10 +548,12 @@ class AccumulatorRead(StepRule):
         if any(s in st.wait_div for s in read):
             w.out.divergent.append((_order(site), "C7518"))
             return (st, at, True)
-        if not guarded and any(d < 0 for s, d in st.fl if s in read) and _next_pipe_is_wgmma(ctx, site):
+        if not guarded and any(d < 0 and not _scale_d_zero(ctx.wgmmas[s]) for s, d in st.fl if s in read) \
+                and _next_pipe_is_wgmma(ctx, site):
             # an uncommitted wgmma's accumulator read, then another wgmma before the commit: ptxas
             # serialises instead of waiting here -- C7511 when the registers read went in as
-            # constants, else C7514 (measured: read_uncommitted_then_wgmma_*)
+            # constants, else C7514 (measured: read_uncommitted_then_wgmma_*); not for a scale-d 0
+            # wgmma, which reads no accumulator: ptxas waits at the read (acc_read_mid_pipeline_scale_d_0)
             hit = at.uses & frozenset().union(*(wgmma_regs(ctx.wgmmas[s])[0] for s in read))
             w.out.ser.append((_order(site), "C7511" if hit <= st.cin else "C7514"))
             return (st, at, True)
@@ -826,8 +832,8 @@ def arrive_for_operand_write(ctx: FnCtx, pos: dict, site: Site, ins: Instr, st: 
     the open stage's wgmmas (not yet committed) makes ptxas arrive at the next wgmma, or -- for a
     write that is not a move -- the next commit, when a later wgmma reads the value past that
     instruction (measured: operand_write_in_flight_*; a plain read does not count, unlike for an
-    accumulator the wgmma reads: ``arrive_for_write``).  A zeroed A register is a constant to
-    ptxas unless the reading wgmma comes around a loop."""
+    accumulator the wgmma reads: ``arrive_for_write``).  A zeroed or moved A register (``zero``) is a
+    copy ptxas propagates unless the reading wgmma comes around a loop."""
     ops: set = set()
     for s, d in st.fl:
         if d < 0:
