@@ -39,7 +39,7 @@ from fuzzptx import isa
 from fuzzptx.isa import ELEMENT_BITS
 from fuzzptx.isa.layouts import SWIZZLES, tile_byte_offsets
 from fuzzptx.perf import per_object
-from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, Sym, TensorAddr
+from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Reg, Sym, TensorAddr
 from fuzzptx.ptx.smem import SHARED_RESERVED, shared_layout, type_bytes
 
 from .bits import known_bits
@@ -47,7 +47,8 @@ from .context import FnCtx, Site, defined_functions, sites
 from .findings import Sink
 from .flow import BlockRecords, solve_forward
 from .regs import defs_uses, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs, wgmma_shape
-from .uniformity import LEVEL_NAMES, WARP, WARPGROUP, shared_interval, single_defs, shared_write, block_dims, branch_reg
+from .uniformity import (LEVEL_NAMES, WARP, WARPGROUP, address_interval, block_dims, branch_reg, shared_interval,
+                         shared_write, single_defs)
 
 DEPTH_CAP = 8  # wait_group N completes groups with depth >= N; deeper groups collapse here
 
@@ -253,20 +254,24 @@ def _meets(a, b) -> bool:
     return (a[2] is None or b[1] < a[2]) and (b[2] is None or a[1] < b[2])
 
 
-def _range(addr, width, defs, tid_max):
-    """The bytes a shared access may touch: its address bounded by ``uniformity.shared_interval``."""
+def _range(addr, width, defs, tid_max, fn: Function | None = None, at: Instr | None = None):
+    """The bytes a shared access may touch: its address bounded by ``uniformity.shared_interval``
+    or, given the function and the accessing instruction, by ``uniformity.address_interval``."""
     if not isinstance(addr, Addr) or addr.base is None:
         return _ANY
-    iv = shared_interval(addr.base, defs, tid_max)
+    iv = shared_interval(addr.base, defs, tid_max) if fn is None or at is None \
+        else address_interval(fn, at, addr.base, defs, tid_max)
     if iv is None or iv[0] is None:
         return _ANY
     return (iv[0], iv[1] + addr.offset, None if width is None else iv[2] + addr.offset + width)
 
 
-def _desc_start(op, defs, depth: int = 0):
+def _desc_start(op, defs, depth: int = 0, fn: Function | None = None):
     """(symbol, lo, hi) bounding the start address a matrix descriptor register encodes:
     ``or`` with a constant that leaves the start field clear, ``cvt``, ``add`` of whole 16-byte
-    steps, and ``bfe.u32 x, addr, 4, n`` or ``shr.u32 x, addr, 4`` (the start field is ``addr >> 4``)."""
+    steps, and ``bfe.u32 x, addr, 4, n`` or ``shr.u32 x, addr, 4`` (the start field is ``addr >> 4``).
+    Given ``fn``, the address is bounded where the ``bfe``/``shr`` reads it (``address_interval``:
+    a pipeline stage's buffer, advanced by loop counters)."""
     if not isinstance(op, Reg) or depth > 16:
         return None
     ins = defs.get(op.name)
@@ -275,20 +280,24 @@ def _desc_start(op, defs, depth: int = 0):
     srcs = ins.operands[1:]
     lo, width = START_FIELD
     if ins.base == "cvt" and len(srcs) == 1:
-        return _desc_start(srcs[0], defs, depth + 1)
+        return _desc_start(srcs[0], defs, depth + 1, fn)
     if ins.base == "or" and len(srcs) == 2 and isinstance(srcs[1], Imm) and isinstance(srcs[1].value, int) \
             and not (srcs[1].value >> lo) & ((1 << width) - 1):
-        return _desc_start(srcs[0], defs, depth + 1)
+        return _desc_start(srcs[0], defs, depth + 1, fn)
     if ins.base == "add" and len(srcs) == 2 and isinstance(srcs[1], Imm) and isinstance(srcs[1].value, int):
-        inner = _desc_start(srcs[0], defs, depth + 1)
+        inner = _desc_start(srcs[0], defs, depth + 1, fn)
         return None if inner is None else (inner[0], inner[1] + 16 * srcs[1].value, inner[2] + 16 * srcs[1].value)
     if ins.base == "bfe" and ".u" in ins.opcode and len(srcs) == 3 and srcs[1] == Imm(4, "4"):
-        return shared_interval(srcs[0], defs, None)
+        return _start_address(srcs[0], defs, fn, ins)
     if ins.base == "shr" and ".u" in ins.opcode and len(srcs) == 2 and isinstance(srcs[1], Imm) \
             and srcs[1].value == 4 and _width(ins) == 32:
         # a 32-bit shared-window address is below 2^18: its shift by 4 is the 14-bit start field
-        return shared_interval(srcs[0], defs, None)
+        return _start_address(srcs[0], defs, fn, ins)
     return None
+
+
+def _start_address(op, defs, fn: Function | None, at: Instr):
+    return shared_interval(op, defs, None) if fn is None else address_interval(fn, at, op, defs, None)
 
 
 def _width(ins: Instr) -> int | None:
@@ -324,7 +333,7 @@ def _k_major_end(start_hi: int, rows: int, kbytes: int, lbo: int, sbo: int, swiz
     return last - last % width + width
 
 
-def _wgmma_reads(ins: Instr, defs) -> list:
+def _wgmma_reads(ins: Instr, defs, fn: Function | None = None) -> list:
     """Byte ranges a wgmma's descriptors may read: the start's bounds widened to whole swizzle rows,
     plus the K-major extent; an operand whose start or fields are not known, or that is
     transposed (MN-major), may read anything."""
@@ -343,7 +352,7 @@ def _wgmma_reads(ins: Instr, defs) -> list:
     for which, op, rows in (("a", ops[1] if len(ops) > 1 else None, 64), ("b", ops[2] if len(ops) > 2 else None, n)):
         if not isinstance(op, Reg):
             continue  # A from registers
-        start, fields = _desc_start(op, defs), _desc_fields(op, defs)
+        start, fields = _desc_start(op, defs, 0, fn), _desc_fields(op, defs)
         if start is None or start[0] is None or fields is None:
             out.append(_ANY)
             continue
@@ -399,13 +408,13 @@ def proxy_analysis(ctx: FnCtx, sink: Sink) -> None:
             return frozenset()
         if _generic_shared_write(ins):
             w = shared_write(ins)
-            rng = _range(w[0], w[1], defs, tid_max) if w is not None else _ANY
+            rng = _range(w[0], w[1], defs, tid_max, ctx.fn, ins) if w is not None else _ANY
             st = st | {(_line(ins) or 0, rng)}
             return st if len(st) <= _PROXY_CAP else frozenset({(min(ln for ln, _ in st), _ANY)})
         if st and is_wgmma(ins):
-            report(ins, _wgmma_reads(ins, defs), st, "wgmma.mma_async")
+            report(ins, _wgmma_reads(ins, defs, ctx.fn), st, "wgmma.mma_async")
         elif st and _async_store(ins) and len(ins.operands) > 1:
-            report(ins, [_range(ins.operands[1], None, defs, tid_max)], st, op.split(".global")[0])
+            report(ins, [_range(ins.operands[1], None, defs, tid_max, ctx.fn, ins)], st, op.split(".global")[0])
         return st
 
     def join(a, b):

@@ -36,6 +36,7 @@ from fuzzptx.ptx.smem import shared_layout, type_bytes
 
 from .flow import Graph, solve_forward
 from .regs import defs_uses
+from .values import interval_at
 
 THREAD, WARP, WARPGROUP, CTA = 0, 1, 2, 3
 LEVEL_NAMES = {THREAD: "thread", WARP: "warp", WARPGROUP: "warpgroup", CTA: "CTA"}
@@ -395,9 +396,17 @@ def single_defs(fn: Function) -> dict[str, Instr | None]:
     return out
 
 
-def shared_interval(op, defs, tid_max: int | None, depth: int = 0):
+def shared_interval(op, defs, tid_max: int | None, depth: int = 0, bounds: dict | None = None):
     """(symbol or None, lo, hi): ``op`` lies in ``symbol + [lo, hi]``; None when unknown.
-    Follows one-definition registers through mov/cvt/add/sub/and/shl/shr/mul/bfe."""
+    Follows one-definition registers through mov/cvt/add/sub/and/shl/shr/mul/bfe.  ``bounds``:
+    register -> (lo, hi) it is known to lie in where the access runs (its guard's comparison)."""
+    if bounds and isinstance(op, Reg) and op.name in bounds:
+        b_lo, b_hi = bounds[op.name]
+        own = shared_interval(op, defs, tid_max, depth, None)
+        if own is not None and own[0] is None:
+            lo, hi = own[1] if b_lo is None else max(b_lo, own[1]), min(b_hi, own[2])
+            return (None, lo, hi) if lo <= hi else own
+        return (None, b_lo, b_hi) if b_lo is not None else own
     if isinstance(op, Imm):
         return (None, op.value, op.value) if isinstance(op.value, int) else _UNKNOWN
     if isinstance(op, Sym):
@@ -410,7 +419,7 @@ def shared_interval(op, defs, tid_max: int | None, depth: int = 0):
     if ins is None or len(ins.operands) < 2:
         return _UNKNOWN
     base, srcs = ins.base, ins.operands[1:]
-    sub = [shared_interval(o, defs, tid_max, depth + 1) for o in srcs[:2]]
+    sub = [shared_interval(o, defs, tid_max, depth + 1, bounds) for o in srcs[:2]]
     a = sub[0]
     if base in ("mov", "cvt", "cvta") and len(srcs) == 1:
         types = [m for m in ins.modifiers if m[:1] in "usbf" and m[1:].isdigit()]
@@ -437,7 +446,7 @@ def shared_interval(op, defs, tid_max: int | None, depth: int = 0):
     if a[0] is not None or a[1] < 0 or b is None or b[0] is not None or b[1] < 0:
         return _UNKNOWN
     if base in ("or", "xor") and b[0] is None and b[1] >= 0:
-        return (None, 0, (1 << max(a[2], b[2]).bit_length()) - 1)  # no carries: below the next power of two
+        return (None, 0, _ones(op, defs, tid_max, 0, bounds))  # no carries: within the bits either may set
     if b[1] != b[2]:
         return _UNKNOWN
     c = b[1]
@@ -448,6 +457,64 @@ def shared_interval(op, defs, tid_max: int | None, depth: int = 0):
     if base == "mul" and ".lo" in ins.opcode:
         return (None, a[1] * c, a[2] * c)
     return _UNKNOWN
+
+
+def address_interval(fn: Function, at: Instr, op, defs, tid_max: int | None):
+    """``shared_interval`` narrowed by ``at``'s guard (``guard_bounds``), else ``op``'s value where
+    ``at`` reads it (``values.interval_at``: stage offsets kept in loop counters, which have no
+    single definition)."""
+    iv = shared_interval(op, defs, tid_max, 0, guard_bounds(at, defs))
+    return iv if iv is not None else interval_at(fn, at, op, tid_max)
+
+
+_GUARD_HOLDS = {("lt", False): (None, -1), ("le", False): (None, 0), ("ge", True): (None, -1), ("gt", True): (None, 0),
+                ("gt", False): (1, None), ("ge", False): (0, None), ("le", True): (1, None), ("lt", True): (0, None)}
+
+
+def guard_bounds(at: Instr, defs) -> dict:
+    """Register -> (lo, hi) that ``at``'s guard implies where it runs: ``@%p`` with ``%p`` one
+    ``setp.{lt,le,gt,ge} x, c`` (``@!%p`` the other sense).  Unsigned comparisons bound from zero
+    (Triton zeroes a tensor-map scratch area with ``@(t & 127) < 32 st.shared [scratch + 4*(t & 127)]``);
+    a signed one only narrows an interval known otherwise (lo None)."""
+    g = at.guard
+    setp = defs.get(g.reg.name) if g is not None else None
+    if setp is None or setp.base != "setp" or len(setp.operands) != 3 or not setp.modifiers:
+        return {}
+    x, c = setp.operands[1:]
+    if not isinstance(x, Reg) or not isinstance(c, Imm) or not isinstance(c.value, int):
+        return {}
+    rule = _GUARD_HOLDS.get((setp.modifiers[0], g.negated))
+    if rule is None:
+        return {}
+    unsigned = any(m[:1] == "u" and m[1:].isdigit() for m in setp.modifiers)
+    lo_off, hi_off = rule
+    lo = c.value + lo_off if lo_off is not None else (0 if unsigned else None)
+    hi = c.value + hi_off if hi_off is not None else (1 << 62)
+    if hi_off is not None and not unsigned:
+        lo = None
+    return {x.name: (lo, hi)}
+
+
+def _ones(op, defs, tid_max: int | None, depth: int = 0, bounds: dict | None = None) -> int:
+    """A mask holding every bit ``op`` may set (``op`` non-negative, bounded by ``shared_interval``):
+    ``and``/``or``/``xor``/shifts by constants follow the bits, anything else gives all the bits
+    below its upper bound's top bit."""
+    ins = defs.get(op.name) if isinstance(op, Reg) and depth < 24 else None
+    if ins is not None and len(ins.operands) == 3 and isinstance(ins.operands[2], Imm) \
+            and isinstance(ins.operands[2].value, int) and ins.operands[2].value >= 0:
+        a, c = ins.operands[1], ins.operands[2].value
+        if ins.base == "and":
+            return c & _ones(a, defs, tid_max, depth + 1, bounds)
+        if ins.base == "shl" and c < 32:
+            return _ones(a, defs, tid_max, depth + 1, bounds) << c
+        if ins.base == "shr" and ".s" not in ins.opcode:
+            return _ones(a, defs, tid_max, depth + 1, bounds) >> c
+    if ins is not None and ins.base in ("or", "xor") and len(ins.operands) == 3:
+        return _ones(ins.operands[1], defs, tid_max, depth + 1, bounds) | _ones(ins.operands[2], defs, tid_max, depth + 1, bounds)
+    iv = shared_interval(op, defs, tid_max, depth + 1, bounds) if depth < 24 else None
+    if iv is None or iv[0] is not None or iv[1] < 0:
+        return (1 << 64) - 1
+    return (1 << iv[2].bit_length()) - 1
 
 
 def shared_write(ins: Instr):
@@ -465,6 +532,8 @@ def shared_write(ins: Instr):
     if ".shared" not in op and ins.base != "stmatrix":
         return None
     if ins.base == "mbarrier":
+        if any(m in ("try_wait", "test_wait") for m in ins.modifiers):
+            return None  # a wait reads the phase; it writes nothing
         addr = next((o for o in ins.operands if isinstance(o, Addr)), None)
         return (addr, 8) if addr is not None else None
     if ins.base == "stmatrix":
@@ -595,7 +664,7 @@ def _table_is_group_uniform(fn: Function, defs, sym: str, lo: int, hi: int, tid_
     for ins, (addr, width) in _fn_writes(fn):
         if not isinstance(addr, Addr) or addr.base is None:
             return False
-        iv = shared_interval(addr.base, defs, tid_max)
+        iv = address_interval(fn, ins, addr.base, defs, tid_max)
         if iv is None:
             return False
         if iv[0] != sym:
