@@ -18,6 +18,9 @@ block to report.  Rules:
   bytes they may have written (a wgmma's descriptors, a bulk/tensor copy or reduction to global) with no
   fence.proxy.async in between.  Ranges come from bounded address arithmetic; where nothing
   bounds an address it meets everything.
+- ``spec.proxy.tensormap-acquire-missing``: a tensor copy through a tensor map the function
+  modified in global memory with no ``fence.proxy.tensormap::generic.acquire`` on it since
+  (``tensormap_proxy_analysis``).
 - ``spec.mbarrier.no-init`` / ``spec.mbarrier.no-expect-tx``: an mbarrier no init can reach; a
   bulk copy completing bytes on a barrier no expect_tx raises (``mbarrier_analysis``).
 - ``spec.mbarrier.release-in-flight``: an mbarrier arrive while a wgmma may be in flight, on a
@@ -422,6 +425,73 @@ def proxy_analysis(ctx: FnCtx, sink: Sink) -> None:
         return u if len(u) <= _PROXY_CAP else frozenset({(min(ln for ln, _ in u), _ANY)})
 
     _run(ctx, sink, frozenset(), step, join)
+
+
+def _map_root(op, defs, depth: int = 0):
+    """The register or symbol a tensor-map address comes from, through ``mov``/``cvta``/``cvt``."""
+    if isinstance(op, (Addr, TensorAddr)):
+        op = op.base
+    if isinstance(op, Sym):
+        return op.name
+    if not isinstance(op, Reg):
+        return None
+    ins = defs.get(op.name)
+    if ins is not None and depth < 16 and ins.base in ("mov", "cvta", "cvt") and len(ins.operands) == 2:
+        return _map_root(ins.operands[1], defs, depth + 1) or op.name
+    return op.name
+
+
+def _modifies_map(ins: Instr):
+    """The global tensor-map address an instruction writes (``tensormap.cp_fenceproxy``'s copy out
+    of shared memory, ``tensormap.replace`` on a ``.global`` map), else None."""
+    op = ins.opcode
+    if op.startswith("tensormap.cp_fenceproxy") or (op.startswith("tensormap.replace") and ".global" in op):
+        return ins.operands[0] if ins.operands else None
+    return None
+
+
+def tensormap_proxy_analysis(ctx: FnCtx, sink: Sink) -> None:
+    """``spec.proxy.tensormap-acquire-missing``: a tensor copy (``cp.async.bulk.tensor``,
+    ``cp.reduce.async.bulk.tensor``, ``prefetch.tensor``) through a tensor map this function
+    modified in global memory with no ``fence.proxy.tensormap::generic.acquire`` on it since.
+
+    The copy reads its map through the tensor-map proxy; a map written through the generic proxy
+    (``tensormap.replace`` on global memory, or ``tensormap.cp_fenceproxy``, whose fused fence is
+    only the release half) is seen there only after the acquire half, ``fence.proxy.tensormap::
+    generic.acquire`` on its address (PTX ISA 9.7.13.4 membar/fence, 9.7.13.16
+    tensormap.cp_fenceproxy; the CUDA guide's "usage of a modified tensor map": release by the
+    writer, acquire by a thread of the block that uses it, then a block barrier).  Shared-memory
+    writes that build the map (zeroing its 128-byte scratch area, ``tensormap.replace`` on
+    ``.shared::cta``) are the release's business, not the async proxy's.  Maps are told apart by
+    the register or symbol their address comes from (``_map_root``); an acquire whose address has
+    no root settles them all, and a copy reports only a map it names by the same root."""
+    defs = single_defs(ctx.fn)
+
+    def block_step(block: int, st):
+        for _site, ins in sites(ctx, block):
+            written = _modifies_map(ins)
+            if written is not None:
+                root = _map_root(written, defs)
+                if root is not None:
+                    st = st | {(_line(ins) or 0, root)}
+                continue
+            op = ins.opcode
+            if op.startswith("fence.proxy.tensormap") and "acquire" in ins.modifiers:
+                root = _map_root(ins.operands[0], defs) if ins.operands else None
+                st = frozenset(e for e in st if root is not None and e[1] != root)
+                continue
+            if st and op.startswith(("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor", "prefetch.tensor")):
+                t = next((o for o in ins.operands if isinstance(o, TensorAddr)), None)
+                root = _map_root(t, defs) if t is not None else None
+                hit = sorted(ln for ln, r in st if r == root)
+                if hit:
+                    sink.add("spec.proxy.tensormap-acquire-missing", "error", _line(ins),
+                             f"this tensor copy uses the tensor map modified at line {hit[0]} with no "
+                             "fence.proxy.tensormap::generic.acquire on it since: the copy reads the map through the "
+                             "tensor-map proxy and may see it stale (PTX ISA 9.7.13.4, 9.7.13.16)")
+        return st
+
+    _run(ctx, sink, frozenset(), None, lambda a, b: a | b, block_step=block_step)
 
 
 def _barrier_range(ins: Instr, op, defs, tid_max):
@@ -838,6 +908,8 @@ def check_function(ctx: FnCtx, sink: Sink) -> None:
         descriptor_analysis(ctx, sink)
     elif any(_async_store(i) for i in ctx.fn.instructions()):
         proxy_analysis(ctx, _Recording(sink))  # a TMA store reads through the async proxy too
+    if any(_modifies_map(i) is not None for i in ctx.fn.instructions()):
+        tensormap_proxy_analysis(ctx, _Recording(sink))
     if any(i.base == "mbarrier" or (i.base == "cp" and "complete_tx" in i.opcode) for i in ctx.fn.instructions()):
         mbarrier_analysis(ctx, sink)
     aligned_analysis(ctx, sink)
