@@ -16,8 +16,9 @@ block to report.  Rules:
   warp for the rest).
 - ``spec.proxy.fence-missing``: generic-proxy shared-memory writes reach an async-proxy read of
   bytes they may have written (a wgmma's descriptors, a bulk/tensor copy or reduction to global) with no
-  fence.proxy.async in between.  Ranges come from bounded address arithmetic; where nothing
-  bounds an address it meets everything.
+  fence.proxy.async in between.  Ranges come from bounded address arithmetic (a write's guard
+  narrows it; a pipeline stage's address in loop counters is bounded where it is read:
+  ``values.interval_at``); where nothing bounds an address it meets everything.
 - ``spec.proxy.tensormap-acquire-missing``: a tensor copy through a tensor map the function
   modified in global memory with no ``fence.proxy.tensormap::generic.acquire`` on it since
   (``tensormap_proxy_analysis``).

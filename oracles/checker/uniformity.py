@@ -14,7 +14,8 @@ a warpgroup boundary (``warp < 4`` is ``%tid.x < 128``); a ``shfl.sync.idx`` bro
 warp-uniform value is that value (its exact shift survives).  A warp-indexed table lookup --
 ``ld.shared.b8 [sym + warp + c]`` with every store that may reach the table writing the same
 byte into each aligned group of four (Triton's warp-specialisation partition table) -- is
-warpgroup-uniform (``warp_tables``: the conditions and the one assumption).
+warpgroup-uniform (``warp_tables``: the conditions and the one assumption); the other writes are
+bounded where they run (``address_interval``, ``values.interval_at``).
 A register written more than once has a level per definition, and a read takes the least uniform
 of the definitions that reach it (``_reaching``): nvcc reuses registers -- an inline-asm output
 (CUTLASS's ``elect.sync`` block rewrites the ``0`` a ``shfl.sync.idx`` read as its lane), a
@@ -621,7 +622,9 @@ def warp_tables(module: Module, fn: Function, g: Graph, dims) -> dict[int, Reg]:
 the load (``_warp_range``); the lookup is warpgroup-uniform when
     ``sym + c`` is 4-aligned and every write that may reach the table is a constant store whose
     bytes agree within each aligned group of four, every other write provably misses it (its
-    address bounded by ``shared_interval``).  Assumed, not proved: a bulk (TMA) copy, whose extent is
+    address bounded by ``address_interval``: single definitions, the write's guard, and pipeline
+    stages kept in loop counters -- Triton's three-stage rings of mbarriers and buffers; mbarrier
+    waits write nothing).  Assumed, not proved: a bulk (TMA) copy, whose extent is
     the tensor map's run-time box, does not reach the table when it starts below it (the address
     it starts at is still bounded)."""
     if dims is None or fn.kind != "entry":
