@@ -386,3 +386,71 @@ def test_every_compiler_made_kernel_is_clean_and_judged_by_the_sass_rules():
     skipped = [r.file for r in rows if r.sass.startswith("skipped") and r.file not in TRUE_POSITIVES]
     assert skipped == []
     assert sum(r.sass == "clean" or r.sass.endswith("hazard(s)") for r in rows) >= len(rows) - len(TRUE_POSITIVES) - 10
+
+
+# ------------------------------------------------------------------ values of parameters under divergent control
+
+def late_predicate_kernel(pred: str) -> str:
+    """A loop each thread leaves after its own trip count (``%tid.x & 7`` iterations) computes
+    ``pred`` into %p5; after it, a branch on %p5 skips a wgmma."""
+    return f""".version 8.4
+.target sm_90a
+.address_size 64
+.extern .shared .align 1024 .b8 smem[];
+
+.visible .entry k(.param .u64 out, .param .u32 n)
+.reqntid 128
+{{
+	.reg .pred 	%p<8>;
+	.reg .b32 	%r<40>;
+	.reg .b64 	%rd<12>;
+	.reg .f32 	%f<8>;
+	mov.u32 	%r1, %tid.x;
+	mov.b32 	%r2, smem;
+	and.b32 	%r3, %r1, 7;
+	mov.b32 	%r6, 0;
+$LOOP:
+	{pred}
+	add.s32 	%r6, %r6, 1;
+	setp.lt.u32 	%p1, %r6, %r3;
+	@%p1 bra 	$LOOP;
+	@%p5 bra 	END;
+	bfe.u32 	%r10, %r2, 4, 14;
+	cvt.u64.u32 	%rd1, %r10;
+	or.b64 	%rd3, %rd1, 4611686293305294848;
+	mov.pred 	%p7, -1;
+	wgmma.fence.sync.aligned;
+	wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {{%f1, %f2, %f3, %f4}}, %rd3, %rd3, %p7, 1, 1, 0, 0;
+	wgmma.commit_group.sync.aligned;
+	wgmma.wait_group.sync.aligned 	0;
+END:
+	ld.param.u64 	%rd5, [out];
+	st.global.f32 	[%rd5], %f1;
+	ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("pred", [
+    "ld.param.u32 	%r5, [n];\n\tsetp.lt.u32 	%p5, %r5, 64;",
+    "mov.u32 	%r5, %ctaid.x;\n\tmov.u32 	%r7, %nctaid.x;\n\tadd.s32 	%r8, %r5, %r7;\n\tsetp.lt.u32 	%p5, %r8, 64;",
+])
+def test_a_predicate_of_parameters_and_cta_ids_stays_uniform_after_a_divergent_loop(pred):
+    assert not _divergent(late_predicate_kernel(pred))
+
+
+@pytest.mark.parametrize("pred", [
+    "setp.lt.u32 	%p5, %r6, 3;",                                       # the per-thread trip count
+    "ld.shared.u32 	%r5, [smem+64];\n\tsetp.lt.u32 	%p5, %r5, 64;",   # memory may change between iterations
+    "ld.param.u32 	%r5, [n];\n\tshfl.sync.idx.b32 	%r9, %r5, 0, 31, -1;\n\tsetp.lt.u32 	%p5, %r9, 64;",
+])
+def test_a_predicate_that_may_differ_between_iterations_is_divergent(pred):
+    assert _divergent(late_predicate_kernel(pred))
+
+
+def test_a_parameter_read_only_on_some_paths_is_divergent():
+    """The one definition of %r5 runs only where %laneid < 16: other threads read it undefined."""
+    t = late_predicate_kernel("setp.lt.u32 	%p5, %r5, 64;").replace(
+        "\tand.b32 	%r3, %r1, 7;\n", "\tand.b32 	%r3, %r1, 7;\n\tmov.u32 	%r11, %laneid;\n"
+        "\tsetp.lt.u32 	%p6, %r11, 16;\n\t@%p6 bra 	SKIP;\n\tld.param.u32 	%r5, [n];\nSKIP:\n")
+    assert _divergent(t)

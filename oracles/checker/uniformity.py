@@ -3,7 +3,10 @@
 Levels, most uniform first: CTA > WARPGROUP > WARP > THREAD.  ``%ctaid``, parameters and
 constants are CTA-uniform; ``%tid``/``%laneid``/clocks vary per thread; arithmetic takes the
 least uniform operand; a value defined under a branch is no more uniform than the branch
-(control dependence via post-dominators); a guarded definition no more than its guard.
+(control dependence via post-dominators) -- unless it is its register's one definition and
+comes before every read (``dominating_defs``): then every reader ran it, and a predicate computed
+from parameters inside a loop with a per-thread trip count is still CTA-uniform after it; a
+guarded definition no more than its guard.
 
 ``%tid.x >> k`` (or ``/ 2**k``, or ``& mask`` with k trailing zero bits) is tracked exactly:
 k >= 7 is warpgroup-uniform, k >= 5 warp-uniform.  That is sound when the warp rank is
@@ -32,6 +35,7 @@ import re
 from dataclasses import dataclass
 
 from fuzzptx.perf import per_object
+from fuzzptx.ptx.cfg import build_cfg
 from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Module, Reg, Sym, Vec
 from fuzzptx.ptx.smem import shared_layout, type_bytes
 
@@ -188,6 +192,7 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
         return bl, frozenset(div)
 
     instrs = _sliced(g)
+    sole = frozenset() if ptxas else dominating_defs(fn)
     tables = warp_tables(module, fn, g, dims) if (module is not None and credit and not ptxas) else {}
     changed = True
     rounds = 0
@@ -203,7 +208,7 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
             w = tables.get(id(ins))
             if w is not None and op_val(w, ins)[1] == 5:
                 val_l, val_e = WARPGROUP, None  # a warp-indexed table lookup (see warp_tables)
-            ctl = bl.get(bidx, CTA)
+            ctl = CTA if id(ins) in sole else bl.get(bidx, CTA)
             if ins.guard is not None:
                 ctl = min(ctl, op_val(ins.guard.reg, ins)[0])
             if ctl < CTA:
@@ -226,6 +231,50 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
         reg = name.split(_DEF, 1)[0]
         regs[reg] = min(regs.get(reg, CTA), lvl)
     return Uniformity(regs, bl, div, threshold)
+
+
+@per_object(64)
+def dominating_defs(fn: Function) -> frozenset[int]:
+    """``id``s of the unguarded instructions that are the one definition of every register they
+    write and come before each read of it (in its block, or in a block that dominates the
+    reader's).  Such a value is the same for every thread that reads it whenever its operands are:
+    every reader ran the definition, so the branches around it do not matter (a value read at a
+    merge of several definitions, or after a loop some threads leave early, is another register's
+    or has several definitions, and keeps the branch's level)."""
+    cfg = build_cfg(fn)
+    only = single_defs(fn)
+    where: dict[int, tuple[int, int]] = {}
+    readers: dict[str, list[tuple[int, int]]] = {}
+    for b in cfg.blocks:
+        for k, ins in enumerate(b.instrs):
+            where[id(ins)] = (b.index, k)
+            for u in defs_uses(ins)[1]:
+                readers.setdefault(u, []).append((b.index, k))
+    out = set()
+    for ins in {id(i): i for i in only.values() if i is not None}.values():
+        names = defs_uses(ins)[0]
+        if id(ins) not in where or not names or any(only.get(d) is not ins for d in names) or not _timeless(ins):
+            continue
+        db, dk = where[id(ins)]
+        if all((rb == db and rk > dk) or (rb != db and db in cfg.dominators(rb))
+               for d in names for rb, rk in readers.get(d, ())):
+            out.add(id(ins))
+    return frozenset(out)
+
+
+_COLLECTIVES = frozenset({"shfl", "vote", "match", "redux", "elect", "activemask", "bar", "barrier"})
+
+
+def _timeless(ins: Instr) -> bool:
+    """Whether ``ins`` gives the same result whenever its operands are the same: register arithmetic
+    and reads of the parameter and constant spaces -- not other memory (which may change between a
+    thread's last iteration and another's), nor the warp collectives (whose result depends on which
+    threads take part)."""
+    if ins.base in _COLLECTIVES:
+        return False
+    if any(isinstance(o, Addr) for o in ins.operands):
+        return ins.base in ("ld", "ldu") and (".param" in ins.opcode or ".const" in ins.opcode)
+    return True
 
 
 _DEF = "~"  # a definition's name: the register's, this, a number (no PTX name holds it)
