@@ -454,3 +454,9 @@ def test_a_parameter_read_only_on_some_paths_is_divergent():
         "\tand.b32 	%r3, %r1, 7;\n", "\tand.b32 	%r3, %r1, 7;\n\tmov.u32 	%r11, %laneid;\n"
         "\tsetp.lt.u32 	%p6, %r11, 16;\n\t@%p6 bra 	SKIP;\n\tld.param.u32 	%r5, [n];\nSKIP:\n")
     assert _divergent(t)
+
+
+def test_an_acquire_on_the_same_address_computed_again_counts():
+    t = tensormap_kernel("add.s64 	%rd6, %rd3, 0;\n\tcvta.to.global.u64 	%rd7, %rd1;\n"
+                         "\tfence.proxy.tensormap::generic.acquire.gpu 	[%rd7], 128;")
+    assert "spec.proxy.tensormap-acquire-missing" not in rules(t)

@@ -429,17 +429,27 @@ def proxy_analysis(ctx: FnCtx, sink: Sink) -> None:
 
 
 def _map_root(op, defs, depth: int = 0):
-    """The register or symbol a tensor-map address comes from, through ``mov``/``cvta``/``cvt``."""
+    """A key for the value of a tensor-map address: through ``mov``/``cvta``/``cvt``, and for other
+    one-definition registers the operation and its operands' keys (an address computed twice the
+    same way is one map); a symbol's or an immediate's own, else the register's name."""
     if isinstance(op, (Addr, TensorAddr)):
-        op = op.base
+        off = op.offset if isinstance(op, Addr) else 0
+        base = _map_root(op.base, defs, depth)
+        return base if not off else ("+", base, off)
     if isinstance(op, Sym):
         return op.name
+    if isinstance(op, Imm):
+        return ("imm", op.value)
     if not isinstance(op, Reg):
         return None
     ins = defs.get(op.name)
-    if ins is not None and depth < 16 and ins.base in ("mov", "cvta", "cvt") and len(ins.operands) == 2:
+    if ins is None or depth >= 16 or len(ins.operands) < 2:
+        return op.name
+    if ins.base in ("mov", "cvta", "cvt") and len(ins.operands) == 2:
         return _map_root(ins.operands[1], defs, depth + 1) or op.name
-    return op.name
+    if ins.base in ("ld", "ldu") and ".param" not in ins.opcode:
+        return op.name  # memory may change: a load is its own value
+    return (ins.opcode,) + tuple(_map_root(o, defs, depth + 1) for o in ins.operands[1:])
 
 
 def _modifies_map(ins: Instr):
