@@ -460,3 +460,11 @@ def test_an_acquire_on_the_same_address_computed_again_counts():
     t = tensormap_kernel("add.s64 	%rd6, %rd3, 0;\n\tcvta.to.global.u64 	%rd7, %rd1;\n"
                          "\tfence.proxy.tensormap::generic.acquire.gpu 	[%rd7], 128;")
     assert "spec.proxy.tensormap-acquire-missing" not in rules(t)
+
+
+def test_a_uniform_branch_that_only_some_threads_reach_still_splits_the_warpgroup():
+    """%p5 is uniform where it is computed, but only threads with %tid.x >= 64 test it: the fence
+    under it runs in a part of the warpgroup."""
+    t = late_predicate_kernel("ld.param.u32 	%r5, [n];\n\tsetp.lt.u32 	%p5, %r5, 64;").replace(
+        "\t@%p5 bra 	END;\n", "\tsetp.lt.u32 	%p6, %r1, 64;\n\t@%p6 bra 	END;\n\t@%p5 bra 	END;\n")
+    assert _divergent(t)

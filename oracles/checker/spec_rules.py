@@ -51,7 +51,7 @@ from .context import FnCtx, Site, defined_functions, sites
 from .findings import Sink
 from .flow import BlockRecords, solve_forward
 from .regs import defs_uses, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs, wgmma_shape
-from .uniformity import (LEVEL_NAMES, WARP, WARPGROUP, address_interval, block_dims, branch_reg, shared_interval,
+from .uniformity import (CTA, LEVEL_NAMES, WARP, WARPGROUP, address_interval, block_dims, branch_reg, shared_interval,
                          shared_write, single_defs)
 
 DEPTH_CAP = 8  # wait_group N completes groups with depth >= N; deeper groups collapse here
@@ -739,10 +739,12 @@ def aligned_analysis(ctx: FnCtx, sink: Sink) -> None:
 
 
 def _dep_level(ctx: FnCtx, dep) -> int:
+    """How uniform a control dependence is: its guard's level, or its branch's -- no more than the
+    level of the block the branch ends (a uniform condition tested by only some threads)."""
     if dep[0] == "guard":
         return ctx.uni.level(Reg(dep[1]))
     r = branch_reg(ctx.g.blocks[dep[0]])
-    return 0 if r is None else ctx.uni.level(r)
+    return 0 if r is None else min(ctx.uni.level(r), ctx.uni.block_level.get(dep[0], CTA))
 
 
 # ------------------------------------------------------------------ descriptors

@@ -189,6 +189,14 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
                         div.discard((x, y))
                 lvl = min(lvl, bx)
             bl[b.index] = lvl
+        changed = not ptxas
+        while changed:  # a branch only some threads reach splits no more than those: nesting is transitive
+            changed = False
+            for b in g.blocks:
+                lvl = min((bl.get(x, CTA) for (x, _y) in g.cdeps[b.index]), default=CTA)
+                if lvl < bl[b.index]:
+                    bl[b.index] = lvl
+                    changed = True
         return bl, frozenset(div)
 
     instrs = _sliced(g)
