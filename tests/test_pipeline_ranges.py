@@ -126,6 +126,19 @@ def test_a_ring_whose_stage_is_not_proved_meets_everything(twin):
     assert "spec.proxy.fence-missing" in rules(ring_kernel(PAST_RING, **twin))
 
 
+@pytest.mark.parametrize("where", [
+    # the stage counter advanced only on some iterations: it is no multiple of the iteration count
+    "\tsetp.eq.u32 	%p2, %r3, 7;\n\t@%p2 bra 	$SKIP;\n\tadd.s32 	%r20, %r20, 8192;\n$SKIP:\n",
+    # advanced in an inner loop: several times per iteration
+    "\tmov.b32 	%r30, 0;\n$INNER:\n\tadd.s32 	%r20, %r20, 8192;\n\tadd.s32 	%r30, %r30, 1;\n"
+    "\tsetp.lt.u32 	%p2, %r30, %r3;\n\t@%p2 bra 	$INNER;\n",
+])
+def test_a_counter_not_advanced_once_per_iteration_is_no_induction_variable(where):
+    t = ring_kernel(PAST_RING).replace("\tadd.s32 	%r20, %r20, 8192;\n", where)
+    assert where in t
+    assert "spec.proxy.fence-missing" in rules(t)
+
+
 # ------------------------------------------------------------------ the scratch area's guard
 
 def scratch_kernel(guard: str, base: int) -> str:
