@@ -628,22 +628,6 @@ def h_lop3(m, f, ins, act):
     m.write(f, ops[0], res & mask(32), combine_undef([sa, sb, sc], m.n, 32), act, ins)
 
 
-def h_prmt(m, f, ins, act):
-    """prmt.b32 (default mode): each result byte picks one of the 8 bytes of {b, a} (a low), msb nibble bit sign-fills."""
-    if any(x in ins.modifiers for x in ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16")):
-        raise Unsupported.at(ins, "prmt modes other than the default")
-    ops = ins.operands
-    (a, sa), (b, sb), (c, sc) = (m.read(f, op, "b32", ins) for op in ops[1:4])
-    src = (a & mask(32)) | ((b & mask(32)) << U64(32))
-    res = np.zeros(m.n, np.uint64)
-    for k in range(4):
-        sel = (c >> U64(4 * k)) & U64(0xF)
-        byte = (src >> ((sel & U64(7)) * U64(8))) & U64(0xFF)
-        sign = np.where((sel & U64(8)) != 0, np.where(byte & U64(0x80), U64(0xFF), U64(0)), byte)
-        res |= sign << U64(8 * k)
-    m.write(f, ops[0], res, combine_undef([sa, sb, sc], m.n, 32), act, ins)
-
-
 def h_sqrt_rcp(m, f, ins, act):
     """IEEE sqrt / rcp with a rounding modifier (.f32 any mode, .f64 .rn); approximations are not modelled."""
     t = the_type(ins)

@@ -6,11 +6,13 @@ import numpy as np
 from fuzzptx.ptx.ir import CallArgs, Imm, Reg, Sym, Vec
 
 import fuzzptx.oracles.reference.alu as alu
+import fuzzptx.oracles.reference.bits as bits
 import fuzzptx.oracles.reference.cluster as cluster
 import fuzzptx.oracles.reference.dispatch as dispatch
 import fuzzptx.oracles.reference.mbarrier as mbarrier
 import fuzzptx.oracles.reference.mem_ops as mem_ops
 import fuzzptx.oracles.reference.tma as tma
+import fuzzptx.oracles.reference.warp_ops as warp_ops
 from .errors import StepLimit, Undefined, Unsupported
 from .interp import STEP_LIMIT, Frame, Machine, func_info
 from .ops import types_of
@@ -26,9 +28,13 @@ HANDLERS = {
     "selp": alu.h_selp, "cvt": alu.h_cvt, "cvta": alu.h_cvta, "popc": alu.h_bitcount, "clz": alu.h_bitcount,
     "brev": alu.h_bitcount, "ld": mem_ops.h_ld, "st": mem_ops.h_st, "bar": mem_ops.h_bar,
     "barrier": cluster.h_barrier, "fence": mem_ops.h_fence, "membar": mem_ops.h_fence,
-    "lop3": alu.h_lop3, "prmt": alu.h_prmt, "sqrt": alu.h_sqrt_rcp, "rcp": alu.h_sqrt_rcp,
+    "lop3": alu.h_lop3, "prmt": bits.h_prmt, "sqrt": alu.h_sqrt_rcp, "rcp": alu.h_sqrt_rcp,
     "mbarrier": mbarrier.h_mbarrier, "cp": tma.h_cp, "prefetch": tma.h_prefetch, "elect": mbarrier.h_elect,
     "setmaxnreg": mbarrier.h_setmaxnreg, "mapa": cluster.h_mapa, "griddepcontrol": mem_ops.h_griddepcontrol,
+    "bfe": bits.h_bfe, "bfi": bits.h_bfi, "bfind": bits.h_bfind, "bmsk": bits.h_bmsk, "szext": bits.h_szext,
+    "fns": bits.h_fns, "shf": bits.h_shf,
+    "shfl": warp_ops.h_shfl, "vote": warp_ops.h_vote, "match": warp_ops.h_match, "redux": warp_ops.h_redux,
+    "activemask": warp_ops.h_activemask,
 }
 NO_DEST = frozenset(("st", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch",
                      "griddepcontrol"))
@@ -105,6 +111,7 @@ def _dests(ins):
 
 
 def exec_instr(m: Machine, f: Frame, ins, mask_: np.ndarray) -> None:
+    m.cur_reach = mask_  # the threads at this instruction, guard true or not (warp_ops)
     if ins.guard is None:
         m.cur_act = mask_
         if ins.base == "call":

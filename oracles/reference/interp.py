@@ -262,6 +262,7 @@ class Machine:
         self.blocks_run: set[tuple[int, int]] = set()  # (first, last) lines (see RefResult)
         self.depth = 0
         self.cur_act = self.all
+        self.cur_reach = self.all  # threads at the running instruction before its guard (control.exec_instr)
         self.notes: list[str] = []
         # threads suspended at a named barrier short of its count (mem_ops.h_bar), and where each
         # group resumes once the count fills (control.run_function)
