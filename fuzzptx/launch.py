@@ -314,18 +314,20 @@ def apply_given(program: Program, given: Given) -> Program:
     fn = program.module.function(program.launch.kernel)
     order = [p.name for p in fn.params]
     values = dict(program.scalars)
+    named = []
     for key, v in given.params.items():
         name = order[int(key)] if key.isdigit() and int(key) < len(order) else key
         if name not in values:
             raise LaunchError(f"params: {key!r} is no scalar parameter of kernel {fn.name}", given.origin)
         values[name] = v
+        named.append(name)
     la = program.launch
     if given.block is not None:
         la = replace(la, block=given.block)
     if given.smem is not None:
         la = replace(la, dynamic_smem=given.smem)
     return replace(program, launch=la, scalars=tuple((n, values[n]) for n, _ in program.scalars),
-                   given=tuple(sorted(given.params)) if given.params else program.given)
+                   given=tuple(dict.fromkeys(program.given + tuple(named) + (("block",) if given.block else ()))))
 
 
 # ------------------------------------------------------------------ the search
@@ -391,8 +393,9 @@ _FLOATS = {".f32": 0x3F800000, ".f64": 0x3FF0000000000000, ".f16": 0x3C00, ".bf1
 
 def candidates(fn: Function, limit: int = 8) -> list[int]:
     """Values to try for every integer scalar: the kernel's own tile sizes, loop steps and masks
-    (an immediate that is a power of two from 16 to 512, or one less), ascending, after 1; else
-    64 and 128."""
+    (an immediate that is a power of two from 16 to 512, or one less; the ``limit`` most frequent),
+    with 64 and 128: those from 64 up first (a tile's worth of data: M = N = K = 64 runs a K loop
+    of tile 64 once), then the smaller ones, then 1."""
     seen: dict[int, int] = {}
     for ins in fn.instructions():
         for o in ins.operands:
@@ -400,9 +403,8 @@ def candidates(fn: Function, limit: int = 8) -> list[int]:
                 for v in (o.value, o.value + 1):
                     if 16 <= v <= 512 and v & (v - 1) == 0:
                         seen[v] = seen.get(v, 0) + 1
-    common = sorted(seen, key=lambda v: -seen[v])[:limit]
-    vals = sorted(set(common) | {64, 128})
-    return [1] + vals
+    vals = set(sorted(seen, key=lambda v: -seen[v])[:limit]) | {64, 128}
+    return sorted(v for v in vals if v >= 64) + sorted((v for v in vals if v < 64), reverse=True) + [1]
 
 
 def _with_value(program: Program, fn: Function, value: int, free: set[str]) -> Program:

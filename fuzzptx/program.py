@@ -281,7 +281,8 @@ class Program:
         for b in self.buffers:
             seed = f" seed={b.seed}" if not b.init.startswith("hex:") and b.init in ("random", "small_int", "special") else ""
             lines.append(f"BUFFER: {b.name} type={b.type} count={b.count} init={b.init}{seed}" + (" output" if b.output else ""))
-        lines += [f"PARAM: {k} value={v}" for k, v in self.scalars]
+        # a by-value struct's bytes as one integer: hex past 64 bits (and past Python's 4300 decimal digits)
+        lines += [f"PARAM: {k} value={v:#x}" if v >> 64 else f"PARAM: {k} value={v}" for k, v in self.scalars]
         lines += [f"TENSORMAP: {t.header_line()}" for t in self.tensormaps]
         if self.numerics != "spec":
             lines.append(f"NUMERICS: {self.numerics}")
