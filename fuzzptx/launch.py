@@ -36,8 +36,9 @@ from fuzzptx.oracles.reference.blas import single_thread
 from fuzzptx.oracles.reference.errors import ReferenceError_, Undefined
 from fuzzptx.oracles.reference.interp import Machine
 from fuzzptx.oracles.reference.memory import Memory
-from fuzzptx.oracles.reference.result import RefResult, output_from_region
-from fuzzptx.program import INFERRED, Buffer, Program, ReproError
+from fuzzptx.oracles.reference.result import RefResult
+from fuzzptx.program import (INFERRED, TMAP_BYTES, TMAP_SWIZZLES, TMAP_TYPES, Program, ReproError, TensorMap,
+                             element_bytes)
 from fuzzptx.ptx.ir import Function, Imm, Module, Sym
 
 KINDS = ("wgmma", "mma", "wmma", "ldmatrix", "stmatrix")
@@ -199,9 +200,12 @@ class Given:
     smem: int | None = None
     params: dict[str, int] = field(default_factory=dict)  # parameter name or index -> value
     origin: str = ""
+    # Triton's ``tensordesc_meta``: per tensor-descriptor parameter, in order, its block, element
+    # type and swizzle (the descriptor's shape is the launch's: see ``_tensormaps``)
+    descs: tuple[dict, ...] = ()
 
     def __bool__(self) -> bool:
-        return self.block is not None or self.smem is not None or bool(self.params)
+        return self.block is not None or self.smem is not None or bool(self.params) or bool(self.descs)
 
 
 def _as_int(value: Any, what: str, origin: str) -> int:
@@ -248,7 +252,11 @@ def given_from_json(data: Any, origin: str) -> Given:
         raise LaunchError("params: expected an object of parameter -> value", origin)
     for k, v in raw.items():
         params[str(k)] = _as_int(v, f"params.{k}", origin)
-    return Given(block, smem, params, origin)
+    descs = data.get("tensordesc_meta") or ()
+    if not isinstance(descs, (list, tuple)) or not all(isinstance(d, dict) and isinstance(d.get("block_size"), list)
+                                                       for d in descs):
+        raise LaunchError("tensordesc_meta: expected a list of {block_size, elem_type, swizzle}", origin)
+    return Given(block, smem, params, origin, tuple(descs))
 
 
 def read_given(path: str | Path) -> Given:
@@ -322,11 +330,19 @@ def apply_given(program: Program, given: Given) -> Program:
         values[name] = v
         named.append(name)
     la = program.launch
+    notes = list(program.notes)
     if given.block is not None:
         la = replace(la, block=given.block)
     if given.smem is not None:
         la = replace(la, dynamic_smem=given.smem)
-    return replace(program, launch=la, scalars=tuple((n, values[n]) for n, _ in program.scalars),
+        notes = [re.sub(r"; dynamic shared memory \d+ bytes \([^)]*\)", "", n) if n.startswith(INFERRED) else n
+                 for n in notes]
+    said = [f"block {','.join(map(str, given.block))}" if given.block else "",
+            f"dynamic shared memory {given.smem} bytes" if given.smem is not None else "",
+            f"{len(named)} parameter value(s)" if named else "",
+            f"{len(given.descs)} tensor descriptor(s)" if given.descs else ""]
+    notes.append(f"launch given by {given.origin}: " + ", ".join(x for x in said if x))
+    return replace(program, launch=la, notes=tuple(notes), scalars=tuple((n, values[n]) for n, _ in program.scalars),
                    given=tuple(dict.fromkeys(program.given + tuple(named) + (("block",) if given.block else ()))))
 
 
@@ -383,7 +399,6 @@ def trial(program: Program, value: int | None = None) -> Trial:
         np.seterr(**old)
     if m is not None:
         result = RefResult({}, None, (), m.steps, frozenset(), frozenset(m.blocks_run))
-        _ = output_from_region  # the outputs are not needed here: only what ran
     reach = dict(getattr(m.mem, "reach", {})) if m is not None else {}
     return Trial(value, coverage(program, result), error, reach, time.perf_counter() - t0)
 
@@ -428,6 +443,51 @@ def _with_value(program: Program, fn: Function, value: int, free: set[str]) -> P
     return replace(program, scalars=tuple(out))
 
 
+_MAP_BUFFER = {"f32.ftz": "f32", "tf32": "f32", "tf32.ftz": "f32"}  # a map type's buffer type, where they differ
+
+
+def _desc_slots(fn: Function, descs: tuple[dict, ...]) -> dict[str, tuple[dict, str]]:
+    """Tensor-descriptor parameter -> (its ``tensordesc_meta`` entry, the parameter whose buffer backs
+    it).  Triton passes a descriptor as the 128-byte map, then its shape (rank u32) and strides (rank
+    u64), which the kernel does not read: the first stride parameter carries the buffer."""
+    if not descs:
+        return {}
+    params = list(fn.params)
+    slots = [i for i, p in enumerate(params) if p.dims == (TMAP_BYTES,) and p.type == ".b8"]
+    out: dict[str, tuple[dict, str]] = {}
+    for i, meta in zip(slots, descs):
+        rank = len(meta["block_size"])
+        j = i + 1 + rank
+        if j < len(params) and params[j].type in (".u64", ".b64", ".s64") and not params[j].dims:
+            out[params[i].name] = (meta, params[j].name)
+    return out
+
+
+def _tensormaps(program: Program, maps: dict[str, tuple[dict, str]], value: int) -> Program:
+    """``program`` with a TENSORMAP for each descriptor of ``maps``: its block, type and swizzle as
+    Triton says, every dimension ``value`` (at least the block), rows 16-byte aligned, over a buffer
+    of that shape (random, of the map's type, compared as an output: a TMA store writes it)."""
+    if not maps:
+        return program
+    tmaps, backing = [], {}
+    for name, (meta, buf) in maps.items():
+        ttype = TMAP_TYPES[int(meta.get("elem_type", 6))]
+        swz = TMAP_SWIZZLES[int(meta.get("swizzle", 0))]
+        box = tuple(int(b) for b in reversed(meta["block_size"]))
+        dims = tuple(max(value, b) for b in box)
+        eb = element_bytes(_MAP_BUFFER.get(ttype, ttype))
+        strides, row = [], -(-dims[0] * eb // 16) * 16
+        for d in dims[1:]:
+            strides.append(row)
+            row *= d
+        tmaps.append(TensorMap(name, buf, ttype, dims, tuple(strides), box, swizzle=swz))
+        backing[buf] = (_MAP_BUFFER.get(ttype, ttype), max(1, row // eb))
+    buffers = tuple(replace(b, type=backing[b.name][0], count=backing[b.name][1]) if b.name in backing else b
+                    for b in program.buffers)
+    scalars = tuple((n, v) for n, v in program.scalars if n not in maps)
+    return replace(program, buffers=buffers, scalars=scalars, tensormaps=tuple(tmaps))
+
+
 def _type_bytes(t: str) -> int:
     m = re.search(r"(\d+)$", t)
     return max(1, int(m.group(1)) // 8) if m else 1
@@ -442,12 +502,15 @@ class Searched:
     stopped: str | None  # why the search stopped before trying every candidate (its budget)
 
 
-def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAULT_SECONDS) -> Searched:
+def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAULT_SECONDS,
+           descs: tuple[dict, ...] = ()) -> Searched:
     """The launch of an inferred ``program`` whose reference run executes most of its tensor-core
     instructions with no error (see the module doc); at most ``runs`` reference runs and about
-    ``seconds`` seconds (a run under way is finished)."""
+    ``seconds`` seconds (a run under way is finished).  ``descs``: Triton's tensor descriptors
+    (``Given.descs``), made tensor maps over buffers of the launch's shape."""
     fn = program.module.function(program.launch.kernel)
-    free = {n for n, _ in program.scalars if n not in set(program.given)}
+    maps = _desc_slots(fn, descs)
+    free = {n for n, _ in program.scalars if n not in set(program.given) and n not in maps}
     big = tuple(replace(b, count=SEARCH_BUFFER_BYTES // 4) for b in program.buffers)
     wide = replace(program, buffers=big)
     blocks = [program.launch.block]
@@ -466,7 +529,7 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
             stopped = f"budget of {runs} runs / {seconds:.0f} s spent after {tried} of {len(plan)} candidates"
             break
         cand = wide if value is None else _with_value(wide, fn, value, free)
-        cand = replace(cand, launch=replace(cand.launch, block=block))
+        cand = replace(_tensormaps(cand, maps, value or 64), launch=replace(cand.launch, block=block))
         t = trial(cand, value)
         tried += 1
         if best is None or t.score() > best.score():
@@ -474,7 +537,7 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
         if best.error is None and total and best.coverage.ran == total:
             break  # the smallest value that reaches every instruction
     assert best is not None
-    sized = _sized(best_prog, best)
+    sized = _sized(best_prog, best, {m.buffer for m in best_prog.tensormaps})
     final = trial(sized, best.value)
     tried += 1
     if final.score() < best.score():  # other bytes in a smaller buffer took the run elsewhere
@@ -482,10 +545,14 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
     return Searched(_noted(sized, final, tried, stopped, free), final, tried, time.perf_counter() - t0, stopped)
 
 
-def _sized(program: Program, t: Trial) -> Program:
-    """Each buffer as large as the bytes the run touched (at least 16 words)."""
+def _sized(program: Program, t: Trial, keep: set[str] = frozenset()) -> Program:
+    """Each buffer as large as the bytes the run touched (at least 16 words); those in ``keep`` (a
+    tensor map's: the map's shape fixes them) as they are."""
     out = []
     for b in program.buffers:
+        if b.name in keep:
+            out.append(b)
+            continue
         words = max(16, -(-t.reach.get(b.name, 0) // 4))
         out.append(replace(b, count=words))
     return replace(program, buffers=tuple(out))
@@ -513,6 +580,8 @@ def _noted(program: Program, t: Trial, tried: int, stopped: str | None, free: se
     if free and t.value is not None:
         how += f", every integer scalar {t.value}, floats 1.0"
     how += "; buffers sized to the bytes the run touched"
+    if program.tensormaps:
+        how += f"; {len(program.tensormaps)} tensor map(s) from Triton's descriptors, every dimension the scalar value"
     if stopped:
         how += f"; {stopped} (edit the header to try others)"
     notes.append(how)
@@ -532,11 +601,12 @@ def resolve(program: Program, *, given: Given | None = None, search_budget: tupl
     program = apply_given(program, side)
     if given:
         program = apply_given(program, given)
+    descs = (given.descs if given and given.descs else side.descs)
     runs, secs = search_budget or (DEFAULT_RUNS, DEFAULT_SECONDS)
     if runs <= 0:
         return program
     try:
-        return search(program, runs=runs, seconds=secs).program
+        return search(program, runs=runs, seconds=secs, descs=descs).program
     except (KeyError, ReproError):
         return program
 
