@@ -524,9 +524,11 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
     best_prog = wide
     tried = 0
     stopped = None
-    for block, value in plan:
+    refined = False
+    while plan:
+        block, value = plan.pop(0)
         if tried >= runs or time.perf_counter() - t0 > seconds:
-            stopped = f"budget of {runs} runs / {seconds:.0f} s spent after {tried} of {len(plan)} candidates"
+            stopped = f"budget of {runs} runs / {seconds:.0f} s spent after {tried} runs, {len(plan) + 1} candidate(s) left"
             break
         cand = wide if value is None else _with_value(wide, fn, value, free)
         cand = replace(_tensormaps(cand, maps, value or 64), launch=replace(cand.launch, block=block))
@@ -535,7 +537,11 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
         if best is None or t.score() > best.score():
             best, best_prog = t, cand
         if best.error is None and total and best.coverage.ran == total:
-            break  # the smallest value that reaches every instruction
+            break  # the first value that reaches every instruction
+        if not plan and not refined and best.value is not None and best.coverage.ran:
+            # an unrolled loop's remainder runs only for a trip count off the unroll factor
+            refined = True
+            plan = [(best_prog.launch.block, best.value + 1)]
     assert best is not None
     sized = _sized(best_prog, best, {m.buffer for m in best_prog.tensormaps})
     final = trial(sized, best.value)

@@ -13,6 +13,8 @@ import pytest
 from fuzzptx import cli, launch
 from fuzzptx.program import Program
 
+pytest_plugins = ["pytester"]
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 KLOOP = DATA / "nvcc" / "wgmma_m64n16_kloop.ptx"  # one int parameter: the K loop's trip count
@@ -149,3 +151,18 @@ def test_a_new_triton_kernel_replays_with_no_header_and_runs_its_wgmmas(tmp_path
     assert cli.main(["replay", str(f), "--no-hardware", "--json"]) in (0, 1)
     out = json.loads(capsys.readouterr().out)
     assert out["tensor"]["by_kind"]["wgmma"] == [n, n] and "notes" not in out
+
+
+def test_the_pytest_plugin_counts_runs_that_reach_no_tensor_core(pytester):
+    pytester.makepyfile(f"""
+        from fuzzptx import launch
+        from fuzzptx.pytest_plugin import check_program
+
+        def test_k(fuzzptx_config):
+            text = open({str(KLOOP)!r}).read()
+            given = launch.parse_launch_option('{{"params": {{"3": 0}}}}')
+            check_program(launch.load(text, "k.ptx", given=given), fuzzptx_config, fail_on=("nothing",))
+    """)
+    r = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--fuzzptx-judges", "reference,ptxas")
+    r.stdout.fnmatch_lines(["*fuzzptx: 1 judged program(s) with tensor-core instructions: 0 of 1 executed in the "
+                            "reference; 1 with coverage:none*"])
