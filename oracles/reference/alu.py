@@ -13,7 +13,7 @@ from .ops import (HALF, IROUND, _add, _div, _fma, _max, _min, _mul, _sub, fdecod
 from .values import (EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, TYPES, UNDEF, U64, Shadow, combine_undef,
                      lanes_of, mask, sign_extend, undef_where)
 from .values import merge
-from .memory import SHARED_WINDOW
+from .memory import LOCAL_WINDOW, SHARED_WINDOW
 
 
 # ------------------------------------------------------------------ shadows of packed values
@@ -559,7 +559,9 @@ def h_cvt(m, f, ins, act):
                 res = np.where(r >= 2.0 ** 63 - 1, U64((1 << 63) - 1), res)
         else:
             res = r.astype(np.int64).view(np.uint64) & mask(dw)
-        m.write(f, ops[0], res, combine_undef([sa], n, dw), act, ins)
+        # a register wider than the type: sign-extended for .s types, zero-extended otherwise
+        # (PTX ISA, "Operand Size Exceeding Instruction-Type Size", destination operands)
+        m.write(f, ops[0], res & mask(dw), combine_undef([sa], n, dw), act, ins, ext=dt)
         return
     if dk in "sub" and sk in "sub":  # int -> int
         x = sign_extend(a, sw) if sk == "s" else (a & mask(sw)).astype(np.int64)
@@ -578,7 +580,7 @@ def h_cvt(m, f, ins, act):
                     res = np.where(x < 0, U64(0), x.view(np.uint64))
         else:
             res = x.view(np.uint64)
-        m.write(f, ops[0], res & mask(dw), combine_undef([sa], n, dw), act, ins)
+        m.write(f, ops[0], res & mask(dw), combine_undef([sa], n, dw), act, ins, ext=dt)
         return
     raise Unsupported.at(ins, f"cvt .{dt}.{st}")
 
@@ -601,6 +603,9 @@ def h_cvta(m, f, ins, act):
         raise Unsupported.at(ins, "cvta without a state space")
     if space.startswith("shared"):
         off = U64(SHARED_WINDOW)
+        res = (a - off) if "to" in mods else (a + off)
+    elif space.startswith("local"):
+        off = U64(LOCAL_WINDOW)
         res = (a - off) if "to" in mods else (a + off)
     elif space.startswith("global"):
         res = a

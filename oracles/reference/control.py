@@ -6,8 +6,10 @@ import numpy as np
 from fuzzptx.ptx.ir import CallArgs, Imm, Reg, Sym, Vec
 
 import fuzzptx.oracles.reference.alu as alu
+import fuzzptx.oracles.reference.atomics as atomics
 import fuzzptx.oracles.reference.bits as bits
 import fuzzptx.oracles.reference.cluster as cluster
+import fuzzptx.oracles.reference.intx as intx
 import fuzzptx.oracles.reference.dispatch as dispatch
 import fuzzptx.oracles.reference.mbarrier as mbarrier
 import fuzzptx.oracles.reference.mem_ops as mem_ops
@@ -21,8 +23,8 @@ from .warp_exec import handler_for
 from .wgmma_exec import h_wgmma
 
 HANDLERS = {
-    "mov": alu.h_mov, "add": alu.h_arith, "sub": alu.h_arith, "mul": alu.h_arith, "mad": alu.h_arith,
-    "fma": alu.h_arith, "div": alu.h_arith, "rem": alu.h_arith, "min": alu.h_arith, "max": alu.h_arith,
+    "mov": alu.h_mov, "add": intx.h_arith, "sub": intx.h_arith, "mul": intx.h_arith, "mad": intx.h_arith,
+    "fma": alu.h_arith, "div": alu.h_arith, "rem": alu.h_arith, "min": intx.h_arith, "max": intx.h_arith,
     "neg": alu.h_arith, "abs": alu.h_arith, "and": alu.h_logic, "or": alu.h_logic, "xor": alu.h_logic,
     "not": alu.h_logic, "cnot": alu.h_logic, "shl": alu.h_shift, "shr": alu.h_shift, "setp": alu.h_setp,
     "selp": alu.h_selp, "cvt": alu.h_cvt, "cvta": alu.h_cvta, "popc": alu.h_bitcount, "clz": alu.h_bitcount,
@@ -35,8 +37,12 @@ HANDLERS = {
     "fns": bits.h_fns, "shf": bits.h_shf,
     "shfl": warp_ops.h_shfl, "vote": warp_ops.h_vote, "match": warp_ops.h_match, "redux": warp_ops.h_redux,
     "activemask": warp_ops.h_activemask,
+    "addc": intx.h_carry, "subc": intx.h_carry, "madc": intx.h_carry, "mul24": intx.h_mul24, "mad24": intx.h_mul24,
+    "sad": intx.h_sad, "dp4a": intx.h_dp, "dp2a": intx.h_dp, "set": intx.h_set, "slct": intx.h_slct,
+    "testp": intx.h_testp, "copysign": intx.h_copysign, "atom": atomics.h_atom, "red": atomics.h_red,
+    **dict.fromkeys(intx._SIMD, intx.h_video_simd), **dict.fromkeys(intx._SCALAR, intx.h_video_scalar),
 }
-NO_DEST = frozenset(("st", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch",
+NO_DEST = frozenset(("st", "red", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch",
                      "griddepcontrol"))
 
 
@@ -365,6 +371,8 @@ def _call(m: Machine, f: Frame, ins, act: np.ndarray, name: str, rets, args) -> 
         run_function(m, g, act)
     finally:
         m.depth -= 1
+    if f.cc is not None:  # CC is not preserved across calls (PTX ISA, add.cc)
+        f.cc_undef = f.cc_undef | act
     for p, r in zip(callee.returns, rets):
         _pass(m, g, Sym(p.name) if p.space != ".reg" else Reg(p.name), f, r, p.type, act, ins)
 
