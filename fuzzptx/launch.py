@@ -37,7 +37,7 @@ from fuzzptx.oracles.reference.errors import ReferenceError_, Undefined
 from fuzzptx.oracles.reference.interp import Machine
 from fuzzptx.oracles.reference.memory import Memory
 from fuzzptx.oracles.reference.result import RefResult
-from fuzzptx.program import (INFERRED, TMAP_BYTES, TMAP_SWIZZLES, TMAP_TYPES, Program, ReproError, TensorMap,
+from fuzzptx.program import (INFERRED, MAGIC, TMAP_BYTES, TMAP_SWIZZLES, TMAP_TYPES, Program, ReproError, TensorMap,
                              element_bytes)
 from fuzzptx.ptx.ir import Function, Imm, Module, Sym
 
@@ -352,8 +352,8 @@ def apply_given(program: Program, given: Given) -> Program:
 class _Tracking(Memory):
     """Memory that remembers how far into each region a run reached (bytes from its base)."""
 
-    def resolve(self, space, addr, nbytes, instr, what):
-        groups = super().resolve(space, addr, nbytes, instr, what)
+    def resolve(self, space, addr, nbytes, instr, what, *rest, **kw):
+        groups = super().resolve(space, addr, nbytes, instr, what, *rest, **kw)
         reach = self.__dict__.setdefault("reach", {})
         for region, _, off in groups:
             if off.size:
@@ -601,8 +601,8 @@ def resolve(program: Program, *, given: Given | None = None, search_budget: tupl
     """The launch a plain ``program`` runs with: what the user or compiler gives (``given``, else
     what lies beside its source file), then, for what is still free, the search.  A program with a
     written header comes back as it is."""
-    if not program.inferred:
-        return program
+    if not program.inferred or MAGIC in (ln.strip() for ln in program.module.preamble):
+        return program  # a header in the file (a pasted inferred one too) is used as written
     side = beside(program.source, program.launch.kernel) if program.source else Given()
     program = apply_given(program, side)
     if given:

@@ -86,10 +86,13 @@ def test_a_pasted_inferred_header_is_not_announced_again(tmp_path, capsys):
     err = capsys.readouterr().err
     header = [ln.strip() for ln in err.splitlines() if ln.startswith("  // ")]
     assert "has no fuzzptx header; inferred" in err and any("NOTE: header inferred" in h for h in header)
+    header = [re.sub(r"(_param_3 value=)\d+", r"\g<1>3", h) for h in header]  # edited: 3 K tiles
     f.write_text("\n".join(header) + "\n" + KLOOP.read_text())
     assert cli.main(["replay", str(f), "--no-hardware"]) == 0
     cap = capsys.readouterr()
     assert "has no fuzzptx header" not in cap.err and "coverage" in cap.out
+    assert dict(Program.from_file(f).scalars)["_Z18wgmma_m64n16_kloopPK6__halfS1_Pfi_param_3"] == 3
+    assert launch.load(f.read_text(), str(f)).scalars == Program.from_file(f).scalars  # not searched again
 
 
 def test_a_limit_of_the_reference_is_its_row_not_bad_input(tmp_path, capsys):
