@@ -443,6 +443,9 @@ def _with_value(program: Program, fn: Function, value: int, free: set[str]) -> P
     return replace(program, scalars=tuple(out))
 
 
+# Triton's ``elem_type`` is its device-side code; the driver's (``TMAP_TYPES`` order) differs for three
+# (triton/backends/nvidia/driver.py, TMA_DTYPE_DEVICE_TO_HOST)
+_TRITON_TO_DRIVER = {8: 10, 9: 8, 10: 9}
 _MAP_BUFFER = {"f32.ftz": "f32", "tf32": "f32", "tf32.ftz": "f32"}  # a map type's buffer type, where they differ
 
 
@@ -471,7 +474,7 @@ def _tensormaps(program: Program, maps: dict[str, tuple[dict, str]], value: int)
         return program
     tmaps, backing = [], {}
     for name, (meta, buf) in maps.items():
-        ttype = TMAP_TYPES[int(meta.get("elem_type", 6))]
+        ttype = TMAP_TYPES[_TRITON_TO_DRIVER.get(int(meta.get("elem_type", 6)), int(meta.get("elem_type", 6)))]
         swz = TMAP_SWIZZLES[int(meta.get("swizzle", 0))]
         box = tuple(int(b) for b in reversed(meta["block_size"]))
         dims = tuple(max(value, b) for b in box)

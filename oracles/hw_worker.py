@@ -298,6 +298,8 @@ def _main(conn, device: int, before_exit=None) -> None:
                     args.append(arrays[a.name])
                     if a.output:
                         outs[a.name] = arrays[a.name]
+            if job.dynamic_smem > 48 * 1024:  # more than 48 KiB: the kernel must opt in (Triton's kernels do)
+                fn.max_dynamic_shared_size_bytes = job.dynamic_smem  # cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)
             fn(job.grid, job.block, tuple(args), shared_mem=job.dynamic_smem)
             cupy.cuda.Device().synchronize()
             result = {k: cupy.asnumpy(v).tobytes() for k, v in outs.items()}

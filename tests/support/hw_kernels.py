@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import platform
 import sys
 import time
@@ -77,6 +78,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="", help="only the kernels whose path contains this")
     ap.add_argument("--dry-run", action="store_true", help="no GPU: ptxas and the reference only")
     args = ap.parse_args(argv)
+    os.chdir(ROOT)  # the files by their paths in the repository (a JSON beside each is found by it)
     todo = [prepare(p) for p in kernel_files() if args.only in str(p)]
     items = []
     for k in todo:

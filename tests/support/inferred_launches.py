@@ -1,7 +1,7 @@
 """The inferred launch of every compiler-made kernel in ``tests/data`` and how much of its tensor
 cores the reference reaches with it: the table in ``docs/inputs.md``.
 
-``python -m support.inferred_launches [--markdown] [--json FILE] [--only SUBSTR]`` (from ``tests/``):
+``python -m support.inferred_launches [--json FILE] [--only SUBSTR]`` (from ``tests/``):
 each kernel is read as a user's plain file is (``fuzzptx.launch.load``: the header inferred, the
 launch given beside it or searched) and run once more in the reference; the row gives the launch
 (block, dynamic shared memory, the scalar value), the tensor-core instructions executed of those
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -63,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the rows (with each header) here")
     ap.add_argument("--only", default="", help="only the files whose path contains this")
     a = ap.parse_args(argv)
+    os.chdir(ROOT)  # the files by their paths in the repository (a JSON beside each is found by it)
     rows = []
     for p in kernel_files():
         if a.only in str(p):
