@@ -14,6 +14,7 @@ outside what the reference allows, and the elements where -O3 and -O0 differ.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime
 import json
 import os
@@ -26,6 +27,7 @@ import numpy as np
 
 from fuzzptx import launch
 from fuzzptx.inputs import read_text
+from fuzzptx.oracles.hardware import HardwareUnavailable, program_args
 from fuzzptx.oracles.ptxas import compile_ptx, ptxas_version
 from fuzzptx.oracles.reference import ReferenceError_, compare, run_program
 from fuzzptx.oracles.reference.values import UNDEF
@@ -77,11 +79,22 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", default="", help="only the kernels whose path contains this")
     ap.add_argument("--dry-run", action="store_true", help="no GPU: ptxas and the reference only")
+    ap.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1), help="processes for the CPU part")
     args = ap.parse_args(argv)
     os.chdir(ROOT)  # the files by their paths in the repository (a JSON beside each is found by it)
-    todo = [prepare(p) for p in kernel_files() if args.only in str(p)]
+    files = [p for p in kernel_files() if args.only in str(p)]
+    if args.jobs > 1:  # the search, two ptxas runs and the reference per kernel: CPU work, one process each
+        with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
+            todo = list(pool.map(prepare, files))
+    else:
+        todo = [prepare(p) for p in files]
     items = []
     for k in todo:
+        try:
+            program_args(k["program"])  # a by-value struct (CUTLASS's Params) is no argument the GPU judge makes
+        except HardwareUnavailable as exc:
+            k["not_launched"] = str(exc)
+            continue
         for opt in ("o3", "o0"):
             cubin, name = _cubin(k[opt], k["program"])
             if cubin is not None:
@@ -102,7 +115,8 @@ def main(argv=None) -> int:
                "undefined_elements": 0 if ref is None else sum(int((o.kind == UNDEF).sum()) for o in ref.outputs.values())}
         for opt in ("o3", "o0"):
             h = got.get((k["path"], opt))
-            row[f"gpu_{opt}"] = "not run" if h is None else (f"fault: {h.fault}" if h.fault else "ran")
+            row[f"gpu_{opt}"] = (f"not launched: {k['not_launched']}" if "not_launched" in k else "not run" if h is None
+                                 else f"fault: {h.fault}" if h.fault else "ran")
             mism = [] if h is None or h.fault or ref is None else compare(p, ref, h.outputs)
             row[f"mismatches_{opt}"] = len(mism)
             row[f"first_{opt}"] = [str(x) for x in mism[:3]]
@@ -125,6 +139,7 @@ def main(argv=None) -> int:
            "rejected_by_ptxas": [r["kernel"] for r in rows if not r["ptxas_O3"] or not r["ptxas_O0"]],
            "reference_errors": sum(1 for r in rows if r["reference"] not in ("ran",) and
                                    not r["reference"].startswith("undefined")),
+           "not_launched": [r["kernel"] for r in rows if r["gpu_o3"].startswith("not launched")],
            "gpu_faults": sum(1 for r in rows for o in ("o3", "o0") if r[f"gpu_{o}"].startswith("fault")),
            "kernels_with_mismatches": sum(1 for r in rows if r["mismatches_o3"] or r["mismatches_o0"]),
            "kernels_where_O3_differs_from_O0": sum(1 for r in rows if r["o3_vs_o0"]),
