@@ -7,15 +7,17 @@ its K loop zero times: every judge then compares runs that never touch a tensor 
 - counts a kernel's tensor-core instructions (``sites``: ``wgmma.mma_async``, ``mma``, ``wmma.mma``,
   ``ldmatrix``, ``stmatrix``) and how many of them a reference run executed (``coverage``), so that
   every command can say when a run reached none (``coverage:none``);
-- reads a launch a user or a compiler gives (``given_launch``): a JSON beside the file -- Triton's
-  own metadata (``num_warps``, ``shared``) or a small one of ours (``block``, ``smem``,
-  ``params``) -- or the same JSON through ``--launch``; and the ``MANIFEST.json`` that
+- reads a launch a user or a compiler gives (``Given``): a JSON beside the file -- Triton's own
+  metadata (``num_warps``, ``shared``, ``tensordesc_meta``) or a small one of ours (``block``,
+  ``smem``, ``params``) -- or the same JSON through ``--launch``; else the ``MANIFEST.json`` that
   ``tests/support/triton_corpus.py`` writes (its ``num_warps``);
-- searches the scalar parameters (``search``): candidates from the kernel's own constants (tile
-  sizes, loop steps, masks: a power of two, or one less), each tried with every integer scalar set
-  to it (and, for a kernel that declares no block size, with one warp as well as one warpgroup), scored by the reference's coverage with no out-of-bounds access and no hang, the smallest
-  value of the best coverage kept; pointer buffers sized from the bytes the chosen run touched.
-  The search has a budget (runs and seconds) and says when it ran out.
+- searches what is still free (``search``): every integer scalar set to one candidate value --
+  the kernel's own constants (tile sizes, loop steps, masks: a power of two, or one less), 64 and
+  128 -- (and, for a kernel that declares no block size, one warp as well as one warpgroup), each
+  candidate one reference run scored by the tensor-core instructions it executed with no
+  out-of-bounds access and no hang; Triton's tensor descriptors become ``TENSORMAP`` lines over
+  buffers of the launch's shape; pointer buffers are sized from the bytes the chosen run touched.
+  The search has a budget (runs and seconds) and says when it ran out (docs/inputs.md).
 """
 from __future__ import annotations
 
@@ -41,7 +43,6 @@ from fuzzptx.program import (INFERRED, MAGIC, TMAP_BYTES, TMAP_SWIZZLES, TMAP_TY
                              element_bytes)
 from fuzzptx.ptx.ir import Function, Imm, Module, Sym
 
-KINDS = ("wgmma", "mma", "wmma", "ldmatrix", "stmatrix")
 COVERAGE_NOTE = "executes"  # the NOTE line that says what the inferred launch reached
 SEARCH_NOTE = "launch searched"  # the NOTE line of a header the search chose (a pasted one is not searched again)
 SEARCH_BUFFER_BYTES = 1 << 22  # each pointer buffer while searching: room for any tile a CTA reads

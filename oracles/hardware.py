@@ -36,7 +36,10 @@ __all__ = ["HwResult", "HardwareUnavailable", "HardwareWorker", "gpu_available",
 
 _SCALAR_CTYPES = {".u32": "uint32", ".s32": "int32", ".b32": "uint32", ".u64": "uint64", ".s64": "int64",
                   ".b64": "uint64", ".u16": "uint16", ".s16": "int16", ".b16": "uint16", ".u8": "uint8",
-                  ".s8": "int8", ".b8": "uint8"}
+                  ".s8": "int8", ".b8": "uint8",
+                  # a float parameter's PARAM value is its bits (the reference reads it so): the same
+                  # bytes reach the kernel through an unsigned integer of its width
+                  ".f32": "uint32", ".f64": "uint64", ".f16": "uint16", ".bf16": "uint16"}
 
 
 class HardwareUnavailable(FuzzptxError):

@@ -21,6 +21,7 @@ import os
 import platform
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ from fuzzptx.oracles.hardware import HardwareUnavailable, program_args
 from fuzzptx.oracles.ptxas import compile_ptx, ptxas_version
 from fuzzptx.oracles.reference import ReferenceError_, compare, run_program
 from fuzzptx.oracles.reference.values import UNDEF
+from fuzzptx.program import Program
 from support.inferred_launches import ROOT, kernel_files
 
 
@@ -56,16 +58,24 @@ def prepare(path: Path) -> dict:
     t0 = time.perf_counter()
     program = launch.load(text, rel)
     searched = time.perf_counter() - t0
-    o3 = compile_ptx(text, opt_level=3, want_cubin=True)
-    o0 = compile_ptx(text, opt_level=0, want_cubin=True)
+    # kernel_names as a plain dict: a mapping proxy does not cross back from a pool process
+    o3, o0 = (replace(r, kernel_names=dict(r.kernel_names))
+              for r in (compile_ptx(text, opt_level=o, want_cubin=True) for o in (3, 0)))
     ref, error = None, None
     try:
         ref = run_program(program)
     except ReferenceError_ as exc:
         error = f"{type(exc).__name__}: {exc}"
     cov = launch.coverage(program, ref)
-    return {"path": rel, "program": program, "o3": o3, "o0": o0, "ref": ref, "ref_error": error, "coverage": cov,
-            "search_s": round(searched, 2)}
+    # what crosses back from a pool process: the header as text (the IR keeps caches that do not pickle)
+    return {"path": rel, "header": list(program.header_lines()), "o3": o3, "o0": o0, "ref": ref, "ref_error": error,
+            "coverage": cov, "search_s": round(searched, 2)}
+
+
+def _program(k: dict):
+    """The kernel's program: its file with the header it was given written on top."""
+    text = read_text(k["path"], what="PTX file")
+    return Program.from_ptx("".join(f"// {ln}\n" for ln in k["header"]) + text, k["path"])
 
 
 def _cubin(r, program):
@@ -88,6 +98,8 @@ def main(argv=None) -> int:
             todo = list(pool.map(prepare, files))
     else:
         todo = [prepare(p) for p in files]
+    for k in todo:
+        k["program"] = _program(k)
     items = []
     for k in todo:
         try:
@@ -108,7 +120,7 @@ def main(argv=None) -> int:
     rows = []
     for k in todo:
         p, ref = k["program"], k["ref"]
-        row = {"kernel": k["path"], "header": list(p.header_lines()), "search_s": k["search_s"],
+        row = {"kernel": k["path"], "header": k["header"], "search_s": k["search_s"],
                "tensor": k["coverage"].record(), "coverage": k["coverage"].text(),
                "ptxas_O3": k["o3"].accepted, "ptxas_O0": k["o0"].accepted,
                "reference": k["ref_error"] or (f"undefined: {ref.undefined}" if ref.undefined else "ran"),
