@@ -6,7 +6,9 @@ Each kernel is read as a user's plain file is (``fuzzptx.launch.load``: the head
 launch given beside it -- Triton's metadata JSON -- or searched); ptxas compiles the file's own
 bytes at -O3 and at -O0; the GPU runs both cubins with the same inputs.  A row says how much of the
 kernel's tensor cores the reference reached, whether each run faulted, the elements the GPU gives
-outside what the reference allows, and the elements where -O3 and -O0 differ.
+outside what the reference allows, and the elements where -O3 and -O0 differ.  A kernel whose
+launch reaches no tensor core in bounds in the reference (CUTLASS's, whose tensor maps sit in its
+``Params``) is not launched: the row says so.
 
     PYTHONPATH=$PWD:$PWD/tests python3 tests/support/hw_kernels.py --out $OUT/kernels_h100.json  # the GPU machine
     PYTHONPATH=$PWD:$PWD/tests python3 tests/support/hw_kernels.py --dry-run --out /tmp/kernels.json  # no GPU
@@ -66,10 +68,14 @@ def prepare(path: Path) -> dict:
         ref = run_program(program)
     except ReferenceError_ as exc:
         error = f"{type(exc).__name__}: {exc}"
-    cov = launch.coverage(program, ref)
+    reached = launch.trial(program)  # what ran before the reference stopped, if it stopped
+    cov = reached.coverage
     # what crosses back from a pool process: the header as text (the IR keeps caches that do not pickle)
     return {"path": rel, "header": list(program.header_lines()), "o3": o3, "o0": o0, "ref": ref, "ref_error": error,
-            "coverage": cov, "search_s": round(searched, 2)}
+            "coverage": cov, "search_s": round(searched, 2),
+            # a launch worth the GPU: the reference reached a tensor core in bounds (CUTLASS's Params
+            # of repeated words would send it to addresses no one owns)
+            "launch_ok": cov.ran > 0 and not (reached.error or "").startswith("BadAddress")}
 
 
 def _program(k: dict):
@@ -102,8 +108,11 @@ def main(argv=None) -> int:
         k["program"] = _program(k)
     items = []
     for k in todo:
+        if not k["launch_ok"]:
+            k["not_launched"] = "the inferred launch reaches no tensor core in bounds in the reference"
+            continue
         try:
-            program_args(k["program"])  # a by-value struct (CUTLASS's Params) is no argument the GPU judge makes
+            program_args(k["program"])
         except HardwareUnavailable as exc:
             k["not_launched"] = str(exc)
             continue
