@@ -10,8 +10,9 @@ order it does not name, so:
   returns depends on the order, so it is UNDEF.
 
 Formulas: inc ``old >= b ? 0 : old + 1``; dec ``old == 0 || old > b ? b : old - 1``; cas
-``old == b ? c : old``; ``.add.f32`` flushes subnormal inputs and results to a signed zero
-(the ISA's atom.add.f32 rule), ``.noftz`` f16/bf16 forms and f64 do not.
+``old == b ? c : old``.  "Current implementation of atom.add.f32 on global memory flushes subnormal
+inputs and results to sign-preserving zero; whereas atom.add.f32 on shared memory supports
+subnormal inputs and results" (PTX ISA, atom); ``.noftz`` f16/bf16 forms and f64 never flush.
 """
 from __future__ import annotations
 
@@ -115,7 +116,7 @@ def _atomic(m, f, ins, act, returns: bool):
         raise BadAddress.at(ins, f"{ins.base} on .{space} memory")
     eb = w // 8
     n = m.n
-    ftz = kind in "fx" and t == "f32" and op == "add"
+    f32_add = t == "f32" and op == "add"
     olds = np.zeros(n, np.uint64)
     old_bad = np.zeros(n, bool)
     if not idx.size:
@@ -124,6 +125,7 @@ def _atomic(m, f, ins, act, returns: bool):
         if not region.writable:
             raise BadAddress.at(ins, f"{ins.base} on read-only {region.space} memory ({region.name})")
         rows = idx[pos]
+        ftz = f32_add and region.space == "global"
         offs = off.astype(np.int64)
         uniq, first, counts = np.unique(offs, return_index=True, return_counts=True)
         (cur, csh), = region.read(uniq, eb, 1)

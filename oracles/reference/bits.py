@@ -11,7 +11,7 @@ import numpy as np
 
 from .errors import Unsupported
 from .ops import the_type
-from .values import TYPES, U64, combine_undef, mask
+from .values import TYPES, U64, combine_undef, mask, undef_where
 
 _ONES = U64(0xFFFFFFFFFFFFFFFF)
 
@@ -146,14 +146,16 @@ def h_fns(m, f, ins, act):
     off = (off & mask(32)).astype(np.int64)
     off = np.where(off >= 1 << 31, off - (1 << 32), off)
     res = np.full(m.n, 0xFFFFFFFF, np.uint64)
-    for t in range(m.n):
+    for t in np.flatnonzero(act):
         res[t] = _fns_one(int(mk[t]), int(base[t]), int(off[t]))
-    m.write(f, ops[0], res, combine_undef([s1, s2, s3], m.n, 32), act, ins)
+    sh = combine_undef([s1, s2, s3], m.n, 32)
+    # "Operand base must be <= 31, otherwise behavior is undefined" (PTX ISA, fns)
+    m.write(f, ops[0], res, undef_where(sh, base > 31, m.n, 32), act, ins)
 
 
 def _fns_one(mk: int, base: int, off: int) -> int:
     if base > 31:
-        return 0xFFFFFFFF  # the ISA: base must be below 32 (checked by scalar_rules)
+        return 0xFFFFFFFF  # undefined (UNDEF in h_fns; scalar_rules flags a constant base)
     if off == 0:
         return base if mk >> base & 1 else 0xFFFFFFFF
     pos, step, left = base, (1 if off > 0 else -1), abs(off)

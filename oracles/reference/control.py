@@ -9,6 +9,8 @@ import fuzzptx.oracles.reference.alu as alu
 import fuzzptx.oracles.reference.atomics as atomics
 import fuzzptx.oracles.reference.bits as bits
 import fuzzptx.oracles.reference.cluster as cluster
+import fuzzptx.oracles.reference.fpx as fpx
+import fuzzptx.oracles.reference.hints as hints
 import fuzzptx.oracles.reference.intx as intx
 import fuzzptx.oracles.reference.dispatch as dispatch
 import fuzzptx.oracles.reference.mbarrier as mbarrier
@@ -24,11 +26,11 @@ from .wgmma_exec import h_wgmma
 
 HANDLERS = {
     "mov": alu.h_mov, "add": intx.h_arith, "sub": intx.h_arith, "mul": intx.h_arith, "mad": intx.h_arith,
-    "fma": alu.h_arith, "div": alu.h_arith, "rem": alu.h_arith, "min": intx.h_arith, "max": intx.h_arith,
+    "fma": intx.h_arith, "div": alu.h_arith, "rem": alu.h_arith, "min": intx.h_arith, "max": intx.h_arith,
     "neg": alu.h_arith, "abs": alu.h_arith, "and": alu.h_logic, "or": alu.h_logic, "xor": alu.h_logic,
-    "not": alu.h_logic, "cnot": alu.h_logic, "shl": alu.h_shift, "shr": alu.h_shift, "setp": alu.h_setp,
-    "selp": alu.h_selp, "cvt": alu.h_cvt, "cvta": alu.h_cvta, "popc": alu.h_bitcount, "clz": alu.h_bitcount,
-    "brev": alu.h_bitcount, "ld": mem_ops.h_ld, "st": mem_ops.h_st, "bar": mem_ops.h_bar,
+    "not": alu.h_logic, "cnot": alu.h_logic, "shl": alu.h_shift, "shr": alu.h_shift, "setp": fpx.h_setp,
+    "selp": alu.h_selp, "cvt": intx.h_cvt, "cvta": alu.h_cvta, "popc": alu.h_bitcount, "clz": alu.h_bitcount,
+    "brev": alu.h_bitcount, "ld": mem_ops.h_ld, "ldu": mem_ops.h_ld, "st": mem_ops.h_st, "bar": warp_ops.h_bar,
     "barrier": cluster.h_barrier, "fence": mem_ops.h_fence, "membar": mem_ops.h_fence,
     "lop3": alu.h_lop3, "prmt": bits.h_prmt, "sqrt": alu.h_sqrt_rcp, "rcp": alu.h_sqrt_rcp,
     "mbarrier": mbarrier.h_mbarrier, "cp": tma.h_cp, "prefetch": tma.h_prefetch, "elect": mbarrier.h_elect,
@@ -40,9 +42,11 @@ HANDLERS = {
     "addc": intx.h_carry, "subc": intx.h_carry, "madc": intx.h_carry, "mul24": intx.h_mul24, "mad24": intx.h_mul24,
     "sad": intx.h_sad, "dp4a": intx.h_dp, "dp2a": intx.h_dp, "set": intx.h_set, "slct": intx.h_slct,
     "testp": intx.h_testp, "copysign": intx.h_copysign, "atom": atomics.h_atom, "red": atomics.h_red,
+    "createpolicy": hints.h_createpolicy, "nanosleep": hints.h_nothing, "prefetchu": hints.h_nothing, "pmevent": hints.h_nothing,
+    "applypriority": hints.h_nothing, "discard": hints.h_discard, "isspacep": hints.h_isspacep,
     **dict.fromkeys(intx._SIMD, intx.h_video_simd), **dict.fromkeys(intx._SCALAR, intx.h_video_scalar),
 }
-NO_DEST = frozenset(("st", "red", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch",
+NO_DEST = frozenset(("st", "red", "prefetchu", "nanosleep", "pmevent", "applypriority", "discard", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch",
                      "griddepcontrol"))
 
 

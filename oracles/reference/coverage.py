@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .interp import VOLATILE_SPECIAL
+
 # input kinds -> register class; hw_scalar draws each kind's values (and edge values)
 KIND_CLASS = {
-    "u16": "b16", "u32": "b32", "u64": "b64", "sh": "b32", "pos": "b32", "small": "b32", "small64": "b64", "rare": "b32", "lane": "b32",
+    "u16": "b16", "u32": "b32", "u64": "b64", "sh": "b32", "pos": "b32", "small": "b32", "small16": "b16", "small64": "b64", "soff": "b32", "rare": "b32", "lane": "b32",
     "shflc": "b32", "pred": "pred", "f32": "b32", "f64": "b64", "f16": "b16", "bf16": "b16", "f16x2": "b32",
     "bf16x2": "b32", "e4m3x2": "b16", "e5m2x2": "b16", "div32": "b32", "div64": "b64", "div16": "b16",
 }
@@ -44,6 +46,7 @@ class Refused:
 INT = "9.7.1 Integer Arithmetic"
 EXT = "9.7.2 Extended-Precision Integer Arithmetic"
 FLT = "9.7.3 Floating-Point"
+HALF = "9.7.4 Half Precision Floating-Point"
 CMP = "9.7.6 Comparison and Selection"
 LOGIC = "9.7.8 Logic and Shift"
 MOVE = "9.7.9 Data Movement and Conversion"
@@ -53,6 +56,7 @@ ATOM = "9.7.13 Atomics: atom / red"
 WARP = "9.7.13 Warp-level: shfl / vote / match / redux"
 VIDEO = "9.7.16 Video (SIMD and scalar)"
 SREG = "10 Special Registers"
+MISC = "9.7.9 / 9.7.19 Hints and address classes: createpolicy, discard, isspacep, nanosleep, pmevent"
 
 _W = {"u16": 16, "s16": 16, "u32": 32, "s32": 32, "u64": 64, "s64": 64, "b16": 16, "b32": 32, "b64": 64}
 
@@ -115,7 +119,7 @@ def _forms() -> list[Form]:
         add(INT, f"bfind.{t} {{d0}}, {{a0}};", (k,), ("b32",))
         add(INT, f"bfind.shiftamt.{t} {{d0}}, {{a0}};", (k,), ("b32",))
         add(INT, f"bfe.{t} {{d0}}, {{a0}}, {{a1}}, {{a2}};", (k, "pos", "pos"), (c,))
-    add(INT, "fns.b32 {d0}, {a0}, {a1}, {a2};", ("u32", "lane", "small"), ("b32",))
+    add(INT, "fns.b32 {d0}, {a0}, {a1}, {a2};", ("u32", "lane", "soff"), ("b32",))
     for mode in ("wrap", "clamp"):
         add(INT, f"bmsk.{mode}.b32 {{d0}}, {{a0}}, {{a1}};", ("sh", "sh"), ("b32",))
         for t in ("u32", "s32"):
@@ -161,6 +165,69 @@ def _forms() -> list[Form]:
         add(CMP, f"slct.{dt}.s32 {{d0}}, {{a0}}, {{a1}}, {{a2}};", (_k(c), _k(c), "u32"), (c,))
         add(CMP, f"slct.{dt}.f32 {{d0}}, {{a0}}, {{a1}}, {{a2}};", (_k(c), _k(c), "f32"), (c,))
     add(CMP, "slct.ftz.b32.f32 {d0}, {a0}, {a1}, {a2};", ("u32", "u32", "f32"), ("b32",))
+
+    # floating point: IEEE operations with every rounding, ftz and saturation
+    rnd = ("rn", "rz", "rm", "rp")
+    for op in ("add", "sub", "mul"):
+        for r in rnd:
+            add(FLT, f"{op}.{r}.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",))
+            add(FLT, f"{op}.{r}.f64 {{d0}}, {{a0}}, {{a1}};", ("f64", "f64"), ("b64",))
+        add(FLT, f"{op}.rn.ftz.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",))
+        add(FLT, f"{op}.rz.ftz.sat.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",))
+        add(FLT, f"{op}.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",), f"{op}.f32 (no rounding modifier)")
+    for r in rnd:
+        add(FLT, f"fma.{r}.f32 {{d0}}, {{a0}}, {{a1}}, {{a2}};", ("f32",) * 3, ("b32",))
+        add(FLT, f"div.{r}.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",))
+        add(FLT, f"div.{r}.f64 {{d0}}, {{a0}}, {{a1}};", ("f64", "f64"), ("b64",))
+        add(FLT, f"sqrt.{r}.f32 {{d0}}, {{a0}};", ("f32",), ("b32",))
+        add(FLT, f"rcp.{r}.f32 {{d0}}, {{a0}};", ("f32",), ("b32",))
+    add(FLT, "fma.rn.ftz.sat.f32 {d0}, {a0}, {a1}, {a2};", ("f32",) * 3, ("b32",))
+    for r in rnd:
+        add(FLT, f"fma.{r}.f64 {{d0}}, {{a0}}, {{a1}}, {{a2}};", ("f64",) * 3, ("b64",))
+    add(FLT, "mad.rn.f64 {d0}, {a0}, {a1}, {a2};", ("f64",) * 3, ("b64",))
+    add(FLT, "mad.rn.f32 {d0}, {a0}, {a1}, {a2};", ("f32",) * 3, ("b32",))
+    add(FLT, "div.rn.ftz.f32 {d0}, {a0}, {a1};", ("f32", "f32"), ("b32",))
+    add(FLT, "div.full.f32 {d0}, {a0}, {a1};", ("f32", "f32"), ("b32",), "div.full.f32 (within 2 ulp: a set)")
+    add(FLT, "sqrt.rn.f64 {d0}, {a0};", ("f64",), ("b64",))
+    add(FLT, "rcp.rn.f64 {d0}, {a0};", ("f64",), ("b64",))
+    for t, c in (("f32", "b32"), ("f64", "b64")):
+        for op in ("min", "max"):
+            add(FLT, f"{op}.{t} {{d0}}, {{a0}}, {{a1}};", (t, t), (c,))
+        add(FLT, f"abs.{t} {{d0}}, {{a0}};", (t,), (c,))
+        add(FLT, f"neg.{t} {{d0}}, {{a0}};", (t,), (c,))
+    for op in ("min", "max"):
+        add(FLT, f"{op}.ftz.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",))
+        add(FLT, f"{op}.NaN.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",))
+        add(FLT, f"{op}.xorsign.abs.f32 {{d0}}, {{a0}}, {{a1}};", ("f32", "f32"), ("b32",))
+    add(FLT, "abs.ftz.f32 {d0}, {a0};", ("f32",), ("b32",))
+    add(FLT, "neg.ftz.f32 {d0}, {a0};", ("f32",), ("b32",))
+    # half precision, scalar and packed
+    for t, c in (("f16", "b16"), ("bf16", "b16"), ("f16x2", "b32"), ("bf16x2", "b32")):
+        for op in ("add", "sub", "mul"):
+            add(HALF, f"{op}.rn.{t} {{d0}}, {{a0}}, {{a1}};", (t, t), (c,))
+        add(HALF, f"fma.rn.{t} {{d0}}, {{a0}}, {{a1}}, {{a2}};", (t, t, t), (c,))
+        add(HALF, f"fma.rn.relu.{t} {{d0}}, {{a0}}, {{a1}}, {{a2}};", (t, t, t), (c,))
+        for op in ("min", "max"):
+            add(HALF, f"{op}.{t} {{d0}}, {{a0}}, {{a1}};", (t, t), (c,))
+            add(HALF, f"{op}.NaN.{t} {{d0}}, {{a0}}, {{a1}};", (t, t), (c,))
+            add(HALF, f"{op}.xorsign.abs.{t} {{d0}}, {{a0}}, {{a1}};", (t, t), (c,))
+        add(HALF, f"neg.{t} {{d0}}, {{a0}};", (t,), (c,))
+        add(HALF, f"abs.{t} {{d0}}, {{a0}};", (t,), (c,))
+    for t, c in (("f16", "b16"), ("f16x2", "b32")):
+        add(HALF, f"add.rn.ftz.sat.{t} {{d0}}, {{a0}}, {{a1}};", (t, t), (c,))
+        add(HALF, f"mul.ftz.{t} {{d0}}, {{a0}}, {{a1}};", (t, t), (c,))
+        add(HALF, f"fma.rn.ftz.sat.{t} {{d0}}, {{a0}}, {{a1}}, {{a2}};", (t, t, t), (c,))
+        add(HALF, f"min.ftz.{t} {{d0}}, {{a0}}, {{a1}};", (t, t), (c,))
+        add(HALF, f"neg.ftz.{t} {{d0}}, {{a0}};", (t,), (c,))
+    for cmp in ("eq", "lt", "geu", "nan"):
+        add(HALF, f"setp.{cmp}.f16 {{d0}}, {{a0}}, {{a1}};", ("f16", "f16"), ("pred",))
+        add(HALF, f"setp.{cmp}.bf16 {{d0}}, {{a0}}, {{a1}};", ("bf16", "bf16"), ("pred",))
+        add(HALF, f"setp.{cmp}.f16x2 {{d0}}|{{d1}}, {{a0}}, {{a1}};", ("f16x2", "f16x2"), ("pred", "pred"))
+        add(HALF, f"setp.{cmp}.bf16x2 {{d0}}|{{d1}}, {{a0}}, {{a1}};", ("bf16x2", "bf16x2"), ("pred", "pred"))
+        add(HALF, f"set.{cmp}.f16.f16 {{d0}}, {{a0}}, {{a1}};", ("f16", "f16"), ("b16",))
+        add(HALF, f"set.{cmp}.u32.f16x2 {{d0}}, {{a0}}, {{a1}};", ("f16x2", "f16x2"), ("b32",))
+        add(HALF, f"set.{cmp}.f16x2.f16x2 {{d0}}, {{a0}}, {{a1}};", ("f16x2", "f16x2"), ("b32",))
+        add(HALF, f"set.{cmp}.bf16x2.bf16x2 {{d0}}, {{a0}}, {{a1}};", ("bf16x2", "bf16x2"), ("b32",))
 
     # floating point (the scalar bit-level ones)
     for t in ("f32", "f64"):
@@ -218,6 +285,10 @@ def _forms() -> list[Form]:
                     continue
                 add(CONV, f"cvt.{r}.{ft}.{it} {{d0}}, {{a0}};", (_k(cls[it]),), (fc,))
     add(CONV, "cvt.rzi.ftz.s32.f32 {d0}, {a0};", ("f32",), ("b32",))
+    for ct in ("u16", "s16"):
+        add(CONV, f"cvt.pack.sat.{ct}.s32 {{d0}}, {{a0}}, {{a1}};", ("u32", "u32"), ("b32",))
+    for ct in ("u8", "s8", "u4", "s4"):
+        add(CONV, f"cvt.pack.sat.{ct}.s32.b32 {{d0}}, {{a0}}, {{a1}}, {{a2}};", ("u32", "u32", "u32"), ("b32",))
     add(CONV, "cvt.rn.sat.f32.s32 {d0}, {a0};", ("u32",), ("b32",))
     # float -> float
     fl = {"f16": "b16", "bf16": "b16", "f32": "b32", "f64": "b64"}
@@ -253,10 +324,12 @@ def _forms() -> list[Form]:
         add(CONV, f"cvt.rn.relu.f16x2.{f8} {{d0}}, {{a0}};", (f8,), ("b32",))
 
     # .local: per-thread arrays through ld/st.local and generic addresses from cvta.local
-    add(LOCAL, "st.local.b32 [loc+4], {a0}; st.local.b32 [loc+8], {a1}; ld.local.b32 {d0}, [loc+4];"
-               " ld.local.b64 {d1}, [loc+8];", ("u32", "u32"), ("b32", "b64"), "ld/st.local.b32/b64")
+    add(LOCAL, "st.local.b32 [loc+4], {a0}; st.local.b32 [loc+8], {a1}; st.local.b32 [loc+12], {a0};"
+               " ld.local.b32 {d0}, [loc+4]; ld.local.b64 {d1}, [loc+8];", ("u32", "u32"), ("b32", "b64"), "ld/st.local.b32/b64")
     add(LOCAL, "st.local.v2.b32 [loc+16], {{{a0}, {a1}}}; ld.local.u8 {d0}, [loc+17]; ld.local.s16 {d1}, [loc+22];",
         ("u32", "u32"), ("b32", "b32"), "ld/st.local.v2/u8/s16")
+    add(MOVE, "ldu.global.b32 {d0}, [%rds2]; ld.global.nc.b32 {d1}, [%rds2]; prefetchu.L1 [%rds2];", ("u32",),
+        ("b32", "b32"), "ldu / ld.global.nc / prefetchu")
     add(LOCAL, "mov.u64 %loc_a, loc; cvta.local.u64 %loc_g, %loc_a; and.b32 %loc_i, {a1}, 7; mul.wide.u32 %loc_o, %loc_i, 4;"
                " add.s64 %loc_g, %loc_g, %loc_o; st.b32 [%loc_g], {a0}; ld.local.b32 {d0}, [loc+0];"
                " st.local.b32 [loc], {a0}; add.s64 %loc_a, %loc_a, %loc_o; ld.local.b32 {d1}, [%loc_a];",
@@ -280,6 +353,10 @@ def _forms() -> list[Form]:
                 add(ATOM, f"@%lead st.{space}.b32 [%four_{space}], {{a0}}; bar.sync 0; red.{space}.{op}.{t} [%four_{space}], {{a1}};"
                           f" bar.sync 0; ld.{space}.b32 {{d0}}, [%four_{space}];", ("u32", "u32"), ("b32",),
                     f"red.{space}.{op}.{t} (4 threads per address)")
+    for space in ("global", "shared"):
+        add(ATOM, f"st.{space}.b16 [%own_{space}], {{a0}}; atom.{space}.cas.b16 {{d0}}, [%own_{space}], {{a1}}, {{a2}};"
+                  f" ld.{space}.b16 {{d1}}, [%own_{space}];", ("small16", "small16", "u16"), ("b16", "b16"),
+            f"atom.{space}.cas.b16")
     for t in ("f16", "bf16"):
         add(ATOM, f"st.global.b16 [%own_global], {{a0}}; atom.global.add.noftz.{t} {{d0}}, [%own_global], {{a1}};"
                   " ld.global.b16 {d1}, [%own_global];", (t, t), ("b16", "b16"), f"atom.global.add.noftz.{t}")
@@ -303,6 +380,9 @@ def _forms() -> list[Form]:
     for mode in ("all", "any", "uni"):
         add(WARP, f"vote.sync.{mode}.pred {{d0}}, {{a0}}, 0xffffffff;", ("pred",), ("pred",))
     add(WARP, "vote.sync.ballot.b32 {d0}, {a0}, 0xffffffff;", ("pred",), ("b32",))
+    add(WARP, "st.shared.b32 [%own_shared], {a0}; bar.warp.sync 0xffffffff; xor.b32 %rs4, %rs0, 1; mul.wide.u32 %rds5, %rs4, 8;"
+              " mov.u64 %rds6, sm; add.s64 %rds6, %rds6, %rds5; ld.shared.b32 {d0}, [%rds6];", ("u32",), ("b32",),
+        "bar.warp.sync (neighbour's shared word after it)")
     add(WARP, "and.b32 %rs4, %rs0, 1; setp.eq.u32 %ps0, %rs4, 0; selp.b32 %rs4, 0x55555555, 0xaaaaaaaa, %ps0;"
               " vote.sync.ballot.b32 {d0}, !{a0}, %rs4;", ("pred",), ("b32",), "vote.sync.ballot.b32 (even/odd membermasks)")
     for t, k in (("b32", "small"), ("b64", "small64")):
@@ -346,6 +426,21 @@ def _forms() -> list[Form]:
         add(VIDEO, f"vset.s32.u32.{cmp} {{d0}}, {{a0}}, {{a1}};", ("u32", "u32"), ("b32",))
     add(VIDEO, "vset.s32.s32.lt.add {d0}, {a0}.b0, {a1}.b1, {a2};", ("u32",) * 3, ("b32",), "vset (selectors, .add)")
 
+    # hints, waits and address classes
+    add(MISC, "createpolicy.fractional.L2::evict_last.b64 %rds7, 0.25; ld.global.L2::cache_hint.b32 {d0}, [%rds2], %rds7;"
+              " st.global.L2::cache_hint.b32 [%own_global], {a0}, %rds7; ld.global.b32 {d1}, [%own_global];",
+        ("u32",), ("b32", "b32"), "createpolicy + ld/st .L2::cache_hint")
+    add(MISC, "createpolicy.fractional.L2::evict_first.b64 {d0}, 1.0;", (), ("b64",), "createpolicy (opaque value: UNDEF)")
+    add(MISC, "nanosleep.u32 {a0}; pmevent 3; applypriority.global.L2::evict_normal [%own_global], 128; mov.b32 {d0}, {a1};",
+        ("small", "u32"), ("b32",), "nanosleep / pmevent / applypriority")
+    add(MISC, "st.global.b32 [%own_global], {a0}; bar.sync 0; discard.global.L2 [%rds4], 128; bar.sync 0;"
+              " ld.global.b32 {d0}, [%own_global];", ("u32",), ("b32",), "discard.global.L2 (first 128 bytes: UNDEF)")
+    for sp, reg in (("shared", "%own_generic"), ("global", "%own_generic"), ("local", "%own_generic"), ("global", "%rds2"),
+                    ("shared", "%rds2")):
+        add(MISC, f"isspacep.{sp} {{d0}}, {reg};", (), ("pred",), f"isspacep.{sp} ({'shared' if reg == '%own_generic' else 'global'} address)")
+    add(MISC, "mov.u64 %loc_a, loc; cvta.local.u64 %loc_g, %loc_a; isspacep.local {d0}, %loc_g; isspacep.global {d1}, %loc_g;",
+        (), ("pred", "pred"), "isspacep.local/global (local address)")
+
     # special registers
     for r in ("%laneid", "%lanemask_eq", "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt", "%tid.x",
               "%ntid.x", "%ctaid.x", "%nctaid.x", "%dynamic_smem_size", "%cluster_ctarank", "%cluster_nctarank"):
@@ -386,7 +481,6 @@ REFUSED: tuple[Refused, ...] = (
             " L1: shfl.sync.idx.b32 %r1, %r0, 1, 0x1f, 0xffffffff; L2:", "does not execute this instruction together"),
     Refused(FLT, "sqrt/rcp .approx, transcendental .approx (sin, cos, lg2, ex2, tanh)", "sin.approx.f32 %r1, %r2;",
             "not supported by the reference"),
-    Refused(FLT, "fma.f64 / mad.f64", "fma.rn.f64 %rd2, %rd1, %rd1, %rd1;", "fma.f64 is not modelled"),
 )
 
 
@@ -433,7 +527,6 @@ def render() -> str:
 
 
 def _volatile() -> list[str]:
-    from .interp import VOLATILE_SPECIAL
     short = sorted(r for r in VOLATILE_SPECIAL if not r.startswith(("%envreg", "%pm")))
     return short + ["%envreg0..31", "%pm0..7", "%pm0_64..%pm7_64"]
 

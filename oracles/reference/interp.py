@@ -25,15 +25,18 @@ Modelling decisions (spec mode):
   sign-bit xor/and; any other operation on a non-exact value gives UNDEF for that thread.
 - ``add``/``sub.f32`` without a rounding modifier fed by an unrounded ``mul.f32`` allows
   both the fused and the unfused result (ptxas may contract them into an fma).
-- Uninitialised registers and shared memory, ``%warpid``/``%clock``..., integer division
-  by zero and in-flight wgmma registers are UNDEF.  Per-thread ``.param`` variables are
-  tracked as defined/undefined per variable, not per byte.
+- Uninitialised registers, shared and local memory, the special registers whose value the machine
+  picks (``VOLATILE_SPECIAL``: %warpid, %smid, %clock...), integer division by zero, CC.CF before a
+  ``.cc`` write, shfl reads from lanes that do not execute it, the values atomics return where
+  threads share an address, and in-flight wgmma registers are UNDEF.  Per-thread ``.param``
+  variables are tracked as defined/undefined per variable, not per byte.
 - ``mode="hardware"`` runs the same scalar semantics with dense wgmma computed as the
   H100 does (``hw_numerics``, proved bit-exact: docs/numerics.md), and so do sparse
   wgmma, ``mma``/``mma.sp`` and ``wmma.mma`` (``warp_exec``; the forms ptxas emulates
   through ``mma_emulation``); integer forms are exact in both modes.
-Not modelled (``Unsupported``): atomics, shuffles/votes, ``.local`` memory,
-approximate transcendental functions.
+- Scalar coverage, form by form and by ISA chapter: ``coverage.py`` / docs/reference-coverage.md.
+Not modelled (``Unsupported``, one line): approximate transcendental functions, vector and 128-bit
+atomics, vmad, warp instructions whose membermask names threads on another path.
 """
 from __future__ import annotations
 

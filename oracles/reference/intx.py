@@ -17,6 +17,7 @@ from fuzzptx.ptx.ir import Reg
 
 import fuzzptx.oracles.reference.alu as alu
 import fuzzptx.oracles.reference.fp as fp
+import fuzzptx.oracles.reference.fpx as fpx
 from .errors import Unsupported
 from .ops import fdecode, int_mul, the_type, types_of
 from .values import TYPES, U64, combine_undef, mask, sign_extend, undef_where
@@ -141,9 +142,13 @@ def h_packed16(m, f, ins, act):
 
 
 def h_arith(m, f, ins, act):
-    """add/sub/mul/mad/min/max: the forms here (carry, 16x2, .relu, 24-bit), else ``alu.h_arith``."""
+    """add/sub/mul/mad/fma/min/max: the forms here (carry, 16x2, .relu, 24-bit) and ``fpx``'s (.NaN,
+    .xorsign.abs, float .relu), else ``alu.h_arith``."""
     mods = ins.modifiers
     t = the_type(ins) if types_of(ins) else None
+    special = fpx.dispatch(m, f, ins, act) if t is not None else None
+    if special is not None:
+        return special(m, f, ins, act)
     if t in ("u16x2", "s16x2"):
         return h_packed16(m, f, ins, act)
     if "cc" in mods and ins.base in ("add", "sub", "mad"):
@@ -301,6 +306,36 @@ def h_copysign(m, f, ins, act):
     (a, sa), (b, sb) = m.read(f, ins.operands[1], t, ins), m.read(f, ins.operands[2], t, ins)
     sign = U64(1 << (w - 1))
     m.write(f, ins.operands[0], (b & ~sign & mask(w)) | (a & sign), combine_undef([sa, sb], m.n, w), act, ins)
+
+
+# ------------------------------------------------------------------ cvt.pack
+
+
+_PACK = {"u16": (16, False), "s16": (16, True), "u8": (8, False), "s8": (8, True), "u4": (4, False), "s4": (4, True)}
+
+
+def h_cvt(m, f, ins, act):
+    """cvt.pack.sat.{u16,s16}.s32 d, a, b and cvt.pack.sat.{u8,s8,u4,s4}.s32.b32 d, a, b, c: a and b
+    clamped to the narrow type, b in the low field, a above it, and (8- and 4-bit forms) the low
+    bits of c above both (PTX ISA, cvt.pack); any other cvt: ``alu.h_cvt``."""
+    if "pack" not in ins.modifiers:
+        return alu.h_cvt(m, f, ins, act)
+    ct = next((x for x in ins.modifiers if x in _PACK), None)
+    w, signed = _PACK.get(ct, (0, False))
+    if ct is None or len(ins.operands) != (3 if w == 16 else 4):
+        raise Unsupported.at(ins, "cvt.pack needs .sat, a narrow integer type and its operands")
+    ops = ins.operands
+    (a, sa), (b, sb) = m.read(f, ops[1], "s32", ins), m.read(f, ops[2], "s32", ins)
+    c, sc = m.read(f, ops[3], "b32", ins) if w < 16 else (None, None)
+    lo, hi = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1)
+    ta = np.clip(sign_extend(a, 32), lo, hi).astype(np.uint64) & mask(w)
+    tb = np.clip(sign_extend(b, 32), lo, hi).astype(np.uint64) & mask(w)
+    d = tb | (ta << U64(w))
+    shs = [sa, sb]
+    if w < 16:
+        d = d | ((c << U64(2 * w)) & mask(32))
+        shs.append(sc)
+    m.write(f, ops[0], d & mask(32), combine_undef(shs, m.n, 32), act, ins)
 
 
 # ------------------------------------------------------------------ video instructions

@@ -20,6 +20,7 @@ import numpy as np
 
 from fuzzptx.ptx.ir import Reg
 
+import fuzzptx.oracles.reference.mem_ops as mem_ops
 from .alu import _pred
 from .errors import Undefined, Unsupported
 from .ops import the_type
@@ -56,27 +57,24 @@ def _members(m, f, ins, op, act) -> Members:
     if ((mk[idx] >> lane[idx].astype(np.uint64)) & U64(1) == U64(0)).any():
         raise Undefined(f"line {line}: {ins.opcode} executed by a thread outside its membermask (undefined)")
     reach = getattr(m, "cur_reach", act)
-    live = m.alive
     n = m.n
     act_word = _per_warp(m, act, np.ones(n, bool))
-    partial = np.zeros(n, bool)
-    gone = np.zeros(n, bool)
-    for i in idx:
-        bits = int(mk[i])
+    # every (thread, lane) pair at once: lane j of thread i's warp named by i's membermask
+    lanes = np.arange(WARP)
+    named = ((mk[:, None] >> lanes.astype(np.uint64)) & U64(1)).astype(bool) & act[:, None]
+    j = first[:, None] + lanes
+    exists = j < n
+    jc = np.where(exists, j, 0)
+    live = exists & m.alive[jc]
+    elsewhere = named & live & (~reach[jc] | (mk[jc] != mk[:, None]))
+    if elsewhere.any():
+        i, ln = map(int, np.argwhere(elsewhere)[0])
         base = int(first[i])
-        for ln in range(WARP):
-            if not bits >> ln & 1:
-                continue
-            j = base + ln
-            if j >= n or not live[j]:
-                gone[i] = True  # exited or absent threads: the ISA waits for non-exited ones only
-                continue
-            if not reach[j] or int(mk[j]) != bits:
-                raise Unsupported.at(ins, f"membermask {bits:#010x} names lane {ln} of warp {base // WARP}, which does "
-                                          "not execute this instruction together with lane "
-                                          f"{i - base} with the same membermask (the reference runs paths in turn)")
-            if not act[j]:
-                partial[i] = True
+        raise Unsupported.at(ins, f"membermask {int(mk[i]):#010x} names lane {ln} of warp {base // WARP}, which does "
+                                  "not execute this instruction together with lane "
+                                  f"{i - base} with the same membermask (the reference runs paths in turn)")
+    gone = (named & ~live).any(axis=1)  # exited or absent: the ISA waits for non-exited threads only
+    partial = (named & live & ~act[jc]).any(axis=1)  # reached it with the guard false
     return Members(mk, mk & act_word, partial, gone)
 
 
@@ -241,25 +239,43 @@ def h_redux(m, f, ins, act):
     lane, first = _lane_bits(m)
     vals = sign_extend(a, 32) if t == "s32" else (a & mask(32)).astype(np.int64)
     res = np.zeros(n, np.uint64)
+    done: dict[tuple[int, int], int] = {}
     for i in np.flatnonzero(act):
-        base = int(first[i])
-        who = [base + k for k in range(WARP) if int(mk[i]) >> k & 1 and base + k < n and act[base + k]]
-        v = vals[who]
-        if op == "add":
-            r = int(v.sum()) & 0xFFFFFFFF
-        elif op == "min":
-            r = int(v.min()) & 0xFFFFFFFF
-        elif op == "max":
-            r = int(v.max()) & 0xFFFFFFFF
-        else:
-            r = 0 if op != "and" else 0xFFFFFFFF
-            for x in v:
-                x = int(x) & 0xFFFFFFFF
-                r = (r & x) if op == "and" else (r | x) if op == "or" else (r ^ x)
+        key = (int(first[i]), int(mk[i]))
+        r = done.get(key)
+        if r is None:
+            base, bits = key
+            who = [base + k for k in range(WARP) if bits >> k & 1 and base + k < n and act[base + k]]
+            r = done[key] = _reduce(op, vals[who])
         res[i] = r
     bad_src = sa.nonexact() & act if sa is not None else np.zeros(n, bool)
     bad = ((_per_warp(m, bad_src, act) & mk) != U64(0)) | mem.partial
     m.write(f, ops[0], res, Shadow.undef(n, 32, bad) if bad.any() else None, act, ins)
+
+
+def _reduce(op: str, v: np.ndarray) -> int:
+    if op == "add":
+        return int(v.sum()) & 0xFFFFFFFF
+    if op == "min":
+        return int(v.min()) & 0xFFFFFFFF
+    if op == "max":
+        return int(v.max()) & 0xFFFFFFFF
+    r = 0xFFFFFFFF if op == "and" else 0
+    for x in v:
+        x = int(x) & 0xFFFFFFFF
+        r = (r & x) if op == "and" else (r | x) if op == "or" else (r ^ x)
+    return r
+
+
+def h_bar(m, f, ins, act):
+    """bar.warp.sync membermask: the threads of the mask wait for each other ("The behavior of
+    bar.warp.sync is undefined if the executing thread is not in the membermask"); in lockstep the
+    wait itself changes nothing.  Other bar forms: ``mem_ops.h_bar``."""
+    if "warp" not in ins.modifiers:
+        return mem_ops.h_bar(m, f, ins, act)
+    if len(ins.operands) != 1:
+        raise Unsupported.at(ins, "bar.warp.sync takes one membermask")
+    _members(m, f, ins, ins.operands[0], act)
 
 
 def h_activemask(m, f, ins, act):

@@ -71,6 +71,27 @@ def write_suite(out: Path) -> list[Path]:
     return files
 
 
+def write_found(record: Path, out: Path, limit: int) -> list[Path]:
+    """The ``limit`` shortest probe kernels a record flagged, rebuilt from their seeds (the generator
+    is deterministic) with the pair that flagged them as their SIGNATURE."""
+    from support.scalar_probe import kernel
+
+    from fuzzptx.program import Program
+
+    rows = [r for r in json.loads(record.read_text())["probe"]["rows"] if r.get("findings")]
+    rows.sort(key=lambda r: len(kernel(r["seed"])))
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    for r in rows[:limit]:
+        p = Program.from_ptx(kernel(r["seed"]), f"probe{r['seed']}.ptx")
+        sig = next(x for x in r["findings"] if "nondeterministic" not in x)
+        p = replace(p, signature=sig, notes=p.notes + (f"flagged on the GPU by tests/support/hw_pairs.py --probe "
+                                                       f"({record.name}): {', '.join(r['findings'])}",))
+        (out / f"scalar_probe_{r['seed']}.ptx").write_text(p.to_ptx())
+        files.append(out / f"scalar_probe_{r['seed']}.ptx")
+    return files
+
+
 def probe(n: int, found: Path, worker, inputs: int = 2, seed0: int = 0) -> dict:
     """Random integer kernels through the -O3/-O0/-O1/-O2 pairs on ``worker``."""
     from support.scalar_probe import kernel
@@ -141,6 +162,9 @@ def replay_one(path: Path, timeout: float) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write-suite", type=Path, help="write the tensor-core suite files here and stop")
+    ap.add_argument("--write-found", type=Path, metavar="RECORD", help="with --write-suite: also the shortest "
+                    "probe kernels RECORD flagged")
+    ap.add_argument("--limit", type=int, default=10)
     ap.add_argument("--probe", type=int, default=0, help="random integer kernels to probe")
     ap.add_argument("--probe-seed", type=int, default=0)
     ap.add_argument("--found", type=Path, default=Path("/tmp/pairs_found"))
@@ -150,7 +174,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=False)
     args = ap.parse_args()
     if args.write_suite:
-        for f in write_suite(args.write_suite):
+        files = write_found(args.write_found, args.write_suite, args.limit) if args.write_found else write_suite(args.write_suite)
+        for f in files:
             print(f)
         return 0
     from fuzzptx.judges import metamorphic as M

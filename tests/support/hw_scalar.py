@@ -90,8 +90,10 @@ def draw(kind: str, rng: random.Random) -> int:
         return rng.getrandbits(rng.choice((3, 8, w // 2, w))) or 1
     if kind in ("sh", "pos"):
         return rng.choice(_SH) if edge else rng.randrange(0, 80)
-    if kind == "small":
+    if kind in ("small", "small16"):
         return rng.randrange(0, 4)
+    if kind == "soff":  # a signed offset around the 32 bit positions
+        return rng.randrange(-40, 41) & 0xFFFFFFFF
     if kind == "small64":
         return rng.choice([0, 1, 1 << 32, (1 << 32) + 1])
     if kind == "rare":  # one warp in two holds a single value
@@ -235,7 +237,7 @@ def _examples(p: Program, ref, hw: dict, form: Form, limit: int = 4) -> list[dic
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--rounds", type=int, default=2, help="fresh input sets per form")
+    ap.add_argument("--rounds", type=int, default=3, help="fresh input sets per form")
     ap.add_argument("--threads", type=int, default=THREADS)
     ap.add_argument("--seed", type=int, default=None, help="master seed (default: fresh)")
     ap.add_argument("--only", default=None, help="regex on form labels")
@@ -272,7 +274,7 @@ def main(argv=None) -> int:
                     faults[n] = r.fault
                 else:
                     hw_out[n] = r.outputs
-            info = dict(w.info, restarts=w.restarts)
+            info = dict(w.info, restarts=w.restarts, nvidia_smi=_nvidia_smi())
     timings["gpu_s"] = round(time.perf_counter() - t0, 1)
     t0 = time.perf_counter()
     work = [(i, s, hw_out[n], args.threads) for n, (i, s) in enumerate(cases)]
@@ -319,6 +321,15 @@ def main(argv=None) -> int:
         json.dump(out, fh, indent=1)
     print(json.dumps({k: v for k, v in out.items() if k != "rows"}))
     return 0
+
+
+def _nvidia_smi() -> str | None:
+    import subprocess
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=20).stdout.strip() or None
+    except Exception:
+        return None
 
 
 def _cupy_version() -> str | None:
