@@ -142,18 +142,19 @@ def coverage(program: Program, result: RefResult | None) -> Coverage:
 
 def record_fields(program: Program, verdicts: Any) -> dict[str, Any]:
     """Record fields for a judged program: the file it came from (``source``), its tensor coverage
-    in the reference (``tensor``), and ``coverage:none`` among its ``notes`` when the reference ran
-    and reached none of its tensor-core instructions: such a run says nothing of the tensor cores,
-    whatever the judges agree on."""
+    in the reference (``tensor``; ``"reference": "did not run"`` when it has no run), and
+    ``coverage:none`` among its ``notes`` when the reference ran and reached none of its
+    tensor-core instructions: such a run says nothing of the tensor cores, whatever the judges
+    agree on."""
     out: dict[str, Any] = {"source": program.source} if program.source is not None else {}
     result = _reference_result(verdicts)
     cov = coverage(program, result)
     if not cov.of:
         return out
     out["tensor"] = cov.record()
-    if result is None:
+    if result is None:  # rejected by ptxas, or past the reference's reach: the row says why
         out["tensor"]["reference"] = "did not run"
-    if cov.none:
+    elif cov.none:
         out["notes"] = ["coverage:none"]
     return out
 
@@ -172,8 +173,8 @@ def coverage_row(program: Program, verdicts: Any) -> tuple[str, str, str] | None
         return None
     cov = coverage(program, _reference_result(verdicts))
     if fields["tensor"].get("reference"):
-        return ("coverage", "coverage:none", f"the reference did not run: none of the kernel's {cov.of} "
-                                             "tensor-core instruction(s) was checked against it")
+        return ("coverage", "not run", f"the reference did not run: none of the kernel's {cov.of} "
+                                       "tensor-core instruction(s) was checked against it")
     verdict = "coverage:none" if cov.none else f"{cov.ran} of {cov.of}"
     why = " (no judge compared a tensor-core result: change the launch in the header)" if cov.none else ""
     return ("coverage", verdict, f"executed in the reference: {cov.text()}{why}")

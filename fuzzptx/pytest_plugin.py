@@ -206,10 +206,11 @@ _COVERAGE = {"programs": 0, "none": 0, "executed": 0, "of": 0}
 def _count_coverage(program, verdicts) -> None:
     from fuzzptx import launch
 
-    t = launch.record_fields(program, verdicts).get("tensor")
+    fields = launch.record_fields(program, verdicts)
+    t = fields.get("tensor")
     if t is not None:
         _COVERAGE["programs"] += 1
-        _COVERAGE["none"] += t["executed"] == 0
+        _COVERAGE["none"] += "coverage:none" in fields.get("notes", ())
         _COVERAGE["executed"] += t["executed"]
         _COVERAGE["of"] += t["of"]
 

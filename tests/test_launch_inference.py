@@ -121,16 +121,24 @@ def test_a_real_kernel_that_failed_replays_with_its_table(capsys):
 def test_campaign_corpus_judges_plain_files_as_written_and_names_them(tmp_path):
     """Issue 36 item 5 and issue 35's plain PTX: a plain Triton file, a file without
     .address_size and the -O3 crash repro, each compiled as its bytes are; every record names its
-    file; no reference:error finding comes from an inferred launch."""
+    file; no reference:error finding comes from an inferred launch; a run that reaches no tensor
+    core is coverage:none in its record and in the report."""
     corp = tmp_path / "corp"
     corp.mkdir()
     shutil.copy(TRITON, corp / "triton.ptx")
     shutil.copy(_no_address_size(tmp_path), corp / "noaddr.ptx")
     shutil.copy(CRASH, corp / "crash.ptx")
+    shutil.copy(KLOOP, corp / "zero.ptx")  # its launch given beside it: no K tile, so no wgmma runs
+    (corp / "zero.json").write_text(json.dumps({"params": {"3": 0}}))
     out = tmp_path / "c"
     assert cli.main(["campaign", "--corpus", str(corp), "--out", str(out), "--workers", "0", "--quiet"]) == 0
     recs = {Path(r["source"]).name: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
-    assert set(recs) == {"triton.ptx", "noaddr.ptx", "crash.ptx"}
+    assert set(recs) == {"triton.ptx", "noaddr.ptx", "crash.ptx", "zero.ptx"}
+    assert recs["zero.ptx"]["notes"] == ["coverage:none"] and "notes" not in recs["noaddr.ptx"]
+    assert cli.main(["report", str(out)]) == 0
+    cov = json.loads((out / "summary.json").read_text())["tensor_coverage"]
+    assert cov["coverage:none"] == 1 and cov["programs"] == 4  # the crash repro's reference did not run: no flag
+    assert recs["crash.ptx"]["tensor"]["reference"] == "did not run" and "notes" not in recs["crash.ptx"]
     assert recs["noaddr.ptx"]["verdicts"]["ptxas"] == "accepted"
     assert recs["crash.ptx"]["verdicts"]["ptxas"].startswith("crashed")
     assert recs["triton.ptx"]["tensor"]["executed"] == recs["triton.ptx"]["tensor"]["of"] > 0
