@@ -531,11 +531,16 @@ def _volatile() -> list[str]:
     return short + ["%envreg0..31", "%pm0..7", "%pm0_64..%pm7_64"]
 
 
+_NOT_OPCODES = frozenset(("b16", "b32", "b64", "u8", "s8", "u16", "s16", "v2", "global", "shared", "local"))
+
+
 def _summary(fs: list[Form]) -> str:
     names: list[str] = []
     for f in fs:
         for part in f.label.split()[0].split("/"):
             toks = part.split(".")
+            if toks[0] in _NOT_OPCODES:
+                continue  # "ld/st.local.b32/b64": the pieces after a slash that are no opcode
             op = toks[0] + (".cc" if "cc" in toks else "")
             if op not in names:
                 names.append(op)
