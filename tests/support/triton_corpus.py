@@ -346,8 +346,21 @@ def _pipeline_slice() -> list[dict[str, Any]]:
     return out
 
 
-def build(out_dir: Path, only: str | None = None) -> dict[str, Any]:
-    """Compile every variant (or those whose name contains ``only``) and write the PTX and manifest."""
+METADATA_DROP = ("target", "extern_libs", "ir_override")  # machine paths and objects, not the kernel's launch
+
+
+def metadata(k) -> dict[str, Any]:
+    """Triton's own metadata of a compiled kernel, as its cache writes it beside the PTX
+    (``NAME.json``): ``num_warps``, ``shared``, ``tensordesc_meta`` (each tensor descriptor's block,
+    element type and swizzle), ...; what ``fuzzptx.launch`` reads for a launch."""
+    md = k.metadata._asdict()
+    return {key: v for key, v in md.items() if key not in METADATA_DROP}
+
+
+def build(out_dir: Path, only: str | None = None, metadata_only: bool = False) -> dict[str, Any]:
+    """Compile every variant (or those whose name contains ``only``) and write the PTX, Triton's
+    metadata beside it (``NAME.json``) and the manifest; ``metadata_only``: the JSON files alone
+    (the PTX and manifest as they are)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     os.environ["TRITON_DISABLE_LINE_INFO"] = "1"
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
@@ -370,13 +383,18 @@ def build(out_dir: Path, only: str | None = None) -> dict[str, Any]:
             print(f"{v['name']}: FAILED {error[:80]}", file=sys.stderr)
             continue
         ptx = k.asm["ptx"]
+        (out_dir / f"{v['name']}.json").write_text(json.dumps(metadata(k), indent=1, sort_keys=True) + "\n")
+        if metadata_only:
+            print(f"{v['name']}.json")
+            continue
         (out_dir / f"{v['name']}.ptx").write_text(ptx)
         manifest["kernels"].append({"file": f"{v['name']}.ptx", "source": v["fn"].__name__,
                                     **({"slice": v["slice"]} if "slice" in v else {}),
                                     "signature": v["sig"], "constexprs": v["const"], "options": v["opts"],
                                     "ptx_version": version, "wgmma": ptx.count("wgmma.mma_async"), "lines": ptx.count("\n")})
         print(f"{v['name']}: {ptx.count(chr(10))} lines, {ptx.count('wgmma.mma_async')} wgmma")
-    (out_dir / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    if not metadata_only:
+        (out_dir / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
 
 
@@ -384,8 +402,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m support.triton_corpus", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path, help="directory for the .ptx files and MANIFEST.json")
     ap.add_argument("--only", help="build only the variants whose name contains this")
+    ap.add_argument("--metadata-only", action="store_true", help="write only Triton's metadata NAME.json files")
     a = ap.parse_args(argv)
-    m = build(a.out, a.only)
+    m = build(a.out, a.only, a.metadata_only)
+    if a.metadata_only:
+        return 0
     print(f"{len(m['kernels'])} kernels, {len(m['failed'])} failed -> {a.out}")
     return 0 if m["kernels"] else 1
 
