@@ -213,8 +213,10 @@ def judge_deferred(prep: Prepared, later: Deferred) -> None:
     t_block = time.perf_counter()
     for k, p, text, judged, r in later.programs:
         v = prep.verdicts[k]
-        differ.judge(p, ("ptxas",) + later.judges, ptxas_result=r, text=text, judged=judged, into=v)
-        v.ptxas = replace(r, cubin=None, kernel_names=dict(r.kernel_names))  # as prepare_block ships it
+        differ.judge(p, (("ptxas",) if r is not None else ()) + later.judges, ptxas_result=r, text=text,
+                     judged=judged, into=v)
+        if r is not None:  # as prepare_block ships it (None: the run has no pinned ptxas judge)
+            v.ptxas = replace(r, cubin=None, kernel_names=dict(r.kernel_names))
         for name in later.judges:
             prep.seconds[name] = prep.seconds.get(name, 0.0) + v.seconds.get(name, 0.0)
     prep.wall += time.perf_counter() - t_block
