@@ -113,6 +113,9 @@ class ReleasePtxasJudge(PtxasJudge):
         # a binary given by path is named by its path: another process resolves the same one
         self.name = f"ptxas@{toolchain.ptxas}" if toolchain.source == "path" else toolchain.name
         self.release = toolchain.release
+        # the last block's results with their cubins, by PTX text: ``sass@R`` reads them in this
+        # process instead of compiling each program again (verdicts travel without cubins)
+        self.last_batch: dict[str, Any] = {}
 
     def not_applicable(self, program: Program) -> str | None:
         """Why this release cannot judge the program (its PTX version or target), or None."""
@@ -135,7 +138,10 @@ class ReleasePtxasJudge(PtxasJudge):
         """Verdicts for a block: one batched run of this release over the programs it can read."""
         out: list[Any] = [NotApplicable(why) if (why := self.not_applicable(p)) else None for p in programs]
         todo = [k for k, v in enumerate(out) if v is None]
-        for k, r in zip(todo, compile_batch([texts[k] for k in todo], ptxas=self.toolchain.ptxas) if todo else ()):
+        self.last_batch = {}
+        for k, r in zip(todo, compile_batch([texts[k] for k in todo], want_cubin=True, ptxas=self.toolchain.ptxas)
+                        if todo else ()):
+            self.last_batch[texts[k]] = r
             out[k] = _light(r)
         return out
 
@@ -603,12 +609,13 @@ class SassJudge(Judge):
 
 class ReleaseSassJudge(SassJudge):
     """The SASS verifier on another release's code (``sass@12.9.86`` beside ``ptxas@12.9.86``):
-    the program compiled alone by that release where its ``ptxas@R`` judge accepted it, and
-    disassembled by that release's nvdisasm if it has one.  Its findings are ``sass@R:rule``."""
+    the cubin of that release's batched run of the block (``ReleasePtxasJudge.last_batch``), or
+    the program compiled alone by it, where its ``ptxas@R`` judge accepted it; disassembled by
+    that release's nvdisasm if it has one.  Its findings are ``sass@R:rule``."""
 
     needs_accepted = False  # accepted by *its* release, which the engine's pinned verdict does not say
     summary_keys = ()
-    warm = Judge.warm  # nothing once per block: it compiles each program itself
+    warm = Judge.warm  # the block's listing is made on first use (one cubin per batch, cached)
 
     def __init__(self, toolchain: "toolchains.Toolchain"):
         self.toolchain = toolchain
@@ -624,7 +631,8 @@ class ReleaseSassJudge(SassJudge):
         if mine is not None and not getattr(mine, "accepted", False):
             return SkippableVerdict(skipped=f"ptxas {self.release} rejects it")
         # the pinned ptxas's cubin (``ctx.verdicts.ptxas``) is not this release's
-        return super().judge(program, replace(ctx, verdicts=ctx.verdicts.replace(ptxas=None), toolchain=self.toolchain))
+        full = getattr(get_judge(self.ptxas_name), "last_batch", {}).get(ctx.text)
+        return super().judge(program, replace(ctx, verdicts=ctx.verdicts.replace(ptxas=full), toolchain=self.toolchain))
 
     def summary(self, verdict: SkippableVerdict) -> dict[str, str]:
         s = super().summary(verdict)
