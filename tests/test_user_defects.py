@@ -59,3 +59,43 @@ def test_resume_skips_and_counts_a_line_with_a_nul_keeping_every_good_record(cam
     # triage and report read the same record the same way
     rc, _, err = run_cli(["triage", str(d)])
     assert rc in (0, 1) and "results.jsonl:5: skipped" in err
+
+
+# ----------------------------------------------------------------- 12: a merge with a shard missing
+
+def _shard_copy(campaign: Path, d: Path, shard: str) -> Path:
+    shutil.copytree(campaign, d)
+    st = json.loads((d / "stats.json").read_text())
+    (d / "stats.json").write_text(json.dumps({**st, "shard": shard}))
+    return d
+
+
+def test_report_of_shards_with_one_missing_names_it(campaign, tmp_path):
+    dirs = [_shard_copy(campaign, tmp_path / f"sh{i}", f"{i}/3") for i in (0, 2)]
+    rc, _, err = run_cli(["report", *map(str, dirs), "--out", str(tmp_path / "m")])
+    assert rc == 0, err
+    assert "shard 1/3 is missing" in err
+    summ = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert summ["shards_missing"] == ["1/3"]
+    assert "MISSING 1/3" in summ["campaign_stats"]["shard"]
+    assert "Missing shard(s): 1/3" in (tmp_path / "m" / "report.html").read_text()
+    # all three: nothing said
+    dirs.append(_shard_copy(campaign, tmp_path / "sh1", "1/3"))
+    rc, _, err = run_cli(["report", *map(str, dirs), "--out", str(tmp_path / "m3")])
+    assert rc == 0 and "missing" not in err
+    assert "shards_missing" not in json.loads((tmp_path / "m3" / "summary.json").read_text())
+
+
+# ----------------------------------------------------------------- Also: one throughput figure per report
+
+def test_report_shows_one_programs_per_second_figure(campaign, tmp_path):
+    d = tmp_path / "c"
+    shutil.copytree(campaign, d)
+    st = json.loads((d / "stats.json").read_text())
+    rc, _, err = run_cli(["report", str(d)])
+    assert rc == 0, err
+    summ = json.loads((d / "summary.json").read_text())
+    assert summ["programs_per_second"] == st["programs_per_second"]
+    page = (d / "report.html").read_text()
+    assert f"{st['programs_per_second']} programs/s" in page
+    assert f"<th>programs/s</th><td>{st['programs_per_second']}</td>" in page
