@@ -99,3 +99,22 @@ def test_report_shows_one_programs_per_second_figure(campaign, tmp_path):
     page = (d / "report.html").read_text()
     assert f"{st['programs_per_second']} programs/s" in page
     assert f"<th>programs/s</th><td>{st['programs_per_second']}</td>" in page
+
+
+# ----------------------------------------------------------------- Also: bisect's answer line, the README
+
+def test_bisect_quotes_the_signature_it_answers_for():
+    """``bisect --keep sass:`` once printed ``sass:: no release ...``."""
+    rc, out, err = run_cli(["bisect", str(ROOT / "reports" / "findings" / "ptxas_O3_inflight_acc_call_small.ptx"),
+                            "--keep", "sass:", "--ptxas", "default"])
+    assert rc in (0, 1), err
+    assert "sass::" not in out
+    assert "'sass:': " in out
+
+
+def test_readme_names_the_fuzz_test_file_and_exit_1():
+    readme = (ROOT / "README.md").read_text()
+    line = next(ln for ln in readme.splitlines() if "--fuzzptx-profile nightly" in ln and ln.startswith("| `pytest"))
+    target = line.split("`")[1].split()[1]
+    assert target.endswith(".py") and (ROOT / target).is_file(), line
+    assert "**1** findings" in readme

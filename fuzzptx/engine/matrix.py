@@ -107,9 +107,9 @@ def main_bisect(argv: list[str]) -> int:
     else:
         print(table(res["matrix"], None if args.keep.startswith("ptxas:") else args.keep))
         if res["first"] is None:
-            print(f"\n{args.keep}: no release of {args.ptxas!r} reproduces it")
+            print(f"\n{args.keep!r}: no release of {args.ptxas!r} reproduces it")
         else:
-            print(f"\n{args.keep}: first {res['first']}, last {res['last']} "
+            print(f"\n{args.keep!r}: first {res['first']}, last {res['last']} "
                   f"({sum(1 for h in res['holds'].values() if h)} of {sum(1 for h in res['holds'].values() if h is not None)} "
                   "applicable releases)")
     return 0 if res["first"] is not None else 1

@@ -152,17 +152,23 @@ def run(argv: list[str], out=None) -> int:
             bad_files.append(str(exc))
     releases = toolchains.resolve(args.ptxas) if args.ptxas else ()
     agreed: list[str] = []  # one line per file and ptxas that agreed with the model: it did run
+    clean: list[str] = []  # files with no finding: said, so a clean run is not silence
     for path, module, text, tmaps in loaded:
+        before, said = len(findings), len(agreed)
         findings += check_module(module, layers=layers, tensormaps=tmaps)
         for tc in (releases or ((None,) if args.ptxas is not None else ())):
             found, agree = compare_with_ptxas(path, module, text, tc)
             findings += found
             if not found:
                 agreed.append(agree)
+        if len(findings) == before and len(agreed) == said:  # (an "agrees" line already speaks for it)
+            clean.append(f"{path}: clean ({', '.join(layers)})")
     if args.format == "text":
         for f in findings:
             print(f.text(), file=out)
         for line in agreed:
+            print(line, file=out)
+        for line in clean:
             print(line, file=out)
     elif args.format == "json":
         json.dump([f.as_json() for f in findings], out, indent=1)
