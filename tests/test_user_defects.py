@@ -118,3 +118,70 @@ def test_readme_names_the_fuzz_test_file_and_exit_1():
     target = line.split("`")[1].split()[1]
     assert target.endswith(".py") and (ROOT / target).is_file(), line
     assert "**1** findings" in readme
+
+
+# ----------------------------------------------------------------- 9: kill -9 of a campaign
+
+def _children() -> dict[int, list[int]]:
+    """pid -> its children's pids, live processes only (a zombie is dead)."""
+    out: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        if state != "Z":
+            out.setdefault(int(ppid), []).append(int(d.name))
+    return out
+
+
+def _descendants(pid: int) -> set[int]:
+    kids, out, todo = _children(), set(), [pid]
+    while todo:
+        for c in kids.get(todo.pop(), ()):
+            out.add(c)
+            todo.append(c)
+    return out
+
+
+def _alive(pids: set[int]) -> set[int]:
+    live = {p for ps in _children().values() for p in ps}
+    return pids & live
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_pool_workers_exit_when_the_campaign_is_killed_9(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cmd = [sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "none", "--out", str(tmp_path / "c"),
+           "--examples", "100000", "--block-size", "4", "--workers", "2", "--quiet", "--judges", "reference"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # the forkserver and its two pool workers
+            workers = {p for p in _descendants(proc.pid) if "forkserver" in Path(f"/proc/{p}/cmdline").read_bytes().decode(
+                errors="replace")} if proc.poll() is None else set()
+            if len(workers) >= 3 and (tmp_path / "c" / "results.jsonl").exists():
+                break
+            time.sleep(0.5)
+        assert len(workers) >= 3, "the campaign never started its pool"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        t0 = time.monotonic()
+        while _alive(workers) and time.monotonic() - t0 < 20:
+            time.sleep(0.2)
+        assert not _alive(workers), f"still running after the campaign's kill -9: {sorted(_alive(workers))}"
+    finally:  # whatever the outcome, nothing of this test outlives it
+        for p in _alive(workers | _descendants(proc.pid)) | ({proc.pid} if proc.poll() is None else set()):
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass

@@ -17,7 +17,7 @@ from typing import Any, Callable
 from fuzzptx.judges import differ, metamorphic, registry
 from fuzzptx.judges.base import Judge, Verdicts
 from fuzzptx.oracles.ptxas import compile_batch
-from fuzzptx.perf import POOL_YOUNG_THRESHOLD, between_blocks, tune_gc
+from fuzzptx.perf import POOL_YOUNG_THRESHOLD, between_blocks, die_with_parent, tune_gc
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Function, Module
 from fuzzptx.ptx.parse import parse
@@ -290,7 +290,9 @@ def _metamorphic_block(task: BlockTask, programs, texts, ptxas, cubins, planted,
 
 
 def warm() -> None:
-    """Pool initializer: the catalogue and the strategies built before the clock of any stage starts."""
+    """Pool initializer: the process ends with its parent (``perf.die_with_parent``); the catalogue
+    and the strategies built before the clock of any stage starts."""
+    die_with_parent()
     draw_direct(1, 0)
     tune_gc(POOL_YOUNG_THRESHOLD)  # (collected between blocks: pool_block)
 
