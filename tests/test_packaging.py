@@ -49,7 +49,7 @@ def test_every_code_folder_is_a_package_of_the_distribution(dist):
     assert {"fuzzptx.reduce", "fuzzptx.reduce.passes", "fuzzptx.oracles.sass"} <= set(folders)
     missing = sorted(set(folders) - set(dist.packages))
     assert not missing, f"not installed by `pip install .`: {missing}"
-    for name, folder in folders.items():
+    for folder in folders.values():
         assert (folder / "__init__.py").is_file(), f"{folder} holds Python code but no __init__.py"
 
 
