@@ -224,3 +224,79 @@ def test_ctrl_c_exits_within_seconds_and_resume_loses_nothing(tmp_path):
     assert rc == 0, err
     keys = [(r["block"], r["index"]) for r in map(json.loads, res.read_text().splitlines())]
     assert len(keys) == len(set(keys)) == 32
+
+
+# ----------------------------------------------------------------- 7: ptxas timeouts
+
+def test_the_ptxas_time_limit_grows_with_the_input_and_is_an_option(monkeypatch):
+    from fuzzptx.errors import FuzzptxError
+    from fuzzptx.oracles.ptxas import TIMEOUT_ENV, ptxas_timeout, use_ptxas_timeout
+
+    monkeypatch.delenv(TIMEOUT_ENV, raising=False)
+    assert ptxas_timeout(40_000_000) > 2 * 140  # the valid 40 MB module ptxas -O3 compiled in 140 s
+    assert 60 <= ptxas_timeout(10_000) < 61
+    with use_ptxas_timeout(7.5):
+        assert ptxas_timeout(40_000_000) == 7.5
+    assert ptxas_timeout(10_000) < 61
+    monkeypatch.setenv(TIMEOUT_ENV, "zero")
+    with pytest.raises(FuzzptxError, match=TIMEOUT_ENV):
+        ptxas_timeout(1)
+
+
+def test_a_ptxas_timeout_is_never_a_rejection(tmp_path):
+    from fuzzptx.oracles.ptxas import compile_ptx
+
+    r = compile_ptx(SMALL.read_text(), timeout=0.001)
+    assert r.timed_out and not r.accepted and r.limit == 0.001
+    assert "did not finish in 0.001 s" in r.timeout_text() and "not a rejection" in r.timeout_text()
+    rc, out, err = run_cli(["bundle", str(SMALL), "-o", str(tmp_path / "b"), "--ptxas", "default",
+                            "--ptxas-timeout", "0.001"])
+    assert rc == 0, err
+    for name in ("sass_O3.txt", "sass_O0.txt"):
+        text = (tmp_path / "b" / name).read_text()
+        assert "did not finish in 0.001 s" in text and "rejected" not in text, text
+    readme = (tmp_path / "b" / "README.md").read_text()
+    assert "- `-O3`: ptxas did not finish in 0.001 s" in readme
+    rc, out, err = run_cli(["bisect", str(SMALL), "--keep", "sass:", "--ptxas", "default", "--ptxas-timeout", "0.001"])
+    assert rc == 1
+    assert "did not finish in 0.001 s" in out and "ran out of time (13.0.88)" in out
+    assert "timed out" in err
+
+
+SMALL = ROOT / "reports" / "findings" / "ptxas_O3_inflight_acc_call_small.ptx"
+
+
+# ----------------------------------------------------------------- 8: progress, and bundle writes atomically
+
+def test_bundle_check_and_bisect_show_progress(tmp_path, monkeypatch):
+    from fuzzptx import helptext
+
+    monkeypatch.setattr(helptext, "PROGRESS_SECONDS", 0.05)
+    _, _, err = run_cli(["bundle", str(SMALL), "-o", str(tmp_path / "b"), "--ptxas", "default"])
+    assert "fuzzptx bundle: [" in err and "ptxas -O3" in err, err
+    _, _, err = run_cli(["check", str(SMALL), "--ptxas"])
+    assert "fuzzptx check: [" in err, err
+    _, _, err = run_cli(["bisect", str(SMALL), "--keep", "sass:", "--ptxas", "default"])
+    assert "fuzzptx bisect: [" in err and "judging with ptxas 13.0.88" in err, err
+
+
+def test_bundle_appears_whole_or_not_at_all(tmp_path, monkeypatch):
+    from fuzzptx.engine import matrix
+
+    out = tmp_path / "b"
+    seen = []
+
+    def interrupted(*a, **k):
+        seen.append((out.exists(), sorted(p.name for p in tmp_path.iterdir())))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(matrix, "bisect", interrupted)
+    rc, _, _ = run_cli(["bundle", str(SMALL), "-o", str(out), "--ptxas", "default"])  # Ctrl-C, say
+    assert rc == 130
+    assert seen and seen[0][0] is False and any(n.startswith(".b.partial-") for n in seen[0][1])  # written aside
+    assert list(tmp_path.iterdir()) == []  # nothing left: no partial directory
+    monkeypatch.undo()
+    rc, _, err = run_cli(["bundle", str(SMALL), "-o", str(out), "--ptxas", "default"])
+    assert rc == 0 and (out / "README.md").exists() and (out / "bundle.json").exists()
+    rc, _, err = run_cli(["bundle", str(SMALL), "-o", str(out), "--ptxas", "default"])  # an earlier bundle: replaced
+    assert rc == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["b"]

@@ -91,7 +91,7 @@ class PtxasJudge(Judge):
         if v.ptxas is None:
             return []
         if v.ptxas.timed_out:
-            return [Finding(f"ptxas:timeout|{family}", "ptxas did not finish in time")]
+            return [Finding(f"ptxas:timeout|{family}", v.ptxas.timeout_text())]
         if v.ptxas.returncode < 0:
             return [Finding(f"ptxas:crash|{family}", f"ptxas died with signal {-v.ptxas.returncode}")]
         return []
@@ -160,7 +160,7 @@ class ReleasePtxasJudge(PtxasJudge):
         if mine is None or isinstance(mine, NotApplicable):
             return []
         if mine.timed_out:
-            return [Finding(f"{self.name}:timeout|{family}", f"ptxas {self.release} did not finish in time")]
+            return [Finding(f"{self.name}:timeout|{family}", f"ptxas {self.release}: {mine.timeout_text()}")]
         if mine.returncode < 0:
             return [Finding(f"{self.name}:crash|{family}", f"ptxas {self.release} died with signal {-mine.returncode}")]
         out = []
