@@ -150,35 +150,42 @@ def _ids(rows: list[dict]) -> list[str]:
 
 # ----------------------------------------------------------------- run and campaign
 
-RUN_ROWS = pairwise({"ptxas": RELEASES, "judges": JUDGE_SETS, "workers": ["0", "2"], "json": [False, True]})
+RUN_ROWS = pairwise({"ptxas": RELEASES, "judges": JUDGE_SETS, "workers": ["0", "2"], "json": [False, True],
+                     "numerics": [None, "hardware"], "generator": [None, "hypothesis"], "known": [None, KNOWN]})
 
 
 @pytest.mark.parametrize("row", RUN_ROWS, ids=_ids(RUN_ROWS))
 def test_run(row, tmp_path):
     call(["run", "--examples", "3", "--batch", "3", "--seed", "7", "--shrink-budget", "1", "--quiet",
           "--out", str(tmp_path / "r"), "--workers", row["workers"], *_opt("--ptxas", row["ptxas"]),
-          *_opt("--judges", row["judges"]), *_opt("--json", row["json"])])
+          *_opt("--judges", row["judges"]), *_opt("--json", row["json"]), *_opt("--numerics", row["numerics"]),
+          *_opt("--generator", row["generator"]), *_opt("--known", row["known"])])
 
 
 CAMPAIGN_ROWS = pairwise({"ptxas": RELEASES, "judges": [None, "reference,checker,ptxas,sass", "reference,ptxas,hardware"],
-                          "workers": ["0", "2"], "corpus": [False, True]})
+                          "workers": ["0", "2"], "source": ["examples", "time", "corpus"], "shard": [None, "1/2"],
+                          "numerics": [None, "hardware"]})
 
 
 @pytest.mark.parametrize("row", CAMPAIGN_ROWS, ids=_ids(CAMPAIGN_ROWS))
 def test_campaign(row, tmp_path, files):
-    source = ["--corpus", str(files["corpus"])] if row["corpus"] else ["--examples", "2", "--block-size", "2"]
+    source = {"corpus": ["--corpus", str(files["corpus"])], "examples": ["--examples", "2", "--block-size", "2"],
+              "time": ["--time", "2s", "--block-size", "2"]}[row["source"]]
     call(["campaign", "--gpus", "0" if GPU else "none", "--out", str(tmp_path / "c"), "--quiet", "--seed", "5", *source,
-          "--workers", row["workers"], *_opt("--ptxas", row["ptxas"]), *_opt("--judges", row["judges"])])
+          "--workers", row["workers"], *_opt("--ptxas", row["ptxas"]), *_opt("--judges", row["judges"]),
+          *_opt("--shard", row["shard"]), *_opt("--numerics", row["numerics"])])
 
 
 # ----------------------------------------------------------------- commands on files
 
-CHECK_ROWS = pairwise({"file": FILES, "format": ["text", "json", "sarif"], "ptxas": [None, True, ONE]})
+CHECK_ROWS = pairwise({"file": FILES, "format": ["text", "json", "sarif"], "ptxas": [None, True, ONE],
+                       "layers": [None, "isa", "spec,ptxas-model"]})
 
 
 @pytest.mark.parametrize("row", CHECK_ROWS, ids=_ids(CHECK_ROWS))
 def test_check(row, files):
-    call(["check", str(files[row["file"]]), "--format", row["format"], *_opt("--ptxas", row["ptxas"])])
+    call(["check", str(files[row["file"]]), "--format", row["format"], *_opt("--ptxas", row["ptxas"]),
+          *_opt("--layers", row["layers"])])
 
 
 REPLAY_ROWS = pairwise({"file": FILES, "ptxas": RELEASES, "json": [False, True], "judges": [None, "sass", "mmasim"]})
@@ -215,13 +222,15 @@ def test_bundle(file, files, tmp_path):
 
 # ----------------------------------------------------------------- commands on records and none
 
-TRIAGE_ROWS = pairwise({"json": [False, True], "known": [None, KNOWN], "md": [False, True]})
+TRIAGE_ROWS = pairwise({"json": [False, True], "known": [None, KNOWN], "md": [False, True], "html": [False, True],
+                        "ptxas": [None, ONE]})
 
 
 @pytest.mark.parametrize("row", TRIAGE_ROWS, ids=_ids(TRIAGE_ROWS))
 def test_triage(row, campaign_dir, tmp_path):
     call(["triage", str(campaign_dir), *_opt("--json", row["json"]), *_opt("--known", row["known"]),
-          *(["--md", str(tmp_path / "t.md")] if row["md"] else [])])
+          *(["--md", str(tmp_path / "t.md")] if row["md"] else []),
+          *(["--html", str(tmp_path / "t.html")] if row["html"] else []), *_opt("--ptxas", row["ptxas"])])
 
 
 REPORT_ROWS = pairwise({"known": [None, KNOWN], "ptxas": [None, ONE], "out": [False, True]})
