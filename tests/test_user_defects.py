@@ -147,6 +147,13 @@ def _descendants(pid: int) -> set[int]:
     return out
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:  # gone meanwhile
+        return ""
+
+
 def _alive(pids: set[int]) -> set[int]:
     live = {p for ps in _children().values() for p in ps}
     return pids & live
@@ -160,16 +167,20 @@ def test_pool_workers_exit_when_the_campaign_is_killed_9(tmp_path):
     import sys
     import time
 
-    cmd = [sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "none", "--out", str(tmp_path / "c"),
-           "--examples", "100000", "--block-size", "4", "--workers", "2", "--quiet", "--judges", "reference"]
+    from fuzzptx.oracles.hardware import gpu_available
+
+    gpu = gpu_available() is None  # on a GPU machine its worker process must go too
+    cmd = [sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "0" if gpu else "none", "--out", str(tmp_path / "c"),
+           "--examples", "100000", "--block-size", "4", "--workers", "2", "--quiet",
+           "--judges", "reference,hardware" if gpu else "reference"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     workers: set[int] = set()
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:  # the forkserver and its two pool workers
-            workers = {p for p in _descendants(proc.pid) if "forkserver" in Path(f"/proc/{p}/cmdline").read_bytes().decode(
-                errors="replace")} if proc.poll() is None else set()
-            if len(workers) >= 3 and (tmp_path / "c" / "results.jsonl").exists():
+        while time.monotonic() < deadline:  # the forkserver, its two pool workers (and a GPU worker)
+            workers = _descendants(proc.pid) if proc.poll() is None else set()
+            forked = [p for p in workers if "forkserver" in _cmdline(p)]
+            if len(forked) >= 3 and (tmp_path / "c" / "results.jsonl").exists():
                 break
             time.sleep(0.5)
         assert len(workers) >= 3, "the campaign never started its pool"
