@@ -272,8 +272,10 @@ class Live:
     gpu_since: dict = field(default_factory=dict)
     lock: Any = field(default_factory=threading.Lock)
     gpu_programs: int = 0
-    buckets: Counter = field(default_factory=Counter)
-    smallest: dict = field(default_factory=dict)  # signature -> fewest instructions so far
+    buckets: Counter = field(default_factory=Counter)  # root cause (str) -> findings
+    evidence: Counter = field(default_factory=Counter)  # signature -> findings it is evidence of
+    first_seen: dict = field(default_factory=dict)  # root cause -> (programs, seconds) when first found
+    smallest: dict = field(default_factory=dict)  # root cause -> fewest instructions so far
     faults: Counter = field(default_factory=Counter)
     restarts: Counter = field(default_factory=Counter)
     gpu_errors: FirstFew = field(default_factory=FirstFew)
@@ -288,7 +290,7 @@ class Live:
     ptxas_accepted: int = 0
     families: Counter = field(default_factory=Counter)
     forms: set = field(default_factory=set)  # catalogue forms reached
-    repros: dict = field(default_factory=dict)  # signature -> its repro file
+    repros: dict = field(default_factory=dict)  # root cause -> its repro file
     record_problems: list = field(default_factory=list)  # lines of results.jsonl --resume left out, named
 
     def wall(self) -> float:
@@ -432,6 +434,7 @@ class Plan:
     illegal_share: float = ILLEGAL_SHARE  # mutated programs per block
     shrink_budget: float = 0.0  # seconds to shrink each new signature's first program (0: keep the smallest, unshrunk)
     shrink_model_gaps: bool = False  # shrink findings that are gaps in our own models too (checker vs ptxas...)
+    avoid: frozenset[str] = frozenset()  # shapes of known bugs the strategies turn down (triage.known.avoided)
 
     def total_blocks(self) -> int | None:
         n = self.examples if self.corpus is None else min(self.examples or len(self.corpus), len(self.corpus))
@@ -453,20 +456,20 @@ class Plan:
         if self.corpus is not None:
             files = self.corpus[block * self.block_size:(block + 1) * self.block_size]
         return BlockTask(block, self.seed, self.block_size, self.judges, skip, keep, plant, files, self.generator,
-                         self.numerics, self.illegal_share)
+                         self.numerics, self.illegal_share, self.avoid)
 
 
 def _check_meta(out: Path, plan: Plan, resume: bool) -> dict:
     meta = {"seed": plan.seed, "block_size": plan.block_size, "shard": f"{plan.shard[0]}/{plan.shard[1]}",
             "corpus": None if plan.corpus is None else len(plan.corpus), "generator": plan.generator,
-            "numerics": plan.numerics, "planted_block": None}
+            "numerics": plan.numerics, "planted_block": None, "avoid": sorted(plan.avoid)}
     path = out / "campaign.json"
     if path.exists():
         try:
             old = json.loads(path.read_text())
         except ValueError:
             raise CampaignError(f"{path}: not a campaign record (bad JSON)") from None
-        for k in ("seed", "block_size", "shard", "corpus", "generator", "numerics"):
+        for k in ("seed", "block_size", "shard", "corpus", "generator", "numerics", "avoid"):
             if old.get(k, meta[k]) != meta[k]:
                 raise CampaignError(f"--resume with {k}={meta[k]} but the campaign in {out} used {old.get(k)}")
         meta["planted_block"] = old.get("planted_block")
@@ -646,19 +649,22 @@ def _run_locked(out: Path, plan: Plan, lock: OutLock, *, gpus: list[int], resume
                 if hw[j].fault:
                     live.faults[hw[j].fault] += 1
             findings = findings_of(p, v, base["family"], full=lambda j=j: item.program(j))
-            repros: dict[str, str] = {}  # signature -> its repro file (one file per signature)
+            repros: dict[str, str] = {}  # root cause -> its repro file (one file per cause)
             full = sizing = None
             for f in findings:
-                live.buckets[f.signature] += 1
+                key = str(f.root_cause)  # the bucket: findings of one cause are one bug
+                live.buckets[key] += 1
+                live.evidence.update(f.signatures)
+                live.first_seen.setdefault(key, (live.programs + 1, round(live.wall(), 2)))
                 live.findings += 1
                 n = base["instructions"]
-                # a new signature gets a repro; without shrinking, a smaller program of it replaces
+                # a new cause gets a repro; without shrinking, a smaller program of it replaces
                 # the one before (the smallest so far), with shrinking the first one is shrunk
-                new = f.signature not in live.smallest
-                if new or (plan.shrink_budget <= 0 and n < live.smallest[f.signature]):
-                    live.smallest[f.signature] = n
-                    repro = repros[f.signature] = str(out / "repros" / f"{repro_stem(item.block, idx, len(repros))}.ptx")
-                    live.repros[f.signature] = repro
+                new = key not in live.smallest
+                if new or (plan.shrink_budget <= 0 and n < live.smallest[key]):
+                    live.smallest[key] = n
+                    repro = repros[key] = str(out / "repros" / f"{repro_stem(item.block, idx, len(repros))}.ptx")
+                    live.repros[key] = repro
                     note = f"hardware when found: {v.summary()['hardware']}" if v.hardware is not None else None
                     full = full or item.program(j)
                     write_raw(Path(repro), full, f.signature)  # at once: kill-safe
@@ -861,6 +867,7 @@ def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, re
         "cpu_workers": live.workers,
         "judges": list(plan.judges),
         "numerics": plan.numerics or "spec",
+        "avoid": sorted(plan.avoid),
         "seed": plan.seed, "block_size": plan.block_size, "shard": f"{plan.shard[0]}/{plan.shard[1]}",
         "findings": live.findings,
         "faults": dict(live.faults),
@@ -870,7 +877,11 @@ def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, re
         "gpu_errors": live.gpu_errors.items, "gpu_errors_total": live.gpu_errors.count,
         "block_errors": live.block_errors.items, "block_errors_total": live.block_errors.count,
         "planted_block": meta.get("planted_block"),
-        "buckets": dict(live.buckets.most_common()),
+        "buckets": dict(live.buckets.most_common()),  # by root cause (finding.RootCause, as str)
+        "evidence": dict(live.evidence.most_common()),  # by signature
+        "first_seen": live.first_seen,  # root cause -> [programs, seconds] when first found
+        # what the campaign held, for bug yield (distinct root causes per CPU-hour and GPU-hour)
+        "cpu_hours": round(live.workers * wall / 3600, 6), "gpu_hours": round(live.gpus * wall / 3600, 6),
         "illegal_programs": live.illegal,
         "ptxas_accepted": live.ptxas_accepted,
         "families": dict(live.families.most_common()),
