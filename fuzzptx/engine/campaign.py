@@ -49,6 +49,8 @@ from fuzzptx.judges.finding import MODEL
 from fuzzptx.judges.metamorphic import Checked, HardwareJudge as MetamorphicOnGpu
 from fuzzptx.oracles.hardware import HardwareWorker, gpu_available, visible_gpu_count
 from fuzzptx.program import Program
+from fuzzptx.triage import bugs
+from fuzzptx.triage.known import avoided, default_numerics, ledger
 
 from .block import Prepared, deferrable, pool_block, pool_blocks, warm
 from .generate import ILLEGAL_SHARE, BlockTask, block_programs_left
@@ -991,9 +993,19 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the ptxas releases that judge (as fuzzptx run --ptxas): each release is a judge ptxas@R; "
                          "the pinned release stays the judge named ptxas, whose cubins the GPU runs")
     ap.add_argument("--numerics", choices=("spec", "hardware"), default=None,
-                    help="the reference's numerics: spec (the PTX ISA's error bounds, the default) or hardware "
-                         "(the bit-exact H100 model: any GPU mismatch is then a reference or hardware bug); "
-                         "repro files carry it (NUMERICS line); with --corpus, default: each file's own")
+                    help="the reference's numerics: spec (the PTX ISA's error bounds) or hardware (the bit-exact "
+                         "H100 model: any GPU mismatch is then a reference or hardware bug); default: the model of "
+                         "the GPU that judges -- hardware with the hardware judge (it runs on sm_90a, the H100's "
+                         "model), else spec; repro files carry it (NUMERICS line); with --corpus, default: each "
+                         "file's own")
+    ap.add_argument("--known", metavar="FILE", default=None,
+                    help="known-bug ledger (TOML) the campaign's root causes are matched to (headline: distinct "
+                         "bugs, new ones first, their bundles written into --out); default: the checkout's "
+                         "reports/known_bugs.toml when there is one; 'none': no ledger")
+    ap.add_argument("--rediscover", action="store_true",
+                    help="do not turn down the shapes of the ledger's known bugs (by default the generator avoids "
+                         "them, so the campaign's programs go to what is not known yet)")
+    ap.add_argument("--no-bundles", action="store_true", help="do not write a bundle of each new bug into --out")
     ap.add_argument("--block-size", type=int, default=32, help="programs per block (one ptxas module)")
     ap.add_argument("--workers", type=int, default=0, help="CPU processes (default: cores, one fewer with a GPU)")
     ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct",
@@ -1064,10 +1076,19 @@ def main_campaign(argv: list[str]) -> int:
             _say(f"fuzzptx campaign: hardware judge unavailable ({reason}); running without it")
             judges = tuple(j for j in judges if j != "hardware")
     workers = args.workers or max(1, (os.cpu_count() or 2) - (1 if "hardware" in judges else 0))
+    known = ledger(args.known)
+    numerics = args.numerics if args.numerics or corpus else default_numerics(judges)
+    avoid = frozenset() if args.rediscover or corpus else avoided(known, {"numerics": numerics or "spec"})
     plan = Plan(seed=args.seed, block_size=args.block_size, shard=shard, examples=args.examples, seconds=seconds,
-                judges=judges, corpus=corpus, corpus_skipped=corpus_skipped, plant=args.plant_faults, generator=args.generator, numerics=args.numerics)
+                judges=judges, corpus=corpus, corpus_skipped=corpus_skipped, plant=args.plant_faults,
+                generator=args.generator, numerics=numerics, avoid=avoid)
     stats = run_campaign(Path(args.out), plan, gpus=gpus, resume=args.resume, workers=workers,
                          gpu_timeout=args.gpu_timeout, gpu_workers=args.gpu_workers, progress=not args.quiet,
                          force_takeover=args.force_takeover, stale_after=args.stale_after)
+    stats["bugs"] = bugs.summarise(stats, known, {"numerics": stats["numerics"]}, Path(args.out),
+                                   bundles=not args.no_bundles)
+    _write_json(Path(args.out) / "stats.json", stats)
+    for line in bugs.format_bugs(stats["bugs"]):
+        _say("fuzzptx campaign:" + line)
     print(json.dumps({k: v for k, v in stats.items() if k != "timeline"}, indent=1))
     return 0

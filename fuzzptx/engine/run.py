@@ -23,7 +23,7 @@ from fuzzptx.judges.builtin import with_releases
 from fuzzptx.judges.finding import CLASSES, MODEL, RootCause
 from fuzzptx.oracles.hardware import HardwareUnavailable
 from fuzzptx.triage import bugs
-from fuzzptx.triage.known import DEFAULT_LEDGER, avoided, load_known
+from fuzzptx.triage.known import DEFAULT_LEDGER, avoided, ledger
 
 from .campaign import Plan, parse_gpus, run_campaign
 from .generate import ILLEGAL_SHARE
@@ -165,14 +165,6 @@ def main_run(argv: list[str]) -> int:
     else:
         print(format_summary(summ, out_dir))
     return 1 if summ["block_errors_total"] else 0
-
-
-def ledger(path: str | None) -> tuple:
-    """The known-bug ledger a run matches its root causes to: ``path``, else the checkout's
-    ``reports/known_bugs.toml`` where there is one; ``none``: no ledger."""
-    if path is not None:
-        return () if path == "none" else load_known(path)
-    return load_known(DEFAULT_LEDGER) if DEFAULT_LEDGER.is_file() else ()
 
 
 def format_summary(s: dict, out_dir: Path) -> str:

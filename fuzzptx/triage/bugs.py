@@ -8,7 +8,6 @@ rows: one table, many readers.
 """
 from __future__ import annotations
 
-import json
 import re
 import sys
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any, Iterable, Mapping
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.judges.finding import RootCause
 
+from .bundle import bundle
 from .known import KnownBug, classify
 
 BUNDLES = "bundles"  # the run directory's folder of bundles of new bugs
@@ -100,8 +100,6 @@ def slug(cause: RootCause) -> str:
 def write_bundles(bugs: Iterable[BugRow], out_dir: Path, *, releases: str | None = None) -> dict[str, str]:
     """The bundle (``fuzzptx bundle``) of each new bug's repro, into ``out_dir/bundles/<cause>``;
     a bundle that cannot be made is named on stderr, never the end of the run."""
-    from .bundle import bundle  # bundle reads ptxas, the disassembler and the releases: only when asked
-
     made: dict[str, str] = {}
     for r in bugs:
         if not r.new or not r.repro or not Path(r.repro).is_file():
@@ -136,12 +134,8 @@ def format_bugs(summary: dict, limit: int = 20) -> list[str]:
     lines = [f"  {summary['headline']}"]
     for b in summary["bugs"][:limit]:
         tag = "NEW  " if b["new"] else "known"
-        where = f"  -> {b['bundle'] or b['repro']}" if b.get("bundle") or b.get("repro") else ""
+        where = f"  -> {b.get('bundle') or b['repro']}" if b.get("bundle") or b.get("repro") else ""
         lines.append(f"    {tag} {b['count']:5d}  {b['words']}" + (f"  [{b['known']}]" if b["known"] else "") + where)
     if len(summary["bugs"]) > limit:
         lines.append(f"    ... {len(summary['bugs']) - limit} more (summary.json)")
     return lines
-
-
-def dump(path: Path, summary: dict) -> None:
-    Path(path).write_text(json.dumps(summary, indent=1))

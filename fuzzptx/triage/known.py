@@ -102,19 +102,19 @@ def _entry_lines(text: str) -> list[int]:
     return [i for i, ln in enumerate(text.splitlines(), 1) if re.match(r"\s*\[\[\s*bug\s*\]\]", ln)]
 
 
-_OLD_FORMAT = re.compile(r"^\s*[^#\s\[][^=]*\|[^=]*#\s*\S")
+_OLD_FORMAT = re.compile(r"^\s*[^\s#\[]\S*\|\S*(\s+\w+=\w+)*\s+#")  # ``SIGNATURE-GLOB [cond=v]  # why``
 
 
 def parse_known(text: str, file: str = "<known>") -> tuple[KnownBug, ...]:
     """The entries of a ledger; a malformed one is an error naming the file and line."""
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        if _OLD_FORMAT.match(raw):
-            raise FuzzptxError("a glob list of known finding signatures (the old known_findings.txt format): "
-                               "known bugs now live in a TOML ledger matched by root cause, "
-                               "reports/known_bugs.toml (format: fuzzptx/triage/known.py)", file, lineno)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        old = next((n for n, raw in enumerate(text.splitlines(), 1) if _OLD_FORMAT.match(raw)), None)
+        if old is not None:
+            raise FuzzptxError("a glob list of known finding signatures (the old known_findings.txt format): "
+                               "known bugs now live in a TOML ledger matched by root cause, "
+                               "reports/known_bugs.toml (format: fuzzptx/triage/known.py)", file, old) from None
         m = re.search(r"at line (\d+)", str(exc))
         raise FuzzptxError(f"not a known-bug ledger (TOML): {exc}", file, int(m.group(1)) if m else None) from None
     extra = sorted(set(doc) - {"bug"})
@@ -139,13 +139,21 @@ def _entry(b: dict, file: str, line: int) -> KnownBug:
     def bad(why: str) -> FuzzptxError:
         return FuzzptxError(f"bug {b.get('id', '?')!r}: {why}", file, line)
 
+    if not isinstance(b, dict):
+        raise FuzzptxError("a [[bug]] entry must be a table", file, line)
     unknown = sorted(set(b) - _FIELDS)
     if unknown:
         raise bad(f"unknown field(s) {', '.join(unknown)} (have {', '.join(sorted(_FIELDS))})")
     missing = [k for k in _REQUIRED if not b.get(k)]
     if missing:
         raise bad(f"needs {', '.join(missing)}: a known bug nobody can explain is a finding hidden")
-    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", str(b["id"])):
+    for k in ("id", "title", "kind", "first_seen", "last_seen", "status", "repro", "bundle", "written_up"):
+        if k in b and not isinstance(b[k], str):
+            raise bad(f"{k}: a string")
+    for k in ("cause", "when", "rediscover"):
+        if k in b and not isinstance(b[k], dict):
+            raise bad(f"{k}: a table ({{ key = value, ... }})")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", b["id"]):
         raise bad("id: lower-case letters, digits and '-'")
     if b["kind"] not in KINDS:
         raise bad(f"kind {b['kind']!r}: expected one of {', '.join(KINDS)}")
@@ -159,11 +167,13 @@ def _entry(b: dict, file: str, line: int) -> KnownBug:
             raise bad(f"when {k}={v!r}: expected one of "
                       + ", ".join(f"{c}={'|'.join(vs)}" for c, vs in CONDITIONS.items()))
     avoid = b.get("avoid", [])
-    if not isinstance(avoid, list) or any(a not in AVOIDABLE for a in avoid):
+    if not isinstance(avoid, list) or any(not isinstance(a, str) or a not in AVOIDABLE for a in avoid):
         raise bad(f"avoid {avoid!r}: expected a list of {', '.join(sorted(AVOIDABLE))}")
     red = b.get("rediscover", {})
-    if not isinstance(red, dict) or (red and not (red.get("repro") is True or
-                                                  {"seed", "programs"} <= set(red))):
+    if red and not (red.get("repro") is True or ({"seed", "programs"} <= set(red) <= {"seed", "programs", "judges"}
+                                                 and all(isinstance(red[k], int) and not isinstance(red[k], bool)
+                                                         and red[k] >= 0 for k in ("seed", "programs"))
+                                                 and isinstance(red.get("judges", ""), str))):
         raise bad("rediscover: { seed = S, programs = N[, judges = \"...\"] } or { repro = true }")
     return KnownBug(str(b["id"]), str(b["title"]), str(b["kind"]),
                     tuple((k, cause[k]) for k in _CAUSE_FIELDS if k in cause), file, line,
@@ -174,6 +184,22 @@ def _entry(b: dict, file: str, line: int) -> KnownBug:
 
 def load_known(path: str | Path) -> tuple[KnownBug, ...]:
     return parse_known(read_text(path, what="known-bug ledger", allow_empty=True), str(path))
+
+
+def ledger(path: str | None) -> tuple[KnownBug, ...]:
+    """The ledger a run or campaign matches its root causes to: ``path``, else the checkout's
+    ``reports/known_bugs.toml`` where there is one; ``none``: no ledger."""
+    if path is not None:
+        return () if path == "none" else load_known(path)
+    return load_known(DEFAULT_LEDGER) if DEFAULT_LEDGER.is_file() else ()
+
+
+def default_numerics(judges: Iterable[str]) -> str | None:
+    """The numerics a run's reference uses unless told: the model of the GPU that judges.  The
+    hardware judge runs only on sm_90a, whose tensor cores the bit-exact H100 model describes
+    (docs/numerics.md), so its known numerics (the fp8 e8m13 accumulator) do not flood a run;
+    without a GPU, the PTX ISA's bounds (None: spec).  Spec bounds stay a choice (--numerics spec)."""
+    return "hardware" if "hardware" in tuple(judges) else None
 
 
 def avoided(known: Iterable[KnownBug], context: dict | None = None) -> frozenset[str]:
