@@ -193,7 +193,8 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
     path = out / (re.sub(r"[^A-Za-z0-9]+", "_", first.signature).strip("_")[:100] + ".ptx")
     write_raw(path, program, first.signature)  # the engine's one repro writer: raw first, then EXPECT lines
     finalize_repro_file(str(path), program, judges_that_ran(verdicts), first.signature, None)
-    raise FindingFailure(f"new bug {first.root_cause}: {first.signature}: {first.message}\nrepro: {path.resolve()}",
+    raise FindingFailure(f"{first.signature}: {first.message}\nroot cause: {first.root_cause.words()} "
+                         f"({first.root_cause}; not in the known-bug ledger)\nrepro: {path.resolve()}",
                          first.signature, first.kind, str(path.resolve()), str(first.root_cause))
 
 

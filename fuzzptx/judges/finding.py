@@ -132,7 +132,7 @@ def evidence_of(signature: str) -> tuple[str, str, str, str]:
     family = parts[-1] if len(parts) >= 2 else ""
     head, middle = parts[0], parts[1:-1]
     judge, colon, rest = head.partition(":")
-    if "!=" in head and (not colon or "!=" in rest):  # a pair: ``checker!=ptxas``, ``hardware:O3!=O0``
+    if not colon or "!=" in rest:  # a pair (``checker!=ptxas``, ``hardware:O3!=O0``) or a plain name
         return _release_free(head), (middle[0] if middle else ""), "|".join(middle[1:]), family
     rule, _, detail = rest.partition(":")
     extra = "|".join(middle)

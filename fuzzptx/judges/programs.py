@@ -159,7 +159,7 @@ def hardware_numerics_explain(program: Program, outputs: dict[str, bytes]) -> bo
     if program.numerics == "hardware":
         return False
     try:
-        ref = run_program(program, mode="hardware")
+        ref = run_program(replace(program, numerics="hardware"), mode="hardware")
     except Exception:  # noqa: BLE001 - no diagnosis, the mismatch stays a plain one
         return False
     return not ref_compare(program, ref, outputs)

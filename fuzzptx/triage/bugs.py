@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from fuzzptx.errors import FuzzptxError
-from fuzzptx.judges.finding import RootCause
+from fuzzptx.judges.finding import MODEL, RootCause
 
 from .bundle import bundle
 from .known import KnownBug, classify
@@ -98,11 +98,13 @@ def slug(cause: RootCause) -> str:
 
 
 def write_bundles(bugs: Iterable[BugRow], out_dir: Path, *, releases: str | None = None) -> dict[str, str]:
-    """The bundle (``fuzzptx bundle``) of each new bug's repro, into ``out_dir/bundles/<cause>``;
-    a bundle that cannot be made is named on stderr, never the end of the run."""
+    """The bundle (``fuzzptx bundle``) of each new bug's repro, into ``out_dir/bundles/<cause>``:
+    compiler bug candidates and hardware deviations, for the team that owns them (a gap in our own
+    models is ours to fix: its repro is enough); a bundle that cannot be made is named on stderr,
+    never the end of the run."""
     made: dict[str, str] = {}
     for r in bugs:
-        if not r.new or not r.repro or not Path(r.repro).is_file():
+        if not r.new or r.cause.kind == MODEL or not r.repro or not Path(r.repro).is_file():
             continue
         dest = Path(out_dir) / BUNDLES / slug(r.cause)
         try:
