@@ -105,7 +105,9 @@ class Triage:
         for cause, fs in record_causes(record):
             # a program with several causes has one repro per cause (campaign records)
             lead = fs[0]
-            rec = {**record, "signature": lead["signature"], **({"repro": lead["repro"]} if lead.get("repro") else {})}
+            # its own repro file (none: this program was not the cause's smallest when found);
+            # records of findings without their own repro field have one per program
+            rec = {**record, "signature": lead["signature"], **({"repro": lead["repro"]} if "repro" in lead else {})}
             sigs = [s for f in fs for s in [f["signature"]] + [a.get("signature", "") for a in f.get("also", ())]]
             self.buckets.setdefault(cause, Bucket(cause)).add(rec, source, sigs)
             self.first_seen.setdefault(cause, self.programs)

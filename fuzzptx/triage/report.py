@@ -384,7 +384,8 @@ def read_stats(path: Path) -> dict:
 _SUMMED = ("programs", "findings", "gpu_programs", "dropped_at_deadline_for_resume", "worker_restarts",
            "gpu_errors_total", "block_errors_total", "illegal_programs", "ptxas_accepted", "resumed_skipping",
            "cpu_workers")
-_COUNTERS = ("buckets", "faults", "families")
+_COUNTERS = ("buckets", "evidence", "faults", "families")
+_HOURS = ("cpu_hours", "gpu_hours")  # what each shard held: bug yield is per hour of all of them
 
 
 def merge_stats(shards: Sequence[tuple[Path, dict]]) -> dict:
@@ -411,6 +412,8 @@ def merge_stats(shards: Sequence[tuple[Path, dict]]) -> dict:
         for _, st in present:
             c.update(st.get(k) or {})
         merged[k] = dict(c.most_common())
+    for k in _HOURS:
+        merged[k] = round(sum(float(st.get(k) or 0) for _, st in present), 6)
     merged["wall_seconds"] = max(float(st.get("wall_seconds") or 0) for _, st in present)
     merged["programs_per_second"] = round(sum(float(st.get("programs_per_second") or 0) for _, st in present), 2)
     first = present[0][1]
