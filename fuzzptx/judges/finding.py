@@ -186,11 +186,18 @@ def cause_of(signature: str, pattern: str = "") -> RootCause:
     return RootCause(judges, rule, pattern, cls)
 
 
+#: Evidence of the GPU running ptxas's -O3 build against another build of the same program (a
+#: compile pair, ``hardware:O3!=O0|mismatch|...``): in a program whose -O3 SASS has a pipeline
+#: hazard, the hazard is its cause (the repeated-wgmma kernels of tests/data/pairs).
+_O3_PAIR = re.compile(r"hardware:O3!=[\w.@+-]+")
+
+
 def follows_hazard(signature: str) -> bool:
-    """The evidence is the GPU running SASS with a pipeline hazard (``differ.after_sass_hazards``)."""
+    """The evidence is the GPU running SASS with a pipeline hazard (``differ.after_sass_hazards``),
+    or a compile pair of its -O3 build: in a program with a hazard it is that hazard's."""
     judges, rule, _, _ = evidence_of(signature)
     r = _BY_EVIDENCE.get((judges, rule))
-    return r is not None and r.follows_hazard
+    return (r is not None and r.follows_hazard) or bool(_O3_PAIR.fullmatch(judges))
 
 
 def program_causes(signatures: Iterable[str], given: Iterable["RootCause | None"] | None = None) -> list[RootCause]:
