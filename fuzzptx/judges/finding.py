@@ -40,7 +40,7 @@ CLASS_RULES: tuple[tuple[str, str], ...] = (
     (r"reference!=hardware\|mismatch-repeated-wgmma", COMPILER),  # ptxas -O3's collapse of repeated wgmmas
     (r"reference!=hardware\|mismatch-after-sass-hazard", COMPILER),  # the GPU ran SASS with a hazard in it
     (r"hardware:fault-after-sass-hazard", COMPILER),  # (differ.after_sass_hazards)
-    (r"hardware:(O3!=O0|pipelined!=serialised|plain!=deadbranch)\|", COMPILER),  # forms that must agree on the GPU
+    (r"hardware:(O3!=[\w.@+-]+|pipelined!=serialised|plain!=deadbranch)\|", COMPILER),  # forms that must agree on the GPU
     (r"hardware:nondeterministic\|", HARDWARE),
     (r"reference!=hardware\|", HARDWARE),  # the GPU against what the PTX ISA allows
     (r"hardware:fault", HARDWARE),  # the GPU faulted on a program the spec defines
