@@ -104,11 +104,12 @@ class Run:
     command: str
     started: float
     load_before: list[float]
+    commit: dict  # at the start: the tree the run imported, whatever is committed while it runs
     extra: dict = field(default_factory=dict)
 
     def meta(self) -> dict:
         when = datetime.datetime.fromtimestamp(self.started, datetime.timezone.utc)
-        return {"command": self.command, "commit": commit(), "date": when.strftime("%Y-%m-%d %H:%M UTC"),
+        return {"command": self.command, "commit": self.commit, "date": when.strftime("%Y-%m-%d %H:%M UTC"),
                 "seconds": round(time.time() - self.started, 1), "machine": machine(),
                 "load": {"before": self.load_before, "after": _load()}, "versions": versions(), **self.extra}
 
@@ -121,7 +122,7 @@ class Run:
 
 def start(argv: list[str] | None = None, **extra) -> Run:
     """Call first thing in ``main``: the command line, the clock and the load before any work."""
-    return Run(command_line(argv), time.time(), _load(), dict(extra))
+    return Run(command_line(argv), time.time(), _load(), commit(), dict(extra))
 
 
 def finish(record: dict, out: str | Path | None, *, echo: bool = True) -> None:
