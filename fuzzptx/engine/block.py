@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from fuzzptx import launch
 from fuzzptx.judges import differ, metamorphic, registry
 from fuzzptx.judges.base import Judge, Verdicts
 from fuzzptx.oracles.ptxas import compile_batch
@@ -114,12 +115,13 @@ def prepare_block_deferring(task: BlockTask, defer: tuple[str, ...]) -> tuple[Pr
     cpu = [j for j in judges if j.cpu]
     later = Deferred(tuple(j.name for j in cpu if j.name in defer), [], [])
     t0 = time.perf_counter()
+    written = [launch.as_written(p) for p in programs]  # a --corpus file: judged as its bytes are
     if any(j.reads_ir for j in cpu):
         # the text and the located IR the judges read, from one emission: no parse back
-        emitted = [p.to_ptx_located() for p in programs]
+        emitted = [(w, p) if w is not None else p.to_ptx_located() for w, p in zip(written, programs)]
         secs["emit+parse"] += time.perf_counter() - t0
     else:
-        emitted = [(p.to_ptx(), None) for p in programs]
+        emitted = [(w, None) if w is not None else (p.to_ptx(), None) for w, p in zip(written, programs)]
         secs["emit"] += time.perf_counter() - t0
     texts = [t for t, _ in emitted]
     gpu_cubins = any(not j.cpu and j.wants_cubin for j in judges)  # the GPU runs ptxas's own cubins
@@ -175,6 +177,7 @@ def prepare_block_deferring(task: BlockTask, defer: tuple[str, ...]) -> tuple[Pr
             v.ptxas = replace(r, cubin=None, kernel_names=dict(r.kernel_names))
         verdicts.append(v)
         rec = base_record(p)
+        rec.update(launch.record_fields(p, v))  # where it came from, what of its tensor cores ran
         if planted:
             rec["planted"] = planted
         if gpu_cubins and r is not None and r.accepted and not ok:

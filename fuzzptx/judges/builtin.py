@@ -17,7 +17,7 @@ from fuzzptx.oracles import toolchains
 from fuzzptx.oracles.ptxas import PINNED_VERSION, compile_batch, compile_ptx
 from fuzzptx.oracles.ptxas_merge import unsuffixed
 from fuzzptx.oracles.reference import compare as ref_compare, run_program
-from fuzzptx.oracles.reference.errors import Unsupported
+from fuzzptx.oracles.reference.errors import BadAddress, MissingInput, StepLimit, Unsupported
 from fuzzptx.oracles.sass import cubin_sm, disassemble, disassemble_all, disassembler, gmma_count_hazards, verify
 from fuzzptx.program import Program
 
@@ -345,6 +345,11 @@ class ReferenceJudge(Judge):
             result = run_program(program, mode=ctx.numerics)
         except Unsupported as exc:
             return ReferenceVerdict(skipped=str(exc))
+        except (BadAddress, MissingInput, StepLimit) as exc:
+            if program.inferred:  # fuzzptx's guess at a launch does not fit: a limit, not a finding
+                return ReferenceVerdict(skipped=f"cannot run the inferred launch (write the header by hand): {exc}")
+            return ReferenceVerdict(error=str(exc), error_kind=f"{type(exc).__name__}:{_message_slug(exc.message)}",
+                                    exception=exc)
         except FuzzptxError as exc:
             return ReferenceVerdict(error=str(exc), error_kind=f"{type(exc).__name__}:{_message_slug(exc.message)}",
                                     exception=exc)

@@ -353,7 +353,7 @@ class _Parser:
         return Module(
             version=header[".version"],
             target=header[".target"],
-            address_size=header.get(".address_size", 32),
+            address_size=header.get(".address_size"),  # None: not written (emit writes none)
             items=tuple(items),
             preamble=self.preamble,
         )

@@ -28,6 +28,7 @@ from fuzzptx.judges.finding import COMPILER, classify
 from fuzzptx.oracles import toolchains
 from fuzzptx.oracles.ptxas import PINNED_VERSION, compile_ptx, find_ptxas
 from fuzzptx.oracles.sass import disassemble, disassembler, hazards as sass_hazards, run_disassembler
+from fuzzptx import launch
 from fuzzptx.program import Program
 
 _EXCERPT_AROUND = 6  # SASS lines kept before and after each GMMA instruction in the README excerpt
@@ -94,7 +95,7 @@ def bundle(path: str | Path, out: str | Path, *, releases: str | None = None, ke
     the SASS hazards and the README's excerpts are that kernel's."""
     path, out = Path(path), Path(out)
     text = read_text(str(path), what="repro file")
-    program = Program.from_ptx(text, str(path), kernel)
+    program = launch.load(text, str(path), kernel)  # a plain file's launch inferred and searched
     launched = program.launch.kernel
     out.mkdir(parents=True, exist_ok=True)
     (out / "repro.ptx").write_text(text)
@@ -115,7 +116,8 @@ def bundle(path: str | Path, out: str | Path, *, releases: str | None = None, ke
         sass3 = _function_sass(o3, launched, tool) or sass3
         sass0 = _function_sass(o0, launched, tool) or sass0
 
-    v = differ.judge(program, ("ptxas", "checker", "reference") + (("sass",) if tool else ()))
+    v = differ.judge(program, ("ptxas", "checker", "reference") + (("sass",) if tool else ()), text=text,
+                     judged=program)
     found = differ.compare(program, v)
     findings = [f.signature for f in found]
     (out / "reference_outputs.txt").write_text(_outputs_text(v.get("reference")))
@@ -160,6 +162,7 @@ def bundle(path: str | Path, out: str | Path, *, releases: str | None = None, ke
             "ptxas": PINNED_VERSION, "ptxas_O3": {"accepted": o3.accepted, "codes": sorted({d.code for d in o3.diagnostics if d.code})},
             "ptxas_O0": {"accepted": o0.accepted, "codes": sorted({d.code for d in o0.diagnostics if d.code})},
             "sass_hazards_O3": hazards, "findings_now": findings, "verdicts": v.summary(),
+            **{k: x for k, x in launch.record_fields(program, v).items() if k != "source"},
             "releases": {r: h for r, h in holds.items()}, "gpu_recorded": gpu_lines,
             "files": sorted(p.name for p in out.iterdir()) + ["README.md", "bundle.json"]}
     (out / "README.md").write_text(_readme(program, meta, sass3, sass0, keep))
@@ -174,6 +177,10 @@ def _readme(program: Program, m: dict, sass3: list[str], sass0: list[str], keep:
         lines += [f"**Class:** {classify(sig)}." + ("" if m["signature"] else " (The file records no signature: this is "
                                                      "what judging it finds now.)"), ""]
     notes = [n for n in program.notes]
+    if m.get("tensor"):
+        t = m["tensor"]
+        notes.append(f"tensor cores: {t['executed']} of {t['of']} tensor-core instructions executed in the reference"
+                     + (" (coverage:none: no judge compared a tensor-core result)" if m.get("notes") else ""))
     if notes:
         lines += ["What the fuzzer recorded:", ""] + [f"- {n}" for n in notes] + [""]
     lines += [

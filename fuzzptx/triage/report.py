@@ -39,8 +39,17 @@ class Digest:
     cells: Counter = field(default_factory=Counter)  # (type mix + A source, N, swizzle) -> programs
     faults: list[dict] = field(default_factory=list)  # the first FAULT_ROWS planted/faulting programs
     more_faults: int = 0
+    # programs with tensor-core instructions, those whose reference run executed none (coverage:none),
+    # and the instructions executed of those they have (the records' ``tensor`` field)
+    tensor: Counter = field(default_factory=Counter)
 
     def add(self, rec: dict) -> None:
+        ten = rec.get("tensor")
+        if isinstance(ten, dict):
+            self.tensor["programs"] += 1
+            self.tensor["coverage:none"] += "coverage:none" in (rec.get("notes") or ())
+            self.tensor["executed"] += int(ten.get("executed", 0) or 0)
+            self.tensor["of"] += int(ten.get("of", 0) or 0)
         t = rec.get("t")
         if isinstance(t, (int, float)):
             self.times.append(t)
@@ -174,11 +183,22 @@ def summary(t: Triage, digest: Digest, stats: dict, known: tuple[KnownFinding, .
         "buckets": buckets,
         "known_entries_unmatched": [f"{k.where()}: {k.pattern}" for k in unmatched] if known else [],
         "families": dict(digest.families.most_common()),
+        "tensor_coverage": dict(digest.tensor),  # coverage:none: programs that agreed about no tensor core
         "wall_seconds": wall,
         "programs_per_second": (t.programs / wall) if wall else None,
         "campaign_stats": stats,
         "input_problems": t.problems,
     }
+
+
+def _tensor_line(c: dict) -> str:
+    """How much of the judged programs' tensor cores the reference reached; the coverage:none count
+    (programs on which the judges agreed about no tensor core) stands out."""
+    if not c.get("programs"):
+        return ""
+    return (f"<p>Tensor cores: {c.get('executed', 0)} of {c.get('of', 0)} tensor-core instructions of "
+            f"{c['programs']} programs executed in the reference; <b>{c.get('coverage:none', 0)}</b> programs with "
+            "<code>coverage:none</code> (none of theirs ran).</p>")
 
 
 def junit(t: Triage, summ: dict) -> str:
@@ -252,6 +272,7 @@ td,th{{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}}h2{{margin
 <p><b>{summ['programs']}</b> programs judged, <b>{summ['findings']}</b> findings in <b>{len(t.buckets)}</b> buckets
 (<b>{summ['new_buckets']}</b> new, {summ['known_buckets']} known);
 {'' if pps is None else f'{pps:.1f} programs/s'}.</p>
+{_tensor_line(summ.get('tensor_coverage') or {})}
 {headline(st)}
 <h2>Findings by bucket</h2>{plot_buckets(t)}
 <table><tr><th>findings</th><th>signature</th><th>class</th><th>status</th><th>smallest repro</th><th>instructions</th>{'<th>releases (the signature holds)</th>' if with_releases else ''}</tr>{''.join(rows)}</table>
