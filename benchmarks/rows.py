@@ -101,9 +101,9 @@ ROWS: tuple[Row, ...] = (
     Row("5b", AGREEMENT, "results/checker_vs_ptxas.json", _agreement(1), rerun=AGREEMENT_RERUN, gaps=AGREEMENT_GAPS),
     Row("5c", AGREEMENT, "results/checker_vs_ptxas.json", _agreement(2), rerun=AGREEMENT_RERUN, gaps=AGREEMENT_GAPS),
     Row("6", "python benchmarks/bench_scaling.py --kernels 1000,3000 --shrink-kernels 30,100,300 "
-        "--shrink-seconds-per-kernel 1 --skip replay,ptxas", "results/scaling.json", _scaling,
+        "--shrink-seconds-per-kernel 0.5 --skip replay,ptxas", "results/scaling.json", _scaling,
         rerun=("python", "benchmarks/bench_scaling.py", "--kernels", "1000,3000", "--shrink-kernels", "30,100,300",
-               "--shrink-seconds-per-kernel", "1", "--skip", "replay,ptxas", "--out", "{out}"),
+               "--shrink-seconds-per-kernel", "0.5", "--skip", "replay,ptxas", "--out", "{out}"),
         gaps=tuple(missing_meta({})), note="the figures are the 2026-11-26 record's; a quiet rerun of the command replaces it"),
 )
 
