@@ -23,6 +23,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from fuzzptx.perf import die_with_parent
+
 CUBIN_CACHE = 32
 
 # CUDA error names (driver CUDA_ERROR_X_Y and runtime cudaErrorXY spellings both match once
@@ -286,6 +288,7 @@ def main(conn, device: int = 0) -> None:
 
 
 def _main(conn, device: int, before_exit=None) -> None:
+    die_with_parent()  # a campaign killed by -9 takes its GPU worker along
     pin_device(device)
     reason = probe()
     if reason is not None:

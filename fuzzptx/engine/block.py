@@ -18,7 +18,7 @@ from fuzzptx import launch
 from fuzzptx.judges import differ, metamorphic, registry
 from fuzzptx.judges.base import Judge, Verdicts
 from fuzzptx.oracles.ptxas import compile_batch
-from fuzzptx.perf import POOL_YOUNG_THRESHOLD, between_blocks, tune_gc
+from fuzzptx.perf import POOL_YOUNG_THRESHOLD, between_blocks, die_with_parent, tune_gc
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Function, Module
 from fuzzptx.ptx.parse import parse
@@ -216,8 +216,10 @@ def judge_deferred(prep: Prepared, later: Deferred) -> None:
     t_block = time.perf_counter()
     for k, p, text, judged, r in later.programs:
         v = prep.verdicts[k]
-        differ.judge(p, ("ptxas",) + later.judges, ptxas_result=r, text=text, judged=judged, into=v)
-        v.ptxas = replace(r, cubin=None, kernel_names=dict(r.kernel_names))  # as prepare_block ships it
+        differ.judge(p, (("ptxas",) if r is not None else ()) + later.judges, ptxas_result=r, text=text,
+                     judged=judged, into=v)
+        if r is not None:  # as prepare_block ships it (None: the run has no pinned ptxas judge)
+            v.ptxas = replace(r, cubin=None, kernel_names=dict(r.kernel_names))
         for name in later.judges:
             prep.seconds[name] = prep.seconds.get(name, 0.0) + v.seconds.get(name, 0.0)
     prep.wall += time.perf_counter() - t_block
@@ -291,7 +293,9 @@ def _metamorphic_block(task: BlockTask, programs, texts, ptxas, cubins, planted,
 
 
 def warm() -> None:
-    """Pool initializer: the catalogue and the strategies built before the clock of any stage starts."""
+    """Pool initializer: the process ends with its parent (``perf.die_with_parent``); the catalogue
+    and the strategies built before the clock of any stage starts."""
+    die_with_parent()
     draw_direct(1, 0)
     tune_gc(POOL_YOUNG_THRESHOLD)  # (collected between blocks: pool_block)
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from fuzzptx.helptext import Formatter
 from fuzzptx.judges import registry
 from fuzzptx.judges.builtin import with_releases
 from fuzzptx.judges.finding import CLASSES, MODEL, classify as finding_class
@@ -102,7 +103,7 @@ def summary(stats: dict) -> dict:
 def main_run(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="fuzzptx run", description="CPU fuzz run: draw programs, judge them, shrink "
                                  "each new finding into a repro, print a summary.",
-                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                 formatter_class=Formatter)
     ap.add_argument("--examples", type=int, default=200, help="programs to judge")
     ap.add_argument("--seed", type=int, default=0, help="the run is a function of the seed")
     ap.add_argument("--judges", default=",".join(DEFAULT_JUDGES),
