@@ -2,7 +2,7 @@
 
 CI (profile ``ci``): no judge may crash or time out on 60 legal programs, and the reference, the
 checker, ptxas and the SASS verifier agree on every one of a fixed-seed sample (``CI_EXAMPLES``
-programs, about half a minute on two cores; findings of ``reports/known_findings.txt`` excepted).
+programs, about half a minute on two cores; bugs of the ledger ``reports/known_bugs.toml`` excepted).
 Nightly (``--fuzzptx-profile nightly --fuzzptx-judges reference,checker,ptxas,hardware``,
 ``pytest -n <gpus>``): every judge must agree on every program; a failure leaves a repro.
 """
@@ -21,7 +21,7 @@ CRASHES = ("checker:crash", "reference:crash", "ptxas:timeout", "hardware:fault"
 CI_JUDGES = ("reference", "checker", "ptxas", "sass")
 CI_EXAMPLES = 24
 CI_SEED = 42
-KNOWN = Path(__file__).resolve().parents[1] / "reports" / "known_findings.txt"
+KNOWN = Path(__file__).resolve().parents[1] / "reports" / "known_bugs.toml"
 
 
 def test_no_judge_crashes_on_legal_programs(fuzzptx_config):
@@ -35,7 +35,7 @@ def test_no_judge_crashes_on_legal_programs(fuzzptx_config):
 
 def _agreement_config(fuzzptx_config):
     """The nightly's own configuration; in CI the four CPU judges on a small fixed sample, with
-    the committed known-findings baseline (a known ptxas miscompile is no disagreement to fix here)."""
+    the committed known-bug ledger (a known ptxas miscompile is no disagreement to fix here)."""
     if fuzzptx_config.profile == "nightly":
         return fuzzptx_config
     from fuzzptx.judges import registry
