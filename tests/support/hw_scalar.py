@@ -250,7 +250,7 @@ def reexamine_row(form: Form, row: dict) -> dict:
     nout = max(len(form.outs), 1)
     runs = []
     for run in row["runs"]:
-        still = []
+        still, seen = [], []
         for e in run.get("examples", []):
             p = program_on(form, [int(x, 16) for x in e["inputs"]] or [0], threads=1)
             try:
@@ -260,12 +260,14 @@ def reexamine_row(form: Form, row: dict) -> dict:
             o = ref.outputs["out"]
             bits = np.frombuffer(o.data, np.uint64)[:nout]
             kind = o.kind[:nout]
-            if ref.undefined is None and any(kind[j] != UNDEF and int(bits[j]) != int(e["h100"][j], 16) for j in range(nout)):
-                still.append({**e, "reference": [hex(int(x)) for x in bits]})
-        r = {k: v for k, v in run.items() if k not in ("examples", "first")}
-        r["mismatches"] = len(still) if run.get("examples") else run.get("mismatches", 0)
-        if still:
-            r["examples"] = still
+            differs = ref.undefined is None and any(kind[j] != UNDEF and int(bits[j]) != int(e["h100"][j], 16)
+                                                    for j in range(nout))
+            now = [("UNDEF" if kind[j] == UNDEF else hex(int(bits[j]))) for j in range(nout)]
+            seen.append({**e, "reference_now": now, "differs_now": bool(differs)})
+            still += [e] if differs else []
+        r = {**run, "examples": seen} if seen else dict(run)
+        r["mismatches_recorded"] = run.get("mismatches", 0)
+        r["mismatches"] = len(still) if seen else run.get("mismatches", 0)
         runs.append(r)
     status = row["status"]
     if status == "mismatch":
