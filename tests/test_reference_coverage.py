@@ -89,8 +89,10 @@ EXPLAINED: dict[str, str] = {
     "bfe.u64": _BF64, "bfe.s64": _BF64, "bfi.b64": _BF64,
     "cvt.rna.tf32.f32": _TF32, "cvt.rna.satfinite.tf32.f32": _TF32,
     "vadd.u32.u32.u32.sat": _VIDEO % "wraps u32 + u32 instead of clamping: 0xfffffffe + 0x57bc8976 gives 0x57bc8974",
-    "vadd (.max)": _VIDEO % "compares tmp with c as if c were signed: max(0x80000000, 0xff800000) gives 0x80000000",
-    "vsub (.max)": _VIDEO % "compares tmp with c as if c were signed: max(2 - 0x1c, 0xef5a7bb5) gives 0xffffffe6",
+    "vadd (.max)": _VIDEO % "returns neither max(tmp, c) nor one 32-bit signed or unsigned max: "
+                           "vadd.u32.u32.u32.max(0x80000000, 0x80000001.b2, 0xff800000) gives 0x80000000",
+    "vsub (.max)": _VIDEO % "returns neither max(tmp, c) nor one 32-bit signed or unsigned max: "
+                           "vsub.u32.u32.u32.max(0x80, 0x7fffffff.b2, 0x7fff) gives 0xffffff81",
     "vsub (merge into .b1, .sat)": _VIDEO % "saturates a negative u32 tmp to 0xff, not 0, in the merged byte: "
                                             "0 - 0xac into .b1 gives 0xff",
 }
