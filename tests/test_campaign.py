@@ -27,7 +27,8 @@ JUDGES = "reference,checker,ptxas,sass"  # the compiler bug is stable where mode
 
 def _campaign(out: Path, *extra: str, check: bool = True) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "none", "--out", str(out), "--seed", str(SEED),
-           "--block-size", str(BLOCK), "--workers", "1", "--quiet", "--judges", JUDGES, *extra]
+           "--block-size", str(BLOCK), "--workers", "1", "--quiet", "--judges", JUDGES,
+           "--rediscover", *extra]  # the programs as drawn: the known bugs' shapes give these tests repros to check
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if check:
         assert r.returncode == 0, r.stderr
@@ -115,7 +116,7 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(whole, tmp_path):
     out = tmp_path / "killed"
     cmd = [sys.executable, "-m", "fuzzptx.cli", "campaign", "--gpus", "none", "--out", str(out), "--seed", str(SEED),
            "--block-size", str(BLOCK), "--workers", "1", "--quiet", "--examples", str(EXAMPLES),
-           "--judges", JUDGES]  # as ``whole`` was judged
+           "--judges", JUDGES, "--rediscover"]  # as ``whole`` was judged
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     results = out / "results.jsonl"
     t0 = time.monotonic()
@@ -264,7 +265,7 @@ def test_planted_trap_and_hang_are_survived_on_the_gpu(tmp_path):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     stats = json.loads(r.stdout)
-    sigs = set(stats["buckets"])
+    sigs = set(stats["evidence"])  # the findings' signatures (stats["buckets"] counts root causes)
     assert any(s.startswith("hardware:fault:trap|") for s in sigs), sigs
     assert any(s.startswith("hardware:fault:timeout|") for s in sigs), sigs
     assert stats["worker_restarts"] >= 2
