@@ -902,3 +902,16 @@ def test_the_h100_records_examples_are_the_references_values(label, inputs, expe
             assert ob.kind[j] == UNDEF, (label, j, hex(int(bits[j])))
         else:
             assert e == h100[j] and ob.kind[j] != UNDEF and hex(int(bits[j])) == e, (label, j, hex(int(bits[j])), h100[j])
+
+
+def test_a_nan_half_of_a_packed_pair_leaves_the_other_half_exact():
+    """neg.f16x2 of 0xfe005d29 (the H100 record: 0x7fffdd29): the NaN half is free, the low half is 0xdd29."""
+    p = kernel("neg.f16x2 %r30, %r1; " + store(), threads=2, inputs={"a": (32, [0xFE005D29, 0x3C00BC00])})
+    r = run_program(p)
+    o = r.outputs["o"]
+    got = np.frombuffer(o.data, np.uint32)
+    assert o.kind[0] == UNDEF and o.kind[1] != UNDEF and got[1] == 0xBC003C00
+    p = kernel("neg.f16x2 %r30, %r1; mov.b32 {%h1, %h2}, %r30; cvt.u32.u16 %r30, %h1; " + store(), threads=1,
+               inputs={"a": (32, [0xFE005D29])})
+    o = run_program(p).outputs["o"]
+    assert o.kind[0] != UNDEF and np.frombuffer(o.data, np.uint32)[0] == 0xDD29

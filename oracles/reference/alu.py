@@ -138,9 +138,8 @@ def h_arith(m, f, ins, act):
         # "NaN inputs yield an unspecified NaN" (PTX ISA, abs and neg): the H100 writes the canonical
         # NaN for f16/bf16/f32 and quiets f64's (tests/hw_records/scalar_ops_h100.json)
         sh = interval_shadow(t, base, srcs, n)
-        nan_in = nan_bits(bits[0], t)
-        if count_nonzero(nan_in):
-            sh = undef_where(sh, nan_in, n, w)
+        if count_nonzero(nan_bits(bits[0], t)):
+            sh = nan_payload_free(sh, bits[0], t, n)
         m.write(f, ops[0], res, sh, act, ins)
         return
     fn = {"add": _add, "sub": _sub, "mul": _mul, "fma": _fma, "mad": _fma, "div": _div, "min": _min,

@@ -99,6 +99,9 @@ def nan_payload_free(sh: Shadow | None, bits: np.ndarray, t: str, n: int) -> Sha
     pattern (f64 arithmetic, abs/neg, conversions into or out of f64) the H100 keeps or quiets the
     input's payload and sign (tests/hw_records/scalar_ops_h100.json), so the bits are left free."""
     from .values import undef_where
+    if t in HALF and sh is None:  # lane by lane: the other half of a packed pair stays exact
+        lanes = np.stack([nan_bits(x, HALF[t]) for x in _lanes(t, bits)], axis=1)
+        return Shadow(TYPES[t][0] // 2, np.where(lanes, UNDEF, EXACT).astype(np.uint8)) if lanes.any() else None
     return undef_where(sh, nan_bits(bits, t), n, TYPES[t][0])
 
 
