@@ -14,10 +14,11 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from fuzzptx import launch
 from fuzzptx.judges import differ, metamorphic, registry
 from fuzzptx.judges.base import Judge, Verdicts
 from fuzzptx.oracles.ptxas import compile_batch
-from fuzzptx.perf import POOL_YOUNG_THRESHOLD, between_blocks, tune_gc
+from fuzzptx.perf import POOL_YOUNG_THRESHOLD, between_blocks, die_with_parent, tune_gc
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Function, Module
 from fuzzptx.ptx.parse import parse
@@ -114,12 +115,13 @@ def prepare_block_deferring(task: BlockTask, defer: tuple[str, ...]) -> tuple[Pr
     cpu = [j for j in judges if j.cpu]
     later = Deferred(tuple(j.name for j in cpu if j.name in defer), [], [])
     t0 = time.perf_counter()
+    written = [launch.as_written(p) for p in programs]  # a --corpus file: judged as its bytes are
     if any(j.reads_ir for j in cpu):
         # the text and the located IR the judges read, from one emission: no parse back
-        emitted = [p.to_ptx_located() for p in programs]
+        emitted = [(w, p) if w is not None else p.to_ptx_located() for w, p in zip(written, programs)]
         secs["emit+parse"] += time.perf_counter() - t0
     else:
-        emitted = [(p.to_ptx(), None) for p in programs]
+        emitted = [(w, None) if w is not None else (p.to_ptx(), None) for w, p in zip(written, programs)]
         secs["emit"] += time.perf_counter() - t0
     texts = [t for t, _ in emitted]
     gpu_cubins = any(not j.cpu and j.wants_cubin for j in judges)  # the GPU runs ptxas's own cubins
@@ -175,6 +177,7 @@ def prepare_block_deferring(task: BlockTask, defer: tuple[str, ...]) -> tuple[Pr
             v.ptxas = replace(r, cubin=None, kernel_names=dict(r.kernel_names))
         verdicts.append(v)
         rec = base_record(p)
+        rec.update(launch.record_fields(p, v))  # where it came from, what of its tensor cores ran
         if planted:
             rec["planted"] = planted
         if gpu_cubins and r is not None and r.accepted and not ok:
@@ -213,8 +216,10 @@ def judge_deferred(prep: Prepared, later: Deferred) -> None:
     t_block = time.perf_counter()
     for k, p, text, judged, r in later.programs:
         v = prep.verdicts[k]
-        differ.judge(p, ("ptxas",) + later.judges, ptxas_result=r, text=text, judged=judged, into=v)
-        v.ptxas = replace(r, cubin=None, kernel_names=dict(r.kernel_names))  # as prepare_block ships it
+        differ.judge(p, (("ptxas",) if r is not None else ()) + later.judges, ptxas_result=r, text=text,
+                     judged=judged, into=v)
+        if r is not None:  # as prepare_block ships it (None: the run has no pinned ptxas judge)
+            v.ptxas = replace(r, cubin=None, kernel_names=dict(r.kernel_names))
         for name in later.judges:
             prep.seconds[name] = prep.seconds.get(name, 0.0) + v.seconds.get(name, 0.0)
     prep.wall += time.perf_counter() - t_block
@@ -288,7 +293,9 @@ def _metamorphic_block(task: BlockTask, programs, texts, ptxas, cubins, planted,
 
 
 def warm() -> None:
-    """Pool initializer: the catalogue and the strategies built before the clock of any stage starts."""
+    """Pool initializer: the process ends with its parent (``perf.die_with_parent``); the catalogue
+    and the strategies built before the clock of any stage starts."""
+    die_with_parent()
     draw_direct(1, 0)
     tune_gc(POOL_YOUNG_THRESHOLD)  # (collected between blocks: pool_block)
 

@@ -49,6 +49,8 @@ from fuzzptx.judges.finding import MODEL
 from fuzzptx.judges.metamorphic import Checked, HardwareJudge as MetamorphicOnGpu
 from fuzzptx.oracles.hardware import HardwareWorker, gpu_available, visible_gpu_count
 from fuzzptx.program import Program
+from fuzzptx.triage import bugs
+from fuzzptx.triage.known import avoided, default_numerics, ledger
 
 from .block import Prepared, deferrable, pool_block, pool_blocks, warm
 from .generate import ILLEGAL_SHARE, BlockTask, block_programs_left
@@ -67,6 +69,8 @@ NIGHTLY_JUDGES = ("reference", "ptxas", "sass", "hardware")
 # the SASS judge's disassembler run, ~0.25 s of CPU at start-up whatever its input): one run
 # serves the group, and the group's verdicts wait for its last block
 GROUP_BLOCKS = 4
+# seconds the blocks in flight get to finish into the record after Ctrl-C or SIGTERM
+STOP_GRACE_S = 3.0
 
 
 class CampaignError(FuzzptxError):
@@ -103,7 +107,9 @@ def check_record(path: Path) -> None:
         return
     with path.open("rb") as fh:
         head = fh.read(1 << 20)
-    nul = head.find(b"\0")
+    # a NUL in the first line: binary; one in a later line is that line's problem (``done_keys``
+    # skips and counts it, as triage and report do)
+    nul = head.split(b"\n", 1)[0].find(b"\0")
     if nul >= 0:
         raise InputError(f"binary data (NUL byte at offset {nul}), not a campaign record "
                          "(--resume reads the results.jsonl of an earlier campaign)", str(path))
@@ -272,8 +278,10 @@ class Live:
     gpu_since: dict = field(default_factory=dict)
     lock: Any = field(default_factory=threading.Lock)
     gpu_programs: int = 0
-    buckets: Counter = field(default_factory=Counter)
-    smallest: dict = field(default_factory=dict)  # signature -> fewest instructions so far
+    buckets: Counter = field(default_factory=Counter)  # root cause (str) -> findings
+    evidence: Counter = field(default_factory=Counter)  # signature -> findings it is evidence of
+    first_seen: dict = field(default_factory=dict)  # root cause -> (programs, seconds) when first found
+    smallest: dict = field(default_factory=dict)  # root cause -> fewest instructions so far
     faults: Counter = field(default_factory=Counter)
     restarts: Counter = field(default_factory=Counter)
     gpu_errors: FirstFew = field(default_factory=FirstFew)
@@ -288,7 +296,7 @@ class Live:
     ptxas_accepted: int = 0
     families: Counter = field(default_factory=Counter)
     forms: set = field(default_factory=set)  # catalogue forms reached
-    repros: dict = field(default_factory=dict)  # signature -> its repro file
+    repros: dict = field(default_factory=dict)  # root cause -> its repro file
     record_problems: list = field(default_factory=list)  # lines of results.jsonl --resume left out, named
 
     def wall(self) -> float:
@@ -432,6 +440,7 @@ class Plan:
     illegal_share: float = ILLEGAL_SHARE  # mutated programs per block
     shrink_budget: float = 0.0  # seconds to shrink each new signature's first program (0: keep the smallest, unshrunk)
     shrink_model_gaps: bool = False  # shrink findings that are gaps in our own models too (checker vs ptxas...)
+    avoid: frozenset[str] = frozenset()  # shapes of known bugs the strategies turn down (triage.known.avoided)
 
     def total_blocks(self) -> int | None:
         n = self.examples if self.corpus is None else min(self.examples or len(self.corpus), len(self.corpus))
@@ -453,20 +462,20 @@ class Plan:
         if self.corpus is not None:
             files = self.corpus[block * self.block_size:(block + 1) * self.block_size]
         return BlockTask(block, self.seed, self.block_size, self.judges, skip, keep, plant, files, self.generator,
-                         self.numerics, self.illegal_share)
+                         self.numerics, self.illegal_share, self.avoid)
 
 
 def _check_meta(out: Path, plan: Plan, resume: bool) -> dict:
     meta = {"seed": plan.seed, "block_size": plan.block_size, "shard": f"{plan.shard[0]}/{plan.shard[1]}",
             "corpus": None if plan.corpus is None else len(plan.corpus), "generator": plan.generator,
-            "numerics": plan.numerics, "planted_block": None}
+            "numerics": plan.numerics, "planted_block": None, "avoid": sorted(plan.avoid)}
     path = out / "campaign.json"
     if path.exists():
         try:
             old = json.loads(path.read_text())
         except ValueError:
             raise CampaignError(f"{path}: not a campaign record (bad JSON)") from None
-        for k in ("seed", "block_size", "shard", "corpus", "generator", "numerics"):
+        for k in ("seed", "block_size", "shard", "corpus", "generator", "numerics", "avoid"):
             if old.get(k, meta[k]) != meta[k]:
                 raise CampaignError(f"--resume with {k}={meta[k]} but the campaign in {out} used {old.get(k)}")
         meta["planted_block"] = old.get("planted_block")
@@ -646,19 +655,22 @@ def _run_locked(out: Path, plan: Plan, lock: OutLock, *, gpus: list[int], resume
                 if hw[j].fault:
                     live.faults[hw[j].fault] += 1
             findings = findings_of(p, v, base["family"], full=lambda j=j: item.program(j))
-            repros: dict[str, str] = {}  # signature -> its repro file (one file per signature)
+            repros: dict[str, str] = {}  # root cause -> its repro file (one file per cause)
             full = sizing = None
             for f in findings:
-                live.buckets[f.signature] += 1
+                key = str(f.root_cause)  # the bucket: findings of one cause are one bug
+                live.buckets[key] += 1
+                live.evidence.update(f.signatures)
+                live.first_seen.setdefault(key, (live.programs + 1, round(live.wall(), 2)))
                 live.findings += 1
                 n = base["instructions"]
-                # a new signature gets a repro; without shrinking, a smaller program of it replaces
+                # a new cause gets a repro; without shrinking, a smaller program of it replaces
                 # the one before (the smallest so far), with shrinking the first one is shrunk
-                new = f.signature not in live.smallest
-                if new or (plan.shrink_budget <= 0 and n < live.smallest[f.signature]):
-                    live.smallest[f.signature] = n
-                    repro = repros[f.signature] = str(out / "repros" / f"{repro_stem(item.block, idx, len(repros))}.ptx")
-                    live.repros[f.signature] = repro
+                new = key not in live.smallest
+                if new or (plan.shrink_budget <= 0 and n < live.smallest[key]):
+                    live.smallest[key] = n
+                    repro = repros[key] = str(out / "repros" / f"{repro_stem(item.block, idx, len(repros))}.ptx")
+                    live.repros[key] = repro
                     note = f"hardware when found: {v.summary()['hardware']}" if v.hardware is not None else None
                     full = full or item.program(j)
                     write_raw(Path(repro), full, f.signature)  # at once: kill-safe
@@ -687,8 +699,19 @@ def _run_locked(out: Path, plan: Plan, lock: OutLock, *, gpus: list[int], resume
     try:
         submit_more()
         while pending or state["in_gpu"]:
-            if stop.is_set():  # SIGINT/SIGTERM, seen between blocks: the record ends on a whole block
-                raise KeyboardInterrupt
+            if stop.is_set():  # SIGINT/SIGTERM: the blocks in flight get STOP_GRACE_S to finish into
+                # the record (it ends on whole blocks); the rest are stopped, for a --resume to redo
+                if "stop_at" not in state:
+                    state["exhausted"] = True
+                    state["stop_at"] = time.monotonic() + STOP_GRACE_S
+                    for f in [f for f in pending if f.cancel()]:
+                        pending.pop(f, None)
+                if time.monotonic() > state["stop_at"] or not (pending or state["in_gpu"]):
+                    left = sum(len(ts) for ts in pending.values()) + state["in_gpu"]
+                    if left:
+                        _say(f"fuzzptx campaign: {left} block(s) in flight stopped, not recorded "
+                             "(--resume judges them)")
+                    raise KeyboardInterrupt
             try:
                 ev = events.get(timeout=0.5)
             except queue.Empty:
@@ -741,6 +764,8 @@ def _run_locked(out: Path, plan: Plan, lock: OutLock, *, gpus: list[int], resume
             if not cf.wait(repro_futs, timeout=0.5).not_done:
                 break
         if stop.is_set():
+            raise KeyboardInterrupt
+        if "stop_at" in state:  # every block in flight finished within the grace: still an interruption
             raise KeyboardInterrupt
         state["complete"] = True
     finally:
@@ -830,11 +855,20 @@ def _close_pool(pool) -> None:
     concurrent.futures' _python_exit) at the end of a finished campaign."""
     if isinstance(pool, InlineExecutor):
         return
+    # taken before shutdown, which forgets them: stopped here, a block in a worker would otherwise
+    # run to its end while the interpreter's exit hook waits for it (14-70 s after a Ctrl-C)
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+    for proc in procs:
         if proc.is_alive():
             proc.terminate()
-    pool.shutdown(wait=True)
+    for proc in procs:
+        proc.join(timeout=5)
+        if proc.is_alive():
+            proc.kill()
+    if manager is not None:
+        manager.join(timeout=10)
 
 
 def _restart_pool(pool, ctx, workers: int):
@@ -861,6 +895,7 @@ def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, re
         "cpu_workers": live.workers,
         "judges": list(plan.judges),
         "numerics": plan.numerics or "spec",
+        "avoid": sorted(plan.avoid),
         "seed": plan.seed, "block_size": plan.block_size, "shard": f"{plan.shard[0]}/{plan.shard[1]}",
         "findings": live.findings,
         "faults": dict(live.faults),
@@ -870,7 +905,11 @@ def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, re
         "gpu_errors": live.gpu_errors.items, "gpu_errors_total": live.gpu_errors.count,
         "block_errors": live.block_errors.items, "block_errors_total": live.block_errors.count,
         "planted_block": meta.get("planted_block"),
-        "buckets": dict(live.buckets.most_common()),
+        "buckets": dict(live.buckets.most_common()),  # by root cause (finding.RootCause, as str)
+        "evidence": dict(live.evidence.most_common()),  # by signature
+        "first_seen": live.first_seen,  # root cause -> [programs, seconds] when first found
+        # what the campaign held, for bug yield (distinct root causes per CPU-hour and GPU-hour)
+        "cpu_hours": round(live.workers * wall / 3600, 6), "gpu_hours": round(live.gpus * wall / 3600, 6),
         "illegal_programs": live.illegal,
         "ptxas_accepted": live.ptxas_accepted,
         "families": dict(live.families.most_common()),
@@ -980,9 +1019,19 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the ptxas releases that judge (as fuzzptx run --ptxas): each release is a judge ptxas@R; "
                          "the pinned release stays the judge named ptxas, whose cubins the GPU runs")
     ap.add_argument("--numerics", choices=("spec", "hardware"), default=None,
-                    help="the reference's numerics: spec (the PTX ISA's error bounds, the default) or hardware "
-                         "(the bit-exact H100 model: any GPU mismatch is then a reference or hardware bug); "
-                         "repro files carry it (NUMERICS line); with --corpus, default: each file's own")
+                    help="the reference's numerics: spec (the PTX ISA's error bounds) or hardware (the bit-exact "
+                         "H100 model: any GPU mismatch is then a reference or hardware bug); default: the model of "
+                         "the GPU that judges -- hardware with the hardware judge (it runs on sm_90a, the H100's "
+                         "model), else spec; repro files carry it (NUMERICS line); with --corpus, default: each "
+                         "file's own")
+    ap.add_argument("--known", metavar="FILE", default=None,
+                    help="known-bug ledger (TOML) the campaign's root causes are matched to (headline: distinct "
+                         "bugs, new ones first, their bundles written into --out); default: the checkout's "
+                         "reports/known_bugs.toml when there is one; 'none': no ledger")
+    ap.add_argument("--rediscover", action="store_true",
+                    help="do not turn down the shapes of the ledger's known bugs (by default the generator avoids "
+                         "them, so the campaign's programs go to what is not known yet)")
+    ap.add_argument("--no-bundles", action="store_true", help="do not write a bundle of each new bug into --out")
     ap.add_argument("--block-size", type=int, default=32, help="programs per block (one ptxas module)")
     ap.add_argument("--workers", type=int, default=0, help="CPU processes (default: cores, one fewer with a GPU)")
     ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct",
@@ -1053,10 +1102,19 @@ def main_campaign(argv: list[str]) -> int:
             _say(f"fuzzptx campaign: hardware judge unavailable ({reason}); running without it")
             judges = tuple(j for j in judges if j != "hardware")
     workers = args.workers or max(1, (os.cpu_count() or 2) - (1 if "hardware" in judges else 0))
+    known = ledger(args.known)
+    numerics = args.numerics if args.numerics or corpus else default_numerics(judges)
+    avoid = frozenset() if args.rediscover or corpus else avoided(known, {"numerics": numerics or "spec"})
     plan = Plan(seed=args.seed, block_size=args.block_size, shard=shard, examples=args.examples, seconds=seconds,
-                judges=judges, corpus=corpus, corpus_skipped=corpus_skipped, plant=args.plant_faults, generator=args.generator, numerics=args.numerics)
+                judges=judges, corpus=corpus, corpus_skipped=corpus_skipped, plant=args.plant_faults,
+                generator=args.generator, numerics=numerics, avoid=avoid)
     stats = run_campaign(Path(args.out), plan, gpus=gpus, resume=args.resume, workers=workers,
                          gpu_timeout=args.gpu_timeout, gpu_workers=args.gpu_workers, progress=not args.quiet,
                          force_takeover=args.force_takeover, stale_after=args.stale_after)
+    stats["bugs"] = bugs.summarise(stats, known, {"numerics": stats["numerics"]}, Path(args.out),
+                                   bundles=not args.no_bundles)
+    _write_json(Path(args.out) / "stats.json", stats)
+    for line in bugs.format_bugs(stats["bugs"]):
+        _say("fuzzptx campaign:" + line)
     print(json.dumps({k: v for k, v in stats.items() if k != "timeline"}, indent=1))
     return 0

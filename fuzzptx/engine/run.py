@@ -18,11 +18,13 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from fuzzptx.helptext import Formatter
 from fuzzptx.judges import registry
 from fuzzptx.judges.builtin import with_releases
-from fuzzptx.judges.finding import CLASSES, MODEL, classify as finding_class
+from fuzzptx.judges.finding import CLASSES, MODEL, RootCause
 from fuzzptx.oracles.hardware import HardwareUnavailable
-from fuzzptx.triage.known import classify, load_known
+from fuzzptx.triage import bugs
+from fuzzptx.triage.known import DEFAULT_LEDGER, avoided, ledger
 
 from .campaign import Plan, parse_gpus, run_campaign
 from .generate import ILLEGAL_SHARE
@@ -51,11 +53,12 @@ def default_out(seed: int) -> Path:
 def run(n: int, seed: int, judges: Sequence[str], out_dir: Path, *, batch: int = 32,
         illegal_share: float = ILLEGAL_SHARE, shrink_budget: float = 20.0, progress: bool = True,
         numerics: str = "spec", generator: str = "direct", workers: int = 0, repros: bool = True,
-        shrink_model_gaps: bool = False) -> dict:
+        shrink_model_gaps: bool = False, avoid: frozenset[str] = frozenset()) -> dict:
     """Judge ``n`` programs into ``out_dir`` with the campaign engine; returns the run's summary
     (``summary``).  ``workers``: pool processes (0: inline, in this process); ``repros=False``:
     findings are counted and recorded but not shrunk (as a benchmark of the per-program cost wants);
-    ``shrink_model_gaps``: shrink the findings that are gaps in our own models too."""
+    ``shrink_model_gaps``: shrink the findings that are gaps in our own models too; ``avoid``: shapes
+    of known bugs the strategies turn down (``triage.known.avoided``)."""
     judges = tuple(judges)
     gpu_judges = [j for j in judges if not registry.get(j).cpu and registry.get(j).wants_cubin]
     gpus: list[int] = []
@@ -66,7 +69,7 @@ def run(n: int, seed: int, judges: Sequence[str], out_dir: Path, *, batch: int =
         gpus = parse_gpus("all")
     plan = Plan(seed=seed, block_size=batch, examples=n, judges=judges, generator=generator,
                 numerics=None if numerics == "spec" else numerics, illegal_share=illegal_share,
-                shrink_budget=shrink_budget if repros else 0.0, shrink_model_gaps=shrink_model_gaps)
+                shrink_budget=shrink_budget if repros else 0.0, shrink_model_gaps=shrink_model_gaps, avoid=avoid)
     stats = run_campaign(out_dir, plan, gpus=gpus, workers=max(workers, 1), inline=workers <= 0,
                          progress=progress)
     return summary(stats)
@@ -87,9 +90,13 @@ def summary(stats: dict) -> dict:
         # every per-program stage's CPU time over ptxas's (ptxas runs beside the other judges)
         "overhead_vs_ptxas": round(per_program / ptxas, 3) if ptxas else None,
         "wall_over_ptxas": round(stats["wall_seconds"] / ptxas, 3) if ptxas else None,
-        "findings_by_bucket": stats["buckets"],
-        "findings_by_class": {cls: {sig: n for sig, n in stats["buckets"].items() if finding_class(sig) == cls}
+        "findings_by_bucket": stats["buckets"],  # by root cause (finding.RootCause as str)
+        "findings_by_class": {cls: {key: n for key, n in stats["buckets"].items() if RootCause.parse(key).kind == cls}
                               for cls in CLASSES},
+        "evidence": stats.get("evidence", {}),
+        "first_seen": stats.get("first_seen", {}),
+        "cpu_hours": stats.get("cpu_hours"), "gpu_hours": stats.get("gpu_hours"),
+        "avoid": stats.get("avoid", []),
         "families": stats["families"],
         "forms_reached": stats["forms_reached"],
         "repros": stats["repros"],
@@ -102,7 +109,7 @@ def summary(stats: dict) -> dict:
 def main_run(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="fuzzptx run", description="CPU fuzz run: draw programs, judge them, shrink "
                                  "each new finding into a repro, print a summary.",
-                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                 formatter_class=Formatter)
     ap.add_argument("--examples", type=int, default=200, help="programs to judge")
     ap.add_argument("--seed", type=int, default=0, help="the run is a function of the seed")
     ap.add_argument("--judges", default=",".join(DEFAULT_JUDGES),
@@ -128,22 +135,31 @@ def main_run(argv: list[str]) -> int:
     ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct",
                     help="direct: each program drawn straight from the strategies, as the campaign does (fast); "
                          "hypothesis: through Hypothesis's engine")
-    ap.add_argument("--known", metavar="FILE", help="known-findings file (e.g. reports/known_findings.txt): "
-                    "the summary marks which buckets are known")
+    ap.add_argument("--known", metavar="FILE", default=None,
+                    help="known-bug ledger (TOML) the run's root causes are matched to: the headline says how many "
+                         f"distinct bugs are new; default: {DEFAULT_LEDGER.relative_to(DEFAULT_LEDGER.parents[1])} of "
+                         "the checkout when there is one; 'none': no ledger")
+    ap.add_argument("--rediscover", action="store_true",
+                    help="do not turn down the shapes of the ledger's known bugs (by default the generator avoids "
+                         "them, so the run's programs go to what is not known yet)")
+    ap.add_argument("--no-bundles", action="store_true", help="do not write a bundle of each new bug into the run "
+                    "directory")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     ap.add_argument("--quiet", action="store_true", help="no progress line")
     args = ap.parse_args(argv)
-    known = load_known(args.known) if args.known else ()  # before the run: a bad file costs nothing
+    known = ledger(args.known)  # before the run: a bad file costs nothing
     judges = with_releases(registry.parse(args.judges), args.ptxas)
     out_dir = Path(args.out) if args.out else default_out(args.seed)
     workers = (os.cpu_count() or 1) if args.workers is None else args.workers
     summ = run(args.examples, args.seed, judges, out_dir, batch=args.batch, illegal_share=args.illegal_share,
                shrink_budget=args.shrink_budget, progress=not args.quiet and not args.json, numerics=args.numerics,
-               generator=args.generator, workers=workers, shrink_model_gaps=args.shrink_model_gaps)
-    if known:
-        hit, _ = classify(summ["findings_by_bucket"], known, {"numerics": args.numerics})
-        summ["known"] = {sig: k.where() for sig, k in hit.items()}
-        summ["new_findings"] = sum(n for sig, n in summ["findings_by_bucket"].items() if sig not in hit)
+               generator=args.generator, workers=workers, shrink_model_gaps=args.shrink_model_gaps,
+               avoid=frozenset() if args.rediscover else avoided(known, {"numerics": args.numerics}))
+    b = bugs.summarise({"buckets": summ["findings_by_bucket"], **summ}, known, {"numerics": args.numerics}, out_dir,
+                       bundles=not args.no_bundles)
+    summ["bugs"] = b
+    summ["known"] = {x["cause"]: x["known"] for x in b["bugs"] if x["known"]}
+    summ["new_findings"] = sum(x["count"] for x in b["bugs"] if x["new"])
     (out_dir / "summary.json").write_text(json.dumps(summ, indent=1))
     if args.json:
         print(json.dumps(summ, indent=1))
@@ -165,17 +181,18 @@ def format_summary(s: dict, out_dir: Path) -> str:
     lines.append(f"  coverage        {s['forms_reached']} catalogue forms; families: " + ", ".join(f"{k} {v}" for k, v in list(s["families"].items())[:8]))
     if s["findings_by_bucket"]:
         known = s.get("known") or {}
-        if "new_findings" in s:
+        if s.get("bugs"):
+            lines += bugs.format_bugs(s["bugs"])
             lines.append(f"  new findings    {s['new_findings']} of {sum(s['findings_by_bucket'].values())} "
-                         "(the rest match the known-findings file)")
+                         "(the rest are known bugs of the ledger)")
         for cls, buckets in s["findings_by_class"].items():
             if not buckets:
                 continue
             lines.append(f"  {cls}: {sum(buckets.values())} finding(s) in {len(buckets)} bucket(s)"
                          + (" -- not shrunk (--shrink-model-gaps to shrink them)" if cls == MODEL else ""))
-            for sig, count in buckets.items():
-                lines.append(f"    {count:5d}  {sig}" + (f"  (known: {known[sig]})" if sig in known else "")
-                             + (f"  -> {s['repros'].get(sig)}" if s["repros"].get(sig) else ""))
+            for key, count in buckets.items():
+                lines.append(f"    {count:5d}  {key}" + (f"  (known: {known[key]})" if key in known else "")
+                             + (f"  -> {s['repros'].get(key)}" if s["repros"].get(key) else ""))
     else:
         lines.append("  findings        none")
     if s.get("block_errors_total"):
