@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
 import platform
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -207,28 +205,6 @@ def write_report(tallies: list[Tally], path: Path, command: str) -> None:
     path.write_text(text)
 
 
-def provenance(command: str) -> dict:
-    """What a reader needs to rerun the figure and to tell why it differs: the command, the commit
-    (and whether the tree had changes), the date, the machine and its load, the versions that matter."""
-    import hypothesis
-    import numpy
-
-    from fuzzptx.oracles.ptxas import ptxas_version
-
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return "unknown"
-
-    return {"command": command, "commit": git("rev-parse", "HEAD"), "tree_changed": bool(git("status", "--porcelain")),
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "machine": {"arch": platform.machine(), "cpus": os.cpu_count(), "node": platform.node()},
-            "load": {"before": [round(x, 2) for x in os.getloadavg()]},
-            "python": platform.python_version(), "hypothesis": hypothesis.__version__, "numpy": numpy.__version__,
-            "ptxas": PINNED_VERSION, "ptxas_version": ptxas_version()}
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--strategies", type=int, default=1000, help="programs of the strategies sample")
@@ -238,8 +214,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=str(ROOT / "benchmarks/results/checker_vs_ptxas.json"))
     a = ap.parse_args(argv)
     command = "PYTHONPATH=$PWD:tests python3 -m support.agreement " + " ".join(sys.argv[1:] if argv is None else argv)
-    started = time.perf_counter()
-    record = provenance(command.strip())  # before the report is written: the commit and tree measured
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from records import Run, _load, commit  # the one record format (benchmarks/records.py)
+
+    run = Run(command.strip(), time.time(), _load(), commit())  # before the report is written: the tree measured
     lo, _, hi = a.seeds.partition("-")
     seeds = list(range(int(lo), int(hi) + 1)) if hi else [int(x) for x in a.seeds.split(",")]
     tallies = [
@@ -255,12 +233,10 @@ def main(argv=None) -> int:
     for t in tallies:
         print(f"{t.name}: {t.figure()} ({'met' if t.on_target else 'NOT met'}); exact outside the may codes "
               f"{t.outside_may}/{t.n}; may printed {dict(t.may)}; unreadable {len(t.unreadable)}")
-    record["load"]["after"] = [round(x, 2) for x in os.getloadavg()]
-    record["seconds"] = round(time.perf_counter() - started)
+    meta = run.meta()
     write_report(tallies, Path(a.report), command.strip())
-    Path(a.json).write_text(json.dumps({**record,
-                                        "targets": {"exact_of_may_free": TARGET, "may_ceiling": MAY_CEILING},
-                                        "distributions": [t.as_json() for t in tallies]}, indent=1) + "\n")
+    Path(a.json).write_text(json.dumps({"targets": {"exact_of_may_free": TARGET, "may_ceiling": MAY_CEILING},
+                                        "distributions": [t.as_json() for t in tallies], "meta": meta}, indent=1) + "\n")
     return 0
 
 
