@@ -64,6 +64,12 @@ def _scaling(r: dict) -> str:
     return "check " + " / ".join(f"{rows[k]['check']['cpu_ms_per_kernel']:.1f}" for k in sorted(rows))
 
 
+def _bug_yield(r: dict) -> str:
+    """The avoiding run's distinct bugs and known-bug findings (the first run of the record)."""
+    run = r["runs"][0]
+    return f"{run['yield']['distinct']} distinct bugs, {run['known_findings']} known-bug findings"
+
+
 AGREEMENT = "PYTHONPATH=$PWD:tests python3 -m support.agreement --strategies 2000 --seeds 1-10 --per-seed 100"
 AGREEMENT_RERUN = ("python", "-m", "support.agreement", "--strategies", "2000", "--seeds", "1-10", "--per-seed", "100",
                    "--report", "{out}.md", "--json", "{out}")
@@ -106,6 +112,11 @@ ROWS: tuple[Row, ...] = (
         rerun=("python", "benchmarks/bench_scaling.py", "--kernels", "1000,3000", "--shrink-kernels", "30,100,300",
                "--shrink-seconds-per-kernel", "0.5", "--skip", "replay,ptxas", "--out", "{out}"),
         gaps=tuple(missing_meta({})), note="the figures are the 2026-11-26 record's; a quiet rerun of the command replaces it"),
+    Row("7", "python benchmarks/bug_yield.py --examples 128 --seed 4 --dry-run --rediscover-too",
+        "results/bug_yield_cpu_dry.json", _bug_yield,
+        rerun=("python", "benchmarks/bug_yield.py", "--examples", "128", "--seed", "4", "--dry-run", "--rediscover-too",
+               "--out", "{out}"),
+        gaps=tuple(missing_meta({})), note="the CPU dry run; the H100 run of the same script gives the GPU-hour figure"),
 )
 
 BY_ID = {r.id: r for r in ROWS}

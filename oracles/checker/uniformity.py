@@ -134,7 +134,7 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
     ``flavour="ptxas"``: what ptxas 13.0.88 treats as divergent (measured: anything from %tid/%laneid,
     no credit for %tid.x >> 7; %warpid, %clock and shfl broadcasts uniform; ``bra.uni`` trusted,
     save the branches ending the blocks ``distrust_uni`` names: their edges diverge by their predicate,
-    what they control stays uniform; the ptxas model says which, ``ptxas_model._uni_distrusted``)."""
+    what they control stays uniform; the ptxas model says which, ``ptxas_rules.BraUniDistrusted``)."""
     ptxas = flavour == "ptxas"
     credit = _tid_credit(fn) and not ptxas
     threshold = WARP if ptxas else WARPGROUP

@@ -15,7 +15,7 @@ import numpy as np
 
 import fuzzptx.oracles.reference.fp as fp
 from .errors import Unsupported
-from .values import (EXACT, MAY_NEG_INF, MAY_POS_INF, SET, TYPES, UNDEF, U64, Shadow,
+from .values import (undef_where, EXACT, MAY_NEG_INF, MAY_POS_INF, SET, TYPES, UNDEF, U64, Shadow,
                      combine_undef, mask, sign_extend)
 
 ROUND = ("rn", "rz", "rm", "rp", "rna")
@@ -98,7 +98,6 @@ def nan_payload_free(sh: Shadow | None, bits: np.ndarray, t: str, n: int) -> Sha
     """``sh`` with the threads whose result is a NaN made UNDEF: where the PTX ISA gives no NaN
     pattern (f64 arithmetic, abs/neg, conversions into or out of f64) the H100 keeps or quiets the
     input's payload and sign (tests/hw_records/scalar_ops_h100.json), so the bits are left free."""
-    from .values import undef_where
     if t in HALF and sh is None:  # lane by lane: the other half of a packed pair stays exact
         lanes = np.stack([nan_bits(x, HALF[t]) for x in _lanes(t, bits)], axis=1)
         return Shadow(TYPES[t][0] // 2, np.where(lanes, UNDEF, EXACT).astype(np.uint8)) if lanes.any() else None
