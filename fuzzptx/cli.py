@@ -16,7 +16,7 @@ from fuzzptx.perf import tune_gc
 
 # name -> (module, function, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "run": ("fuzzptx.engine.run", "main_run", "CPU fuzz run over reference, checker and ptxas, with a summary"),
+    "run": ("fuzzptx.commands", "main_run", "CPU fuzz run over reference, checker and ptxas, with a summary"),
     "catalogue": ("fuzzptx.isa.listing", "main_catalogue", "list the ISA catalogue (--json for machines)"),
     "conformance": ("fuzzptx.conformance", "main", "every catalogue form and its illegal neighbours through real ptxas"),
     "check": ("fuzzptx.oracles.checker.cli", "main_check", "static checker: ISA rules, spec pipeline rules, ptxas model"),

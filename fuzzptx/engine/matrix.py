@@ -8,24 +8,29 @@ is of one release and is silent against the others.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import Any, Sequence
 
-from fuzzptx.helptext import Formatter
-from fuzzptx.judges import differ
-from fuzzptx.judges.builtin import ReleasePtxasJudge
+from fuzzptx.judges import differ, registry
+from fuzzptx.judges.base import COMPILE, DEVICE
+from fuzzptx.judges.builtin import release_not_applicable
+from fuzzptx.judges.selection import default_names
 from fuzzptx.oracles import toolchains
-from fuzzptx.oracles.hardware import gpu_available
 from fuzzptx.program import Program
 
-CPU_MATRIX_JUDGES = ("ptxas", "checker", "reference", "sass")
+from .options import Parser, add_json, add_ptxas
+
+
+def usable(names: tuple[str, ...], gpu: bool) -> tuple[str, ...]:
+    """``names`` less the judges that need a GPU where none is asked for or there."""
+    return tuple(n for n in names if DEVICE not in registry.get(n).needs
+                 or (gpu and registry.get(n).available() is None))
 
 
 def default_judges(hardware: bool) -> tuple[str, ...]:
     """Every CPU judge, the SASS judge included; the GPU too where one is there and asked for."""
-    return CPU_MATRIX_JUDGES + (("hardware",) if hardware and gpu_available() is None else ())
+    return usable(default_names("matrix"), hardware)
 
 
 def matrix(program: Program, text: str, spec: str, judges: Sequence[str], *,
@@ -33,7 +38,7 @@ def matrix(program: Program, text: str, spec: str, judges: Sequence[str], *,
     """Release -> ``{"verdicts": {...}, "findings": [signature, ...]}`` (or ``{"not_applicable": why}``)."""
     out: dict[str, dict] = {}
     for tc in toolchains.resolve(spec):
-        why = ReleasePtxasJudge(tc).not_applicable(program)
+        why = release_not_applicable(tc, program)
         if why is not None:
             out[tc.release] = {"not_applicable": why}
         else:
@@ -53,7 +58,8 @@ def table(rows: dict[str, dict], signature: str | None = None) -> str:
             continue
         holds = "" if signature is None else ("holds  " if any(f.startswith(signature) for f in row["findings"])
                                               else "-      ")
-        lines.append(f"{release:10s}  {holds}ptxas {row['verdicts'].get('ptxas', '?')}"
+        compiler = registry.by_stage(COMPILE).name
+        lines.append(f"{release:10s}  {holds}{compiler} {row['verdicts'].get(compiler, '?')}"
                      + (f"; findings: {', '.join(row['findings'])}" if row["findings"] else ""))
     return "\n".join(lines)
 
@@ -61,13 +67,13 @@ def table(rows: dict[str, dict], signature: str | None = None) -> str:
 def bisect(program: Program, text: str, keep: str, spec: str, *, progress: Any = None) -> dict:
     """Which releases of SPEC reproduce ``keep`` (a signature prefix or ``ptxas:C7519``...): every
     release is judged (a bug can come and go), then the first and last that hold are named."""
-    gpu = gpu_available() is None
-    judges = tuple(dict.fromkeys(("ptxas",) + tuple(j for j in differ.judges_for(keep) if j != "hardware" or gpu)))
+    compiler = registry.by_stage(COMPILE).name
+    judges = usable(tuple(dict.fromkeys((compiler,) + differ.judges_for(keep))), True)
     pred = differ.keep_predicate(keep)
     holds: dict[str, bool | None] = {}
     rows: dict[str, dict] = {}
     for tc in toolchains.resolve(spec):
-        why = ReleasePtxasJudge(tc).not_applicable(program)
+        why = release_not_applicable(tc, program)
         if why is not None:
             holds[tc.release], rows[tc.release] = None, {"not_applicable": why}
         else:
@@ -83,15 +89,13 @@ def bisect(program: Program, text: str, keep: str, spec: str, *, progress: Any =
 
 
 def main_bisect(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="fuzzptx bisect", description="which ptxas releases reproduce a signature: "
-                                 "the first and the last, and every release's verdict",
-                                 formatter_class=Formatter)
+    ap = Parser(prog="fuzzptx bisect", description="which ptxas releases reproduce a signature: "
+                                                   "the first and the last, and every release's verdict")
     ap.add_argument("file", help="a repro file or any .ptx (without a header: a ptxas-only signature)")
     ap.add_argument("--keep", required=True, help="the signature (prefix) or judge outcome, e.g. ptxas:C7519, "
                     "ptxas:error, checker!=ptxas|missed:C7517, sass:")
-    ap.add_argument("--ptxas", default="all", metavar="SPEC", help="the releases to try (fetched into the user "
-                    "cache on demand; fuzzptx toolchains lists them)")
-    ap.add_argument("--json", action="store_true", help="print one JSON object (first, last, every release's verdict)")
+    add_ptxas(ap, "all", "the releases to try (fetched into the user cache on demand; fuzzptx toolchains lists them)")
+    add_json(ap, "print one JSON object (first, last, every release's verdict)")
     args = ap.parse_args(argv)
     program = Program.from_file(args.file)
     with open(args.file) as fh:
@@ -101,13 +105,13 @@ def main_bisect(argv: list[str]) -> int:
         if not args.json:
             print(f"  {release:10s} {'n/a' if h is None else 'holds' if h else '-'}", file=sys.stderr)
 
-    res = bisect(program, text, args.keep, args.ptxas, progress=say)
+    res = bisect(program, text, args.keep, args.releases, progress=say)
     if args.json:
         print(json.dumps(res, indent=1))
     else:
-        print(table(res["matrix"], None if args.keep.startswith("ptxas:") else args.keep))
+        print(table(res["matrix"], None if differ.names_an_outcome(args.keep) else args.keep))
         if res["first"] is None:
-            print(f"\n{args.keep}: no release of {args.ptxas!r} reproduces it")
+            print(f"\n{args.keep}: no release of {args.releases!r} reproduces it")
         else:
             print(f"\n{args.keep}: first {res['first']}, last {res['last']} "
                   f"({sum(1 for h in res['holds'].values() if h)} of {sum(1 for h in res['holds'].values() if h is not None)} "

@@ -172,6 +172,11 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
     return v
 
 
+def names_an_outcome(keep: str) -> bool:
+    """Whether a ``--keep`` names a judge outcome (``ptxas:C7519``) rather than a finding signature."""
+    return keep.startswith("ptxas:")
+
+
 def keep_predicate(signature: str):
     """A test ``(findings, verdicts) -> bool`` for ``--keep``: a judge outcome or a finding signature prefix.
 
