@@ -208,6 +208,27 @@ class HardwareWorker:
 
     # ------------------------------------------------------------ jobs
 
+    def scrub(self, pattern: int, timeout: float | None = None) -> str | None:
+        """Fill every SM's shared memory with the 32-bit ``pattern`` (``hw_worker.SCRUB_PTX``); None
+        when done, else the fault (a fault that poisoned the context restarts the worker)."""
+        self.start()
+        try:
+            self._conn.send(("scrub", pattern & 0xFFFFFFFF))
+        except (OSError, BrokenPipeError):
+            self._kill()
+            return "worker died"
+        if not self._conn.poll(timeout or self.timeout):
+            self._kill()
+            return "timeout"
+        try:
+            _, fault, _seconds = self._conn.recv()
+        except EOFError:
+            self._kill()
+            return "worker died"
+        if fault is not None and (_poisoning(fault) or not self._proc.is_alive()):
+            self._kill()
+        return fault
+
     def run(self, program: Program, *, cubin: bytes | None = None, kernel: str | None = None,
             timeout: float | None = None) -> HwResult:
         """Run one program (compiled here with the ptxas judge when ``cubin`` is None)."""

@@ -217,6 +217,56 @@ def set_sync(mode: str) -> str:
     return mode if rc == 0 else f"driver default (CUresult {rc})"
 
 
+# Fills each SM's shared memory with a 32-bit pattern (``("scrub", pattern)``): the determinism
+# check of the compile pairs runs one build twice with other leftovers in shared memory, so output
+# bytes read from memory no one wrote show up as a difference instead of passing as results.
+SCRUB_PTX = """.version 8.0
+.target sm_90a
+.address_size 64
+.extern .shared .align 16 .b8 fuzzptx_scrub_smem[];
+.visible .entry fuzzptx_scrub(.param .u32 pattern, .param .u32 nbytes)
+{
+    .reg .b32 %r<8>;
+    .reg .pred %p;
+    ld.param.u32 %r1, [pattern];
+    ld.param.u32 %r2, [nbytes];
+    mov.u32 %r3, %tid.x;
+    shl.b32 %r3, %r3, 2;
+    mov.u32 %r4, fuzzptx_scrub_smem;
+    mov.u32 %r6, %ntid.x;
+    shl.b32 %r6, %r6, 2;
+LOOP:
+    setp.ge.u32 %p, %r3, %r2;
+    @%p bra DONE;
+    add.u32 %r5, %r4, %r3;
+    st.volatile.shared.u32 [%r5], %r1;
+    add.u32 %r3, %r3, %r6;
+    bra LOOP;
+DONE:
+    ret;
+}
+"""
+SCRUB_BYTES = 227 * 1024  # the most dynamic shared memory an sm_90 block may have
+_STATIC_SMEM_LIMIT = 48 * 1024  # above this a kernel must opt in to dynamic shared memory
+
+
+def _scrub(cupy, tmp: str, state: dict, pattern: int) -> None:
+    """Run the scrub kernel on every SM (two blocks per SM of the device)."""
+    fn = state.get("scrub")
+    if fn is None:
+        path = os.path.join(tmp, "scrub.ptx")
+        with open(path, "w") as fh:
+            fh.write(SCRUB_PTX)
+        fn = cupy.RawModule(path=path).get_function("fuzzptx_scrub")
+        fn.max_dynamic_shared_size_bytes = SCRUB_BYTES
+        state["scrub"] = fn
+        state["sms"] = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    import numpy as np
+
+    fn((2 * state["sms"],), (1024,), (np.uint32(pattern), np.uint32(SCRUB_BYTES)), shared_mem=SCRUB_BYTES)
+    cupy.cuda.Device().synchronize()
+
+
 def main(conn, device: int = 0) -> None:
     """Worker loop (the spawn target); runs on GPU ``device``.  With ``FUZZPTX_HW_PROFILE=DIR``
     set, the loop runs under cProfile and leaves ``DIR/hw_worker_<pid>.prof`` when it stops
@@ -249,6 +299,7 @@ def _main(conn, device: int, before_exit=None) -> None:
     tmp = tempfile.mkdtemp(prefix="fuzzptx-hw-")
     cubins: dict[str, str] = {}  # insertion-ordered: FIFO eviction mirrors the parent's
     modules: dict[str, object] = {}
+    scrub_state: dict = {}
     serial = 0
     while True:
         try:
@@ -257,6 +308,18 @@ def _main(conn, device: int, before_exit=None) -> None:
             return _quit(tmp, False)
         if msg[0] == "stop":
             return _quit(tmp, False)
+        if msg[0] == "scrub":
+            t0 = time.perf_counter()
+            try:
+                _scrub(cupy, tmp, scrub_state, msg[1])
+            except Exception as exc:
+                fault, poisoned = classify(exc)
+                conn.send(("scrubbed", fault, time.perf_counter() - t0))
+                if poisoned:
+                    return _quit(tmp, True, before_exit)
+                continue
+            conn.send(("scrubbed", None, time.perf_counter() - t0))
+            continue
         if msg[0] == "cubin":
             _, key, data = msg
             if len(cubins) >= CUBIN_CACHE:
@@ -298,6 +361,8 @@ def _main(conn, device: int, before_exit=None) -> None:
                     args.append(arrays[a.name])
                     if a.output:
                         outs[a.name] = arrays[a.name]
+            if job.dynamic_smem > _STATIC_SMEM_LIMIT:
+                fn.max_dynamic_shared_size_bytes = job.dynamic_smem
             fn(job.grid, job.block, tuple(args), shared_mem=job.dynamic_smem)
             cupy.cuda.Device().synchronize()
             result = {k: cupy.asnumpy(v).tobytes() for k, v in outs.items()}

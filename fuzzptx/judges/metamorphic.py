@@ -17,11 +17,14 @@ are masked out of the comparison.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from .compile_pairs import (BASE, BASE_NAME, COMPILE_PAIRS, MAXRREG, RELEASE, REPLAY_DEFAULT, TRANSFORMS, Build,
+                            maxrreg_build, newest_release, side_names)
 from .finding import Finding
 from .programs import as_judged, program_family
 from fuzzptx.program import Program
@@ -36,8 +39,9 @@ from fuzzptx.oracles.hardware import HardwareWorker
 from fuzzptx.oracles.reference.errors import Unsupported
 from fuzzptx.oracles.ptxas import compile_parallel
 from fuzzptx.oracles.ptxas import compile_ptx
+from fuzzptx.oracles import elf
 from fuzzptx.oracles.hardware import HwResult
-from fuzzptx.oracles.ptxas import compile_batch
+from fuzzptx.oracles.ptxas import PINNED_VERSION, PtxasResult, compile_batch
 
 FENCE = "wgmma.fence.sync.aligned"
 COMMIT = "wgmma.commit_group.sync.aligned"
@@ -58,11 +62,23 @@ _PREFIX = "%mmx_"
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a pair: a program and the ptxas optimisation level it is built with."""
+    """One side of a pair: a program and how ptxas builds it (an int is ``Build(opt_level)``)."""
 
     name: str
     program: Program
-    opt_level: int = 3
+    build: Build = BASE
+
+    def __post_init__(self) -> None:
+        if isinstance(self.build, int):
+            object.__setattr__(self, "build", Build(self.build))
+
+    @property
+    def opt_level(self) -> int:
+        return self.build.opt_level
+
+    def key(self) -> tuple:
+        """What identifies one run of this side: the text, the build and the input data."""
+        return (self.program.to_ptx(), self.build, _data_key(self.program))
 
 
 @dataclass(frozen=True)
@@ -76,6 +92,31 @@ class Variant:
     @property
     def pair(self) -> str:
         return f"{self.left.name}!={self.right.name}"
+
+    def with_inputs(self, k: int) -> "Variant":
+        """This pair on input set ``k`` (0: the header's own data)."""
+        if k == 0:
+            return self
+        return Variant(self.relation, replace(self.left, program=reseeded(self.left.program, k)),
+                       replace(self.right, program=reseeded(self.right.program, k)))
+
+
+def _data_key(program: Program) -> tuple:
+    return tuple((b.name, b.init, b.seed) for b in program.buffers)
+
+
+#: buffer contents drawn from a seed (the others are patterns or inline bytes, the same for any seed)
+_SEEDED = ("random", "small_int", "special")
+
+
+def reseeded(program: Program, k: int) -> Program:
+    """``program`` on its ``k``-th input set: every seeded buffer drawn again from another seed
+    (the launch, patterns and inline data stay): one cubin, several inputs, the GPU busy."""
+    if k == 0:
+        return program
+    bufs = tuple(replace(b, seed=(b.seed * 1000003 + 7919 * k) % (1 << 31)) if b.init in _SEEDED else b
+                 for b in program.buffers)
+    return replace(program, buffers=bufs)
 
 
 # ------------------------------------------------------------------ transforms
@@ -329,9 +370,14 @@ def contractible_float_ops(program: Program) -> list[Instr]:
 @dataclass(frozen=True)
 class Eligibility:
     """Whether a program takes part (``reason`` says why not) and, per output, the elements the
-    spec defines (the comparison skips the others)."""
+    spec defines (the comparison skips the others; None: no reference ran, every byte is compared
+    once the GPU has shown it deterministic).  ``integer_only``: float outputs are left out of
+    the comparison (ptxas may contract float arithmetic differently per build).  ``note``: why
+    the reference gave no mask, when it could not run the program."""
     reason: str | None
-    defined: dict[str, np.ndarray] = field(default_factory=dict)
+    defined: dict[str, np.ndarray] | None = field(default_factory=dict)
+    integer_only: bool = False
+    note: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -344,26 +390,47 @@ def spec_findings(program: Program) -> list[Any]:
     return check_module(parsed.module, layers=("isa", "spec"), tensormaps=parsed.tensormaps)
 
 
-def spec_defined(program: Program) -> Eligibility:
+def spec_defined(program: Program, reference: Any = None) -> Eligibility:
     """A program takes part only if the checker finds nothing and the reference (spec numerics)
-    runs it to a defined outcome with at least one defined output element."""
+    runs it to a defined outcome with at least one defined output element.  ``reference``: the
+    reference's result (``RefResult``) or the exception it raised, when already at hand."""
+    el = pair_eligibility(program, reference)
+    if el.ok and el.defined is None:
+        return Eligibility(f"reference: {el.note}")
+    return el
+
+
+def pair_eligibility(program: Program, reference: Any = None) -> Eligibility:
+    """Whether ``program`` takes part in compile pairs: the checker's ISA and spec layers find
+    nothing (the program is defined as far as it can tell).  The reference, where it runs, adds
+    its mask of defined elements, or rules the program out when it is undefined; where it cannot
+    run (an instruction outside its subset, a launch it cannot follow) the pairs still run, on
+    every output byte, and the GPU's determinism check guards them."""
     try:
         found = spec_findings(program)
     except Exception as exc:  # a checker crash is the differ's finding, not ours
         return Eligibility(f"checker crashed: {type(exc).__name__}")
     if found:
         return Eligibility("checker: " + ",".join(sorted({f.rule for f in found})))
-    parsed, _ = as_judged(program)
-    try:
-        ref = run_program(parsed, mode="spec")
-    except Exception as exc:
-        return Eligibility(f"reference: {type(exc).__name__}")
+    integer_only = bool(contractible_float_ops(program))
+    if integer_only and not any(not F.is_float(b.type) for b in program.outputs()):
+        return Eligibility("float arithmetic ptxas may contract differently per build, and no integer output")
+    ref = reference
+    if ref is None:
+        parsed, _ = as_judged(program)
+        try:
+            ref = run_program(parsed, mode="spec")
+        except Exception as exc:  # noqa: BLE001 - the reference's limit is not the program's
+            ref = exc
+    if isinstance(ref, BaseException):
+        what = str(ref).splitlines()[0][:160] if str(ref) else ""
+        return Eligibility(None, None, integer_only, f"{type(ref).__name__}: {what}" if what else type(ref).__name__)
     if ref.undefined:
         return Eligibility(f"reference: undefined ({ref.undefined})")
     defined = {name: o.kind != UNDEF for name, o in ref.outputs.items()}
     if not any(m.any() for m in defined.values()):
         return Eligibility("reference: no output element is defined")
-    return Eligibility(None, defined)
+    return Eligibility(None, defined, integer_only)
 
 
 def first_defined(program: Program, defined: dict[str, np.ndarray] | None) -> tuple[str, int] | None:
@@ -376,8 +443,13 @@ def first_defined(program: Program, defined: dict[str, np.ndarray] | None) -> tu
 
 
 def metamorphic_pairs(program: Program, *, seed: int = 0, check: bool = True, planted: bool = False,
-                      defined: dict[str, np.ndarray] | None = None) -> list[Variant]:
+                      defined: dict[str, np.ndarray] | None = None, pairs: Sequence[str] = REPLAY_DEFAULT,
+                      release: str | None = None) -> list[Variant]:
     """The pairs ``program`` takes part in, each naming its relation (see ``RELATIONS``).
+
+    ``pairs``: the names of ``compile_pairs.ALL`` to build (the ``maxrreg`` pair is added by
+    ``PreparedPairs.compile`` once the base build's register count is known).  ``release``: the
+    release of the ``release`` pair (default: the newest cached one).
 
     With ``check`` a transformed side that draws a checker finding the original lacks is dropped
     (for dead branches, other seeds and fewer branches are tried first): a pair is only sound
@@ -385,29 +457,40 @@ def metamorphic_pairs(program: Program, *, seed: int = 0, check: bool = True, pl
     branches' junk at an element the spec defines. ``planted`` adds the deliberately wrong pair
     (``planted_variant``) where the program has one.
     """
-    (o3, o0), (pip, ser_name), (plain, dead_name) = RELATIONS["opt-level"], RELATIONS["serialise"], RELATIONS["dead-branch"]
+    (pip, ser_name), (plain, dead_name) = RELATIONS["serialise"], RELATIONS["dead-branch"]
+    wanted = set(pairs)
+    out: list[Variant] = []
+    for row in COMPILE_PAIRS:
+        if row.name in wanted:
+            relation = "opt-level" if row.name in ("O0", "O1", "O2") else "options"
+            out.append(Variant(relation, Side(BASE_NAME, program, BASE), Side(row.name, program, row.build)))
+    if RELEASE in wanted:
+        rel = release or newest_release()
+        if rel is not None:
+            out.append(Variant("release", Side(PINNED_VERSION, program, BASE), Side(rel, program, Build(3, (), rel))))
+    if not wanted & set(TRANSFORMS) and not planted:
+        return out
     base_rules = {f.rule for f in spec_findings(program)} if check else set()
 
     def sound(variant: Program) -> bool:
         return not check or {f.rule for f in spec_findings(variant)} <= base_rules
 
-    out: list[Variant] = []
-    if not contractible_float_ops(program):
-        out.append(Variant("opt-level", Side(o3, program, 3), Side(o0, program, 0)))
     if any(_is_mma(i) for fn in program.module.functions() for i in fn.instructions()):
-        ser = serialise(program)
-        if sound(ser):
-            out.append(Variant("serialise", Side(pip, program), Side(ser_name, ser)))
+        if "serialise" in wanted:
+            ser = serialise(program)
+            if sound(ser):
+                out.append(Variant("serialise", Side(pip, program), Side(ser_name, ser)))
         if planted:
             pv = planted_variant(program, defined)
             if pv is not None:
                 out.append(pv)
-    element = first_defined(program, defined)
-    for attempt in range(4):
-        dead = with_dead_uniform_branches(program, seed + attempt, points=3 if attempt < 2 else 1, element=element)
-        if sound(dead):
-            out.append(Variant("dead-branch", Side(plain, program), Side(dead_name, dead)))
-            break
+    if "dead-branch" in wanted:
+        element = first_defined(program, defined)
+        for attempt in range(4):
+            dead = with_dead_uniform_branches(program, seed + attempt, points=3 if attempt < 2 else 1, element=element)
+            if sound(dead):
+                out.append(Variant("dead-branch", Side(plain, program), Side(dead_name, dead)))
+                break
     return out
 
 
@@ -423,27 +506,32 @@ class Outcome:
 
 
 class Judge(Protocol):
-    """Runs a program built at an opt level and returns its output bytes."""
+    """Runs a program built one way (``Build``) and returns its output bytes."""
 
     name: str
     deterministic: bool
 
-    def run(self, program: Program, opt_level: int) -> Outcome: ...
+    def run(self, program: Program, build: Build) -> Outcome: ...
+
+
+def _as_build(build: "Build | int") -> Build:
+    return Build(build) if isinstance(build, int) else build
 
 
 @dataclass
 class ReferenceJudge:
     """The reference interpreter as a CPU stand-in for the GPU (hardware numerics where it has them).
 
-    It ignores the opt level (there is no compiler in it), so on the reference the opt-level
-    relation holds trivially; the transforms' relations do not.
+    It ignores the build (there is no compiler in it), so on the reference every compile pair
+    holds trivially; the transforms' relations do not.
     """
 
     mode: str = "hardware"
     name: str = "reference"
     deterministic: bool = True
+    reads_build: bool = False  # one run serves every build of a side
 
-    def run(self, program: Program, opt_level: int) -> Outcome:
+    def run(self, program: Program, build: "Build | int" = BASE) -> Outcome:
         parsed, _ = as_judged(program)
         try:
             try:
@@ -457,12 +545,40 @@ class ReferenceJudge:
         return Outcome({n: o.data for n, o in ref.outputs.items()})
 
 
+def compile_builds(keys: Sequence[tuple[str, Build]], *, parallel: bool = False) -> dict:
+    """(text, build) -> PtxasResult with cubin, one batched ptxas run per build (a release's
+    own ptxas for a release build; a release not cached gives a rejection saying so)."""
+    by_build: dict[Build, list[str]] = {}
+    for text, build in keys:
+        by_build.setdefault(build, []).append(text)
+    out: dict = {}
+    for build, texts in by_build.items():
+        texts = list(dict.fromkeys(texts))
+        ptxas = build.ptxas()
+        if build.release is not None and ptxas is None:
+            why = f"ptxas {build.release} is not cached (fuzzptx toolchains --fetch {build.release})"
+            for t in texts:
+                out[(t, build)] = PtxasResult(False, (), None, 0.0, -1, False, stderr=why)
+            continue
+        run = compile_parallel if parallel else compile_batch
+        for text, res in zip(texts, run(texts, opt_level=build.opt_level, want_cubin=True,
+                                         extra_args=build.options, ptxas=ptxas)):
+            out[(text, build)] = res
+    return out
+
+
+#: fill patterns for shared memory before the two runs of the determinism check: bytes that
+#: follow them were read before any write (or raced), so no build is bound to reproduce them
+SCRUB_PATTERNS = (0x00000000, 0xA5A5A5A5)
+
+
 @dataclass
 class HardwareJudge:
-    """The GPU: ptxas at the side's opt level, then ``oracles.hardware.HardwareWorker``.
+    """The GPU: ptxas builds the side, then ``oracles.hardware.HardwareWorker`` runs it.
 
     ``prepare`` compiles many sides in ptxas batches first (as campaigns do); ``run`` compiles
-    what it has not seen alone.
+    what it has not seen alone.  ``determinism`` runs a build twice, shared memory scrubbed
+    with another pattern before each run, before any pair is compared.
     """
 
     worker: Any  # oracles.hardware.HardwareWorker
@@ -470,30 +586,37 @@ class HardwareJudge:
     deterministic: bool = False
     _built: dict = field(default_factory=dict)
 
-    def prepare(self, sides: Sequence[tuple[Program, int]]) -> None:
-        by_opt: dict[int, list[str]] = {}
-        for program, opt in sides:
-            text = program.to_ptx()
-            if (text, opt) not in self._built:
-                by_opt.setdefault(opt, []).append(text)
-        for opt, texts in by_opt.items():
-            texts = list(dict.fromkeys(texts))
-            for text, res in zip(texts, compile_parallel(texts, opt_level=opt, want_cubin=True)):
-                self._built[(text, opt)] = res
+    def prepare(self, sides: Sequence[tuple[Program, "Build | int"]]) -> None:
+        keys = [(p.to_ptx(), _as_build(b)) for p, b in sides]
+        self._built.update(compile_builds([k for k in keys if k not in self._built], parallel=True))
 
-    def _compiled(self, program: Program, opt: int):
-        text = program.to_ptx()
-        if (text, opt) not in self._built:
-            self._built[(text, opt)] = compile_ptx(text, arch=program.module.target, opt_level=opt, want_cubin=True)
-        return self._built[(text, opt)]
+    def _compiled(self, program: Program, build: Build):
+        key = (program.to_ptx(), build)
+        if key not in self._built:
+            if build.release is None:
+                self._built[key] = compile_ptx(key[0], arch=program.module.target, opt_level=build.opt_level,
+                                               want_cubin=True, extra_args=build.options)
+            else:
+                self._built.update(compile_builds([key]))
+        return self._built[key]
 
-    def run(self, program: Program, opt_level: int) -> Outcome:
-        res = self._compiled(program, opt_level)
+    def run(self, program: Program, build: "Build | int" = BASE, scrub: int | None = None) -> Outcome:
+        build = _as_build(build)
+        res = self._compiled(program, build)
         if not res.accepted or res.cubin is None:
             first = res.errors()[0].message if res.errors() else res.stderr.strip()[:200]
-            return Outcome(fault=f"ptxas -O{opt_level} rejected: {first}", rejected=True)
+            return Outcome(fault=f"ptxas {build} rejected: {first}", rejected=True)
+        if scrub is not None and hasattr(self.worker, "scrub"):
+            self.worker.scrub(scrub)
         hw = self.worker.run(program, cubin=res.cubin, kernel=res.kernel_map().get(program.launch.kernel))
         return Outcome(dict(hw.outputs), hw.fault)
+
+    def registers(self, program: Program, build: Build = BASE) -> int | None:
+        """The registers per thread ptxas gave the launched kernel in this build (from its cubin)."""
+        res = self._compiled(program, build)
+        if not res.accepted or res.cubin is None:
+            return None
+        return elf.registers(res.cubin).get(res.kernel_map().get(program.launch.kernel, program.launch.kernel))
 
 
 @dataclass
@@ -537,11 +660,14 @@ def _nan_mask(type_: str, bits: np.ndarray) -> np.ndarray:
 
 
 def first_difference(program: Program, left: dict[str, bytes], right: dict[str, bytes],
-                     defined: dict[str, np.ndarray] | None = None) -> Difference | None:
-    """The first defined output element whose bits differ (any NaN equals any NaN), or None."""
+                     defined: dict[str, np.ndarray] | None = None, integer_only: bool = False) -> Difference | None:
+    """The first defined output element whose bits differ (any NaN equals any NaN), or None.
+    ``integer_only``: float buffers are not compared."""
     compared = 0
     first = None
     for b in program.outputs():
+        if integer_only and F.is_float(b.type):
+            continue
         eb = element_bytes(b.type)
         dt = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[eb]
         lb, rb = left.get(b.name, b""), right.get(b.name, b"")
@@ -566,40 +692,50 @@ def signature(judge: str, variant: Variant, what: str, family: str) -> str:
     return f"{judge}:{variant.pair}|{what}|{family}"
 
 
+def _not_applicable(side: Side, o: Outcome) -> bool:
+    """A rejection that says nothing about the compiler: a register cap below what an instruction
+    needs (ptxas C7601/C7602 "Insufficient registers"), or a release that is not here."""
+    text = o.fault or ""
+    return o.rejected and ("Insufficient registers" in text or "is not cached" in text)
+
+
 def compare_pair(variant: Variant, judge: Judge, *, defined: dict[str, np.ndarray] | None = None,
-                 family: str | None = None, cache: dict | None = None) -> Finding | None:
+                 family: str | None = None, cache: dict | None = None, integer_only: bool = False) -> Finding | None:
     """Run both sides through ``judge``; a Finding when they disagree, else None.
 
     Both sides faulting alike is no metamorphic finding (the differ reports faults). On a
     judge that is not ``deterministic`` a mismatch is rerun once: a side that changes on its
     own rerun gives ``<judge>:nondeterministic|<side>|<family>`` instead.
-    ``cache`` (text, opt) -> Outcome lets pairs that share a side (the original at -O3) run it once.
+    ``cache`` (``Side.key()`` -> Outcome) lets pairs that share a side (the original at -O3) run it once.
     """
     fam = family or program_family(variant.left.program)
     cache = {} if cache is None else cache
 
     def run(side: Side, fresh: bool = False) -> Outcome:
-        key = (side.program.to_ptx(), side.opt_level)
+        key = side.key() if getattr(judge, "reads_build", True) else (side.program.to_ptx(), _data_key(side.program))
         if fresh or key not in cache:
-            cache[key] = judge.run(side.program, side.opt_level)
+            cache[key] = judge.run(side.program, side.build)
         return cache[key]
 
     lo, ro = run(variant.left), run(variant.right)
-    base_ev = (("relation", variant.relation), ("left", variant.left.name), ("right", variant.right.name))
+    base_ev = (("relation", variant.relation), ("left", variant.left.name), ("right", variant.right.name),
+               ("left_build", str(variant.left.build)), ("right_build", str(variant.right.build)))
     if lo.fault or ro.fault:
         if lo.fault and ro.fault:
             return None
         side, o = (variant.left, lo) if lo.fault else (variant.right, ro)
+        if _not_applicable(side, o):
+            return None
         what = ("rejected:" if o.rejected else "fault:") + side.name
         return Finding(signature(judge.name, variant, what, fam), f"{side.name} side: {o.fault}; the other side ran",
                        base_ev + (("fault", o.fault),))
-    d = first_difference(variant.left.program, lo.outputs, ro.outputs, defined)
+    d = first_difference(variant.left.program, lo.outputs, ro.outputs, defined, integer_only)
     if d is None:
         return None
     if not judge.deterministic:
         for side, o in ((variant.left, lo), (variant.right, ro)):
             again = run(side, fresh=True)
-            if again.fault or first_difference(side.program, o.outputs, again.outputs, defined):
+            if again.fault or first_difference(side.program, o.outputs, again.outputs, defined, integer_only):
                 return Finding(f"{judge.name}:nondeterministic|{side.name}|{fam}",
                                f"the {side.name} side of {variant.relation} gave different outputs on a rerun",
                                base_ev + (("side", side.name),))
@@ -610,88 +746,214 @@ def compare_pair(variant: Variant, judge: Judge, *, defined: dict[str, np.ndarra
                               ("right_value", d.right), ("differing", d.count), ("compared", d.compared)))
 
 
+def determinism(program: Program, judge: Judge, *, defined: dict[str, np.ndarray] | None = None,
+                family: str | None = None, integer_only: bool = False) -> Finding | None:
+    """Run the base build twice on the same input, shared memory scrubbed with another pattern
+    before each run (``SCRUB_PATTERNS``), before any pair is compared: output bytes that change
+    come from a race or from memory read before it was written.  The checker called the program
+    defined, so that is a finding of its own (``<judge>:nondeterministic|O3|<family>``), never a
+    miscompile; the program's pairs are then not compared."""
+    if judge.deterministic:
+        return None
+    fam = family or program_family(program)
+    runs = []
+    for pattern in SCRUB_PATTERNS:
+        runs.append(judge.run(program, BASE, scrub=pattern) if isinstance(judge, HardwareJudge)
+                    else judge.run(program, BASE))
+    a, b = runs
+    if a.fault or b.fault:
+        return None  # a fault is the differ's finding (hardware:fault), not a pair's
+    d = first_difference(program, a.outputs, b.outputs, defined, integer_only)
+    if d is None:
+        return None
+    return Finding(f"{judge.name}:nondeterministic|{BASE_NAME}|{fam}",
+                   f"two runs of one build on one input differ (shared memory scrubbed with "
+                   f"{SCRUB_PATTERNS[0]:#x}, then {SCRUB_PATTERNS[1]:#x}): {d.count} element(s) of {d.buffer}; "
+                   f"first [{d.index}]: {d.left}, then {d.right}",
+                   (("buffer", d.buffer), ("index", d.index), ("first_run", d.left), ("second_run", d.right),
+                    ("differing", d.count), ("compared", d.compared)))
+
+
+_COMPILED_RELATIONS = ("opt-level", "options", "release")
+
+
 @dataclass
 class Checked:
     """One program's metamorphic run: which relations ran, what was found, why it was skipped."""
     skipped: str | None = None
     relations: list[str] = field(default_factory=list)
     findings: list[tuple[Variant, Finding]] = field(default_factory=list)
+    pairs: list[str] = field(default_factory=list)  # the pairs compared ("O3!=O0", ...)
+    inputs: int = 0  # input sets each pair was compared on
+    note: str | None = None  # why the comparison had no reference mask
 
 
 def check_program(program: Program, judge: Judge, *, seed: int = 0, planted: bool = False,
-                  cache: dict | None = None) -> Checked:
-    """Every pair of ``program`` through ``judge`` (nothing when the spec does not define it)."""
-    pairs = prepare_pairs(program, seed=seed, planted=planted)
-    return pairs if isinstance(pairs, Checked) else pairs.judge(judge, cache=cache)
+                  cache: dict | None = None, pairs: Sequence[str] = REPLAY_DEFAULT, inputs: int = 1,
+                  reference: Any = None) -> Checked:
+    """Every pair of ``program`` through ``judge`` (nothing when the checker finds it undefined)."""
+    prepared = prepare_pairs(program, seed=seed, planted=planted, pairs=pairs, reference=reference)
+    if isinstance(prepared, Checked):
+        return prepared
+    if isinstance(judge, HardwareJudge):
+        prepared.compile_with(judge)
+    return prepared.judge(judge, cache=cache, inputs=inputs)
 
 
 @dataclass
 class PreparedPairs:
-    """A program's pairs with every side already compiled (``built``: (text, opt) -> PtxasResult):
+    """A program's pairs with every side already compiled (``built``: (text, Build) -> PtxasResult):
     what a campaign's CPU pool hands its GPU workers, so no ptxas runs beside the GPU."""
 
     variants: list[Variant]
     defined: dict[str, np.ndarray] | None
     family: str
     built: dict = field(default_factory=dict)
+    program: Program | None = None
+    integer_only: bool = False
+    maxrreg: bool = False  # add the maxrreg pair once the base build's registers are known
+    note: str | None = None
 
-    def judge(self, judge: Judge, cache: dict | None = None) -> Checked:
-        out = Checked(relations=[v.relation for v in self.variants])
+    def judge(self, judge: Judge, cache: dict | None = None, inputs: int = 1) -> Checked:
+        """Every pair through ``judge``: on the GPU, the determinism check first, then each pair on
+        ``inputs`` input sets (``reseeded``); a pair's first disagreement is its finding."""
+        out = Checked(relations=[v.relation for v in self.variants], pairs=[v.pair for v in self.variants],
+                      inputs=inputs, note=self.note)
         cache = {} if cache is None else cache
-        for v in self.variants:
-            f = compare_pair(v, judge, defined=self.defined, family=self.family, cache=cache)
-            if f is not None:
-                out.findings.append((v, f))
+        if self.program is not None and self.variants:
+            nd = determinism(self.program, judge, defined=self.defined, family=self.family)
+            if nd is not None:
+                out.findings.append((Variant("determinism", Side(BASE_NAME, self.program), Side(BASE_NAME, self.program)), nd))
+                return out
+        found: set[str] = set()
+        for k in range(max(1, inputs)):
+            for v in self.variants:
+                if v.pair in found:
+                    continue
+                f = compare_pair(v.with_inputs(k), judge, defined=self.defined, family=self.family, cache=cache,
+                                 integer_only=self.integer_only and v.relation in _COMPILED_RELATIONS)
+                if f is not None:
+                    found.add(v.pair)
+                    out.findings.append((v, replace(f, evidence=f.evidence + (("input_set", k),)) if k else f))
         return out
 
     def compile(self, known: dict | None = None) -> "PreparedPairs":
-        """Compile every side in one ptxas batch per opt level (``known``: results at hand)."""
+        """Compile every side in one ptxas batch per build (``known``: results at hand, keyed
+        (text, Build) or (text, opt level)), then the maxrreg pair from the base build's registers."""
         from dataclasses import replace as _replace
 
         def portable(res):  # a plain dict of kernel names, so the result pickles to a GPU worker
             return _replace(res, kernel_names=dict(res.kernel_names))
 
-        self.built.update({k: portable(r) for k, r in (known or {}).items()})
-        by_opt: dict[int, list[str]] = {}
-        for v in self.variants:
-            for side in (v.left, v.right):
-                key = (side.program.to_ptx(), side.opt_level)
-                if key not in self.built:
-                    by_opt.setdefault(side.opt_level, []).append(key[0])
-        for opt, texts in by_opt.items():
-            texts = list(dict.fromkeys(texts))
-            for text, res in zip(texts, compile_batch(texts, opt_level=opt, want_cubin=True)):
-                self.built[(text, opt)] = portable(res)
+        self.built.update({(t, _as_build(b)): portable(r) for (t, b), r in (known or {}).items()})
+        self._compile_missing(lambda keys: compile_builds(keys))
+        self.built = {k: portable(r) for k, r in self.built.items()}
         return self
 
+    def compile_with(self, judge: "HardwareJudge") -> "PreparedPairs":
+        """``compile`` through a GPU judge's own cache of builds (``replay``, the reducer)."""
+        def build(keys):
+            judge.prepare([(self.program if self.program is not None and t == self.program.to_ptx() else _text_program(t, self), b)
+                           for t, b in keys])
+            return {k: judge._built[k] for k in keys}
+        self._compile_missing(build)
+        judge._built.update(self.built)
+        return self
 
-def prepare_pairs(program: Program, *, seed: int = 0, planted: bool = False) -> "PreparedPairs | Checked":
-    """The pairs ``program`` takes part in, ready to judge; a ``Checked`` saying why when none can."""
-    el = spec_defined(program)
+    def _compile_missing(self, build_many: Callable[[list], dict]) -> None:
+        keys = [(side.program.to_ptx(), side.build) for v in self.variants for side in (v.left, v.right)]
+        if self.maxrreg and self.program is not None:
+            keys.append((self.program.to_ptx(), BASE))
+        self.built.update(build_many([k for k in dict.fromkeys(keys) if k not in self.built]))
+        if self.maxrreg and self.program is not None:
+            self.maxrreg = False
+            base = self.built.get((self.program.to_ptx(), BASE))
+            regs = None
+            if base is not None and base.accepted and base.cubin is not None:
+                name = dict(base.kernel_names).get(self.program.launch.kernel, self.program.launch.kernel)
+                regs = elf.registers(base.cubin).get(name)
+            b = maxrreg_build(regs) if regs else None
+            if b is not None:
+                self.variants.append(Variant("options", Side(BASE_NAME, self.program, BASE), Side(MAXRREG, self.program, b)))
+                key = (self.program.to_ptx(), b)
+                if key not in self.built:
+                    self.built.update(build_many([key]))
+
+
+def _text_program(text: str, pairs: PreparedPairs) -> Program:
+    """The side program whose text is ``text`` (a transform's)."""
+    for v in pairs.variants:
+        for side in (v.left, v.right):
+            if side.program.to_ptx() == text:
+                return side.program
+    raise KeyError(text[:80])
+
+
+def prepare_pairs(program: Program, *, seed: int = 0, planted: bool = False, pairs: Sequence[str] = REPLAY_DEFAULT,
+                  reference: Any = None, release: str | None = None) -> "PreparedPairs | Checked":
+    """The pairs ``program`` takes part in, ready to compile and judge; a ``Checked`` saying why
+    when none can.  ``reference``: the reference's result or exception, when already at hand."""
+    el = pair_eligibility(program, reference)
     if not el.ok:
         return Checked(skipped=el.reason)
-    return PreparedPairs(metamorphic_pairs(program, seed=seed, planted=planted, defined=el.defined), el.defined,
-                         program_family(program))
+    if el.defined is None:  # the transforms are sound only where the reference defines the program
+        pairs = tuple(p for p in pairs if p not in TRANSFORMS)
+    variants = metamorphic_pairs(program, seed=seed, planted=planted, defined=el.defined, pairs=pairs, release=release)
+    if not variants and MAXRREG not in pairs:
+        return Checked(skipped="no pair applies" + (f" (reference: {el.note})" if el.note else ""))
+    return PreparedPairs(variants, el.defined, program_family(program), program=program,
+                         integer_only=el.integer_only, maxrreg=MAXRREG in pairs, note=el.note)
+
+
+_RELEASE_SIDES = re.compile(r"\d+\.\d+\.\d+!=\d+\.\d+\.\d+")
 
 
 def is_metamorphic(sig: str) -> bool:
     """Whether a finding signature is one of this module's (``<judge>:<left>!=<right>|...`` with
-    side names from ``RELATIONS``/``PLANTED``, or ``<judge>:nondeterministic|...``)."""
+    side names from ``RELATIONS``/``PLANTED``, the compile pairs or two releases, or
+    ``<judge>:nondeterministic|...``)."""
     pair = sig.split("|", 1)[0]
     judge_, _, sides = pair.partition(":")
     names = {f"{l}!={r}" for l, r in list(RELATIONS.values()) + [PLANTED[1]]}
-    return bool(judge_) and (sides in names or sides == "nondeterministic")
+    left, _, right = sides.partition("!=")
+    compiled = left == BASE_NAME and right in side_names()
+    return bool(judge_) and (sides in names or sides == "nondeterministic" or compiled
+                             or bool(_RELEASE_SIDES.fullmatch(sides)))
+
+
+def pairs_of(sig: str) -> tuple[tuple[str, ...], str | None]:
+    """The ``--pairs`` names (and the release) that rerun the pair a signature names: what the
+    reducer and a repro's replay run, instead of every pair."""
+    sides = sig.split("|", 1)[0].partition(":")[2]
+    left, _, right = sides.partition("!=")
+    if sides == "nondeterministic":
+        return ("O0",), None  # any pair: the determinism check runs before every comparison
+    if _RELEASE_SIDES.fullmatch(sides):
+        return (RELEASE,), right
+    if left == BASE_NAME and right in side_names():
+        return (right,), None
+    for name, (l, r) in RELATIONS.items():
+        if (l, r) == (left, right):
+            return ((name,) if name in TRANSFORMS else ("O0",)), None
+    return (), None
 
 
 def keeps(sig: str, judge: Judge, *, seed: int = 0) -> Callable[[Sequence[Program]], list[bool]]:
     """A predicate for ``fuzzptx.reduce.shrink``: which candidates still show a metamorphic finding
-    whose signature starts with ``sig`` (judged in order, stopping at the first that does)."""
+    whose signature starts with ``sig`` (judged in order, stopping at the first that does); only
+    the pair the signature names runs."""
     planted = PLANTED[1][1] in sig
+    pairs, release = pairs_of(sig)
 
     def holds(programs: Sequence[Program]) -> list[bool]:
         out = [False] * len(programs)
         for i, program in enumerate(programs):
-            found = check_program(program, judge, seed=seed, planted=planted).findings
+            prepared = prepare_pairs(program, seed=seed, planted=planted, pairs=pairs or REPLAY_DEFAULT, release=release)
+            if isinstance(prepared, Checked):
+                continue
+            if isinstance(judge, HardwareJudge):
+                prepared.compile_with(judge)
+            found = prepared.judge(judge).findings
             if any(f.signature.startswith(sig) for _, f in found):
                 out[i] = True
                 break
@@ -703,25 +965,29 @@ def keeps(sig: str, judge: Judge, *, seed: int = 0) -> Callable[[Sequence[Progra
 __all__ = [
     "RELATIONS", "PLANTED", "DEAD_PARAM", "Side", "Variant", "serialise", "drop_wgmma", "planted_variant",
     "with_dead_uniform_branches", "dead_branch_points", "contractible_float_ops", "Eligibility",
-    "spec_findings", "spec_defined", "first_defined", "metamorphic_pairs", "Outcome", "Judge", "ReferenceJudge",
-    "HardwareJudge", "ReferenceWorker", "Difference", "first_difference", "signature", "compare_pair", "Checked", "check_program", "PreparedPairs",
-    "prepare_pairs",
-    "is_metamorphic", "keeps",
+    "spec_findings", "spec_defined", "pair_eligibility", "first_defined", "metamorphic_pairs", "Outcome", "Judge",
+    "ReferenceJudge", "HardwareJudge", "ReferenceWorker", "Difference", "first_difference", "signature",
+    "compare_pair", "determinism", "Checked", "check_program", "PreparedPairs", "prepare_pairs", "compile_builds",
+    "reseeded", "is_metamorphic", "pairs_of", "keeps",
 ]
 
 
-def verdict(program: Program, *, on_gpu: bool, worker: Any = None) -> "Checked":
+def verdict(program: Program, *, on_gpu: bool, worker: Any = None, pairs: Sequence[str] = REPLAY_DEFAULT,
+            inputs: int = 1, reference: Any = None) -> "Checked":
     """The program's metamorphic pairs (this module's) on the GPU when ``on_gpu`` (through
-    ``worker``, or a fresh one), else on the reference as its CPU stand-in. A judge that breaks
-    says so as a skip, never by losing the program's other verdicts."""
+    ``worker``, or a fresh one), else on the reference as its CPU stand-in (where the compile
+    pairs hold trivially: only the transforms are tested). A judge that breaks says so as a skip,
+    never by losing the program's other verdicts."""
     try:
         if on_gpu:
             if worker is None:
-
                 with HardwareWorker() as w:
-                    return check_program(program, HardwareJudge(w))
-            return check_program(program, HardwareJudge(worker))
-        return check_program(program, ReferenceJudge())
+                    return check_program(program, HardwareJudge(w), pairs=pairs, inputs=inputs, reference=reference)
+            return check_program(program, HardwareJudge(worker), pairs=pairs, inputs=inputs, reference=reference)
+        cpu_pairs = tuple(p for p in pairs if p in TRANSFORMS)
+        if not cpu_pairs:
+            return Checked(skipped="compile pairs need the GPU (on the reference they hold trivially)")
+        return check_program(program, ReferenceJudge(), pairs=cpu_pairs, reference=reference)
     except Exception as exc:  # noqa: BLE001
         if type(exc).__name__ == "HardwareUnavailable":
             raise

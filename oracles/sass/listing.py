@@ -23,6 +23,8 @@ from threading import Lock
 
 from fuzzptx.ptx.ir import cached_once
 
+from ..elf import SHT_PROGBITS, read as elf_read
+
 _INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:(@!?U?P(?:\d|T))\s+)?([A-Z][A-Za-z0-9_.]*)\s*(.*?)\s*;")
 _REG = re.compile(r"(?<![\w.])(-|!|\|)?R(\d+)(\.64|\.reuse)?")
 _GMMA = re.compile(r"^([HIQB]?GMMA)\.(?:SP\.)?64x(\d+)x(\d+)(?:\.(\w+))?")
@@ -200,38 +202,19 @@ class _Text:
 
 def _text_sections(cubin: bytes) -> list[_Text]:
     """The ``.text.*`` sections of an ELF64 cubin with their function symbols and call relocations."""
-    shoff = struct.unpack_from("<Q", cubin, 0x28)[0]
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
-    hdrs = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
-
-    def cstr(base: int, off: int) -> str:
-        end = cubin.index(b"\0", base + off)
-        return cubin[base + off:end].decode("latin-1")
-
-    names = [cstr(hdrs[shstrndx][4], h[0]) for h in hdrs]
-    symtab = next((i for i, h in enumerate(hdrs) if h[1] == 2), None)  # SHT_SYMTAB
-    syms: list[tuple[str, int, int, int, int]] = []  # (name, info, shndx, value, size)
-    if symtab is not None:
-        h = hdrs[symtab]
-        strbase = hdrs[h[6]][4]
-        for k in range(h[5] // 24):
-            st_name, st_info, _other, st_shndx, st_value, st_size = struct.unpack_from("<IBBHQQ", cubin, h[4] + 24 * k)
-            syms.append((cstr(strbase, st_name), st_info, st_shndx, st_value, st_size))
+    elf = elf_read(cubin)
     out = []
-    for i, (h, name) in enumerate(zip(hdrs, names)):
-        if not name.startswith(".text.") or h[1] != 1:  # SHT_PROGBITS
+    for i, sec in enumerate(elf.sections):
+        if not sec.name.startswith(".text.") or sec.type != SHT_PROGBITS:
             continue
-        funcs = tuple(sorted(((n, v, sz) for n, info, sh, v, sz in syms if sh == i and info & 0xF == 2),
+        funcs = tuple(sorted(((y.name, y.value, y.size) for y in elf.symbols if y.shndx == i and y.is_function),
                              key=lambda f: f[1]))
         calls: dict[int, str] = {}
-        for rh in hdrs:
-            if rh[1] == 4 and rh[7] == i:  # SHT_RELA for this section
-                for k in range(rh[5] // 24):
-                    r_offset, r_info, _addend = struct.unpack_from("<QQq", cubin, rh[4] + 24 * k)
-                    sym = syms[r_info >> 32] if (r_info >> 32) < len(syms) else None
-                    if sym is not None and sym[1] & 0xF == 2:
-                        calls[r_offset] = sym[0]
-        out.append(_Text(name, cubin[h[4]:h[4] + h[5]], funcs or ((name[len(".text."):], 0, h[5]),), calls))
+        for r_offset, sym_index in elf.relocations(i):
+            sym = elf.symbols[sym_index] if sym_index < len(elf.symbols) else None
+            if sym is not None and sym.is_function:
+                calls[r_offset] = sym.name
+        out.append(_Text(sec.name, elf.section_bytes(sec), funcs or ((sec.name[len(".text."):], 0, sec.size),), calls))
     return out
 
 

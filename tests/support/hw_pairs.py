@@ -1,0 +1,192 @@
+"""Compile pairs on the H100: the -O0 != -O3 suite through ``fuzzptx replay``, and a probe for new ones.
+
+    # on the GPU machine (the device tool's copy of the tree; results to $OUT)
+    python3 tests/support/hw_pairs.py --probe 2000 --found $OUT/found --suite tests/data/pairs --out $OUT/pairs_h100.json
+    # here, no GPU: the reference stands in for the GPU worker (every build still compiled by real ptxas)
+    python tests/support/hw_pairs.py --probe 40 --suite tests/data/pairs --dry-run --out /tmp/pairs.json
+
+``--write-suite DIR`` writes the tensor-core part of the suite (repeated wgmmas that ptxas 13.0.88
+collapses at -O3: ``benchmarks/probe_dup_wgmma.py`` measured 35 of 49 such kernels wrong at -O3 and
+right at -O0 on the H100) as repro files whose SIGNATURE names the pair that must flag them.
+``--probe N`` draws N random integer kernels (``scalar_probe.kernel``), builds each at -O3, -O0, -O1
+and -O2 (one batched ptxas run per build) and runs them through the pairs' GPU judge on two input
+sets; every kernel with a pair disagreement is written to ``--found`` with its signature.
+``--suite DIR`` runs ``fuzzptx replay FILE --json`` (the CLI, in a fresh process) on every file and
+records whether the pair its SIGNATURE names was flagged.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import re
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE.parent))
+
+SUITE_FORMS = (
+    "wgmma.mma_async.sync.aligned.m64n32k32.s32.u8.u8|a=reg",
+    "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8|a=desc",
+    "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16|a=desc",
+    "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16|a=reg",
+    "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16|a=desc",
+    "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32|a=reg",
+    "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3|a=desc",
+)
+SUITE_VARIANTS = ((2, False, False), (2, True, False), (3, False, True))
+
+
+def device_info() -> dict:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from campaign_device import device_info as info
+
+    return info()
+
+
+def write_suite(out: Path) -> list[Path]:
+    """The tensor-core part of the -O0 != -O3 suite (small_int data: exact in every type)."""
+    from fuzzptx.builders import repeated_wgmma, wgmma_program
+    from fuzzptx.judges.programs import program_family
+
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    for key in SUITE_FORMS:
+        for copies, commit, zero in SUITE_VARIANTS:
+            p = repeated_wgmma(wgmma_program(key, seed=7, init="small_int", scale_d=not zero), copies, commit, zero)
+            sig = f"hardware:O3!=O0|mismatch|{program_family(p)}"
+            p = replace(p, signature=sig, notes=p.notes + (
+                f"repeated wgmma x{copies}{' with a commit between' if commit else ''}"
+                f"{', the first with scale-d 0' if zero else ''}: ptxas 13.0.88 -O3 collapses the copies "
+                "(reports/findings/README.md); -O0 keeps them",))
+            name = f"repeat_{key.split('.')[4]}_{'.'.join(key.split('|')[0].split('.')[5:])}_{key.split('=')[1]}_x{copies}" \
+                   f"{'_commit' if commit else ''}{'_zero_first' if zero else ''}.ptx"
+            (out / name).write_text(p.to_ptx())
+            files.append(out / name)
+    return files
+
+
+def probe(n: int, found: Path, worker, inputs: int = 2, seed0: int = 0) -> dict:
+    """Random integer kernels through the -O3/-O0/-O1/-O2 pairs on ``worker``."""
+    from support.scalar_probe import kernel
+
+    from fuzzptx.judges import metamorphic as M
+    from fuzzptx.judges.programs import program_family
+    from fuzzptx.program import Program
+
+    t0 = time.perf_counter()
+    programs = [Program.from_ptx(kernel(seed0 + s), f"probe{seed0 + s}.ptx") for s in range(n)]
+    pairs = ("O0", "O1", "O2")
+    prepared = []
+    for p in programs:
+        pp = M.prepare_pairs(p, pairs=pairs, reference=M.Unsupported("probe: the reference is not asked"))
+        prepared.append(pp)
+    keys = [(s.program.to_ptx(), s.build) for pp in prepared if isinstance(pp, M.PreparedPairs)
+            for v in pp.variants for s in (v.left, v.right)]
+    built = M.compile_builds(list(dict.fromkeys(keys)), parallel=True)
+    t_compile = time.perf_counter() - t0
+    judge = M.HardwareJudge(worker, _built=built)
+    found.mkdir(parents=True, exist_ok=True)
+    rows, hits = [], 0
+    for s, (p, pp) in enumerate(zip(programs, prepared)):
+        if not isinstance(pp, M.PreparedPairs):
+            rows.append({"seed": seed0 + s, "skipped": pp.skipped})
+            continue
+        checked = pp.judge(judge, inputs=inputs)
+        sigs = [f.signature for _, f in checked.findings]
+        rows.append({"seed": seed0 + s, "findings": sigs})
+        real = [x for x in sigs if "nondeterministic" not in x]
+        if real:
+            hits += 1
+            sig = real[0]
+            kept = replace(p, signature=sig, notes=p.notes + (f"found by tests/support/hw_pairs.py --probe: {', '.join(sigs)}",))
+            (found / f"scalar_probe_{seed0 + s}.ptx").write_text(kept.to_ptx())
+    return {"kernels": n, "pairs": list(pairs), "inputs_per_pair": inputs, "with_findings": hits,
+            "compile_seconds": round(t_compile, 1), "seconds": round(time.perf_counter() - t0, 1),
+            "families": sorted({program_family(p) for p in programs}), "rows": rows}
+
+
+def replay_one(path: Path, timeout: float) -> dict:
+    text = path.read_text()
+    m = re.search(r"^// SIGNATURE: (\S+)", text, re.M)
+    want = m.group(1) if m else None
+    t0 = time.perf_counter()
+    try:
+        r = subprocess.run([sys.executable, "-m", "fuzzptx.cli", "replay", str(path.resolve()), "--json"],
+                           capture_output=True, text=True, timeout=timeout, cwd="/tmp")
+    except subprocess.TimeoutExpired:
+        return {"file": path.name, "expected": want, "error": f"timed out after {timeout} s"}
+    row: dict = {"file": path.name, "expected": want, "exit": r.returncode, "seconds": round(time.perf_counter() - t0, 1)}
+    if "Traceback" in r.stderr:
+        row["traceback"] = r.stderr[-1500:]
+    try:
+        out = json.loads(r.stdout)
+    except json.JSONDecodeError:
+        row["error"] = (r.stderr or r.stdout)[-400:]
+        return row
+    sigs = [f["signature"] if isinstance(f, dict) else str(f) for f in out.get("findings", [])]
+    row["findings"] = sigs
+    meta = next((j for j in out.get("judges", []) if j.get("judge") == "metamorphic"), None)
+    row["metamorphic"] = meta
+    want_pair = want.rsplit("|", 1)[0] if want else None
+    row["flagged"] = bool(want_pair) and any(s.startswith(want_pair) for s in sigs)
+    return row
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--write-suite", type=Path, help="write the tensor-core suite files here and stop")
+    ap.add_argument("--probe", type=int, default=0, help="random integer kernels to probe")
+    ap.add_argument("--probe-seed", type=int, default=0)
+    ap.add_argument("--found", type=Path, default=Path("/tmp/pairs_found"))
+    ap.add_argument("--suite", type=Path, action="append", default=[], help="replay every .ptx here")
+    ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--dry-run", action="store_true", help="no GPU: the reference stands in for the GPU worker")
+    ap.add_argument("--out", type=Path, required=False)
+    args = ap.parse_args()
+    if args.write_suite:
+        for f in write_suite(args.write_suite):
+            print(f)
+        return 0
+    from fuzzptx.judges import metamorphic as M
+    from fuzzptx.judges.compile_pairs import newest_release
+
+    record: dict = {"what": "compile pairs on the GPU: the -O0 != -O3 suite through fuzzptx replay, and a probe",
+                    "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                    "device": {"device": "none: dry run"} if args.dry_run else device_info(),
+                    "newest_release": newest_release()}
+    if args.probe:
+        if args.dry_run:
+            record["probe"] = probe(args.probe, args.found, M.ReferenceWorker(), seed0=args.probe_seed)
+        else:
+            from fuzzptx.oracles.hardware import HardwareWorker
+
+            with HardwareWorker() as w:
+                record["probe"] = probe(args.probe, args.found, w, seed0=args.probe_seed)
+                record["probe"]["worker_restarts"] = w.restarts
+        print(json.dumps({k: v for k, v in record["probe"].items() if k != "rows"}))
+    suites = list(args.suite) + ([args.found] if args.probe and args.found.exists() else [])
+    rows = []
+    files = [f for d in suites for f in sorted(d.glob("*.ptx"))]
+    if args.dry_run:
+        files = files[:4]
+    with cf.ThreadPoolExecutor(args.jobs) as ex:
+        for row in ex.map(lambda f: replay_one(f, 300), files):
+            rows.append(row)
+            print(row["file"], "flagged" if row.get("flagged") else "NOT flagged", row.get("findings"), flush=True)
+    record["suite"] = {"files": len(rows), "flagged": sum(1 for r in rows if r.get("flagged")),
+                       "tracebacks": sum(1 for r in rows if r.get("traceback")), "rows": rows}
+    print(json.dumps({k: v for k, v in record["suite"].items() if k != "rows"}))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(record, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,271 @@
+"""Compile pairs (``fuzzptx.judges.compile_pairs`` + ``metamorphic``): real ptxas builds every
+side; planted 'compilers' that break under one option, on one input set, or from run to run must
+come out as findings with the documented signatures; the reference is not needed."""
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pytest
+
+from fuzzptx import isa
+from fuzzptx.builders import wgmma_program
+from fuzzptx.judges import compile_pairs as CP
+from fuzzptx.judges import metamorphic as M
+from fuzzptx.oracles import elf
+from fuzzptx.oracles.ptxas import PINNED_VERSION, compile_ptx, find_ptxas
+from fuzzptx.program import Program
+
+SCALAR = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 x, .param .u64 y)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [x];
+    ld.param.u64 %rd2, [y];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.u64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r2, [%rd4];
+    mul.lo.u32 %r3, %r2, 2654435761;
+    shr.u32 %r4, %r3, 7;
+    xor.b32 %r5, %r4, %r2;
+    add.u64 %rd5, %rd2, %rd3;
+    st.global.u32 [%rd5], %r5;
+    ret;
+}
+"""
+
+
+def scalar() -> Program:
+    p = Program.from_ptx(SCALAR, "scalar.ptx")
+    return replace(p, buffers=tuple(replace(b, init="random", seed=5) if b.name == "x" else replace(b, init="zeros")
+                                    for b in p.buffers))
+
+
+def chained() -> Program:
+    f = next(f for f in isa.forms("wgmma") if f.key == "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16|a=desc")
+    return wgmma_program(f, init="small_int", seed=4, k_steps=3)
+
+
+@dataclass
+class WrongUnder:
+    """A 'compiler' that is wrong (flips bit 0 of the first output word) under one ptxas option."""
+
+    option: str
+    name: str = "gpu"
+    deterministic: bool = True
+
+    def run(self, program, build=CP.BASE):
+        o = M.ReferenceJudge().run(program, build)
+        if self.option in build.options and not o.fault:
+            out = program.outputs()[0].name
+            data = bytearray(o.outputs[out])
+            data[0] ^= 1
+            o = M.Outcome({**o.outputs, out: bytes(data)})
+        return o
+
+
+def test_every_compile_pair_is_a_build_real_ptxas_accepts():
+    """The table's options are real ptxas options: every build of a wgmma and a scalar program assembles."""
+    for p in (chained(), scalar()):
+        keys = [(p.to_ptx(), row.build) for row in CP.COMPILE_PAIRS]
+        built = M.compile_builds(keys)
+        bad = {str(b): r.stderr[:200] for (_, b), r in built.items() if not r.accepted}
+        assert not bad, bad
+
+
+def test_register_count_read_from_the_cubin_is_what_ptxas_prints():
+    text = chained().to_ptx()
+    r = compile_ptx(text, want_cubin=True)
+    got = elf.registers(r.cubin)[r.kernel(chained().launch.kernel)]
+    proc = subprocess.run([str(find_ptxas()), "-arch=sm_90a", "-v", "-o", "/dev/null", "-"], input=text,
+                          capture_output=True, text=True)
+    printed = int(re.search(r"Used (\d+) registers", proc.stderr).group(1))
+    assert got == printed
+
+
+def test_maxrreg_pair_caps_below_the_base_registers_and_a_too_low_cap_is_not_a_finding():
+    p = chained()
+    prepared = M.prepare_pairs(p, pairs=(CP.MAXRREG,))
+    assert isinstance(prepared, M.PreparedPairs)
+    prepared.compile()
+    regs = elf.registers(prepared.built[(p.to_ptx(), CP.BASE)].cubin)[p.launch.kernel]
+    (v,) = [v for v in prepared.variants if v.right.name == CP.MAXRREG]
+    assert v.right.build == CP.maxrreg_build(regs) and int(v.right.build.options[1]) < regs
+    rejected = M.Outcome(fault="ptxas -O3 --maxrregcount 30 rejected: (C7602) Insufficient registers (30)", rejected=True)
+    assert M._not_applicable(v.right, rejected)
+    assert CP.maxrreg_build(CP.MAXRREG_FLOOR) is None
+
+
+@pytest.mark.parametrize("option,name", [("--dont-merge-basicblocks", "nomerge"), ("-lineinfo", "lineinfo"),
+                                         ("--register-usage-level", "rul0")])
+def test_a_compiler_wrong_under_one_option_is_caught_by_its_pair(option, name):
+    p = scalar()
+    r = M.check_program(p, WrongUnder(option), pairs=CP.REPLAY_DEFAULT)
+    sigs = [f.signature for _, f in r.findings]
+    assert f"gpu:O3!={name}|mismatch|" in [s.rsplit("|", 1)[0] + "|" for s in sigs], sigs
+    assert all(M.is_metamorphic(s) for s in sigs)
+    assert M.pairs_of(sigs[0])[0] in ((name,), ("rul0",), ("rul10",))
+
+
+def test_pairs_run_where_the_reference_cannot_and_leave_out_the_transforms():
+    """A program outside the reference's subset still takes part (every byte compared); the
+    transforms, which need the reference's mask, do not."""
+    p = scalar()
+    calls = []
+
+    def refuses(*a, **k):
+        calls.append(1)
+        raise M.Unsupported("unsupported: frobnicate.b32")
+
+    el = M.pair_eligibility(p, reference=M.Unsupported("unsupported: frobnicate.b32"))
+    assert el.ok and el.defined is None and "frobnicate" in el.note
+    prepared = M.prepare_pairs(chained(), reference=M.Unsupported("unsupported: x"), pairs=CP.REPLAY_DEFAULT)
+    assert {v.relation for v in prepared.variants} <= {"opt-level", "options", "release"}
+    assert prepared.note == "Unsupported: unsupported: x"
+
+
+def test_a_program_the_checker_calls_undefined_takes_no_pair():
+    p = chained()
+    fn = p.module.function(p.launch.kernel)
+    body = tuple(s for s in fn.body if not (hasattr(s, "opcode") and s.opcode.startswith("wgmma.wait_group")))
+    bad = replace(p, module=replace(p.module, items=tuple(replace(fn, body=body) if i is fn else i for i in p.module.items)))
+    r = M.prepare_pairs(bad)
+    assert isinstance(r, M.Checked) and r.skipped.startswith("checker:")
+
+
+def test_nondeterminism_is_named_before_any_pair_is_compared():
+    @dataclass
+    class Racy:
+        name: str = "hardware"
+        deterministic: bool = False
+        calls: int = 0
+
+        def run(self, program, build=CP.BASE, scrub=None):
+            self.calls += 1
+            return M.Outcome({b.name: self.calls.to_bytes(4, "little") * b.count for b in program.outputs()})
+
+    prepared = M.prepare_pairs(scalar(), pairs=("O0", "O1"))
+    checked = prepared.judge(Racy(), inputs=3)
+    assert [f.signature for _, f in checked.findings] == ["hardware:nondeterministic|O3|other"]
+
+
+def test_each_pair_runs_on_several_input_sets_and_names_the_one_that_differs():
+    @dataclass
+    class WrongOnSecondInputAtO1:
+        name: str = "gpu"
+        deterministic: bool = True
+
+        def run(self, program, build=CP.BASE):
+            o = M.ReferenceJudge().run(program, build)
+            if build.opt_level == 1 and program.buffers[0].seed != 5 and not o.fault:
+                out = program.outputs()[0].name
+                o = M.Outcome({**o.outputs, out: b"\xff" + o.outputs[out][1:]})
+            return o
+
+    p = scalar()
+    assert M.reseeded(p, 1).buffer("x").seed != p.buffer("x").seed
+    assert M.reseeded(p, 1).buffer("y") == p.buffer("y")  # zeros stay zeros
+    prepared = M.prepare_pairs(p, pairs=("O0", "O1"))
+    assert not prepared.judge(WrongOnSecondInputAtO1(), inputs=1).findings
+    found = prepared.judge(WrongOnSecondInputAtO1(), inputs=3).findings
+    assert len(found) == 1 and found[0][1].signature.startswith("gpu:O3!=O1|mismatch|")
+    assert dict(found[0][1].evidence)["input_set"] == 1
+
+
+def test_the_release_pair_builds_with_that_release_and_names_both():
+    """With the pinned release as 'the other release' (always here, no network) the mechanism runs
+    end to end: its own ptxas binary, the signature names both releases."""
+    p = scalar()
+    (v,) = M.metamorphic_pairs(p, pairs=(CP.RELEASE,), release=PINNED_VERSION)
+    assert v.pair == f"{PINNED_VERSION}!={PINNED_VERSION}" and v.right.build.release == PINNED_VERSION
+    built = M.compile_builds([(p.to_ptx(), v.right.build)])
+    assert all(r.accepted for r in built.values())
+    assert M.is_metamorphic("hardware:13.0.88!=13.5.37|mismatch|scalar")
+    assert M.pairs_of("hardware:13.0.88!=13.5.37|mismatch|scalar") == ((CP.RELEASE,), "13.5.37")
+    missing = M.compile_builds([(p.to_ptx(), CP.Build(3, (), "99.9.99"))])
+    (r,) = missing.values()
+    assert not r.accepted and "not cached" in r.stderr
+
+
+def test_float_contraction_limits_the_comparison_to_integer_outputs():
+    text = SCALAR.replace(".reg .b32 %r<8>;", ".reg .b32 %r<8>;\n    .reg .f32 %f<4>;").replace(
+        "xor.b32 %r5, %r4, %r2;", "xor.b32 %r5, %r4, %r2;\n    mov.b32 %f1, %r2;\n    mul.f32 %f2, %f1, %f1;\n"
+        "    add.f32 %f3, %f2, %f1;")
+    el = M.pair_eligibility(Program.from_ptx(text, "contract.ptx"))
+    assert el.ok and el.integer_only
+    p = chained()  # its output d is .f32: left out of an integer-only comparison, compared otherwise
+    n = p.buffer("d").count
+    left, right = np.zeros(n, np.float32), np.ones(n, np.float32)
+    assert M.first_difference(p, {"d": left.tobytes()}, {"d": right.tobytes()}, integer_only=True) is None
+    assert M.first_difference(p, {"d": left.tobytes()}, {"d": right.tobytes()}).count == n
+
+
+def test_pairs_names_parse_with_a_one_line_error():
+    assert CP.parse_pairs("O0,maxrreg") == ("O0", "maxrreg")
+    assert CP.parse_pairs("default") == CP.CAMPAIGN_DEFAULT
+    assert CP.parse_pairs("none") == ()
+    with pytest.raises(CP.PairsError, match="unknown pair 'O7'"):
+        CP.parse_pairs("O0,O7")
+
+
+@pytest.mark.gpu
+def test_scrub_fills_shared_memory_that_a_kernel_then_reads_unwritten():
+    """The determinism check's scrub reaches a later kernel: one that stores a word of shared
+    memory it never wrote gives the scrub pattern (on the H100)."""
+    from fuzzptx.oracles.hardware import HardwareWorker
+
+    text = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 y)
+{
+    .shared .align 4 .b32 s[32];
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [y];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, s;
+    ld.volatile.shared.u32 %r3, [%r2];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.u64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r3;
+    ret;
+}
+"""
+    p = Program.from_ptx(text, "unwritten.ptx")
+    with HardwareWorker() as w:
+        seen = []
+        for pattern in M.SCRUB_PATTERNS:
+            assert w.scrub(pattern) is None
+            seen.append(np.frombuffer(w.run(p).outputs["y"], np.uint32)[0])
+    assert seen[0] != seen[1]
+
+
+def test_the_suite_files_take_part_and_name_their_pair():
+    """tests/data/pairs/: each file is one the checker finds defined, names a compile pair in its
+    SIGNATURE, and both builds of that pair assemble (the H100 record says the GPU flags them)."""
+    from pathlib import Path
+
+    files = sorted((Path(__file__).parent / "data" / "pairs").glob("*.ptx"))
+    assert len(files) >= 20
+    keys = []
+    for f in files:
+        p = Program.from_file(f)
+        assert p.signature and M.is_metamorphic(p.signature), f.name
+        names, release = M.pairs_of(p.signature)
+        prepared = M.prepare_pairs(p, pairs=names, release=release)
+        assert isinstance(prepared, M.PreparedPairs), (f.name, prepared)
+        keys += [(s.program.to_ptx(), s.build) for v in prepared.variants for s in (v.left, v.right)]
+    built = M.compile_builds(list(dict.fromkeys(keys)))
+    assert all(r.accepted for r in built.values())
