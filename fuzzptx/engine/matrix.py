@@ -33,19 +33,33 @@ def default_judges(hardware: bool) -> tuple[str, ...]:
     return usable(default_names("matrix"), hardware)
 
 
+def releases(program: Program, text: str, spec: str, judges: Sequence[str]):
+    """The matrix's one loop: for each release of SPEC, (release, verdicts, findings) of the judges
+    with that release as the compile stage's, or (release, why not applicable, None)."""
+    for tc in toolchains.resolve(spec):
+        why = release_not_applicable(tc, program)
+        if why is not None:
+            yield tc.release, why, None
+        else:
+            v = differ.judge(program, judges, text=text, judged=program, toolchain=tc)
+            yield tc.release, v, differ.compare(program, v)
+
+
+def row(verdicts: Any, findings: list | None) -> dict:
+    """A release's row: its verdict lines and finding signatures, or why it is not applicable."""
+    if findings is None:
+        return {"not_applicable": verdicts}
+    return {"verdicts": verdicts.summary(), "findings": [f.signature for f in findings]}
+
+
 def matrix(program: Program, text: str, spec: str, judges: Sequence[str], *,
            progress: Any = None) -> dict[str, dict]:
     """Release -> ``{"verdicts": {...}, "findings": [signature, ...]}`` (or ``{"not_applicable": why}``)."""
     out: dict[str, dict] = {}
-    for tc in toolchains.resolve(spec):
-        why = release_not_applicable(tc, program)
-        if why is not None:
-            out[tc.release] = {"not_applicable": why}
-        else:
-            v = differ.judge(program, judges, text=text, judged=program, toolchain=tc)
-            out[tc.release] = {"verdicts": v.summary(), "findings": [f.signature for f in differ.compare(program, v)]}
+    for release, v, findings in releases(program, text, spec, judges):
+        out[release] = row(v, findings)
         if progress is not None:
-            progress(tc.release, out[tc.release])
+            progress(release, out[release])
     return out
 
 
@@ -72,17 +86,11 @@ def bisect(program: Program, text: str, keep: str, spec: str, *, progress: Any =
     pred = differ.keep_predicate(keep)
     holds: dict[str, bool | None] = {}
     rows: dict[str, dict] = {}
-    for tc in toolchains.resolve(spec):
-        why = release_not_applicable(tc, program)
-        if why is not None:
-            holds[tc.release], rows[tc.release] = None, {"not_applicable": why}
-        else:
-            v = differ.judge(program, judges, text=text, judged=program, toolchain=tc)
-            findings = differ.compare(program, v)
-            holds[tc.release] = bool(pred(findings, v))
-            rows[tc.release] = {"verdicts": v.summary(), "findings": [f.signature for f in findings]}
+    for release, v, findings in releases(program, text, spec, judges):
+        holds[release] = None if findings is None else bool(pred(findings, v))
+        rows[release] = row(v, findings)
         if progress is not None:
-            progress(tc.release, holds[tc.release])
+            progress(release, holds[release])
     yes = [r for r, h in holds.items() if h]
     return {"keep": keep, "judges": list(judges), "holds": holds, "first": yes[0] if yes else None,
             "last": yes[-1] if yes else None, "matrix": rows}
