@@ -233,7 +233,7 @@ def _per_program(st: BlockState) -> None:
             st.later.programs.append((k, p, text, judged, r))
             todo = [j for j in todo if j.name not in st.later.judges]
         if any(IR in j.needs for j in todo):
-            v = differ.judge(p, [j.name for j in todo], text=text, judged=judged, into=v0, given=given)
+            v = differ.judge(p, todo, text=text, judged=judged, into=v0, given=given)
         else:  # the compiler alone needs no parse of the emitted text
             v = v0 if v0 is not None else Verdicts()
             v.update({name: verdict for name, verdict in given.items() if name in names})
@@ -314,10 +314,10 @@ def judge_deferred(prep: Prepared, later: Deferred) -> None:
     for k, p, text, judged, r in later.programs:
         v = prep.verdicts[k]
         if r is not None:
-            differ.judge(p, (c.name,) + later.judges, text=text, judged=judged, into=v, given={c.name: r})
+            differ.judge(p, (c,) + later.warmers, text=text, judged=judged, into=v, given={c.name: r})
             v[c.name] = c.light(r)  # as the per-program stage ships it
         else:
-            differ.judge(p, later.judges, text=text, judged=judged, into=v)
+            differ.judge(p, later.warmers, text=text, judged=judged, into=v)
         for name in later.judges:
             prep.seconds[name] = prep.seconds.get(name, 0.0) + v.seconds.get(name, 0.0)
     prep.wall += time.perf_counter() - t_block
@@ -356,17 +356,17 @@ def _judge_early(st: BlockState, compile_done: Callable[[], bool]) -> None:
     judge that needs the compiler's acceptance runs only until the compile is done (after that it
     waits for the verdict, and skips what the compiler rejected: a reference run on a program
     ptxas then rejects is ~13% of them, the price of the overlap)."""
-    wanted = tuple(j.name for j in st.pool if j.stage == EARLY)
+    wanted = tuple(j for j in st.pool if j.stage == EARLY)
     if not wanted:
         return
-    after_compile = tuple(j.name for j in st.pool if j.stage == EARLY and ACCEPTED not in j.needs)
+    after_compile = tuple(j for j in wanted if ACCEPTED not in j.needs)
     for k, ((_, p, planted), (text, judged)) in enumerate(zip(st.items, st.emitted)):
         if planted or judged is None:
             continue
         js = wanted if not compile_done() else after_compile
         if js:
             st.early[k] = differ.judge(p, js, text=text, judged=judged)
-            st.ran[k] = js
+            st.ran[k] = tuple(j.name for j in js)
 
 
 def warm() -> None:
