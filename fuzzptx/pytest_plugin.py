@@ -189,6 +189,7 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
     if judges.needing("gpu") and gpu_unavailable_reason() is not None:
         judges = judges.without_device()
     verdicts = differ.judge(program, tuple(judges), gpu=_gpu_worker() if judges.needing("gpu") else None)
+    _count_coverage(program, verdicts)
     findings = differ.compare(program, verdicts)
     prefixes = fail_on if fail_on is not None else config.fail_on
     if prefixes is not None:
@@ -208,6 +209,33 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
     finalize_repro_file(str(path), program, judges_that_ran(verdicts), first.signature, None)
     raise FindingFailure(f"{first.signature}: {first.message}\nrepro: {path.resolve()}", first.signature,
                          first.kind, str(path.resolve()))
+
+
+# judged programs with tensor-core instructions, those whose reference run executed none
+# (coverage:none), and the instructions executed of those they have: the session's summary line
+_COVERAGE = {"programs": 0, "none": 0, "executed": 0, "of": 0}
+
+
+def _count_coverage(program, verdicts) -> None:
+    from fuzzptx import launch
+
+    fields = launch.record_fields(program, verdicts)
+    t = fields.get("tensor")
+    if t is not None:
+        _COVERAGE["programs"] += 1
+        _COVERAGE["none"] += "coverage:none" in fields.get("notes", ())
+        _COVERAGE["executed"] += t["executed"]
+        _COVERAGE["of"] += t["of"]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """How much of the judged programs' tensor cores the reference reached: a program whose run
+    executed none of them (coverage:none) agreed with the other judges about nothing."""
+    c = _COVERAGE
+    if c["programs"]:
+        terminalreporter.write_line(
+            f"fuzzptx: {c['programs']} judged program(s) with tensor-core instructions: {c['executed']} of "
+            f"{c['of']} executed in the reference; {c['none']} with coverage:none (none of theirs ran)")
 
 
 class FindingFailure(AssertionError):

@@ -24,7 +24,18 @@ def _run(argv) -> tuple[int, str]:
 
 def test_clean_file_exits_zero(tmp_path):
     path = _write(tmp_path, "ok.ptx", kernel([FENCE, wg(), COMMIT, WAIT] + store()))
-    assert _run([path]) == (0, "")
+    assert _run([path]) == (0, f"{path}: clean (isa, spec, ptxas-model)\n")
+
+
+def test_each_clean_file_gets_one_line_and_a_file_with_findings_none(tmp_path):
+    """A check with no finding once printed nothing at all (issue 36)."""
+    ok = [_write(tmp_path, f"ok{i}.ptx", kernel([FENCE, wg(), COMMIT, WAIT] + store())) for i in range(2)]
+    bad = _write(tmp_path, "nofence.ptx", kernel([wg(), COMMIT, WAIT] + store()))
+    rc, out = _run([ok[0], bad, ok[1]])
+    assert rc == 1
+    assert [ln for ln in out.splitlines() if ln.endswith("clean (isa, spec, ptxas-model)")] == \
+        [f"{ok[0]}: clean (isa, spec, ptxas-model)", f"{ok[1]}: clean (isa, spec, ptxas-model)"]
+    assert f"{bad}: clean" not in out
 
 
 def test_text_format(tmp_path):
@@ -64,7 +75,7 @@ def test_sarif_format_is_minimal_valid_2_1_0(tmp_path):
 def test_layers_option(tmp_path):
     path = _write(tmp_path, "nofence.ptx", kernel([wg(), COMMIT, WAIT] + store()))
     rc, out = _run([path, "--layers", "isa"])
-    assert (rc, out) == (0, "")
+    assert (rc, out) == (0, f"{path}: clean (isa)\n")
 
 
 def test_ptxas_flag_reports_no_mismatch_on_a_recorded_experiment():

@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "fuzzptx.kernels", "fuzzptx.builders", "fuzzptx.warp_builders", "fuzzptx.neighbours", "fuzzptx.inputs",
      "fuzzptx.helptext"),
     ("fuzzptx.strategies", "fuzzptx.oracles"),
-    ("fuzzptx.judges",),
+    ("fuzzptx.judges", "fuzzptx.launch"),
     ("fuzzptx.reduce",),
     ("fuzzptx.engine",),
     ("fuzzptx.triage",),

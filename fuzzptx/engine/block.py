@@ -19,12 +19,13 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from fuzzptx import launch
 from fuzzptx.judges import differ
 from fuzzptx.judges.base import ACCEPTED, BATCH, COMPILE, CUBIN, DEVICE, EARLY, IR, Done, Judge, Verdicts
 from fuzzptx.judges.programs import undefined_label
 from fuzzptx.judges.registry import by_stage
 from fuzzptx.judges.selection import JudgeSet
-from fuzzptx.perf import POOL_YOUNG_THRESHOLD, between_blocks, tune_gc
+from fuzzptx.perf import POOL_YOUNG_THRESHOLD, between_blocks, die_with_parent, tune_gc
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Function, Module
 from fuzzptx.ptx.parse import parse
@@ -169,12 +170,13 @@ def _generate(st: BlockState) -> None:
 
 def _emit(st: BlockState) -> None:
     t0 = time.perf_counter()
+    written = [launch.as_written(p) for p in st.programs]  # a --corpus file: judged as its bytes are
     if any(IR in j.needs for j in st.pool):
         # the text and the located IR the judges read, from one emission: no parse back
-        st.emitted = [p.to_ptx_located() for p in st.programs]
+        st.emitted = [(w, p) if w is not None else p.to_ptx_located() for w, p in zip(written, st.programs)]
         st.secs["emit+parse"] += time.perf_counter() - t0
     else:
-        st.emitted = [(p.to_ptx(), None) for p in st.programs]
+        st.emitted = [(w, None) if w is not None else (p.to_ptx(), None) for w, p in zip(written, st.programs)]
         st.secs["emit"] += time.perf_counter() - t0
 
 
@@ -258,6 +260,7 @@ def _per_program(st: BlockState) -> None:
             v[compiler.name] = compiler.light(r)
         st.verdicts.append(v)
         rec = base_record(p)
+        rec.update(launch.record_fields(p, v))  # where it came from, what of its tensor cores ran
         if planted:
             rec["planted"] = planted
         if st.gpu_run and r is not None and r.accepted and not to_gpu:
@@ -370,7 +373,9 @@ def _judge_early(st: BlockState, compile_done: Callable[[], bool]) -> None:
 
 
 def warm() -> None:
-    """Pool initializer: the catalogue and the strategies built before the clock of any stage starts."""
+    """Pool initializer: the process ends with its parent (``perf.die_with_parent``); the catalogue
+    and the strategies built before the clock of any stage starts."""
+    die_with_parent()
     draw_direct(1, 0)
     tune_gc(POOL_YOUNG_THRESHOLD)  # (collected between blocks: pool_block)
 

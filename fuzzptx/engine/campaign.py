@@ -64,6 +64,8 @@ NOT_RATED = ("overlapped", "gc", "emit", "emit+parse")
 # the SASS judge's disassembler run, ~0.25 s of CPU at start-up whatever its input): one run
 # serves the group, and the group's verdicts wait for its last block
 GROUP_BLOCKS = 4
+# seconds the blocks in flight get to finish into the record after Ctrl-C or SIGTERM
+STOP_GRACE_S = 3.0
 
 
 class CampaignError(FuzzptxError):
@@ -103,7 +105,9 @@ def check_record(path: Path) -> None:
         return
     with path.open("rb") as fh:
         head = fh.read(1 << 20)
-    nul = head.find(b"\0")
+    # a NUL in the first line: binary; one in a later line is that line's problem (``done_keys``
+    # skips and counts it, as triage and report do)
+    nul = head.split(b"\n", 1)[0].find(b"\0")
     if nul >= 0:
         raise InputError(f"binary data (NUL byte at offset {nul}), not a campaign record "
                          "(--resume reads the results.jsonl of an earlier campaign)", str(path))
@@ -640,8 +644,19 @@ def _run_locked(out: Path, plan: RunConfig, lock: OutLock, *, gpus: list[int], r
     try:
         submit_more()
         while pending or state["in_gpu"]:
-            if stop.is_set():  # SIGINT/SIGTERM, seen between blocks: the record ends on a whole block
-                raise KeyboardInterrupt
+            if stop.is_set():  # SIGINT/SIGTERM: the blocks in flight get STOP_GRACE_S to finish into
+                # the record (it ends on whole blocks); the rest are stopped, for a --resume to redo
+                if "stop_at" not in state:
+                    state["exhausted"] = True
+                    state["stop_at"] = time.monotonic() + STOP_GRACE_S
+                    for f in [f for f in pending if f.cancel()]:
+                        pending.pop(f, None)
+                if time.monotonic() > state["stop_at"] or not (pending or state["in_gpu"]):
+                    left = sum(len(ts) for ts in pending.values()) + state["in_gpu"]
+                    if left:
+                        _say(f"fuzzptx campaign: {left} block(s) in flight stopped, not recorded "
+                             "(--resume judges them)")
+                    raise KeyboardInterrupt
             try:
                 ev = events.get(timeout=0.5)
             except queue.Empty:
@@ -694,6 +709,8 @@ def _run_locked(out: Path, plan: RunConfig, lock: OutLock, *, gpus: list[int], r
             if not cf.wait(repro_futs, timeout=0.5).not_done:
                 break
         if stop.is_set():
+            raise KeyboardInterrupt
+        if "stop_at" in state:  # every block in flight finished within the grace: still an interruption
             raise KeyboardInterrupt
         state["complete"] = True
     finally:
@@ -775,11 +792,20 @@ def _close_pool(pool) -> None:
     concurrent.futures' _python_exit) at the end of a finished campaign."""
     if isinstance(pool, InlineExecutor):
         return
+    # taken before shutdown, which forgets them: stopped here, a block in a worker would otherwise
+    # run to its end while the interpreter's exit hook waits for it (14-70 s after a Ctrl-C)
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+    for proc in procs:
         if proc.is_alive():
             proc.terminate()
-    pool.shutdown(wait=True)
+    for proc in procs:
+        proc.join(timeout=5)
+        if proc.is_alive():
+            proc.kill()
+    if manager is not None:
+        manager.join(timeout=10)
 
 
 def _restart_pool(pool, ctx, workers: int):

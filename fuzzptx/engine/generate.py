@@ -13,6 +13,7 @@ from hypothesis import seed as hseed
 
 import fuzzptx.strategies as S
 from fuzzptx.errors import FuzzptxError
+from fuzzptx import launch
 from fuzzptx.inputs import read_text
 from fuzzptx.judges.selection import JudgeSet
 from fuzzptx.program import Program
@@ -137,7 +138,7 @@ def draw_programs(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE) -> li
 def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
     """(index, program, planted kind or None) of a block, the same in every process and run."""
     if task.corpus is not None:
-        progs = [Program.from_ptx(read_text(f, what="PTX file"), f) for f in task.corpus]
+        progs = [launch.load(read_text(f, what="PTX file"), f) for f in task.corpus]  # a plain file's launch searched
     else:
         # A block cut short (the last of a run) is drawn at its own size, so it holds illegal
         # programs in proportion too (the mutants come last in a block).

@@ -12,11 +12,13 @@ import json
 import sys
 from typing import Any, Sequence
 
+from fuzzptx.helptext import Progress
 from fuzzptx.judges import differ, registry
 from fuzzptx.judges.base import COMPILE, DEVICE
 from fuzzptx.judges.builtin import release_not_applicable
 from fuzzptx.judges.selection import default_names
 from fuzzptx.oracles import toolchains
+from fuzzptx.oracles.ptxas import BASE_TIMEOUT_S, PER_MB_S, TIMEOUT_ENV, use_ptxas_timeout
 from fuzzptx.program import Program
 
 from .options import Parser, add_json, add_ptxas
@@ -33,10 +35,13 @@ def default_judges(hardware: bool) -> tuple[str, ...]:
     return usable(default_names("matrix"), hardware)
 
 
-def releases(program: Program, text: str, spec: str, judges: Sequence[str]):
+def releases(program: Program, text: str, spec: str, judges: Sequence[str], step: Any = None):
     """The matrix's one loop: for each release of SPEC, (release, verdicts, findings) of the judges
-    with that release as the compile stage's, or (release, why not applicable, None)."""
+    with that release as the compile stage's, or (release, why not applicable, None).
+    ``step(text)`` is told what runs before each release (a progress line)."""
     for tc in toolchains.resolve(spec):
+        if step is not None:
+            step(f"judging with ptxas {tc.release}")
         why = release_not_applicable(tc, program)
         if why is not None:
             yield tc.release, why, None
@@ -66,34 +71,45 @@ def matrix(program: Program, text: str, spec: str, judges: Sequence[str], *,
 def table(rows: dict[str, dict], signature: str | None = None) -> str:
     """The matrix as text: one line per release, with whether ``signature`` holds."""
     lines = []
-    for release, row in rows.items():
-        if "not_applicable" in row:
-            lines.append(f"{release:10s}  n/a    {row['not_applicable']}")
+    compiler = registry.by_stage(COMPILE).name
+    for release, r in rows.items():
+        if "not_applicable" in r:
+            lines.append(f"{release:10s}  n/a    {r['not_applicable']}")
             continue
-        holds = "" if signature is None else ("holds  " if any(f.startswith(signature) for f in row["findings"])
+        if "timed_out" in r:
+            lines.append(f"{release:10s}  ?      {r['timed_out']}")
+            continue
+        holds = "" if signature is None else ("holds  " if any(f.startswith(signature) for f in r["findings"])
                                               else "-      ")
-        compiler = registry.by_stage(COMPILE).name
-        lines.append(f"{release:10s}  {holds}{compiler} {row['verdicts'].get(compiler, '?')}"
-                     + (f"; findings: {', '.join(row['findings'])}" if row["findings"] else ""))
+        lines.append(f"{release:10s}  {holds}{compiler} {r['verdicts'].get(compiler, '?')}"
+                     + (f"; findings: {', '.join(r['findings'])}" if r["findings"] else ""))
     return "\n".join(lines)
 
 
-def bisect(program: Program, text: str, keep: str, spec: str, *, progress: Any = None) -> dict:
+def bisect(program: Program, text: str, keep: str, spec: str, *, progress: Any = None, step: Any = None) -> dict:
     """Which releases of SPEC reproduce ``keep`` (a signature prefix or ``ptxas:C7519``...): every
-    release is judged (a bug can come and go), then the first and last that hold are named."""
+    release is judged (a bug can come and go), then the first and last that hold are named.  A
+    release whose ptxas ran out of time says nothing either way (``holds`` None, its row
+    ``timed_out``), unless the timeout is what ``keep`` asks about.  ``step(text)`` is told what
+    runs before each release (a progress line)."""
     compiler = registry.by_stage(COMPILE).name
     judges = usable(tuple(dict.fromkeys((compiler,) + differ.judges_for(keep))), True)
     pred = differ.keep_predicate(keep)
     holds: dict[str, bool | None] = {}
     rows: dict[str, dict] = {}
-    for release, v, findings in releases(program, text, spec, judges):
-        holds[release] = None if findings is None else bool(pred(findings, v))
-        rows[release] = row(v, findings)
+    for release, v, findings in releases(program, text, spec, judges, step):
+        compiled = v.get(compiler) if findings is not None else None
+        if compiled is not None and compiled.timed_out and not differ.keeps_timeout(keep):
+            holds[release], rows[release] = None, {"timed_out": compiled.timeout_text()}
+        else:
+            holds[release] = None if findings is None else bool(pred(findings, v))
+            rows[release] = row(v, findings)
         if progress is not None:
-            progress(release, holds[release])
+            progress(release, holds[release], rows[release])
     yes = [r for r, h in holds.items() if h]
     return {"keep": keep, "judges": list(judges), "holds": holds, "first": yes[0] if yes else None,
-            "last": yes[-1] if yes else None, "matrix": rows}
+            "last": yes[-1] if yes else None, "matrix": rows,
+            "timed_out": [r for r, x in rows.items() if "timed_out" in x]}
 
 
 def main_bisect(argv: list[str]) -> int:
@@ -104,24 +120,32 @@ def main_bisect(argv: list[str]) -> int:
                     "ptxas:error, checker!=ptxas|missed:C7517, sass:")
     add_ptxas(ap, "all", "the releases to try (fetched into the user cache on demand; fuzzptx toolchains lists them)")
     add_json(ap, "print one JSON object (first, last, every release's verdict)")
+    ap.add_argument("--ptxas-timeout", metavar="SECONDS", type=float, default=None,
+                    help=f"seconds each ptxas run may take (default: {BASE_TIMEOUT_S:g} s plus {PER_MB_S:g} s per MB "
+                         f"of PTX, or ${TIMEOUT_ENV}); a release that runs out of time is no answer, never a rejection")
     args = ap.parse_args(argv)
     program = Program.from_file(args.file)
     with open(args.file) as fh:
         text = fh.read()
 
-    def say(release: str, h: bool | None) -> None:
-        if not args.json:
-            print(f"  {release:10s} {'n/a' if h is None else 'holds' if h else '-'}", file=sys.stderr)
+    with use_ptxas_timeout(args.ptxas_timeout), Progress("bisect") as ticker:
+        def say(release: str, h: bool | None, r: dict) -> None:
+            ticker.step("")
+            if not args.json:
+                what = "timed out" if "timed_out" in r else "n/a" if h is None else "holds" if h else "-"
+                print(f"  {release:10s} {what}", file=sys.stderr)
 
-    res = bisect(program, text, args.keep, args.releases, progress=say)
+        res = bisect(program, text, args.keep, args.releases, progress=say, step=ticker.step)
     if args.json:
         print(json.dumps(res, indent=1))
     else:
         print(table(res["matrix"], None if differ.names_an_outcome(args.keep) else args.keep))
+        late = f"; {len(res['timed_out'])} release(s) ran out of time ({', '.join(res['timed_out'])}): " \
+               f"--ptxas-timeout SECONDS gives them more" if res["timed_out"] else ""
         if res["first"] is None:
-            print(f"\n{args.keep}: no release of {args.releases!r} reproduces it")
+            print(f"\n{args.keep!r}: no release of {args.releases!r} reproduces it{late}")
         else:
-            print(f"\n{args.keep}: first {res['first']}, last {res['last']} "
+            print(f"\n{args.keep!r}: first {res['first']}, last {res['last']} "
                   f"({sum(1 for h in res['holds'].values() if h)} of {sum(1 for h in res['holds'].values() if h is not None)} "
-                  "applicable releases)")
+                  f"applicable releases){late}")
     return 0 if res["first"] is not None else 1

@@ -24,6 +24,7 @@ from fuzzptx.judges.expect import (LABELS, Expectation, check_expectations, repl
                                    same_verdict)
 from fuzzptx.judges.selection import select
 from fuzzptx.oracles.reference import ReferenceError_
+from fuzzptx import launch
 from fuzzptx.program import Program, say_inferred
 
 from . import matrix
@@ -102,15 +103,22 @@ def main_replay(argv: list[str]) -> int:
                        "latest, all, or a path; fetched into the user cache on demand): the release matrix, "
                        "JSON key 'matrix' (release -> verdicts and findings); every CPU judge runs, the SASS "
                        "judge included, and the GPU where there is one")
+    ap.add_argument("--launch", metavar="JSON", default=None,
+                    help="plain PTX: the launch to use, a JSON object or file ({\"block\": 128, \"smem\": 0, "
+                         "\"params\": {\"NAME or index\": value}}, or Triton's metadata JSON); what it leaves "
+                         "open is searched (default: NAME.json beside the file, if any)")
     ap.add_argument("--kernel", metavar="NAME", default=None,
                     help="plain PTX with several kernels: the one the inferred header launches (default: the first)")
     args = ap.parse_args(argv)
     try:
         text = read_text(args.file, what="PTX file")
-        program = Program.from_ptx(text, args.file, args.kernel)
+        given = launch.parse_launch_option(args.launch) if args.launch else None
+        program = launch.load(text, args.file, args.kernel, given=given)
         say_inferred(program, args.file, "replay")
         extra = tuple(select(args.judges)) if args.judges.strip() else ()
         rows, v = run_judges(program, text, hardware=not args.no_hardware, extra=extra)
+        cov = launch.coverage_row(program, v)
+        rows += [Row(*cov)] if cov else []
         rows_by_release = matrix.matrix(program, text, args.releases, matrix.default_judges(not args.no_hardware)) \
             if args.releases else None
     except FuzzptxError as exc:
@@ -125,6 +133,7 @@ def main_replay(argv: list[str]) -> int:
             "signature": program.signature,
             "judges": [r.__dict__ for r in rows],
             "findings": [f.signature for f in findings],
+            **launch.record_fields(program, v),
             "expectations": [e.__dict__ for e in exps],
             "status": "changed" if changed else "holds",
             **({"matrix": rows_by_release} if rows_by_release is not None else {}),

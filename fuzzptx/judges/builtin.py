@@ -17,7 +17,7 @@ from fuzzptx.oracles import toolchains
 from fuzzptx.oracles.ptxas import PINNED_VERSION, compile_batch, compile_ptx
 from fuzzptx.oracles.ptxas_merge import unsuffixed
 from fuzzptx.oracles.reference import compare as ref_compare, run_program
-from fuzzptx.oracles.reference.errors import Unsupported
+from fuzzptx.oracles.reference.errors import BadAddress, MissingInput, StepLimit, Unsupported
 from fuzzptx.oracles.sass import cubin_sm, disassemble, disassemble_all, disassembler, gmma_count_hazards, verify
 from fuzzptx.program import Program
 
@@ -118,7 +118,7 @@ class PtxasJudge(Judge):
         if v.ptxas is None:
             return []
         if v.ptxas.timed_out:
-            return [Finding(f"ptxas:timeout|{family}", "ptxas did not finish in time")]
+            return [Finding(f"ptxas:timeout|{family}", v.ptxas.timeout_text())]
         if v.ptxas.returncode < 0:
             return [Finding(f"ptxas:crash|{family}", f"ptxas died with signal {-v.ptxas.returncode}")]
         return []
@@ -141,6 +141,9 @@ class ReleasePtxasJudge(PtxasJudge):
         # a binary given by path is named by its path: another process resolves the same one
         self.name = f"ptxas@{toolchain.ptxas}" if toolchain.source == "path" else toolchain.name
         self.release = toolchain.release
+        # the last block's results with their cubins, by PTX text: ``sass@R`` reads them in this
+        # process instead of compiling each program again (verdicts travel without cubins)
+        self.last_batch: dict[str, Any] = {}
 
     def not_applicable(self, program: Program) -> str | None:
         """Why this release cannot judge the program (its PTX version or target), or None."""
@@ -156,7 +159,10 @@ class ReleasePtxasJudge(PtxasJudge):
         """Verdicts for a block: one batched run of this release over the programs it can read."""
         out: list[Any] = [NotApplicable(why) if (why := self.not_applicable(p)) else None for p in programs]
         todo = [k for k, v in enumerate(out) if v is None]
-        for k, r in zip(todo, compile_batch([texts[k] for k in todo], ptxas=self.toolchain.ptxas) if todo else ()):
+        self.last_batch = {}
+        for k, r in zip(todo, compile_batch([texts[k] for k in todo], want_cubin=True, ptxas=self.toolchain.ptxas)
+                        if todo else ()):
+            self.last_batch[texts[k]] = r
             out[k] = _light(r)
         return out
 
@@ -178,7 +184,7 @@ class ReleasePtxasJudge(PtxasJudge):
         if mine is None or isinstance(mine, NotApplicable):
             return []
         if mine.timed_out:
-            return [Finding(f"{self.name}:timeout|{family}", f"ptxas {self.release} did not finish in time")]
+            return [Finding(f"{self.name}:timeout|{family}", f"ptxas {self.release}: {mine.timeout_text()}")]
         if mine.returncode < 0:
             return [Finding(f"{self.name}:crash|{family}", f"ptxas {self.release} died with signal {-mine.returncode}")]
         out = []
@@ -267,6 +273,23 @@ def release_judges(spec: str) -> tuple[str, ...]:
             register(judge)
             names.append(judge.name)
     return tuple(dict.fromkeys(names))
+
+
+def with_releases(judges: tuple[str, ...], spec: str | None) -> tuple[str, ...]:
+    """``judges`` with the ptxas judge replaced by one per release of ``--ptxas SPEC`` (none: as given),
+    and the SASS judge by one per release (``sass@R`` reads the SASS of ``ptxas@R``)."""
+    if not spec:
+        return judges
+    releases = release_judges(spec)
+    sass = tuple("sass" + r[len("ptxas"):] for r in releases)
+    for name in sass:
+        get_judge(name)  # registered here, before a pool process is forked
+    out: list[str] = []
+    for j in judges:
+        out += releases if j == "ptxas" else sass if j == "sass" else (j,)
+    if "ptxas" not in judges:
+        out += releases
+    return tuple(dict.fromkeys(out))
 
 
 # ------------------------------------------------------------------ checker
@@ -371,6 +394,11 @@ class ReferenceJudge(Judge):
             result = run_program(program, mode=ctx.numerics)
         except Unsupported as exc:
             return ReferenceVerdict(skipped=str(exc))
+        except (BadAddress, MissingInput, StepLimit) as exc:
+            if program.inferred:  # fuzzptx's guess at a launch does not fit: a limit, not a finding
+                return ReferenceVerdict(skipped=f"cannot run the inferred launch (write the header by hand): {exc}")
+            return ReferenceVerdict(error=str(exc), error_kind=f"{type(exc).__name__}:{_message_slug(exc.message)}",
+                                    exception=exc)
         except FuzzptxError as exc:
             return ReferenceVerdict(error=str(exc), error_kind=f"{type(exc).__name__}:{_message_slug(exc.message)}",
                                     exception=exc)
@@ -613,17 +641,57 @@ class SassJudge(Judge):
         return {}
 
     def findings(self, program: Program, v: Verdicts, family: str, *, full: Any = None) -> list[Finding]:
-        if not v.sass:
+        mine = v.get(self.name)
+        hazards = mine.value if isinstance(mine, SkippableVerdict) else None
+        if not hazards:
             return []
         out, seen = [], set()
-        for rule, line, excerpt in v.sass:
+        for rule, line, excerpt in hazards:
             if rule in seen:
                 continue
             seen.add(rule)
-            n = sum(1 for x in v.sass if x[0] == rule)
-            out.append(Finding(f"sass:{rule}|{family}", f"ptxas's SASS breaks the GMMA pipeline ({n}x): {line}",
+            n = sum(1 for x in hazards if x[0] == rule)
+            out.append(Finding(f"{self.name}:{rule}|{family}", f"ptxas's SASS breaks the GMMA pipeline ({n}x): {line}",
                                (("sass", line), ("excerpt", " | ".join(x.strip() for x in excerpt)))))
         return out
+
+
+class ReleaseSassJudge(SassJudge):
+    """The SASS verifier on another release's code (``sass@12.9.86`` beside ``ptxas@12.9.86``):
+    the cubin of that release's batched run of the block (``ReleasePtxasJudge.last_batch``), or
+    the program compiled alone by it, where its ``ptxas@R`` judge accepted it; disassembled by
+    that release's nvdisasm if it has one.  Its findings are ``sass@R:rule``."""
+
+    needs = frozenset({IR, CUBIN})  # accepted by *its* release (not ACCEPTED: the compile stage's pinned verdict does not say)
+    summary_keys = ()
+    warm = Judge.warm  # the block's listing is made on first use (one cubin per batch, cached)
+
+    def __init__(self, toolchain: "toolchains.Toolchain"):
+        self.toolchain = toolchain
+        self.release = toolchain.release
+        self.ptxas_name = ReleasePtxasJudge(toolchain).name
+        self.name = "sass" + self.ptxas_name[len("ptxas"):]
+        self.after = (self.ptxas_name, "checker")
+
+    def judge(self, program: Program, ctx: Context) -> SkippableVerdict:
+        mine = ctx.verdicts.get(self.ptxas_name)
+        if isinstance(mine, NotApplicable):
+            return SkippableVerdict(skipped=mine.reason)
+        if mine is not None and not getattr(mine, "accepted", False):
+            return SkippableVerdict(skipped=f"ptxas {self.release} rejects it")
+        # the pinned ptxas's cubin (``ctx.verdicts.ptxas``) is not this release's
+        full = getattr(get_judge(self.ptxas_name), "last_batch", {}).get(ctx.text)
+        return super().judge(program, replace(ctx, verdicts=ctx.verdicts.replace(ptxas=full), toolchain=self.toolchain))
+
+    def summary(self, verdict: SkippableVerdict) -> dict[str, str]:
+        s = super().summary(verdict)
+        return {self.name: s["sass"]} if "sass" in s else {}
+
+
+def release_sass_judge(spec: str) -> Judge:
+    """``sass@<release>``: the SASS judge of that release's ptxas (``release_judge`` resolves it)."""
+    (tc,) = toolchains.resolve(spec)
+    return ReleaseSassJudge(tc)
 
 
 # ------------------------------------------------------------------ metamorphic
@@ -687,3 +755,4 @@ class MetamorphicJudge(Judge):
 for _judge in (PtxasJudge, CheckerJudge, ReferenceJudge, HardwareJudge, MmasimJudge, SassJudge, MetamorphicJudge):
     register(_judge)
 register_family("ptxas@", release_judge)
+register_family("sass@", release_sass_judge)

@@ -71,7 +71,6 @@ COMPILE_PAIRS: tuple[CompilePair, ...] = (
     CompilePair("noconst", Build(3, ("--disable-optimizer-constants",)), "constant bank use only"),
     CompilePair("lineinfo", Build(3, ("-lineinfo",)), "debug line tables only"),
     CompilePair("O0g", Build(0, ("-g",)), "debug information (ptxas refuses -g with optimisation)"),
-    CompilePair("ewp", Build(3, ("--extensible-whole-program",)), "linkage model only"),
     CompilePair("pic", Build(3, ("--position-independent-code", "true")), "code addressing only"),
 )
 _BY_NAME = {p.name: p for p in COMPILE_PAIRS}

@@ -182,6 +182,11 @@ def names_an_outcome(keep: str) -> bool:
     return keep.startswith("ptxas:")
 
 
+def keeps_timeout(keep: str) -> bool:
+    """Whether a ``--keep`` asks about the compiler running out of time (``ptxas:timeout``)."""
+    return keep.startswith("ptxas:timeout")
+
+
 def keep_predicate(signature: str):
     """A test ``(findings, verdicts) -> bool`` for ``--keep``: a judge outcome or a finding signature prefix.
 

@@ -13,7 +13,7 @@ from typing import Iterable, Iterator
 
 from . import registry
 from .base import COMPILE, DEVICE, GPU_STAGES, Judge
-from .builtin import DEFAULT_JUDGES, release_judges
+from .builtin import DEFAULT_JUDGES, with_releases as builtin_with_releases
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,15 +96,9 @@ def default_names(route: str) -> tuple[str, ...]:
 
 
 def with_releases(judges: tuple[str, ...], spec: str | None) -> tuple[str, ...]:
-    """``judges`` with the compile-stage judge replaced by one per release of ``--ptxas SPEC``
-    (none: as given); the pinned release stays the compile-stage judge."""
-    if not spec:
-        return judges
-    releases = release_judges(spec)
-    compiler = next((n for n in judges if registry.get(n).stage == COMPILE), None)
-    at = judges.index(compiler) if compiler is not None else len(judges)
-    rest = [j for j in judges if j != compiler]
-    return tuple(dict.fromkeys(rest[:at] + list(releases) + rest[at:]))
+    """``judges`` with the releases of ``--ptxas SPEC`` (``builtin.with_releases``: ``ptxas@R`` for the
+    compiler, ``sass@R`` for the SASS verifier); none: as given."""
+    return builtin_with_releases(judges, spec)
 
 
 def select(text: str | Iterable[str], ptxas: str | None = None, *, option: str = "--judges") -> JudgeSet:

@@ -12,11 +12,12 @@ import html
 import io
 import json
 import re
+import sys
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
 from fuzzptx.helptext import Formatter
@@ -39,8 +40,17 @@ class Digest:
     cells: Counter = field(default_factory=Counter)  # (type mix + A source, N, swizzle) -> programs
     faults: list[dict] = field(default_factory=list)  # the first FAULT_ROWS planted/faulting programs
     more_faults: int = 0
+    # programs with tensor-core instructions, those whose reference run executed none (coverage:none),
+    # and the instructions executed of those they have (the records' ``tensor`` field)
+    tensor: Counter = field(default_factory=Counter)
 
     def add(self, rec: dict) -> None:
+        ten = rec.get("tensor")
+        if isinstance(ten, dict):
+            self.tensor["programs"] += 1
+            self.tensor["coverage:none"] += "coverage:none" in (rec.get("notes") or ())
+            self.tensor["executed"] += int(ten.get("executed", 0) or 0)
+            self.tensor["of"] += int(ten.get("of", 0) or 0)
         t = rec.get("t")
         if isinstance(t, (int, float)):
             self.times.append(t)
@@ -157,7 +167,12 @@ def plot_buckets(t: Triage) -> str:
 def summary(t: Triage, digest: Digest, stats: dict, known: tuple[KnownFinding, ...] = (),
             releases: dict | None = None) -> dict:
     times = digest.times
-    wall = (max(times) - min(times)) if len(times) > 1 else stats.get("wall_seconds")
+    # the campaign's own figures where it wrote them (its whole wall, start-up included), else the
+    # span of the record's times: one figure, the same in every place the report shows it
+    wall = stats.get("wall_seconds") or ((max(times) - min(times)) if len(times) > 1 else None)
+    pps = stats.get("programs_per_second")
+    if pps is None:
+        pps = round(t.programs / wall, 2) if wall else None
     hit, unmatched = classify(t.buckets, known, context_from(stats))
     buckets = [{"signature": b.signature, "count": b.count, "smallest_repro": (b.smallest or {}).get("repro"),
                 "instructions": b.repro_size(), "instructions_found": (b.smallest or {}).get("instructions"),
@@ -174,11 +189,23 @@ def summary(t: Triage, digest: Digest, stats: dict, known: tuple[KnownFinding, .
         "buckets": buckets,
         "known_entries_unmatched": [f"{k.where()}: {k.pattern}" for k in unmatched] if known else [],
         "families": dict(digest.families.most_common()),
+        "tensor_coverage": dict(digest.tensor),  # coverage:none: programs that agreed about no tensor core
         "wall_seconds": wall,
-        "programs_per_second": (t.programs / wall) if wall else None,
+        "programs_per_second": pps,
         "campaign_stats": stats,
+        **({"shards_missing": stats["shards_missing"]} if stats.get("shards_missing") else {}),
         "input_problems": t.problems,
     }
+
+
+def _tensor_line(c: dict) -> str:
+    """How much of the judged programs' tensor cores the reference reached; the coverage:none count
+    (programs on which the judges agreed about no tensor core) stands out."""
+    if not c.get("programs"):
+        return ""
+    return (f"<p>Tensor cores: {c.get('executed', 0)} of {c.get('of', 0)} tensor-core instructions of "
+            f"{c['programs']} programs executed in the reference; <b>{c.get('coverage:none', 0)}</b> programs with "
+            "<code>coverage:none</code> (none of theirs ran).</p>")
 
 
 def junit(t: Triage, summ: dict) -> str:
@@ -249,9 +276,11 @@ def html_report(directory: Path, t: Triage, digest: Digest, summ: dict) -> str:
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse}}
 td,th{{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}}h2{{margin-top:1.6em}}</style></head><body>
 <h1>fuzzptx report: {html.escape(directory.name)}</h1>
+{f"<p><b>Missing shard(s): {html.escape(', '.join(summ['shards_missing']))}</b> -- this report covers only the shards given.</p>" if summ.get('shards_missing') else ''}
 <p><b>{summ['programs']}</b> programs judged, <b>{summ['findings']}</b> findings in <b>{len(t.buckets)}</b> buckets
 (<b>{summ['new_buckets']}</b> new, {summ['known_buckets']} known);
-{'' if pps is None else f'{pps:.1f} programs/s'}.</p>
+{'' if pps is None else f'{pps} programs/s'}.</p>
+{_tensor_line(summ.get('tensor_coverage') or {})}
 {headline(st)}
 <h2>Findings by bucket</h2>{plot_buckets(t)}
 <table><tr><th>findings</th><th>signature</th><th>class</th><th>status</th><th>smallest repro</th><th>instructions</th>{'<th>releases (the signature holds)</th>' if with_releases else ''}</tr>{''.join(rows)}</table>
@@ -350,12 +379,26 @@ def merge_stats(shards: Sequence[tuple[Path, dict]]) -> dict:
     first = present[0][1]
     for k in ("seed", "block_size", "judges", "numerics"):
         merged[k] = first.get(k)
-    merged["shard"] = ", ".join(sorted(seen)) + f" ({len(present)} shards merged)"
+    missing = missing_shards(seen)
+    merged["shard"] = ", ".join(sorted(seen)) + f" ({len(present)} shards merged" + \
+        (f"; MISSING {', '.join(missing)})" if missing else ")")
+    merged["shards_missing"] = missing
     merged["gpus"] = [g for _, st in present for g in (st.get("gpus") or [])]
     merged["interrupted"] = any(st.get("interrupted") for _, st in present)
     merged["shards"] = {str(d): {k: st.get(k) for k in ("shard", "programs", "findings", "wall_seconds",
                                                           "programs_per_second", "interrupted")} for d, st in present}
     return merged
+
+
+def missing_shards(seen: Iterable[str]) -> list[str]:
+    """The shards ``i/n`` of the campaign that ``seen`` (shard strings) leaves out: a merge of
+    fewer than ``n`` shards is not the whole campaign, and says which part it lacks."""
+    counts: dict[int, set[int]] = {}
+    for sh in seen:
+        i, _, n = str(sh).partition("/")
+        if i.isdigit() and n.isdigit():
+            counts.setdefault(int(n), set()).add(int(i))
+    return [f"{i}/{n}" for n, have in sorted(counts.items()) for i in range(n) if i not in have]
 
 
 def write_report(directory: Path, known: tuple[KnownFinding, ...] = (), ptxas: str | None = None,
@@ -408,6 +451,8 @@ def main_report(argv: list[str]) -> int:
     shards = [Path(x) for x in args.dir] if args.out else []
     d = Path(args.out) if args.out else Path(args.dir[0])
     summ = write_report(d, known, args.ptxas, shards)
+    for sh in summ.get("shards_missing", ()):
+        print(f"fuzzptx report: shard {sh} is missing: the report covers only the shards given", file=sys.stderr)
     for p in summ["input_problems"]:
         print(f"fuzzptx report: {p}")
     for k in summ["known_entries_unmatched"]:

@@ -12,7 +12,7 @@ from typing import Iterable
 from fuzzptx.program import TensorMap
 from fuzzptx.ptx.ir import Module
 
-from . import isa_rules, mbarrier_rules, spec_rules
+from . import isa_rules, mbarrier_rules, scalar_rules, spec_rules
 from .context import build_ctx
 from .findings import LAYERS, Finding, Sink, path_of
 from .ptxas_model import PredictedDiag, PredictedDiagnostics, findings_from, predict_module
@@ -69,6 +69,7 @@ def _check(module: Module, layers: tuple[str, ...], predict: bool,
             sink = Sink(path, fn.name, "spec")
             spec_rules.check_function(ctxs[fn.name], sink)
             mbarrier_rules.check_function(ctxs[fn.name], sink)
+            scalar_rules.check_function(ctxs[fn.name], sink)
             out += sorted(sink.items, key=lambda f: (f.line or 0, f.rule))
     pred = predict_module(module, ctxs, isa_found) if model else None
     if "ptxas-model" in layers and pred is not None:

@@ -13,7 +13,7 @@ from .ops import (HALF, IROUND, _add, _div, _fma, _max, _min, _mul, _sub, fdecod
 from .values import (EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, TYPES, UNDEF, U64, Shadow, combine_undef,
                      lanes_of, mask, sign_extend, undef_where)
 from .values import merge
-from .memory import SHARED_WINDOW
+from .memory import LOCAL_WINDOW, SHARED_WINDOW
 
 
 # ------------------------------------------------------------------ shadows of packed values
@@ -559,7 +559,9 @@ def h_cvt(m, f, ins, act):
                 res = np.where(r >= 2.0 ** 63 - 1, U64((1 << 63) - 1), res)
         else:
             res = r.astype(np.int64).view(np.uint64) & mask(dw)
-        m.write(f, ops[0], res, combine_undef([sa], n, dw), act, ins)
+        # a register wider than the type: sign-extended for .s types, zero-extended otherwise
+        # (PTX ISA, "Operand Size Exceeding Instruction-Type Size", destination operands)
+        m.write(f, ops[0], res & mask(dw), combine_undef([sa], n, dw), act, ins, ext=dt)
         return
     if dk in "sub" and sk in "sub":  # int -> int
         x = sign_extend(a, sw) if sk == "s" else (a & mask(sw)).astype(np.int64)
@@ -578,7 +580,7 @@ def h_cvt(m, f, ins, act):
                     res = np.where(x < 0, U64(0), x.view(np.uint64))
         else:
             res = x.view(np.uint64)
-        m.write(f, ops[0], res & mask(dw), combine_undef([sa], n, dw), act, ins)
+        m.write(f, ops[0], res & mask(dw), combine_undef([sa], n, dw), act, ins, ext=dt)
         return
     raise Unsupported.at(ins, f"cvt .{dt}.{st}")
 
@@ -601,6 +603,9 @@ def h_cvta(m, f, ins, act):
         raise Unsupported.at(ins, "cvta without a state space")
     if space.startswith("shared"):
         off = U64(SHARED_WINDOW)
+        res = (a - off) if "to" in mods else (a + off)
+    elif space.startswith("local"):
+        off = U64(LOCAL_WINDOW)
         res = (a - off) if "to" in mods else (a + off)
     elif space.startswith("global"):
         res = a
@@ -626,22 +631,6 @@ def h_lop3(m, f, ins, act):
         if lut >> i & 1:
             res |= (a if i & 4 else ~a) & (b if i & 2 else ~b) & (c if i & 1 else ~c)
     m.write(f, ops[0], res & mask(32), combine_undef([sa, sb, sc], m.n, 32), act, ins)
-
-
-def h_prmt(m, f, ins, act):
-    """prmt.b32 (default mode): each result byte picks one of the 8 bytes of {b, a} (a low), msb nibble bit sign-fills."""
-    if any(x in ins.modifiers for x in ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16")):
-        raise Unsupported.at(ins, "prmt modes other than the default")
-    ops = ins.operands
-    (a, sa), (b, sb), (c, sc) = (m.read(f, op, "b32", ins) for op in ops[1:4])
-    src = (a & mask(32)) | ((b & mask(32)) << U64(32))
-    res = np.zeros(m.n, np.uint64)
-    for k in range(4):
-        sel = (c >> U64(4 * k)) & U64(0xF)
-        byte = (src >> ((sel & U64(7)) * U64(8))) & U64(0xFF)
-        sign = np.where((sel & U64(8)) != 0, np.where(byte & U64(0x80), U64(0xFF), U64(0)), byte)
-        res |= sign << U64(8 * k)
-    m.write(f, ops[0], res, combine_undef([sa, sb, sc], m.n, 32), act, ins)
 
 
 def h_sqrt_rcp(m, f, ins, act):

@@ -6,11 +6,17 @@ import numpy as np
 from fuzzptx.ptx.ir import CallArgs, Imm, Reg, Sym, Vec
 
 import fuzzptx.oracles.reference.alu as alu
+import fuzzptx.oracles.reference.atomics as atomics
+import fuzzptx.oracles.reference.bits as bits
 import fuzzptx.oracles.reference.cluster as cluster
+import fuzzptx.oracles.reference.fpx as fpx
+import fuzzptx.oracles.reference.hints as hints
+import fuzzptx.oracles.reference.intx as intx
 import fuzzptx.oracles.reference.dispatch as dispatch
 import fuzzptx.oracles.reference.mbarrier as mbarrier
 import fuzzptx.oracles.reference.mem_ops as mem_ops
 import fuzzptx.oracles.reference.tma as tma
+import fuzzptx.oracles.reference.warp_ops as warp_ops
 from .errors import StepLimit, Undefined, Unsupported
 from .interp import STEP_LIMIT, Frame, Machine, func_info
 from .ops import types_of
@@ -19,18 +25,28 @@ from .warp_exec import handler_for
 from .wgmma_exec import h_wgmma
 
 HANDLERS = {
-    "mov": alu.h_mov, "add": alu.h_arith, "sub": alu.h_arith, "mul": alu.h_arith, "mad": alu.h_arith,
-    "fma": alu.h_arith, "div": alu.h_arith, "rem": alu.h_arith, "min": alu.h_arith, "max": alu.h_arith,
+    "mov": alu.h_mov, "add": intx.h_arith, "sub": intx.h_arith, "mul": intx.h_arith, "mad": intx.h_arith,
+    "fma": intx.h_arith, "div": alu.h_arith, "rem": alu.h_arith, "min": intx.h_arith, "max": intx.h_arith,
     "neg": alu.h_arith, "abs": alu.h_arith, "and": alu.h_logic, "or": alu.h_logic, "xor": alu.h_logic,
-    "not": alu.h_logic, "cnot": alu.h_logic, "shl": alu.h_shift, "shr": alu.h_shift, "setp": alu.h_setp,
-    "selp": alu.h_selp, "cvt": alu.h_cvt, "cvta": alu.h_cvta, "popc": alu.h_bitcount, "clz": alu.h_bitcount,
-    "brev": alu.h_bitcount, "ld": mem_ops.h_ld, "st": mem_ops.h_st, "bar": mem_ops.h_bar,
+    "not": alu.h_logic, "cnot": alu.h_logic, "shl": alu.h_shift, "shr": alu.h_shift, "setp": fpx.h_setp,
+    "selp": alu.h_selp, "cvt": intx.h_cvt, "cvta": alu.h_cvta, "popc": alu.h_bitcount, "clz": alu.h_bitcount,
+    "brev": alu.h_bitcount, "ld": mem_ops.h_ld, "ldu": mem_ops.h_ld, "st": mem_ops.h_st, "bar": warp_ops.h_bar,
     "barrier": cluster.h_barrier, "fence": mem_ops.h_fence, "membar": mem_ops.h_fence,
-    "lop3": alu.h_lop3, "prmt": alu.h_prmt, "sqrt": alu.h_sqrt_rcp, "rcp": alu.h_sqrt_rcp,
+    "lop3": alu.h_lop3, "prmt": bits.h_prmt, "sqrt": alu.h_sqrt_rcp, "rcp": alu.h_sqrt_rcp,
     "mbarrier": mbarrier.h_mbarrier, "cp": tma.h_cp, "prefetch": tma.h_prefetch, "elect": mbarrier.h_elect,
     "setmaxnreg": mbarrier.h_setmaxnreg, "mapa": cluster.h_mapa, "griddepcontrol": mem_ops.h_griddepcontrol,
+    "bfe": bits.h_bfe, "bfi": bits.h_bfi, "bfind": bits.h_bfind, "bmsk": bits.h_bmsk, "szext": bits.h_szext,
+    "fns": bits.h_fns, "shf": bits.h_shf,
+    "shfl": warp_ops.h_shfl, "vote": warp_ops.h_vote, "match": warp_ops.h_match, "redux": warp_ops.h_redux,
+    "activemask": warp_ops.h_activemask,
+    "addc": intx.h_carry, "subc": intx.h_carry, "madc": intx.h_carry, "mul24": intx.h_mul24, "mad24": intx.h_mul24,
+    "sad": intx.h_sad, "dp4a": intx.h_dp, "dp2a": intx.h_dp, "set": intx.h_set, "slct": intx.h_slct,
+    "testp": intx.h_testp, "copysign": intx.h_copysign, "atom": atomics.h_atom, "red": atomics.h_red,
+    "createpolicy": hints.h_createpolicy, "nanosleep": hints.h_nothing, "prefetchu": hints.h_nothing, "pmevent": hints.h_nothing,
+    "applypriority": hints.h_nothing, "discard": hints.h_discard, "isspacep": hints.h_isspacep,
+    **dict.fromkeys(intx._SIMD, intx.h_video_simd), **dict.fromkeys(intx._SCALAR, intx.h_video_scalar),
 }
-NO_DEST = frozenset(("st", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch",
+NO_DEST = frozenset(("st", "red", "prefetchu", "nanosleep", "pmevent", "applypriority", "discard", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch",
                      "griddepcontrol"))
 
 
@@ -105,6 +121,7 @@ def _dests(ins):
 
 
 def exec_instr(m: Machine, f: Frame, ins, mask_: np.ndarray) -> None:
+    m.cur_reach = mask_  # the threads at this instruction, guard true or not (warp_ops)
     if ins.guard is None:
         m.cur_act = mask_
         if ins.base == "call":
@@ -358,6 +375,8 @@ def _call(m: Machine, f: Frame, ins, act: np.ndarray, name: str, rets, args) -> 
         run_function(m, g, act)
     finally:
         m.depth -= 1
+    if f.cc is not None:  # CC is not preserved across calls (PTX ISA, add.cc)
+        f.cc_undef = f.cc_undef | act
     for p, r in zip(callee.returns, rets):
         _pass(m, g, Sym(p.name) if p.space != ".reg" else Reg(p.name), f, r, p.type, act, ins)
 

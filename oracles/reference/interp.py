@@ -25,15 +25,18 @@ Modelling decisions (spec mode):
   sign-bit xor/and; any other operation on a non-exact value gives UNDEF for that thread.
 - ``add``/``sub.f32`` without a rounding modifier fed by an unrounded ``mul.f32`` allows
   both the fused and the unfused result (ptxas may contract them into an fma).
-- Uninitialised registers and shared memory, ``%warpid``/``%clock``..., integer division
-  by zero and in-flight wgmma registers are UNDEF.  Per-thread ``.param`` variables are
-  tracked as defined/undefined per variable, not per byte.
+- Uninitialised registers, shared and local memory, the special registers whose value the machine
+  picks (``VOLATILE_SPECIAL``: %warpid, %smid, %clock...), integer division by zero, CC.CF before a
+  ``.cc`` write, shfl reads from lanes that do not execute it, the values atomics return where
+  threads share an address, and in-flight wgmma registers are UNDEF.  Per-thread ``.param``
+  variables are tracked as defined/undefined per variable, not per byte.
 - ``mode="hardware"`` runs the same scalar semantics with dense wgmma computed as the
   H100 does (``hw_numerics``, proved bit-exact: docs/numerics.md), and so do sparse
   wgmma, ``mma``/``mma.sp`` and ``wmma.mma`` (``warp_exec``; the forms ptxas emulates
   through ``mma_emulation``); integer forms are exact in both modes.
-Not modelled (``Unsupported``): atomics, shuffles/votes, ``.local`` memory,
-approximate transcendental functions.
+- Scalar coverage, form by form and by ISA chapter: ``coverage.py`` / docs/reference-coverage.md.
+Not modelled (``Unsupported``, one line): approximate transcendental functions, vector and 128-bit
+atomics, vmad, warp instructions whose membermask names threads on another path.
 """
 from __future__ import annotations
 
@@ -56,6 +59,13 @@ import fuzzptx.oracles.reference.wgmma_exec as wgmma_exec
 from fuzzptx.data import buffer_bytes
 
 _U64 = np.dtype(np.uint64)
+VOLATILE_SPECIAL = frozenset(
+    ("%warpid", "%nwarpid", "%smid", "%nsmid", "%gridid", "%clock", "%clock_hi", "%clock64", "%globaltimer",
+     "%globaltimer_lo", "%globaltimer_hi", "%total_smem_size", "%aggr_smem_size", "%current_graph_exec",
+     "%reserved_smem_offset_begin", "%reserved_smem_offset_end", "%reserved_smem_offset_cap",
+     "%reserved_smem_offset_0", "%reserved_smem_offset_1")
+    + tuple(f"%envreg{i}" for i in range(32)) + tuple(f"%pm{i}" for i in range(8))
+    + tuple(f"%pm{i}_64" for i in range(8)))
 MAX_THREADS = 512
 FUNC_BASE = 0x100000  # fake code addresses of functions
 STEP_LIMIT = 50_000  # instruction executions (each over all threads): ten times the longest generated program
@@ -225,6 +235,8 @@ class Frame:
     pundef: dict[str, np.ndarray] = field(default_factory=dict)  # per-thread: contents undefined
     live: np.ndarray | None = None  # threads that have not returned from this call
     contract: dict = field(default_factory=dict)  # reg -> (a bits, b bits, threads): an unrounded mul.f32 product
+    cc: np.ndarray | None = None  # CC.CF per thread (intx.h_carry); None: never written
+    cc_undef: np.ndarray | None = None  # threads whose CC.CF is undefined
 
     @property
     def widths(self) -> dict[str, int]:
@@ -262,6 +274,7 @@ class Machine:
         self.blocks_run: set[tuple[int, int]] = set()  # (first, last) lines (see RefResult)
         self.depth = 0
         self.cur_act = self.all
+        self.cur_reach = self.all  # threads at the running instruction before its guard (control.exec_instr)
         self.notes: list[str] = []
         # threads suspended at a named barrier short of its count (mem_ops.h_bar), and where each
         # group resumes once the count fills (control.run_function)
@@ -269,17 +282,25 @@ class Machine:
         self.parking: tuple | None = None  # (barrier, threads) just suspended by the running instruction
         self.parked_at: dict[int, list] = {}  # barrier -> [(frame, block, index, threads, reconvergence)]
         self.resume: list = []  # groups whose barrier completed, to push on their frame's stack
+        lane = lin % U64(32)
+        le = (U64(2) << lane) - U64(1)
+        lt = (U64(1) << lane) - U64(1)
         self.special = {
             "%tid.x": lin % U64(bx), "%tid.y": (lin // U64(bx)) % U64(by), "%tid.z": lin // U64(bx * by),
             "%ntid.x": np.full(n, bx, np.uint64), "%ntid.y": np.full(n, by, np.uint64),
-            "%ntid.z": np.full(n, bz, np.uint64), "%laneid": lin % U64(32),
+            "%ntid.z": np.full(n, bz, np.uint64), "%laneid": lane,
             "%ctaid.x": np.zeros(n, np.uint64), "%ctaid.y": np.zeros(n, np.uint64), "%ctaid.z": np.zeros(n, np.uint64),
             "%nctaid.x": np.ones(n, np.uint64), "%nctaid.y": np.ones(n, np.uint64), "%nctaid.z": np.ones(n, np.uint64),
+            "%lanemask_eq": U64(1) << lane, "%lanemask_le": le, "%lanemask_lt": lt,
+            "%lanemask_ge": ~lt & U64(0xFFFFFFFF), "%lanemask_gt": ~le & U64(0xFFFFFFFF),
+            "%dynamic_smem_size": np.full(n, la.dynamic_smem, np.uint64),
             **self.cluster.special(n),
         }
-        # %warpid/%nwarpid/%smid/%clock are machine-dependent or volatile: the spec fixes no value.
-        self.volatile_special = ("%warpid", "%nwarpid", "%smid", "%nsmid", "%clock", "%clock64", "%globaltimer",
-                                 "%gridid", "%lanemask_eq")
+        # Registers whose value the spec does not fix (machine placement, clocks, timers, counters,
+        # driver-defined values, sizes that include ptxas's and the driver's reservations) read as
+        # UNDEF: any value is allowed there, none is invented, and a branch on one makes the run
+        # undefined.  ``VOLATILE_SPECIAL`` lists them (docs/reference-coverage.md).
+        self.volatile_special = VOLATILE_SPECIAL
         self._imm_cache: dict = {}
         self.mem = Memory()
         self.symbols: dict[str, tuple[str, int]] = {}  # name -> (space, address)
@@ -336,14 +357,23 @@ class Machine:
         decls = [i for i in self.module.items if isinstance(i, VarDecl)]
         for fn in self.module.functions():
             decls += body_decls(fn).vars
+        local_end = 0
         for v in decls:
             space = v.space.lstrip(".")
             if space in ("global", "const"):
                 content = _initial_bytes(v)
                 r = self.mem.add_global(v.name, content, writable=space == "global", space=space)
                 self.symbols[v.name] = (space, r.base)
-            elif space in ("local",):
-                raise Unsupported(f".local variable {v.name!r} is not supported", *_locargs(v))
+            elif space == "local":
+                # one static frame per thread: every function's .local variables at their own offsets
+                # (a recursive function's activations would share theirs: calls deeper than 32 are refused)
+                size = _var_bytes(v.type, v.dims) or _var_bytes(v.type, ())
+                al = max(v.align or 1, max(TYPES.get(v.type.lstrip("."), (8,))[0] // 8, 1))
+                local_end = (local_end + al - 1) // al * al
+                self.symbols[v.name] = ("local", local_end)
+                local_end += size
+        if local_end:
+            self.mem.set_local(local_end, self.n)
         self.mem.set_shared(soff)
         # functions have addresses too (mov.u64 %rd, fn; call through a register)
         self.func_at: dict[int, str] = {}

@@ -134,9 +134,7 @@ def h_ld(m, f, ins, act):
                 shs[j] = Shadow.undef(n, eb * 8, und)
     elif idx.size:
         space = _space(ins)
-        if space == "local":
-            raise Unsupported.at(ins, ".local memory is not supported")
-        outs, shs = _load(m, idx, m.mem.resolve(space, addr, eb * count, ins, "load"), eb, count, outs)
+        outs, shs = _load(m, idx, m.mem.resolve(space, addr, eb * count, ins, "load", idx), eb, count, outs)
     _write_dests(m, f, ins, dests, outs, shs, act, t)
 
 
@@ -194,9 +192,7 @@ def h_st(m, f, ins, act):
     if not idx.size:
         return
     space = _space(ins)
-    if space in ("local",):
-        raise Unsupported.at(ins, ".local memory is not supported")
-    _store(m, ins, idx, m.mem.resolve(space, addr, eb * count, ins, "store"), eb, vals)
+    _store(m, ins, idx, m.mem.resolve(space, addr, eb * count, ins, "store", idx), eb, vals)
 
 
 def _store(m, ins, idx: np.ndarray, groups, eb: int, vals: list) -> None:

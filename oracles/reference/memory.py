@@ -29,6 +29,7 @@ SHARED_WINDOW = 0x7E0000000000  # generic address of shared offset 0
 # memory (a store and a load at offset 0 round-trip without a fault): here too, uninitialised
 # (UNDEF) at launch.
 CONST_BASE = 0x10000  # param/const windows, small like the hardware's
+LOCAL_WINDOW = 0x7D0000000000  # generic address of local offset 0 (each thread sees its own)
 _VIEW = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _SHIFT = {1: 0, 2: 1, 4: 2, 8: 3}
 
@@ -192,6 +193,8 @@ class Memory:
         self.shared: Region | None = None
         self.params: Region | None = None
         self.consts: list[Region] = []
+        self.local: Region | None = None  # every thread's .local window, one after the other
+        self.local_size = 0  # bytes per thread
         self._gbases = np.zeros(0, np.uint64)
         self._gbase_list: list[int] = []
         self._last: Region | None = None
@@ -211,14 +214,34 @@ class Memory:
         self.shared = r
         return r
 
+    def set_local(self, per_thread: int, threads: int) -> Region:
+        """Per-thread local memory: thread t's local offset o is byte t * per_thread + o;
+        uninitialised (UNDEF) at launch."""
+        self.local_size = (per_thread + 15) // 16 * 16
+        r = Region.make("local memory", "local", 0, self.local_size * threads)
+        r.mark_uninitialised()
+        self.local = r
+        return r
+
+    def _local(self, addr: np.ndarray, tids: np.ndarray | None, nbytes: int, instr, what: str):
+        size = self.local_size
+        if tids is None or not size or (addr.size and int(addr.max()) > size - nbytes):
+            bad = int(addr.max()) if addr.size else 0
+            raise BadAddress.at(instr, f"out-of-bounds {what} of {nbytes} bytes at local offset {bad:#x} "
+                                       f"(each thread holds {size} bytes of local memory)")
+        off = addr + tids.astype(np.uint64) * np.uint64(size)
+        return (self.local, _positions(addr.size), off.view(np.int64))
+
     def set_params(self, content: np.ndarray) -> Region:
         self.params = Region.make("kernel parameters", "param", CONST_BASE, content, writable=False)
         return self.params
 
     # -------------------------------------------------------------- resolution
 
-    def resolve(self, space: str, addr: np.ndarray, nbytes: int, instr, what: str) -> list[tuple[Region, np.ndarray, np.ndarray]]:
-        """Groups ``(region, thread positions, byte offsets)`` for the addresses of one access."""
+    def resolve(self, space: str, addr: np.ndarray, nbytes: int, instr, what: str,
+                tids: np.ndarray | None = None) -> list[tuple[Region, np.ndarray, np.ndarray]]:
+        """Groups ``(region, thread positions, byte offsets)`` for the addresses of one access;
+        ``tids`` (the threads of the addresses) place local accesses in each thread's window."""
         if addr.dtype != np.uint64:
             addr = addr.astype(np.uint64)
         if nbytes > 1 and int(np.bitwise_or.reduce(addr)) & (nbytes - 1):  # one address misaligned
@@ -228,6 +251,21 @@ class Memory:
             return [self._within(self.shared, addr, addr, nbytes, instr, what, space)]
         if space == "param":
             return [self._within(self.params, addr, addr - np.uint64(CONST_BASE), nbytes, instr, what, space)]
+        if space == "local":
+            return [self._local(addr, tids, nbytes, instr, what)]
+        if space == "generic" and self.local is not None:
+            lw = (addr >= np.uint64(LOCAL_WINDOW)) & (addr < np.uint64(LOCAL_WINDOW + (1 << 32)))
+            if lw.any():
+                pos = np.flatnonzero(lw)
+                g = self._local(addr[pos] - np.uint64(LOCAL_WINDOW), None if tids is None else tids[pos], nbytes,
+                                instr, what)
+                out = [(g[0], pos, g[2])]
+                rest = np.flatnonzero(~lw)
+                if rest.size:
+                    for reg, p, o in self.resolve("generic", addr[rest], nbytes, instr, what,
+                                                  None if tids is None else tids[rest]):
+                        out.append((reg, rest[p], o))
+                return out
         if space == "generic":
             shw = (addr >= np.uint64(SHARED_WINDOW)) & (addr < np.uint64(SHARED_WINDOW + (1 << 32)))
             if shw.all():

@@ -89,7 +89,21 @@ def float_op(t: str, fn, bits_in: list[np.ndarray], mode: str, ftz: bool, sat: b
 
 def _add(a, b, fmt, mode):
     s, e = fp.two_sum(a, b)
-    return fp.fround(s, fmt, mode, e)
+    return _f64_overflow(fp.fround(s, fmt, mode, e), fmt, mode, a, b)
+
+
+def _f64_overflow(r, fmt, mode, *inputs):
+    """A float64 result that overflowed from finite inputs is Inf in float64 itself; a directed
+    mode keeps the largest finite value on the side it rounds toward (IEEE 754)."""
+    if fmt != "f64" or mode == "rn":
+        return r
+    over = np.isinf(r) & np.logical_and.reduce([np.isfinite(x) for x in inputs])
+    if not over.any():
+        return r
+    big = np.finfo(np.float64).max
+    pos = r > 0
+    keep = {"rz": np.zeros_like(over), "rm": ~pos, "rp": pos}[mode]
+    return np.where(over & ~keep, np.where(pos, big, -big), r)
 
 
 def _sub(a, b, fmt, mode):
@@ -99,7 +113,7 @@ def _sub(a, b, fmt, mode):
 def _mul(a, b, fmt, mode):
     if fmt == "f64":
         if mode != "rn":
-            return _mul_f64_directed(a, b, mode)
+            return _f64_overflow(_mul_f64_directed(a, b, mode), fmt, mode, a, b)
         return a * b
     return fp.fround(a * b, fmt, mode)  # exact in float64 for every narrower format
 
@@ -114,7 +128,17 @@ def _mul_f64_directed(a, b, mode):
     ah, al = split(a)
     bh, bl = split(b)
     err = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    return fp.fround(p, "f64", mode, np.where(np.isfinite(err), err, 0.0))
+    # near the subnormal range the split's pieces round, near the top the split overflows: there,
+    # the exact residual instead
+    tiny = np.isfinite(p) & (a != 0) & (b != 0) & ((np.abs(p) < 2.0 ** -960) | ~np.isfinite(err)
+                                                   | (np.abs(a) > 2.0 ** 995) | (np.abs(b) > 2.0 ** 995))
+    err = np.where(np.isfinite(err), err, 0.0)
+    if tiny.any():
+        from fractions import Fraction
+        for i in np.flatnonzero(tiny):
+            r = Fraction(float(a.flat[i])) * Fraction(float(b.flat[i])) - Fraction(float(p.flat[i]))
+            err.flat[i] = (5e-324 if r > 0 else -5e-324) if r else 0.0  # only its sign matters
+    return fp.fround(p, "f64", mode, err)
 
 
 def _fma(a, b, c, fmt, mode):
@@ -126,7 +150,23 @@ def _fma(a, b, c, fmt, mode):
 
 
 def _div(a, b, fmt, mode):
-    return fp.fround(a / b, fmt, mode)
+    q = a / b  # rounded to nearest in float64: exact enough for every narrower format
+    if fmt == "f64" and mode != "rn":
+        return _f64_overflow(fp.fround(q, fmt, mode, _div_residual(a, b, q)), fmt, mode, a, b)
+    return fp.fround(q, fmt, mode)
+
+
+def _div_residual(a, b, q):
+    """(a - q*b) / b, exact in sign: which side of the true quotient the nearest q lies on."""
+    from fractions import Fraction
+
+    err = np.zeros(np.shape(q))
+    ok = np.isfinite(a) & np.isfinite(b) & np.isfinite(q) & (b != 0)
+    for i in np.flatnonzero(ok):
+        r = Fraction(float(a.flat[i])) - Fraction(float(q.flat[i])) * Fraction(float(b.flat[i]))
+        if r:
+            err.flat[i] = 5e-324 if (r > 0) == (b.flat[i] > 0) else -5e-324  # only its sign matters
+    return err
 
 
 def _min(a, b, fmt, mode):

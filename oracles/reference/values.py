@@ -30,7 +30,8 @@ U64 = np.uint64
 _U8_UNDEF, _U8_EXACT = np.uint8(UNDEF), np.uint8(EXACT)
 MASKS = {w: U64((1 << w) - 1) if w < 64 else U64(0xFFFFFFFFFFFFFFFF) for w in (1, 8, 16, 32, 64)}
 
-# PTX type -> (bits, kind); kind: s signed, u unsigned, b bits, f float, p predicate.
+# PTX type -> (bits, kind); kind: s signed, u unsigned, b bits, f float, p predicate, x packed float,
+# y packed integer.
 TYPES: dict[str, tuple[int, str]] = {
     "pred": (1, "p"),
     "s8": (8, "s"), "s16": (16, "s"), "s32": (32, "s"), "s64": (64, "s"),
@@ -39,6 +40,7 @@ TYPES: dict[str, tuple[int, str]] = {
     "f16": (16, "f"), "bf16": (16, "f"), "f32": (32, "f"), "f64": (64, "f"), "tf32": (32, "f"),
     "f16x2": (32, "x"), "bf16x2": (32, "x"), "e4m3x2": (16, "x"), "e5m2x2": (16, "x"),
     "e4m3": (8, "f"), "e5m2": (8, "f"),
+    "u16x2": (32, "y"), "s16x2": (32, "y"),  # packed integer halves (intx.h_packed16)
 }
 
 

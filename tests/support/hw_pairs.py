@@ -71,6 +71,27 @@ def write_suite(out: Path) -> list[Path]:
     return files
 
 
+def write_found(record: Path, out: Path, limit: int) -> list[Path]:
+    """The ``limit`` shortest probe kernels a record flagged, rebuilt from their seeds (the generator
+    is deterministic) with the pair that flagged them as their SIGNATURE."""
+    from support.scalar_probe import kernel
+
+    from fuzzptx.program import Program
+
+    rows = [r for r in json.loads(record.read_text())["probe"]["rows"] if r.get("findings")]
+    rows.sort(key=lambda r: len(kernel(r["seed"])))
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    for r in rows[:limit]:
+        p = Program.from_ptx(kernel(r["seed"]), f"probe{r['seed']}.ptx")
+        sig = next(x for x in r["findings"] if "nondeterministic" not in x)
+        p = replace(p, signature=sig, notes=p.notes + (f"flagged on the GPU by tests/support/hw_pairs.py --probe "
+                                                       f"({record.name}): {', '.join(r['findings'])}",))
+        (out / f"scalar_probe_{r['seed']}.ptx").write_text(p.to_ptx())
+        files.append(out / f"scalar_probe_{r['seed']}.ptx")
+    return files
+
+
 def probe(n: int, found: Path, worker, inputs: int = 2, seed0: int = 0) -> dict:
     """Random integer kernels through the -O3/-O0/-O1/-O2 pairs on ``worker``."""
     from support.scalar_probe import kernel
@@ -111,6 +132,44 @@ def probe(n: int, found: Path, worker, inputs: int = 2, seed0: int = 0) -> dict:
             "families": sorted({program_family(p) for p in programs}), "rows": rows}
 
 
+def explain(files: list[Path], worker) -> dict:
+    """Which build is wrong: each file's outputs at -O3, -O0 (pinned) and -O3 of the newest cached
+    release on the GPU, each set against the reference's (spec numerics, its undefined elements
+    masked), on the file's own input."""
+    from fuzzptx.judges import metamorphic as M
+    from fuzzptx.judges.compile_pairs import BASE, Build, newest_release
+    from fuzzptx.oracles.reference import run_program
+    from fuzzptx.oracles.reference.values import UNDEF
+    from fuzzptx.program import Program
+
+    rel = newest_release()
+    builds = {"O3": BASE, "O0": Build(0)} | ({f"{rel} O3": Build(3, (), rel)} if rel else {})
+    judge = M.HardwareJudge(worker)
+    rows, tally = [], {}
+    for f in files:
+        p = Program.from_file(f)
+        row: dict = {"file": f.name}
+        try:
+            ref = run_program(p, mode="spec")
+        except Exception as exc:  # noqa: BLE001 - the row says why
+            row["reference"] = f"{type(exc).__name__}: {str(exc)[:160]}"
+            rows.append(row)
+            continue
+        defined = {n: o.kind != UNDEF for n, o in ref.outputs.items()}
+        ref_out = {n: o.data for n, o in ref.outputs.items()}
+        for name, b in builds.items():
+            o = judge.run(p, b)
+            if o.fault:
+                row[name] = f"fault: {o.fault}"
+            else:
+                d = M.first_difference(p, o.outputs, ref_out, defined)
+                row[name] = "= reference" if d is None else f"!= reference: {d.count} of {d.compared} differ, first {d.buffer}[{d.index}] {d.left} vs {d.right}"
+        key = tuple((n, row[n].split(":")[0].split(" ")[0]) for n in builds)
+        tally[str(key)] = tally.get(str(key), 0) + 1
+        rows.append(row)
+    return {"builds": {n: str(b) for n, b in builds.items()}, "files": len(files), "tally": tally, "rows": rows}
+
+
 def replay_one(path: Path, timeout: float) -> dict:
     text = path.read_text()
     m = re.search(r"^// SIGNATURE: (\S+)", text, re.M)
@@ -141,16 +200,22 @@ def replay_one(path: Path, timeout: float) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write-suite", type=Path, help="write the tensor-core suite files here and stop")
+    ap.add_argument("--write-found", type=Path, metavar="RECORD", help="with --write-suite: also the shortest "
+                    "probe kernels RECORD flagged")
+    ap.add_argument("--limit", type=int, default=10)
     ap.add_argument("--probe", type=int, default=0, help="random integer kernels to probe")
     ap.add_argument("--probe-seed", type=int, default=0)
     ap.add_argument("--found", type=Path, default=Path("/tmp/pairs_found"))
     ap.add_argument("--suite", type=Path, action="append", default=[], help="replay every .ptx here")
+    ap.add_argument("--explain", type=Path, action="append", default=[],
+                    help="for every .ptx here: which build (-O3, -O0, the newest release) agrees with the reference")
     ap.add_argument("--jobs", type=int, default=8)
     ap.add_argument("--dry-run", action="store_true", help="no GPU: the reference stands in for the GPU worker")
     ap.add_argument("--out", type=Path, required=False)
     args = ap.parse_args()
     if args.write_suite:
-        for f in write_suite(args.write_suite):
+        files = write_found(args.write_found, args.write_suite, args.limit) if args.write_found else write_suite(args.write_suite)
+        for f in files:
             print(f)
         return 0
     from fuzzptx.judges import metamorphic as M
@@ -170,6 +235,16 @@ def main() -> int:
                 record["probe"] = probe(args.probe, args.found, w, seed0=args.probe_seed)
                 record["probe"]["worker_restarts"] = w.restarts
         print(json.dumps({k: v for k, v in record["probe"].items() if k != "rows"}))
+    if args.explain:
+        files = [f for d in args.explain for f in sorted(d.glob("*.ptx"))]
+        if args.dry_run:
+            record["explain"] = explain(files[:3], M.ReferenceWorker())
+        else:
+            from fuzzptx.oracles.hardware import HardwareWorker
+
+            with HardwareWorker() as w:
+                record["explain"] = explain(files, w)
+        print(json.dumps(record["explain"]["tally"]))
     suites = list(args.suite) + ([args.found] if args.probe and args.found.exists() else [])
     rows = []
     files = [f for d in suites for f in sorted(d.glob("*.ptx"))]
