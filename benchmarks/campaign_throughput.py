@@ -49,6 +49,7 @@ from fuzzptx.judges.builtin import DEFAULT_JUDGES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_split import CpuSplit  # noqa: E402
+from records import start  # noqa: E402
 
 
 def _gen_block(args: tuple[int, int, int]) -> list[str]:
@@ -164,6 +165,7 @@ def pooled(result: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    bench = start(None if argv is None else [__file__, *argv])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--examples", type=int, default=256)
     ap.add_argument("--block-size", type=int, default=32)
@@ -257,8 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.out).write_text(json.dumps(result, indent=1))
     result["pooled"] = pooled(result)
     result["seconds_total"] = round(time.monotonic() - started, 1)
-    Path(args.out).write_text(json.dumps(result, indent=1))
-    print(json.dumps(result, indent=1))
+    bench.finish(result, args.out)
     return 0
 
 

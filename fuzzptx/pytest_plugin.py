@@ -94,8 +94,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="which findings fail a fuzz test: all, or comma-separated signature prefixes "
                          "(e.g. checker:crash,reference:crash)")
     group.addoption("--fuzzptx-known", default=None, metavar="FILE",
-                    help="known-findings file (fuzzptx.triage.known, e.g. reports/known_findings.txt): its findings "
-                         "do not fail a fuzz test")
+                    help="known-bug ledger (TOML, fuzzptx.triage.known, e.g. reports/known_bugs.toml): findings "
+                         "whose root cause it lists do not fail a fuzz test")
 
 
 def _pin_worker_gpu(config: pytest.Config) -> None:
@@ -193,10 +193,10 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
     findings = differ.compare(program, verdicts)
     prefixes = fail_on if fail_on is not None else config.fail_on
     if prefixes is not None:
-        findings = [f for f in findings if f.signature.startswith(tuple(prefixes))]
-    if config.known:  # a known finding (the baseline's numerics conditions test the program's)
+        findings = [f for f in findings if any(s.startswith(tuple(prefixes)) for s in f.signatures)]
+    if config.known:  # a known bug, by root cause (the ledger's numerics conditions test the program's)
         context = {"numerics": program.numerics or "spec"}
-        findings = [f for f in findings if not any(k.matches(f.signature, context) for k in config.known)]
+        findings = [f for f in findings if not any(k.matches(f.root_cause, context) for k in config.known)]
     if not findings:
         return
     from fuzzptx.engine.repro import finalize_repro_file, judges_that_ran, write_raw
@@ -207,8 +207,9 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
     path = out / (re.sub(r"[^A-Za-z0-9]+", "_", first.signature).strip("_")[:100] + ".ptx")
     write_raw(path, program, first.signature)  # the engine's one repro writer: raw first, then EXPECT lines
     finalize_repro_file(str(path), program, judges_that_ran(verdicts), first.signature, None)
-    raise FindingFailure(f"{first.signature}: {first.message}\nrepro: {path.resolve()}", first.signature,
-                         first.kind, str(path.resolve()))
+    raise FindingFailure(f"{first.signature}: {first.message}\nroot cause: {first.root_cause.words()} "
+                         f"({first.root_cause}; not in the known-bug ledger)\nrepro: {path.resolve()}",
+                         first.signature, first.kind, str(path.resolve()), str(first.root_cause))
 
 
 # judged programs with tensor-core instructions, those whose reference run executed none
@@ -242,9 +243,9 @@ class FindingFailure(AssertionError):
     """A fuzz test's failure: a finding, with its signature, class and repro (the JUnit XML
     groups failing tests by class through ``pytest_runtest_makereport``)."""
 
-    def __init__(self, message: str, signature: str, kind: str, repro: str):
+    def __init__(self, message: str, signature: str, kind: str, repro: str, cause: str = ""):
         super().__init__(message)
-        self.signature, self.kind, self.repro = signature, kind, repro
+        self.signature, self.kind, self.repro, self.cause = signature, kind, repro, cause
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -256,7 +257,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = outcome.get_result()
     exc = call.excinfo.value if call.excinfo is not None else None
     if report.when == "call" and isinstance(exc, FindingFailure):
-        props = [("fuzzptx_class", exc.kind), ("fuzzptx_signature", exc.signature), ("fuzzptx_repro", exc.repro)]
+        props = [("fuzzptx_class", exc.kind), ("fuzzptx_root_cause", exc.cause), ("fuzzptx_signature", exc.signature),
+                 ("fuzzptx_repro", exc.repro)]
         item.user_properties += props  # (the JUnit writer reads them from the teardown report, made from the item)
         report.user_properties += props
         report.sections.append(("fuzzptx finding class", exc.kind))

@@ -112,20 +112,24 @@ def test_bad_option_exit_2(capsys):
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
-def test_ptxas_takes_an_optional_release_spec(capsys):
+def test_ptxas_takes_an_optional_release_spec(capsys, monkeypatch):
     """``--ptxas`` alone compares with the pinned ptxas (before or after the files); ``--ptxas SPEC``
     with each release of SPEC, named in every mismatch it reports."""
     from pathlib import Path
 
-    from fuzzptx.oracles.checker.cli import run
+    from fuzzptx.oracles.checker import cli
+    from fuzzptx.oracles.checker.findings import PredictedDiagnostics
     from fuzzptx.oracles.ptxas import find_ptxas
 
-    f = str(Path(__file__).resolve().parent.parent / "corpus" / "notes_fence_commits.ptx")
-    assert run(["--ptxas", f]) in (0, 1) and run([f, "--ptxas"]) in (0, 1)
-    capsys.readouterr()
-    run([f, "--ptxas", str(find_ptxas()), "--layers", "isa"])
+    f = str(Path(__file__).resolve().parent.parent / "corpus" / "notes_fence_commits.ptx")  # spec findings: exit 1
+    assert cli.run(["--ptxas", f]) == 1 and cli.run([f, "--ptxas"]) == 1
     out = capsys.readouterr().out
-    assert "ptxas-model.mismatch" not in out or "ptxas 13.0.88" in out
+    assert out.count("ptxas agrees with the model (info C7517 line 31)") == 2  # both spellings compared
+    # a model that predicts nothing where ptxas prints C7517: a mismatch, named by its release
+    monkeypatch.setattr(cli, "predict_ptxas", lambda module: PredictedDiagnostics(True, ()))
+    assert cli.run([f, "--ptxas", str(find_ptxas()), "--layers", "isa"]) == 1
+    mismatches = [ln for ln in capsys.readouterr().out.splitlines() if "ptxas-model.mismatch" in ln]
+    assert mismatches and all("ptxas 13.0.88" in ln for ln in mismatches), mismatches
 
 
 def test_a_bad_file_among_good_ones_is_one_line_and_the_good_ones_are_checked(tmp_path, capsys):

@@ -31,7 +31,7 @@ SMALL = ROOT / "reports" / "findings" / "ptxas_O3_inflight_acc_call_small.ptx"
 CRASH = ROOT / "reports" / "findings" / "ptxas_O3_crash_immediate_descriptor.ptx"  # crashes 13.0.88 at -O3
 REJECTED = ROOT / "corpus" / "spec_ldmatrix_m8n16_b8.ptx"
 TRITON = ROOT / "tests" / "data" / "triton" / "matmul_tma_fp8e4nv_128x128x128_w8s3.ptx"  # .extern .shared global_smem[]
-KNOWN = ROOT / "reports" / "known_findings.txt"
+KNOWN = ROOT / "reports" / "known_bugs.toml"
 # on a machine with an sm_90a GPU the matrix runs the GPU judge too (replay without --no-hardware,
 # campaign on GPU 0): the paths a GPU-less CI cannot reach
 GPU = gpu_available() is None

@@ -269,3 +269,16 @@ def test_the_suite_files_take_part_and_name_their_pair():
         keys += [(s.program.to_ptx(), s.build) for v in prepared.variants for s in (v.left, v.right)]
     built = M.compile_builds(list(dict.fromkeys(keys)))
     assert all(r.accepted for r in built.values())
+
+
+def test_a_campaign_gives_a_share_of_programs_one_pair_drawn_by_weight():
+    picks = [CP.choose(CP.CAMPAIGN_DEFAULT, key, 0.25) for key in range(4000)]
+    got = [p for p in picks if p]
+    assert all(len(p) == 1 for p in got) and 0.22 < len(got) / len(picks) < 0.28
+    from collections import Counter
+
+    c = Counter(p[0] for p in got)
+    assert c["O0"] > 2 * c["O1"] and c[CP.RELEASE] > 2 * c[CP.MAXRREG]
+    assert CP.choose(CP.CAMPAIGN_DEFAULT, 7, 0.25) == CP.choose(CP.CAMPAIGN_DEFAULT, 7, 0.25)
+    assert CP.choose(("O0", "serialise"), 1, 0.0) == ("serialise",)
+    assert CP.choose(("O0",), 1, 1.0) == ("O0",)

@@ -51,8 +51,8 @@ from fuzzptx.program import Program
 
 from .block import Prepared, deferrable, pool_block, pool_blocks, warm
 from .config import RunConfig
-from .options import (OptionError, Parser, add_examples, add_judges, add_numerics, add_out, add_ptxas, add_seed,
-                      add_workers, count_or_zero, judges_of, positive_int, positive_seconds)
+from .options import (Parser, add_examples, add_judges, add_numerics, add_out, add_ptxas, add_seed,
+                      add_workers, count_or_zero, positive_int, positive_seconds)
 from .generate import BlockTask, block_programs_left
 from .outlock import DEFAULT_STALE_AFTER, OutLock, acquire
 from .records import findings_of, record
@@ -271,8 +271,10 @@ class Live:
     gpu_since: dict = field(default_factory=dict)
     lock: Any = field(default_factory=threading.Lock)
     gpu_programs: int = 0
-    buckets: Counter = field(default_factory=Counter)
-    smallest: dict = field(default_factory=dict)  # signature -> fewest instructions so far
+    buckets: Counter = field(default_factory=Counter)  # root cause (str) -> findings
+    evidence: Counter = field(default_factory=Counter)  # signature -> findings it is evidence of
+    first_seen: dict = field(default_factory=dict)  # root cause -> (programs, seconds) when first found
+    smallest: dict = field(default_factory=dict)  # root cause -> fewest instructions so far
     faults: Counter = field(default_factory=Counter)
     restarts: Counter = field(default_factory=Counter)
     gpu_errors: FirstFew = field(default_factory=FirstFew)
@@ -287,7 +289,7 @@ class Live:
     ptxas_accepted: int = 0
     families: Counter = field(default_factory=Counter)
     forms: set = field(default_factory=set)  # catalogue forms reached
-    repros: dict = field(default_factory=dict)  # signature -> its repro file
+    repros: dict = field(default_factory=dict)  # root cause -> its repro file
     record_problems: list = field(default_factory=list)  # lines of results.jsonl --resume left out, named
 
     def wall(self) -> float:
@@ -416,14 +418,14 @@ def _hardware_runner(gpu: int, timeout: float):
 def _check_meta(out: Path, plan: RunConfig, resume: bool) -> dict:
     meta = {"seed": plan.seed, "block_size": plan.block_size, "shard": f"{plan.shard[0]}/{plan.shard[1]}",
             "corpus": None if plan.corpus is None else len(plan.corpus), "generator": plan.generator,
-            "numerics": plan.numerics, "planted_block": None}
+            "numerics": plan.numerics, "planted_block": None, "avoid": sorted(plan.avoid)}
     path = out / "campaign.json"
     if path.exists():
         try:
             old = json.loads(path.read_text())
         except ValueError:
             raise CampaignError(f"{path}: not a campaign record (bad JSON)") from None
-        for k in ("seed", "block_size", "shard", "corpus", "generator", "numerics"):
+        for k in ("seed", "block_size", "shard", "corpus", "generator", "numerics", "avoid"):
             if old.get(k, meta[k]) != meta[k]:
                 raise CampaignError(f"--resume with {k}={meta[k]} but the campaign in {out} used {old.get(k)}")
         meta["planted_block"] = old.get("planted_block")
@@ -601,19 +603,22 @@ def _run_locked(out: Path, plan: RunConfig, lock: OutLock, *, gpus: list[int], r
             if hw is not None:
                 v.update(hw[j])
             findings = findings_of(p, v, base["family"], full=lambda j=j: item.program(j))
-            repros: dict[str, str] = {}  # signature -> its repro file (one file per signature)
+            repros: dict[str, str] = {}  # root cause -> its repro file (one file per cause)
             full = sizing = None
             for f in findings:
-                live.buckets[f.signature] += 1
+                key = str(f.root_cause)  # the bucket: findings of one cause are one bug
+                live.buckets[key] += 1
+                live.evidence.update(f.signatures)
+                live.first_seen.setdefault(key, (live.programs + 1, round(live.wall(), 2)))
                 live.findings += 1
                 n = base["instructions"]
-                # a new signature gets a repro; without shrinking, a smaller program of it replaces
+                # a new cause gets a repro; without shrinking, a smaller program of it replaces
                 # the one before (the smallest so far), with shrinking the first one is shrunk
-                new = f.signature not in live.smallest
-                if new or (plan.shrink_budget <= 0 and n < live.smallest[f.signature]):
-                    live.smallest[f.signature] = n
-                    repro = repros[f.signature] = str(out / "repros" / f"{repro_stem(item.block, idx, len(repros))}.ptx")
-                    live.repros[f.signature] = repro
+                new = key not in live.smallest
+                if new or (plan.shrink_budget <= 0 and n < live.smallest[key]):
+                    live.smallest[key] = n
+                    repro = repros[key] = str(out / "repros" / f"{repro_stem(item.block, idx, len(repros))}.ptx")
+                    live.repros[key] = repro
                     on_gpu = [k for j_ in gpu_judges if j_.name in v for k in j_.summary(v[j_.name])]
                     note = "; ".join(f"{k} when found: {v.summary()[k]}" for k in on_gpu) or None
                     full = full or item.program(j)
@@ -832,6 +837,7 @@ def _stats(live: Live, plan: RunConfig, gpus: list[int], resumed: int, meta: dic
         "cpu_workers": live.workers,
         "judges": list(plan.judges),
         "numerics": plan.numerics or "spec",
+        "avoid": sorted(plan.avoid),
         "seed": plan.seed, "block_size": plan.block_size, "shard": f"{plan.shard[0]}/{plan.shard[1]}",
         "findings": live.findings,
         "faults": dict(live.faults),
@@ -841,7 +847,11 @@ def _stats(live: Live, plan: RunConfig, gpus: list[int], resumed: int, meta: dic
         "gpu_errors": live.gpu_errors.items, "gpu_errors_total": live.gpu_errors.count,
         "block_errors": live.block_errors.items, "block_errors_total": live.block_errors.count,
         "planted_block": meta.get("planted_block"),
-        "buckets": dict(live.buckets.most_common()),
+        "buckets": dict(live.buckets.most_common()),  # by root cause (finding.RootCause, as str)
+        "evidence": dict(live.evidence.most_common()),  # by signature
+        "first_seen": live.first_seen,  # root cause -> [programs, seconds] when first found
+        # what the campaign held, for bug yield (distinct root causes per CPU-hour and GPU-hour)
+        "cpu_hours": round(live.workers * wall / 3600, 6), "gpu_hours": round(live.gpus * wall / 3600, 6),
         "illegal_programs": live.illegal,
         "ptxas_accepted": live.ptxas_accepted,
         "families": dict(live.families.most_common()),
@@ -946,9 +956,19 @@ def build_parser() -> argparse.ArgumentParser:
                                "its ptxas-model verdicts too, at ~8-10%% of the throughput on an H100 node: the CPU "
                                "fuzz runs (fuzzptx run, pytest) already set the checker against ptxas")
     add_ptxas(ap)
-    add_numerics(ap, None, "the reference's numerics: spec (the PTX ISA's error bounds, the default) or hardware "
-                           "(the bit-exact H100 model: any GPU mismatch is then a reference or hardware bug); "
-                           "repro files carry it (NUMERICS line); with --corpus, default: each file's own")
+    add_numerics(ap, None, "the reference's numerics: spec (the PTX ISA's error bounds) or hardware (the bit-exact "
+                           "H100 model: any GPU mismatch is then a reference or hardware bug); default: the model of "
+                           "the GPU that judges -- hardware with the hardware judge (it runs on sm_90a, the H100's "
+                           "model), else spec; repro files carry it (NUMERICS line); with --corpus, default: each "
+                           "file's own")
+    ap.add_argument("--known", metavar="FILE", default=None,
+                    help="known-bug ledger (TOML) the campaign's root causes are matched to (headline: distinct "
+                         "bugs, new ones first, their bundles written into --out); default: the checkout's "
+                         "reports/known_bugs.toml when there is one; 'none': no ledger")
+    ap.add_argument("--rediscover", action="store_true",
+                    help="do not turn down the shapes of the ledger's known bugs (by default the generator avoids "
+                         "them, so the campaign's programs go to what is not known yet)")
+    ap.add_argument("--no-bundles", action="store_true", help="do not write a bundle of each new bug into --out")
     ap.add_argument("--block-size", type=positive_int, default=32, help="programs per block (one ptxas module)")
     add_workers(ap, 0, "CPU processes (0: one per core, one fewer with a GPU)")
     ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct",
@@ -982,42 +1002,3 @@ def gpu_judges_usable(judges: JudgeSet, gpus: list[int], asked_all: bool, say) -
         say(f"{names} judge unavailable ({reason}); running without it")
         return judges.without_device()
     return judges
-
-
-def main_campaign(argv: list[str]) -> int:
-    ap = build_parser()
-    try:
-        args = ap.parse_args(argv)
-    except OptionError as exc:
-        raise CampaignError(str(exc)) from None
-    if args.time is None and args.examples is None and args.corpus is None:
-        raise CampaignError("say how much to do: --time DURATION or --examples N (or --corpus DIR)")
-    judges = judges_of(args, "campaign")
-    if args.shard is not None:
-        shard = parse_shard(args.shard)
-    else:
-        found = shard_from_env()
-        shard = (0, 1) if found is None else found[0]
-        if found is not None and not args.quiet:
-            _say(f"fuzzptx campaign: shard {shard[0]}/{shard[1]} (from {found[1]})")
-    seconds = parse_duration(args.time) if args.time else None
-    gpus = parse_gpus(args.gpus)
-    corpus, corpus_skipped = None, ()
-    if args.corpus:
-        good, skipped = usable_corpus(corpus_files(args.corpus))
-        for line in skipped:
-            _say(f"fuzzptx campaign: --corpus: skipped {line}")
-        if not good:
-            raise CampaignError(f"--corpus {args.corpus}: none of its {len(skipped)} .ptx files is a fuzzptx program")
-        corpus, corpus_skipped = tuple(good), tuple(skipped)
-    judges = gpu_judges_usable(judges, gpus, args.gpus != "none", lambda m: _say(f"fuzzptx campaign: {m}"))
-    workers = args.workers or max(1, (os.cpu_count() or 2) - (1 if judges.needing(DEVICE) else 0))
-    config = RunConfig(seed=args.seed, block_size=args.block_size, shard=shard, examples=args.examples,
-                       seconds=seconds, judges=judges, corpus=corpus, corpus_skipped=corpus_skipped,
-                       plant=args.plant_faults, generator=args.generator, numerics=args.numerics,
-                       out=Path(args.out), workers=workers, gpus=tuple(gpus))
-    stats = run_campaign(config.out, config, gpus=gpus, resume=args.resume, workers=workers,
-                         gpu_timeout=args.gpu_timeout, gpu_workers=args.gpu_workers, progress=not args.quiet,
-                         force_takeover=args.force_takeover, stale_after=args.stale_after)
-    print(json.dumps({k: v for k, v in stats.items() if k != "timeline"}, indent=1))
-    return 0

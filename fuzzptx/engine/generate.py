@@ -72,6 +72,7 @@ class BlockTask:
     generator: str = "direct"  # "direct" (draw_direct) or "hypothesis" (fuzz.draw_programs)
     numerics: str | None = None  # the reference's numerics for every program (None: each program's own)
     illegal_share: float = ILLEGAL_SHARE  # mutated programs in the block
+    avoid: frozenset[str] = frozenset()  # shapes of known bugs the strategies turn down (strategies.avoid)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "judges", JudgeSet.of(self.judges))
@@ -81,16 +82,18 @@ def block_seed(seed: int, block: int) -> int:
     return (seed * 1_000_003 + block * 7919) % (2**31)
 
 
-def draw_direct(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE) -> list[Program]:
+def draw_direct(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE,
+                avoid: frozenset[str] = frozenset()) -> list[Program]:
     """``n`` programs, each drawn straight from the strategies with its own random stream.
 
     Five times cheaper than running Hypothesis's engine (``draw_programs``): no
     example database, no mutation of earlier examples, no simplest-example-first,
     so no duplicate programs within or across blocks.  Program ``i`` depends on
-    ``(seed, i)`` alone.  A draw the strategies reject (a filter) is redrawn.
+    ``(seed, i)`` alone (and ``avoid``, the known bugs' shapes turned down).  A draw the
+    strategies reject (a filter) is redrawn.
     """
     n_illegal = int(round(n * illegal_share))
-    strategies = (S.programs(), S.illegal_programs())
+    strategies = (S.programs(avoid), S.illegal_programs(avoid=avoid))
     out: list[Program] = []
     with reproducible():  # program i depends on (seed, i), not on what else the process imported
         for i in range(n):
@@ -101,11 +104,12 @@ def draw_direct(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE) -> list
     return out
 
 
-def draw_programs(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE) -> list[Program]:
+def draw_programs(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE,
+                  avoid: frozenset[str] = frozenset()) -> list[Program]:
     """``n`` programs through Hypothesis's own engine (``--generator hypothesis``), reproducibly
     from ``seed``: legal ones, then mutated illegal ones."""
-    legal = S.programs()
-    illegal = S.illegal_programs()
+    legal = S.programs(avoid)
+    illegal = S.illegal_programs(avoid=avoid)
     n_illegal = int(round(n * illegal_share))
     out: list[Program] = []
 
@@ -144,7 +148,7 @@ def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
         # programs in proportion too (the mutants come last in a block).
         n = task.size if task.keep is None else min(task.keep, task.size)
         draw_ = draw_programs if task.generator == "hypothesis" else draw_direct
-        progs = draw_(n, block_seed(task.seed, task.block), task.illegal_share)
+        progs = draw_(n, block_seed(task.seed, task.block), task.illegal_share, task.avoid)
     if task.numerics is not None:  # stamped on the program: its repro file replays the same way
         progs = [replace(p, numerics=task.numerics) for p in progs]
     limit = len(progs) if task.keep is None else min(task.keep, len(progs))

@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from fuzzptx.judges.base import COMPILE, DEVICE
 from fuzzptx.judges.registry import by_stage
-from fuzzptx.judges.finding import CLASSES, MODEL, classify as finding_class
+from fuzzptx.judges.finding import CLASSES, MODEL, RootCause
 from fuzzptx.judges.selection import JudgeSet
 from fuzzptx.oracles.hardware import HardwareUnavailable
 
@@ -49,12 +49,14 @@ def default_out(seed: int) -> Path:
 def run(n: int, seed: int, judges: Iterable[str] | JudgeSet, out_dir: Path, *, batch: int = 32,
         illegal_share: float = ILLEGAL_SHARE, shrink_budget: float = 20.0, progress: bool = True,
         numerics: str = "spec", generator: str = "direct", workers: int = 0, repros: bool = True,
-        shrink_model_gaps: bool = False, resume: bool = False) -> dict:
+        shrink_model_gaps: bool = False, resume: bool = False,
+        avoid: frozenset[str] = frozenset()) -> dict:
     """Judge ``n`` programs into ``out_dir`` with the campaign engine; returns the run's summary
     (``summary``).  ``workers``: pool processes (0: inline, in this process); ``repros=False``:
     findings are counted and recorded but not shrunk (as a benchmark of the per-program cost wants);
     ``shrink_model_gaps``: shrink the findings that are gaps in our own models too; ``resume``:
-    carry on from the record in ``out_dir`` (the programs judged there are not judged again)."""
+    carry on from the record in ``out_dir`` (the programs judged there are not judged again);
+    ``avoid``: shapes of known bugs the strategies turn down (``triage.known.avoided``)."""
     judges = JudgeSet.of(judges)
     gpus: list[int] = []
     for j in judges.needing(DEVICE):  # the GPU itself: a run that asks for it and has none says so in one line
@@ -64,7 +66,7 @@ def run(n: int, seed: int, judges: Iterable[str] | JudgeSet, out_dir: Path, *, b
         gpus = parse_gpus("all")
     config = RunConfig(seed=seed, block_size=batch, examples=n, judges=judges, generator=generator,
                        numerics=None if numerics == "spec" else numerics, illegal_share=illegal_share,
-                       shrink_budget=shrink_budget if repros else 0.0, shrink_model_gaps=shrink_model_gaps,
+                       shrink_budget=shrink_budget if repros else 0.0, shrink_model_gaps=shrink_model_gaps, avoid=avoid,
                        out=Path(out_dir), workers=max(workers, 1), inline=workers <= 0, gpus=tuple(gpus))
     return run_config(config, progress=progress, resume=resume)
 
@@ -91,9 +93,13 @@ def summary(stats: dict) -> dict:
         # every per-program stage's CPU time over ptxas's (ptxas runs beside the other judges)
         "overhead_vs_ptxas": round(per_program / ptxas, 3) if ptxas else None,
         "wall_over_ptxas": round(stats["wall_seconds"] / ptxas, 3) if ptxas else None,
-        "findings_by_bucket": stats["buckets"],
-        "findings_by_class": {cls: {sig: n for sig, n in stats["buckets"].items() if finding_class(sig) == cls}
+        "findings_by_bucket": stats["buckets"],  # by root cause (finding.RootCause as str)
+        "findings_by_class": {cls: {key: n for key, n in stats["buckets"].items() if RootCause.parse(key).kind == cls}
                               for cls in CLASSES},
+        "evidence": stats.get("evidence", {}),
+        "first_seen": stats.get("first_seen", {}),
+        "cpu_hours": stats.get("cpu_hours"), "gpu_hours": stats.get("gpu_hours"),
+        "avoid": stats.get("avoid", []),
         "families": stats["families"],
         "forms_reached": stats["forms_reached"],
         "repros": stats["repros"],
@@ -103,7 +109,9 @@ def summary(stats: dict) -> dict:
     }
 
 
-def format_summary(s: dict, out_dir: Path) -> str:
+def format_summary(s: dict, out_dir: Path, bug_lines: Sequence[str] = ()) -> str:
+    """The summary as text; ``bug_lines``: the known-bug ledger's lines for the run's root causes
+    (``triage.bugs.format_bugs``, which the command that reads the ledger gives)."""
     lines = [
         "fuzzptx run summary",
         f"  programs        {s['programs']} ({s['illegal_programs']} illegal by mutation), ptxas accepted {s['ptxas_accepted']}",
@@ -116,17 +124,18 @@ def format_summary(s: dict, out_dir: Path) -> str:
     lines.append(f"  coverage        {s['forms_reached']} catalogue forms; families: " + ", ".join(f"{k} {v}" for k, v in list(s["families"].items())[:8]))
     if s["findings_by_bucket"]:
         known = s.get("known") or {}
-        if "new_findings" in s:
+        if s.get("bugs"):
+            lines += list(bug_lines)
             lines.append(f"  new findings    {s['new_findings']} of {sum(s['findings_by_bucket'].values())} "
-                         "(the rest match the known-findings file)")
+                         "(the rest are known bugs of the ledger)")
         for cls, buckets in s["findings_by_class"].items():
             if not buckets:
                 continue
             lines.append(f"  {cls}: {sum(buckets.values())} finding(s) in {len(buckets)} bucket(s)"
                          + (" -- not shrunk (--shrink-model-gaps to shrink them)" if cls == MODEL else ""))
-            for sig, count in buckets.items():
-                lines.append(f"    {count:5d}  {sig}" + (f"  (known: {known[sig]})" if sig in known else "")
-                             + (f"  -> {s['repros'].get(sig)}" if s["repros"].get(sig) else ""))
+            for key, count in buckets.items():
+                lines.append(f"    {count:5d}  {key}" + (f"  (known: {known[key]})" if key in known else "")
+                             + (f"  -> {s['repros'].get(key)}" if s["repros"].get(key) else ""))
     else:
         lines.append("  findings        none")
     if s.get("block_errors_total"):

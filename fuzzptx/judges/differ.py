@@ -3,9 +3,11 @@
 The judges come from the registry (``fuzzptx.judges.registry``): the built-ins and any package's
 plugins, all called through one interface, so nothing here names a judge.  ``compare`` asks each
 judge that ran for the findings it reports, then checks a labelled (mutated) program's
-expectations.  A ``Finding`` carries a stable ``signature`` -- ``<pair>|<what>|<family>`` such as
-``checker!=ptxas|C7519|wgmma`` or ``reference!=hardware|mismatch|wgmma.f32.bf16`` -- so that
-findings from many runs and shards bucket together.
+expectations, names what a known pattern of the program explains (``diagnose``) and merges the
+findings that share a root cause into one (``finding.merge``).  A ``Finding`` carries a readable
+``signature`` -- ``<pair>|<what>|<family>`` such as ``checker!=ptxas|C7519|wgmma`` or
+``reference!=hardware|mismatch|wgmma.f32.bf16``, the evidence -- and a ``root_cause``, its
+identity, so that findings from many runs and shards bucket together by what causes them.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from fuzzptx.oracles.reference.values import UNDEF
 from fuzzptx.program import Program
+from fuzzptx.ptx.ir import Imm, Instr
 from fuzzptx.strategies.mutations import BY_NAME, verdict_holds
 
 from .registry import get as get_judge, resolve
@@ -22,7 +25,7 @@ from .metamorphic import verdict as metamorphic_verdict  # noqa: F401 - part of 
 from .base import Context, Judge, JudgeFault, Verdicts
 from .builtin import (BUILTIN, CPU_JUDGES, FINDINGS_ORDER, describe_prediction, describe_ptxas,  # noqa: F401
                       predicted_codes, ptxas_codes)
-from .finding import Finding
+from .finding import Finding, cause_of, merge
 from .programs import (as_judged, collapsed_repeats_explain, expects_defined, form_family,  # noqa: F401
                        is_labelled, mutation_of, output_family, program_family, took_the_mutated_path,
                        without_repeated_wgmmas)
@@ -32,10 +35,11 @@ JUDGES = BUILTIN  # the built-in judges; ``fuzzptx.judges.names()`` adds install
 
 def compare(program: Program, v: Verdicts, *, family: str | None = None,
             full: Callable[[], Program] | None = None) -> list[Finding]:
-    """Every disagreement the judges that ran report, plus broken expectations (``family``: the
+    """Every disagreement the judges that ran report, plus broken expectations, one finding per root
+    cause (``finding.merge``: the other findings of that cause are its ``also``) (``family``: the
     program's ``program_family``, when the caller has it already; ``full``: the program with its
-    bodies, where ``program`` is a campaign's shipped header -- only a reference/hardware mismatch
-    asks for it, to test the repeated-wgmma diagnosis)."""
+    bodies, where ``program`` is a campaign's shipped header -- a reference/hardware mismatch asks
+    for it, to test the repeated-wgmma diagnosis, and so does ``diagnose``)."""
     fam = program_family(program) if family is None else family
     out: list[Finding] = []
     ran = [n for n in FINDINGS_ORDER if n in v] + [n for n in v if n not in FINDINGS_ORDER]
@@ -46,7 +50,45 @@ def compare(program: Program, v: Verdicts, *, family: str | None = None,
         else:
             out += get_judge(name).findings(program, v, fam, full=full)
     out += expectation_findings(program, v, fam)
-    return after_sass_hazards(out)
+    return merge(diagnose(after_sass_hazards(out), program, full))
+
+
+def _immediate_descriptor(program: Program) -> bool:
+    """A wgmma.mma_async whose A or B descriptor is an immediate (the ISA asks for a register)."""
+    return any(isinstance(s, Instr) and s.opcode.startswith("wgmma.mma_async")
+               and any(isinstance(o, Imm) for o in s.operands[1:3])
+               for fn in program.module.functions() for s in fn.instructions())
+
+
+#: Diagnoses: (judges, rule) of a finding's cause -> (pattern, test of the program).  A finding
+#: whose cause has no pattern yet gets the first whose test holds.  One table; what a pattern
+#: means is ``finding.PATTERNS``.
+DIAGNOSES: dict[tuple[str, str], tuple[tuple[str, Callable[[Program], bool]], ...]] = {
+    ("ptxas", "crash"): (("immediate-descriptor", _immediate_descriptor),),
+    ("ptxas@*", "crash"): (("immediate-descriptor", _immediate_descriptor),),
+}
+
+
+def diagnose(findings: list[Finding], program: Program, full: Callable[[], Program] | None = None) -> list[Finding]:
+    """Each finding with the pattern of the program that causes it, where ``DIAGNOSES`` knows one
+    (a ptxas crash on a wgmma with an immediate descriptor): the pattern is part of the root
+    cause, so a crash of another cause is another bug.  ``full``: the program with its bodies."""
+    out, whole = [], None
+    for f in findings:
+        c = f.root_cause
+        tests = DIAGNOSES.get((c.judges, c.rule), ()) if not c.pattern else ()
+        for pattern, holds in tests:
+            if whole is None:
+                whole = full() if full is not None else program
+            try:
+                hit = holds(whole)
+            except Exception:  # noqa: BLE001 - no diagnosis, the cause stays the rule's
+                hit = False
+            if hit:
+                f = replace(f, cause=cause_of(f.signature, pattern))
+                break
+        out.append(f)
+    return out
 
 
 def after_sass_hazards(findings: list[Finding]) -> list[Finding]:
@@ -213,7 +255,7 @@ def keep_predicate(signature: str):
         return pred
 
     def pred_sig(findings: Iterable[Finding], v: Verdicts) -> bool:
-        return any(f.signature.startswith(signature) for f in findings)
+        return any(s.startswith(signature) for f in findings for s in f.signatures)
 
     return pred_sig
 

@@ -170,13 +170,14 @@ def explain(files: list[Path], worker) -> dict:
     return {"builds": {n: str(b) for n, b in builds.items()}, "files": len(files), "tally": tally, "rows": rows}
 
 
-def replay_one(path: Path, timeout: float) -> dict:
+def replay_one(path: Path, timeout: float, judges: str | None = None) -> dict:
     text = path.read_text()
     m = re.search(r"^// SIGNATURE: (\S+)", text, re.M)
     want = m.group(1) if m else None
     t0 = time.perf_counter()
     try:
-        r = subprocess.run([sys.executable, "-m", "fuzzptx.cli", "replay", str(path.resolve()), "--json"],
+        r = subprocess.run([sys.executable, "-m", "fuzzptx.cli", "replay", str(path.resolve()), "--json"]
+                           + (["--judges", judges] if judges else []),
                            capture_output=True, text=True, timeout=timeout, cwd="/tmp")
     except subprocess.TimeoutExpired:
         return {"file": path.name, "expected": want, "error": f"timed out after {timeout} s"}
@@ -210,6 +211,8 @@ def main() -> int:
     ap.add_argument("--explain", type=Path, action="append", default=[],
                     help="for every .ptx here: which build (-O3, -O0, the newest release) agrees with the reference")
     ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--judges", default=None, help="replay's --judges (a plain kernel names no signature: "
+                    "add metamorphic to run the pairs)")
     ap.add_argument("--dry-run", action="store_true", help="no GPU: the reference stands in for the GPU worker")
     ap.add_argument("--out", type=Path, required=False)
     args = ap.parse_args()
@@ -251,7 +254,7 @@ def main() -> int:
     if args.dry_run:
         files = files[:4]
     with cf.ThreadPoolExecutor(args.jobs) as ex:
-        for row in ex.map(lambda f: replay_one(f, 300), files):
+        for row in ex.map(lambda f: replay_one(f, 300, args.judges), files):
             rows.append(row)
             print(row["file"], "flagged" if row.get("flagged") else "NOT flagged", row.get("findings"), flush=True)
     record["suite"] = {"files": len(rows), "flagged": sum(1 for r in rows if r.get("flagged")),
