@@ -44,7 +44,8 @@ from pathlib import Path
 from fuzzptx.engine.block import deferrable
 from fuzzptx.engine.generate import BlockTask, block_programs
 
-from fuzzptx.engine.campaign import GROUP_BLOCKS, NIGHTLY_JUDGES, Plan, run_campaign
+from fuzzptx.engine.campaign import GROUP_BLOCKS, Plan, run_campaign
+from fuzzptx.judges.builtin import DEFAULT_JUDGES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_split import CpuSplit  # noqa: E402
@@ -209,9 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         # hardware night can leave to the CPU fuzz runs
         "hardware-judges": Plan(seed=args.seed, block_size=args.block_size, examples=n,
                                 judges=("reference", "ptxas") + hw),
-        # a campaign's default judges as they are now (NIGHTLY_JUDGES: the SASS verifier included)
+        # a campaign's default judges as they are now (DEFAULT_JUDGES["campaign"]: the SASS verifier included)
         "defaults": Plan(seed=args.seed, block_size=args.block_size, examples=n,
-                         judges=tuple(j for j in NIGHTLY_JUDGES if j != "hardware") + hw),
+                         judges=tuple(j for j in DEFAULT_JUDGES["campaign"] if j != "hardware") + hw),
         "ptxas-generated": Plan(seed=args.seed, block_size=args.block_size, examples=n, judges=("ptxas",) + hw),
         "ptxas-corpus": Plan(block_size=args.block_size, corpus=corpus, judges=("ptxas",) + hw),
     }

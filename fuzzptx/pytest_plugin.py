@@ -73,9 +73,10 @@ PROFILES = {"ci": 60, "nightly": 2000}
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fuzzptx")
-    group.addoption("--fuzzptx-judges", default="reference,checker,ptxas",
+    group.addoption("--fuzzptx-judges", default=None,
                     help="comma-separated judges for fuzz tests: built-in (reference, checker, ptxas, hardware, "
-                         "mmasim, sass, metamorphic) or from an installed plugin (default: %(default)s)")
+                         "mmasim, sass, metamorphic) or from an installed plugin (default: the pytest set of "
+                         "fuzzptx.judges.builtin.DEFAULT_JUDGES, reference,checker,ptxas)")
     group.addoption("--fuzzptx-profile", default="ci", choices=sorted(PROFILES),
                     help="example budget profile: ci (fast) or nightly (long)")
     group.addoption("--fuzzptx-examples", type=int, default=None,
@@ -108,7 +109,7 @@ def _pin_worker_gpu(config: pytest.Config) -> None:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if not worker.startswith("gw") or "CUDA_VISIBLE_DEVICES" in os.environ:
         return
-    if "hardware" not in config.getoption("--fuzzptx-judges"):
+    if "hardware" not in (config.getoption("--fuzzptx-judges") or ""):  # (not resolved yet: at load, names only)
         return
     count = hardware.visible_gpu_count()
     if count:
@@ -119,23 +120,26 @@ class FuzzConfig:
     """What a fuzz test needs from the command line (the ``fuzzptx_config`` fixture)."""
 
     def __init__(self, config: pytest.Config):
-        from fuzzptx.judges import registry
-
+        from fuzzptx.engine.config import RunConfig
         from fuzzptx.errors import FuzzptxError
+        from fuzzptx.judges.selection import default_names, select
 
+        self.profile = config.getoption("--fuzzptx-profile")
+        examples = config.getoption("--fuzzptx-examples")
+        if examples is not None and examples <= 0:
+            raise pytest.UsageError(f"--fuzzptx-examples {examples}: expected a positive number of examples")
         try:
-            self.judges = registry.parse(config.getoption("--fuzzptx-judges"), "--fuzzptx-judges")
-            spec = config.getoption("--fuzzptx-ptxas")
-            if spec:
-                from fuzzptx.judges.builtin import with_releases
-
-                self.judges = with_releases(self.judges, spec)
+            names = config.getoption("--fuzzptx-judges") or ",".join(default_names("pytest"))
+            # the one configuration of this session's fuzz tests, resolved once
+            self.run = RunConfig(judges=select(names, config.getoption("--fuzzptx-ptxas"), option="--fuzzptx-judges"),
+                                 examples=examples or PROFILES[self.profile],
+                                 numerics=config.getoption("--fuzzptx-numerics"))
         except FuzzptxError as exc:
             raise pytest.UsageError(str(exc)) from None
-        self.profile = config.getoption("--fuzzptx-profile")
-        self.examples = config.getoption("--fuzzptx-examples") or PROFILES[self.profile]
+        self.judges = self.run.judges
+        self.examples = self.run.examples
         self.repro_dir = config.getoption("--fuzzptx-repro-dir")
-        self.numerics: str | None = config.getoption("--fuzzptx-numerics")
+        self.numerics: str | None = self.run.numerics
         fail_on = config.getoption("--fuzzptx-fail-on")
         self.fail_on: tuple[str, ...] | None = None if fail_on == "all" else tuple(
             x.strip() for x in fail_on.split(",") if x.strip())
@@ -150,9 +154,17 @@ class FuzzConfig:
                                                HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
 
 
+def _fuzz_config(config: pytest.Config) -> FuzzConfig:
+    """The session's one ``FuzzConfig`` (built on first use)."""
+    made = getattr(config, "_fuzzptx_fuzz_config", None)
+    if made is None:
+        made = config._fuzzptx_fuzz_config = FuzzConfig(config)
+    return made
+
+
 @pytest.fixture(scope="session")
 def fuzzptx_config(pytestconfig: pytest.Config) -> FuzzConfig:
-    return FuzzConfig(pytestconfig)
+    return _fuzz_config(pytestconfig)
 
 
 def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None = None) -> None:
@@ -169,13 +181,14 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
     from pathlib import Path
 
     from fuzzptx.judges import differ
+    from fuzzptx.judges.selection import JudgeSet
 
-    judges = config.judges
+    judges = JudgeSet.of(config.judges)
     if config.numerics is not None:  # on the program, so its repro file says so too
         program = replace(program, numerics=config.numerics)
-    if "hardware" in judges and gpu_unavailable_reason() is not None:
-        judges = tuple(j for j in judges if j != "hardware")
-    verdicts = differ.judge(program, judges, gpu=_gpu_worker() if "hardware" in judges else None)
+    if judges.needing("gpu") and gpu_unavailable_reason() is not None:
+        judges = judges.without_device()
+    verdicts = differ.judge(program, tuple(judges), gpu=_gpu_worker() if judges.needing("gpu") else None)
     _count_coverage(program, verdicts)
     findings = differ.compare(program, verdicts)
     prefixes = fail_on if fail_on is not None else config.fail_on

@@ -15,6 +15,7 @@ import fuzzptx.strategies as S
 from fuzzptx.errors import FuzzptxError
 from fuzzptx import launch
 from fuzzptx.inputs import read_text
+from fuzzptx.judges.selection import JudgeSet
 from fuzzptx.program import Program
 from fuzzptx.strategies.direct import DrawFailed, draw, reproducible
 
@@ -63,7 +64,7 @@ class BlockTask:
     block: int
     seed: int
     size: int
-    judges: tuple[str, ...]
+    judges: JudgeSet  # resolved once by the command (names given here are resolved on construction)
     skip: frozenset[int] = frozenset()
     keep: int | None = None  # programs of the block inside --examples (None: all)
     plant: bool = False
@@ -72,6 +73,9 @@ class BlockTask:
     numerics: str | None = None  # the reference's numerics for every program (None: each program's own)
     illegal_share: float = ILLEGAL_SHARE  # mutated programs in the block
     avoid: frozenset[str] = frozenset()  # shapes of known bugs the strategies turn down (strategies.avoid)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "judges", JudgeSet.of(self.judges))
 
 
 def block_seed(seed: int, block: int) -> int:

@@ -21,14 +21,33 @@ from fuzzptx.oracles.reference.errors import BadAddress, MissingInput, StepLimit
 from fuzzptx.oracles.sass import cubin_sm, disassemble, disassemble_all, disassembler, gmma_count_hazards, verify
 from fuzzptx.program import Program
 
-from .metamorphic import verdict as metamorphic_verdict
+from .metamorphic import Checked, HardwareJudge as OnGpu, PreparedPairs, ReferenceJudge as OnReference
+from .metamorphic import prepare_pairs as metamorphic_prepare, verdict as metamorphic_verdict
 from .registry import get as get_judge, register, register_family
-from .base import CheckerVerdict, Context, Judge, NotApplicable, ReferenceVerdict, SkippableVerdict, Verdicts
+from .base import (ACCEPTED, COMPILE, CUBIN, DEVICE, EARLY, GPU, IR, METAMORPHIC, BATCH, CheckerVerdict, Context,
+                   Done, Judge, NotApplicable, ReferenceVerdict, SkippableVerdict, Verdicts)
 from .finding import Finding
 from .programs import expects_defined, is_labelled, outputs_against_reference, took_the_mutated_path
 
-# The judges a CPU run uses unless told otherwise, and the built-in names in registration order.
-CPU_JUDGES = ("reference", "checker", "ptxas")
+# The judge sets each route uses unless told otherwise: the one place they are written.
+#  run: the CPU fuzz run (the SASS verifier reads ptxas's own cubins on the CPU);
+#  campaign: the nightly hardware route; the checker is a static judge whose only differential
+#    partner is ptxas, which the CPU fuzz runs already cover, and on a GPU node it costs ~8-10% of
+#    the throughput (its findings, ptxas-model gaps, are not the hardware team's);
+#  pytest: the fuzz tests of the pytest plugin, and ``differ.judge`` when given no judges;
+#  replay: a repro file put back through every judge (the GPU where there is one);
+#  matrix: every CPU judge against each release of a release matrix (the GPU added where there is one).
+DEFAULT_JUDGES: dict[str, tuple[str, ...]] = {
+    "run": ("reference", "checker", "ptxas", "sass"),
+    "campaign": ("reference", "ptxas", "sass", "hardware"),
+    "pytest": ("reference", "checker", "ptxas"),
+    "replay": ("reference", "ptxas", "checker", "hardware"),
+    "matrix": ("ptxas", "checker", "reference", "sass", "hardware"),
+}
+CPU_JUDGES = DEFAULT_JUDGES["pytest"]
+# The reference's numerics modes: the PTX ISA's error bounds, or the bit-exact H100 model.
+NUMERICS = ("spec", "hardware")
+# The built-in names in registration order.
 BUILTIN = ("ptxas", "checker", "reference", "hardware", "mmasim", "sass", "metamorphic")
 # The order their findings are listed in a record (a checker-vs-ptxas disagreement first).
 FINDINGS_ORDER = ("checker", "ptxas", "reference", "hardware", "mmasim", "sass", "metamorphic")
@@ -71,12 +90,20 @@ class PtxasJudge(Judge):
     """The real ptxas (the pinned release from PyPI): accepted or rejected, its diagnostics, the cubin."""
 
     name = "ptxas"
-    reads_ir = False
+    stage = COMPILE
+    needs = frozenset()
     summary_keys = ("ptxas",)
 
     def judge(self, program: Program, ctx: Context) -> Any:
-        return compile_ptx(ctx.text, want_cubin=any(get_judge(j).wants_cubin for j in ctx.judges),
+        return compile_ptx(ctx.text, want_cubin=any(CUBIN in get_judge(j).needs for j in ctx.judges),
                            ptxas=ctx.toolchain.ptxas if ctx.toolchain is not None else None)
+
+    def judge_batch(self, programs: list[Program], texts: list[str], *, cubins: bool = False) -> list[Any]:
+        """One batched ptxas run over the block (one module), cubins kept when a judge reads them."""
+        return compile_batch(texts, want_cubin=cubins)
+
+    def light(self, verdict: Any) -> Any:
+        return _light(verdict)
 
     def summary(self, verdict: Any) -> dict[str, str]:
         return {"ptxas": describe_ptxas(verdict)}
@@ -106,6 +133,7 @@ class ReleasePtxasJudge(PtxasJudge):
     read, and a finding where it and an older release that ran on the program disagree on
     acceptance, or where it crashes."""
 
+    stage = BATCH
     summary_keys = ()
 
     def __init__(self, toolchain: "toolchains.Toolchain"):
@@ -119,14 +147,7 @@ class ReleasePtxasJudge(PtxasJudge):
 
     def not_applicable(self, program: Program) -> str | None:
         """Why this release cannot judge the program (its PTX version or target), or None."""
-        version = program.module.version
-        if self.toolchain.reads(version) is not True:
-            return f".version {version} is beyond what ptxas {self.release} is known to read"
-        target = program.module.target.split(",")[0].strip()
-        known = self.toolchain.targets()
-        if known and target not in known:
-            return f"ptxas {self.release} has no target {target}"
-        return None
+        return release_not_applicable(self.toolchain, program)
 
     def judge(self, program: Program, ctx: Context) -> Any:
         why = self.not_applicable(program)
@@ -134,7 +155,7 @@ class ReleasePtxasJudge(PtxasJudge):
             return NotApplicable(why)
         return _light(compile_ptx(ctx.text, want_cubin=False, ptxas=self.toolchain.ptxas))
 
-    def judge_batch(self, programs: list[Program], texts: list[str]) -> list[Any]:
+    def judge_batch(self, programs: list[Program], texts: list[str], *, cubins: bool = False) -> list[Any]:
         """Verdicts for a block: one batched run of this release over the programs it can read."""
         out: list[Any] = [NotApplicable(why) if (why := self.not_applicable(p)) else None for p in programs]
         todo = [k for k, v in enumerate(out) if v is None]
@@ -144,6 +165,9 @@ class ReleasePtxasJudge(PtxasJudge):
             self.last_batch[texts[k]] = r
             out[k] = _light(r)
         return out
+
+    def light(self, verdict: Any) -> Any:
+        return verdict  # a release's verdict carries no cubin
 
     def summary(self, verdict: Any) -> dict[str, str]:
         if isinstance(verdict, NotApplicable):
@@ -185,6 +209,18 @@ class ReleasePtxasJudge(PtxasJudge):
 
     def moved(self, verdict: Any, delta: int) -> Any:
         return verdict if isinstance(verdict, NotApplicable) else verdict.moved(delta)
+
+
+def release_not_applicable(tc: "toolchains.Toolchain", program: Program) -> str | None:
+    """Why a ptxas release cannot judge the program (its PTX version or target), or None."""
+    version = program.module.version
+    if tc.reads(version) is not True:
+        return f".version {version} is beyond what ptxas {tc.release} is known to read"
+    target = program.module.target.split(",")[0].strip()
+    known = tc.targets()
+    if known and target not in known:
+        return f"ptxas {tc.release} has no target {target}"
+    return None
 
 
 # Resource limits that differ between releases by design, not by mistake: ptxas 12.x allows 48 KB
@@ -266,8 +302,8 @@ class CheckerJudge(Judge):
     ptxas prints them or not."""
 
     name = "checker"
-    MODELS = "13.0.88"
-    early = True
+    MODELS = PINNED_VERSION  # the release its ptxas model learned from: the pinned one
+    stage = EARLY
     summary_keys = ("checker", "ptxas-model")
 
     def judge(self, program: Program, ctx: Context) -> CheckerVerdict:
@@ -349,8 +385,8 @@ class ReferenceJudge(Judge):
     """The pure-Python reference interpreter: output buffers with their allowed bounds, or 'undefined'."""
 
     name = "reference"
-    early = True
-    needs_accepted = True
+    stage = EARLY
+    needs = frozenset({IR, ACCEPTED})
     summary_keys = ("reference",)
 
     def judge(self, program: Program, ctx: Context) -> ReferenceVerdict:
@@ -411,10 +447,19 @@ class HardwareJudge(Judge):
     """A real sm_90a GPU through CuPy, in an isolated worker process: output buffers, or a fault."""
 
     name = "hardware"
-    cpu = False
-    needs_accepted = True
-    wants_cubin = True
+    stage = GPU
+    needs = frozenset({IR, ACCEPTED, CUBIN, DEVICE})
     summary_keys = ("hardware",)
+
+    def prepare(self, program: Program, text: str, compiled: Any, *, gpu: bool) -> Any:
+        """ptxas's own cubin of the program and its kernel's name in it (the GPU loads that)."""
+        if not gpu or compiled is None or not compiled.accepted or not compiled.cubin:
+            return None
+        return compiled.cubin, compiled.kernel(program.launch.kernel)
+
+    def on_gpu(self, program: Program, prepared: Any, worker: Any) -> Any:
+        cubin, kernel = prepared
+        return worker.run(program, cubin=cubin, kernel=kernel)
 
     def judge(self, program: Program, ctx: Context) -> Any:
         """The GPU's outputs, from ptxas's own cubin where the ptxas judge ran (none where it
@@ -465,7 +510,7 @@ class MmasimJudge(Judge):
     """The reference with MMA-Sim's bit-accurate arithmetic (optional wheel)."""
 
     name = "mmasim"
-    needs_accepted = True
+    needs = frozenset({IR, ACCEPTED})
     summary_keys = ("mmasim",)
 
     def judge(self, program: Program, ctx: Context) -> SkippableVerdict:
@@ -513,8 +558,7 @@ class SassJudge(Judge):
     compiles the program alone only where no cubin came with the verdicts."""
 
     name = "sass"
-    needs_accepted = True
-    wants_cubin = True
+    needs = frozenset({IR, ACCEPTED, CUBIN})
     after = ("ptxas", "checker")
     summary_keys = ("sass", "sass-at", "sass-excerpt")
 
@@ -618,7 +662,7 @@ class ReleaseSassJudge(SassJudge):
     the program compiled alone by it, where its ``ptxas@R`` judge accepted it; disassembled by
     that release's nvdisasm if it has one.  Its findings are ``sass@R:rule``."""
 
-    needs_accepted = False  # accepted by *its* release, which the engine's pinned verdict does not say
+    needs = frozenset({IR, CUBIN})  # accepted by *its* release (not ACCEPTED: the compile stage's pinned verdict does not say)
     summary_keys = ()
     warm = Judge.warm  # the block's listing is made on first use (one cubin per batch, cached)
 
@@ -658,13 +702,46 @@ class MetamorphicJudge(Judge):
     the GPU beside the hardware judge, else on the reference (``fuzzptx.judges.metamorphic``)."""
 
     name = "metamorphic"
-    cpu = False
-    needs_accepted = True
+    stage = METAMORPHIC
+    needs = frozenset({IR, ACCEPTED})
     after = ("reference", "hardware")
     summary_keys = ("metamorphic",)
 
     def judge(self, program: Program, ctx: Context) -> Any:
-        return metamorphic_verdict(program, on_gpu="hardware" in ctx.judges, worker=ctx.gpu)
+        return metamorphic_verdict(program, on_gpu=ctx.has_gpu(), worker=ctx.gpu)
+
+    def prepare(self, program: Program, text: str, compiled: Any, *, gpu: bool) -> Any:
+        """Every side of the program's pairs compiled here in the pool (the original's -O3 build
+        reused) for the GPU; without a GPU, the pairs judged at once on the reference."""
+        try:
+            pairs = metamorphic_prepare(program)
+            if isinstance(pairs, PreparedPairs):
+                return pairs.compile({(text, 3): compiled}) if gpu else Done(pairs.judge(OnReference()))
+            return Done(pairs)
+        except Exception as exc:  # noqa: BLE001 - never lose the block's other verdicts
+            return Done(Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}"))
+
+    def on_gpu(self, program: Program, prepared: Any, worker: Any) -> Any:
+        try:
+            return prepared.judge(OnGpu(worker, _built=prepared.built))
+        except Exception as exc:  # noqa: BLE001
+            return Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}")
+
+    def replay(self, program: Program, v: Verdicts, *, gpu: bool) -> list[tuple[str, str, str]] | None:
+        """A repro of a metamorphic finding reruns its pairs: on the GPU for ``hardware:...``
+        signatures (skipped, saying why, without one), on the reference for ``reference:...``;
+        a file of another signature has none to rerun."""
+        sig = program.signature or ""
+        on_gpu = not sig.startswith("reference:")
+        if on_gpu:
+            why = "--no-hardware" if not gpu else gpu_available()
+            if why is not None:
+                return [(self.name, "skipped", f"{sig.split('|')[0]} needs the GPU: {why}")]
+        v[self.name] = metamorphic_verdict(program, on_gpu=on_gpu)
+        found = [f.signature for _, f in v[self.name].findings]
+        return [(self.name, v.summary()[self.name],
+                 ("signature holds" if any(f.startswith(sig) for f in found) else "signature gone")
+                 + (f"; found: {', '.join(found)}" if found else ""))]
 
     def summary(self, verdict: Any) -> dict[str, str]:
         m = verdict

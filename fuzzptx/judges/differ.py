@@ -22,7 +22,7 @@ from fuzzptx.strategies.mutations import BY_NAME, verdict_holds
 
 from .registry import get as get_judge, resolve
 from .metamorphic import verdict as metamorphic_verdict  # noqa: F401 - part of the differ's interface
-from .base import Context, JudgeFault, Verdicts
+from .base import Context, Judge, JudgeFault, Verdicts
 from .builtin import (BUILTIN, CPU_JUDGES, FINDINGS_ORDER, describe_prediction, describe_ptxas,  # noqa: F401
                       predicted_codes, ptxas_codes)
 from .finding import Finding, cause_of, merge
@@ -163,7 +163,7 @@ def _any_undefined(ref: Any) -> bool:
     return any(bool((o.kind == UNDEF).any()) for o in ref.outputs.values())
 
 
-def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result: Any = None, hardware_result: Any = None,
+def judge(program: Program, judges: Sequence[str] | Sequence[Judge] = CPU_JUDGES, *, ptxas_result: Any = None, hardware_result: Any = None,
           text: str | None = None, numerics: str | None = None, judged: Program | None = None,
           into: Verdicts | None = None, gpu: Any = None, alongside: Sequence[str] = (),
           given: dict[str, Any] | None = None, toolchain: Any = None) -> Verdicts:
@@ -191,12 +191,17 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
         given["ptxas"] = ptxas_result
     if hardware_result is not None:
         given["hardware"] = hardware_result
-    names = tuple(judges)
+    if all(isinstance(j, Judge) for j in judges):  # judge objects (a run's JudgeSet): in the order given
+        ordered = list(judges)
+        names = tuple(j.name for j in ordered)
+    else:
+        names = tuple(judges)
+        ordered = resolve(names)
     ctx = Context(text, v, numerics or program.numerics, gpu, tuple(dict.fromkeys(names + tuple(alongside))),
                   toolchain)
     if toolchain is not None:
         v.release = toolchain.release
-    for j in resolve(names):
+    for j in ordered:
         if j.name in given:
             v[j.name] = given[j.name]
             continue
@@ -212,6 +217,16 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
             v[j.name] = verdict
         v.seconds[j.name] = time.perf_counter() - t0
     return v
+
+
+def names_an_outcome(keep: str) -> bool:
+    """Whether a ``--keep`` names a judge outcome (``ptxas:C7519``) rather than a finding signature."""
+    return keep.startswith("ptxas:")
+
+
+def keeps_timeout(keep: str) -> bool:
+    """Whether a ``--keep`` asks about the compiler running out of time (``ptxas:timeout``)."""
+    return keep.startswith("ptxas:timeout")
 
 
 def keep_predicate(signature: str):

@@ -92,6 +92,12 @@ def expects_defined(program: Program) -> bool:
     return True
 
 
+def undefined_label(program: Program) -> str:
+    """The label that keeps a program off the GPU (``judge: verdict``), or '' when there is none."""
+    return next((f"{j}: {v}" for j, v in program.expect
+                 if j in ("checker", "reference", "ptxas") and v.startswith(("undefined", "illegal", "rejected"))), "")
+
+
 def as_judged(program: Program, text: str | None = None) -> tuple[Program, str]:
     """The program exactly as the judges see it: its PTX text and the program parsed back from it.
 
