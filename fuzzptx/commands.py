@@ -11,7 +11,7 @@ from pathlib import Path
 from fuzzptx.engine import run as engine_run
 from fuzzptx.engine.generate import ILLEGAL_SHARE
 from fuzzptx.engine.options import (OptionError, Parser, add_examples, add_judges, add_json, add_numerics, add_out, add_ptxas,
-                                    add_seed, add_workers, judges_of, non_negative_seconds, positive_int, share)
+                                    add_pairs, add_seed, add_workers, judges_of, non_negative_seconds, positive_int, share)
 from fuzzptx.engine.campaign import (CampaignError, _say, _write_json, build_parser as campaign_parser, corpus_files,
                                      gpu_judges_usable, parse_duration, parse_gpus, parse_shard, run_campaign,
                                      shard_from_env, usable_corpus)
@@ -28,6 +28,7 @@ def build_parser() -> Parser:
     add_seed(ap)
     add_judges(ap, "run")
     add_ptxas(ap)
+    add_pairs(ap, "run")
     ap.add_argument("--batch", type=positive_int, default=32, help="programs per ptxas module (a campaign block)")
     ap.add_argument("--illegal-share", type=share, default=ILLEGAL_SHARE, help="share of mutated (illegal) programs")
     add_out(ap, help="directory for results.jsonl, repros/ and summary.json (default: a new directory under "

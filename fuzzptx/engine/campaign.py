@@ -51,7 +51,7 @@ from fuzzptx.program import Program
 
 from .block import Prepared, deferrable, pool_block, pool_blocks, warm
 from .config import RunConfig
-from .options import (Parser, add_examples, add_judges, add_numerics, add_out, add_ptxas, add_seed,
+from .options import (Parser, add_examples, add_judges, add_numerics, add_pairs, add_out, add_ptxas, add_seed,
                       add_workers, count_or_zero, positive_int, positive_seconds)
 from .generate import BlockTask, block_programs_left
 from .outlock import DEFAULT_STALE_AFTER, OutLock, acquire
@@ -956,6 +956,7 @@ def build_parser() -> argparse.ArgumentParser:
                                "its ptxas-model verdicts too, at ~8-10%% of the throughput on an H100 node: the CPU "
                                "fuzz runs (fuzzptx run, pytest) already set the checker against ptxas")
     add_ptxas(ap)
+    add_pairs(ap, "campaign")
     add_numerics(ap, None, "the reference's numerics: spec (the PTX ISA's error bounds) or hardware (the bit-exact "
                            "H100 model: any GPU mismatch is then a reference or hardware bug); default: the model of "
                            "the GPU that judges -- hardware with the hardware judge (it runs on sm_90a, the H100's "

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.helptext import Formatter
+from fuzzptx.judges import compile_pairs
 from fuzzptx.judges.selection import JudgeSet, default_names, select
 
 from .config import NUMERICS
@@ -103,7 +104,30 @@ def add_numerics(ap: argparse.ArgumentParser, default: str | None, help: str = "
                                  "(the bit-exact H100 model)")
 
 
+def add_pairs(ap: argparse.ArgumentParser, route: str) -> None:
+    """``--pairs``, ``--pair-share``, ``--inputs``: the metamorphic judge's compile pairs and
+    transforms (``fuzzptx.judges.compile_pairs``; docs/metamorphic.md says how the defaults were
+    chosen).  A campaign gives one pair to a share of its programs; other routes every pair to each."""
+    campaign = route == "campaign"
+    ap.add_argument("--pairs", default="default" if campaign else "all", metavar="LIST",
+                    help="the metamorphic judge's pairs: compile pairs (" + ", ".join(compile_pairs.ALL[:-2])
+                         + "), transforms (" + ", ".join(compile_pairs.TRANSFORMS) + "), all, default (the "
+                         "campaign's: " + ", ".join(compile_pairs.CAMPAIGN_DEFAULT) + ") or none")
+    ap.add_argument("--pair-share", type=share, default=compile_pairs.CAMPAIGN_SHARE if campaign else 1.0,
+                    metavar="X", help="share of the programs that get a compile pair (one, drawn by measured yield)")
+    ap.add_argument("--inputs", type=positive_int, default=compile_pairs.CAMPAIGN_INPUTS if campaign else 1,
+                    metavar="N", help="input sets each pair is compared on (the GPU runs each build again on new data)")
+
+
 def judges_of(args: argparse.Namespace, route: str | None = None) -> JudgeSet:
-    """The judge set ``--judges`` and ``--ptxas`` ask for, resolved once (``judges.selection.select``)."""
+    """The judge set ``--judges`` and ``--ptxas`` ask for, resolved once (``judges.selection.select``),
+    with the metamorphic judge configured by ``--pairs``/``--pair-share``/``--inputs`` where given."""
     text = args.judges if args.judges.strip() or route is None else ",".join(default_names(route))
-    return select(text, getattr(args, "releases", None))
+    judges = select(text, getattr(args, "releases", None))
+    if getattr(args, "pairs", None) is not None:
+        try:
+            pairs = compile_pairs.parse_pairs(args.pairs)
+        except compile_pairs.PairsError as exc:
+            raise OptionError(str(exc)) from None
+        judges = judges.configured("metamorphic", pairs=pairs, share=min(1.0, args.pair_share), inputs=args.inputs)
+    return judges

@@ -5,6 +5,7 @@ SASS reader, and the metamorphic pairs.  Each is a thin adapter from ``fuzzptx.o
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import replace
 from typing import Any
 
@@ -22,6 +23,7 @@ from fuzzptx.oracles.sass import cubin_sm, disassemble, disassemble_all, disasse
 from fuzzptx.program import Program
 
 from .metamorphic import Checked, HardwareJudge as OnGpu, PreparedPairs, ReferenceJudge as OnReference
+from . import compile_pairs
 from .metamorphic import prepare_pairs as metamorphic_prepare, verdict as metamorphic_verdict
 from .registry import get as get_judge, register, register_family
 from .base import (ACCEPTED, COMPILE, CUBIN, DEVICE, EARLY, GPU, IR, METAMORPHIC, BATCH, CheckerVerdict, Context,
@@ -39,7 +41,7 @@ from .programs import expects_defined, is_labelled, outputs_against_reference, t
 #  matrix: every CPU judge against each release of a release matrix (the GPU added where there is one).
 DEFAULT_JUDGES: dict[str, tuple[str, ...]] = {
     "run": ("reference", "checker", "ptxas", "sass"),
-    "campaign": ("reference", "ptxas", "sass", "hardware"),
+    "campaign": ("reference", "ptxas", "sass", "hardware", "metamorphic"),
     "pytest": ("reference", "checker", "ptxas"),
     "replay": ("reference", "ptxas", "checker", "hardware"),
     "matrix": ("ptxas", "checker", "reference", "sass", "hardware"),
@@ -698,23 +700,38 @@ def release_sass_judge(spec: str) -> Judge:
 
 
 class MetamorphicJudge(Judge):
-    """Pairs that must agree: -O3/-O0, pipelined/serialised, with/without dead uniform branches; on
-    the GPU beside the hardware judge, else on the reference (``fuzzptx.judges.metamorphic``)."""
+    """Pairs that must agree: compile pairs (-O3 against -O0, other options, another release) and
+    program transforms (pipelined/serialised, with/without dead uniform branches); on the GPU
+    beside the hardware judge, else on the reference (``fuzzptx.judges.metamorphic``).
+
+    ``pairs``, ``share`` and ``inputs`` (``--pairs``, ``--pair-share``, ``--inputs``): which pairs,
+    for which share of the programs (``compile_pairs.choose``), on how many input sets.  The class
+    defaults judge every pair of one program (``replay``); a campaign's set is configured by its
+    options (``JudgeSet.configured``)."""
 
     name = "metamorphic"
     stage = METAMORPHIC
     needs = frozenset({IR, ACCEPTED})
     after = ("reference", "hardware")
     summary_keys = ("metamorphic",)
+    pairs: tuple[str, ...] = compile_pairs.REPLAY_DEFAULT
+    share: float = 1.0
+    inputs: int = 1
 
     def judge(self, program: Program, ctx: Context) -> Any:
-        return metamorphic_verdict(program, on_gpu=ctx.has_gpu(), worker=ctx.gpu)
+        return metamorphic_verdict(program, on_gpu=ctx.has_gpu(), worker=ctx.gpu, pairs=self.pairs, inputs=self.inputs)
 
     def prepare(self, program: Program, text: str, compiled: Any, *, gpu: bool) -> Any:
-        """Every side of the program's pairs compiled here in the pool (the original's -O3 build
-        reused) for the GPU; without a GPU, the pairs judged at once on the reference."""
+        """The program's pairs (``compile_pairs.choose``, a function of its text) with every side
+        compiled here in the pool (the original's -O3 build reused) for the GPU; without a GPU, the
+        transforms judged at once on the reference (compile pairs hold trivially there)."""
+        chosen = compile_pairs.choose(self.pairs, zlib.crc32(text.encode()), self.share) if self.share < 1 else self.pairs
+        if not gpu:
+            chosen = tuple(n for n in chosen if n in compile_pairs.TRANSFORMS)
+        if not chosen:
+            return None
         try:
-            pairs = metamorphic_prepare(program)
+            pairs = metamorphic_prepare(program, pairs=chosen)
             if isinstance(pairs, PreparedPairs):
                 return pairs.compile({(text, 3): compiled}) if gpu else Done(pairs.judge(OnReference()))
             return Done(pairs)
@@ -723,7 +740,7 @@ class MetamorphicJudge(Judge):
 
     def on_gpu(self, program: Program, prepared: Any, worker: Any) -> Any:
         try:
-            return prepared.judge(OnGpu(worker, _built=prepared.built))
+            return prepared.judge(OnGpu(worker, _built=prepared.built), inputs=self.inputs)
         except Exception as exc:  # noqa: BLE001
             return Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}")
 

@@ -9,7 +9,8 @@ names asked for (``name in judges``, ``list(judges)``), in the order given.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+import copy
+from typing import Any, Iterable, Iterator
 
 from . import registry
 from .base import COMPILE, DEVICE, GPU_STAGES, Judge
@@ -79,6 +80,20 @@ class JudgeSet:
     def compiler(self) -> Judge | None:
         """The judge of the compile stage (whose batched run gives the cubins), if asked for."""
         return next(iter(self.at(COMPILE)), None)
+
+    def configured(self, name: str, **attrs: Any) -> "JudgeSet":
+        """The set with judge ``name`` replaced by a copy carrying ``attrs`` (a command's options
+        for that judge, such as the metamorphic judge's ``--pairs``); as it is when ``name`` is absent."""
+        if name not in self.asked:
+            return self
+        out = []
+        for j in self.judges:
+            if j.name == name:
+                j = copy.copy(j)
+                for k, v in attrs.items():
+                    setattr(j, k, v)
+            out.append(j)
+        return JudgeSet(tuple(out), self.asked)
 
     def without(self, names: Iterable[str]) -> "JudgeSet":
         drop = set(names)
