@@ -12,7 +12,6 @@ from typing import Any
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.oracles import mmasim_judge
 from fuzzptx.oracles.checker import check_and_predict, check_module
-from fuzzptx.oracles.checker.ptxas_compare import regalloc_failure
 from fuzzptx.oracles.hardware import gpu_available, run_program_on_gpu
 from fuzzptx.oracles import toolchains
 from fuzzptx.oracles.ptxas import PINNED_VERSION, compile_batch, compile_ptx
@@ -339,9 +338,7 @@ class CheckerJudge(Judge):
         modelled = v.release is None or v.release == self.MODELS
         may = set(getattr(pred_res, "may", ()) or ())  # allocator-dependent: never a disagreement
         if modelled and real_res is not None and pred_res is not None and not real_res.timed_out:
-            if pred_res.accepted and may and regalloc_failure(real_res):
-                pass  # ptxas's allocator gave up where the model says it may
-            elif pred_res.accepted != real_res.accepted:
+            if pred_res.accepted != real_res.accepted:  # an allocator failure too: a "may" code is no rejection
                 what = "accept" if pred_res.accepted else "reject"
                 out.append(Finding(
                     f"checker!=ptxas|{what}|{family}",
