@@ -26,6 +26,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import records  # noqa: E402  (benchmarks/records.py: the record's meta)
 CPU_JUDGES = "checker,ptxas,sass"
 
 
@@ -53,9 +56,11 @@ def campaign(out: Path, args: argparse.Namespace, rediscover: bool) -> dict:
     cmd += ["--time", str(args.time)] if args.time else ["--examples", str(args.examples)]
     cmd += ["--judges", args.judges] if args.judges else []
     cmd += ["--rediscover"] if rediscover else []
-    cmd += ["--known", args.known] if args.known else []
+    cmd += ["--known", args.known or str(ROOT / "reports" / "known_bugs.toml")]
     cmd += ["--workers", str(args.workers)] if args.workers else []
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    cmd += args.campaign_args
+    # from /tmp: the package comes from the installed fuzzptx (or PYTHONPATH), never the checkout's folders
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd="/tmp")
     if r.returncode != 0:
         raise SystemExit(f"bug_yield: {' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()[-2000:]}")
     st = json.loads((out / "stats.json").read_text())
@@ -63,6 +68,8 @@ def campaign(out: Path, args: argparse.Namespace, rediscover: bool) -> dict:
     return {"command": " ".join(cmd[2:]), "rediscover": rediscover, "avoid": st.get("avoid", []),
             "numerics": st.get("numerics"), "judges": st.get("judges"), "programs": st["programs"],
             "gpu_programs": st.get("gpu_programs"), "findings": st["findings"], "wall_seconds": st["wall_seconds"],
+            "programs_per_second": st.get("programs_per_second"), "gpu_idle_share": st.get("gpu_idle_share"),
+            "evidence": st.get("evidence"),  # finding signatures (each compile pair's among them) and their counts
             "headline": b["headline"], "yield": b["yield"],
             "known_findings": sum(x["count"] for x in b["bugs"] if not x["new"]),
             "bugs": [{k: x[k] for k in ("cause", "class", "count", "new", "known", "first_seen_programs")}
@@ -83,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rediscover-too", action="store_true", help="also run the campaign without avoidance")
     ap.add_argument("--dry-run", action="store_true", help="no GPU: --gpus none, judges checker,ptxas,sass")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bug_yield.json"))
+    ap.add_argument("campaign_args", nargs="*", help="after --: more fuzzptx campaign options (--pairs none, ...)")
+    run = records.start(argv)
     args = ap.parse_args(argv)
     if args.dry_run:
         args.gpus, args.judges = "none", args.judges or CPU_JUDGES
@@ -95,8 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     rec = {"what": "bug yield: distinct root causes per CPU-hour and GPU-hour, new and known (fuzzptx.triage.bugs)",
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            **device(), **versions(), "dry_run": args.dry_run, "seed": args.seed, "runs": runs}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(rec, indent=1))
+    run.finish(rec, args.out, echo=False)
     for r in runs:
         y = r["yield"]
         print(f"{'--rediscover' if r['rediscover'] else 'avoiding   '}  {r['programs']} programs, {r['headline']}; "
