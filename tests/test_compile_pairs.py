@@ -307,3 +307,14 @@ def test_the_campaign_options_configure_the_metamorphic_judge_and_its_share():
     assert 8 <= len(chosen) <= 32 and all(isinstance(x, M.PreparedPairs) for x in chosen)
     assert all(x.built for x in chosen)
     assert meta.prepare(p, text, base, gpu=False) is None  # compile pairs need the GPU: nothing to do without
+
+
+def test_a_program_the_reference_finds_out_of_bounds_takes_no_pair():
+    """Found on the H100: the reducer kept a 5-instruction 'O3 != O0' candidate that stored out of
+    its buffer; an out-of-bounds access is undefined under the launch (the GPU too), not a limit
+    of the reference, so no pair is compared on it."""
+    from fuzzptx.oracles.reference.errors import BadAddress, StepLimit
+
+    el = M.pair_eligibility(scalar(), reference=BadAddress("k.ptx:9: st.global.u32: out-of-bounds store"))
+    assert not el.ok and el.reason.startswith("reference: BadAddress")
+    assert M.pair_eligibility(scalar(), reference=StepLimit("k.ptx:9: step limit")).ok

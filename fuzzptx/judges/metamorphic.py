@@ -36,7 +36,7 @@ from fuzzptx.oracles.reference import run_program
 from fuzzptx.oracles.reference.values import UNDEF
 from fuzzptx.oracles.reference import formats as F
 from fuzzptx.oracles.hardware import HardwareWorker
-from fuzzptx.oracles.reference.errors import Unsupported
+from fuzzptx.oracles.reference.errors import StepLimit, Unsupported
 from fuzzptx.oracles.ptxas import compile_parallel
 from fuzzptx.oracles.ptxas import compile_ptx
 from fuzzptx.oracles import elf
@@ -405,7 +405,8 @@ def pair_eligibility(program: Program, reference: Any = None) -> Eligibility:
     nothing (the program is defined as far as it can tell).  The reference, where it runs, adds
     its mask of defined elements, or rules the program out when it is undefined; where it cannot
     run (an instruction outside its subset, a launch it cannot follow) the pairs still run, on
-    every output byte, and the GPU's determinism check guards them."""
+    every output byte, and the GPU's determinism check guards them.  Any other error of the reference
+    (an out-of-bounds access, a hang) makes the program undefined under its launch: no pairs."""
     try:
         found = spec_findings(program)
     except Exception as exc:  # a checker crash is the differ's finding, not ours
@@ -424,7 +425,12 @@ def pair_eligibility(program: Program, reference: Any = None) -> Eligibility:
             ref = exc
     if isinstance(ref, BaseException):
         what = str(ref).splitlines()[0][:160] if str(ref) else ""
-        return Eligibility(None, None, integer_only, f"{type(ref).__name__}: {what}" if what else type(ref).__name__)
+        why = f"{type(ref).__name__}: {what}" if what else type(ref).__name__
+        if not isinstance(ref, (Unsupported, StepLimit)):
+            # an out-of-bounds access, a hang, a read of what was never written: undefined under this
+            # launch, on the GPU too -- no build is bound to reproduce the other's bytes
+            return Eligibility(f"reference: {why}")
+        return Eligibility(None, None, integer_only, why)
     if ref.undefined:
         return Eligibility(f"reference: undefined ({ref.undefined})")
     defined = {name: o.kind != UNDEF for name, o in ref.outputs.items()}
