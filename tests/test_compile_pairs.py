@@ -318,3 +318,24 @@ def test_a_program_the_reference_finds_out_of_bounds_takes_no_pair():
     el = M.pair_eligibility(scalar(), reference=BadAddress("k.ptx:9: st.global.u32: out-of-bounds store"))
     assert not el.ok and el.reason.startswith("reference: BadAddress")
     assert M.pair_eligibility(scalar(), reference=StepLimit("k.ptx:9: step limit")).ok
+
+
+def test_a_build_ptxas_crashes_on_is_named_a_crash_of_that_side():
+    """Found on the H100 run over tests/data: ptxas 13.0.88 (and 12.9.86) -O0 -g dies with SIGSEGV on
+    a Triton warp-specialised persistent TMA kernel that -O3 builds (13.5.37 builds both)."""
+    from pathlib import Path
+
+    f = Path(__file__).parent / "data" / "triton" / "matmul_tma_persistent_ws_bf16_64x128x64_w4s4.ptx"
+    from fuzzptx.oracles.hardware import HwResult
+
+    class Ran:  # a GPU worker whose every launch ends without a fault (the side's build is what is tested)
+        def run(self, program, *, cubin=None, kernel=None, timeout=None):
+            return HwResult({}, None if cubin else "load error: no cubin")
+
+    p = Program.from_ptx(f.read_text(), str(f))
+    judge = M.HardwareJudge(Ran())
+    o = judge.run(p, CP.pair("O0g").build)
+    assert o.crashed and o.rejected and "crashed (signal 11)" in o.fault
+    v = M.Variant("options", M.Side("O3", p, CP.BASE), M.Side("O0g", p, CP.pair("O0g").build))
+    f_ = M.compare_pair(v, judge)
+    assert f_ is not None and f_.signature.startswith("hardware:O3!=O0g|crashed:O0g|")

@@ -509,6 +509,7 @@ class Outcome:
     outputs: dict[str, bytes] = field(default_factory=dict)
     fault: str | None = None
     rejected: bool = False
+    crashed: bool = False  # ptxas died on this side's build (a signal)
 
 
 class Judge(Protocol):
@@ -610,6 +611,8 @@ class HardwareJudge:
         build = _as_build(build)
         res = self._compiled(program, build)
         if not res.accepted or res.cubin is None:
+            if res.returncode < 0 and not res.timed_out:  # killed by a signal: a compiler crash, not a rejection
+                return Outcome(fault=f"ptxas {build} crashed (signal {-res.returncode})", rejected=True, crashed=True)
             first = res.errors()[0].message if res.errors() else res.stderr.strip()[:200]
             return Outcome(fault=f"ptxas {build} rejected: {first}", rejected=True)
         if scrub is not None and hasattr(self.worker, "scrub"):
@@ -732,7 +735,7 @@ def compare_pair(variant: Variant, judge: Judge, *, defined: dict[str, np.ndarra
         side, o = (variant.left, lo) if lo.fault else (variant.right, ro)
         if _not_applicable(side, o):
             return None
-        what = ("rejected:" if o.rejected else "fault:") + side.name
+        what = ("crashed:" if o.crashed else "rejected:" if o.rejected else "fault:") + side.name
         return Finding(signature(judge.name, variant, what, fam), f"{side.name} side: {o.fault}; the other side ran",
                        base_ev + (("fault", o.fault),))
     d = first_difference(variant.left.program, lo.outputs, ro.outputs, defined, integer_only)
