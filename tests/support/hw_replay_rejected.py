@@ -42,9 +42,9 @@ def device_info() -> dict:
 
 
 def replay_cli(path: Path, json_out: bool, timeout: float) -> tuple[int, str, str]:
-    cmd = [sys.executable, "-m", "fuzzptx.cli", "replay", str(path)] + (["--json"] if json_out else [])
-    try:
-        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    cmd = [sys.executable, "-m", "fuzzptx.cli", "replay", str(path.resolve())] + (["--json"] if json_out else [])
+    try:  # from /tmp: the installed fuzzptx (or PYTHONPATH), never the checkout's folders
+        r = subprocess.run(cmd, cwd="/tmp", capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return 124, "", f"timed out after {timeout} s"
     return r.returncode, r.stdout, r.stderr
@@ -85,7 +85,10 @@ def main(argv: list[str] | None = None) -> int:
             case = {"file": rel, "json": json_out, "rc": rc, "traceback": "Traceback" in err or "Traceback" in out,
                     "stderr_tail": err[-600:]}
             if json_out and rc in (0, 1):
-                rows = {r["judge"]: r for r in json.loads(out)["judges"]}
+                try:
+                    rows = {r["judge"]: r for r in json.loads(out)["judges"]}
+                except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                    rows, case["json_error"] = {}, f"{type(exc).__name__}: {exc}"
                 case["hardware_row"] = rows.get("hardware")
                 case["ptxas_row"] = rows.get("ptxas")
             case["ok"] = rc in (0, 1, 2) and not case["traceback"] and (not json_out or rc == 2 or
