@@ -339,3 +339,15 @@ def test_a_build_ptxas_crashes_on_is_named_a_crash_of_that_side():
     v = M.Variant("options", M.Side("O3", p, CP.BASE), M.Side("O0g", p, CP.pair("O0g").build))
     f_ = M.compare_pair(v, judge)
     assert f_ is not None and f_.signature.startswith("hardware:O3!=O0g|crashed:O0g|")
+
+
+def test_a_register_cap_an_mma_cannot_meet_is_no_finding():
+    """The H100 campaign's one maxrreg finding (mma.sp with an f64 mma under --maxrregcount 27): ptxas
+    refuses the cap ("cannot be compiled with specified register target constraints"), a limit."""
+    side = M.Side(CP.MAXRREG, scalar(), CP.Build(3, ("--maxrregcount", "27")))
+    said = M.Outcome(fault="ptxas -O3 --maxrregcount 27 rejected: Function 'k' using feature 'mma with .f64 type' and "
+                           "with shape '.m16n8k16' cannot be compiled with specified register target constraints",
+                     rejected=True)
+    assert M._not_applicable(side, said)
+    assert not M._not_applicable(side, replace(said, crashed=True))
+    assert not M._not_applicable(side, M.Outcome(fault="ptxas -O3 rejected: syntax error", rejected=True))

@@ -701,11 +701,17 @@ def signature(judge: str, variant: Variant, what: str, family: str) -> str:
     return f"{judge}:{variant.pair}|{what}|{family}"
 
 
+#: what ptxas says when a register cap is below what the program needs (the maxrreg pair's limit,
+#: not a bug: "Insufficient registers" C7601/C7602, "cannot be compiled with specified register
+#: target constraints" for an f64 mma under the cap on the H100, the allocator giving up), and a
+#: release that is not here
+_LIMITS = ("Insufficient registers", "register target constraints", "Register allocation failed", "is not cached")
+
+
 def _not_applicable(side: Side, o: Outcome) -> bool:
-    """A rejection that says nothing about the compiler: a register cap below what an instruction
-    needs (ptxas C7601/C7602 "Insufficient registers"), or a release that is not here."""
+    """A rejection that says nothing about the compiler (``_LIMITS``); a crash always does."""
     text = o.fault or ""
-    return o.rejected and ("Insufficient registers" in text or "is not cached" in text)
+    return o.rejected and not o.crashed and any(t in text for t in _LIMITS)
 
 
 def compare_pair(variant: Variant, judge: Judge, *, defined: dict[str, np.ndarray] | None = None,
