@@ -23,7 +23,7 @@ from .control import Live, Loop, Side, UniformIf, script_state, walk_ops
 from .operands import buffer_type
 from .pipelines import Mma, Stage, Touch, Unit, Wait
 from .shapes import shapes_of
-from .surround import APPROX_NOTE, Around, DescriptorRing, Io
+from .surround import APPROX_NOTE, Around, Assertion, DescriptorRing, Io, assert_decl
 
 SIDE_FUNC = "fz_side"
 EXTERN_FUNC = "fz_extern"
@@ -355,6 +355,8 @@ def _with_functions(prog: Program, plan: WgmmaPlan, sides: list) -> Program:
         a, r = Reg("a"), Reg("r")
         extra.append(Function("func", SIDE_FUNC, (Param(".reg", ".b32", "a"),), (Param(".reg", ".b32", "r"),),
                               (Instr("mad.lo.u32", (r, a, Imm.of(5), Imm.of(3))), Instr("ret"))))
+    if any(isinstance(op, Around) and isinstance(op.construct, Assertion) for op in walk_ops(plan.script)):
+        extra.append(assert_decl())
     if plan.extern_decl:
         extra.append(Function("func", EXTERN_FUNC, (Param(".reg", ".b32", "a"),), (Param(".reg", ".b32", "r"),),
                               None, ".extern"))

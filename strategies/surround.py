@@ -550,6 +550,7 @@ class RuntimeLoop:
     source: str  # "param" | "lane"
     early_exit: bool
     nounroll: bool
+    nested: bool = False  # the early exit sits in a divergent if-else whose paths store
 
     approx = False
 
@@ -562,6 +563,7 @@ class RuntimeLoop:
             kb.emit("and.b32", n, io.lane(), 7)
         acc, i = kb.regs(".b32", 2)
         p = kb.reg(".pred")
+        _, own = io.out(2, "z")
         top, end = kb.new_label(), kb.new_label()
         kb.emit("mov.b32", acc, a)
         kb.emit("mov.u32", i, 0)
@@ -572,7 +574,23 @@ class RuntimeLoop:
             kb.directive('.pragma "nounroll";')
         kb.emit("mad.lo.u32", acc, acc, 33, i)
         kb.emit("shf.l.wrap.b32", acc, acc, b, 7)
-        if self.early_exit:
+        if self.early_exit and self.nested:  # the exit inside a divergent if-else that stores (BREAK)
+            t, q = kb.reg(".b32"), kb.reg(".pred")
+            other, join = kb.new_label(), kb.new_label()
+            kb.emit("and.b32", t, acc, 1)
+            kb.emit("setp.eq.u32", q, t, 0)
+            kb.emit("bra", Sym(other), guard=q)
+            kb.emit("mul.lo.u32", acc, acc, 3)
+            kb.emit("st.global.u32", Addr(own), acc)
+            kb.emit("and.b32", t, acc, 48)
+            kb.emit("setp.eq.u32", q, t, 0)
+            kb.emit("bra", Sym(end), guard=q)
+            kb.emit("bra", Sym(join))
+            kb.place(other)
+            kb.emit("xor.b32", acc, acc, i)
+            kb.emit("st.global.u32", Addr(own, 4), i)
+            kb.place(join)
+        elif self.early_exit:
             t, q = kb.reg(".b32"), kb.reg(".pred")
             kb.emit("and.b32", t, acc, 15)
             kb.emit("setp.eq.u32", q, t, 0)
@@ -811,6 +829,51 @@ class DescriptorRing:
         io.store((c, q))
 
 
+ASSERT_FUNC = "__assertfail"
+
+
+def assert_decl():
+    """The ``.extern .func __assertfail`` an ``Assertion`` calls (CUDA's ``assert``)."""
+    from fuzzptx.ptx.ir import Function, Param
+
+    types = (".b64", ".b64", ".b32", ".b64", ".b64")
+    return Function("func", ASSERT_FUNC, tuple(Param(".param", t, f"{ASSERT_FUNC}_param_{i}") for i, t in enumerate(types)),
+                    (), None, ".extern")
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """A device-side ``assert`` that holds: a check on a kernel parameter that is 0 at run time
+    guarding a call of ``__assertfail`` (a system call: LEPC, CALL.ABS.NOINC)
+    and ``trap`` (BPT.TRAP).  The call and the trap never run."""
+
+    trap: bool
+
+    approx = False
+
+    def emit(self, kb, io: Io) -> None:
+        from fuzzptx.ptx.ir import CallArgs, Instr, Scope
+
+        _, (a,) = io.load(1)
+        f = kb.scalar(io.name("fail"), 0)
+        p, skip = kb.reg(".pred"), kb.new_label()
+        t = kb.reg(".b32")
+        kb.emit("and.b32", t, a, f)
+        kb.emit("setp.eq.u32", p, f, 0)  # uniform (a trap that some lanes skip would leave the rest divergent)
+        kb.emit("bra.uni", Sym(skip), guard=p)
+        types = (".b64", ".b64", ".b32", ".b64", ".b64")
+        names = tuple(f"fz_ap{io.j}_{i}" for i in range(5))
+        body = tuple(VarDecl(".param", ty, n) for ty, n in zip(types, names))
+        body += tuple(Instr(f"st.param{ty}", (Addr(Sym(n)), Imm.of(0 if i != 2 else 7)))
+                      for i, (ty, n) in enumerate(zip(types, names)))
+        body += (Instr("call.uni", (Sym(ASSERT_FUNC), CallArgs(tuple(Sym(n) for n in names)))),)
+        kb._body.append(Scope(body))
+        if self.trap:
+            kb.emit("trap")
+        kb.place(skip)
+        io.store((t,))
+
+
 # ------------------------------------------------------------------ strategies
 
 
@@ -847,7 +910,8 @@ def collectives() -> st.SearchStrategy[Collective]:
 
 
 def loops() -> st.SearchStrategy[RuntimeLoop]:
-    return st.builds(RuntimeLoop, sampled((0, 1, 3, 5)), sampled(("param", "lane")), st.booleans(), st.booleans())
+    return st.builds(RuntimeLoop, sampled((0, 1, 3, 5)), sampled(("param", "lane")), st.booleans(), st.booleans(),
+                     st.booleans())
 
 
 def local_arrays() -> st.SearchStrategy[LocalArray]:
@@ -862,13 +926,18 @@ def shared16() -> st.SearchStrategy[Shared16]:
     return st.builds(Shared16, st.booleans(), sampled(("ca", "cg")))
 
 
+def assertions() -> st.SearchStrategy[Assertion]:
+    return st.builds(Assertion, st.booleans())
+
+
 def descriptor_rings() -> st.SearchStrategy[DescriptorRing]:
     return st.builds(DescriptorRing, sampled((3, 2, 4)), sampled(("b", "a", "both")))
 
 
 NOUNS = {"division": divisions, "address": address_arithmetic, "compare": comparisons, "epilogue": epilogues,
          "softmax": softmax_steps, "collective": collectives, "loop": loops, "local": local_arrays,
-         "atomics": atomics, "shared16": shared16, "ring": descriptor_rings}
+         "atomics": atomics, "shared16": shared16, "ring": descriptor_rings,
+         "assert": assertions}
 
 
 def constructs(kinds: tuple[str, ...] = tuple(NOUNS)) -> st.SearchStrategy:
@@ -917,6 +986,6 @@ def _insert(script: tuple, k: int, op, loop_type: type) -> tuple[tuple, int]:
 
 
 __all__ = ["Around", "Io", "Division", "Address", "Compare", "Epilogue", "Softmax", "Collective", "RuntimeLoop",
-           "LocalArray", "Atomics", "Shared16", "DescriptorRing", "arounds", "constructs", "place", "NOUNS", "APPROX_NOTE",
+           "LocalArray", "Atomics", "Shared16", "DescriptorRing", "Assertion", "assert_decl", "arounds", "constructs", "place", "NOUNS", "APPROX_NOTE",
            "divisions", "address_arithmetic", "comparisons", "epilogues", "softmax_steps", "collectives", "loops",
-           "local_arrays", "atomics", "shared16", "descriptor_rings"]
+           "local_arrays", "atomics", "shared16", "descriptor_rings", "assertions"]
