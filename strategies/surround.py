@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-from fuzzptx.ptx.ir import Addr, Imm, Reg, Sym, Vec, VarDecl
+from fuzzptx.ptx.ir import Addr, Guard, Imm, Reg, Sym, Vec, VarDecl
 
 from .operands import ints, sampled
 
@@ -165,6 +165,9 @@ class Address:
                 kb.emit("mov.b64", v, Vec((c, d)))
                 kb.emit("mul.lo.u64", m, w, v)
                 split(m)
+                hi = kb.reg(".b64")
+                kb.emit("mul.hi.u64", hi, w, v)
+                split(hi)
                 kb.emit("mul.hi.s32", r32(), a, c)
                 ps = kb.regs(".pred", 4)
                 kb.emit("setp.ge.u64", ps[0], w, v)
@@ -223,16 +226,27 @@ class Address:
                 kb.emit("max.u32", r32(), c, d)
                 kb.emit("max.s32", r32(), a, 0)
             elif op == "load16":
-                i, off, at = kb.reg(".b32"), kb.reg(".b64"), kb.reg(".b64")
+                i = kb.reg(".b32")
                 kb.emit("and.b32", i, a, 7)  # one of the thread's own 8 half-words
                 kb.emit("mad.lo.s32", i, kb.tid(), 8, i)
-                kb.emit("mul.wide.s32", off, i, 2)  # a signed element index, as Triton indexes
-                kb.emit("add.s64", at, io.base, off)
+                z = kb.scalar(io.name("z16_"), 0)
+                kb.emit("sub.s32", i, i, z)  # of unknown sign to ptxas (0 subtracted at run time)
                 p = kb.reg(".pred")
                 kb.emit("setp.lt.s32", p, i, 8 * io.threads)
-                u = r32()
-                kb.emit("mov.u32", u, 0)
-                kb.emit("ld.global.u16", u, Addr(at), guard=p)
+                for k in range(4):  # signed element indices off one base, as Triton indexes
+                    ik, off, at = kb.reg(".b32"), kb.reg(".b64"), kb.reg(".b64")
+                    kb.emit("xor.b32", ik, i, k)
+                    if k % 2:
+                        kb.emit("mul.wide.s32", off, ik, 2)
+                    else:
+                        kb.emit("cvt.s64.s32", off, ik)
+                        kb.emit("shl.b64", off, off, 1)
+                    kb.emit("add.s64", at, io.base, off)
+                    u = r32()
+                    kb.emit("mov.u32", u, 0)
+                    kb.emit("ld.global.u16", u, Addr(at), guard=p)
+                at = kb.reg(".b64")
+                kb.emit("add.s64", at, xa, 0)
                 h = kb.reg(".b16")
                 kb.emit("ld.global.L2::128B.u16", h, Addr(at))
                 kb.emit("cvt.u32.u16", r32(), h)
@@ -457,7 +471,7 @@ class Softmax:
         io.store(outs)
 
 
-COLLECTIVE_OPS = ("ballot", "all", "any_uniform", "uni", "match", "redux_add", "redux_min", "redux_max",
+COLLECTIVE_OPS = ("ballot", "all", "all_branch", "any_uniform", "uni", "match", "redux_add", "redux_min", "redux_max",
                   "redux_or", "shfl_idx", "shfl_down", "nanosleep")
 
 
@@ -520,6 +534,14 @@ class Collective:
                 mode = {"all": "all", "uni": "uni", "any_uniform": "all"}[op]
                 kb.emit(f"vote.sync.{mode}.pred", pr, src, FULL)
                 kb.emit("selp.b32", r32(), 1, 0, pr)
+            elif op == "all_branch":  # a warp-wide vote that steers a branch (VOTEU.ALL)
+                pr, lab = kb.reg(".pred"), kb.new_label()
+                r = r32()
+                kb.emit("mov.u32", r, 0)
+                kb.emit("vote.sync.all.pred", pr, q, FULL)
+                kb.emit("bra", Sym(lab), guard=Guard(pr, negated=True))
+                kb.emit("add.u32", r, v, 1)
+                kb.place(lab)
             elif op == "match":
                 kb.emit("and.b32", v, v, 3)
                 kb.emit("match.any.sync.b32", r32(), v, FULL)
@@ -776,18 +798,29 @@ class DescriptorRing:
         kb.emit("add.s32", c, n, 1)
         kb.emit("setp.gt.s32", p, c, self.stages - 1)
         kb.emit("selp.b32", c, 0, c, p)
-        h, h16 = kb.reg(".b32"), kb.reg(".b16")
+        h, h16, g16 = kb.reg(".b32"), kb.reg(".b16"), kb.reg(".b16")
         kb.emit("ld.param.u16", h16, Addr(Sym(_param16(kb, io.name("half"), 3 * self.stages))))
+        kb.emit("ld.param.u16", g16, Addr(Sym(_param16(kb, io.name("halg"), 1))))  # at an offset 2 mod 4
         kb.emit("cvt.u32.u16", h, h16)
+        g = kb.reg(".b32")
+        kb.emit("cvt.u32.u16", g, g16)
+        kb.emit("add.s32", h, h, g)
+        kb.emit("sub.s32", h, h, 1)
         q, k = kb.regs(".b32", 2)
         kb.emit("mad.lo.s32", k, h, -5, n)  # may be negative: a signed ceiling division
         kb.emit("add.s32", q, k, 63)
         kb.emit("div.s32", q, q, 64)
         kb.emit("add.s32", q, q, c)
+        sd = kb.regs(".b32", 2)  # Triton's signed division by 4, in shifts, on uniform values
+        kb.emit("shr.s32", sd[0], k, 31)
+        kb.emit("shr.u32", sd[0], sd[0], 30)
+        kb.emit("add.s32", sd[0], k, sd[0])
+        kb.emit("shr.s32", sd[1], sd[0], 2)
+        kb.emit("add.s32", q, q, sd[1])
         wide, big = kb.regs(".b64", 2)
         kb.emit("mul.wide.u32", wide, h, _hex(0x9E3779B9))
         kb.emit("cvt.s64.s32", big, k)
-        kb.emit("shl.b64", big, big, 33)
+        kb.emit("shl.b64", big, big, 3)
         preds = list(kb.regs(".pred", 5))
         kb.emit("setp.lt.s32", preds[0], k, q)
         kb.emit("setp.ne.and.s64", preds[1], wide, big, preds[0])
@@ -812,6 +845,13 @@ class DescriptorRing:
         kb.emit("mul.wide.s32", w, o, 16)
         kb.emit("add.s64", w, w, big)
         kb.emit("sub.s64", w, w, big)
+        base = kb.buffer(io.name("r"), "u32", 4, "random", io.seed + 2)  # a uniform load at a uniform offset
+        so, at = kb.reg(".b64"), kb.reg(".b64")
+        kb.emit("cvt.s64.s32", so, o)
+        kb.emit("shl.b64", so, so, 2)
+        kb.emit("add.s64", at, base, so)
+        u = kb.reg(".b32")
+        kb.emit("ld.global.u32", u, Addr(at, 4))
         for key, (sym, start, desc) in sorted(places.items()):
             if self.which != "both" and key[0] != self.which:
                 continue
@@ -826,7 +866,7 @@ class DescriptorRing:
             if const:
                 kb.emit("or.b64", d, d, Imm(const, hex(const)))
             (adesc if key[0] == "a" else bdesc)[key[1:]] = d
-        io.store((c, q))
+        io.store((c, q, u))
 
 
 ASSERT_FUNC = "__assertfail"
