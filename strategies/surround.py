@@ -999,10 +999,11 @@ def arounds(max_n: int = 6) -> st.SearchStrategy[tuple[tuple[int, object], ...]]
 
 def place(script: tuple, items: tuple[tuple[int, object], ...], loop_type: type) -> tuple:
     """``script`` with each construct inserted at a slot: the places between its ops, those of
-    loop bodies included (pre-order), the slot number taken modulo their count."""
+    loop bodies included (pre-order), the slot number taken modulo their count; never before the
+    first op (a program starts with a stage)."""
     for slot, c in items:
-        n = _slots(script, loop_type)
-        script, _ = _insert(script, slot % n, Around(c), loop_type)
+        n = _slots(script, loop_type)  # the first place, before the script's first op, stays free
+        script, _ = _insert(script, 1 + slot % (n - 1) if n > 1 else 1, Around(c), loop_type)
     return script
 
 
