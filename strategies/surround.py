@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-from fuzzptx.ptx.ir import Addr, Guard, Imm, Reg, Sym, Vec, VarDecl
+from fuzzptx.builders import _encode_fields
+from fuzzptx.ptx.ir import Addr, CallArgs, Function, Guard, Imm, Instr, Param, Reg, Scope, Sym, Vec, VarDecl
 
 from .operands import ints, sampled
 
@@ -665,8 +666,6 @@ class LocalArray:
 
 def _param16(kb, name: str, value: int) -> str:
     """A ``.u16`` kernel parameter (header ``PARAM`` line); returns its name (``ld.param.u16``)."""
-    from fuzzptx.ptx.ir import Param
-
     kb._params.append(Param(".param", ".u16", name))
     kb._scalars.append((name, value))
     return name
@@ -790,8 +789,6 @@ class DescriptorRing:
         self.emit_descriptors(kb, io, {}, {}, {})
 
     def emit_descriptors(self, kb, io: Io, places: dict, adesc: dict, bdesc: dict) -> None:
-        from fuzzptx.builders import _encode_fields
-
         n = kb.scalar(io.name("ring"), self.stages - 1)
         z = kb.scalar(io.name("zero"), 0)
         c, p = kb.reg(".b32"), kb.reg(".pred")
@@ -874,8 +871,6 @@ ASSERT_FUNC = "__assertfail"
 
 def assert_decl():
     """The ``.extern .func __assertfail`` an ``Assertion`` calls (CUDA's ``assert``)."""
-    from fuzzptx.ptx.ir import Function, Param
-
     types = (".b64", ".b64", ".b32", ".b64", ".b64")
     return Function("func", ASSERT_FUNC, tuple(Param(".param", t, f"{ASSERT_FUNC}_param_{i}") for i, t in enumerate(types)),
                     (), None, ".extern")
@@ -892,8 +887,6 @@ class Assertion:
     approx = False
 
     def emit(self, kb, io: Io) -> None:
-        from fuzzptx.ptx.ir import CallArgs, Instr, Scope
-
         _, (a,) = io.load(1)
         f = kb.scalar(io.name("fail"), 0)
         p, skip = kb.reg(".pred"), kb.new_label()
