@@ -21,12 +21,13 @@ children), so ``getrusage`` sees all of its CPU.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import tempfile
 import time
 from pathlib import Path
+
+from records import start  # benchmarks/records.py, beside this script
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -39,6 +40,7 @@ def cpu_seconds() -> tuple[float, float]:
 
 
 def main() -> None:
+    bench = start()
     ap = argparse.ArgumentParser()
     ap.add_argument("--examples", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
@@ -94,8 +96,7 @@ def main() -> None:
         "ms_per_program": {k: round(1000 * v / args.examples, 2) for k, v in stage.items()},
         "findings": sum(s["findings_by_bucket"].values()),
     }
-    Path(args.out).write_text(json.dumps(result, indent=1))
-    print(json.dumps(result, indent=1))
+    bench.finish(result, args.out)
 
 
 if __name__ == "__main__":

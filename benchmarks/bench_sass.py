@@ -36,6 +36,7 @@ from fuzzptx.oracles import toolchains
 from fuzzptx.oracles.checker import check_module
 from fuzzptx.oracles.ptxas import compile_batch
 from fuzzptx.oracles.sass import disassemble_all, disassembler, gmma_count_hazards, verify
+from records import start  # benchmarks/records.py, beside this script
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -100,6 +101,7 @@ def releases(examples: int, seed: int, wanted: list[str], control: str | None = 
 
 
 def main() -> int:
+    bench = start()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--examples", type=int, default=512)
     ap.add_argument("--seed", type=int, default=3)
@@ -107,6 +109,7 @@ def main() -> int:
     ap.add_argument("--control", default="13.0.88", help="the release whose -O0 builds are the control ('' for none)")
     ap.add_argument("--skip-cost", action="store_true")
     ap.add_argument("--skip-releases", action="store_true", help="the cost alone (sass_cost.json)")
+    ap.add_argument("--out", default=str(RESULTS / "sass_cost.json"), help="where the cost record goes")
     a = ap.parse_args()
     RESULTS.mkdir(exist_ok=True)
     env = {"date": _now(), "device": f"{platform.node()} ({os.cpu_count()} CPUs, CPU only)", "python": platform.python_version()}
@@ -116,12 +119,11 @@ def main() -> int:
         # the CPU machines are shared: the load says how far the seconds are an upper bound
         c["load_average_before"] = [round(x, 2) for x in load]
         c["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-        (RESULTS / "sass_cost.json").write_text(json.dumps(c, indent=1) + "\n")
-        print(json.dumps(c))
+        bench.finish(c, a.out)
     if a.skip_releases:
         return 0
     r = {**env, **releases(a.examples, a.seed, a.releases.split(","), a.control or None)}
-    (RESULTS / "sass_releases.json").write_text(json.dumps(r, indent=1) + "\n")
+    bench.finish(r, RESULTS / "sass_releases.json", echo=False)
     return 0
 
 

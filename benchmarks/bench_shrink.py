@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 sys.path.insert(0, str(ROOT / "tests"))
+from records import start  # noqa: E402  (benchmarks/records.py, beside this script)
 from support.shrink_cases import PLANTS, pad, plant_predicate  # noqa: E402
 
 
@@ -167,6 +168,7 @@ def summary(rows: list[dict]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    bench = start(None if argv is None else [__file__, *argv])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/shrink.json"))
     ap.add_argument("--only", choices=("planted", "padded", "found"))
@@ -192,8 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         "padded": {"summary": summary(padded), "cases": padded},
         "found": {"summary": summary(found), "cases": found},
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    bench.finish(result, args.out, echo=False)
     print(json.dumps({k: result[k]["summary"] for k in ("planted", "padded", "found")}, indent=1))
     return 0
 

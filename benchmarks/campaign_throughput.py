@@ -44,10 +44,12 @@ from pathlib import Path
 from fuzzptx.engine.block import deferrable
 from fuzzptx.engine.generate import BlockTask, block_programs
 
-from fuzzptx.engine.campaign import GROUP_BLOCKS, NIGHTLY_JUDGES, Plan, run_campaign
+from fuzzptx.engine.campaign import GROUP_BLOCKS, Plan, run_campaign
+from fuzzptx.judges.builtin import DEFAULT_JUDGES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_split import CpuSplit  # noqa: E402
+from records import start  # noqa: E402
 
 
 def _gen_block(args: tuple[int, int, int]) -> list[str]:
@@ -163,6 +165,7 @@ def pooled(result: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    bench = start(None if argv is None else [__file__, *argv])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--examples", type=int, default=256)
     ap.add_argument("--block-size", type=int, default=32)
@@ -207,9 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         # hardware night can leave to the CPU fuzz runs
         "hardware-judges": Plan(seed=args.seed, block_size=args.block_size, examples=n,
                                 judges=("reference", "ptxas") + hw),
-        # a campaign's default judges as they are now (NIGHTLY_JUDGES: the SASS verifier included)
+        # a campaign's default judges as they are now (DEFAULT_JUDGES["campaign"]: the SASS verifier included)
         "defaults": Plan(seed=args.seed, block_size=args.block_size, examples=n,
-                         judges=tuple(j for j in NIGHTLY_JUDGES if j != "hardware") + hw),
+                         judges=tuple(j for j in DEFAULT_JUDGES["campaign"] if j != "hardware") + hw),
         "ptxas-generated": Plan(seed=args.seed, block_size=args.block_size, examples=n, judges=("ptxas",) + hw),
         "ptxas-corpus": Plan(block_size=args.block_size, corpus=corpus, judges=("ptxas",) + hw),
     }
@@ -256,8 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.out).write_text(json.dumps(result, indent=1))
     result["pooled"] = pooled(result)
     result["seconds_total"] = round(time.monotonic() - started, 1)
-    Path(args.out).write_text(json.dumps(result, indent=1))
-    print(json.dumps(result, indent=1))
+    bench.finish(result, args.out)
     return 0
 
 

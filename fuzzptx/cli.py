@@ -16,7 +16,7 @@ from fuzzptx.perf import tune_gc
 
 # name -> (module, function, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "run": ("fuzzptx.engine.run", "main_run", "CPU fuzz run over reference, checker and ptxas, with a summary"),
+    "run": ("fuzzptx.commands", "main_run", "CPU fuzz run over reference, checker and ptxas, with a summary"),
     "catalogue": ("fuzzptx.isa.listing", "main_catalogue", "list the ISA catalogue (--json for machines)"),
     "conformance": ("fuzzptx.conformance", "main", "every catalogue form and its illegal neighbours through real ptxas"),
     "check": ("fuzzptx.oracles.checker.cli", "main_check", "static checker: ISA rules, spec pipeline rules, ptxas model"),
@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "shrink": ("fuzzptx.triage.shrink_command", "main_shrink", "reduce a repro file while it keeps a signature"),
     "bisect": ("fuzzptx.engine.matrix", "main_bisect", "which ptxas releases reproduce a signature: first and last"),
     "triage": ("fuzzptx.triage.buckets", "main_triage", "group campaign findings by signature; smallest repro per bucket"),
-    "campaign": ("fuzzptx.engine.campaign", "main_campaign", "batched, isolated hardware campaign (GPU)"),
+    "campaign": ("fuzzptx.commands", "main_campaign", "batched, isolated hardware campaign (GPU)"),
     "report": ("fuzzptx.triage.report", "main_report", "HTML/JSON/JUnit report of a campaign directory"),
     "bundle": ("fuzzptx.triage.bundle", "main_bundle", "one directory for a compiler team: PTX, commands, SASS, releases, outputs"),
     "toolchains": ("fuzzptx.oracles.toolchains", "main_toolchains", "ptxas releases: list, fetch into the cache, pack for offline machines"),

@@ -102,3 +102,50 @@ def kept_on_node(key: str) -> Callable[[Callable[[object], T]], Callable[[object
 
         return get
     return wrap
+
+
+def die_with_parent() -> None:
+    """A pool or GPU worker ends when the process that started it dies, even by ``kill -9`` (which
+    runs no clean-up there): otherwise it lives on under pid 1, holding its memory.  A forkserver's
+    worker cannot count on its forkserver for this: each worker holds the write end of the
+    forkserver's "parent alive" pipe, so the forkserver never sees the parent go while a worker
+    lives, and the worker waits on a queue no one writes.  So a daemon thread waits on
+    multiprocessing's parent sentinel (a pipe the starting process holds open, readable once it
+    is gone; fork, spawn and forkserver all give one) and ends the process; elsewhere (no
+    sentinel) Linux's ``PR_SET_PDEATHSIG``, else a thread watching the parent's pid."""
+    import multiprocessing
+    import os
+    import signal
+    import sys
+    import threading
+
+    parent = multiprocessing.parent_process()
+    if parent is not None and getattr(parent, "sentinel", None) is not None:
+        def wait_for_parent() -> None:
+            parent.join()
+            os._exit(1)
+
+        threading.Thread(target=wait_for_parent, name="die-with-parent", daemon=True).start()
+        return
+    ppid = os.getppid()
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+        else:
+            if os.getppid() != ppid:  # the parent died before the request took effect
+                os._exit(1)
+            return
+
+    def watch() -> None:
+        import time
+
+        while os.getppid() == ppid:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()

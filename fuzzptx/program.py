@@ -33,6 +33,7 @@ from fuzzptx.isa.layouts import ROW_BYTES
 from fuzzptx.ptx.emit import emit, emit_located
 from fuzzptx.ptx.ir import Module
 from fuzzptx.ptx.parse import parse
+from fuzzptx.ptx.smem import SHARED_RESERVED, shared_layout
 
 MAGIC = "fuzzptx-repro v1"
 NUMERICS = ("spec", "hardware")  # the reference's numerics modes (oracles.reference.run_program)
@@ -242,6 +243,12 @@ class Program:
     notes: tuple[str, ...] = field(default=())
     numerics: str = "spec"
     tensormaps: tuple[TensorMap, ...] = ()
+    # where a plain file's header came from: ``inferred`` (no header, or the printed inferred
+    # header pasted back: either way the launch is fuzzptx's guess, not the user's word), the file
+    # it was read from, and the parameters a user or compiler gave a value (``fuzzptx.launch``)
+    inferred: bool = field(default=False, compare=False)
+    source: str | None = field(default=None, compare=False)
+    given: tuple[str, ...] = field(default=(), compare=False)
 
     def tensormap(self, name: str) -> TensorMap:
         for t in self.tensormaps:
@@ -274,7 +281,8 @@ class Program:
         for b in self.buffers:
             seed = f" seed={b.seed}" if not b.init.startswith("hex:") and b.init in ("random", "small_int", "special") else ""
             lines.append(f"BUFFER: {b.name} type={b.type} count={b.count} init={b.init}{seed}" + (" output" if b.output else ""))
-        lines += [f"PARAM: {k} value={v}" for k, v in self.scalars]
+        # a by-value struct's bytes as one integer: hex past 64 bits (and past Python's 4300 decimal digits)
+        lines += [f"PARAM: {k} value={v:#x}" if v >> 64 else f"PARAM: {k} value={v}" for k, v in self.scalars]
         lines += [f"TENSORMAP: {t.header_line()}" for t in self.tensormaps]
         if self.numerics != "spec":
             lines.append(f"NUMERICS: {self.numerics}")
@@ -301,7 +309,8 @@ class Program:
     def from_ptx(text: str, file: str = "<string>", kernel: str | None = None) -> "Program":
         """``kernel``: the kernel a plain file's inferred header launches (default: the first)."""
         module = parse(text, file)
-        return Program.from_module(module, file, kernel)
+        program = Program.from_module(module, file, kernel)
+        return replace(program, source=file) if not file.startswith("<") else program
 
     @staticmethod
     def from_file(path: str | Path, kernel: str | None = None) -> "Program":
@@ -462,8 +471,10 @@ def _parse_header(module: Module, file: str, kernel: str | None = None) -> Progr
     missing = params - {b.name for b in buffers} - {n for n, _ in scalars} - {t.name for t, _ in tmaps}
     if missing:
         raise ReproError(f"kernel {launch.kernel} parameter(s) {', '.join(sorted(missing))} have no BUFFER or PARAM line", file=file, line=1)
+    # the printed inferred header pasted into the file: used as written, and still a guess
+    inferred = any(n.startswith(INFERRED) for n in notes)
     return Program(module, launch, tuple(buffers), tuple(scalars), tuple(expect), signature, tuple(notes), numerics,
-                   tuple(t for t, _ in tmaps))
+                   tuple(t for t, _ in tmaps), inferred=inferred)
 
 
 def _ints(kv: dict[str, str], key: str, file: str, line: int, what: str) -> tuple[int, ...]:
@@ -518,8 +529,9 @@ INFERRED = "header inferred"  # the note a program with an inferred header carri
 
 
 def say_inferred(program: Program, file: str, command: str) -> None:
-    """Print a program's inferred header (stderr), so the user sees it and can edit it into the file."""
-    if any(n.startswith(INFERRED) for n in program.notes):
+    """Print a program's inferred header (stderr), so the user sees it and can edit it into the file
+    (not when the file holds it already: a pasted header is the user's own)."""
+    if program.inferred and MAGIC not in (ln.strip() for ln in program.module.preamble):
         lines = "\n".join("  // " + ln for ln in program.header_lines())
         print(f"fuzzptx {command}: {file} has no fuzzptx header; inferred (put it at the top of the file to "
               f"change it):\n{lines}", file=sys.stderr)
@@ -561,9 +573,26 @@ def inferred_header(module: Module, file: str, kernel: str | None = None) -> Pro
     if arrays:
         note += (f"; array parameter(s) {', '.join(arrays)}: zero bytes (pointers in them are null: ptxas-only "
                  "signatures need nothing more, a launch needs the header written by hand)")
+    smem = dynamic_smem_need(module, k)
+    if smem:
+        note += (f"; dynamic shared memory {smem} bytes (.extern .shared: the sm_90 maximum of "
+                 f"{SM90_MAX_SMEM} beside its static variables)")
     if len(names) > 1:
         note += f"; kernels in the file: {', '.join(names)} (--kernel NAME launches another)"
-    return Program(module, Launch(k.name, block=block), tuple(buffers), tuple(scalars), (), None, (note,), "spec")
+    return Program(module, Launch(k.name, block=block, dynamic_smem=smem), tuple(buffers), tuple(scalars), (), None,
+                   (note,), "spec", inferred=True)
+
+
+SM90_MAX_SMEM = 227 * 1024  # bytes of shared memory one CTA may have on sm_90 (opt-in), static and dynamic
+
+
+def dynamic_smem_need(module: Module, kernel) -> int:
+    """Dynamic shared memory for a kernel with ``.extern .shared`` arrays: all sm_90 allows a CTA
+    beside its static variables (0: the kernel declares none)."""
+    lay = shared_layout(module, kernel)
+    if lay.dynamic_start is None:
+        return 0
+    return max(0, SM90_MAX_SMEM - (lay.dynamic_start - SHARED_RESERVED))
 
 
 def _required_block(kernel) -> tuple[int, int, int]:

@@ -73,9 +73,10 @@ PROFILES = {"ci": 60, "nightly": 2000}
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fuzzptx")
-    group.addoption("--fuzzptx-judges", default="reference,checker,ptxas",
+    group.addoption("--fuzzptx-judges", default=None,
                     help="comma-separated judges for fuzz tests: built-in (reference, checker, ptxas, hardware, "
-                         "mmasim, sass, metamorphic) or from an installed plugin (default: %(default)s)")
+                         "mmasim, sass, metamorphic) or from an installed plugin (default: the pytest set of "
+                         "fuzzptx.judges.builtin.DEFAULT_JUDGES, reference,checker,ptxas)")
     group.addoption("--fuzzptx-profile", default="ci", choices=sorted(PROFILES),
                     help="example budget profile: ci (fast) or nightly (long)")
     group.addoption("--fuzzptx-examples", type=int, default=None,
@@ -93,8 +94,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="which findings fail a fuzz test: all, or comma-separated signature prefixes "
                          "(e.g. checker:crash,reference:crash)")
     group.addoption("--fuzzptx-known", default=None, metavar="FILE",
-                    help="known-findings file (fuzzptx.triage.known, e.g. reports/known_findings.txt): its findings "
-                         "do not fail a fuzz test")
+                    help="known-bug ledger (TOML, fuzzptx.triage.known, e.g. reports/known_bugs.toml): findings "
+                         "whose root cause it lists do not fail a fuzz test")
 
 
 def _pin_worker_gpu(config: pytest.Config) -> None:
@@ -108,7 +109,7 @@ def _pin_worker_gpu(config: pytest.Config) -> None:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if not worker.startswith("gw") or "CUDA_VISIBLE_DEVICES" in os.environ:
         return
-    if "hardware" not in config.getoption("--fuzzptx-judges"):
+    if "hardware" not in (config.getoption("--fuzzptx-judges") or ""):  # (not resolved yet: at load, names only)
         return
     count = hardware.visible_gpu_count()
     if count:
@@ -119,23 +120,26 @@ class FuzzConfig:
     """What a fuzz test needs from the command line (the ``fuzzptx_config`` fixture)."""
 
     def __init__(self, config: pytest.Config):
-        from fuzzptx.judges import registry
-
+        from fuzzptx.engine.config import RunConfig
         from fuzzptx.errors import FuzzptxError
+        from fuzzptx.judges.selection import default_names, select
 
+        self.profile = config.getoption("--fuzzptx-profile")
+        examples = config.getoption("--fuzzptx-examples")
+        if examples is not None and examples <= 0:
+            raise pytest.UsageError(f"--fuzzptx-examples {examples}: expected a positive number of examples")
         try:
-            self.judges = registry.parse(config.getoption("--fuzzptx-judges"), "--fuzzptx-judges")
-            spec = config.getoption("--fuzzptx-ptxas")
-            if spec:
-                from fuzzptx.judges.builtin import with_releases
-
-                self.judges = with_releases(self.judges, spec)
+            names = config.getoption("--fuzzptx-judges") or ",".join(default_names("pytest"))
+            # the one configuration of this session's fuzz tests, resolved once
+            self.run = RunConfig(judges=select(names, config.getoption("--fuzzptx-ptxas"), option="--fuzzptx-judges"),
+                                 examples=examples or PROFILES[self.profile],
+                                 numerics=config.getoption("--fuzzptx-numerics"))
         except FuzzptxError as exc:
             raise pytest.UsageError(str(exc)) from None
-        self.profile = config.getoption("--fuzzptx-profile")
-        self.examples = config.getoption("--fuzzptx-examples") or PROFILES[self.profile]
+        self.judges = self.run.judges
+        self.examples = self.run.examples
         self.repro_dir = config.getoption("--fuzzptx-repro-dir")
-        self.numerics: str | None = config.getoption("--fuzzptx-numerics")
+        self.numerics: str | None = self.run.numerics
         fail_on = config.getoption("--fuzzptx-fail-on")
         self.fail_on: tuple[str, ...] | None = None if fail_on == "all" else tuple(
             x.strip() for x in fail_on.split(",") if x.strip())
@@ -150,9 +154,17 @@ class FuzzConfig:
                                                HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
 
 
+def _fuzz_config(config: pytest.Config) -> FuzzConfig:
+    """The session's one ``FuzzConfig`` (built on first use)."""
+    made = getattr(config, "_fuzzptx_fuzz_config", None)
+    if made is None:
+        made = config._fuzzptx_fuzz_config = FuzzConfig(config)
+    return made
+
+
 @pytest.fixture(scope="session")
 def fuzzptx_config(pytestconfig: pytest.Config) -> FuzzConfig:
-    return FuzzConfig(pytestconfig)
+    return _fuzz_config(pytestconfig)
 
 
 def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None = None) -> None:
@@ -169,20 +181,22 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
     from pathlib import Path
 
     from fuzzptx.judges import differ
+    from fuzzptx.judges.selection import JudgeSet
 
-    judges = config.judges
+    judges = JudgeSet.of(config.judges)
     if config.numerics is not None:  # on the program, so its repro file says so too
         program = replace(program, numerics=config.numerics)
-    if "hardware" in judges and gpu_unavailable_reason() is not None:
-        judges = tuple(j for j in judges if j != "hardware")
-    verdicts = differ.judge(program, judges, gpu=_gpu_worker() if "hardware" in judges else None)
+    if judges.needing("gpu") and gpu_unavailable_reason() is not None:
+        judges = judges.without_device()
+    verdicts = differ.judge(program, tuple(judges), gpu=_gpu_worker() if judges.needing("gpu") else None)
+    _count_coverage(program, verdicts)
     findings = differ.compare(program, verdicts)
     prefixes = fail_on if fail_on is not None else config.fail_on
     if prefixes is not None:
-        findings = [f for f in findings if f.signature.startswith(tuple(prefixes))]
-    if config.known:  # a known finding (the baseline's numerics conditions test the program's)
+        findings = [f for f in findings if any(s.startswith(tuple(prefixes)) for s in f.signatures)]
+    if config.known:  # a known bug, by root cause (the ledger's numerics conditions test the program's)
         context = {"numerics": program.numerics or "spec"}
-        findings = [f for f in findings if not any(k.matches(f.signature, context) for k in config.known)]
+        findings = [f for f in findings if not any(k.matches(f.root_cause, context) for k in config.known)]
     if not findings:
         return
     from fuzzptx.engine.repro import finalize_repro_file, judges_that_ran, write_raw
@@ -193,17 +207,45 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
     path = out / (re.sub(r"[^A-Za-z0-9]+", "_", first.signature).strip("_")[:100] + ".ptx")
     write_raw(path, program, first.signature)  # the engine's one repro writer: raw first, then EXPECT lines
     finalize_repro_file(str(path), program, judges_that_ran(verdicts), first.signature, None)
-    raise FindingFailure(f"{first.signature}: {first.message}\nrepro: {path.resolve()}", first.signature,
-                         first.kind, str(path.resolve()))
+    raise FindingFailure(f"{first.signature}: {first.message}\nroot cause: {first.root_cause.words()} "
+                         f"({first.root_cause}; not in the known-bug ledger)\nrepro: {path.resolve()}",
+                         first.signature, first.kind, str(path.resolve()), str(first.root_cause))
+
+
+# judged programs with tensor-core instructions, those whose reference run executed none
+# (coverage:none), and the instructions executed of those they have: the session's summary line
+_COVERAGE = {"programs": 0, "none": 0, "executed": 0, "of": 0}
+
+
+def _count_coverage(program, verdicts) -> None:
+    from fuzzptx import launch
+
+    fields = launch.record_fields(program, verdicts)
+    t = fields.get("tensor")
+    if t is not None:
+        _COVERAGE["programs"] += 1
+        _COVERAGE["none"] += "coverage:none" in fields.get("notes", ())
+        _COVERAGE["executed"] += t["executed"]
+        _COVERAGE["of"] += t["of"]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """How much of the judged programs' tensor cores the reference reached: a program whose run
+    executed none of them (coverage:none) agreed with the other judges about nothing."""
+    c = _COVERAGE
+    if c["programs"]:
+        terminalreporter.write_line(
+            f"fuzzptx: {c['programs']} judged program(s) with tensor-core instructions: {c['executed']} of "
+            f"{c['of']} executed in the reference; {c['none']} with coverage:none (none of theirs ran)")
 
 
 class FindingFailure(AssertionError):
     """A fuzz test's failure: a finding, with its signature, class and repro (the JUnit XML
     groups failing tests by class through ``pytest_runtest_makereport``)."""
 
-    def __init__(self, message: str, signature: str, kind: str, repro: str):
+    def __init__(self, message: str, signature: str, kind: str, repro: str, cause: str = ""):
         super().__init__(message)
-        self.signature, self.kind, self.repro = signature, kind, repro
+        self.signature, self.kind, self.repro, self.cause = signature, kind, repro, cause
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -215,7 +257,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = outcome.get_result()
     exc = call.excinfo.value if call.excinfo is not None else None
     if report.when == "call" and isinstance(exc, FindingFailure):
-        props = [("fuzzptx_class", exc.kind), ("fuzzptx_signature", exc.signature), ("fuzzptx_repro", exc.repro)]
+        props = [("fuzzptx_class", exc.kind), ("fuzzptx_root_cause", exc.cause), ("fuzzptx_signature", exc.signature),
+                 ("fuzzptx_repro", exc.repro)]
         item.user_properties += props  # (the JUnit writer reads them from the teardown report, made from the item)
         report.user_properties += props
         report.sections.append(("fuzzptx finding class", exc.kind))

@@ -29,6 +29,7 @@ from fuzzptx.program import TMAP_INTERLEAVES, TMAP_L2, TMAP_OOB, TMAP_SWIZZLES, 
 from . import hw_worker
 from .hw_worker import Arg, Job, TensorMapArg
 from fuzzptx.data import buffer_bytes
+from fuzzptx.ptx.smem import var_bytes
 from .ptxas import compile_ptx
 
 __all__ = ["HwResult", "HardwareUnavailable", "HardwareWorker", "gpu_available", "run_program_on_gpu",
@@ -36,7 +37,10 @@ __all__ = ["HwResult", "HardwareUnavailable", "HardwareWorker", "gpu_available",
 
 _SCALAR_CTYPES = {".u32": "uint32", ".s32": "int32", ".b32": "uint32", ".u64": "uint64", ".s64": "int64",
                   ".b64": "uint64", ".u16": "uint16", ".s16": "int16", ".b16": "uint16", ".u8": "uint8",
-                  ".s8": "int8", ".b8": "uint8"}
+                  ".s8": "int8", ".b8": "uint8",
+                  # a float parameter's PARAM value is its bits (the reference reads it so): the same
+                  # bytes reach the kernel through an unsigned integer of its width
+                  ".f32": "uint32", ".f64": "uint64", ".f16": "uint16", ".bf16": "uint16"}
 
 
 class HardwareUnavailable(FuzzptxError):
@@ -91,9 +95,12 @@ def program_args(program: Program) -> tuple[Arg, ...]:
             b = buffers[p.name]
             args.append(Arg(p.name, buffer_bytes(b).tobytes(), b.output))
         elif p.name in scalars:
-            if p.dims:
-                raise HardwareUnavailable(f"parameter {p.name} is a by-value array ({p.type}{p.dims}): the GPU "
-                                          "judge launches buffers, scalars and tensor maps only")
+            if p.dims:  # a by-value struct: its PARAM value is its bytes as one little-endian integer
+                if None in p.dims:
+                    raise HardwareUnavailable(f"parameter {p.name} is an array of no size ({p.type}[])")
+                size = var_bytes(p.type, p.dims)
+                args.append(Arg(p.name, raw=(scalars[p.name] & ((1 << (8 * size)) - 1)).to_bytes(size, "little")))
+                continue
             ctype = _SCALAR_CTYPES.get(p.type)
             if ctype is None:
                 raise HardwareUnavailable(f"scalar parameter {p.name} of type {p.type} is not supported")

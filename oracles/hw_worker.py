@@ -23,6 +23,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from fuzzptx.perf import die_with_parent
+
 CUBIN_CACHE = 32
 
 # CUDA error names (driver CUDA_ERROR_X_Y and runtime cudaErrorXY spellings both match once
@@ -76,6 +78,7 @@ class Arg:
     ctype: str = ""  # numpy dtype name of a scalar: "uint32", "int64", ...
     value: int = 0
     tensormap: TensorMapArg | None = None
+    raw: bytes | None = None  # a by-value struct (CUTLASS's Params, CuTe's shapes): its bytes, passed as they are
 
 
 # a tensor map as one by-value kernel argument: CuPy (9+) passes a NumPy structured scalar's bytes as
@@ -285,6 +288,7 @@ def main(conn, device: int = 0) -> None:
 
 
 def _main(conn, device: int, before_exit=None) -> None:
+    die_with_parent()  # a campaign killed by -9 takes its GPU worker along
     pin_device(device)
     reason = probe()
     if reason is not None:
@@ -355,6 +359,8 @@ def _main(conn, device: int, before_exit=None) -> None:
                     t = a.tensormap
                     enc = encode_tensormap(arrays[t.buffer].data.ptr + t.offset, t)
                     args.append(np.frombuffer(enc, dtype=np.dtype(TMAP_DTYPE))[0])
+                elif a.raw is not None:  # like a tensor map: a structured scalar's bytes, placed by the driver
+                    args.append(np.frombuffer(a.raw, dtype=np.dtype([("bytes", "u1", (len(a.raw),))]))[0])
                 elif a.data is None:
                     args.append(np.dtype(a.ctype).type(a.value))
                 else:

@@ -7,6 +7,7 @@ small kernels) and gives the same verdicts as ``compile_ptx`` one by one.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.metadata
 import os
@@ -29,8 +30,15 @@ from .ptxas_merge import ModuleShape, merge, scan, split_stderr, suffixed
 
 __all__ = [
     "Diagnostic", "PtxasResult", "PtxasNotFound", "find_ptxas", "ptxas_version",
-    "compile_ptx", "compile_batch", "compile_parallel", "PINNED_VERSION",
+    "compile_ptx", "compile_batch", "compile_parallel", "PINNED_VERSION", "TIMEOUT_ENV", "ptxas_timeout", "use_ptxas_timeout",
 ]
+
+# ptxas's time limit: BASE_TIMEOUT_S plus PER_MB_S per MB of PTX (ptxas -O3 took 140 s on a valid
+# 40 MB module: 3.5 s/MB; the limit gives it 460 s), or FUZZPTX_PTXAS_TIMEOUT seconds for any input
+TIMEOUT_ENV = "FUZZPTX_PTXAS_TIMEOUT"
+BASE_TIMEOUT_S = 60.0
+BATCH_TIMEOUT_S = 120.0
+PER_MB_S = 10.0
 
 PACKAGE = "nvidia-cuda-nvcc"
 PINNED_VERSION = "13.0.88"
@@ -62,6 +70,13 @@ class PtxasResult:
     kernel_names: Mapping[str, str] = field(default_factory=lambda: _names(()))
     shared_cubin: bool = False
     stderr: str = ""
+    limit: float | None = None  # the seconds ptxas was given (``ptxas_timeout``): a timeout says it
+
+    def timeout_text(self) -> str:
+        """What a timed-out run was: never a rejection, and how to allow more time."""
+        limit = getattr(self, "limit", None)  # (a verdict pickled before the field existed has none)
+        return (f"ptxas did not finish in {limit:g} s" if limit else "ptxas did not finish in time") + \
+            f" (a time limit, not a rejection: {TIMEOUT_ENV}=SECONDS or --ptxas-timeout raises it)"
 
     def moved(self, delta: int) -> "PtxasResult":
         """This verdict for the same body ``delta`` lines further down (a repro's header grew):
@@ -194,6 +209,41 @@ def _given_ptxas(ptxas: str | os.PathLike) -> pathlib.Path:
     return p
 
 
+def ptxas_timeout(size: int, base: float = BASE_TIMEOUT_S) -> float:
+    """Seconds one ptxas run on ``size`` bytes of PTX may take: ``$FUZZPTX_PTXAS_TIMEOUT`` if set,
+    else ``base`` plus ``PER_MB_S`` per MB (a big module takes ptxas minutes, and a timeout is no verdict)."""
+    env = os.environ.get(TIMEOUT_ENV, "").strip()
+    if env:
+        try:
+            value = float(env)
+        except ValueError:
+            value = -1.0
+        if not value > 0:
+            raise FuzzptxError(f"{TIMEOUT_ENV}={env!r}: expected a number of seconds above 0")
+        return value
+    return base + PER_MB_S * size / 1e6
+
+
+@contextlib.contextmanager
+def use_ptxas_timeout(seconds: float | None):
+    """A command's ``--ptxas-timeout SECONDS``: every ptxas run inside gets that limit (through
+    ``$FUZZPTX_PTXAS_TIMEOUT``, which processes started inside inherit); None changes nothing."""
+    if seconds is None:
+        yield
+        return
+    if not seconds > 0:
+        raise FuzzptxError(f"--ptxas-timeout {seconds:g}: expected a number of seconds above 0")
+    old = os.environ.get(TIMEOUT_ENV)
+    os.environ[TIMEOUT_ENV] = repr(float(seconds))
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(TIMEOUT_ENV, None)
+        else:
+            os.environ[TIMEOUT_ENV] = old
+
+
 def _run(ptx: str, arch: str | None, opt_level: int, timeout: float, want_cubin: bool,
          extra_args: Sequence[str], ptxas: str | os.PathLike | None = None) -> _Run:
     """One ptxas process on ``ptx``; killed (never waited for) past ``timeout``."""
@@ -225,25 +275,28 @@ def _run(ptx: str, arch: str | None, opt_level: int, timeout: float, want_cubin:
     return _Run(rc, text, cubin, seconds, timed_out)
 
 
-def compile_ptx(ptx: str, *, arch: str | None = None, opt_level: int = 3, timeout: float = 60.0,
+def compile_ptx(ptx: str, *, arch: str | None = None, opt_level: int = 3, timeout: float | None = None,
                 want_cubin: bool = True, extra_args: Sequence[str] = (),
                 ptxas: str | os.PathLike | None = None) -> PtxasResult:
     """Assemble one PTX module (one or more kernels) and parse what ptxas printed.
 
     ``arch`` defaults to the module's own ``.target`` (see ``arch_of``).  ``ptxas`` is the
-    binary to run (default: ``find_ptxas()``, the pinned one)."""
+    binary to run (default: ``find_ptxas()``, the pinned one).  ``timeout`` (default:
+    ``ptxas_timeout``, which grows with the input) bounds the run; past it the result is
+    ``timed_out``, not accepted, and says its limit."""
     shape = scan(ptx)
-    r = _run(ptx, arch, opt_level, timeout, want_cubin, extra_args, ptxas)
+    limit = ptxas_timeout(len(ptx)) if timeout is None else timeout
+    r = _run(ptx, arch, opt_level, limit, want_cubin, extra_args, ptxas)
     return PtxasResult(
         accepted=r.returncode == 0 and not r.timed_out,
         diagnostics=parse_diagnostics(r.stderr, shape.spans),
         cubin=r.cubin, seconds=r.seconds, returncode=r.returncode, timed_out=r.timed_out,
-        kernel_names=_names((e, e) for e in shape.entries), stderr=r.stderr,
+        kernel_names=_names((e, e) for e in shape.entries), stderr=r.stderr, limit=limit,
     )
 
 
 def compile_batch(ptxs: Sequence[str], *, arch: str | None = None, opt_level: int = 3,
-                  timeout: float = 120.0, want_cubin: bool = False,
+                  timeout: float | None = None, want_cubin: bool = False,
                   extra_args: Sequence[str] = (),
                   ptxas: str | os.PathLike | None = None) -> list[PtxasResult]:
     """Judge many modules with as few ptxas runs as possible; result i has the verdict
@@ -254,7 +307,8 @@ def compile_batch(ptxs: Sequence[str], *, arch: str | None = None, opt_level: in
     input.  A merged run that fails, times out, or prints a line no single input owns
     is retried: inputs that drew errors alone, the rest as a smaller batch, or halves
     (after a timeout, every input alone).
-    ``timeout`` bounds each ptxas run; with ``-v`` every input runs alone.  With ``want_cubin`` an accepted batched input
+    ``timeout`` bounds each ptxas run (default: ``ptxas_timeout`` of the merged module, from
+    ``BATCH_TIMEOUT_S``; an input alone gets ``compile_ptx``'s); with ``-v`` every input runs alone.  With ``want_cubin`` an accepted batched input
     gets the shared module cubin (``shared_cubin``; see ``kernel_names``).  ``ptxas`` as
     for ``compile_ptx``.
     """
@@ -280,7 +334,8 @@ def _judge(ptxs: list[str], shapes: list[ModuleShape], idxs: list[int],
         return
     sub = [shapes[i] for i in idxs]
     merged = merge([ptxs[i] for i in idxs], sub, idxs)
-    r = _run(merged.text, opts["arch"], opts["opt_level"], opts["timeout"], opts["want_cubin"],
+    limit = ptxas_timeout(len(merged.text), BATCH_TIMEOUT_S) if opts["timeout"] is None else opts["timeout"]
+    r = _run(merged.text, opts["arch"], opts["opt_level"], limit, opts["want_cubin"],
              opts["extra_args"], opts["ptxas"])
     parts = None if r.timed_out else split_stderr(r.stderr, merged, idxs, sub)
     if parts is not None and r.returncode == 0:
@@ -291,7 +346,7 @@ def _judge(ptxs: list[str], shapes: list[ModuleShape], idxs: list[int],
                 accepted=True, diagnostics=parse_diagnostics(text, sub[k].spans),
                 cubin=r.cubin, seconds=share, returncode=0, timed_out=False,
                 kernel_names=_names((e, suffixed(e, i)) for e in sub[k].entries),
-                shared_cubin=r.cubin is not None, stderr=text,
+                shared_cubin=r.cubin is not None, stderr=text, limit=limit,
             )
         return
     bad = [] if parts is None else [

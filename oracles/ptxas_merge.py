@@ -66,7 +66,7 @@ def scan(text: str) -> ModuleShape:
     masked = mask(text)
     header = tuple(_norm(h) for h in _HEADER_RE.findall(masked))
     masked = _HEADER_RE.sub(lambda m: " " * len(m[0]), masked)
-    symbols: list[str] = []
+    symbols: dict[str, None] = {}  # ordered, and a name's membership test is O(1) in a 10,000-kernel module
     entries: list[str] = []
     spans: list[tuple[str, int, int]] = []
     depth, line, start = 0, 1, 0
@@ -78,12 +78,12 @@ def scan(text: str) -> ModuleShape:
             stmt = masked[start:i]
             names, fname = _decl_names(stmt)
             if ch == ";" or fname:
-                symbols += [n for n in names if n not in symbols]
+                symbols.update(dict.fromkeys(names))
             if ch == ";":
                 start = i + 1
             elif fname:  # a function body opens (else: a variable initialiser)
                 first = start + len(stmt) - len(stmt.lstrip())
-                fn = (fname, masked.count("\n", 0, first) + 1)
+                fn = (fname, line - masked.count("\n", first, i))  # counted back from here, not from the top
                 if re.search(r"\.entry\b", stmt):
                     entries.append(fname)
             depth += ch == "{"

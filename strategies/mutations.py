@@ -701,10 +701,11 @@ def mutated(draw, programs: st.SearchStrategy[Program], names: tuple[str, ...] |
     reject()
 
 
-def illegal_programs(names: tuple[str, ...] | None = None) -> st.SearchStrategy[Program]:
+def illegal_programs(names: tuple[str, ...] | None = None,
+                     avoid: frozenset[str] = frozenset()) -> st.SearchStrategy[Program]:
     """Illegal programs: wgmma programs broken by one named mutation, and the mainloop and
     tensor-copy kernels' illegal twins (``MAINLOOP_MUTATIONS``, ``TENSOR_MUTATIONS``; with
-    ``names``, those named)."""
+    ``names``, those named; ``avoid``: shapes of known bugs the wgmma programs turn down)."""
     loops = tuple(m.name for m in MAINLOOP_MUTATIONS if names is None or m.name in names)
     copies = tuple(m.name for m in TENSOR_MUTATIONS if names is None or m.name in names)
     rest = None if names is None else tuple(n for n in names if n not in loops + copies)
@@ -714,14 +715,14 @@ def illegal_programs(names: tuple[str, ...] | None = None) -> st.SearchStrategy[
     if copies:
         kinds.append(tensor_copies.illegal_tensor_copy_programs(tuple(tensor_copies.fault_of(n) for n in copies)))
     if not kinds:
-        return mutated(wgmma_programs(), rest)
+        return mutated(wgmma_programs(avoid=avoid), rest)
     tw = kinds[0] if len(kinds) == 1 else st.integers(0, len(kinds) - 1).flatmap(lambda i: kinds[i])
     if names is not None and not rest:
         return tw
     # the mutations' programs 7 draws in 8 (seven twin kinds beside ~25 mutations: about their
     # share of kinds), chosen by a flatmap rather than a nested one_of, which Hypothesis would
     # flatten into an outer ``st.one_of(legal, illegal_programs())`` and so shrink its legal half
-    mut = mutated(wgmma_programs(), rest)
+    mut = mutated(wgmma_programs(avoid=avoid), rest)
     return st.integers(0, TWIN_WEIGHT).flatmap(lambda i: tw if i == TWIN_WEIGHT else mut)
 
 

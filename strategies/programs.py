@@ -19,6 +19,7 @@ from .tensor_copies import tensor_copy_programs
 from .operands import inits, ints, sampled, seeds
 from .pipelines import PipeState, stages, units
 from .render import WgmmaPlan, render
+from .avoid import avoid_script, check
 from .shapes import windows
 from .surround import arounds, place
 from fuzzptx import isa
@@ -45,7 +46,8 @@ def unit_sets(draw, max_units: int = 3):
 
 
 @st.composite
-def wgmma_plans(draw, *, max_units: int = 3, control: bool = True) -> WgmmaPlan:
+def wgmma_plans(draw, *, max_units: int = 3, control: bool = True, avoid: frozenset[str] = frozenset()) -> WgmmaPlan:
+    """A wgmma plan; ``avoid``: shapes of known bugs to turn down (``avoid.AVOIDABLE``)."""
     us = draw(unit_sets(max_units))
     first = draw(stages(us))  # every program starts with a stage, so it runs a wgmma
     script = (first,)
@@ -84,13 +86,16 @@ def wgmma_plans(draw, *, max_units: int = 3, control: bool = True) -> WgmmaPlan:
     # were: three wgmma programs in four end in an in-flight window (``shapes.windows``).
     straight = False
     if control and draw(sampled((False, True, True, True))):
-        w = draw(windows(us, script_state(script), warpgroups if roles == "all" else 1))
+        w = draw(windows(us, script_state(script), warpgroups if roles == "all" else 1, avoid))
         straight = w.straight
         if w.straight:  # ptxas drops a repeated wgmma only in a kernel free of branches and calls
             plan = replace(plan, script=w.head + w.tail, warpgroups=1, roles="all",
                            early_exit=False, acc_init="load", extern_decl=False)
         else:
             plan = replace(plan, script=w.head + script + w.tail)
+        script = plan.script
+    if avoid:  # the general scripts reach the known bugs' shapes by chance too
+        plan = replace(plan, script=avoid_script(plan.script, us, avoid))
         script = plan.script
     # Drawn after everything else (a fixed seed keeps its pipeline and control flow): the code
     # real kernels wrap around the wgmmas (``surround``), between its ops and inside its loops;
@@ -116,9 +121,11 @@ def _version(us) -> str:
     return f"{v[0]}.{v[1]}"
 
 
-def wgmma_programs(*, max_units: int = 3, control: bool = True) -> st.SearchStrategy[Program]:
-    """Legal wgmma programs: pipelines of stages on 1..3 accumulator sets under control flow."""
-    return wgmma_plans(max_units=max_units, control=control).map(render)
+def wgmma_programs(*, max_units: int = 3, control: bool = True,
+                   avoid: frozenset[str] = frozenset()) -> st.SearchStrategy[Program]:
+    """Legal wgmma programs: pipelines of stages on 1..3 accumulator sets under control flow
+    (``avoid``: shapes of known bugs turned down, ``avoid.AVOIDABLE``)."""
+    return wgmma_plans(max_units=max_units, control=control, avoid=check(avoid)).map(render)
 
 
 def warp_programs(max_forms: int = 16) -> st.SearchStrategy[Program]:
@@ -132,7 +139,7 @@ def wgmma_sweeps(max_forms: int = 24) -> st.SearchStrategy[Program]:
     return instruction_programs(WGMMA_FAMILIES, max_forms)
 
 
-def programs() -> st.SearchStrategy[Program]:
+def programs(avoid: frozenset[str] = frozenset()) -> st.SearchStrategy[Program]:
     """Any legal program: a wgmma pipeline under control flow (first: shrinking ends there or in
     the shorter branches), warp-level instructions, or a straight-line sweep of wgmma forms.
 
@@ -142,8 +149,9 @@ def programs() -> st.SearchStrategy[Program]:
     carry up to 16 and 24 distinct forms per example (``instructions.sweep_forms``: one
     stride draw places a sweep, so mutants move it too), and every form list is drawn
     uniformly (``operands.choice``).
+    ``avoid``: shapes of known bugs the wgmma pipelines turn down (``avoid.AVOIDABLE``).
     """
-    return st.one_of(wgmma_programs(), warp_programs(), wgmma_sweeps(), mainloop_programs(), tensor_copy_programs())  # mainloops, tensor copies: docs/tma.md
+    return st.one_of(wgmma_programs(avoid=avoid), warp_programs(), wgmma_sweeps(), mainloop_programs(), tensor_copy_programs())  # mainloops, tensor copies: docs/tma.md
 
 
 __all__ = ["programs", "wgmma_sweeps", "wgmma_programs", "wgmma_plans", "warp_programs", "unit_sets", "D_REG_BUDGET"]

@@ -72,9 +72,12 @@ class Window:
 
 
 @st.composite
-def windows(draw, us: tuple[Unit, ...], state: PipeState, warpgroups: int = 1) -> Window:
+def windows(draw, us: tuple[Unit, ...], state: PipeState, warpgroups: int = 1,
+            avoid: frozenset[str] = frozenset()) -> Window:
     """One in-flight window after a script that left ``state`` (a straight window's ops are legal
-    from the empty pipeline too: its waits only count down)."""
+    from the empty pipeline too: its waits only count down).  ``avoid`` (``avoid.AVOIDABLE``):
+    no repeated copies (``repeated-wgmma``), no scale-d 0 restart in flight (``restart-in-flight``);
+    the choices are drawn all the same, so the rest of the window stays as it was."""
     reg_a = tuple(i for i, u in enumerate(us) if u.a_tile is None)
     pool = reg_a or tuple(range(len(us)))
     # the smallest accumulator set: both miscompiles were seen on small ones (m64n8..m64n64)
@@ -99,7 +102,7 @@ def windows(draw, us: tuple[Unit, ...], state: PipeState, warpgroups: int = 1) -
         else:
             body.append(Side(kind))
     restart = Mma(u, draw(ints(0, us[u].slices - 1)), scale_d=0)
-    if draw(sampled((True, True, False))) and not straight:
+    if draw(sampled((True, True, False))) and not straight and "restart-in-flight" not in avoid:
         body.append(Stage((restart,), fresh_a=True))
     if draw(sampled((True, False))) and not straight:  # conditional: the first group's result lives on the other path
         cond = draw(sampled(("param", "warpgroup"))) if warpgroups > 1 else "param"
@@ -118,6 +121,8 @@ def windows(draw, us: tuple[Unit, ...], state: PipeState, warpgroups: int = 1) -
     tail: list = []
     m = Mma(u, draw(ints(0, us[u].slices - 1)))
     copies = draw(ints(2, 3))
+    if "repeated-wgmma" in avoid:
+        copies = 1
     if straight:
         head += [Stage((m,) * copies), Wait(0)]
     elif draw(sampled((False, True))):

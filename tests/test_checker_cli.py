@@ -24,7 +24,18 @@ def _run(argv) -> tuple[int, str]:
 
 def test_clean_file_exits_zero(tmp_path):
     path = _write(tmp_path, "ok.ptx", kernel([FENCE, wg(), COMMIT, WAIT] + store()))
-    assert _run([path]) == (0, "")
+    assert _run([path]) == (0, f"{path}: clean (isa, spec, ptxas-model)\n")
+
+
+def test_each_clean_file_gets_one_line_and_a_file_with_findings_none(tmp_path):
+    """A check with no finding once printed nothing at all (issue 36)."""
+    ok = [_write(tmp_path, f"ok{i}.ptx", kernel([FENCE, wg(), COMMIT, WAIT] + store())) for i in range(2)]
+    bad = _write(tmp_path, "nofence.ptx", kernel([wg(), COMMIT, WAIT] + store()))
+    rc, out = _run([ok[0], bad, ok[1]])
+    assert rc == 1
+    assert [ln for ln in out.splitlines() if ln.endswith("clean (isa, spec, ptxas-model)")] == \
+        [f"{ok[0]}: clean (isa, spec, ptxas-model)", f"{ok[1]}: clean (isa, spec, ptxas-model)"]
+    assert f"{bad}: clean" not in out
 
 
 def test_text_format(tmp_path):
@@ -64,7 +75,7 @@ def test_sarif_format_is_minimal_valid_2_1_0(tmp_path):
 def test_layers_option(tmp_path):
     path = _write(tmp_path, "nofence.ptx", kernel([wg(), COMMIT, WAIT] + store()))
     rc, out = _run([path, "--layers", "isa"])
-    assert (rc, out) == (0, "")
+    assert (rc, out) == (0, f"{path}: clean (isa)\n")
 
 
 def test_ptxas_flag_reports_no_mismatch_on_a_recorded_experiment():
@@ -101,20 +112,24 @@ def test_bad_option_exit_2(capsys):
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
-def test_ptxas_takes_an_optional_release_spec(capsys):
+def test_ptxas_takes_an_optional_release_spec(capsys, monkeypatch):
     """``--ptxas`` alone compares with the pinned ptxas (before or after the files); ``--ptxas SPEC``
     with each release of SPEC, named in every mismatch it reports."""
     from pathlib import Path
 
-    from fuzzptx.oracles.checker.cli import run
+    from fuzzptx.oracles.checker import cli
+    from fuzzptx.oracles.checker.findings import PredictedDiagnostics
     from fuzzptx.oracles.ptxas import find_ptxas
 
-    f = str(Path(__file__).resolve().parent.parent / "corpus" / "notes_fence_commits.ptx")
-    assert run(["--ptxas", f]) in (0, 1) and run([f, "--ptxas"]) in (0, 1)
-    capsys.readouterr()
-    run([f, "--ptxas", str(find_ptxas()), "--layers", "isa"])
+    f = str(Path(__file__).resolve().parent.parent / "corpus" / "notes_fence_commits.ptx")  # spec findings: exit 1
+    assert cli.run(["--ptxas", f]) == 1 and cli.run([f, "--ptxas"]) == 1
     out = capsys.readouterr().out
-    assert "ptxas-model.mismatch" not in out or "ptxas 13.0.88" in out
+    assert out.count("ptxas agrees with the model (info C7517 line 31)") == 2  # both spellings compared
+    # a model that predicts nothing where ptxas prints C7517: a mismatch, named by its release
+    monkeypatch.setattr(cli, "predict_ptxas", lambda module: PredictedDiagnostics(True, ()))
+    assert cli.run([f, "--ptxas", str(find_ptxas()), "--layers", "isa"]) == 1
+    mismatches = [ln for ln in capsys.readouterr().out.splitlines() if "ptxas-model.mismatch" in ln]
+    assert mismatches and all("ptxas 13.0.88" in ln for ln in mismatches), mismatches
 
 
 def test_a_bad_file_among_good_ones_is_one_line_and_the_good_ones_are_checked(tmp_path, capsys):

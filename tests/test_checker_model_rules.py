@@ -6,7 +6,7 @@ import pytest
 
 from fuzzptx.ptx.parse import parse
 from fuzzptx.oracles.checker.context import build_ctx
-from fuzzptx.oracles.checker.ptxas_model import _self_move
+from fuzzptx.oracles.checker.ptxas_rules import self_move as _self_move
 from fuzzptx.oracles.checker.ptxas_sites import exit_jumps
 
 
@@ -68,3 +68,39 @@ def _jump_lines(body: str) -> list:
 def test_exit_jumps(body, is_exit):
     bra = next(k for k, line in enumerate(_text(body).split("\n"), 1) if any(w.startswith("bra") for w in line.split()))
     assert _jump_lines(body) == ([bra] if is_exit else [])
+
+
+# ------------------------------------------------------------ the allocator codes: yes, no, "may"
+
+def _predict(name: str):
+    from pathlib import Path
+
+    from fuzzptx.oracles.checker.ptxas_model import predict_module
+
+    path = Path(__file__).parent / "data" / "checker" / f"{name}.ptx"
+    return predict_module(parse(path.read_text(), str(path)))
+
+
+def test_c7512_from_the_accumulator_footprint():
+    """The accumulators' registers together decide C7512 (ptxas_pressure.C7512_MAY_FROM/C7512_FROM):
+    below, no; from, yes; between, "may" (the probes' PTXAS headers are real ptxas 13.0.88)."""
+    big, small, mid = _predict("c7512_footprint_624"), _predict("c7512_footprint_208"), _predict("c7512_equal_sections")
+    assert [d.code for d in big.diagnostics] == ["C7512"] and "C7512" not in big.may
+    assert small.diagnostics == () and small.may == ()
+    assert mid.diagnostics == () and set(mid.may) == {"C7511", "C7512"}
+
+
+def test_c7511_certain_leaves_no_c7512_may():
+    pred = _predict("c7511_in_stage")
+    assert "C7511" in {d.code for d in pred.diagnostics} and not {"C7511", "C7512"} & set(pred.may)
+
+
+def test_c7513_may_only_where_an_a_register_is_written_in_flight():
+    """A wgmma taking A from registers is no reason for "may" by itself, nor a plain write of an A
+    register in flight in straight-line code (ptxas prints no C7513 for any of these probes); one in a
+    loop that brings the value back to a wgmma is (operand_write_in_flight_a_zero_loop: C7513)."""
+    assert "C7513" in _predict("operand_write_in_flight_a_zero_loop").may
+    for name in ("a_written_after_fence", "a_written_after_wgmma", "a_written_between_wgmmas",
+                 "operand_write_in_flight_a_add_read_by_store", "operand_write_in_flight_a_add_read_by_next_stage",
+                 "rewrite_arrive_a_indirect_call"):
+        assert "C7513" not in _predict(name).may, name

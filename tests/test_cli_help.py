@@ -39,3 +39,15 @@ def test_every_option_says_what_it_means_and_its_default(name, monkeypatch):
         assert act.help and act.help.strip(), f"fuzzptx {name} {what}: no help text"
         if act.option_strings and act.default is not None and act.default is not False and act.default != argparse.SUPPRESS:
             assert shows_defaults or "default" in act.help, f"fuzzptx {name} {what}: default {act.default!r} not shown"
+
+
+@pytest.mark.parametrize("name", sorted(cli.COMMANDS))
+def test_no_option_shows_its_default_twice_or_none(name, monkeypatch, capsys):
+    """``run --out``'s help once ended "(default: ...) (default: None)" (issue 36)."""
+    ap = _parser_of(name, monkeypatch)
+    monkeypatch.undo()
+    text = ap.format_help()
+    flat = " ".join(text.split())
+    assert "(default: None)" not in flat and "(default: False)" not in flat, name
+    for block in flat.split(" --"):
+        assert block.count("(default") <= 1, f"fuzzptx {name}: --{block[:200]}"

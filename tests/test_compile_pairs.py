@@ -269,3 +269,41 @@ def test_the_suite_files_take_part_and_name_their_pair():
         keys += [(s.program.to_ptx(), s.build) for v in prepared.variants for s in (v.left, v.right)]
     built = M.compile_builds(list(dict.fromkeys(keys)))
     assert all(r.accepted for r in built.values())
+
+
+def test_a_campaign_gives_a_share_of_programs_one_pair_drawn_by_weight():
+    picks = [CP.choose(CP.CAMPAIGN_DEFAULT, key, 0.25) for key in range(4000)]
+    got = [p for p in picks if p]
+    assert all(len(p) == 1 for p in got) and 0.22 < len(got) / len(picks) < 0.28
+    from collections import Counter
+
+    c = Counter(p[0] for p in got)
+    assert c["O0"] > 2 * c["O1"] and c[CP.RELEASE] > 2 * c[CP.MAXRREG]
+    assert CP.choose(CP.CAMPAIGN_DEFAULT, 7, 0.25) == CP.choose(CP.CAMPAIGN_DEFAULT, 7, 0.25)
+    assert CP.choose(("O0", "serialise"), 1, 0.0) == ("serialise",)
+    assert CP.choose(("O0",), 1, 1.0) == ("O0",)
+
+
+def test_the_campaign_options_configure_the_metamorphic_judge_and_its_share():
+    """``--pairs/--pair-share/--inputs`` reach the judge object the run ships (``JudgeSet.configured``);
+    its pool step gives a pair to about the share asked for, compiled for the GPU, and nothing to the rest."""
+    from fuzzptx.engine.options import judges_of
+    from fuzzptx.commands import build_parser
+
+    args = build_parser().parse_args(["--judges", "reference,ptxas,metamorphic", "--pairs", "O0,O1", "--pair-share",
+                                      "0.5", "--inputs", "2"])
+    js = judges_of(args, "run")
+    (meta,) = [j for j in js.judges if j.name == "metamorphic"]
+    assert (meta.pairs, meta.share, meta.inputs) == (("O0", "O1"), 0.5, 2)
+    from fuzzptx.judges.registry import get
+
+    assert get("metamorphic").share == 1.0  # the registered judge is untouched
+    p = scalar()
+    text = p.to_ptx()
+    base = compile_ptx(text, want_cubin=True)
+    # the pair a program gets is a function of its text: 40 texts (another seed in the header each)
+    prepared = [meta.prepare(p, text.replace("seed=5", f"seed={s}"), base, gpu=True) for s in range(40)]
+    chosen = [x for x in prepared if x is not None]
+    assert 8 <= len(chosen) <= 32 and all(isinstance(x, M.PreparedPairs) for x in chosen)
+    assert all(x.built for x in chosen)
+    assert meta.prepare(p, text, base, gpu=False) is None  # compile pairs need the GPU: nothing to do without

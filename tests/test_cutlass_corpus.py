@@ -17,12 +17,13 @@ from fuzzptx import isa
 from fuzzptx.oracles.checker import check_module
 from fuzzptx.oracles.checker.ptxas_compare import agreement
 from fuzzptx.oracles.checker.ptxas_model import predict_module
-from fuzzptx.oracles.hardware import HardwareUnavailable, program_args
+from fuzzptx.oracles.hardware import program_args
 from fuzzptx.oracles.ptxas import compile_batch, compile_ptx
 from fuzzptx.oracles.sass import disassemble, disassembler, gmma_count_hazards, verify
 from fuzzptx.program import Program
 from fuzzptx.ptx.emit import emit
 from fuzzptx.ptx.parse import parse
+from fuzzptx.ptx.smem import var_bytes
 from support.corpora import assert_round_trips, parsed
 from fuzzptx.reduce import instruction_count
 
@@ -127,13 +128,14 @@ def test_the_sass_verifier_finds_no_hazard_at_O3(compiled):
 def test_a_kernel_taking_a_parameter_struct_replays_and_shrinks_on_its_ptxas_signature(tmp_path):
     """CUTLASS kernels take their Params as ``.param .b8 [N]``: the inferred header gives it zero bytes
     and the kernel's ``.reqntid`` (384 threads), ptxas judges it (C7510: the debug build's
-    ``__assertfail``), the GPU judge says why it does not launch it, and a ptxas-only signature
+    ``__assertfail``), the GPU judge passes the struct's bytes by value, and a ptxas-only signature
     shrinks with no launch at all."""
     f = CORPUS / "ws_coop_f16_128x128x64.ptx"
     p = Program.from_file(f)
     assert p.launch.block == (384, 1, 1) and len(p.scalars) == 1 and p.scalars[0][1] == 0
-    with pytest.raises(HardwareUnavailable, match="by-value array"):
-        program_args(p)
+    (param,) = p.module.function(p.launch.kernel).params
+    (arg,) = program_args(p)
+    assert arg.raw == bytes(var_bytes(param.type, param.dims)) and len(arg.raw) > 128
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run([sys.executable, "-m", "fuzzptx.cli", "replay", str(f), "--no-hardware"],
                           capture_output=True, text=True, cwd=ROOT, env=env)

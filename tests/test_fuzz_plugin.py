@@ -31,11 +31,11 @@ def test_profiles_and_overrides(pytester):
     r = pytester.runpytest("--fuzzptx-profile", "weekly")
     assert r.ret != 0
     r.stderr.fnmatch_lines(["*invalid choice*weekly*"])
-    bad = pytester.path / "known.txt"
-    bad.write_text("checker!=ptxas|missed:C7512|*\n")
+    bad = pytester.path / "known.toml"
+    bad.write_text('[[bug]]\nid = "x"\nkind = "model"\ncause = { judges = "checker!=ptxas" }\n')
     r = pytester.runpytest("-p", "no:cacheprovider", "--fuzzptx-known", str(bad))
     assert r.ret != 0
-    r.stderr.fnmatch_lines([f"*--fuzzptx-known: {bad}:1: a known finding needs a reason*"])
+    r.stderr.fnmatch_lines([f"*--fuzzptx-known: {bad}:1: bug 'x': needs title, written_up*"])
 
 
 def test_one_gpu_per_xdist_worker(monkeypatch):
@@ -95,10 +95,13 @@ def test_check_program_writes_repro_and_fails(tmp_path):
     # A finding in the --fuzzptx-known baseline passes, if its numerics condition holds.
     from fuzzptx.triage.known import parse_known
 
-    Cfg.known = parse_known("expect!=ptxas|planted-label|* numerics=spec  # planted\n", "k.txt")
-    with pytest.raises(AssertionError):
+    entry = ('[[bug]]\nid = "planted"\ntitle = "planted"\nkind = "model"\nwritten_up = "this test"\n'
+             'cause = { judges = "expect!=ptxas", rule = "planted-label" }\n')
+    Cfg.known = parse_known(entry + 'when = { numerics = "spec" }\n', "k.toml")
+    with pytest.raises(AssertionError) as exc:
         check_program(_contradicted_program(), Cfg())  # judged in hardware numerics: not this entry's
-    Cfg.known = parse_known("expect!=ptxas|planted-label|*  # planted\n", "k.txt")
+    assert "root cause: expect!=ptxas planted-label" in str(exc.value)
+    Cfg.known = parse_known(entry, "k.toml")
     check_program(_contradicted_program(), Cfg())
     Cfg.known = ()
     # A finding outside --fuzzptx-fail-on passes.

@@ -1,5 +1,5 @@
 """Hostile inputs end quickly with a clear message: random bytes, mutated PTX repros, mutated
-JSONL records and known-findings files, thrown at replay, triage, report, run --known,
+JSONL records and known-bug ledgers, thrown at replay, triage, report, run --known,
 campaign --resume and campaign --corpus.  Every command exits 0, 1 or 2, never with a
 traceback, within a time bound; exit 2 ends with one line ``fuzzptx CMD: file[:line]: ...``.
 
@@ -29,7 +29,7 @@ from fuzzptx.inputs import LIMIT_ENV, InputError, read_jsonl, read_text
 ROOT = Path(__file__).resolve().parent.parent
 NIGHTLY = os.environ.get("FUZZPTX_NIGHTLY") == "1"
 CORPUS = sorted((ROOT / "corpus").glob("*.ptx"))
-KNOWN = (ROOT / "reports" / "known_findings.txt").read_bytes()
+KNOWN = (ROOT / "reports" / "known_bugs.toml").read_bytes()
 BOUND_S = 60.0  # no command may look hung: each must end well inside this (most take well under a second)
 
 
@@ -184,8 +184,8 @@ def test_replay_survives_hostile_repros(tmp_path_factory, data):
 def test_triage_survives_hostile_records_and_known_files(campaign, tmp_path_factory, records, known):
     d = tmp_path_factory.mktemp("triage")
     (d / "results.jsonl").write_bytes(records.draw(mutated((campaign / "results.jsonl").read_bytes())))
-    (d / "known.txt").write_bytes(known)
-    rc, out, _ = run_cli(["triage", str(d / "results.jsonl"), "--known", str(d / "known.txt"), "--json"])
+    (d / "known.toml").write_bytes(known)
+    rc, out, _ = run_cli(["triage", str(d / "results.jsonl"), "--known", str(d / "known.toml"), "--json"])
     if rc == 0:
         json.loads(out)
 
@@ -211,9 +211,9 @@ def test_run_known_survives_hostile_known_files(tmp_path_factory, monkeypatch, k
         "findings_by_bucket": {"checker!=ptxas|missed:C7512|wgmma.f32.f16": 1}, "block_errors": [],
         "block_errors_total": 0})
     d = tmp_path_factory.mktemp("run")
-    (d / "known.txt").write_bytes(known)
+    (d / "known.toml").write_bytes(known)
     (d / "o").mkdir(exist_ok=True)
-    rc, _, _ = run_cli(["run", "--known", str(d / "known.txt"), "--out", str(d / "o"), "--json", "--examples", "1"])
+    rc, _, _ = run_cli(["run", "--known", str(d / "known.toml"), "--out", str(d / "o"), "--json", "--examples", "1"])
     assert rc in (0, 2)
 
 
@@ -294,7 +294,7 @@ def test_triage_and_report_refuse_what_is_not_a_record(campaign, tmp_path):
 @pytest.mark.parametrize("argv, data, message", [
     (["replay", "--no-hardware"], b"\0\1\2", "binary file (NUL byte at offset 0), not a PTX file"),
     (["triage"], b"\xff\xfe{}", ":1: not a campaign record: not UTF-8"),
-    (["triage", "--known", "{file}", str(ROOT / "tests")], b'{"a": 1}\n', "not a known-findings file"),
+    (["triage", "--known", "{file}", str(ROOT / "tests")], b'{"a": 1}\n', "not a known-bug ledger"),
 ])
 def test_subprocess_exit_2_with_one_line(tmp_path, argv, data, message):
     f = tmp_path / "bad"

@@ -123,8 +123,9 @@ def test_a_judge_that_raises_is_a_fault_finding_not_the_end_of_the_run(plugin_si
     r = _fuzzptx(plugin_site, "run", "--judges", "reference,boomsim", "--examples", "4", "--seed", "1",
                  "--shrink-budget", "0", "--workers", "0", "--out", str(tmp_path / "run"), "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    buckets = json.loads(r.stdout)["findings_by_bucket"]
-    assert any(sig.startswith("boomsim:fault|") for sig in buckets), buckets
+    summ = json.loads(r.stdout)
+    assert any(sig.startswith("boomsim:fault|") for sig in summ["evidence"]), summ["evidence"]
+    assert any(key.startswith("boomsim|fault|") for key in summ["findings_by_bucket"]), summ["findings_by_bucket"]
 
 
 def test_an_unknown_judge_is_one_line_naming_what_there_is(tmp_path):

@@ -3,30 +3,32 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from fuzzptx.judges.finding import CLASSES, COMPILER, HARDWARE, MODEL, classify
+from fuzzptx.judges.finding import CLASSES, COMPILER, HARDWARE, MODEL, cause_of
 from fuzzptx.triage.report import junit
 
 
 def _bucket(sig: str, known: str | None = None) -> dict:
-    return {"signature": sig, "count": 2, "smallest_repro": f"repros/{len(sig)}.ptx", "known": known,
-            "known_entry": "known.txt:3" if known else None}
+    c = cause_of(sig)  # one bucket per root cause, as triage.report.summary writes it
+    return {"cause": str(c), "class": c.kind, "words": c.words(), "evidence": {sig: 2}, "signature": sig, "count": 2,
+            "smallest_repro": f"repros/{len(sig)}.ptx", "known": known, "known_entry": "known.toml:3" if known else None}
 
 
 def test_one_suite_per_class_with_its_buckets():
     sigs = ["sass:inflight-write|wgmma.f32.f16", "ptxas@13.5.37!=ptxas|accept|wgmma",
             "reference!=hardware|mismatch|wgmma.f32.bf16", "checker!=ptxas|missed:C7517|wgmma"]
-    summ = {"programs": 40, "buckets": [_bucket(s, "seen before" if s.startswith("checker") else None) for s in sigs]}
+    summ = {"programs": 40, "headline": "distinct bugs: 4 (new: 3)",
+            "buckets": [_bucket(s, "seen before" if s.startswith("checker") else None) for s in sigs]}
     root = ET.fromstring(junit(None, summ))
     assert root.tag == "testsuites"
     suites = {s.get("name"): s for s in root.findall("testsuite")}
     assert set(CLASSES) <= set(suites)  # every class has its suite, empty or not
     for cls in CLASSES:
-        mine = [s for s in sigs if classify(s) == cls]
+        mine = [str(cause_of(s)) for s in sigs if cause_of(s).kind == cls]
         cases = suites[cls].findall("testcase")
         assert sorted(c.get("name") for c in cases) == sorted(mine)
         assert int(suites[cls].get("tests")) == len(mine)
         assert {c.get("classname") for c in cases} <= {"fuzzptx." + "_".join(cls.replace("(", "").replace(")", "").split())}
-    assert {c.get("name") for c in suites[COMPILER].findall("testcase")} == set(sigs[:2])
+    assert {c.get("name") for c in suites[COMPILER].findall("testcase")} == {str(cause_of(s)) for s in sigs[:2]}
     assert len(suites[HARDWARE].findall("testcase/failure")) == 1
     assert int(suites[MODEL].get("skipped")) == 1 and int(suites[MODEL].get("failures")) == 0  # known: skipped
     assert int(root.get("failures")) == 3 and int(root.get("skipped")) == 1 and int(root.get("tests")) == 5

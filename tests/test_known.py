@@ -1,5 +1,5 @@
-"""Known findings (fuzzptx.triage.known): the baseline file's grammar, its errors, its conditions, and
-the repository's own baseline."""
+"""The known-bug ledger (fuzzptx.triage.known): its TOML grammar and errors, matching by root cause
+with conditions, the old glob list refused with a message, and the repository's own ledger."""
 from __future__ import annotations
 
 import json
@@ -9,58 +9,106 @@ from pathlib import Path
 import pytest
 
 from fuzzptx.errors import FuzzptxError
-from fuzzptx.triage.known import classify, context_of, load_known, parse_known
+from fuzzptx.judges.finding import RootCause, cause_of
+from fuzzptx.strategies.avoid import AVOIDABLE
+from fuzzptx.triage.known import avoided, classify, context_of, default_numerics, load_known, parse_known
 
 ROOT = Path(__file__).resolve().parents[1]
 
 TEXT = """\
 # a comment line, then a blank one
 
-checker!=ptxas|missed:C7512|*   # allocator
-reference!=hardware|mismatch|wgmma*.f32.e[45]m[23]* numerics=spec   # e8m13 in spec numerics
-checker!=ptxas|line:C7517|wgmma.f32.f16 # one exact bucket
+[[bug]]
+id = "allocator"
+title = "ptxas's allocator"
+kind = "model"
+cause = { judges = "checker!=ptxas", rule = "missed:C7512" }
+written_up = "reports/findings/README.md"
+
+[[bug]]
+id = "e8m13"
+title = "fp8 accumulator"
+kind = "hardware"
+cause = { judges = "reference!=hardware", rule = "mismatch", pattern = "hardware-numerics" }
+when = { numerics = "spec" }
+written_up = "docs/numerics.md"
+
+[[bug]]
+id = "one-exact"
+title = "an exact cause"
+kind = "model"
+cause = { judges = "checker!=ptxas", rule = "line:C7517", pattern = "", instruction_class = "mma" }
+written_up = "nowhere.md"
+avoid = ["repeated-wgmma"]
+rediscover = { seed = 1, programs = 32 }
 """
 
 
-def test_entries_carry_pattern_reason_conditions_and_line():
-    ks = parse_known(TEXT, "k.txt")
-    assert [(k.pattern, k.reason, k.line, k.when) for k in ks] == [
-        ("checker!=ptxas|missed:C7512|*", "allocator", 3, ()),
-        ("reference!=hardware|mismatch|wgmma*.f32.e[45]m[23]*", "e8m13 in spec numerics", 4, (("numerics", "spec"),)),
-        ("checker!=ptxas|line:C7517|wgmma.f32.f16", "one exact bucket", 5, ()),
+def test_entries_carry_id_cause_conditions_and_line():
+    ks = parse_known(TEXT, "k.toml")
+    assert [(k.id, k.line, k.when, k.pattern_text()) for k in ks] == [
+        ("allocator", 3, (), "checker!=ptxas|missed:C7512|*|*"),
+        ("e8m13", 10, (("numerics", "spec"),), "reference!=hardware|mismatch|hardware-numerics|*"),
+        ("one-exact", 18, (), "checker!=ptxas|line:C7517||mma"),
     ]
-    assert ks[0].where() == "k.txt:3"
+    assert ks[0].where() == "k.toml:3" and ks[2].budget() == {"seed": 1, "programs": 32}
+    assert ks[2].avoid == ("repeated-wgmma",)
 
 
-@pytest.mark.parametrize("line, words", [
-    ("checker!=ptxas|missed:C7512|*", "needs a reason"),
-    ("checker!=ptxas|missed:C7512|*   #   ", "needs a reason"),
-    ("checker!=ptxas|x|y fast=yes  # why", "condition 'fast=yes'"),
-    ("checker!=ptxas|x|y numerics=fast  # why", "numerics=spec|hardware"),
-    ("C7512  # why", "not a signature glob"),
+@pytest.mark.parametrize("entry, words", [
+    ('id = "x"\nkind = "model"\ncause = { judges = "a" }\nwritten_up = "w"', "needs title"),
+    ('id = "x"\ntitle = "t"\nkind = "model"\ncause = { judges = "a" }', "needs written_up"),
+    ('id = "x"\ntitle = "t"\nkind = "fast"\ncause = { judges = "a" }\nwritten_up = "w"', "kind 'fast'"),
+    ('id = "X y"\ntitle = "t"\nkind = "model"\ncause = { judges = "a" }\nwritten_up = "w"', "id: lower-case"),
+    ('id = "x"\ntitle = "t"\nkind = "model"\ncause = { signature = "a" }\nwritten_up = "w"', "cause: a table"),
+    ('id = "x"\ntitle = "t"\nkind = "model"\ncause = "a|b"\nwritten_up = "w"', "cause: a table"),
+    ('id = "x"\ntitle = "t"\nkind = "model"\ncause = { judges = "a" }\nwritten_up = "w"\nwhen = { fast = "yes" }',
+     "numerics=spec|hardware"),
+    ('id = "x"\ntitle = "t"\nkind = "model"\ncause = { judges = "a" }\nwritten_up = "w"\navoid = ["nothing"]',
+     "avoid ['nothing']"),
+    ('id = "x"\ntitle = "t"\nkind = "model"\ncause = { judges = "a" }\nwritten_up = "w"\nrediscover = { seed = 1 }',
+     "rediscover:"),
+    ('id = "x"\ntitle = "t"\nkind = "model"\ncause = { judges = "a" }\nwritten_up = "w"\ncolour = "red"',
+     "unknown field(s) colour"),
 ])
-def test_a_bad_line_is_an_error_naming_file_and_line(line, words):
+def test_a_bad_entry_is_an_error_naming_file_and_line(entry, words):
     with pytest.raises(FuzzptxError) as e:
-        parse_known("# header\n" + line + "\n", "base.txt")
-    assert str(e.value).startswith("base.txt:2: ") and words in str(e.value)
+        parse_known("# header\n[[bug]]\n" + entry + "\n", "base.toml")
+    assert str(e.value).startswith("base.toml:2: ") and words in str(e.value), str(e.value)
+
+
+def test_bad_toml_names_its_line_and_the_old_glob_list_says_what_replaced_it():
+    with pytest.raises(FuzzptxError, match=r"^b\.toml:3: not a known-bug ledger \(TOML\)"):
+        parse_known("[[bug]]\nid = 'x'\nthis is not toml\n", "b.toml")
+    with pytest.raises(FuzzptxError) as e:
+        parse_known("# the old format\ncheker!=ptxas|missed:C7512|*   # allocator\n", "known_findings.txt")
+    assert str(e.value).startswith("known_findings.txt:2: a glob list of known finding signatures")
+    assert "reports/known_bugs.toml" in str(e.value)
+    with pytest.raises(FuzzptxError, match="appears twice"):
+        parse_known(TEXT + TEXT[TEXT.index("[[bug]]"):], "k.toml")
 
 
 def test_an_unreadable_file_is_one_error():
     with pytest.raises(FuzzptxError, match="cannot read"):
-        load_known("/nonexistent/known.txt")
+        load_known("/nonexistent/known.toml")
 
 
-def test_classify_first_entry_wins_and_conditions_gate_matches():
-    ks = parse_known(TEXT, "k.txt")
-    sigs = ["checker!=ptxas|missed:C7512|wgmma.sp.s32.u8", "reference!=hardware|mismatch|wgmma.sp.f32.e5m2.e4m3",
-            "reference!=hardware|mismatch|wgmma.f32.bf16", "checker!=ptxas|missed:C7517|wgmma.f32.f16"]
-    hit, unmatched = classify(sigs, ks, {"numerics": "spec"})
-    assert {s: k.line for s, k in hit.items()} == {sigs[0]: 3, sigs[1]: 4}
-    assert [k.line for k in unmatched] == [5]
-    hit, unmatched = classify(sigs, ks, {"numerics": "hardware"})  # the fp8 accumulator is news there
-    assert set(hit) == {sigs[0]} and [k.line for k in unmatched] == [5]  # (line 4 does not apply: not stale)
-    hit, _ = classify(sigs, ks, {})  # no campaign stats: a conditioned entry never holds
-    assert set(hit) == {sigs[0]}
+def test_classify_matches_root_causes_first_entry_wins_and_conditions_gate_matches():
+    ks = parse_known(TEXT, "k.toml")
+    causes = [cause_of("checker!=ptxas|missed:C7512|wgmma.sp.s32.u8"),
+              cause_of("reference!=hardware|mismatch-hardware-numerics|wgmma.sp.f32.e5m2.e4m3"),
+              cause_of("reference!=hardware|mismatch|wgmma.f32.bf16"),  # undiagnosed: not the known numerics
+              cause_of("checker!=ptxas|missed:C7517|wgmma.f32.f16")]
+    hit, unmatched = classify(causes, ks, {"numerics": "spec"})
+    assert {str(c): k.id for c, k in hit.items()} == {str(causes[0]): "allocator", str(causes[1]): "e8m13"}
+    assert [k.id for k in unmatched] == ["one-exact"]
+    hit, unmatched = classify(causes, ks, {"numerics": "hardware"})  # the fp8 accumulator is news there
+    assert set(hit) == {causes[0]} and [k.id for k in unmatched] == ["one-exact"]  # (e8m13 does not apply: not stale)
+    hit, _ = classify([str(c) for c in causes], ks, {})  # bucket keys work too; no context: a condition never holds
+    assert set(hit) == {str(causes[0])}
+    # a signature is read as its cause, and two type mixes of one cause are one bucket's
+    assert ks[0].matches("checker!=ptxas|missed:C7512|wgmma.f16.f16")
+    assert cause_of("checker!=ptxas|missed:C7512|wgmma.f16.f16") == causes[0]
 
 
 def test_context_comes_from_the_campaigns_stats(tmp_path):
@@ -74,34 +122,55 @@ def test_context_comes_from_the_campaigns_stats(tmp_path):
     assert context_of([tmp_path]) == {}
 
 
-def test_the_repository_baseline_parses_and_points_at_real_write_ups():
-    ks = load_known(ROOT / "reports" / "known_findings.txt")
-    assert ks
+def test_avoidance_and_numerics_follow_the_ledger_and_the_gpu():
+    ks = parse_known(TEXT, "k.toml")
+    assert avoided(ks) == {"repeated-wgmma"} and avoided(()) == frozenset()
+    assert default_numerics(("reference", "ptxas", "sass", "hardware")) == "hardware"
+    assert default_numerics(("checker", "ptxas", "sass")) is None
+
+
+def test_the_repository_ledger_parses_and_points_at_real_files():
+    ks = load_known(ROOT / "reports" / "known_bugs.toml")
+    ids = {k.id for k in ks}
+    assert {"ptxas-o3-repeated-wgmma-dropped", "ptxas-o3-inflight-gmma-registers-reused",
+            "ptxas-o3-crash-immediate-descriptor", "h100-fp8-f32-accumulator-e8m13"} <= ids
     for k in ks:
-        paths = re.findall(r"[\w./-]+/[\w.-]+\.\w+", k.reason)
-        assert paths, f"{k.where()}: the reason names no write-up"
-        for p in paths:
-            assert (ROOT / p).exists() or (ROOT / "reports" / "findings" / p).exists(), f"{k.where()}: {p} missing"
+        assert k.first_seen and k.last_seen and k.status, k.id
+        for p in [k.repro, k.bundle] + re.findall(r"[\w./-]+/[\w.-]+\.\w+", k.written_up):
+            assert not p or (ROOT / p).exists(), f"{k.where()}: {p} missing"
+        if k.bundle:
+            meta = json.loads((ROOT / k.bundle / "bundle.json").read_text())
+            assert Path(meta["repro"]).name == Path(k.repro).name, k.id
+        assert set(k.avoid) <= set(AVOIDABLE)
+    # every compiler bug the generator draws names what turns its shapes down
+    assert {a for k in ks for a in k.avoid} == set(AVOIDABLE)
 
 
-def test_a_fuzz_run_marks_known_buckets(tmp_path, capsys):
+def test_a_fuzz_run_marks_known_bugs_and_heads_with_distinct_bugs(tmp_path, capsys):
     from fuzzptx import cli
 
-    known = tmp_path / "known.txt"
-    known.write_text("*|*   # everything (every signature has a |), for the test\n")
+    known = tmp_path / "known.toml"
+    known.write_text('[[bug]]\nid = "everything"\ntitle = "every cause, for the test"\nkind = "model"\n'
+                     'cause = { judges = "*" }\nwritten_up = "this test"\n')
     # the first seed whose 32 programs have findings (the generator decides which; a few seeds suffice)
     for seed in range(1, 9):
         out = tmp_path / f"run{seed}"
         assert cli.main(["run", "--examples", "32", "--seed", str(seed), "--shrink-budget", "0", "--out", str(out),
-                         "--known", str(known)]) == 0
+                         "--known", str(known), "--workers", "0"]) == 0
         summ = json.loads((out / "summary.json").read_text())
         if summ["findings_by_bucket"]:
             break
     assert summ["findings_by_bucket"], "no findings in the first 32 programs of seeds 1-8"
     assert summ["new_findings"] == 0 and set(summ["known"]) == set(summ["findings_by_bucket"])
     printed = capsys.readouterr().out
-    assert all("(known: " in line for line in printed.splitlines() if line.startswith("    ") and "|" in line)
+    assert f"distinct bugs: {len(summ['findings_by_bucket'])} (new: 0)" in printed
+    assert not (out / "bundles").exists()  # bundles are written for new bugs only
     bad = tmp_path / "bad.txt"
-    bad.write_text("*|*|*\n")
+    bad.write_text("*|*|*  # the old glob list\n")
     assert cli.main(["run", "--examples", "1", "--out", str(tmp_path / "never"), "--known", str(bad)]) == 2
-    assert f"{bad}:1:" in capsys.readouterr().err and not (tmp_path / "never").exists()
+    assert f"{bad}:1: a glob list" in capsys.readouterr().err and not (tmp_path / "never").exists()
+
+
+def test_root_causes_round_trip_through_their_string_and_dict():
+    c = RootCause("sass", "gmma-pipeline", "inflight-register", "wgmma")
+    assert RootCause.parse(str(c)) == c == RootCause.from_dict(c.as_dict())

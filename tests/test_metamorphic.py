@@ -394,8 +394,8 @@ def test_a_campaign_block_ships_its_pairs_compiled_to_the_gpu_worker():
     from fuzzptx.engine.block import prepare_block
 
     item = pickle.loads(pickle.dumps(prepare_block(BlockTask(0, 5, 6, ("ptxas", "hardware", "metamorphic")))))
-    prepared = [x for x in item.metamorphic if isinstance(x, M.PreparedPairs)]
-    assert prepared, item.metamorphic
+    prepared = [w["metamorphic"] for w in item.gpu if isinstance(w.get("metamorphic"), M.PreparedPairs)]
+    assert prepared, item.gpu
     for pairs in prepared:
         sides = {(s.program.to_ptx(), s.build) for v in pairs.variants for s in (v.left, v.right)}
         assert sides <= set(pairs.built) and all(pairs.built[k].cubin for k in sides)

@@ -46,3 +46,20 @@ def test_another_kernels_shared_memory_is_not_in_this_kernels_window():
     k2b = next(f for f in two.functions() if f.name == "k_1")
     assert shared_layout(two, k2) == shared_layout(one, k1)
     assert shared_layout(two, k2b) == shared_layout(one, k1)  # the same kernel body, the same window
+
+
+def test_the_batch_scanner_finds_every_kernel_where_it_starts():
+    """``ptxas_merge.scan`` (how compile_batch cuts a merged module's output back per input) counts a
+    function's first line back from its opening brace, not from the top of the module (which made it
+    quadratic in the kernels): every span starts at its own ``.entry``/``.func`` line and ends at its
+    closing brace."""
+    from fuzzptx.oracles.ptxas_merge import scan
+
+    text = module_text(12)
+    lines = text.splitlines()
+    shape = scan(text)
+    assert [name for name, _, _ in shape.spans if name.startswith("k")] == ["k"] + [f"k_{i}" for i in range(1, 12)]
+    for name, first, last in shape.spans:
+        assert name in lines[first - 1] and (".entry" in lines[first - 1] or ".func" in lines[first - 1]), (name, first)
+        assert lines[last - 1].strip().endswith("}"), (name, last)
+    assert len(set(shape.symbols)) == len(shape.symbols)

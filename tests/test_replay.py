@@ -158,10 +158,10 @@ def test_generated_programs_replay_with_their_labels_holding():
 
 def test_instruction_outside_the_reference_subset_skips_that_judge_only(tmp_path, capsys):
     """Not bad input: ptxas and the other judges still run, and their expectations are checked."""
-    f = write(tmp_path, ["ptxas: accepted", "reference: ran"], extra="bfind.u32 %r6, %r3;")
+    f = write(tmp_path, ["ptxas: accepted", "reference: ran"], extra="vmad.u32.u32.u32 %r6, %r3, %r3, %r3;")
     assert main_replay([f, "--no-hardware"]) == 0
     out = capsys.readouterr().out
-    assert "unsupported" in out and "bfind" in out and f + ":" in out
+    assert "unsupported" in out and "vmad" in out and f + ":" in out
     assert "[holds] ptxas: accepted" in out and "[not run] reference: ran" in out
 
 

@@ -36,16 +36,20 @@ def test_summary_and_junit_agree_with_the_record(campaign_dir):
     summ = write_report(campaign_dir)
     records = [json.loads(x) for x in (campaign_dir / "results.jsonl").read_text().splitlines()]
     assert summ["programs"] == len(records) == len(GAPS) + 2  # and the two planted kernels
-    sigs = {f["signature"] for r in records for f in r["findings"]}
-    assert {b["signature"] for b in summ["buckets"]} == sigs
+    causes = {f["cause"]["judges"] + "|" + f["cause"]["rule"] + "|" + f["cause"]["pattern"] + "|"
+              + f["cause"]["instruction_class"] for r in records for f in r["findings"]}  # one bucket per root cause
+    assert {b["cause"] for b in summ["buckets"]} == causes
     assert summ["findings"] == sum(len(r["findings"]) for r in records)
+    assert summ["distinct_bugs"] == len(causes) and summ["headline"] == f"distinct bugs: {len(causes)} (new: {len(causes)})"
     assert summ["campaign_stats"]["programs"] == len(GAPS) + 2
     suite = ET.parse(campaign_dir / "junit.xml").getroot()
     failures = suite.findall(".//testcase/failure")
-    assert int(suite.get("failures")) == len(failures) == len(sigs)
+    assert int(suite.get("failures")) == len(failures) == len(causes)
     for b in summ["buckets"]:  # every bucket's smallest repro exists and is the smallest of its bucket
-        smallest = min(r["instructions"] for r in records if b["signature"] in {f["signature"] for f in r["findings"]})
+        smallest = min(r["instructions"] for r in records if any(f["cause"]["rule"] == b["rule"] and
+                                                                 f["cause"]["judges"] == b["judges"] for f in r["findings"]))
         assert b["instructions"] == smallest and Path(b["smallest_repro"]).exists()
+        assert sum(b["evidence"].values()) >= b["count"]
 
 
 def test_html_is_self_contained_and_links_repros(campaign_dir):
@@ -77,39 +81,46 @@ def test_report_renders_in_headless_chromium(campaign_dir, tmp_path):
 
 
 def test_known_buckets_are_skipped_not_failed(campaign_dir, tmp_path, capsys):
-    records = [json.loads(x) for x in (campaign_dir / "results.jsonl").read_text().splitlines()]
-    sigs = sorted({f["signature"] for r in records for f in r["findings"]})
-    assert sigs, "the planted campaign has findings"
-    known = tmp_path / "known.txt"
-    known.write_text(f"# a baseline\n{sigs[0]}   # known for the test\n"
-                     "nothing!=matches|this|*   # stale entry\n"
-                     "reference!=hardware|mismatch|* numerics=hardware   # not this campaign's numerics\n")
+    summ = write_report(campaign_dir)
+    causes = sorted(b["cause"] for b in summ["buckets"])
+    assert causes, "the planted campaign has findings"
+    judges, rule, pattern, cls = causes[0].split("|")
+    known = tmp_path / "known.toml"
+    known.write_text(f'# a ledger\n[[bug]]\nid = "first"\ntitle = "known for the test"\nkind = "model"\n'
+                     f'cause = {{ judges = "{judges}", rule = "{rule}", pattern = "{pattern}", instruction_class = "{cls}" }}\n'
+                     'written_up = "this test"\n\n'
+                     '[[bug]]\nid = "stale"\ntitle = "stale entry"\nkind = "model"\n'
+                     'cause = { judges = "nothing!=matches", rule = "this" }\nwritten_up = "w"\n\n'
+                     '[[bug]]\nid = "other-numerics"\ntitle = "not this campaign\'s numerics"\nkind = "hardware"\n'
+                     'cause = { judges = "reference!=hardware" }\nwhen = { numerics = "hardware" }\nwritten_up = "w"\n')
     assert cli.main(["report", str(campaign_dir), "--known", str(known)]) == 0
     out = capsys.readouterr().out
-    assert f"{known}:3: nothing!=matches|this|*" in out and ":4:" not in out  # stale listed; inapplicable not
+    assert f"{known}:9: stale (nothing!=matches|this|*|*)" in out and "other-numerics" not in out  # stale listed
+    assert f"distinct bugs: {len(causes)} (new: {len(causes) - 1})" in out
     summ = json.loads((campaign_dir / "summary.json").read_text())
-    by_sig = {b["signature"]: b for b in summ["buckets"]}
-    assert by_sig[sigs[0]]["known"] == "known for the test" and by_sig[sigs[0]]["known_entry"] == f"{known}:2"
-    assert summ["known_buckets"] == 1 and summ["new_buckets"] == len(sigs) - 1
-    assert summ["new_findings"] == summ["findings"] - by_sig[sigs[0]]["count"]
+    by_cause = {b["cause"]: b for b in summ["buckets"]}
+    assert by_cause[causes[0]]["known"] == "first: known for the test" and by_cause[causes[0]]["known_entry"] == f"{known}:2"
+    assert summ["known_buckets"] == 1 and summ["new_buckets"] == len(causes) - 1
+    assert summ["new_findings"] == summ["findings"] - by_cause[causes[0]]["count"]
+    assert [b["new"] for b in summ["buckets"]] == sorted((b["new"] for b in summ["buckets"]), reverse=True)  # new first
     suite = ET.parse(campaign_dir / "junit.xml").getroot()
-    assert int(suite.get("failures")) == len(suite.findall(".//testcase/failure")) == len(sigs) - 1
+    assert int(suite.get("failures")) == len(suite.findall(".//testcase/failure")) == len(causes) - 1
     skipped = suite.findall(".//testcase/skipped")
     assert int(suite.get("skipped")) == len(skipped) == 1 and "known for the test" in skipped[0].get("message")
     page = (campaign_dir / "report.html").read_text()
-    assert "known: known for the test" in page and "nothing!=matches|this|*" in page
-    assert cli.main(["report", str(campaign_dir)]) == 0  # without a baseline every bucket fails again
+    assert "known: first: known for the test" in page and "stale" in page
+    assert cli.main(["report", str(campaign_dir)]) == 0  # without a ledger every bucket fails again
     suite = ET.parse(campaign_dir / "junit.xml").getroot()
-    assert int(suite.get("failures")) == len(sigs) and int(suite.get("skipped")) == 0
+    assert int(suite.get("failures")) == len(causes) and int(suite.get("skipped")) == 0
 
 
 def test_a_bad_baseline_is_one_line_and_writes_nothing(campaign_dir, tmp_path, capsys):
-    bad = tmp_path / "bad.txt"
-    bad.write_text("checker!=ptxas|missed:C7512|*\n")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[bug]]\nid = "x"\ntitle = "t"\nkind = "model"\ncause = { judges = "checker!=ptxas" }\n')
     before = (campaign_dir / "junit.xml").read_text() if (campaign_dir / "junit.xml").exists() else None
     assert cli.main(["report", str(campaign_dir), "--known", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"{bad}:1:" in err and "needs a reason" in err
+    assert err.count("\n") == 1 and f"{bad}:1:" in err and "needs written_up" in err
     after = (campaign_dir / "junit.xml").read_text() if (campaign_dir / "junit.xml").exists() else None
     assert before == after
 

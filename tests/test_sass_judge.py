@@ -27,8 +27,9 @@ def test_the_hanging_kernel_is_a_sass_finding_without_a_gpu():
     assert "inflight-write" in rules and "inflight-read" in rules
     first = next(line for rule, line, _ in v.sass if rule == "inflight-write")
     assert "MOV R152, 0x350" in first and "QGMMA.64x8x32" in first  # the return address, over the accumulator
-    sigs = [f.signature for f in differ.compare(p, v) if f.signature.startswith("sass")]
-    assert sigs == ["sass:inflight-write|wgmma.f32.e5m2.e4m3", "sass:inflight-read|wgmma.f32.e5m2.e4m3"]
+    (f,) = [f for f in differ.compare(p, v) if f.signature.startswith("sass")]  # one cause, two pieces of evidence
+    assert f.signatures == ("sass:inflight-write|wgmma.f32.e5m2.e4m3", "sass:inflight-read|wgmma.f32.e5m2.e4m3")
+    assert (f.root_cause.judges, f.root_cause.pattern) == ("sass", "inflight-register")
     summary = v.summary()
     assert summary["sass"].startswith(f"{len(v.sass)} hazard(s): ")
     assert "MOV R152, 0x350" in summary["sass-at"] and "/*0330*/" in summary["sass-excerpt"]

@@ -1,7 +1,8 @@
-"""Triage: merging shards, bucketing by signature, smallest repro per bucket, bad lines."""
+"""Triage: merging shards, bucketing by root cause, smallest repro per bucket, bad lines."""
 import json
 from pathlib import Path
 
+from fuzzptx.judges.finding import cause_of
 from fuzzptx.triage.buckets import main_triage, markdown, read_records
 
 
@@ -22,7 +23,7 @@ def test_buckets_merge_shards_and_keep_smallest(tmp_path):
     t = read_records([tmp_path / "shard0.jsonl", tmp_path / "shard1.jsonl"])
     assert t.programs == 3
     assert {b.signature: b.count for b in t.ordered()} == {sig_a: 2, sig_b: 1}
-    assert t.buckets[sig_a].smallest["repro"] == "r2.ptx"
+    assert t.buckets[cause_of(sig_a)].smallest["repro"] == "r2.ptx"
     assert t.ordered()[0].signature == sig_a
     assert "r2.ptx" in markdown(t)
 
@@ -37,7 +38,7 @@ def test_bad_lines_are_reported_with_location_and_skipped(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "r.jsonl:2:" in err and "r.jsonl:3:" in err
     t = read_records([tmp_path])
-    assert t.programs == 1 and list(t.buckets) == ["s|x|y"]
+    assert t.programs == 1 and [b.signature for b in t.buckets.values()] == ["s|x|y"]
 
 
 def test_html_summary_written(tmp_path):
@@ -55,16 +56,19 @@ def test_triage_says_which_buckets_are_new_against_a_baseline(tmp_path, capsys):
         {"id": 0, "instructions": 9, "findings": [{"signature": sig_a, "message": "m"}, {"signature": sig_b, "message": "x"}]},
     ])
     (tmp_path / "stats.json").write_text(json.dumps({"numerics": "hardware"}))
-    known = tmp_path / "known.txt"
-    known.write_text("checker!=ptxas|missed:C7512|*  # allocator\n"
-                     "reference!=hardware|mismatch|wgmma*.f32.e[45]m[23]* numerics=spec  # e8m13 in spec numerics\n")
+    known = tmp_path / "known.toml"
+    known.write_text('[[bug]]\nid = "allocator"\ntitle = "allocator"\nkind = "model"\n'
+                     'cause = { judges = "checker!=ptxas", rule = "missed:C7512" }\nwritten_up = "w"\n\n'
+                     '[[bug]]\nid = "e8m13"\ntitle = "e8m13 in spec numerics"\nkind = "hardware"\n'
+                     'cause = { judges = "reference!=hardware", rule = "mismatch" }\nwhen = { numerics = "spec" }\n'
+                     'written_up = "w"\n')
     assert main_triage([str(tmp_path), "--known", str(known), "--json"]) == 0
     rows = {r["signature"]: r["known"] for r in json.loads(capsys.readouterr().out)}
-    assert rows == {sig_a: "allocator", sig_b: None}  # hardware numerics: the fp8 mismatch is new
+    assert rows == {sig_a: "allocator: allocator", sig_b: None}  # hardware numerics: the fp8 mismatch is new
     (tmp_path / "stats.json").write_text(json.dumps({"numerics": "spec"}))
     assert main_triage([str(tmp_path), "--known", str(known)]) == 0
     out = capsys.readouterr().out
-    assert "(0 new, 2 known)" in out and f"known ({known}:2)" in out
+    assert "distinct bugs: 2 (new: 0)" in out and "2 known" in out and f"known: allocator ({known}:1)" in out
 
 
 def test_triage_names_each_buckets_class_and_its_releases(tmp_path, capsys):

@@ -1,10 +1,15 @@
-"""One block's CPU stages -- the unit of work of both ``fuzzptx run`` and ``fuzzptx campaign``.
+"""One block's pool stages -- the unit of work of every run: ``fuzzptx run``, ``fuzzptx campaign``
+and their tests.
 
-A block is generated, emitted once, compiled by one batched ptxas run (which also yields the
-cubins the GPU runs), and judged by every CPU judge the run asks for (from the registry: each
-judge's class attributes say whether it reads the IR, may run while ptxas compiles, or needs
-ptxas's acceptance).  What travels back to the engine is light: each program's header, its
-text, its verdicts, its cubin and its record fields.
+The engine is a table of named stages (``POOL_STAGES`` here, the GPU stages in the campaign's GPU
+threads, compare and record in its main process), as a compiler backend keeps its passes in a
+dict.  A judge joins the stage it declares (``Judge.stage``) with what it needs (``Judge.needs``:
+the parsed program, the compiler's acceptance, its cubin, a GPU); the engine reads those
+declarations, never a judge's name.  A block is generated, emitted once, compiled by one batched
+run of the compile-stage judge (which also yields the cubins the GPU runs; the early judges run
+beside it), warmed (a judge's once-per-block work), judged by the batch and per-program judges,
+and prepared for the GPU stages.  What travels back to the main process is light: each program's
+header, its text, its verdicts, the GPU stages' inputs and its record fields.
 """
 from __future__ import annotations
 
@@ -14,10 +19,13 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from fuzzptx.judges import differ, metamorphic, registry
-from fuzzptx.judges.base import Judge, Verdicts
-from fuzzptx.oracles.ptxas import compile_batch
-from fuzzptx.perf import POOL_YOUNG_THRESHOLD, between_blocks, tune_gc
+from fuzzptx import launch
+from fuzzptx.judges import differ
+from fuzzptx.judges.base import ACCEPTED, BATCH, COMPILE, CUBIN, DEVICE, EARLY, IR, Done, Judge, Verdicts
+from fuzzptx.judges.programs import undefined_label
+from fuzzptx.judges.registry import by_stage
+from fuzzptx.judges.selection import JudgeSet
+from fuzzptx.perf import POOL_YOUNG_THRESHOLD, between_blocks, die_with_parent, tune_gc
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Function, Module
 from fuzzptx.ptx.parse import parse
@@ -28,19 +36,17 @@ from .records import base_record
 
 @dataclass
 class Prepared:
-    """One block after the CPU stages: ready for the GPU (or already final without one)."""
+    """One block after the pool stages: ready for the GPU stages (or already final without them)."""
 
     block: int
     indices: list[int]
     programs: list[Program]  # as ``shipped``: the launched kernel's signature, no bodies
-    verdicts: list[differ.Verdicts]
-    cubins: list[bytes | None]  # per program; programs of one ptxas run share one bytes object
-    kernel_names: list[str]
+    verdicts: list[Verdicts]
+    # per program: GPU-stage judge name -> what its ``on_gpu`` needs (``Judge.prepare``; a cubin is
+    # one bytes object for all programs of one compile, pickled once)
+    gpu: list[dict[str, Any]]
     records: list[dict]  # record fields the pool computes (family, forms, coverage, ...)
     seconds: dict[str, float]
-    # per program: metamorphic.PreparedPairs for the GPU to judge, a Checked already judged on
-    # the reference (no GPU), or None (no metamorphic judge)
-    metamorphic: list = field(default_factory=list)
     texts: list[str] = field(default_factory=list)  # the PTX every judge saw, per program
     wall: float = 0.0  # seconds the pool process spent on the block, stages and all
 
@@ -48,17 +54,68 @@ class Prepared:
         """Program ``j`` in full, as the judges saw it (parsed back from its text: only a repro needs it)."""
         return replace(self.programs[j], module=parse(self.texts[j], "<program>"))
 
+    def for_gpu(self) -> bool:
+        return any(self.gpu)
+
 
 @dataclass
 class Deferred:
     """The judges ``prepare_block_deferring`` left for later (its ``defer``) and what they read:
-    each program's IR, text and ptxas result (cubin kept).  ``judge_deferred`` runs them once several
-    blocks are compiled, so the SASS judge's one disassembler run (~0.25 s of start-up) serves
-    them all."""
+    each program's IR, text and compile result (cubin kept).  ``judge_deferred`` runs them once
+    several blocks are compiled, so the SASS judge's one disassembler run (~0.25 s of start-up)
+    serves them all."""
 
     judges: tuple[str, ...]
-    ptxas: list[Any]  # the block's ptxas results, cubins included
-    programs: list[tuple[int, Program, str, Program, Any]]  # (position in the block, program, text, judged, ptxas)
+    compiled: list[Any]  # the block's compile results, cubins included
+    programs: list[tuple[int, Program, str, Program, Any]]  # (position in the block, program, text, judged, compiled)
+    compiler: Judge | None = None
+    warmers: tuple[Judge, ...] = ()  # the deferred judges themselves
+
+
+@dataclass
+class BlockState:
+    """What the pool stages hand each other for one block."""
+
+    task: BlockTask
+    defer: tuple[str, ...]
+    secs: Counter = field(default_factory=Counter)
+    items: list = field(default_factory=list)  # (index, program, planted kind or None)
+    programs: list[Program] = field(default_factory=list)
+    emitted: list[tuple[str, Program | None]] = field(default_factory=list)  # (text, located IR or None)
+    compiled: list[Any] = field(default_factory=list)  # the compile stage's result per program (or None)
+    early: list[Any] = field(default_factory=list)  # verdicts taken beside the compile ...
+    ran: list[tuple[str, ...]] = field(default_factory=list)  # ... and by which judges
+    batched: dict[str, list[Any]] = field(default_factory=dict)  # BATCH judge -> verdict per program
+    verdicts: list[Verdicts] = field(default_factory=list)
+    gpu: list[dict[str, Any]] = field(default_factory=list)
+    records: list[dict] = field(default_factory=list)
+    later: Deferred | None = None
+
+    @property
+    def judges(self) -> JudgeSet:
+        return self.task.judges
+
+    @property
+    def pool(self) -> list[Judge]:
+        return self.task.judges.in_pool()
+
+    @property
+    def compiler(self) -> Judge | None:
+        """The compile stage's judge: the one asked for, else (a GPU stage needs cubins) the registered one."""
+        return self.task.judges.compiler() or (by_stage(COMPILE) if self.gpu_cubins else None)
+
+    @property
+    def gpu_run(self) -> bool:
+        """Whether the run's programs go to a GPU (a judge that needs one is asked for)."""
+        return bool(self.task.judges.needing(DEVICE))
+
+    @property
+    def gpu_cubins(self) -> bool:
+        return any(CUBIN in j.needs and not j.in_pool for j in self.task.judges.judges)
+
+    @property
+    def cpu_cubins(self) -> bool:
+        return any(CUBIN in j.needs for j in self.pool)
 
 
 def shipped(program: Program) -> Program:
@@ -84,124 +141,169 @@ def gpu_worthy(program: Program, v: differ.Verdicts, planted: bool = False) -> b
     return differ.expects_defined(program)
 
 
+def prepare_block(task: BlockTask) -> Prepared:
+    """The pool stages for one block (in a pool process, or inline for a small run)."""
+    return prepare_block_deferring(task, ())[0]
+
+
+def prepare_block_deferring(task: BlockTask, defer: tuple[str, ...]) -> tuple[Prepared, Deferred]:
+    """The pool stages with the judges named in ``defer`` left out of the per-program verdicts:
+    ``judge_deferred`` adds theirs, before the block leaves the process."""
+    t_block = time.perf_counter()
+    task.judges.install()  # the command's judge objects, as shipped: no name is resolved here
+    st = BlockState(task, defer)
+    for stage in POOL_STAGES.values():
+        stage(st)
+    light = [shipped(p) for p in st.programs]
+    return Prepared(task.block, [i for i, _, _ in st.items], light, st.verdicts, st.gpu, st.records, dict(st.secs),
+                    [t for t, _ in st.emitted], time.perf_counter() - t_block), st.later
+
+
+def _generate(st: BlockState) -> None:
+    t0 = time.perf_counter()
+    st.items = block_programs(st.task)
+    st.secs["generate"] += time.perf_counter() - t0
+    st.programs = [p for _, p, _ in st.items]
+    deferred = tuple(j for j in st.pool if j.name in st.defer)
+    st.later = Deferred(tuple(j.name for j in deferred), [], [], warmers=deferred)
+
+
+def _emit(st: BlockState) -> None:
+    t0 = time.perf_counter()
+    written = [launch.as_written(p) for p in st.programs]  # a --corpus file: judged as its bytes are
+    if any(IR in j.needs for j in st.pool):
+        # the text and the located IR the judges read, from one emission: no parse back
+        st.emitted = [(w, p) if w is not None else p.to_ptx_located() for w, p in zip(written, st.programs)]
+        st.secs["emit+parse"] += time.perf_counter() - t0
+    else:
+        st.emitted = [(w, None) if w is not None else (p.to_ptx(), None) for w, p in zip(written, st.programs)]
+        st.secs["emit"] += time.perf_counter() - t0
+
+
+def _compile(st: BlockState) -> None:
+    """One batched run of the compile-stage judge over the block, the early judges beside it."""
+    n = len(st.programs)
+    st.compiled, st.early, st.ran = [None] * n, [None] * n, [()] * n
+    compiler = st.compiler
+    if compiler is not None:
+        st.compiled = _compile_block(compiler, st.programs, [t for t, _ in st.emitted],
+                                     st.gpu_cubins or st.cpu_cubins, st.secs, lambda done: _judge_early(st, done))
+    st.later.compiled = st.compiled
+    st.later.compiler = compiler
+
+
+def _warm(st: BlockState) -> None:
+    """A judge's once-per-block work on the compile results (one disassembly of the block)."""
+    for j in st.pool:
+        if j.warms and j.name not in st.later.judges:
+            t0 = time.perf_counter()
+            j.warm(st.compiled)
+            st.secs[j.name] += time.perf_counter() - t0
+
+
+def _batch(st: BlockState) -> None:
+    """Judges that judge a whole block in one call (other ptxas releases: one batched run each)."""
+    texts = [t for t, _ in st.emitted]
+    for j in st.judges.at(BATCH):
+        t0 = time.perf_counter()
+        st.batched[j.name] = j.judge_batch(st.programs, texts)
+        st.secs[j.name] += time.perf_counter() - t0
+
+
+def _per_program(st: BlockState) -> None:
+    """Every other pool judge on each program, then what the GPU stages need of it."""
+    compiler = st.compiler
+    pool = st.pool
+    by_name = {j.name: j for j in st.judges.judges}
+    gpu_judges = st.judges.on_gpu_stages()
+    for k, ((_idx, p, planted), (text, judged), r, v0, before) in enumerate(
+            zip(st.items, st.emitted, st.compiled, st.early, st.ran)):
+        todo = [j for j in pool if j.name not in before]
+        given = {name: vs[k] for name, vs in st.batched.items()}
+        if planted or (r is not None and not r.accepted):
+            # What a judge that needs acceptance says only matters for a program the compiler turns
+            # into a kernel (and a planted kernel is not one any judge should interpret: it never ends).
+            todo = [j for j in todo if ACCEPTED not in j.needs and not (planted and j is not compiler)]
+            for name in before:  # taken before the compiler said no: the verdicts stay as they were
+                if ACCEPTED in by_name[name].needs:
+                    v0.pop(name, None)
+        names = {j.name for j in todo}
+        given = {name: verdict for name, verdict in given.items() if name in names}
+        if r is not None:
+            given[compiler.name] = r
+        if any(j.name in st.later.judges for j in todo):
+            st.later.programs.append((k, p, text, judged, r))
+            todo = [j for j in todo if j.name not in st.later.judges]
+        if any(IR in j.needs for j in todo):
+            v = differ.judge(p, todo, text=text, judged=judged, into=v0, given=given)
+        else:  # the compiler alone needs no parse of the emitted text
+            v = v0 if v0 is not None else Verdicts()
+            v.update({name: verdict for name, verdict in given.items() if name in names})
+        if r is not None:  # cubins travel once, in ``Prepared.gpu``
+            v[compiler.name] = r
+        for name, s in v.seconds.items():
+            st.secs[name] += s
+        to_gpu = (st.gpu_run and r is not None and r.accepted and r.cubin is not None
+                  and gpu_worthy(p, v, planted))
+        work: dict[str, Any] = {}
+        if gpu_judges and not planted and r is not None and r.accepted and (to_gpu or not st.gpu_run):
+            for j in gpu_judges:
+                t0 = time.perf_counter()
+                prepared = j.prepare(p, text, r, gpu=st.gpu_run)
+                if isinstance(prepared, Done):  # judged at once (no GPU in the run)
+                    v[j.name] = prepared.verdict
+                elif prepared is not None:
+                    work[j.name] = prepared
+                st.secs[f"{j.name} (CPU)"] += time.perf_counter() - t0
+        st.gpu.append(work)
+        if r is not None:
+            v[compiler.name] = compiler.light(r)
+        st.verdicts.append(v)
+        rec = base_record(p)
+        rec.update(launch.record_fields(p, v))  # where it came from, what of its tensor cores ran
+        if planted:
+            rec["planted"] = planted
+        if st.gpu_run and r is not None and r.accepted and not to_gpu:
+            rec["gpu_skipped"] = gpu_skip_reason(p)  # why the record has no GPU verdict
+        st.records.append(rec)
+
+
+# The pool's stages, in order (the GPU stages run in the campaign's GPU threads, compare and
+# record in its main process: ``fuzzptx.engine.campaign``).
+POOL_STAGES: dict[str, Callable[[BlockState], None]] = {
+    "generate": _generate,
+    "emit": _emit,
+    "compile": _compile,  # with the early judges beside it
+    "warm": _warm,
+    "batch": _batch,
+    "program": _per_program,  # and each program's GPU-stage inputs
+}
+
+
 def gpu_skip_reason(program: Program) -> str:
     """Why ``gpu_worthy`` keeps an accepted program off the GPU, in words for the record."""
     target = program.module.target.split(",")[0].strip()
     if not target.startswith("sm_90"):
         return f"targets {target}: its cubin cannot load on Hopper"
-    label = next((f"{j}: {v}" for j, v in program.expect
-                  if j in ("checker", "reference", "ptxas") and v.startswith(("undefined", "illegal", "rejected"))), "")
+    label = undefined_label(program)
     return f"labelled by its mutation ({label})" if label else "labelled undefined by its mutation"
 
 
-def prepare_block(task: BlockTask) -> Prepared:
-    """The CPU stages for one block (in a pool process, or inline for a small run): generate, emit
-    once, one batched ptxas run with the judges that need no ptxas verdict beside it, then every
-    other CPU judge, and the record fields."""
-    return prepare_block_deferring(task, ())[0]
-
-
-def prepare_block_deferring(task: BlockTask, defer: tuple[str, ...]) -> tuple[Prepared, Deferred]:
-    """``prepare_block`` with the judges named in ``defer`` left out of the per-program verdicts:
-    ``judge_deferred`` adds theirs, before the block leaves the process."""
-    t_block = time.perf_counter()
-    secs: Counter = Counter()
-    t0 = time.perf_counter()
-    items = block_programs(task)
-    secs["generate"] += time.perf_counter() - t0
-    programs = [p for _, p, _ in items]
-    judges = registry.resolve(task.judges)
-    cpu = [j for j in judges if j.cpu]
-    later = Deferred(tuple(j.name for j in cpu if j.name in defer), [], [])
-    t0 = time.perf_counter()
-    if any(j.reads_ir for j in cpu):
-        # the text and the located IR the judges read, from one emission: no parse back
-        emitted = [p.to_ptx_located() for p in programs]
-        secs["emit+parse"] += time.perf_counter() - t0
-    else:
-        emitted = [(p.to_ptx(), None) for p in programs]
-        secs["emit"] += time.perf_counter() - t0
-    texts = [t for t, _ in emitted]
-    gpu_cubins = any(not j.cpu and j.wants_cubin for j in judges)  # the GPU runs ptxas's own cubins
-    cpu_cubins = any(j.cpu and j.wants_cubin for j in judges)  # a CPU judge reads them (the SASS judge)
-    ptxas: list[Any] = [None] * len(programs)
-    early: list[Any] = [None] * len(programs)  # verdicts taken while ptxas compiles
-    ran: list[tuple[str, ...]] = [()] * len(programs)  # ... and by which judges
-    if "ptxas" in task.judges or gpu_cubins:
-        ptxas = _compile_block(texts, gpu_cubins or cpu_cubins, secs,
-                               lambda done: _judge_early(task, cpu, items, emitted, early, ran, done))
-    later.ptxas = ptxas
-    for j in cpu:  # a judge's once-per-block work on ptxas's results (one disassembly of the block)
-        if type(j).warm is not Judge.warm and j.name not in later.judges:
-            t0 = time.perf_counter()
-            j.warm(ptxas)
-            secs[j.name] += time.perf_counter() - t0
-    # judges that judge a whole block in one go (other ptxas releases: one batched run each)
-    batched: dict[str, list[Any]] = {}
-    for j in cpu:
-        if hasattr(j, "judge_batch") and j.name != "ptxas":
-            t0 = time.perf_counter()
-            batched[j.name] = j.judge_batch(programs, texts)
-            secs[j.name] += time.perf_counter() - t0
-    verdicts, cubins, names, records = [], [], [], []
-    for k, ((_idx, p, planted), (text, judged), r, v0, before) in enumerate(zip(items, emitted, ptxas, early, ran)):
-        todo = [j for j in cpu if j.name not in before]
-        given = {name: vs[k] for name, vs in batched.items()}
-        if planted or (r is not None and not r.accepted):
-            # What a judge that needs acceptance says only matters for a program ptxas turns into
-            # a kernel (and a planted kernel is not one any judge should interpret: it never ends).
-            todo = [j for j in todo if not j.needs_accepted and not (planted and j.name != "ptxas")]
-            for name in before:  # taken before ptxas said no: the verdicts stay as they were
-                if registry.get(name).needs_accepted:
-                    v0.pop(name, None)
-        given = {name: verdict for name, verdict in given.items() if name in {j.name for j in todo}}
-        if any(j.name in later.judges for j in todo):
-            later.programs.append((k, p, text, judged, r))
-            todo = [j for j in todo if j.name not in later.judges]
-        if any(j.reads_ir for j in todo):
-            v = differ.judge(p, [j.name for j in todo], ptxas_result=r, text=text, judged=judged, into=v0, given=given)
-        else:  # ptxas alone needs no parse of the emitted text
-            v = v0 if v0 is not None else Verdicts()
-            v.update(given)
-        if r is not None:  # cubins travel once, in ``cubins``; a plain dict pickles
-            v.ptxas = r
-        for k, s in v.seconds.items():
-            secs[k] += s
-        ok = (gpu_cubins and r is not None and r.accepted and r.cubin is not None
-              and gpu_worthy(p, v, planted))
-        cubins.append(r.cubin if ok else None)
-        names.append(r.kernel(p.launch.kernel) if ok else "")
-        if r is not None:
-            v.ptxas = replace(r, cubin=None, kernel_names=dict(r.kernel_names))
-        verdicts.append(v)
-        rec = base_record(p)
-        if planted:
-            rec["planted"] = planted
-        if gpu_cubins and r is not None and r.accepted and not ok:
-            rec["gpu_skipped"] = gpu_skip_reason(p)  # why the record has no hardware verdict
-        records.append(rec)
-    pairs = _metamorphic_block(task, programs, texts, ptxas, cubins, [p for _, _, p in items], secs) \
-        if "metamorphic" in task.judges else []
-    light = [shipped(p) for p in programs]
-    return Prepared(task.block, [i for i, _, _ in items], light, verdicts, cubins, names, records, dict(secs), pairs,
-                    texts, time.perf_counter() - t_block), later
-
-
-def deferrable(judges: tuple[str, ...]) -> tuple[str, ...]:
+def deferrable(judges: JudgeSet) -> tuple[str, ...]:
     """The judges of ``judges`` worth deferring: those with once-per-block work (``Judge.warm``,
     the SASS judge's disassembler run), which one run can then do for several blocks."""
-    return tuple(j.name for j in registry.resolve(judges) if j.cpu and type(j).warm is not Judge.warm)
+    return tuple(j.name for j in JudgeSet.of(judges).in_pool() if j.warms)
 
 
 def warm_deferred(blocks: list[tuple[Prepared, Deferred]]) -> None:
     """Each deferred judge's once-per-block work (``Judge.warm``) for all ``blocks`` in one go;
     each block's stage seconds and wall get a share in proportion to its programs."""
-    names = tuple(dict.fromkeys(n for _, d in blocks for n in d.judges))
+    judges = {j.name: j for _, d in blocks for j in d.warmers}
     shares = [max(1, len(d.programs)) for _, d in blocks]
-    for j in registry.resolve(names) if names else ():
-        if type(j).warm is not Judge.warm:
+    for j in judges.values():
+        if j.warms:
             t0 = time.perf_counter()
-            j.warm([r for _, d in blocks if j.name in d.judges for r in d.ptxas])
+            j.warm([r for _, d in blocks if j.name in d.judges for r in d.compiled])
             took = time.perf_counter() - t0
             for (prep, _), n in zip(blocks, shares):
                 prep.seconds[j.name] = prep.seconds.get(j.name, 0.0) + took * n / sum(shares)
@@ -211,28 +313,33 @@ def warm_deferred(blocks: list[tuple[Prepared, Deferred]]) -> None:
 def judge_deferred(prep: Prepared, later: Deferred) -> None:
     """The deferred judges' verdicts on one prepared block, into its verdicts and stage seconds."""
     t_block = time.perf_counter()
+    c = later.compiler
     for k, p, text, judged, r in later.programs:
         v = prep.verdicts[k]
-        differ.judge(p, ("ptxas",) + later.judges, ptxas_result=r, text=text, judged=judged, into=v)
-        v.ptxas = replace(r, cubin=None, kernel_names=dict(r.kernel_names))  # as prepare_block ships it
+        if r is not None:
+            differ.judge(p, (c,) + later.warmers, text=text, judged=judged, into=v, given={c.name: r})
+            v[c.name] = c.light(r)  # as the per-program stage ships it
+        else:
+            differ.judge(p, later.warmers, text=text, judged=judged, into=v)
         for name in later.judges:
             prep.seconds[name] = prep.seconds.get(name, 0.0) + v.seconds.get(name, 0.0)
     prep.wall += time.perf_counter() - t_block
 
 
-def _compile_block(texts: list[str], hw: bool, secs: Counter, meanwhile: Callable[[Callable[[], bool]], None]) -> list:
-    """``compile_batch`` of the block's texts in a thread, running ``meanwhile(ptxas_done)``
-    (judges that need no ptxas result) in this one: the pool process would otherwise sit idle
-    while its ptxas runs, and a campaign's pool of N processes then keeps N + 1 cores or more
-    busy at times (measured: benchmarks/README.md, "checker beside ptxas", "reference beside ptxas")."""
+def _compile_block(compiler: Judge, programs: list[Program], texts: list[str], cubins: bool, secs: Counter,
+                   meanwhile: Callable[[Callable[[], bool]], None]) -> list:
+    """The compile stage's batch in a thread, running ``meanwhile(compile_done)`` (judges that need
+    no compile result) in this one: the pool process would otherwise sit idle while its ptxas
+    runs, and a campaign's pool of N processes then keeps N + 1 cores or more busy at times
+    (measured: benchmarks/README.md, "checker beside ptxas", "reference beside ptxas")."""
     took: dict = {}
 
     def run() -> list:
         t0 = time.perf_counter()
         try:
-            return compile_batch(texts, want_cubin=hw)
+            return compiler.judge_batch(programs, texts, cubins=cubins)
         finally:
-            took["ptxas"] = time.perf_counter() - t0
+            took["compile"] = time.perf_counter() - t0
 
     with cf.ThreadPoolExecutor(1) as ex:
         t0 = time.perf_counter()
@@ -240,55 +347,35 @@ def _compile_block(texts: list[str], hw: bool, secs: Counter, meanwhile: Callabl
         meanwhile(fut.done)
         beside = time.perf_counter() - t0
         out = fut.result()
-    secs["ptxas"] += took["ptxas"]
-    # stage time that ran at once with ptxas's (counted in both stages, once in the block's wall)
-    secs["overlapped"] += min(beside, took["ptxas"])
+    secs[compiler.name] += took["compile"]
+    # stage time that ran at once with the compile's (counted in both stages, once in the block's wall)
+    secs["overlapped"] += min(beside, took["compile"])
     return out
 
 
-def _judge_early(task: BlockTask, cpu: list, items, emitted, early: list, ran: list,
-                 ptxas_done: Callable[[], bool]) -> None:
-    """The judges that read the program alone (``Judge.early``: the checker, the reference) on each
-    of the block's programs (not the planted ones), while ptxas compiles (``_compile_block``); a
-    judge that needs ptxas's acceptance runs only until ptxas is done (after that it waits for
-    ptxas's verdict, and skips what ptxas rejected: a reference run on a program ptxas then
-    rejects is ~13% of them, the price of the overlap)."""
-    wanted = tuple(j.name for j in cpu if j.early)
+def _judge_early(st: BlockState, compile_done: Callable[[], bool]) -> None:
+    """The judges that read the program alone (stage EARLY: the checker, the reference) on each of
+    the block's programs (not the planted ones), while the block compiles (``_compile_block``); a
+    judge that needs the compiler's acceptance runs only until the compile is done (after that it
+    waits for the verdict, and skips what the compiler rejected: a reference run on a program
+    ptxas then rejects is ~13% of them, the price of the overlap)."""
+    wanted = tuple(j for j in st.pool if j.stage == EARLY)
     if not wanted:
         return
-    after_ptxas = tuple(n for n in wanted if not registry.get(n).needs_accepted)
-    for k, ((_, p, planted), (text, judged)) in enumerate(zip(items, emitted)):
+    after_compile = tuple(j for j in wanted if ACCEPTED not in j.needs)
+    for k, ((_, p, planted), (text, judged)) in enumerate(zip(st.items, st.emitted)):
         if planted or judged is None:
             continue
-        js = wanted if not ptxas_done() else after_ptxas
+        js = wanted if not compile_done() else after_compile
         if js:
-            early[k] = differ.judge(p, js, text=text, judged=judged)
-            ran[k] = js
-
-
-def _metamorphic_block(task: BlockTask, programs, texts, ptxas, cubins, planted, secs: Counter) -> list:
-    """Each GPU-bound program's metamorphic pairs, every side compiled here in the pool (the
-    original's -O3 build reused); without the hardware judge, judged at once on the reference."""
-    t0 = time.perf_counter()
-    out: list = []
-    for p, text, r, cubin, plant in zip(programs, texts, ptxas, cubins, planted):
-        if plant or r is None or not r.accepted or ("hardware" in task.judges and cubin is None):
-            out.append(None)
-            continue
-        try:
-            pairs = metamorphic.prepare_pairs(p)
-            if isinstance(pairs, metamorphic.PreparedPairs):
-                pairs = pairs.compile({(text, 3): r}) if "hardware" in task.judges else \
-                    pairs.judge(metamorphic.ReferenceJudge())
-        except Exception as exc:  # noqa: BLE001 - never lose the block's other verdicts
-            pairs = metamorphic.Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}")
-        out.append(pairs)
-    secs["metamorphic (CPU)"] += time.perf_counter() - t0
-    return out
+            st.early[k] = differ.judge(p, js, text=text, judged=judged)
+            st.ran[k] = tuple(j.name for j in js)
 
 
 def warm() -> None:
-    """Pool initializer: the catalogue and the strategies built before the clock of any stage starts."""
+    """Pool initializer: the process ends with its parent (``perf.die_with_parent``); the catalogue
+    and the strategies built before the clock of any stage starts."""
+    die_with_parent()
     draw_direct(1, 0)
     tune_gc(POOL_YOUNG_THRESHOLD)  # (collected between blocks: pool_block)
 

@@ -41,36 +41,38 @@ from pathlib import Path
 from typing import Any
 
 from fuzzptx.errors import FuzzptxError
-from fuzzptx.helptext import Formatter
 from fuzzptx.inputs import InputError, read_jsonl, read_text
-from fuzzptx.judges import registry
-from fuzzptx.judges.builtin import with_releases
 from fuzzptx.judges.finding import MODEL
-from fuzzptx.judges.metamorphic import Checked, HardwareJudge as MetamorphicOnGpu
-from fuzzptx.oracles.hardware import HardwareWorker, gpu_available, visible_gpu_count
+from fuzzptx.judges.base import COMPILE, DEVICE, GPU
+from fuzzptx.judges.registry import by_stage
+from fuzzptx.judges.selection import JudgeSet
+from fuzzptx.oracles.hardware import HardwareWorker, visible_gpu_count
 from fuzzptx.program import Program
 
 from .block import Prepared, deferrable, pool_block, pool_blocks, warm
-from .generate import ILLEGAL_SHARE, BlockTask, block_programs_left
+from .config import RunConfig
+from .options import (Parser, add_examples, add_judges, add_numerics, add_pairs, add_out, add_ptxas, add_seed,
+                      add_workers, count_or_zero, positive_int, positive_seconds)
+from .generate import BlockTask, block_programs_left
 from .outlock import DEFAULT_STALE_AFTER, OutLock, acquire
 from .records import findings_of, record
 from .repro import finalize_repro_file, judges_that_ran, repro_stem, write_raw
 
-STAGES = ("generate", "ptxas", "checker", "reference", "gpu")
-# A hardware campaign's judges unless told otherwise: the issue's nightly route
-# (``--fuzzptx-judges reference,ptxas,hardware``) and the SASS verifier, which reads ptxas's own
-# cubins on the CPU (at ~0.2x the ptxas time: benchmarks/README.md).  The checker is a static judge whose only
-# differential partner is ptxas, which the CPU fuzz runs in CI already cover; on a GPU node it
-# costs ~8-10% of the throughput and its findings (ptxas-model gaps) are not the hardware team's.
-NIGHTLY_JUDGES = ("reference", "ptxas", "sass", "hardware")
+# Stage seconds that are not a stage a program goes through (time counted twice, bookkeeping).
+NOT_RATED = ("overlapped", "gc", "emit", "emit+parse")
 # blocks one pool task prepares together when a judge has once-per-block work (``block.deferrable``:
 # the SASS judge's disassembler run, ~0.25 s of CPU at start-up whatever its input): one run
 # serves the group, and the group's verdicts wait for its last block
 GROUP_BLOCKS = 4
+# seconds the blocks in flight get to finish into the record after Ctrl-C or SIGTERM
+STOP_GRACE_S = 3.0
 
 
 class CampaignError(FuzzptxError):
     """A bad flag or an unusable campaign directory (one line at the CLI)."""
+
+
+Plan = RunConfig  # the name the campaign's callers knew it by
 
 
 # ----------------------------------------------------------------- one block
@@ -103,7 +105,9 @@ def check_record(path: Path) -> None:
         return
     with path.open("rb") as fh:
         head = fh.read(1 << 20)
-    nul = head.find(b"\0")
+    # a NUL in the first line: binary; one in a later line is that line's problem (``done_keys``
+    # skips and counts it, as triage and report do)
+    nul = head.split(b"\n", 1)[0].find(b"\0")
     if nul >= 0:
         raise InputError(f"binary data (NUL byte at offset {nul}), not a campaign record "
                          "(--resume reads the results.jsonl of an earlier campaign)", str(path))
@@ -205,11 +209,6 @@ def parse_gpus(text: str) -> list[int]:
     return gpus
 
 
-def parse_judges(text: str) -> tuple[str, ...]:
-    """Judge names, built-in or from an installed plugin (``registry.parse``: one line for a bad one)."""
-    return registry.parse(text)
-
-
 def corpus_files(directory: str) -> list[str]:
     d = Path(directory)
     if not d.is_dir():
@@ -272,8 +271,10 @@ class Live:
     gpu_since: dict = field(default_factory=dict)
     lock: Any = field(default_factory=threading.Lock)
     gpu_programs: int = 0
-    buckets: Counter = field(default_factory=Counter)
-    smallest: dict = field(default_factory=dict)  # signature -> fewest instructions so far
+    buckets: Counter = field(default_factory=Counter)  # root cause (str) -> findings
+    evidence: Counter = field(default_factory=Counter)  # signature -> findings it is evidence of
+    first_seen: dict = field(default_factory=dict)  # root cause -> (programs, seconds) when first found
+    smallest: dict = field(default_factory=dict)  # root cause -> fewest instructions so far
     faults: Counter = field(default_factory=Counter)
     restarts: Counter = field(default_factory=Counter)
     gpu_errors: FirstFew = field(default_factory=FirstFew)
@@ -288,7 +289,7 @@ class Live:
     ptxas_accepted: int = 0
     families: Counter = field(default_factory=Counter)
     forms: set = field(default_factory=set)  # catalogue forms reached
-    repros: dict = field(default_factory=dict)  # signature -> its repro file
+    repros: dict = field(default_factory=dict)  # root cause -> its repro file
     record_problems: list = field(default_factory=list)  # lines of results.jsonl --resume left out, named
 
     def wall(self) -> float:
@@ -297,7 +298,7 @@ class Live:
     def rates(self) -> dict[str, float]:
         """Programs per second each stage could sustain with the processes it has."""
         out = {}
-        for s in STAGES:
+        for s in [k for k in self.stage if k not in NOT_RATED and not k.startswith(("record", "gpu ")) and "(" not in k]:
             if self.stage[s] > 0:
                 n = self.gpu_programs if s == "gpu" else self.programs
                 par = max(self.gpus, 1) if s == "gpu" else self.workers
@@ -414,66 +415,24 @@ def _hardware_runner(gpu: int, timeout: float):
 # ----------------------------------------------------------------- the campaign
 
 
-@dataclass(frozen=True)
-class Plan:
-    """What to judge: seed, blocks, limits (fixed for a campaign directory across --resume)."""
-
-    seed: int = 0
-    block_size: int = 32
-    shard: tuple[int, int] = (0, 1)
-    examples: int | None = None
-    seconds: float | None = None
-    judges: tuple[str, ...] = NIGHTLY_JUDGES
-    corpus: tuple[str, ...] | None = None
-    corpus_skipped: tuple[str, ...] = ()  # one line per --corpus file left out (unreadable, not a program)
-    plant: int | None = None  # block for the planted faults; -1: chosen in the middle of the run
-    generator: str = "direct"
-    numerics: str | None = None  # spec or hardware for every program; None: each program's own (spec if none)
-    illegal_share: float = ILLEGAL_SHARE  # mutated programs per block
-    shrink_budget: float = 0.0  # seconds to shrink each new signature's first program (0: keep the smallest, unshrunk)
-    shrink_model_gaps: bool = False  # shrink findings that are gaps in our own models too (checker vs ptxas...)
-
-    def total_blocks(self) -> int | None:
-        n = self.examples if self.corpus is None else min(self.examples or len(self.corpus), len(self.corpus))
-        return None if n is None else -(-n // self.block_size)
-
-    def limit(self) -> int | None:
-        return self.examples if self.corpus is None else min(self.examples or len(self.corpus), len(self.corpus))
-
-    def blocks(self):
-        b, total = self.shard[0], self.total_blocks()
-        while total is None or b < total:
-            yield b
-            b += self.shard[1]
-
-    def task(self, block: int, skip: frozenset[int], plant: bool) -> BlockTask:
-        lim = self.limit()
-        keep = None if lim is None else max(0, min(self.block_size, lim - block * self.block_size))
-        files = None
-        if self.corpus is not None:
-            files = self.corpus[block * self.block_size:(block + 1) * self.block_size]
-        return BlockTask(block, self.seed, self.block_size, self.judges, skip, keep, plant, files, self.generator,
-                         self.numerics, self.illegal_share)
-
-
-def _check_meta(out: Path, plan: Plan, resume: bool) -> dict:
+def _check_meta(out: Path, plan: RunConfig, resume: bool) -> dict:
     meta = {"seed": plan.seed, "block_size": plan.block_size, "shard": f"{plan.shard[0]}/{plan.shard[1]}",
             "corpus": None if plan.corpus is None else len(plan.corpus), "generator": plan.generator,
-            "numerics": plan.numerics, "planted_block": None}
+            "numerics": plan.numerics, "planted_block": None, "avoid": sorted(plan.avoid)}
     path = out / "campaign.json"
     if path.exists():
         try:
             old = json.loads(path.read_text())
         except ValueError:
             raise CampaignError(f"{path}: not a campaign record (bad JSON)") from None
-        for k in ("seed", "block_size", "shard", "corpus", "generator", "numerics"):
+        for k in ("seed", "block_size", "shard", "corpus", "generator", "numerics", "avoid"):
             if old.get(k, meta[k]) != meta[k]:
                 raise CampaignError(f"--resume with {k}={meta[k]} but the campaign in {out} used {old.get(k)}")
         meta["planted_block"] = old.get("planted_block")
     return meta
 
 
-def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False, workers: int = 1,
+def run_campaign(out: Path, plan: RunConfig, *, gpus: list[int], resume: bool = False, workers: int = 1,
                  gpu_timeout: float = 5.0, gpu_workers: int = 0, progress: bool = True, inline: bool = False,
                  force_takeover: bool = False, stale_after: float = DEFAULT_STALE_AFTER) -> dict:
     """Run (or resume) a campaign into ``out``; returns the stats also written to stats.json.
@@ -490,7 +449,7 @@ def run_campaign(out: Path, plan: Plan, *, gpus: list[int], resume: bool = False
         lock.release()
 
 
-def _run_locked(out: Path, plan: Plan, lock: OutLock, *, gpus: list[int], resume: bool, workers: int,
+def _run_locked(out: Path, plan: RunConfig, lock: OutLock, *, gpus: list[int], resume: bool, workers: int,
                 gpu_timeout: float, gpu_workers: int, progress: bool, inline: bool) -> dict:
     results = out / "results.jsonl"
     if results.exists() and results.stat().st_size and not resume:
@@ -508,7 +467,9 @@ def _run_locked(out: Path, plan: Plan, lock: OutLock, *, gpus: list[int], resume
     for b, i in done:
         done_by_block.setdefault(b, set()).add(i)
     (out / "repros").mkdir(exist_ok=True)
-    use_gpu = "hardware" in plan.judges and bool(gpus)
+    use_gpu = bool(plan.judges.needing(DEVICE)) and bool(gpus)
+    gpu_judges = plan.judges.on_gpu_stages()
+    compile_name = (plan.judges.compiler() or by_stage(COMPILE)).name
     plant_block = meta["planted_block"]
     if plan.plant is not None and plant_block is None and plan.plant >= 0:
         plant_block = plan.plant
@@ -534,30 +495,33 @@ def _run_locked(out: Path, plan: Plan, lock: OutLock, *, gpus: list[int], resume
             item = gpu_q.get()
             if item is None:
                 return
-            hw: list[Any] = []
-            for p, cubin, name in zip(item.programs, item.cubins, item.kernel_names):
-                if cubin is None:
-                    hw.append(None)
-                    continue
-                live.gpu_enter(idx)
-                try:
-                    hw.append(runner.run(p, cubin=cubin, kernel=name))
-                except Exception as exc:  # the worker could not start: no verdict, never a lost block
-                    live.gpu_errors.append(f"gpu {gpus[idx]}: {type(exc).__name__}: {exc}")
-                    hw.append(None)
-                finally:
-                    live.gpu_leave(idx)
-            for j, pairs in enumerate(item.metamorphic):
-                if pairs is not None and not hasattr(pairs, "skipped"):  # PreparedPairs: sides on this GPU
+            hw: list[dict[str, Any]] = [{} for _ in item.programs]
+            for judge in gpu_judges:  # stage by stage (GPU, then METAMORPHIC), each over the block
+                for j, p in enumerate(item.programs):
+                    prepared = item.gpu[j].get(judge.name)
+                    if prepared is None:
+                        continue
                     live.gpu_enter(idx)
                     t0 = time.perf_counter()
                     try:
-                        item.metamorphic[j] = pairs.judge(_meta_judge(runner, pairs.built))
-                    except Exception as exc:  # noqa: BLE001
-                        item.metamorphic[j] = _meta_failed(exc)
+                        verdict = judge.on_gpu(p, prepared, runner)
+                    except Exception as exc:  # the worker could not start: no verdict, never a lost block
+                        live.gpu_errors.append(f"gpu {gpus[idx]}: {type(exc).__name__}: {exc}")
+                        verdict = None
                     finally:
                         live.gpu_leave(idx)
-                        live.stage["gpu (metamorphic)"] += time.perf_counter() - t0
+                    took = time.perf_counter() - t0
+                    if verdict is None:
+                        continue
+                    hw[j][judge.name] = verdict
+                    if judge.stage == GPU:  # kernel-job seconds where the verdict has them
+                        live.stage["gpu"] += getattr(verdict, "seconds", took)
+                        if getattr(verdict, "fault", None):
+                            live.faults[verdict.fault] += 1
+                    else:
+                        live.stage[f"gpu ({judge.name})"] += took
+                if judge.stage == GPU:
+                    live.gpu_programs += sum(1 for d in hw if judge.name in d)
             live.restarts[id(runner)] = runner.restarts
             live.runner_stats[id(runner)] = (list(getattr(runner, "start_seconds", ())), getattr(runner, "waited", 0.0))
             events.put(("gpu", item, hw))
@@ -636,36 +600,33 @@ def _run_locked(out: Path, plan: Plan, lock: OutLock, *, gpus: list[int], resume
         state["finished"] += 1
         lines = []
         for j, (p, v, idx, base) in enumerate(zip(item.programs, item.verdicts, item.indices, item.records)):
-            pairs = item.metamorphic[j] if item.metamorphic else None
-            if pairs is not None and hasattr(pairs, "skipped"):
-                v.metamorphic = pairs
-            if hw is not None and hw[j] is not None:
-                v.hardware = hw[j]
-                live.stage["gpu"] += hw[j].seconds
-                live.gpu_programs += 1
-                if hw[j].fault:
-                    live.faults[hw[j].fault] += 1
+            if hw is not None:
+                v.update(hw[j])
             findings = findings_of(p, v, base["family"], full=lambda j=j: item.program(j))
-            repros: dict[str, str] = {}  # signature -> its repro file (one file per signature)
+            repros: dict[str, str] = {}  # root cause -> its repro file (one file per cause)
             full = sizing = None
             for f in findings:
-                live.buckets[f.signature] += 1
+                key = str(f.root_cause)  # the bucket: findings of one cause are one bug
+                live.buckets[key] += 1
+                live.evidence.update(f.signatures)
+                live.first_seen.setdefault(key, (live.programs + 1, round(live.wall(), 2)))
                 live.findings += 1
                 n = base["instructions"]
-                # a new signature gets a repro; without shrinking, a smaller program of it replaces
+                # a new cause gets a repro; without shrinking, a smaller program of it replaces
                 # the one before (the smallest so far), with shrinking the first one is shrunk
-                new = f.signature not in live.smallest
-                if new or (plan.shrink_budget <= 0 and n < live.smallest[f.signature]):
-                    live.smallest[f.signature] = n
-                    repro = repros[f.signature] = str(out / "repros" / f"{repro_stem(item.block, idx, len(repros))}.ptx")
-                    live.repros[f.signature] = repro
-                    note = f"hardware when found: {v.summary()['hardware']}" if v.hardware is not None else None
+                new = key not in live.smallest
+                if new or (plan.shrink_budget <= 0 and n < live.smallest[key]):
+                    live.smallest[key] = n
+                    repro = repros[key] = str(out / "repros" / f"{repro_stem(item.block, idx, len(repros))}.ptx")
+                    live.repros[key] = repro
+                    on_gpu = [k for j_ in gpu_judges if j_.name in v for k in j_.summary(v[j_.name])]
+                    note = "; ".join(f"{k} when found: {v.summary()[k]}" for k in on_gpu) or None
                     full = full or item.program(j)
                     write_raw(Path(repro), full, f.signature)  # at once: kill-safe
                     # EXPECT lines from the run's own verdicts, moved to the final header
                     # (differ.finalize_repro: a few ms, so every repro file gets them, even one
                     # a smaller repro of its signature supersedes later)
-                    sizing = sizing or v.replace(**{n: None for n in v if not registry.get(n).cpu})
+                    sizing = sizing or v.replace(**{j_.name: None for j_ in gpu_judges})
                     budget = plan.shrink_budget if plan.shrink_model_gaps or f.kind != MODEL else 0.0
                     fut = pool.submit(finalize_repro_file, repro, full, judges_that_ran(sizing), f.signature, note,
                                       sizing, item.texts[j], budget)
@@ -674,7 +635,8 @@ def _run_locked(out: Path, plan: Plan, lock: OutLock, *, gpus: list[int], resume
             lines.append(json.dumps(record(item.block, idx, base, v, findings, repros)) + "\n")
             live.programs += 1
             live.illegal += base.get("mutation") is not None
-            live.ptxas_accepted += bool(v.ptxas is not None and v.ptxas.accepted)
+            compiled = v.get(compile_name)
+            live.ptxas_accepted += bool(compiled is not None and compiled.accepted)
             live.families[base["family"]] += 1
             live.forms.update(base["forms"])
         log.write("".join(lines))
@@ -687,8 +649,19 @@ def _run_locked(out: Path, plan: Plan, lock: OutLock, *, gpus: list[int], resume
     try:
         submit_more()
         while pending or state["in_gpu"]:
-            if stop.is_set():  # SIGINT/SIGTERM, seen between blocks: the record ends on a whole block
-                raise KeyboardInterrupt
+            if stop.is_set():  # SIGINT/SIGTERM: the blocks in flight get STOP_GRACE_S to finish into
+                # the record (it ends on whole blocks); the rest are stopped, for a --resume to redo
+                if "stop_at" not in state:
+                    state["exhausted"] = True
+                    state["stop_at"] = time.monotonic() + STOP_GRACE_S
+                    for f in [f for f in pending if f.cancel()]:
+                        pending.pop(f, None)
+                if time.monotonic() > state["stop_at"] or not (pending or state["in_gpu"]):
+                    left = sum(len(ts) for ts in pending.values()) + state["in_gpu"]
+                    if left:
+                        _say(f"fuzzptx campaign: {left} block(s) in flight stopped, not recorded "
+                             "(--resume judges them)")
+                    raise KeyboardInterrupt
             try:
                 ev = events.get(timeout=0.5)
             except queue.Empty:
@@ -714,7 +687,7 @@ def _run_locked(out: Path, plan: Plan, lock: OutLock, *, gpus: list[int], resume
                         if isinstance(item, str):
                             live.block_errors.append(f"block {task.block}: {item}")
                             _say(f"fuzzptx campaign: block {task.block} failed: {item}")
-                        elif use_gpu and any(c is not None for c in item.cubins):
+                        elif use_gpu and item.for_gpu():
                             gpu_q.put(item)
                             state["in_gpu"] += 1
                         else:
@@ -741,6 +714,8 @@ def _run_locked(out: Path, plan: Plan, lock: OutLock, *, gpus: list[int], resume
             if not cf.wait(repro_futs, timeout=0.5).not_done:
                 break
         if stop.is_set():
+            raise KeyboardInterrupt
+        if "stop_at" in state:  # every block in flight finished within the grace: still an interruption
             raise KeyboardInterrupt
         state["complete"] = True
     finally:
@@ -783,14 +758,6 @@ def _stop_on_signals(stop: threading.Event):
     return lambda: [signal.signal(sig, h) for sig, h in old.items()]
 
 
-def _meta_judge(runner, built: dict):
-    return MetamorphicOnGpu(runner, _built=built)
-
-
-def _meta_failed(exc: Exception):
-    return Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}")
-
-
 def _drop_queued(gpu_q: queue.Queue, keep_block: int | None, live: Live) -> int:
     """At the deadline: blocks still waiting for a GPU are left for a later --resume (they are
     not in the record, so nothing is lost); the planted block stays.  Returns blocks dropped."""
@@ -830,11 +797,20 @@ def _close_pool(pool) -> None:
     concurrent.futures' _python_exit) at the end of a finished campaign."""
     if isinstance(pool, InlineExecutor):
         return
+    # taken before shutdown, which forgets them: stopped here, a block in a worker would otherwise
+    # run to its end while the interpreter's exit hook waits for it (14-70 s after a Ctrl-C)
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+    for proc in procs:
         if proc.is_alive():
             proc.terminate()
-    pool.shutdown(wait=True)
+    for proc in procs:
+        proc.join(timeout=5)
+        if proc.is_alive():
+            proc.kill()
+    if manager is not None:
+        manager.join(timeout=10)
 
 
 def _restart_pool(pool, ctx, workers: int):
@@ -843,7 +819,7 @@ def _restart_pool(pool, ctx, workers: int):
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=warm)
 
 
-def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, results: Path) -> dict:
+def _stats(live: Live, plan: RunConfig, gpus: list[int], resumed: int, meta: dict, results: Path) -> dict:
     wall = live.wall()
     return {
         "programs": live.programs,
@@ -861,6 +837,7 @@ def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, re
         "cpu_workers": live.workers,
         "judges": list(plan.judges),
         "numerics": plan.numerics or "spec",
+        "avoid": sorted(plan.avoid),
         "seed": plan.seed, "block_size": plan.block_size, "shard": f"{plan.shard[0]}/{plan.shard[1]}",
         "findings": live.findings,
         "faults": dict(live.faults),
@@ -870,7 +847,11 @@ def _stats(live: Live, plan: Plan, gpus: list[int], resumed: int, meta: dict, re
         "gpu_errors": live.gpu_errors.items, "gpu_errors_total": live.gpu_errors.count,
         "block_errors": live.block_errors.items, "block_errors_total": live.block_errors.count,
         "planted_block": meta.get("planted_block"),
-        "buckets": dict(live.buckets.most_common()),
+        "buckets": dict(live.buckets.most_common()),  # by root cause (finding.RootCause, as str)
+        "evidence": dict(live.evidence.most_common()),  # by signature
+        "first_seen": live.first_seen,  # root cause -> [programs, seconds] when first found
+        # what the campaign held, for bug yield (distinct root causes per CPU-hour and GPU-hour)
+        "cpu_hours": round(live.workers * wall / 3600, 6), "gpu_hours": round(live.gpus * wall / 3600, 6),
         "illegal_programs": live.illegal,
         "ptxas_accepted": live.ptxas_accepted,
         "families": dict(live.families.most_common()),
@@ -953,14 +934,13 @@ def _progress(live: Live, gpu_queue: int) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="fuzzptx campaign", description="Batched, isolated, resumable hardware campaign.",
-                 formatter_class=Formatter)
+    ap = Parser(prog="fuzzptx campaign", description="Batched, isolated, resumable hardware campaign.")
     lim = ap.add_mutually_exclusive_group()
     lim.add_argument("--time", help="duration: 300, 5m, 2h")
-    lim.add_argument("--examples", type=int, help="programs in the whole campaign (all shards together)")
+    add_examples(lim, None, "programs in the whole campaign (all shards together)")
     ap.add_argument("--gpus", default="all", help="all, none, or a list like 0,1")
-    ap.add_argument("--out", required=True, help="campaign directory (results.jsonl, repros/, stats.json)")
-    ap.add_argument("--seed", type=int, default=0, help="the campaign's seed: block b is drawn under (seed, b)")
+    add_out(ap, required=True, help="campaign directory (results.jsonl, repros/, stats.json)")
+    add_seed(ap, "the campaign's seed: block b is drawn under (seed, b)")
     ap.add_argument("--shard", default=None,
                     help="i/n: this process takes blocks b with b %% n == i (default: from a Slurm job array, "
                          "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT, or a Kubernetes indexed Job, "
@@ -969,94 +949,57 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--force-takeover", action="store_true",
                     help="take over the --out lock of a campaign on another host whose heartbeat is older than "
                          "--stale-after (a dead holder on this host is taken over without it)")
-    ap.add_argument("--stale-after", type=float, default=DEFAULT_STALE_AFTER,
+    ap.add_argument("--stale-after", type=positive_seconds, default=DEFAULT_STALE_AFTER,
                     help="seconds without a heartbeat (the holder touches campaign.lock every 10 s) after which "
                          "--force-takeover may take another host's lock")
-    ap.add_argument("--judges", default=",".join(NIGHTLY_JUDGES),
-                    help="comma-separated (default: %(default)s, the nightly hardware set); add checker for its "
-                         "ptxas-model verdicts too, at ~8-10%% of the throughput on an H100 node: "
-                         "the CPU fuzz runs (fuzzptx run, pytest) already set the checker against ptxas")
-    ap.add_argument("--ptxas", metavar="SPEC", default=None,
-                    help="the ptxas releases that judge (as fuzzptx run --ptxas): each release is a judge ptxas@R; "
-                         "the pinned release stays the judge named ptxas, whose cubins the GPU runs")
-    ap.add_argument("--numerics", choices=("spec", "hardware"), default=None,
-                    help="the reference's numerics: spec (the PTX ISA's error bounds, the default) or hardware "
-                         "(the bit-exact H100 model: any GPU mismatch is then a reference or hardware bug); "
-                         "repro files carry it (NUMERICS line); with --corpus, default: each file's own")
-    ap.add_argument("--block-size", type=int, default=32, help="programs per block (one ptxas module)")
-    ap.add_argument("--workers", type=int, default=0, help="CPU processes (default: cores, one fewer with a GPU)")
+    add_judges(ap, "campaign", "comma-separated (default: %(default)s, the nightly hardware set); add checker for "
+                               "its ptxas-model verdicts too, at ~8-10%% of the throughput on an H100 node: the CPU "
+                               "fuzz runs (fuzzptx run, pytest) already set the checker against ptxas")
+    add_ptxas(ap)
+    add_pairs(ap, "campaign")
+    add_numerics(ap, None, "the reference's numerics: spec (the PTX ISA's error bounds) or hardware (the bit-exact "
+                           "H100 model: any GPU mismatch is then a reference or hardware bug); default: the model of "
+                           "the GPU that judges -- hardware with the hardware judge (it runs on sm_90a, the H100's "
+                           "model), else spec; repro files carry it (NUMERICS line); with --corpus, default: each "
+                           "file's own")
+    ap.add_argument("--known", metavar="FILE", default=None,
+                    help="known-bug ledger (TOML) the campaign's root causes are matched to (headline: distinct "
+                         "bugs, new ones first, their bundles written into --out); default: the checkout's "
+                         "reports/known_bugs.toml when there is one; 'none': no ledger")
+    ap.add_argument("--rediscover", action="store_true",
+                    help="do not turn down the shapes of the ledger's known bugs (by default the generator avoids "
+                         "them, so the campaign's programs go to what is not known yet)")
+    ap.add_argument("--no-bundles", action="store_true", help="do not write a bundle of each new bug into --out")
+    ap.add_argument("--block-size", type=positive_int, default=32, help="programs per block (one ptxas module)")
+    add_workers(ap, 0, "CPU processes (0: one per core, one fewer with a GPU)")
     ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct",
                     help="direct: each program drawn straight from the strategies (fast); "
                          "hypothesis: through Hypothesis's engine (fuzz.draw_programs)")
     ap.add_argument("--corpus", help="judge the .ptx repro files under this directory instead of generating")
-    ap.add_argument("--plant-faults", nargs="?", type=int, const=-1, default=None, metavar="BLOCK",
+    ap.add_argument("--plant-faults", nargs="?", type=count_or_zero, const=-1, default=None, metavar="BLOCK",
                     help="add a kernel that traps and one that hangs to one block (default: the middle one)")
-    ap.add_argument("--gpu-timeout", type=float, default=5.0,
+    ap.add_argument("--gpu-timeout", type=positive_seconds, default=5.0,
                     help="seconds before a kernel counts as hung (1 s turned a planted trap into a timeout "
                          "under contention on the H100: benchmarks/results/campaign_h100.json)")
-    ap.add_argument("--gpu-workers", type=int, default=0,
+    ap.add_argument("--gpu-workers", type=count_or_zero, default=0,
                     help="isolated GPU worker threads per GPU, each with a warm spare process "
                          "(a hang's watchdog or a restart stalls only one; default: 3, or 2 below 12 cores a GPU)")
     ap.add_argument("--quiet", action="store_true", help="no progress line on stderr (stats still print at the end)")
     return ap
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises (one line at the CLI) instead of printing usage and exiting."""
-
-    def error(self, message: str):
-        raise CampaignError(message)
-
-
-def main_campaign(argv: list[str]) -> int:
-    ap = build_parser()
-    args = ap.parse_args(argv)
-    if args.time is None and args.examples is None and args.corpus is None:
-        raise CampaignError("say how much to do: --time DURATION or --examples N (or --corpus DIR)")
-    if args.examples is not None and args.examples <= 0:
-        raise CampaignError(f"--examples {args.examples}: expected a positive number of programs")
-    if args.block_size <= 0:
-        raise CampaignError(f"--block-size {args.block_size}: expected a positive number")
-    if args.workers < 0:
-        raise CampaignError(f"--workers {args.workers}: expected 0 (one per core) or more")
-    if args.gpu_workers < 0:
-        raise CampaignError(f"--gpu-workers {args.gpu_workers}: expected 0 (sized to the machine) or more")
-    if args.gpu_timeout <= 0:
-        raise CampaignError(f"--gpu-timeout {args.gpu_timeout}: expected a positive number of seconds")
-    judges = with_releases(parse_judges(args.judges), args.ptxas)
-    if args.shard is not None:
-        shard = parse_shard(args.shard)
-    else:
-        found = shard_from_env()
-        shard = (0, 1) if found is None else found[0]
-        if found is not None and not args.quiet:
-            _say(f"fuzzptx campaign: shard {shard[0]}/{shard[1]} (from {found[1]})")
-    if args.stale_after <= 0:
-        raise CampaignError(f"--stale-after {args.stale_after}: expected a positive number of seconds")
-    seconds = parse_duration(args.time) if args.time else None
-    gpus = parse_gpus(args.gpus)
-    corpus, corpus_skipped = None, ()
-    if args.corpus:
-        good, skipped = usable_corpus(corpus_files(args.corpus))
-        for line in skipped:
-            _say(f"fuzzptx campaign: --corpus: skipped {line}")
-        if not good:
-            raise CampaignError(f"--corpus {args.corpus}: none of its {len(skipped)} .ptx files is a fuzzptx program")
-        corpus, corpus_skipped = tuple(good), tuple(skipped)
-    if "hardware" in judges and not gpus:
-        if args.gpus != "none":  # asked for all and found none: say so
-            _say("fuzzptx campaign: no GPU found: running without the hardware judge")
-        judges = tuple(j for j in judges if j != "hardware")
-    if "hardware" in judges:
-        reason = gpu_available()
-        if reason:
-            _say(f"fuzzptx campaign: hardware judge unavailable ({reason}); running without it")
-            judges = tuple(j for j in judges if j != "hardware")
-    workers = args.workers or max(1, (os.cpu_count() or 2) - (1 if "hardware" in judges else 0))
-    plan = Plan(seed=args.seed, block_size=args.block_size, shard=shard, examples=args.examples, seconds=seconds,
-                judges=judges, corpus=corpus, corpus_skipped=corpus_skipped, plant=args.plant_faults, generator=args.generator, numerics=args.numerics)
-    stats = run_campaign(Path(args.out), plan, gpus=gpus, resume=args.resume, workers=workers,
-                         gpu_timeout=args.gpu_timeout, gpu_workers=args.gpu_workers, progress=not args.quiet,
-                         force_takeover=args.force_takeover, stale_after=args.stale_after)
-    print(json.dumps({k: v for k, v in stats.items() if k != "timeline"}, indent=1))
-    return 0
+def gpu_judges_usable(judges: JudgeSet, gpus: list[int], asked_all: bool, say) -> JudgeSet:
+    """``judges`` less those that need a GPU where there is none to use (said in one line)."""
+    need = judges.needing(DEVICE)
+    if not need:
+        return judges
+    names = ", ".join(j.name for j in need)
+    if not gpus:
+        if asked_all:  # asked for all and found none: say so
+            say(f"no GPU found: running without the {names} judge")
+        return judges.without_device()
+    reason = next((why for j in need if (why := j.available())), None)
+    if reason:
+        say(f"{names} judge unavailable ({reason}); running without it")
+        return judges.without_device()
+    return judges

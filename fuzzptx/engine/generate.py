@@ -13,7 +13,9 @@ from hypothesis import seed as hseed
 
 import fuzzptx.strategies as S
 from fuzzptx.errors import FuzzptxError
+from fuzzptx import launch
 from fuzzptx.inputs import read_text
+from fuzzptx.judges.selection import JudgeSet
 from fuzzptx.program import Program
 from fuzzptx.strategies.direct import DrawFailed, draw, reproducible
 
@@ -62,7 +64,7 @@ class BlockTask:
     block: int
     seed: int
     size: int
-    judges: tuple[str, ...]
+    judges: JudgeSet  # resolved once by the command (names given here are resolved on construction)
     skip: frozenset[int] = frozenset()
     keep: int | None = None  # programs of the block inside --examples (None: all)
     plant: bool = False
@@ -70,22 +72,28 @@ class BlockTask:
     generator: str = "direct"  # "direct" (draw_direct) or "hypothesis" (fuzz.draw_programs)
     numerics: str | None = None  # the reference's numerics for every program (None: each program's own)
     illegal_share: float = ILLEGAL_SHARE  # mutated programs in the block
+    avoid: frozenset[str] = frozenset()  # shapes of known bugs the strategies turn down (strategies.avoid)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "judges", JudgeSet.of(self.judges))
 
 
 def block_seed(seed: int, block: int) -> int:
     return (seed * 1_000_003 + block * 7919) % (2**31)
 
 
-def draw_direct(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE) -> list[Program]:
+def draw_direct(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE,
+                avoid: frozenset[str] = frozenset()) -> list[Program]:
     """``n`` programs, each drawn straight from the strategies with its own random stream.
 
     Five times cheaper than running Hypothesis's engine (``draw_programs``): no
     example database, no mutation of earlier examples, no simplest-example-first,
     so no duplicate programs within or across blocks.  Program ``i`` depends on
-    ``(seed, i)`` alone.  A draw the strategies reject (a filter) is redrawn.
+    ``(seed, i)`` alone (and ``avoid``, the known bugs' shapes turned down).  A draw the
+    strategies reject (a filter) is redrawn.
     """
     n_illegal = int(round(n * illegal_share))
-    strategies = (S.programs(), S.illegal_programs())
+    strategies = (S.programs(avoid), S.illegal_programs(avoid=avoid))
     out: list[Program] = []
     with reproducible():  # program i depends on (seed, i), not on what else the process imported
         for i in range(n):
@@ -96,11 +104,12 @@ def draw_direct(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE) -> list
     return out
 
 
-def draw_programs(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE) -> list[Program]:
+def draw_programs(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE,
+                  avoid: frozenset[str] = frozenset()) -> list[Program]:
     """``n`` programs through Hypothesis's own engine (``--generator hypothesis``), reproducibly
     from ``seed``: legal ones, then mutated illegal ones."""
-    legal = S.programs()
-    illegal = S.illegal_programs()
+    legal = S.programs(avoid)
+    illegal = S.illegal_programs(avoid=avoid)
     n_illegal = int(round(n * illegal_share))
     out: list[Program] = []
 
@@ -133,13 +142,13 @@ def draw_programs(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE) -> li
 def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
     """(index, program, planted kind or None) of a block, the same in every process and run."""
     if task.corpus is not None:
-        progs = [Program.from_ptx(read_text(f, what="PTX file"), f) for f in task.corpus]
+        progs = [launch.load(read_text(f, what="PTX file"), f) for f in task.corpus]  # a plain file's launch searched
     else:
         # A block cut short (the last of a run) is drawn at its own size, so it holds illegal
         # programs in proportion too (the mutants come last in a block).
         n = task.size if task.keep is None else min(task.keep, task.size)
         draw_ = draw_programs if task.generator == "hypothesis" else draw_direct
-        progs = draw_(n, block_seed(task.seed, task.block), task.illegal_share)
+        progs = draw_(n, block_seed(task.seed, task.block), task.illegal_share, task.avoid)
     if task.numerics is not None:  # stamped on the program: its repro file replays the same way
         progs = [replace(p, numerics=task.numerics) for p in progs]
     limit = len(progs) if task.keep is None else min(task.keep, len(progs))

@@ -52,12 +52,22 @@ def findings_of(program: Program, v: Verdicts, family: str, full: Callable[[], P
         return [Finding(f"differ:crash|{family}", f"compare failed: {type(exc).__name__}: {exc}")]
 
 
+def finding_record(f: Finding, repro: str | None) -> dict[str, Any]:
+    """A finding as the record holds it: its evidence (signature, message, and those of the findings
+    of the same cause it merged, ``also``), its root cause, and its repro file."""
+    out: dict[str, Any] = {"signature": f.signature, "message": f.message, "repro": repro,
+                           "cause": f.root_cause.as_dict()}
+    if f.also:
+        out["also"] = [{"signature": x.signature, "message": x.message} for x in f.also]
+    return out
+
+
 def record(block: int, index: int, base: dict[str, Any], v: Verdicts, findings: list[Finding],
            repros: dict[str, str]) -> dict[str, Any]:
     """One line of ``results.jsonl``: where the program is (block, index: the seed rebuilds it),
-    what it is, what each judge said, its findings and their repro files."""
+    what it is, what each judge said, its findings (one per root cause) and their repro files
+    (``repros``: by root cause, ``str(f.root_cause)``)."""
     return {"block": block, "index": index, "id": f"{block}:{index}", "t": time.time(), **base,
             "verdicts": v.summary(),
-            "findings": [{"signature": f.signature, "message": f.message, "repro": repros.get(f.signature)}
-                         for f in findings],
+            "findings": [finding_record(f, repros.get(str(f.root_cause)) or repros.get(f.signature)) for f in findings],
             "repro": next(iter(repros.values()), None)}

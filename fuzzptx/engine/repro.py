@@ -22,7 +22,7 @@ from fuzzptx.reduce import shrink, signature_predicate
 def judges_that_ran(v: Verdicts) -> tuple[str, ...]:
     """The CPU judges whose verdicts a repro's EXPECT lines repeat (the GPU's are a note: a replay
     may have no GPU)."""
-    return tuple(name for name in v if registry.get(name).cpu)
+    return tuple(name for name in v if registry.get(name).in_pool)
 
 
 def repro_stem(block: int, index: int, k: int = 0) -> str:

@@ -11,23 +11,21 @@ run started from a checkout writes nothing into it; the summary prints where.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
-from fuzzptx.judges import registry
-from fuzzptx.judges.builtin import with_releases
-from fuzzptx.judges.finding import CLASSES, MODEL, classify as finding_class
+from fuzzptx.judges.base import COMPILE, DEVICE
+from fuzzptx.judges.registry import by_stage
+from fuzzptx.judges.finding import CLASSES, MODEL, RootCause
+from fuzzptx.judges.selection import JudgeSet
 from fuzzptx.oracles.hardware import HardwareUnavailable
-from fuzzptx.triage.known import classify, load_known
 
-from .campaign import Plan, parse_gpus, run_campaign
+from .campaign import parse_gpus, run_campaign
+from .config import RunConfig
 from .generate import ILLEGAL_SHARE
 
-DEFAULT_JUDGES = ("reference", "checker", "ptxas", "sass")
 # Stages that are paid once per new finding signature, not per program, and time counted twice.
 _NOT_PER_PROGRAM = ("shrink", "repro", "overlapped", "gc", "record (main process)")
 
@@ -48,34 +46,42 @@ def default_out(seed: int) -> Path:
     return runs_dir() / f"run-seed{seed}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
-def run(n: int, seed: int, judges: Sequence[str], out_dir: Path, *, batch: int = 32,
+def run(n: int, seed: int, judges: Iterable[str] | JudgeSet, out_dir: Path, *, batch: int = 32,
         illegal_share: float = ILLEGAL_SHARE, shrink_budget: float = 20.0, progress: bool = True,
         numerics: str = "spec", generator: str = "direct", workers: int = 0, repros: bool = True,
-        shrink_model_gaps: bool = False) -> dict:
+        shrink_model_gaps: bool = False, resume: bool = False,
+        avoid: frozenset[str] = frozenset()) -> dict:
     """Judge ``n`` programs into ``out_dir`` with the campaign engine; returns the run's summary
     (``summary``).  ``workers``: pool processes (0: inline, in this process); ``repros=False``:
     findings are counted and recorded but not shrunk (as a benchmark of the per-program cost wants);
-    ``shrink_model_gaps``: shrink the findings that are gaps in our own models too."""
-    judges = tuple(judges)
-    gpu_judges = [j for j in judges if not registry.get(j).cpu and registry.get(j).wants_cubin]
+    ``shrink_model_gaps``: shrink the findings that are gaps in our own models too; ``resume``:
+    carry on from the record in ``out_dir`` (the programs judged there are not judged again);
+    ``avoid``: shapes of known bugs the strategies turn down (``triage.known.avoided``)."""
+    judges = JudgeSet.of(judges)
     gpus: list[int] = []
-    if gpu_judges:  # the GPU itself: a run that asks for it and has none says so in one line
-        why = registry.get(gpu_judges[0]).available()
+    for j in judges.needing(DEVICE):  # the GPU itself: a run that asks for it and has none says so in one line
+        why = j.available()
         if why is not None:
-            raise HardwareUnavailable(f"--judges {gpu_judges[0]}: {why}")
+            raise HardwareUnavailable(f"--judges {j.name}: {why}")
         gpus = parse_gpus("all")
-    plan = Plan(seed=seed, block_size=batch, examples=n, judges=judges, generator=generator,
-                numerics=None if numerics == "spec" else numerics, illegal_share=illegal_share,
-                shrink_budget=shrink_budget if repros else 0.0, shrink_model_gaps=shrink_model_gaps)
-    stats = run_campaign(out_dir, plan, gpus=gpus, workers=max(workers, 1), inline=workers <= 0,
-                         progress=progress)
+    config = RunConfig(seed=seed, block_size=batch, examples=n, judges=judges, generator=generator,
+                       numerics=None if numerics == "spec" else numerics, illegal_share=illegal_share,
+                       shrink_budget=shrink_budget if repros else 0.0, shrink_model_gaps=shrink_model_gaps, avoid=avoid,
+                       out=Path(out_dir), workers=max(workers, 1), inline=workers <= 0, gpus=tuple(gpus))
+    return run_config(config, progress=progress, resume=resume)
+
+
+def run_config(config: RunConfig, *, progress: bool = True, resume: bool = False) -> dict:
+    """A run of ``config`` through the campaign engine; its summary."""
+    stats = run_campaign(config.out, config, gpus=list(config.gpus), workers=config.workers, inline=config.inline,
+                         progress=progress, resume=resume)
     return summary(stats)
 
 
 def summary(stats: dict) -> dict:
     """What the run's summary shows, from the engine's stats."""
     stages = stats["stage_cpu_seconds"]
-    ptxas = stages.get("ptxas", 0.0)
+    ptxas = stages.get(by_stage(COMPILE).name, 0.0)  # the compile stage's time (ptxas's)
     per_program = sum(v for k, v in stages.items() if k not in _NOT_PER_PROGRAM and not k.startswith("gpu"))
     return {
         "programs": stats["programs"],
@@ -87,9 +93,13 @@ def summary(stats: dict) -> dict:
         # every per-program stage's CPU time over ptxas's (ptxas runs beside the other judges)
         "overhead_vs_ptxas": round(per_program / ptxas, 3) if ptxas else None,
         "wall_over_ptxas": round(stats["wall_seconds"] / ptxas, 3) if ptxas else None,
-        "findings_by_bucket": stats["buckets"],
-        "findings_by_class": {cls: {sig: n for sig, n in stats["buckets"].items() if finding_class(sig) == cls}
+        "findings_by_bucket": stats["buckets"],  # by root cause (finding.RootCause as str)
+        "findings_by_class": {cls: {key: n for key, n in stats["buckets"].items() if RootCause.parse(key).kind == cls}
                               for cls in CLASSES},
+        "evidence": stats.get("evidence", {}),
+        "first_seen": stats.get("first_seen", {}),
+        "cpu_hours": stats.get("cpu_hours"), "gpu_hours": stats.get("gpu_hours"),
+        "avoid": stats.get("avoid", []),
         "families": stats["families"],
         "forms_reached": stats["forms_reached"],
         "repros": stats["repros"],
@@ -99,60 +109,9 @@ def summary(stats: dict) -> dict:
     }
 
 
-def main_run(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="fuzzptx run", description="CPU fuzz run: draw programs, judge them, shrink "
-                                 "each new finding into a repro, print a summary.",
-                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--examples", type=int, default=200, help="programs to judge")
-    ap.add_argument("--seed", type=int, default=0, help="the run is a function of the seed")
-    ap.add_argument("--judges", default=",".join(DEFAULT_JUDGES),
-                    help="comma-separated judge names, built-in or from an installed plugin")
-    ap.add_argument("--ptxas", metavar="SPEC", default=None,
-                    help="the ptxas releases that judge: a release (13.5.37), a list, a range (12.4-13.5), latest, "
-                         "all, default (the pinned one) or a path to a ptxas binary; releases are fetched into the "
-                         "user cache on demand (fuzzptx toolchains). Each release is a judge (ptxas@R) and releases "
-                         "that disagree are a finding; the pinned release stays the judge named ptxas")
-    ap.add_argument("--batch", type=int, default=32, help="programs per ptxas module (a campaign block)")
-    ap.add_argument("--illegal-share", type=float, default=ILLEGAL_SHARE, help="share of mutated (illegal) programs")
-    ap.add_argument("--out", default=None, help="directory for results.jsonl, repros/ and summary.json "
-                    "(default: a new directory under $FUZZPTX_OUT, else $XDG_DATA_HOME/fuzzptx/runs, else "
-                    "~/.local/share/fuzzptx/runs)")
-    ap.add_argument("--shrink-budget", type=float, default=10.0, help="seconds per new finding signature (0: no shrinking)")
-    ap.add_argument("--shrink-model-gaps", action="store_true",
-                    help="shrink findings that are gaps in our own models too (the checker's model of ptxas, "
-                         "mutation labels, the reference): by default only compiler and hardware findings are shrunk")
-    ap.add_argument("--workers", type=int, default=None,
-                    help="CPU processes (0: judge in this process; default: one per core)")
-    ap.add_argument("--numerics", choices=("spec", "hardware"), default="spec",
-                    help="reference numerics: spec (the PTX ISA's error bounds) or hardware (bit-exact H100 model)")
-    ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct",
-                    help="direct: each program drawn straight from the strategies, as the campaign does (fast); "
-                         "hypothesis: through Hypothesis's engine")
-    ap.add_argument("--known", metavar="FILE", help="known-findings file (e.g. reports/known_findings.txt): "
-                    "the summary marks which buckets are known")
-    ap.add_argument("--json", action="store_true", help="print the summary as JSON")
-    ap.add_argument("--quiet", action="store_true", help="no progress line")
-    args = ap.parse_args(argv)
-    known = load_known(args.known) if args.known else ()  # before the run: a bad file costs nothing
-    judges = with_releases(registry.parse(args.judges), args.ptxas)
-    out_dir = Path(args.out) if args.out else default_out(args.seed)
-    workers = (os.cpu_count() or 1) if args.workers is None else args.workers
-    summ = run(args.examples, args.seed, judges, out_dir, batch=args.batch, illegal_share=args.illegal_share,
-               shrink_budget=args.shrink_budget, progress=not args.quiet and not args.json, numerics=args.numerics,
-               generator=args.generator, workers=workers, shrink_model_gaps=args.shrink_model_gaps)
-    if known:
-        hit, _ = classify(summ["findings_by_bucket"], known, {"numerics": args.numerics})
-        summ["known"] = {sig: k.where() for sig, k in hit.items()}
-        summ["new_findings"] = sum(n for sig, n in summ["findings_by_bucket"].items() if sig not in hit)
-    (out_dir / "summary.json").write_text(json.dumps(summ, indent=1))
-    if args.json:
-        print(json.dumps(summ, indent=1))
-    else:
-        print(format_summary(summ, out_dir))
-    return 1 if summ["block_errors_total"] else 0
-
-
-def format_summary(s: dict, out_dir: Path) -> str:
+def format_summary(s: dict, out_dir: Path, bug_lines: Sequence[str] = ()) -> str:
+    """The summary as text; ``bug_lines``: the known-bug ledger's lines for the run's root causes
+    (``triage.bugs.format_bugs``, which the command that reads the ledger gives)."""
     lines = [
         "fuzzptx run summary",
         f"  programs        {s['programs']} ({s['illegal_programs']} illegal by mutation), ptxas accepted {s['ptxas_accepted']}",
@@ -165,17 +124,18 @@ def format_summary(s: dict, out_dir: Path) -> str:
     lines.append(f"  coverage        {s['forms_reached']} catalogue forms; families: " + ", ".join(f"{k} {v}" for k, v in list(s["families"].items())[:8]))
     if s["findings_by_bucket"]:
         known = s.get("known") or {}
-        if "new_findings" in s:
+        if s.get("bugs"):
+            lines += list(bug_lines)
             lines.append(f"  new findings    {s['new_findings']} of {sum(s['findings_by_bucket'].values())} "
-                         "(the rest match the known-findings file)")
+                         "(the rest are known bugs of the ledger)")
         for cls, buckets in s["findings_by_class"].items():
             if not buckets:
                 continue
             lines.append(f"  {cls}: {sum(buckets.values())} finding(s) in {len(buckets)} bucket(s)"
                          + (" -- not shrunk (--shrink-model-gaps to shrink them)" if cls == MODEL else ""))
-            for sig, count in buckets.items():
-                lines.append(f"    {count:5d}  {sig}" + (f"  (known: {known[sig]})" if sig in known else "")
-                             + (f"  -> {s['repros'].get(sig)}" if s["repros"].get(sig) else ""))
+            for key, count in buckets.items():
+                lines.append(f"    {count:5d}  {key}" + (f"  (known: {known[key]})" if key in known else "")
+                             + (f"  -> {s['repros'].get(key)}" if s["repros"].get(key) else ""))
     else:
         lines.append("  findings        none")
     if s.get("block_errors_total"):

@@ -8,8 +8,6 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 
-from fuzzptx.ptx.ir import Vec
-
 from .model import ELEMENT_BITS, FLOAT_TYPES, INTEGER_TYPES, Form, OperandSpec, Shape
 from . import warp, wgmma
 
@@ -101,7 +99,8 @@ def form_for(instr) -> Form | None:
         return cands[0] if cands else None
     # wgmma: operand 1 is a vector (A in registers) or a register (A descriptor).
     if len(instr.operands) > 1:
-        src = "reg" if isinstance(instr.operands[1], Vec) else "desc"
+        # (a brace vector -- the IR's ``Vec``, read by its items: the catalogue sits below the IR)
+        src = "reg" if hasattr(instr.operands[1], "items") else "desc"
         for f in cands:
             if f.a_source == src:
                 return f

@@ -23,9 +23,10 @@ from typing import Any, ClassVar, Iterator, Sequence
 import numpy as np
 
 from fuzzptx.data import buffer_bytes, numpy_dtype
+from fuzzptx.oracles.toolchains import Toolchain
 from fuzzptx.program import Program
 
-from .registry import summary_order
+from .registry import get as get_judge, summary_order
 from .finding import Finding
 from .programs import expects_defined, outputs_against_reference
 
@@ -77,6 +78,13 @@ class JudgeFault:
     program's effect on it), never the end of a run."""
 
     message: str
+
+
+@dataclass(frozen=True)
+class Done:
+    """What ``Judge.prepare`` returns when it judged the program at once (the run holds no GPU)."""
+
+    verdict: Any
 
 
 @dataclass
@@ -194,6 +202,21 @@ class Verdicts(MutableMapping):
         return out
 
 
+# The engine's stages, in the order a block goes through them (``fuzzptx.engine.stages`` keeps the
+# table of what each does); a judge joins one of the judging ones (``Judge.stage``).
+GENERATE, EMIT, COMPILE, EARLY, WARM, BATCH, PROGRAM, GPU, METAMORPHIC, COMPARE, RECORD = (
+    "generate", "emit", "compile", "early", "warm", "batch", "program", "gpu", "metamorphic", "compare", "record")
+STAGES = (GENERATE, EMIT, COMPILE, EARLY, WARM, BATCH, PROGRAM, GPU, METAMORPHIC, COMPARE, RECORD)
+#: the stages that run beside a GPU worker (in a GPU thread of the main process), not in the CPU pool
+GPU_STAGES = (GPU, METAMORPHIC)
+
+# What a judge may need (``Judge.needs``).
+IR = "ir"  # the parsed program (without it: the PTX text alone, so a batch skips the parse)
+ACCEPTED = "accepted"  # only programs the compiler accepts (what it says of a rejected one is moot)
+CUBIN = "cubin"  # the compiler's cubin of the program (the compile stage then keeps it)
+DEVICE = "gpu"  # a GPU: without one the judge cannot run at all
+
+
 @dataclass(frozen=True)
 class Context:
     """What a judge may read besides the program: its PTX text (the exact text ptxas compiles and
@@ -205,28 +228,35 @@ class Context:
     numerics: str = "spec"
     gpu: Any = None
     judges: tuple[str, ...] = ()
-    toolchain: Any = None  # the ptxas release the ptxas judge runs (None: the pinned one)
+    toolchain: Toolchain | None = None  # the ptxas release the compile stage runs (None: the pinned one)
+
+    def has_gpu(self) -> bool:
+        """Whether the run holds a GPU: a worker, or a judge of the run that needs one."""
+        return self.gpu is not None or any(DEVICE in get_judge(n).needs for n in self.judges)
 
 
 class Judge(ABC):
-    """One judge.  Subclasses set ``name`` and implement ``judge``; the class attributes tell the
-    engine where and when it runs."""
+    """One judge.  Subclasses set ``name`` and implement ``judge``; ``stage`` and ``needs`` tell the
+    engine where and when it runs (never its name)."""
 
     name: ClassVar[str]
-    #: runs in the CPU pool (False: it needs the GPU, or runs beside it)
-    cpu: ClassVar[bool] = True
-    #: reads the parsed program (False: the PTX text alone, so a batch skips the parse)
-    reads_ir: ClassVar[bool] = True
-    #: runs only on programs ptxas accepts (what it says of a rejected program is moot)
-    needs_accepted: ClassVar[bool] = False
-    #: may run while ptxas still compiles the batch (it reads nothing ptxas says)
-    early: ClassVar[bool] = False
+    #: the engine stage it joins: COMPILE (its verdict is the compiler's result, taken for a whole
+    #: block by ``judge_batch``, cubins included), EARLY (reads the program alone: may run while the
+    #: block compiles), BATCH (``judge_batch`` after the compile, a whole block in one call),
+    #: PROGRAM (one program at a time after the compile), GPU (``prepare`` in the pool, ``on_gpu``
+    #: beside a GPU worker), METAMORPHIC (as GPU, after it; without a GPU ``prepare`` judges at once)
+    stage: ClassVar[str] = PROGRAM
+    #: what it needs: IR, ACCEPTED, CUBIN, DEVICE
+    needs: ClassVar[frozenset[str]] = frozenset({IR})
     #: the other judges whose verdicts it reads, run first when both are asked for
     after: ClassVar[tuple[str, ...]] = ()
-    #: reads the cubin of the program (ptxas then keeps it)
-    wants_cubin: ClassVar[bool] = False
     #: the keys ``summary`` writes (a checker verdict has two lines: checker and ptxas-model)
     summary_keys: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def in_pool(self) -> bool:
+        """Whether it judges in the CPU pool (not on a GPU stage)."""
+        return self.stage not in GPU_STAGES
 
     @abstractmethod
     def judge(self, program: Program, ctx: Context) -> Any:
@@ -252,14 +282,43 @@ class Judge(ABC):
         be taken again (used to write a repro's EXPECT lines without judging twice)."""
         return None
 
+    def replay(self, program: Program, v: Verdicts, *, gpu: bool) -> list[tuple[str, str, str]] | None:
+        """``fuzzptx replay``'s rows for a judge that replays a file otherwise than by judging it
+        once (its verdict put into ``v``); None: judged like any other.  ``gpu``: the GPU may be used."""
+        return None
+
     def available(self) -> str | None:
         """None when this judge can run here, else why not (a missing GPU, tool or package)."""
         return None
 
-    def warm(self, results: list[Any], toolchain: Any = None) -> None:
-        """Called once per block with ptxas's results (cubins included) before the per-program
-        verdicts: a judge whose tool costs most at start-up (the SASS judge's disassembler) runs it
-        once for the whole block here."""
+    def warm(self, results: list[Any], toolchain: Toolchain | None = None) -> None:
+        """Called once per block with the compile stage's results (cubins included) before the
+        per-program verdicts: a judge whose tool costs most at start-up (the SASS judge's
+        disassembler) runs it once for the whole block here."""
+
+    @property
+    def warms(self) -> bool:
+        """Whether it has once-per-block work (``warm``), which one call can do for several blocks."""
+        return type(self).warm is not Judge.warm
+
+    def judge_batch(self, programs: list[Program], texts: list[str], *, cubins: bool = False) -> list[Any]:
+        """Verdicts for a whole block in one call (COMPILE and BATCH stages); ``cubins``: keep the
+        cubins (a judge of the run reads them)."""
+        raise NotImplementedError(f"judge {self.name} has no batch form")
+
+    def light(self, verdict: Any) -> Any:
+        """The verdict as it travels between processes (a compile result without its cubin)."""
+        return verdict
+
+    def prepare(self, program: Program, text: str, compiled: Any, *, gpu: bool) -> Any:
+        """GPU and METAMORPHIC stages, in the pool: what ``on_gpu`` needs for this program (None:
+        nothing to run).  ``compiled``: the compile stage's result; ``gpu`` False: the run holds
+        no GPU -- a judge that can do without one returns its verdict (``Done``) here."""
+        return None
+
+    def on_gpu(self, program: Program, prepared: Any, worker: Any) -> Any:
+        """GPU and METAMORPHIC stages, beside the run's GPU worker: the verdict from ``prepared``."""
+        raise NotImplementedError(f"judge {self.name} has no GPU stage")
 
 
 class OutputJudge(Judge):
@@ -269,7 +328,7 @@ class OutputJudge(Judge):
     from each output buffer's name to an array of its final contents.  Its disagreements are
     bucketed as ``<name>!=reference|mismatch|<family>``; an exception is ``<name>:fault|<family>``."""
 
-    needs_accepted: ClassVar[bool] = True  # as the GPU: only programs ptxas turns into a kernel
+    needs: ClassVar[frozenset[str]] = frozenset({IR, ACCEPTED})  # as the GPU: only programs turned into a kernel
     after: ClassVar[tuple[str, ...]] = ("ptxas", "reference")
 
     @abstractmethod

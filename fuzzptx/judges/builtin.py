@@ -5,30 +5,50 @@ SASS reader, and the metamorphic pairs.  Each is a thin adapter from ``fuzzptx.o
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import replace
 from typing import Any
 
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.oracles import mmasim_judge
 from fuzzptx.oracles.checker import check_and_predict, check_module
-from fuzzptx.oracles.checker.ptxas_compare import regalloc_failure
 from fuzzptx.oracles.hardware import gpu_available, run_program_on_gpu
 from fuzzptx.oracles import toolchains
 from fuzzptx.oracles.ptxas import PINNED_VERSION, compile_batch, compile_ptx
 from fuzzptx.oracles.ptxas_merge import unsuffixed
 from fuzzptx.oracles.reference import compare as ref_compare, run_program
-from fuzzptx.oracles.reference.errors import Unsupported
+from fuzzptx.oracles.reference.errors import BadAddress, MissingInput, StepLimit, Unsupported
 from fuzzptx.oracles.sass import cubin_sm, disassemble, disassemble_all, disassembler, gmma_count_hazards, verify
 from fuzzptx.program import Program
 
-from .metamorphic import verdict as metamorphic_verdict
+from .metamorphic import Checked, HardwareJudge as OnGpu, PreparedPairs, ReferenceJudge as OnReference
+from . import compile_pairs
+from .metamorphic import prepare_pairs as metamorphic_prepare, verdict as metamorphic_verdict
 from .registry import get as get_judge, register, register_family
-from .base import CheckerVerdict, Context, Judge, NotApplicable, ReferenceVerdict, SkippableVerdict, Verdicts
+from .base import (ACCEPTED, COMPILE, CUBIN, DEVICE, EARLY, GPU, IR, METAMORPHIC, BATCH, CheckerVerdict, Context,
+                   Done, Judge, NotApplicable, ReferenceVerdict, SkippableVerdict, Verdicts)
 from .finding import Finding
 from .programs import expects_defined, is_labelled, outputs_against_reference, took_the_mutated_path
 
-# The judges a CPU run uses unless told otherwise, and the built-in names in registration order.
-CPU_JUDGES = ("reference", "checker", "ptxas")
+# The judge sets each route uses unless told otherwise: the one place they are written.
+#  run: the CPU fuzz run (the SASS verifier reads ptxas's own cubins on the CPU);
+#  campaign: the nightly hardware route; the checker is a static judge whose only differential
+#    partner is ptxas, which the CPU fuzz runs already cover, and on a GPU node it costs ~8-10% of
+#    the throughput (its findings, ptxas-model gaps, are not the hardware team's);
+#  pytest: the fuzz tests of the pytest plugin, and ``differ.judge`` when given no judges;
+#  replay: a repro file put back through every judge (the GPU where there is one);
+#  matrix: every CPU judge against each release of a release matrix (the GPU added where there is one).
+DEFAULT_JUDGES: dict[str, tuple[str, ...]] = {
+    "run": ("reference", "checker", "ptxas", "sass"),
+    "campaign": ("reference", "ptxas", "sass", "hardware", "metamorphic"),
+    "pytest": ("reference", "checker", "ptxas"),
+    "replay": ("reference", "ptxas", "checker", "hardware"),
+    "matrix": ("ptxas", "checker", "reference", "sass", "hardware"),
+}
+CPU_JUDGES = DEFAULT_JUDGES["pytest"]
+# The reference's numerics modes: the PTX ISA's error bounds, or the bit-exact H100 model.
+NUMERICS = ("spec", "hardware")
+# The built-in names in registration order.
 BUILTIN = ("ptxas", "checker", "reference", "hardware", "mmasim", "sass", "metamorphic")
 # The order their findings are listed in a record (a checker-vs-ptxas disagreement first).
 FINDINGS_ORDER = ("checker", "ptxas", "reference", "hardware", "mmasim", "sass", "metamorphic")
@@ -71,12 +91,20 @@ class PtxasJudge(Judge):
     """The real ptxas (the pinned release from PyPI): accepted or rejected, its diagnostics, the cubin."""
 
     name = "ptxas"
-    reads_ir = False
+    stage = COMPILE
+    needs = frozenset()
     summary_keys = ("ptxas",)
 
     def judge(self, program: Program, ctx: Context) -> Any:
-        return compile_ptx(ctx.text, want_cubin=any(get_judge(j).wants_cubin for j in ctx.judges),
+        return compile_ptx(ctx.text, want_cubin=any(CUBIN in get_judge(j).needs for j in ctx.judges),
                            ptxas=ctx.toolchain.ptxas if ctx.toolchain is not None else None)
+
+    def judge_batch(self, programs: list[Program], texts: list[str], *, cubins: bool = False) -> list[Any]:
+        """One batched ptxas run over the block (one module), cubins kept when a judge reads them."""
+        return compile_batch(texts, want_cubin=cubins)
+
+    def light(self, verdict: Any) -> Any:
+        return _light(verdict)
 
     def summary(self, verdict: Any) -> dict[str, str]:
         return {"ptxas": describe_ptxas(verdict)}
@@ -91,7 +119,7 @@ class PtxasJudge(Judge):
         if v.ptxas is None:
             return []
         if v.ptxas.timed_out:
-            return [Finding(f"ptxas:timeout|{family}", "ptxas did not finish in time")]
+            return [Finding(f"ptxas:timeout|{family}", v.ptxas.timeout_text())]
         if v.ptxas.returncode < 0:
             return [Finding(f"ptxas:crash|{family}", f"ptxas died with signal {-v.ptxas.returncode}")]
         return []
@@ -106,6 +134,7 @@ class ReleasePtxasJudge(PtxasJudge):
     read, and a finding where it and an older release that ran on the program disagree on
     acceptance, or where it crashes."""
 
+    stage = BATCH
     summary_keys = ()
 
     def __init__(self, toolchain: "toolchains.Toolchain"):
@@ -113,17 +142,13 @@ class ReleasePtxasJudge(PtxasJudge):
         # a binary given by path is named by its path: another process resolves the same one
         self.name = f"ptxas@{toolchain.ptxas}" if toolchain.source == "path" else toolchain.name
         self.release = toolchain.release
+        # the last block's results with their cubins, by PTX text: ``sass@R`` reads them in this
+        # process instead of compiling each program again (verdicts travel without cubins)
+        self.last_batch: dict[str, Any] = {}
 
     def not_applicable(self, program: Program) -> str | None:
         """Why this release cannot judge the program (its PTX version or target), or None."""
-        version = program.module.version
-        if self.toolchain.reads(version) is not True:
-            return f".version {version} is beyond what ptxas {self.release} is known to read"
-        target = program.module.target.split(",")[0].strip()
-        known = self.toolchain.targets()
-        if known and target not in known:
-            return f"ptxas {self.release} has no target {target}"
-        return None
+        return release_not_applicable(self.toolchain, program)
 
     def judge(self, program: Program, ctx: Context) -> Any:
         why = self.not_applicable(program)
@@ -131,13 +156,19 @@ class ReleasePtxasJudge(PtxasJudge):
             return NotApplicable(why)
         return _light(compile_ptx(ctx.text, want_cubin=False, ptxas=self.toolchain.ptxas))
 
-    def judge_batch(self, programs: list[Program], texts: list[str]) -> list[Any]:
+    def judge_batch(self, programs: list[Program], texts: list[str], *, cubins: bool = False) -> list[Any]:
         """Verdicts for a block: one batched run of this release over the programs it can read."""
         out: list[Any] = [NotApplicable(why) if (why := self.not_applicable(p)) else None for p in programs]
         todo = [k for k, v in enumerate(out) if v is None]
-        for k, r in zip(todo, compile_batch([texts[k] for k in todo], ptxas=self.toolchain.ptxas) if todo else ()):
+        self.last_batch = {}
+        for k, r in zip(todo, compile_batch([texts[k] for k in todo], want_cubin=True, ptxas=self.toolchain.ptxas)
+                        if todo else ()):
+            self.last_batch[texts[k]] = r
             out[k] = _light(r)
         return out
+
+    def light(self, verdict: Any) -> Any:
+        return verdict  # a release's verdict carries no cubin
 
     def summary(self, verdict: Any) -> dict[str, str]:
         if isinstance(verdict, NotApplicable):
@@ -154,7 +185,7 @@ class ReleasePtxasJudge(PtxasJudge):
         if mine is None or isinstance(mine, NotApplicable):
             return []
         if mine.timed_out:
-            return [Finding(f"{self.name}:timeout|{family}", f"ptxas {self.release} did not finish in time")]
+            return [Finding(f"{self.name}:timeout|{family}", f"ptxas {self.release}: {mine.timeout_text()}")]
         if mine.returncode < 0:
             return [Finding(f"{self.name}:crash|{family}", f"ptxas {self.release} died with signal {-mine.returncode}")]
         out = []
@@ -179,6 +210,18 @@ class ReleasePtxasJudge(PtxasJudge):
 
     def moved(self, verdict: Any, delta: int) -> Any:
         return verdict if isinstance(verdict, NotApplicable) else verdict.moved(delta)
+
+
+def release_not_applicable(tc: "toolchains.Toolchain", program: Program) -> str | None:
+    """Why a ptxas release cannot judge the program (its PTX version or target), or None."""
+    version = program.module.version
+    if tc.reads(version) is not True:
+        return f".version {version} is beyond what ptxas {tc.release} is known to read"
+    target = program.module.target.split(",")[0].strip()
+    known = tc.targets()
+    if known and target not in known:
+        return f"ptxas {tc.release} has no target {target}"
+    return None
 
 
 # Resource limits that differ between releases by design, not by mistake: ptxas 12.x allows 48 KB
@@ -234,13 +277,20 @@ def release_judges(spec: str) -> tuple[str, ...]:
 
 
 def with_releases(judges: tuple[str, ...], spec: str | None) -> tuple[str, ...]:
-    """``judges`` with the ptxas judge replaced by one per release of ``--ptxas SPEC`` (none: as given)."""
+    """``judges`` with the ptxas judge replaced by one per release of ``--ptxas SPEC`` (none: as given),
+    and the SASS judge by one per release (``sass@R`` reads the SASS of ``ptxas@R``)."""
     if not spec:
         return judges
     releases = release_judges(spec)
-    at = judges.index("ptxas") if "ptxas" in judges else len(judges)
-    rest = [j for j in judges if j != "ptxas"]
-    return tuple(dict.fromkeys(rest[:at] + list(releases) + rest[at:]))
+    sass = tuple("sass" + r[len("ptxas"):] for r in releases)
+    for name in sass:
+        get_judge(name)  # registered here, before a pool process is forked
+    out: list[str] = []
+    for j in judges:
+        out += releases if j == "ptxas" else sass if j == "sass" else (j,)
+    if "ptxas" not in judges:
+        out += releases
+    return tuple(dict.fromkeys(out))
 
 
 # ------------------------------------------------------------------ checker
@@ -253,8 +303,8 @@ class CheckerJudge(Judge):
     ptxas prints them or not."""
 
     name = "checker"
-    MODELS = "13.0.88"
-    early = True
+    MODELS = PINNED_VERSION  # the release its ptxas model learned from: the pinned one
+    stage = EARLY
     summary_keys = ("checker", "ptxas-model")
 
     def judge(self, program: Program, ctx: Context) -> CheckerVerdict:
@@ -288,9 +338,7 @@ class CheckerJudge(Judge):
         modelled = v.release is None or v.release == self.MODELS
         may = set(getattr(pred_res, "may", ()) or ())  # allocator-dependent: never a disagreement
         if modelled and real_res is not None and pred_res is not None and not real_res.timed_out:
-            if pred_res.accepted and may and regalloc_failure(real_res):
-                pass  # ptxas's allocator gave up where the model says it may
-            elif pred_res.accepted != real_res.accepted:
+            if pred_res.accepted != real_res.accepted:  # an allocator failure too: a "may" code is no rejection
                 what = "accept" if pred_res.accepted else "reject"
                 out.append(Finding(
                     f"checker!=ptxas|{what}|{family}",
@@ -336,8 +384,8 @@ class ReferenceJudge(Judge):
     """The pure-Python reference interpreter: output buffers with their allowed bounds, or 'undefined'."""
 
     name = "reference"
-    early = True
-    needs_accepted = True
+    stage = EARLY
+    needs = frozenset({IR, ACCEPTED})
     summary_keys = ("reference",)
 
     def judge(self, program: Program, ctx: Context) -> ReferenceVerdict:
@@ -345,6 +393,11 @@ class ReferenceJudge(Judge):
             result = run_program(program, mode=ctx.numerics)
         except Unsupported as exc:
             return ReferenceVerdict(skipped=str(exc))
+        except (BadAddress, MissingInput, StepLimit) as exc:
+            if program.inferred:  # fuzzptx's guess at a launch does not fit: a limit, not a finding
+                return ReferenceVerdict(skipped=f"cannot run the inferred launch (write the header by hand): {exc}")
+            return ReferenceVerdict(error=str(exc), error_kind=f"{type(exc).__name__}:{_message_slug(exc.message)}",
+                                    exception=exc)
         except FuzzptxError as exc:
             return ReferenceVerdict(error=str(exc), error_kind=f"{type(exc).__name__}:{_message_slug(exc.message)}",
                                     exception=exc)
@@ -393,10 +446,19 @@ class HardwareJudge(Judge):
     """A real sm_90a GPU through CuPy, in an isolated worker process: output buffers, or a fault."""
 
     name = "hardware"
-    cpu = False
-    needs_accepted = True
-    wants_cubin = True
+    stage = GPU
+    needs = frozenset({IR, ACCEPTED, CUBIN, DEVICE})
     summary_keys = ("hardware",)
+
+    def prepare(self, program: Program, text: str, compiled: Any, *, gpu: bool) -> Any:
+        """ptxas's own cubin of the program and its kernel's name in it (the GPU loads that)."""
+        if not gpu or compiled is None or not compiled.accepted or not compiled.cubin:
+            return None
+        return compiled.cubin, compiled.kernel(program.launch.kernel)
+
+    def on_gpu(self, program: Program, prepared: Any, worker: Any) -> Any:
+        cubin, kernel = prepared
+        return worker.run(program, cubin=cubin, kernel=kernel)
 
     def judge(self, program: Program, ctx: Context) -> Any:
         """The GPU's outputs, from ptxas's own cubin where the ptxas judge ran (none where it
@@ -447,7 +509,7 @@ class MmasimJudge(Judge):
     """The reference with MMA-Sim's bit-accurate arithmetic (optional wheel)."""
 
     name = "mmasim"
-    needs_accepted = True
+    needs = frozenset({IR, ACCEPTED})
     summary_keys = ("mmasim",)
 
     def judge(self, program: Program, ctx: Context) -> SkippableVerdict:
@@ -495,8 +557,7 @@ class SassJudge(Judge):
     compiles the program alone only where no cubin came with the verdicts."""
 
     name = "sass"
-    needs_accepted = True
-    wants_cubin = True
+    needs = frozenset({IR, ACCEPTED, CUBIN})
     after = ("ptxas", "checker")
     summary_keys = ("sass", "sass-at", "sass-excerpt")
 
@@ -579,34 +640,122 @@ class SassJudge(Judge):
         return {}
 
     def findings(self, program: Program, v: Verdicts, family: str, *, full: Any = None) -> list[Finding]:
-        if not v.sass:
+        mine = v.get(self.name)
+        hazards = mine.value if isinstance(mine, SkippableVerdict) else None
+        if not hazards:
             return []
         out, seen = [], set()
-        for rule, line, excerpt in v.sass:
+        for rule, line, excerpt in hazards:
             if rule in seen:
                 continue
             seen.add(rule)
-            n = sum(1 for x in v.sass if x[0] == rule)
-            out.append(Finding(f"sass:{rule}|{family}", f"ptxas's SASS breaks the GMMA pipeline ({n}x): {line}",
+            n = sum(1 for x in hazards if x[0] == rule)
+            out.append(Finding(f"{self.name}:{rule}|{family}", f"ptxas's SASS breaks the GMMA pipeline ({n}x): {line}",
                                (("sass", line), ("excerpt", " | ".join(x.strip() for x in excerpt)))))
         return out
+
+
+class ReleaseSassJudge(SassJudge):
+    """The SASS verifier on another release's code (``sass@12.9.86`` beside ``ptxas@12.9.86``):
+    the cubin of that release's batched run of the block (``ReleasePtxasJudge.last_batch``), or
+    the program compiled alone by it, where its ``ptxas@R`` judge accepted it; disassembled by
+    that release's nvdisasm if it has one.  Its findings are ``sass@R:rule``."""
+
+    needs = frozenset({IR, CUBIN})  # accepted by *its* release (not ACCEPTED: the compile stage's pinned verdict does not say)
+    summary_keys = ()
+    warm = Judge.warm  # the block's listing is made on first use (one cubin per batch, cached)
+
+    def __init__(self, toolchain: "toolchains.Toolchain"):
+        self.toolchain = toolchain
+        self.release = toolchain.release
+        self.ptxas_name = ReleasePtxasJudge(toolchain).name
+        self.name = "sass" + self.ptxas_name[len("ptxas"):]
+        self.after = (self.ptxas_name, "checker")
+
+    def judge(self, program: Program, ctx: Context) -> SkippableVerdict:
+        mine = ctx.verdicts.get(self.ptxas_name)
+        if isinstance(mine, NotApplicable):
+            return SkippableVerdict(skipped=mine.reason)
+        if mine is not None and not getattr(mine, "accepted", False):
+            return SkippableVerdict(skipped=f"ptxas {self.release} rejects it")
+        # the pinned ptxas's cubin (``ctx.verdicts.ptxas``) is not this release's
+        full = getattr(get_judge(self.ptxas_name), "last_batch", {}).get(ctx.text)
+        return super().judge(program, replace(ctx, verdicts=ctx.verdicts.replace(ptxas=full), toolchain=self.toolchain))
+
+    def summary(self, verdict: SkippableVerdict) -> dict[str, str]:
+        s = super().summary(verdict)
+        return {self.name: s["sass"]} if "sass" in s else {}
+
+
+def release_sass_judge(spec: str) -> Judge:
+    """``sass@<release>``: the SASS judge of that release's ptxas (``release_judge`` resolves it)."""
+    (tc,) = toolchains.resolve(spec)
+    return ReleaseSassJudge(tc)
 
 
 # ------------------------------------------------------------------ metamorphic
 
 
 class MetamorphicJudge(Judge):
-    """Pairs that must agree: -O3/-O0, pipelined/serialised, with/without dead uniform branches; on
-    the GPU beside the hardware judge, else on the reference (``fuzzptx.judges.metamorphic``)."""
+    """Pairs that must agree: compile pairs (-O3 against -O0, other options, another release) and
+    program transforms (pipelined/serialised, with/without dead uniform branches); on the GPU
+    beside the hardware judge, else on the reference (``fuzzptx.judges.metamorphic``).
+
+    ``pairs``, ``share`` and ``inputs`` (``--pairs``, ``--pair-share``, ``--inputs``): which pairs,
+    for which share of the programs (``compile_pairs.choose``), on how many input sets.  The class
+    defaults judge every pair of one program (``replay``); a campaign's set is configured by its
+    options (``JudgeSet.configured``)."""
 
     name = "metamorphic"
-    cpu = False
-    needs_accepted = True
+    stage = METAMORPHIC
+    needs = frozenset({IR, ACCEPTED})
     after = ("reference", "hardware")
     summary_keys = ("metamorphic",)
+    pairs: tuple[str, ...] = compile_pairs.REPLAY_DEFAULT
+    share: float = 1.0
+    inputs: int = 1
 
     def judge(self, program: Program, ctx: Context) -> Any:
-        return metamorphic_verdict(program, on_gpu="hardware" in ctx.judges, worker=ctx.gpu)
+        return metamorphic_verdict(program, on_gpu=ctx.has_gpu(), worker=ctx.gpu, pairs=self.pairs, inputs=self.inputs)
+
+    def prepare(self, program: Program, text: str, compiled: Any, *, gpu: bool) -> Any:
+        """The program's pairs (``compile_pairs.choose``, a function of its text) with every side
+        compiled here in the pool (the original's -O3 build reused) for the GPU; without a GPU, the
+        transforms judged at once on the reference (compile pairs hold trivially there)."""
+        chosen = compile_pairs.choose(self.pairs, zlib.crc32(text.encode()), self.share) if self.share < 1 else self.pairs
+        if not gpu:
+            chosen = tuple(n for n in chosen if n in compile_pairs.TRANSFORMS)
+        if not chosen:
+            return None
+        try:
+            pairs = metamorphic_prepare(program, pairs=chosen)
+            if isinstance(pairs, PreparedPairs):
+                return pairs.compile({(text, 3): compiled}) if gpu else Done(pairs.judge(OnReference()))
+            return Done(pairs)
+        except Exception as exc:  # noqa: BLE001 - never lose the block's other verdicts
+            return Done(Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}"))
+
+    def on_gpu(self, program: Program, prepared: Any, worker: Any) -> Any:
+        try:
+            return prepared.judge(OnGpu(worker, _built=prepared.built), inputs=self.inputs)
+        except Exception as exc:  # noqa: BLE001
+            return Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}")
+
+    def replay(self, program: Program, v: Verdicts, *, gpu: bool) -> list[tuple[str, str, str]] | None:
+        """A repro of a metamorphic finding reruns its pairs: on the GPU for ``hardware:...``
+        signatures (skipped, saying why, without one), on the reference for ``reference:...``;
+        a file of another signature has none to rerun."""
+        sig = program.signature or ""
+        on_gpu = not sig.startswith("reference:")
+        if on_gpu:
+            why = "--no-hardware" if not gpu else gpu_available()
+            if why is not None:
+                return [(self.name, "skipped", f"{sig.split('|')[0]} needs the GPU: {why}")]
+        v[self.name] = metamorphic_verdict(program, on_gpu=on_gpu)
+        found = [f.signature for _, f in v[self.name].findings]
+        return [(self.name, v.summary()[self.name],
+                 ("signature holds" if any(f.startswith(sig) for f in found) else "signature gone")
+                 + (f"; found: {', '.join(found)}" if found else ""))]
 
     def summary(self, verdict: Any) -> dict[str, str]:
         m = verdict
@@ -620,3 +769,4 @@ class MetamorphicJudge(Judge):
 for _judge in (PtxasJudge, CheckerJudge, ReferenceJudge, HardwareJudge, MmasimJudge, SassJudge, MetamorphicJudge):
     register(_judge)
 register_family("ptxas@", release_judge)
+register_family("sass@", release_sass_judge)

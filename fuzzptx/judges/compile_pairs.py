@@ -88,7 +88,15 @@ ALL = tuple(_BY_NAME) + (MAXRREG, RELEASE) + TRANSFORMS
 REPLAY_DEFAULT = ALL
 #: a campaign's default: the pairs that found bugs per CPU-second spent compiling them
 #: (docs/metamorphic.md, "Choosing the default"); every other pair is one ``--pairs`` away
-CAMPAIGN_DEFAULT = ("O0", "O1", MAXRREG, RELEASE) + TRANSFORMS
+CAMPAIGN_DEFAULT = ("O0", RELEASE, "O1", MAXRREG)
+#: how often ``choose`` draws each pair: its measured findings per CPU-second of its build, rounded
+WEIGHTS = {"O0": 3, RELEASE: 3, "O1": 1, MAXRREG: 1}
+#: the share of a campaign's GPU-bound programs that get a compile pair by default: the one
+#: extra ptxas build each costs (0.6x of -O3 for O0 and release) must leave the campaign at
+#: >= 0.80 of bare batched ptxas (benchmarks/README.md, row 2b)
+CAMPAIGN_SHARE = 0.125
+#: input sets each pair is compared on in a campaign (the GPU is otherwise idle)
+CAMPAIGN_INPUTS = 3
 
 MAXRREG_FLOOR = 24  # below this ptxas cannot hold a warpgroup's addresses and predicates
 
@@ -101,6 +109,20 @@ def maxrreg_build(registers: int) -> Build | None:
     """``--maxrregcount`` a quarter (at least 8) below ``registers``; None when that is under the floor."""
     n = registers - max(8, registers // 4)
     return Build(3, ("--maxrregcount", str(n))) if n >= MAXRREG_FLOOR else None
+
+
+def choose(pairs: tuple[str, ...], key: int, share: float) -> tuple[str, ...]:
+    """The pairs one program gets in a campaign: none for most, one compile pair (drawn by
+    ``WEIGHTS``) for a ``share`` of them, and every transform named; a pure function of ``key``
+    (the program's seed), so a replay or a rerun of the block chooses the same."""
+    import random
+
+    rng = random.Random(key)
+    transforms = tuple(p for p in pairs if p in TRANSFORMS)
+    compiled = [p for p in pairs if p not in TRANSFORMS]
+    if not compiled or rng.random() >= share:
+        return transforms
+    return (rng.choices(compiled, weights=[WEIGHTS.get(p, 1) for p in compiled])[0],) + transforms
 
 
 def parse_pairs(text: str, option: str = "--pairs") -> tuple[str, ...]:

@@ -3,9 +3,11 @@
 The judges come from the registry (``fuzzptx.judges.registry``): the built-ins and any package's
 plugins, all called through one interface, so nothing here names a judge.  ``compare`` asks each
 judge that ran for the findings it reports, then checks a labelled (mutated) program's
-expectations.  A ``Finding`` carries a stable ``signature`` -- ``<pair>|<what>|<family>`` such as
-``checker!=ptxas|C7519|wgmma`` or ``reference!=hardware|mismatch|wgmma.f32.bf16`` -- so that
-findings from many runs and shards bucket together.
+expectations, names what a known pattern of the program explains (``diagnose``) and merges the
+findings that share a root cause into one (``finding.merge``).  A ``Finding`` carries a readable
+``signature`` -- ``<pair>|<what>|<family>`` such as ``checker!=ptxas|C7519|wgmma`` or
+``reference!=hardware|mismatch|wgmma.f32.bf16``, the evidence -- and a ``root_cause``, its
+identity, so that findings from many runs and shards bucket together by what causes them.
 """
 from __future__ import annotations
 
@@ -15,14 +17,15 @@ from typing import Any, Callable, Iterable, Sequence
 
 from fuzzptx.oracles.reference.values import UNDEF
 from fuzzptx.program import Program
+from fuzzptx.ptx.ir import Imm, Instr
 from fuzzptx.strategies.mutations import BY_NAME, verdict_holds
 
 from .registry import get as get_judge, resolve
 from .metamorphic import verdict as metamorphic_verdict  # noqa: F401 - part of the differ's interface
-from .base import Context, JudgeFault, Verdicts
+from .base import Context, Judge, JudgeFault, Verdicts
 from .builtin import (BUILTIN, CPU_JUDGES, FINDINGS_ORDER, describe_prediction, describe_ptxas,  # noqa: F401
                       predicted_codes, ptxas_codes)
-from .finding import Finding
+from .finding import Finding, cause_of, merge
 from .programs import (as_judged, collapsed_repeats_explain, expects_defined, form_family,  # noqa: F401
                        is_labelled, mutation_of, output_family, program_family, took_the_mutated_path,
                        without_repeated_wgmmas)
@@ -32,10 +35,11 @@ JUDGES = BUILTIN  # the built-in judges; ``fuzzptx.judges.names()`` adds install
 
 def compare(program: Program, v: Verdicts, *, family: str | None = None,
             full: Callable[[], Program] | None = None) -> list[Finding]:
-    """Every disagreement the judges that ran report, plus broken expectations (``family``: the
+    """Every disagreement the judges that ran report, plus broken expectations, one finding per root
+    cause (``finding.merge``: the other findings of that cause are its ``also``) (``family``: the
     program's ``program_family``, when the caller has it already; ``full``: the program with its
-    bodies, where ``program`` is a campaign's shipped header -- only a reference/hardware mismatch
-    asks for it, to test the repeated-wgmma diagnosis)."""
+    bodies, where ``program`` is a campaign's shipped header -- a reference/hardware mismatch asks
+    for it, to test the repeated-wgmma diagnosis, and so does ``diagnose``)."""
     fam = program_family(program) if family is None else family
     out: list[Finding] = []
     ran = [n for n in FINDINGS_ORDER if n in v] + [n for n in v if n not in FINDINGS_ORDER]
@@ -46,7 +50,45 @@ def compare(program: Program, v: Verdicts, *, family: str | None = None,
         else:
             out += get_judge(name).findings(program, v, fam, full=full)
     out += expectation_findings(program, v, fam)
-    return after_sass_hazards(out)
+    return merge(diagnose(after_sass_hazards(out), program, full))
+
+
+def _immediate_descriptor(program: Program) -> bool:
+    """A wgmma.mma_async whose A or B descriptor is an immediate (the ISA asks for a register)."""
+    return any(isinstance(s, Instr) and s.opcode.startswith("wgmma.mma_async")
+               and any(isinstance(o, Imm) for o in s.operands[1:3])
+               for fn in program.module.functions() for s in fn.instructions())
+
+
+#: Diagnoses: (judges, rule) of a finding's cause -> (pattern, test of the program).  A finding
+#: whose cause has no pattern yet gets the first whose test holds.  One table; what a pattern
+#: means is ``finding.PATTERNS``.
+DIAGNOSES: dict[tuple[str, str], tuple[tuple[str, Callable[[Program], bool]], ...]] = {
+    ("ptxas", "crash"): (("immediate-descriptor", _immediate_descriptor),),
+    ("ptxas@*", "crash"): (("immediate-descriptor", _immediate_descriptor),),
+}
+
+
+def diagnose(findings: list[Finding], program: Program, full: Callable[[], Program] | None = None) -> list[Finding]:
+    """Each finding with the pattern of the program that causes it, where ``DIAGNOSES`` knows one
+    (a ptxas crash on a wgmma with an immediate descriptor): the pattern is part of the root
+    cause, so a crash of another cause is another bug.  ``full``: the program with its bodies."""
+    out, whole = [], None
+    for f in findings:
+        c = f.root_cause
+        tests = DIAGNOSES.get((c.judges, c.rule), ()) if not c.pattern else ()
+        for pattern, holds in tests:
+            if whole is None:
+                whole = full() if full is not None else program
+            try:
+                hit = holds(whole)
+            except Exception:  # noqa: BLE001 - no diagnosis, the cause stays the rule's
+                hit = False
+            if hit:
+                f = replace(f, cause=cause_of(f.signature, pattern))
+                break
+        out.append(f)
+    return out
 
 
 def after_sass_hazards(findings: list[Finding]) -> list[Finding]:
@@ -121,7 +163,7 @@ def _any_undefined(ref: Any) -> bool:
     return any(bool((o.kind == UNDEF).any()) for o in ref.outputs.values())
 
 
-def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result: Any = None, hardware_result: Any = None,
+def judge(program: Program, judges: Sequence[str] | Sequence[Judge] = CPU_JUDGES, *, ptxas_result: Any = None, hardware_result: Any = None,
           text: str | None = None, numerics: str | None = None, judged: Program | None = None,
           into: Verdicts | None = None, gpu: Any = None, alongside: Sequence[str] = (),
           given: dict[str, Any] | None = None, toolchain: Any = None) -> Verdicts:
@@ -149,12 +191,17 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
         given["ptxas"] = ptxas_result
     if hardware_result is not None:
         given["hardware"] = hardware_result
-    names = tuple(judges)
+    if all(isinstance(j, Judge) for j in judges):  # judge objects (a run's JudgeSet): in the order given
+        ordered = list(judges)
+        names = tuple(j.name for j in ordered)
+    else:
+        names = tuple(judges)
+        ordered = resolve(names)
     ctx = Context(text, v, numerics or program.numerics, gpu, tuple(dict.fromkeys(names + tuple(alongside))),
                   toolchain)
     if toolchain is not None:
         v.release = toolchain.release
-    for j in resolve(names):
+    for j in ordered:
         if j.name in given:
             v[j.name] = given[j.name]
             continue
@@ -170,6 +217,16 @@ def judge(program: Program, judges: Sequence[str] = CPU_JUDGES, *, ptxas_result:
             v[j.name] = verdict
         v.seconds[j.name] = time.perf_counter() - t0
     return v
+
+
+def names_an_outcome(keep: str) -> bool:
+    """Whether a ``--keep`` names a judge outcome (``ptxas:C7519``) rather than a finding signature."""
+    return keep.startswith("ptxas:")
+
+
+def keeps_timeout(keep: str) -> bool:
+    """Whether a ``--keep`` asks about the compiler running out of time (``ptxas:timeout``)."""
+    return keep.startswith("ptxas:timeout")
 
 
 def keep_predicate(signature: str):
@@ -198,7 +255,7 @@ def keep_predicate(signature: str):
         return pred
 
     def pred_sig(findings: Iterable[Finding], v: Verdicts) -> bool:
-        return any(f.signature.startswith(signature) for f in findings)
+        return any(s.startswith(signature) for f in findings for s in f.signatures)
 
     return pred_sig
 

@@ -92,6 +92,12 @@ def expects_defined(program: Program) -> bool:
     return True
 
 
+def undefined_label(program: Program) -> str:
+    """The label that keeps a program off the GPU (``judge: verdict``), or '' when there is none."""
+    return next((f"{j}: {v}" for j, v in program.expect
+                 if j in ("checker", "reference", "ptxas") and v.startswith(("undefined", "illegal", "rejected"))), "")
+
+
 def as_judged(program: Program, text: str | None = None) -> tuple[Program, str]:
     """The program exactly as the judges see it: its PTX text and the program parsed back from it.
 
@@ -152,11 +158,25 @@ def collapsed_repeats_explain(program: Program, outputs: dict[str, bytes]) -> bo
     return False
 
 
+def hardware_numerics_explain(program: Program, outputs: dict[str, bytes]) -> bool:
+    """A program judged in spec numerics whose outputs are what the bit-exact H100 model gives
+    (``docs/numerics.md``: the fp8 e8m13 accumulator): the GPU's known numerics, not a new bug,
+    bucketed as ``mismatch-hardware-numerics``."""
+    if program.numerics == "hardware":
+        return False
+    try:
+        ref = run_program(replace(program, numerics="hardware"), mode="hardware")
+    except Exception:  # noqa: BLE001 - no diagnosis, the mismatch stays a plain one
+        return False
+    return not ref_compare(program, ref, outputs)
+
+
 def outputs_against_reference(program: Program, reference: Any, outputs: dict[str, bytes], pair: str,
                               family: str, *, diagnose_repeats: bool = False, full: Any = None) -> list[Finding]:
     """A ``pair`` finding (``reference!=hardware``, ``zerosim!=reference``) for output buffers
     outside ``reference``'s bounds, undefined elements skipped.  ``diagnose_repeats``: name a
-    mismatch that ptxas -O3's collapse of repeated wgmmas explains (``full``: a callable giving the
+    mismatch that ptxas -O3's collapse of repeated wgmmas explains, or the H100's own numerics
+    in a program judged in spec numerics (``full``: a callable giving the
     program with its bodies, where ``program`` is a campaign's light copy)."""
     mism = ref_compare(program, reference, outputs)
     if not mism:
@@ -164,6 +184,8 @@ def outputs_against_reference(program: Program, reference: Any, outputs: dict[st
     what = "mismatch"
     if diagnose_repeats and collapsed_repeats_explain(full() if full is not None else program, outputs):
         what = "mismatch-repeated-wgmma"
+    elif diagnose_repeats and hardware_numerics_explain(full() if full is not None else program, outputs):
+        what = "mismatch-hardware-numerics"
     return [Finding(f"{pair}|{what}|{output_family(program, mism[0].buffer, family)}",
                     f"{len(mism)} element(s) differ; first: {mism[0]}",
                     (("mismatches", len(mism)), ("first", str(mism[0]))))]

@@ -84,6 +84,17 @@ def get(name: str) -> Judge:
         raise UnknownJudge(f"unknown judge {name!r} (have {', '.join(names())})") from None
 
 
+def registered(name: str) -> Judge | None:
+    """The judge registered under ``name`` in this process, if any (no family or plugin is made)."""
+    return _REGISTRY.get(name)
+
+
+def by_stage(stage: str) -> Judge | None:
+    """The first registered judge of an engine stage (the compile stage's, where a run needs cubins
+    and asked for no compiler)."""
+    return next((_REGISTRY[n] for n in _ORDER if getattr(_REGISTRY[n], "stage", None) == stage), None)
+
+
 def names() -> tuple[str, ...]:
     """Every judge name known here: the built-ins, then installed plugins."""
     _load_entry_points()

@@ -137,9 +137,11 @@ def emit_function(f: Function) -> list[str]:
 
 
 def _head(module: Module) -> list[str]:
-    """Preamble comments, then .version, .target and .address_size."""
+    """Preamble comments, then .version, .target and .address_size (none where the input had none:
+    ptxas then takes the host's 64 bits, where a written 32 is refused for sm_90)."""
     lines = [f"// {p}" if p else "//" for p in module.preamble]
-    return lines + [f".version {module.version}", f".target {module.target}", f".address_size {module.address_size}", ""]
+    size = [] if module.address_size is None else [f".address_size {module.address_size}"]
+    return lines + [f".version {module.version}", f".target {module.target}", *size, ""]
 
 
 def emit(module: Module) -> str:

@@ -342,7 +342,7 @@ class Module:
 
     version: str = "8.0"
     target: str = "sm_90a"
-    address_size: int = 64
+    address_size: int | None = 64  # None: the source wrote no .address_size
     items: tuple[TopLevel, ...] = ()
     preamble: tuple[str, ...] = ()
 

@@ -325,14 +325,14 @@ class _Parser:
             if t in (".version", ".target", ".address_size"):
                 self.header_directive(header, items)
                 continue
+            if _kind(t) != "d":  # the wrong token itself, before what a missing header would say
+                if t == "}":
+                    self.tok_err("unmatched '}' at module scope")
+                self.tok_err(f"expected a directive at module scope, found {t!r}")
             if ".version" not in header:
                 self.tok_err("missing .version directive: a PTX module must start with .version")
             if ".target" not in header:
                 self.tok_err("missing .target directive before the first declaration")
-            if _kind(t) != "d":
-                if t == "}":
-                    self.tok_err("unmatched '}' at module scope")
-                self.tok_err(f"expected a directive at module scope, found {t!r}")
             linkage = ""
             if t in _LINKAGE:
                 linkage = t
@@ -353,7 +353,7 @@ class _Parser:
         return Module(
             version=header[".version"],
             target=header[".target"],
-            address_size=header.get(".address_size", 32),
+            address_size=header.get(".address_size"),  # None: not written (emit writes none)
             items=tuple(items),
             preamble=self.preamble,
         )

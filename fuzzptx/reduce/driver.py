@@ -37,6 +37,8 @@ from fuzzptx.reduce.passes.structure import _SIMPLE_TYPES
 from fuzzptx.reduce.passes.values import imm_bits
 from fuzzptx.data import buffer_bytes
 from fuzzptx.judges import differ
+from fuzzptx.judges.base import COMPILE, CUBIN, DEVICE
+from fuzzptx.judges.registry import by_stage, get as get_judge
 from fuzzptx.judges import metamorphic
 from fuzzptx.oracles.ptxas import compile_batch
 from fuzzptx.oracles.hardware import HardwareWorker, gpu_available
@@ -317,16 +319,20 @@ def signature_predicate(signature: str, toolchain=None) -> Predicate:
     keep = differ.keep_predicate(signature)
     needed = differ.judges_for(signature)
 
+    compiler = by_stage(COMPILE)
+    # the compile stage's verdicts for all candidates in one batched run, where no judge needed
+    # reads a cubin (a judge that does has the compiler keep it, program by program)
+    batch = compiler.name in needed and not any(CUBIN in get_judge(n).needs for n in needed)
+
     def holds(programs: Sequence[Program]) -> list[bool]:
         results = None
         texts = [p.to_ptx() for p in programs]
-        if "ptxas" in needed and "hardware" not in needed:
-
+        if batch:
             results = compile_batch(texts, ptxas=toolchain.ptxas if toolchain is not None else None)
         out = [False] * len(programs)
         for i, p in enumerate(programs):
-            v = differ.judge(p, needed, ptxas_result=results[i] if results is not None else None, text=texts[i],
-                             toolchain=toolchain)
+            v = differ.judge(p, needed, given={compiler.name: results[i]} if results is not None else None,
+                             text=texts[i], toolchain=toolchain)
             if keep(differ.compare(p, v), v):
                 out[i] = True
                 break  # the reducer takes the first candidate that holds: judging the rest is waste
@@ -351,7 +357,7 @@ def metamorphic_predicate(signature: str) -> Predicate:
 
 def rejudged(program: Program, signature: str) -> Program:
     """The program with EXPECT lines (and signature) saying what the CPU judges say of it now."""
-    judges = tuple(j for j in differ.JUDGES if j != "hardware" or "hardware" in signature)
+    judges = tuple(j for j in differ.JUDGES if DEVICE not in get_judge(j).needs or j in signature)
     v = differ.judge(program, judges)
     findings = differ.compare(program, v)
     found = [f.signature for f in findings if f.signature.startswith(signature)]

@@ -1,13 +1,18 @@
-"""Group findings from result records (JSONL) by signature; keep the smallest repro per bucket.
+"""Group findings from result records (JSONL) by root cause; keep the smallest repro per bucket.
 
 A result record is one JSON object per judged program, as ``fuzzptx run`` and
 ``fuzzptx campaign`` append them:
 
     {"id": "...", "family": "...", "instructions": 12,
-     "findings": [{"signature": "...", "message": "...", "repro": "path.ptx" | null}],
+     "findings": [{"signature": "...", "message": "...", "repro": "path.ptx" | null,
+                   "cause": {"judges": ..., "rule": ..., "pattern": ..., "instruction_class": ...},
+                   "also": [{"signature": "...", "message": "..."}]}],
      "repro": "relative/path.ptx" | null, "ptx": "<text, when no repro file>"}
 
-(a finding's own ``repro``, where a campaign wrote one per signature, wins over the record's).
+(a finding's own ``repro``, where a campaign wrote one per cause, wins over the record's).  A
+bucket is a root cause (``fuzzptx.judges.finding.RootCause``); its type mixes and the
+signatures of its evidence are its attributes.  Records written before findings carried a
+``cause`` are read through ``finding.program_causes``: their findings of one cause become one.
 
 Shards of one campaign are merged by passing all their files; a bad line is
 reported with its file and line and skipped, never losing the rest.
@@ -18,6 +23,7 @@ import argparse
 import html
 import json
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -26,7 +32,7 @@ from fuzzptx.engine import matrix
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.helptext import Formatter
 from fuzzptx.inputs import InputError, read_jsonl, read_text
-from fuzzptx.judges.finding import classify as classify_finding
+from fuzzptx.judges.finding import RootCause, program_causes
 from fuzzptx.oracles.hardware import gpu_available
 from fuzzptx.program import Program
 from fuzzptx.reduce import instruction_count
@@ -35,10 +41,29 @@ from fuzzptx.triage.known import classify, context_of, load_known
 
 @dataclass
 class Bucket:
-    signature: str
+    """One root cause: how many programs gave it, its smallest repro (``smallest``: that record,
+    its ``repro`` and ``signature`` the finding's), the signatures of its evidence and its
+    families (type mixes) with their counts."""
+
+    cause: RootCause
     count: int = 0
     smallest: dict | None = None
     sources: set[str] = field(default_factory=set)
+    evidence: Counter = field(default_factory=Counter)
+    families: Counter = field(default_factory=Counter)
+
+    @property
+    def key(self) -> str:
+        return str(self.cause)
+
+    @property
+    def signature(self) -> str:
+        """The smallest repro's signature: what its file keeps (a release matrix asks for it)."""
+        return (self.smallest or {}).get("signature") or next(iter(self.evidence), self.key)
+
+    @property
+    def kind(self) -> str:
+        return self.cause.kind
 
     def repro_size(self) -> int | None:
         """Instructions in the smallest repro *file* as it is now (a campaign shrinks it after the
@@ -59,29 +84,48 @@ class Bucket:
             return "?"
         return f"{now} (found: {found})" if found is not None and found != now else str(now)
 
-    def add(self, record: dict, source: str) -> None:
+    def add(self, record: dict, source: str, signatures: list[str]) -> None:
         self.count += 1
         self.sources.add(source)
+        self.evidence.update(signatures)
+        self.families.update({s.rsplit("|", 1)[-1] for s in signatures})
         if self.smallest is None or record.get("instructions", 1 << 30) < self.smallest.get("instructions", 1 << 30):
             self.smallest = record
 
 
 @dataclass
 class Triage:
-    buckets: dict[str, Bucket] = field(default_factory=dict)
+    buckets: dict[RootCause, Bucket] = field(default_factory=dict)
     programs: int = 0
     problems: list[str] = field(default_factory=list)
+    first_seen: dict[RootCause, int] = field(default_factory=dict)  # cause -> programs read when first found
 
     def add_record(self, record: dict, source: str) -> None:
         self.programs += 1
-        for f in record.get("findings", ()):
-            sig = f["signature"]
-            # a program with several findings has one repro per signature (campaign records)
-            rec = {**record, "repro": f["repro"]} if f.get("repro") else record
-            self.buckets.setdefault(sig, Bucket(sig)).add(rec, source)
+        for cause, fs in record_causes(record):
+            # a program with several causes has one repro per cause (campaign records)
+            lead = fs[0]
+            # its own repro file (none: this program was not the cause's smallest when found);
+            # records of findings without their own repro field have one per program
+            rec = {**record, "signature": lead["signature"], **({"repro": lead["repro"]} if "repro" in lead else {})}
+            sigs = [s for f in fs for s in [f["signature"]] + [a.get("signature", "") for a in f.get("also", ())]]
+            self.buckets.setdefault(cause, Bucket(cause)).add(rec, source, sigs)
+            self.first_seen.setdefault(cause, self.programs)
 
     def ordered(self) -> list[Bucket]:
-        return sorted(self.buckets.values(), key=lambda b: (-b.count, b.signature))
+        return sorted(self.buckets.values(), key=lambda b: (-b.count, b.key))
+
+
+def record_causes(record: dict) -> list[tuple[RootCause, list[dict]]]:
+    """(root cause, the record's findings of it) for one record: each finding's recorded ``cause``,
+    else what ``finding.program_causes`` makes of the record's signatures (older records)."""
+    fs = list(record.get("findings", ()))
+    given = [RootCause.from_dict(f["cause"]) if isinstance(f.get("cause"), dict) else None for f in fs]
+    causes = program_causes([f["signature"] for f in fs], given)
+    out: dict[RootCause, list[dict]] = {}
+    for f, c in zip(fs, causes):
+        out.setdefault(c, []).append(f)
+    return list(out.items())
 
 
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {  # what each record field read here must be, when present
@@ -107,6 +151,13 @@ def record_problem(rec: dict) -> str | None:
             return "finding without signature"
         if not isinstance(fi.get("repro"), (str, type(None))):
             return "finding whose repro is not a path"
+        if "cause" in fi and not (isinstance(fi["cause"], dict) and all(isinstance(fi["cause"].get(k, ""), str)
+                                                                         for k in ("judges", "rule", "pattern",
+                                                                                   "instruction_class"))):
+            return "finding whose cause is not a root cause (judges, rule, pattern, instruction_class)"
+        if not (isinstance(fi.get("also", []), list)
+                and all(isinstance(a, dict) and isinstance(a.get("signature"), str) for a in fi.get("also", []))):
+            return "finding whose 'also' is not a list of findings with signatures"
     if not all(isinstance(x, str) for x in rec.get("forms", ())):
         return "field 'forms' holds something other than form names"
     swz = rec.get("coverage", {}).get("swizzle")
@@ -158,7 +209,7 @@ def _repro_ref(rec: dict) -> str:
 
 
 def releases_of(t: Triage, spec: str) -> dict[str, dict[str, bool | None]]:
-    """Signature -> release -> whether its smallest repro keeps the signature with that release as
+    """Root cause (its ``str``) -> release -> whether its smallest repro keeps its signature with that release as
     the ptxas (None: not applicable to that release; the GPU runs that release's cubin where there is
     a GPU); buckets without a repro file, or whose signature needs a GPU this machine lacks, are left
     out, and so are disagreements between two releases, which their signature names."""
@@ -174,7 +225,7 @@ def releases_of(t: Triage, spec: str) -> dict[str, dict[str, bool | None]]:
         except FuzzptxError as exc:
             print(f"fuzzptx triage: {path}: no release matrix: {exc}", file=sys.stderr)
             continue
-        out[b.signature] = res["holds"]
+        out[b.key] = res["holds"]
     return out
 
 
@@ -186,40 +237,49 @@ def holds_text(row: dict[str, bool | None] | None) -> str:
 
 def markdown(t: Triage, known: tuple = (), context: dict | None = None,
              releases: dict[str, dict[str, bool | None]] | None = None) -> str:
-    """The buckets as a Markdown table, each with what it means (its class); with a baseline
-    (``fuzzptx.triage.known``) each says new or known (``context``: what the baseline's conditions
-    test, e.g. the campaign's numerics); with ``releases``, which ptxas releases keep it."""
+    """The buckets (one per root cause) as a Markdown table, new bugs first, each with what it means
+    (its class), its evidence and type mixes; with a ledger (``fuzzptx.triage.known``) the headline
+    says how many distinct bugs are new (``context``: what the ledger's conditions test, e.g. the
+    campaign's numerics); with ``releases``, which ptxas releases keep it."""
     hit, unmatched = classify(t.buckets, known, context)
-    new = sum(1 for s in t.buckets if s not in hit)
+    new = sum(1 for c in t.buckets if c not in hit)
     lines = [
         "# fuzzptx triage", "",
-        f"{t.programs} programs, {sum(b.count for b in t.buckets.values())} findings in {len(t.buckets)} buckets"
-        + (f" ({new} new, {len(hit)} known)." if known else "."), "",
+        f"**distinct bugs: {len(t.buckets)} (new: {new})**" if known else f"**distinct bugs: {len(t.buckets)}**", "",
+        f"{t.programs} programs, {sum(b.count for b in t.buckets.values())} findings in {len(t.buckets)} buckets "
+        "(one per root cause)" + (f", {new} new, {len(hit)} known." if known else "."), "",
     ]
-    head = ["findings", "signature", "class"] + (["status"] if known else []) + ["smallest repro", "instructions"] \
+    head = ["findings", "root cause", "class"] + (["status"] if known else []) + ["evidence", "smallest repro", "instructions"] \
         + (["releases (the signature holds)"] if releases is not None else [])
     lines += ["| " + " | ".join(head) + " |", "| " + " | ".join("---:" if h in ("findings", "instructions") else "---"
                                                                 for h in head) + " |"]
-    for b in t.ordered():
+    for b in sorted(t.ordered(), key=lambda b: b.cause in hit):
         rec = b.smallest or {}
-        cells = [str(b.count), f"`{b.signature}`", classify_finding(b.signature)]
+        cells = [str(b.count), f"`{b.key}`: {b.cause.words()}", b.kind]
         if known:
-            cells.append("**new**" if b.signature not in hit else f"known ({hit[b.signature].where()})")
-        cells += [_repro_ref(rec), b.size_text()]
+            cells.append("**new**" if b.cause not in hit else f"known: {hit[b.cause].id} ({hit[b.cause].where()})")
+        cells += [evidence_text(b), _repro_ref(rec), b.size_text()]
         if releases is not None:
-            cells.append(holds_text(releases.get(b.signature)) or "(not judged here)")
+            cells.append(holds_text(releases.get(b.key)) or "(not judged here)")
         lines.append("| " + " | ".join(cells) + " |")
     if unmatched:
-        lines += ["", "## Known findings that matched no bucket (fixed, stale, or their judges did not run)", ""]
-        lines += [f"- `{k.pattern}` ({k.where()}): {k.reason}" for k in unmatched]
+        lines += ["", "## Known bugs that matched no bucket (fixed, stale, or their judges did not run)", ""]
+        lines += [f"- `{k.pattern_text()}` ({k.where()}): {k.title}" for k in unmatched]
     if t.problems:
         lines += ["", "## Input problems", ""] + [f"- {p}" for p in t.problems]
     return "\n".join(lines) + "\n"
 
 
+def evidence_text(b: Bucket, most: int = 3) -> str:
+    """The bucket's commonest signatures and how many type mixes it spans: ``sass:inflight-write|wgmma.f32.e4m3 (4), ...; 3 families``."""
+    top = ", ".join(f"`{s}` ({n})" for s, n in b.evidence.most_common(most))
+    more = len(b.evidence) - most
+    return top + (f", {more} more" if more > 0 else "") + f"; {len(b.families)} famil{'y' if len(b.families) == 1 else 'ies'}"
+
+
 def html_page(t: Triage) -> str:
     rows = "".join(
-        f"<tr><td>{b.count}</td><td><code>{html.escape(b.signature)}</code></td>"
+        f"<tr><td>{b.count}</td><td><code>{html.escape(b.key)}</code> {html.escape(b.cause.words())}</td>"
         f"<td>{_link(b.smallest or {})}</td><td>{html.escape(b.size_text())}</td></tr>"
         for b in t.ordered()
     )
@@ -228,7 +288,7 @@ def html_page(t: Triage) -> str:
         "<!doctype html><meta charset=utf-8><title>fuzzptx triage</title>"
         "<style>body{font-family:sans-serif;margin:2em}td,th{padding:4px 10px;border-bottom:1px solid #ddd}</style>"
         f"<h1>fuzzptx triage</h1><p>{t.programs} programs, {len(t.buckets)} buckets.</p>"
-        f"<table><tr><th>findings</th><th>signature</th><th>smallest repro</th><th>instructions</th></tr>{rows}</table>"
+        f"<table><tr><th>findings</th><th>root cause</th><th>smallest repro</th><th>instructions</th></tr>{rows}</table>"
         + (f"<h2>Input problems</h2><ul>{probs}</ul>" if probs else "")
     )
 
@@ -242,13 +302,14 @@ def _link(rec: dict) -> str:
 
 def main_triage(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="fuzzptx triage", formatter_class=Formatter,
-                                 description="Group findings by signature; smallest repro per bucket (its instructions: "
+                                 description="Group findings by root cause; smallest repro per bucket (its instructions: "
                                              "the repro file's, and the program's as found where shrinking changed it).")
     ap.add_argument("results", nargs="+", help="JSONL files or directories holding them (shards are merged)")
     ap.add_argument("--md", metavar="FILE", help="also write the Markdown summary to FILE (stdout has it unless --json)")
     ap.add_argument("--html", metavar="FILE", help="write the HTML summary here")
     ap.add_argument("--json", action="store_true", help="print the buckets as JSON instead of Markdown")
-    ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.triage.known): say which buckets are new")
+    ap.add_argument("--known", metavar="FILE", help="known-bug ledger (TOML, reports/known_bugs.toml; "
+                    "fuzzptx.triage.known): say which buckets are new bugs")
     ap.add_argument("--ptxas", metavar="SPEC", help="judge each bucket's smallest repro with every ptxas release of SPEC "
                     "and say which keep its signature (fetched into the user cache on demand)")
     args = ap.parse_args(argv)
@@ -264,12 +325,14 @@ def main_triage(argv: list[str]) -> int:
         Path(args.html).write_text(html_page(t))
     if args.json:
         hit, _ = classify(t.buckets, known, context)
-        print(json.dumps([{"signature": b.signature, "count": b.count, "smallest": _repro_ref(b.smallest or {}),
+        print(json.dumps([{"cause": b.key, **b.cause.as_dict(), "signature": b.signature, "count": b.count,
+                           "evidence": dict(b.evidence.most_common()), "families": dict(b.families.most_common()),
+                           "smallest": _repro_ref(b.smallest or {}),
                            "instructions": b.repro_size(),
                            "instructions_found": (b.smallest or {}).get("instructions"),
-                           "class": classify_finding(b.signature),
-                           "known": hit[b.signature].reason if b.signature in hit else None,
-                           **({"releases": releases.get(b.signature)} if releases is not None else {})}
+                           "class": b.kind,
+                           "known": hit[b.cause].reason if b.cause in hit else None,
+                           **({"releases": releases.get(b.key)} if releases is not None else {})}
                           for b in t.ordered()], indent=1))
     else:
         print(markdown(t, known, context, releases), end="")

@@ -16,18 +16,23 @@ import argparse
 import json
 import re
 import shlex
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from fuzzptx.engine import matrix as release_matrix
-from fuzzptx.inputs import read_text
+from fuzzptx.helptext import Progress
+from fuzzptx.inputs import InputError, read_text
 from fuzzptx.judges import differ
 from fuzzptx.judges.finding import COMPILER, classify
 from fuzzptx.oracles import toolchains
-from fuzzptx.oracles.ptxas import PINNED_VERSION, compile_ptx, find_ptxas
+from fuzzptx.oracles.ptxas import (BASE_TIMEOUT_S, PER_MB_S, PINNED_VERSION, TIMEOUT_ENV, compile_ptx, find_ptxas,
+                                   use_ptxas_timeout)
 from fuzzptx.oracles.sass import disassemble, disassembler, hazards as sass_hazards, run_disassembler
+from fuzzptx import launch
 from fuzzptx.program import Program
 
 _EXCERPT_AROUND = 6  # SASS lines kept before and after each GMMA instruction in the README excerpt
@@ -87,35 +92,73 @@ def _outputs_text(ref: Any) -> str:
     return "\n".join(out) + "\n"
 
 
-def bundle(path: str | Path, out: str | Path, *, releases: str | None = None, kernel: str | None = None) -> dict:
+def _ptxas_said(res: Any) -> str:
+    """ptxas's outcome in words: a timeout or a crash is neither an acceptance nor a rejection."""
+    if res.timed_out:
+        return res.timeout_text()
+    if res.returncode < 0:
+        return f"ptxas crashed (signal {-res.returncode})"
+    return "accepted" if res.accepted else "rejected"
+
+
+def bundle(path: str | Path, out: str | Path, *, releases: str | None = None, kernel: str | None = None,
+           step: Any = None) -> dict:
     """Write the bundle for repro ``path`` into ``out``; returns what was written (``bundle.json``).
     ``releases``: a SPEC for the release matrix (default: the releases cached here).  ``kernel``:
     which kernel of a plain multi-kernel file the inferred header launches (default: the first);
-    the SASS hazards and the README's excerpts are that kernel's."""
+    the SASS hazards and the README's excerpts are that kernel's.  ``step(text)`` is told what
+    runs (a progress line).  The directory appears whole or not at all: it is written beside
+    ``out`` under a temporary name and renamed at the end (an earlier bundle there is replaced)."""
     path, out = Path(path), Path(out)
     text = read_text(str(path), what="repro file")
-    program = Program.from_ptx(text, str(path), kernel)
+    program = launch.load(text, str(path), kernel)  # a plain file's launch inferred and searched
+    if out.exists() and not (out.is_dir() and (not any(out.iterdir()) or (out / "bundle.json").exists())):
+        raise InputError("exists and is not an earlier bundle: choose another -o", str(out))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        meta = _write(program, text, path, work, releases, kernel, step or (lambda _: None))
+        if out.exists():  # an earlier bundle (or an empty directory): moved aside, then removed
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            out.rename(old / "b")
+            work.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            work.rename(out)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return meta
+
+
+def _write(program: Program, text: str, path: Path, out: Path, releases: str | None, kernel: str | None,
+           step: Any) -> dict:
     launched = program.launch.kernel
-    out.mkdir(parents=True, exist_ok=True)
     (out / "repro.ptx").write_text(text)
     signature = program.signature or ""
     tool = disassembler()
 
     arch = "sm_90a"
+    step("ptxas -O3 and its SASS")
     o3, sass3 = _sass_of(text, 3, tool)
+    step("ptxas -O0 and its SASS")
     o0, sass0 = _sass_of(text, 0, tool)
     for opt, res, lines in ((3, o3, sass3), (0, o0, sass0)):
-        (out / f"ptxas_O{opt}.txt").write_text(res.stderr or "(ptxas printed nothing)\n")
+        (out / f"ptxas_O{opt}.txt").write_text(res.stderr or (f"({res.timeout_text()})\n" if res.timed_out
+                                                              else "(ptxas printed nothing)\n"))
         (out / f"sass_O{opt}.txt").write_text("\n".join(lines) + "\n" if lines else
-                                               "(no SASS: " + ("ptxas rejected the module" if not res.accepted
+                                               "(no SASS: " + (_ptxas_said(res) if not res.accepted
                                                                else "no disassembler found") + ")\n")
+    step("the SASS hazards")
     hazards = [h.line() for h in sass_hazards(o3.cubin, o3.kernel(launched), tool)] \
         if sass3 and launched in o3.kernel_names else []
     if len(program.module.kernels()) > 1:  # the README shows the launched kernel's SASS
         sass3 = _function_sass(o3, launched, tool) or sass3
         sass0 = _function_sass(o0, launched, tool) or sass0
 
-    v = differ.judge(program, ("ptxas", "checker", "reference") + (("sass",) if tool else ()))
+    step("judging (ptxas, checker, reference" + (", sass)" if tool else ")"))
+    v = differ.judge(program, ("ptxas", "checker", "reference") + (("sass",) if tool else ()), text=text,
+                     judged=program)
     found = differ.compare(program, v)
     findings = [f.signature for f in found]
     (out / "reference_outputs.txt").write_text(_outputs_text(v.get("reference")))
@@ -131,9 +174,10 @@ def bundle(path: str | Path, out: str | Path, *, releases: str | None = None, ke
     keep = signature or bug or ("ptxas:" + next((d.code for d in o3.diagnostics if d.code), "accepted"))
     rows: dict = {}
     holds: dict = {}
+    late: list = []
     if spec:
-        found = release_matrix.bisect(program, text, keep, spec)
-        rows, holds = found["matrix"], found["holds"]
+        found = release_matrix.bisect(program, text, keep, spec, step=step)
+        rows, holds, late = found["matrix"], found["holds"], found["timed_out"]
     (out / "releases.txt").write_text(release_matrix.table(rows, None if keep.startswith("ptxas:") else keep) + "\n"
                                       if rows else "(no cached ptxas release)\n")
 
@@ -157,10 +201,13 @@ def bundle(path: str | Path, out: str | Path, *, releases: str | None = None, ke
     (out / "commands.sh").write_text("\n".join(commands) + "\n")
 
     meta = {"repro": str(path), "kernel": launched, "signature": signature or None, "asked_of_releases": keep, "class": classify(signature) if signature else None,
-            "ptxas": PINNED_VERSION, "ptxas_O3": {"accepted": o3.accepted, "codes": sorted({d.code for d in o3.diagnostics if d.code})},
-            "ptxas_O0": {"accepted": o0.accepted, "codes": sorted({d.code for d in o0.diagnostics if d.code})},
+            "ptxas": PINNED_VERSION,
+            **{f"ptxas_O{opt}": {"accepted": r.accepted, "said": _ptxas_said(r), "timed_out": r.timed_out,
+                                 "codes": sorted({d.code for d in r.diagnostics if d.code})} for opt, r in ((3, o3), (0, o0))},
             "sass_hazards_O3": hazards, "findings_now": findings, "verdicts": v.summary(),
-            "releases": {r: h for r, h in holds.items()}, "gpu_recorded": gpu_lines,
+            **{k: x for k, x in launch.record_fields(program, v).items() if k != "source"},
+            "releases": {r: h for r, h in holds.items() if r not in late}, "releases_timed_out": late,
+            "gpu_recorded": gpu_lines,
             "files": sorted(p.name for p in out.iterdir()) + ["README.md", "bundle.json"]}
     (out / "README.md").write_text(_readme(program, meta, sass3, sass0, keep))
     (out / "bundle.json").write_text(json.dumps(meta, indent=1))
@@ -174,6 +221,10 @@ def _readme(program: Program, m: dict, sass3: list[str], sass0: list[str], keep:
         lines += [f"**Class:** {classify(sig)}." + ("" if m["signature"] else " (The file records no signature: this is "
                                                      "what judging it finds now.)"), ""]
     notes = [n for n in program.notes]
+    if m.get("tensor"):
+        t = m["tensor"]
+        notes.append(f"tensor cores: {t['executed']} of {t['of']} tensor-core instructions executed in the reference"
+                     + (" (coverage:none: no judge compared a tensor-core result)" if m.get("notes") else ""))
     if notes:
         lines += ["What the fuzzer recorded:", ""] + [f"- {n}" for n in notes] + [""]
     lines += [
@@ -187,9 +238,9 @@ def _readme(program: Program, m: dict, sass3: list[str], sass0: list[str], keep:
         + ("; `gpu_outputs.txt`: what the repro records of the GPU." if m["gpu_recorded"] else "."),
         "",
         f"## ptxas {m['ptxas']}", "",
-        f"- `-O3`: {'accepted' if m['ptxas_O3']['accepted'] else 'rejected'}"
+        f"- `-O3`: {m['ptxas_O3']['said']}"
         + (f", diagnostics {', '.join(m['ptxas_O3']['codes'])}" if m["ptxas_O3"]["codes"] else ""),
-        f"- `-O0`: {'accepted' if m['ptxas_O0']['accepted'] else 'rejected'}"
+        f"- `-O0`: {m['ptxas_O0']['said']}"
         + (f", diagnostics {', '.join(m['ptxas_O0']['codes'])}" if m["ptxas_O0"]["codes"] else ""),
     ]
     if m["sass_hazards_O3"]:
@@ -203,6 +254,8 @@ def _readme(program: Program, m: dict, sass3: list[str], sass0: list[str], keep:
                       f"`sass_{opt}.txt` has the whole listing):",
                       "", "```"] + excerpt(s) + ["```"]
     lines += ["", "## Releases", ""]
+    if m["releases_timed_out"]:
+        lines += [f"Ran out of time (no answer, not a rejection): {', '.join(m['releases_timed_out'])}.", ""]
     if m["releases"]:
         have = [r for r, h in m["releases"].items() if h]
         lines += [f"`{keep}` holds with: {', '.join(have) if have else 'none of them'}; "
@@ -226,7 +279,12 @@ def main_bundle(argv: list[str]) -> int:
                     help="releases for the matrix (default: those cached here; nothing is fetched)")
     ap.add_argument("--kernel", metavar="NAME", default=None,
                     help="plain PTX with several kernels: the one the inferred header launches (default: the first)")
+    ap.add_argument("--ptxas-timeout", metavar="SECONDS", type=float, default=None,
+                    help=f"seconds each ptxas run may take (default: {BASE_TIMEOUT_S:g} s plus {PER_MB_S:g} s per MB "
+                         f"of PTX, or ${TIMEOUT_ENV}); running out of time is said as such, never as a rejection")
     a = ap.parse_args(argv)
-    meta = bundle(a.repro, a.out, releases=a.ptxas, kernel=a.kernel)  # bad input: FuzzptxError, one line from the CLI
+    with use_ptxas_timeout(a.ptxas_timeout), Progress("bundle") as ticker:
+        # bad input: FuzzptxError, one line from the CLI
+        meta = bundle(a.repro, a.out, releases=a.ptxas, kernel=a.kernel, step=ticker.step)
     print(f"wrote {a.out}: " + ", ".join(meta["files"]))
     return 0

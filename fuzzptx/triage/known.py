@@ -1,83 +1,210 @@
-"""Known findings: a baseline of bucket signatures already understood, so that a nightly
-dashboard fails on what is new and still shows what is known.
+"""The known-bug ledger: bugs already understood, matched to findings by root cause, so that a run
+says *distinct bugs: N (new: k)* and a nightly dashboard fails on what is new.
 
-A known-findings file is plain text, one entry per line, read like a lit test's comments:
+The ledger is a TOML file (``reports/known_bugs.toml``), one ``[[bug]]`` table per bug:
 
-    # why the line is here, for a person
-    checker!=ptxas|missed:C7512|*    # ptxas's register allocator gives up: unmodelled (reports/findings/README.md)
+    [[bug]]
+    id = "ptxas-O3-repeated-wgmma"              # stable name, [a-z0-9-]
+    title = "ptxas -O3 drops a wgmma issued again right after an identical one"
+    kind = "compiler"                           # compiler | hardware | model
+    cause = { judges = "sass", rule = "gmma-pipeline", pattern = "gmma-missing", instruction_class = "wgmma" }
+    when = { numerics = "spec" }                # optional: holds only for results of that context
+    first_seen = "13.0.88"                      # release (or device) first and last seen with it
+    last_seen = "13.5.37"
+    status = "not yet reported to NVIDIA"       # public status
+    repro = "reports/findings/....ptx"          # the minimal repro
+    bundle = "reports/bundles/ptxas-O3-repeated-wgmma"   # fuzzptx bundle of it
+    written_up = "reports/findings/README.md"
+    avoid = ["repeated-wgmma"]                  # generation options that turn its shapes down
+    rediscover = { seed = 4, programs = 384, judges = "checker,ptxas,sass" }   # or { repro = true }
 
-The pattern is an ``fnmatch`` glob over the whole signature (``*`` any run of characters,
-``?`` one, ``[...]`` a class); the text after `` # `` is the reason, and it is required: a
-baseline entry nobody can explain is a finding hidden, not a finding known.  Conditions may
-follow the pattern as ``key=value`` (only ``numerics=spec|hardware`` so far): the entry then
-holds only for results whose campaign ``stats.json`` says so -- the fp8 accumulator
-difference is known in spec numerics, and would be news in hardware numerics.  ``fuzzptx report
---known FILE`` and ``fuzzptx triage --known FILE`` mark matching buckets as known (JUnit:
-skipped, not failed) and list the entries that matched nothing, which are fixed or stale.
+``cause`` fields are ``fnmatch`` globs over the ``finding.RootCause`` fields (a missing field is
+``*``).  A bug without a written-up reason is a finding hidden, not a bug known: ``title`` and
+``written_up`` are required.  ``avoid`` names ``fuzzptx.strategies.AVOIDABLE`` options: campaigns
+turn those shapes down unless ``--rediscover``; ``rediscover`` is the budget in which a run with
+``--rediscover`` finds the bug again (``tests/test_known_bugs.py`` proves it), or ``repro = true``
+where judging the repro alone is the budget (a crash a batched module hides).
+
+The glob list this replaced (``known_findings.txt``, ``SIGNATURE-GLOB  # why``) is refused with a
+message that says so: its entries named evidence, not causes.
 """
 from __future__ import annotations
 
 import fnmatch
 import json
-from dataclasses import dataclass
+import re
+import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Iterable
 
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.inputs import read_text
+from fuzzptx.judges.finding import COMPILER, HARDWARE, MODEL, RootCause
+from fuzzptx.strategies.avoid import AVOIDABLE
 
 CONDITIONS = {"numerics": ("spec", "hardware")}  # what an entry may be conditioned on
+KINDS = {"compiler": COMPILER, "hardware": HARDWARE, "model": MODEL}
+_CAUSE_FIELDS = ("judges", "rule", "pattern", "instruction_class")
+_FIELDS = {"id", "title", "kind", "cause", "when", "first_seen", "last_seen", "status", "repro", "bundle",
+           "written_up", "avoid", "rediscover"}
+_REQUIRED = ("id", "title", "kind", "cause", "written_up")
+DEFAULT_LEDGER = Path(__file__).resolve().parents[2] / "reports" / "known_bugs.toml"
 
 
 @dataclass(frozen=True)
-class KnownFinding:
-    """One baseline entry: a signature glob, why it is known, and where it was written."""
+class KnownBug:
+    """One ledger entry: a root-cause pattern, what it is, where it was seen and written up."""
 
-    pattern: str
-    reason: str
+    id: str
+    title: str
+    kind: str
+    cause: tuple[tuple[str, str], ...]  # (RootCause field, glob)
     file: str
     line: int
-    when: tuple[tuple[str, str], ...] = ()  # (key, value) the results' context must have
+    when: tuple[tuple[str, str], ...] = ()
+    first_seen: str = ""
+    last_seen: str = ""
+    status: str = ""
+    repro: str = ""
+    bundle: str = ""
+    written_up: str = ""
+    avoid: tuple[str, ...] = ()
+    rediscover: tuple[tuple[str, Any], ...] = field(default=())
+
+    @property
+    def reason(self) -> str:
+        """What the bug is, for a person (a report's 'known' column)."""
+        return f"{self.id}: {self.title}"
 
     def applies(self, context: dict | None) -> bool:
         """The entry's conditions hold for results of this context (none: always)."""
         ctx = context or {}
         return all(ctx.get(k) == v for k, v in self.when)
 
-    def matches(self, signature: str, context: dict | None = None) -> bool:
-        return self.applies(context) and fnmatch.fnmatchcase(signature, self.pattern)
+    def matches(self, cause: RootCause | str, context: dict | None = None) -> bool:
+        """``cause``: a root cause, or its ``str`` (a bucket key), or a signature (its cause)."""
+        c = cause if isinstance(cause, RootCause) else RootCause.parse(cause)
+        return self.applies(context) and all(fnmatch.fnmatchcase(getattr(c, k), g) for k, g in self.cause)
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"
 
+    def pattern_text(self) -> str:
+        return "|".join(dict(self.cause).get(k, "*") for k in _CAUSE_FIELDS)
 
-def parse_known(text: str, file: str = "<known>") -> tuple[KnownFinding, ...]:
-    """Entries of a known-findings file; a malformed line is an error naming file and line."""
-    out: list[KnownFinding] = []
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        pattern, sep, reason = line.partition(" # ")
-        pattern, reason = pattern.strip(), reason.strip()
-        if not sep or not reason:
-            raise FuzzptxError("a known finding needs a reason: 'PATTERN  # why it is known'", file, lineno)
-        pattern, *conds = pattern.split()
-        when = []
-        for c in conds:
-            key, eq, value = c.partition("=")
-            if not eq or key not in CONDITIONS or value not in CONDITIONS[key]:
-                raise FuzzptxError(f"condition {c!r}: expected one of "
-                                   + ", ".join(f"{k}={'|'.join(v)}" for k, v in CONDITIONS.items()), file, lineno)
-            when.append((key, value))
-        if pattern.count("|") < 1:
-            raise FuzzptxError(f"pattern {pattern!r} is not a signature glob ('kind|detail|family', '*' allowed)",
-                               file, lineno)
-        out.append(KnownFinding(pattern, reason, file, lineno, tuple(when)))
+    def budget(self) -> dict[str, Any]:
+        return dict(self.rediscover)
+
+
+def _entry_lines(text: str) -> list[int]:
+    """The line of each ``[[bug]]`` header, in order (TOML readers give no positions)."""
+    return [i for i, ln in enumerate(text.splitlines(), 1) if re.match(r"\s*\[\[\s*bug\s*\]\]", ln)]
+
+
+_OLD_FORMAT = re.compile(r"^\s*[^\s#\[]\S*\|\S*(\s+\w+=\w+)*\s+#")  # ``SIGNATURE-GLOB [cond=v]  # why``
+
+
+def parse_known(text: str, file: str = "<known>") -> tuple[KnownBug, ...]:
+    """The entries of a ledger; a malformed one is an error naming the file and line."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        old = next((n for n, raw in enumerate(text.splitlines(), 1) if _OLD_FORMAT.match(raw)), None)
+        if old is not None:
+            raise FuzzptxError("a glob list of known finding signatures (the old known_findings.txt format): "
+                               "known bugs now live in a TOML ledger matched by root cause, "
+                               "reports/known_bugs.toml (format: fuzzptx/triage/known.py)", file, old) from None
+        m = re.search(r"at line (\d+)", str(exc))
+        raise FuzzptxError(f"not a known-bug ledger (TOML): {exc}", file, int(m.group(1)) if m else None) from None
+    extra = sorted(set(doc) - {"bug"})
+    if extra:
+        raise FuzzptxError(f"unexpected table(s) {', '.join(extra)}: a ledger holds [[bug]] entries", file, 1)
+    bugs = doc.get("bug", [])
+    if not isinstance(bugs, list):
+        raise FuzzptxError("'bug' must be an array of tables ([[bug]])", file, 1)
+    lines = _entry_lines(text)
+    out: list[KnownBug] = []
+    seen: set[str] = set()
+    for n, b in enumerate(bugs):
+        line = lines[n] if n < len(lines) else 1
+        out.append(_entry(b, file, line))
+        if out[-1].id in seen:
+            raise FuzzptxError(f"bug id {out[-1].id!r} appears twice", file, line)
+        seen.add(out[-1].id)
     return tuple(out)
 
 
-def load_known(path: str | Path) -> tuple[KnownFinding, ...]:
-    return parse_known(read_text(path, what="known-findings file", allow_empty=True), str(path))
+def _entry(b: dict, file: str, line: int) -> KnownBug:
+    def bad(why: str) -> FuzzptxError:
+        return FuzzptxError(f"bug {b.get('id', '?')!r}: {why}", file, line)
+
+    if not isinstance(b, dict):
+        raise FuzzptxError("a [[bug]] entry must be a table", file, line)
+    unknown = sorted(set(b) - _FIELDS)
+    if unknown:
+        raise bad(f"unknown field(s) {', '.join(unknown)} (have {', '.join(sorted(_FIELDS))})")
+    missing = [k for k in _REQUIRED if not b.get(k)]
+    if missing:
+        raise bad(f"needs {', '.join(missing)}: a known bug nobody can explain is a finding hidden")
+    for k in ("id", "title", "kind", "first_seen", "last_seen", "status", "repro", "bundle", "written_up"):
+        if k in b and not isinstance(b[k], str):
+            raise bad(f"{k}: a string")
+    for k in ("cause", "when", "rediscover"):
+        if k in b and not isinstance(b[k], dict):
+            raise bad(f"{k}: a table ({{ key = value, ... }})")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", b["id"]):
+        raise bad("id: lower-case letters, digits and '-'")
+    if b["kind"] not in KINDS:
+        raise bad(f"kind {b['kind']!r}: expected one of {', '.join(KINDS)}")
+    cause = b["cause"]
+    if not isinstance(cause, dict) or not cause or set(cause) - set(_CAUSE_FIELDS) \
+            or not all(isinstance(v, str) for v in cause.values()):
+        raise bad(f"cause: a table of glob strings over {', '.join(_CAUSE_FIELDS)}")
+    when = b.get("when", {})
+    for k, v in when.items():
+        if k not in CONDITIONS or v not in CONDITIONS[k]:
+            raise bad(f"when {k}={v!r}: expected one of "
+                      + ", ".join(f"{c}={'|'.join(vs)}" for c, vs in CONDITIONS.items()))
+    avoid = b.get("avoid", [])
+    if not isinstance(avoid, list) or any(not isinstance(a, str) or a not in AVOIDABLE for a in avoid):
+        raise bad(f"avoid {avoid!r}: expected a list of {', '.join(sorted(AVOIDABLE))}")
+    red = b.get("rediscover", {})
+    if red and not (red.get("repro") is True or ({"seed", "programs"} <= set(red) <= {"seed", "programs", "judges"}
+                                                 and all(isinstance(red[k], int) and not isinstance(red[k], bool)
+                                                         and red[k] >= 0 for k in ("seed", "programs"))
+                                                 and isinstance(red.get("judges", ""), str))):
+        raise bad("rediscover: { seed = S, programs = N[, judges = \"...\"] } or { repro = true }")
+    return KnownBug(str(b["id"]), str(b["title"]), str(b["kind"]),
+                    tuple((k, cause[k]) for k in _CAUSE_FIELDS if k in cause), file, line,
+                    tuple(sorted(when.items())), str(b.get("first_seen", "")), str(b.get("last_seen", "")),
+                    str(b.get("status", "")), str(b.get("repro", "")), str(b.get("bundle", "")),
+                    str(b["written_up"]), tuple(avoid), tuple(sorted(red.items())))
+
+
+def load_known(path: str | Path) -> tuple[KnownBug, ...]:
+    return parse_known(read_text(path, what="known-bug ledger", allow_empty=True), str(path))
+
+
+def ledger(path: str | None) -> tuple[KnownBug, ...]:
+    """The ledger a run or campaign matches its root causes to: ``path``, else the checkout's
+    ``reports/known_bugs.toml`` where there is one; ``none``: no ledger."""
+    if path is not None:
+        return () if path == "none" else load_known(path)
+    return load_known(DEFAULT_LEDGER) if DEFAULT_LEDGER.is_file() else ()
+
+
+def default_numerics(judges: Iterable[str]) -> str | None:
+    """The numerics a run's reference uses unless told: the model of the GPU that judges.  The
+    hardware judge runs only on sm_90a, whose tensor cores the bit-exact H100 model describes
+    (docs/numerics.md), so its known numerics (the fp8 e8m13 accumulator) do not flood a run;
+    without a GPU, the PTX ISA's bounds (None: spec).  Spec bounds stay a choice (--numerics spec)."""
+    return "hardware" if "hardware" in tuple(judges) else None
+
+
+def avoided(known: Iterable[KnownBug], context: dict | None = None) -> frozenset[str]:
+    """The generation options that turn down the shapes of the ledger's bugs (``--rediscover``: none)."""
+    return frozenset(a for k in known if k.applies(context) for a in k.avoid)
 
 
 def context_from(stats: dict) -> dict:
@@ -102,15 +229,21 @@ def context_of(paths) -> dict:
     return {k: next(iter(v)) for k, v in seen.items() if len(v) == 1 and None not in v}
 
 
-def classify(signatures, known: tuple[KnownFinding, ...],
-             context: dict | None = None) -> tuple[dict[str, KnownFinding], list[KnownFinding]]:
-    """(signature -> the first entry that matches it, for the known ones; the entries whose
-    conditions hold here but that match no signature)."""
-    hit: dict[str, KnownFinding] = {}
-    used: set[KnownFinding] = set()
-    for sig in signatures:
-        k = next((k for k in known if k.matches(sig, context)), None)
+def classify(causes, known: tuple[KnownBug, ...],
+             context: dict | None = None) -> tuple[dict[Any, KnownBug], list[KnownBug]]:
+    """(cause -> the first entry that matches it, for the known ones; the entries whose conditions
+    hold here but that match no cause).  ``causes``: root causes, bucket keys or signatures."""
+    hit: dict[Any, KnownBug] = {}
+    used: set[str] = set()
+    for c in causes:
+        k = next((k for k in known if k.matches(c, context)), None)
         if k is not None:
-            hit[sig] = k
-            used.add(k)
-    return hit, [k for k in known if k.applies(context) and k not in used]
+            hit[c] = k
+            used.add(k.id)
+    return hit, [k for k in known if k.applies(context) and k.id not in used]
+
+
+def headline(causes: Iterable[Any], hit: dict) -> str:
+    """``distinct bugs: N (new: k)``."""
+    cs = list(causes)
+    return f"distinct bugs: {len(cs)} (new: {sum(1 for c in cs if c not in hit)})"

@@ -12,18 +12,20 @@ import html
 import io
 import json
 import re
+import sys
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
 from fuzzptx.helptext import Formatter
 from fuzzptx.inputs import InputError, read_text
-from fuzzptx.triage.known import KnownFinding, classify, context_from, load_known
-from fuzzptx.judges.finding import CLASSES, classify as classify_finding
-from fuzzptx.triage.buckets import Triage, holds_text, read_records, releases_of
+from fuzzptx.triage import bugs as bug_rows
+from fuzzptx.triage.known import KnownBug, classify, context_from, load_known
+from fuzzptx.judges.finding import CLASSES
+from fuzzptx.triage.buckets import Triage, evidence_text, holds_text, read_records, releases_of
 
 
 FAULT_ROWS = 500  # GPU-fault rows the HTML lists; the rest are counted
@@ -39,8 +41,25 @@ class Digest:
     cells: Counter = field(default_factory=Counter)  # (type mix + A source, N, swizzle) -> programs
     faults: list[dict] = field(default_factory=list)  # the first FAULT_ROWS planted/faulting programs
     more_faults: int = 0
+    programs: int = 0
+    forms: set = field(default_factory=set)  # catalogue forms reached so far
+    coverage: list = field(default_factory=list)  # (programs, forms reached) where the count grew
+    # programs with tensor-core instructions, those whose reference run executed none (coverage:none),
+    # and the instructions executed of those they have (the records' ``tensor`` field)
+    tensor: Counter = field(default_factory=Counter)
 
     def add(self, rec: dict) -> None:
+        n = len(self.forms)
+        self.forms.update(rec.get("forms", ()))
+        self.programs += 1
+        if len(self.forms) > n:
+            self.coverage.append((self.programs, len(self.forms)))
+        ten = rec.get("tensor")
+        if isinstance(ten, dict):
+            self.tensor["programs"] += 1
+            self.tensor["coverage:none"] += "coverage:none" in (rec.get("notes") or ())
+            self.tensor["executed"] += int(ten.get("executed", 0) or 0)
+            self.tensor["of"] += int(ten.get("of", 0) or 0)
         t = rec.get("t")
         if isinstance(t, (int, float)):
             self.times.append(t)
@@ -148,37 +167,101 @@ def plot_buckets(t: Triage) -> str:
         return "<p>No findings.</p>"
     fig, ax = plt.subplots(figsize=(6, 0.25 * len(buckets) + 0.8))
     ax.barh(range(len(buckets)), [b.count for b in buckets])
-    ax.set_yticks(range(len(buckets)), [b.signature for b in buckets], fontsize=6)
+    ax.set_yticks(range(len(buckets)), [b.key for b in buckets], fontsize=6)
     ax.invert_yaxis()
     ax.set_xlabel("findings")
     return _svg(fig)
 
 
-def summary(t: Triage, digest: Digest, stats: dict, known: tuple[KnownFinding, ...] = (),
+def plot_saturation(t: Triage, digest: Digest, hit: dict) -> str:
+    """New distinct bugs (and all distinct bugs) against programs judged -- the saturation curve --
+    with the catalogue forms reached beside it (the coverage the programs bought)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not t.first_seen:
+        return "<p>No findings: no saturation curve.</p>"
+    pts = sorted(t.first_seen.items(), key=lambda kv: kv[1])
+    xs, alls, news = [0], [0], [0]
+    for c, n in pts:
+        xs.append(n)
+        alls.append(alls[-1] + 1)
+        news.append(news[-1] + (c not in hit))
+    xs.append(t.programs)
+    alls.append(alls[-1])
+    news.append(news[-1])
+    fig, axes = plt.subplots(1, 2, figsize=(9, 2.6))
+    axes[0].step(xs, alls, where="post", label="distinct bugs")
+    axes[0].step(xs, news, where="post", label="new distinct bugs")
+    axes[0].set_xlabel("programs judged")
+    axes[0].set_ylabel("root causes")
+    axes[0].legend(fontsize=7)
+    axes[0].grid(alpha=0.3)
+    cov = [(0, 0)] + digest.coverage + [(t.programs, len(digest.forms))]
+    axes[1].plot([a for a, _ in cov], [b for _, b in cov])
+    axes[1].set_xlabel("programs judged")
+    axes[1].set_ylabel("catalogue forms reached")
+    axes[1].grid(alpha=0.3)
+    return _svg(fig)
+
+
+def summary(t: Triage, digest: Digest, stats: dict, known: tuple[KnownBug, ...] = (),
             releases: dict | None = None) -> dict:
     times = digest.times
-    wall = (max(times) - min(times)) if len(times) > 1 else stats.get("wall_seconds")
+    # the campaign's own figures where it wrote them (its whole wall, start-up included), else the
+    # span of the record's times: one figure, the same in every place the report shows it
+    wall = stats.get("wall_seconds") or ((max(times) - min(times)) if len(times) > 1 else None)
+    pps = stats.get("programs_per_second")
+    if pps is None:
+        pps = round(t.programs / wall, 2) if wall else None
     hit, unmatched = classify(t.buckets, known, context_from(stats))
-    buckets = [{"signature": b.signature, "count": b.count, "smallest_repro": (b.smallest or {}).get("repro"),
+    buckets = [{"cause": b.key, **b.cause.as_dict(), "words": b.cause.words(), "signature": b.signature,
+                "count": b.count, "evidence": dict(b.evidence.most_common()),
+                "families": dict(b.families.most_common()),
+                "smallest_repro": (b.smallest or {}).get("repro"),
                 "instructions": b.repro_size(), "instructions_found": (b.smallest or {}).get("instructions"),
-                "known": hit[b.signature].reason if b.signature in hit else None,
-                "known_entry": hit[b.signature].where() if b.signature in hit else None,
-                "class": classify_finding(b.signature),
-                **({"releases": releases.get(b.signature)} if releases is not None else {})} for b in t.ordered()]
+                "new": b.cause not in hit,
+                "known": hit[b.cause].reason if b.cause in hit else None,
+                "known_id": hit[b.cause].id if b.cause in hit else None,
+                "known_entry": hit[b.cause].where() if b.cause in hit else None,
+                "first_seen_programs": t.first_seen.get(b.cause),
+                "class": b.kind,
+                **({"releases": releases.get(b.key)} if releases is not None else {})}
+               for b in sorted(t.ordered(), key=lambda b: b.cause in hit)]  # new bugs first
+    rows = bug_rows.rows({b.cause: b.count for b in t.buckets.values()}, known, context_from(stats))
     return {
+        "headline": bug_rows.headline(rows),
+        "distinct_bugs": len(rows),
+        "new_bugs": sum(r.new for r in rows),
+        "bug_yield": bug_rows.bug_yield(rows, stats.get("cpu_hours"), stats.get("gpu_hours") or None),
+        "saturation": [(n, str(c)) for c, n in sorted(t.first_seen.items(), key=lambda kv: kv[1])],
         "programs": t.programs,
         "findings": sum(b.count for b in t.buckets.values()),
         "new_findings": sum(b["count"] for b in buckets if b["known"] is None),
         "new_buckets": sum(1 for b in buckets if b["known"] is None),
         "known_buckets": len(hit),
         "buckets": buckets,
-        "known_entries_unmatched": [f"{k.where()}: {k.pattern}" for k in unmatched] if known else [],
+        "known_entries_unmatched": [f"{k.where()}: {k.id} ({k.pattern_text()})" for k in unmatched] if known else [],
         "families": dict(digest.families.most_common()),
+        "tensor_coverage": dict(digest.tensor),  # coverage:none: programs that agreed about no tensor core
         "wall_seconds": wall,
-        "programs_per_second": (t.programs / wall) if wall else None,
+        "programs_per_second": pps,
         "campaign_stats": stats,
+        **({"shards_missing": stats["shards_missing"]} if stats.get("shards_missing") else {}),
         "input_problems": t.problems,
     }
+
+
+def _tensor_line(c: dict) -> str:
+    """How much of the judged programs' tensor cores the reference reached; the coverage:none count
+    (programs on which the judges agreed about no tensor core) stands out."""
+    if not c.get("programs"):
+        return ""
+    return (f"<p>Tensor cores: {c.get('executed', 0)} of {c.get('of', 0)} tensor-core instructions of "
+            f"{c['programs']} programs executed in the reference; <b>{c.get('coverage:none', 0)}</b> programs with "
+            "<code>coverage:none</code> (none of theirs ran).</p>")
 
 
 def junit(t: Triage, summ: dict) -> str:
@@ -191,8 +274,9 @@ def junit(t: Triage, summ: dict) -> str:
     groups: dict[str, list[str]] = {cls: [] for cls in CLASSES}
     counts = {cls: [0, 0] for cls in CLASSES}  # failures, skipped
     for b in summ["buckets"]:
-        cls = classify_finding(b["signature"])
-        msg = f"{b['count']} finding(s); smallest repro: {b['smallest_repro'] or 'inline'}"
+        cls = b["class"]
+        msg = (f"{'new bug' if b['known'] is None else 'known bug'}: {b['words']}; {b['count']} finding(s), "
+               f"evidence {', '.join(list(b['evidence'])[:3])}; smallest repro: {b['smallest_repro'] or 'inline'}")
         if b["known"] is None:
             counts[cls][0] += 1
             body = f"<failure message={quoteattr(msg)}>{escape(msg)}</failure>"
@@ -200,10 +284,11 @@ def junit(t: Triage, summ: dict) -> str:
             counts[cls][1] += 1
             why = f"known ({b['known_entry']}): {b['known']}; {msg}"
             body = f"<skipped message={quoteattr(why)}/>"
-        groups[cls].append(f"<testcase classname={quoteattr(_junit_class(cls))} name={quoteattr(b['signature'])}>"
+        groups[cls].append(f"<testcase classname={quoteattr(_junit_class(cls))} name={quoteattr(b['cause'])}>"
                            f"{body}</testcase>")
+    name = f"campaign: {summ['programs']} programs, {summ['headline']}"
     suites.append(f'<testsuite name="fuzzptx campaign" tests="1" failures="0" skipped="0">\n'
-                  f'<testcase classname="fuzzptx" name="campaign: {summ["programs"]} programs"/>\n</testsuite>')
+                  f'<testcase classname="fuzzptx" name={quoteattr(name)}/>\n</testsuite>')
     tests = 1
     for cls, cases in groups.items():
         f, k = counts[cls]
@@ -222,19 +307,25 @@ def _junit_class(cls: str) -> str:
 
 def html_report(directory: Path, t: Triage, digest: Digest, summ: dict) -> str:
     rows = []
-    status = {b["signature"]: b["known"] for b in summ["buckets"]}
+    status = {b["cause"]: b["known"] for b in summ["buckets"]}
     with_releases = any("releases" in b for b in summ["buckets"])
-    held = {b["signature"]: b.get("releases") for b in summ["buckets"]}
-    for b in t.ordered():
+    held = {b["cause"]: b.get("releases") for b in summ["buckets"]}
+    for b in sorted(t.ordered(), key=lambda b: status.get(b.key) is not None):  # new bugs first
         rec = b.smallest or {}
         repro = rec.get("repro")
         link = "inline in results" if not repro else f'<a href="{html.escape(_rel(directory, repro))}">{html.escape(Path(repro).name)}</a>'
-        why = status.get(b.signature)
+        bundle = directory / bug_rows.BUNDLES / bug_rows.slug(b.cause)
+        if bundle.is_dir():
+            link += f' (<a href="{html.escape(_rel(directory, str(bundle / "README.md")))}">bundle</a>)'
+        why = status.get(b.key)
         state = "<b>new</b>" if why is None else f"known: {html.escape(why)}"
-        rel = f"<td>{html.escape(holds_text(held.get(b.signature)) or '(not judged here)')}</td>" if with_releases else ""
-        rows.append(f"<tr><td>{b.count}</td><td><code>{html.escape(b.signature)}</code></td>"
-                    f"<td>{html.escape(classify_finding(b.signature))}</td><td>{state}</td><td>{link}</td>"
+        rel = f"<td>{html.escape(holds_text(held.get(b.key)) or '(not judged here)')}</td>" if with_releases else ""
+        rows.append(f"<tr><td>{b.count}</td><td><code>{html.escape(b.key)}</code><br>{html.escape(b.cause.words())}</td>"
+                    f"<td>{html.escape(b.kind)}</td><td>{state}</td><td>{html.escape(evidence_text(b))}</td><td>{link}</td>"
                     f"<td>{html.escape(b.size_text())}</td>{rel}</tr>")
+    y = summ.get("bug_yield") or {}
+    per = lambda unit: ", ".join(f"{y.get(f'{k}_per_{unit}')} {k}" for k in ("distinct", "new", "known")) \
+        if y.get(f"distinct_per_{unit}") is not None else "-"  # noqa: E731
     stale = "".join(f"<li><code>{html.escape(x)}</code></li>" for x in summ.get("known_entries_unmatched", ()))
     st = summ.get("campaign_stats") or {}
     stage = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in st.items() if not isinstance(v, (dict, list)))
@@ -249,13 +340,17 @@ def html_report(directory: Path, t: Triage, digest: Digest, summ: dict) -> str:
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse}}
 td,th{{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}}h2{{margin-top:1.6em}}</style></head><body>
 <h1>fuzzptx report: {html.escape(directory.name)}</h1>
-<p><b>{summ['programs']}</b> programs judged, <b>{summ['findings']}</b> findings in <b>{len(t.buckets)}</b> buckets
-(<b>{summ['new_buckets']}</b> new, {summ['known_buckets']} known);
-{'' if pps is None else f'{pps:.1f} programs/s'}.</p>
+{f"<p><b>Missing shard(s): {html.escape(', '.join(summ['shards_missing']))}</b> -- this report covers only the shards given.</p>" if summ.get('shards_missing') else ''}
+<p style="font-size:1.4em"><b>{html.escape(summ['headline'])}</b></p>
+<p><b>{summ['programs']}</b> programs judged, <b>{summ['findings']}</b> findings in <b>{len(t.buckets)}</b> buckets, one per
+root cause (<b>{summ['new_buckets']}</b> new, {summ['known_buckets']} known);
+{'' if pps is None else f'{pps} programs/s'}.  Bug yield: per CPU-hour {per('cpu_hour')}; per GPU-hour {per('gpu_hour')}.</p>
+{_tensor_line(summ.get('tensor_coverage') or {})}
 {headline(st)}
-<h2>Findings by bucket</h2>{plot_buckets(t)}
-<table><tr><th>findings</th><th>signature</th><th>class</th><th>status</th><th>smallest repro</th><th>instructions</th>{'<th>releases (the signature holds)</th>' if with_releases else ''}</tr>{''.join(rows)}</table>
-{f'<p>Known-finding entries that matched no bucket (fixed, stale, or their judges did not run):</p><ul>{stale}</ul>' if stale else ''}
+<h2>Distinct bugs against programs (saturation) and coverage</h2>{plot_saturation(t, digest, {c for c in t.buckets if status.get(str(c)) is not None})}
+<h2>Bugs (one bucket per root cause, new first)</h2>{plot_buckets(t)}
+<table><tr><th>findings</th><th>root cause</th><th>class</th><th>status</th><th>evidence</th><th>smallest repro</th><th>instructions</th>{'<th>releases (the signature holds)</th>' if with_releases else ''}</tr>{''.join(rows)}</table>
+{f'<p>Known bugs of the ledger that matched no bucket (fixed, stale, or their judges did not run):</p><ul>{stale}</ul>' if stale else ''}
 <h2>Coverage: type mix &times; N &times; A source &times; swizzle</h2>{plot_coverage(digest.cells)}
 <h2>Throughput over time</h2>{plot_throughput(digest.times)}
 <h2>Stages</h2>{stage_rows or '<p>no stats.json</p>'}
@@ -318,7 +413,8 @@ def read_stats(path: Path) -> dict:
 _SUMMED = ("programs", "findings", "gpu_programs", "dropped_at_deadline_for_resume", "worker_restarts",
            "gpu_errors_total", "block_errors_total", "illegal_programs", "ptxas_accepted", "resumed_skipping",
            "cpu_workers")
-_COUNTERS = ("buckets", "faults", "families")
+_COUNTERS = ("buckets", "evidence", "faults", "families")
+_HOURS = ("cpu_hours", "gpu_hours")  # what each shard held: bug yield is per hour of all of them
 
 
 def merge_stats(shards: Sequence[tuple[Path, dict]]) -> dict:
@@ -345,12 +441,17 @@ def merge_stats(shards: Sequence[tuple[Path, dict]]) -> dict:
         for _, st in present:
             c.update(st.get(k) or {})
         merged[k] = dict(c.most_common())
+    for k in _HOURS:
+        merged[k] = round(sum(float(st.get(k) or 0) for _, st in present), 6)
     merged["wall_seconds"] = max(float(st.get("wall_seconds") or 0) for _, st in present)
     merged["programs_per_second"] = round(sum(float(st.get("programs_per_second") or 0) for _, st in present), 2)
     first = present[0][1]
     for k in ("seed", "block_size", "judges", "numerics"):
         merged[k] = first.get(k)
-    merged["shard"] = ", ".join(sorted(seen)) + f" ({len(present)} shards merged)"
+    missing = missing_shards(seen)
+    merged["shard"] = ", ".join(sorted(seen)) + f" ({len(present)} shards merged" + \
+        (f"; MISSING {', '.join(missing)})" if missing else ")")
+    merged["shards_missing"] = missing
     merged["gpus"] = [g for _, st in present for g in (st.get("gpus") or [])]
     merged["interrupted"] = any(st.get("interrupted") for _, st in present)
     merged["shards"] = {str(d): {k: st.get(k) for k in ("shard", "programs", "findings", "wall_seconds",
@@ -358,7 +459,18 @@ def merge_stats(shards: Sequence[tuple[Path, dict]]) -> dict:
     return merged
 
 
-def write_report(directory: Path, known: tuple[KnownFinding, ...] = (), ptxas: str | None = None,
+def missing_shards(seen: Iterable[str]) -> list[str]:
+    """The shards ``i/n`` of the campaign that ``seen`` (shard strings) leaves out: a merge of
+    fewer than ``n`` shards is not the whole campaign, and says which part it lacks."""
+    counts: dict[int, set[int]] = {}
+    for sh in seen:
+        i, _, n = str(sh).partition("/")
+        if i.isdigit() and n.isdigit():
+            counts.setdefault(int(n), set()).add(int(i))
+    return [f"{i}/{n}" for n, have in sorted(counts.items()) for i in range(n) if i not in have]
+
+
+def write_report(directory: Path, known: tuple[KnownBug, ...] = (), ptxas: str | None = None,
                  shards: Sequence[Path] = ()) -> dict:
     """``ptxas``: a SPEC of releases to judge each bucket's smallest repro with (``releases_of``).
     ``shards``: several campaign directories (one per shard) to merge into one report written to
@@ -386,8 +498,9 @@ def main_report(argv: list[str]) -> int:
                                            "merged into one report in --out")
     ap.add_argument("--out", metavar="DIR", help="where the report goes (default: the one directory given; "
                                                  "required with several)")
-    ap.add_argument("--known", metavar="FILE", help="known-findings file (fuzzptx.triage.known): matching buckets are "
-                    "marked known and skipped, not failed, in the JUnit XML")
+    ap.add_argument("--known", metavar="FILE", help="known-bug ledger (TOML, reports/known_bugs.toml; "
+                    "fuzzptx.triage.known): buckets whose root cause it lists are marked known and skipped, not "
+                    "failed, in the JUnit XML")
     ap.add_argument("--ptxas", metavar="SPEC", help="say, per bucket, which ptxas releases of SPEC keep its smallest "
                     "repro's signature (as fuzzptx triage --ptxas)")
     args = ap.parse_args(argv)
@@ -408,11 +521,17 @@ def main_report(argv: list[str]) -> int:
     shards = [Path(x) for x in args.dir] if args.out else []
     d = Path(args.out) if args.out else Path(args.dir[0])
     summ = write_report(d, known, args.ptxas, shards)
+    for sh in summ.get("shards_missing", ()):
+        print(f"fuzzptx report: shard {sh} is missing: the report covers only the shards given", file=sys.stderr)
     for p in summ["input_problems"]:
         print(f"fuzzptx report: {p}")
     for k in summ["known_entries_unmatched"]:
-        print(f"fuzzptx report: known finding matched no bucket (fixed, stale, or its judges did not run): {k}")
+        print(f"fuzzptx report: known bug matched no bucket (fixed, stale, or its judges did not run): {k}")
     tail = f" ({summ['new_buckets']} new, {summ['known_buckets']} known)" if known else ""
+    print(f"{summ['headline']}" if known else f"distinct bugs: {summ['distinct_bugs']}")
+    for b in summ["buckets"]:
+        if b["new"] and known:
+            print(f"  NEW {b['count']:5d}  {b['words']}  -> {b['smallest_repro'] or 'inline'}")
     print(f"{summ['programs']} programs, {summ['findings']} findings in {len(summ['buckets'])} buckets{tail} -> "
           f"{d / 'report.html'}, {d / 'summary.json'}, {d / 'junit.xml'}")
     return 0

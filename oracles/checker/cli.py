@@ -10,7 +10,7 @@ import json
 import sys
 
 from fuzzptx.errors import FuzzptxError
-from fuzzptx.helptext import Formatter
+from fuzzptx.helptext import Formatter, Progress
 from fuzzptx.inputs import read_text
 from fuzzptx.oracles.ptxas import compile_ptx
 from fuzzptx.program import MAGIC, Program
@@ -142,9 +142,15 @@ def run(argv: list[str], out=None) -> int:
     bad = [x for x in layers if x not in LAYERS]
     if bad:
         raise FuzzptxError(f"check: unknown layer(s) {', '.join(bad)}; choose from {', '.join(LAYERS)}")
+    with Progress("check") as ticker:  # a line every few seconds while a big module is read or checked
+        return _check(args, layers, out, ticker)
+
+
+def _check(args: argparse.Namespace, layers: tuple[str, ...], out, ticker: Progress) -> int:
     findings: list[Finding] = []
     loaded, bad_files = [], []
-    for p in args.paths:  # every good file is checked; each bad one is one line, and the exit is 2
+    for k, p in enumerate(args.paths, 1):  # every good file is checked; each bad one is one line, and the exit is 2
+        ticker.step(f"reading {p} ({k}/{len(args.paths)})")
         try:
             module, text = load(p)
             loaded.append((p, module, text, tensormaps_of(p, module, text)))
@@ -152,17 +158,25 @@ def run(argv: list[str], out=None) -> int:
             bad_files.append(str(exc))
     releases = toolchains.resolve(args.ptxas) if args.ptxas else ()
     agreed: list[str] = []  # one line per file and ptxas that agreed with the model: it did run
-    for path, module, text, tmaps in loaded:
+    clean: list[str] = []  # files with no finding: said, so a clean run is not silence
+    for k, (path, module, text, tmaps) in enumerate(loaded, 1):
+        before, said = len(findings), len(agreed)
+        ticker.step(f"checking {path} ({k}/{len(loaded)})")
         findings += check_module(module, layers=layers, tensormaps=tmaps)
         for tc in (releases or ((None,) if args.ptxas is not None else ())):
+            ticker.step(f"ptxas {tc.release if tc is not None else 'pinned'} on {path}")
             found, agree = compare_with_ptxas(path, module, text, tc)
             findings += found
             if not found:
                 agreed.append(agree)
+        if len(findings) == before and len(agreed) == said:  # (an "agrees" line already speaks for it)
+            clean.append(f"{path}: clean ({', '.join(layers)})")
     if args.format == "text":
         for f in findings:
             print(f.text(), file=out)
         for line in agreed:
+            print(line, file=out)
+        for line in clean:
             print(line, file=out)
     elif args.format == "json":
         json.dump([f.as_json() for f in findings], out, indent=1)

@@ -2,8 +2,12 @@
 
 Both become sorted header-style lines (``info C7519 line 14``, ``error line 38``, ``none``), so
 ``fuzzptx check --ptxas``, the recorded experiments and the differential sample compare them as sets.
-``agreement`` is the one comparison the scores use: exact outside the codes the model predicts as
-"may" (allocator-dependent, ``PredictedDiagnostics.may``), which never count either way.
+``agreement`` is the one comparison the scores use.  A program is *exact* when ptxas's lines equal the
+model's outside the codes the model predicts as "may" (allocator-dependent, ``PredictedDiagnostics.may``);
+a program with any "may" code is counted apart (``Agreement.may``): the published figure is the exact
+agreement on the programs without one, beside the rate of programs with one.  A rejection is never
+agreement with a predicted acceptance, a register-allocation failure included: the model does not
+predict one.  ``code_verdicts`` says, per code, whether the model said yes, no or "may".
 """
 from __future__ import annotations
 
@@ -56,18 +60,34 @@ def without(lines: list[str], codes) -> list[str]:
 
 class Agreement(NamedTuple):
     exact: bool  # accept flag, every code outside ``may``, every C7517/C7519/error line
-    may_printed: tuple[str, ...]  # the "may" codes ptxas printed (counted, never a disagreement)
+    may_printed: tuple[str, ...]  # the "may" codes ptxas printed
     real: list[str]  # ptxas's lines, less the "may" codes
     mine: list[str]  # the model's exact lines
+    may: bool = False  # the model predicted some code as "may": the program is counted apart
+
+    @property
+    def certain(self) -> bool:
+        """Exact with no "may" code: what the published agreement figure counts."""
+        return self.exact and not self.may
 
 
 def agreement(result, pred) -> Agreement:
-    """ptxas against the model, "may" codes aside; a register-allocation failure where the model
-    says "may" is a "may" too."""
+    """ptxas against the model, "may" codes aside (and the program marked ``may``).  A rejection
+    where the model predicts acceptance -- a register-allocation failure too -- is a miss."""
     may = tuple(getattr(pred, "may", ()))
     real, mine = observed(result), predicted(pred)
-    if may and pred.accepted and regalloc_failure(result):
-        return Agreement(True, ("regalloc",), real, mine)
     printed = tuple(sorted({x.split()[1] for x in real if x.startswith("info ") and x.split()[1] in may}))
     real = without(real, may)
-    return Agreement(real == mine, printed, real, mine)
+    return Agreement(real == mine, printed, real, mine, bool(may))
+
+
+def code_verdicts(pred, codes) -> dict[str, str]:
+    """For each of ``codes`` (``C7511``..., or ``error``): "yes" (the model predicts it), "may" or "no"."""
+    said = {d.code or "error" for d in pred.diagnostics} | ({"error"} if not pred.accepted else set())
+    may = set(getattr(pred, "may", ()))
+    return {c: "may" if c in may else "yes" if c in said else "no" for c in codes}
+
+
+def printed_codes(result) -> set[str]:
+    """The codes ptxas printed (``error`` for a rejection)."""
+    return {x.split()[1] if x.startswith("info ") else "error" for x in observed(result) if x != "none"}

@@ -93,14 +93,6 @@ def _pressure_step(op: tuple, st: tuple) -> tuple:
     return w0 & ~m, (redef & ~m) | (m & (w0 | redef)), zero
 
 
-# Small kernels draw C7512 from ptxas 13.0.88 once this many 32-bit registers are live at one point
-# (measured: c7512_live_* -- 228 accumulator registers plus three 64-bit addresses compile, 230 plus
-# the same do not), but real kernels with more live than this compile cleanly (20 of the 23 Triton
-# kernels the parser reads: ptxas rematerialises and spills), so it only bounds ``peak_live_registers``'
-# work; C7512 is a "may" (``allocator_may``).
-C7512_LIVE = 236
-
-
 @functools.lru_cache(maxsize=None)
 def _weight(decl: str | None) -> int:
     """32-bit registers a declared register takes (``.f32`` 1, ``.b64`` 2, ``.v4.f32`` 4,
@@ -116,94 +108,62 @@ def _weight(decl: str | None) -> int:
     return lanes * max(1, bits // 32)
 
 
-def peak_live_registers(ctx: FnCtx) -> int:
-    """The most 32-bit registers live at any point of the function (may-liveness over bitsets; a
-    register read before any write -- an uninitialised accumulator -- is live from the entry)."""
+# ------------------------------------------------------------------ the accumulator footprint
+
+# C7512 ("insufficient register resources for the function") is decided by the 32-bit registers all
+# the function's wgmma accumulators take together (each register once), measured on 1,000 campaign
+# programs (``support.agreement``'s seeds 1-10), 2,000 strategies programs and the 56 real kernels of
+# tests/data, ptxas 13.0.88: below 224 never (real kernels reach 199); from 600 always, unless
+# another serialisation reason is printed (C7511: 1 of 27 printed C7511 instead); between, either way
+# (25 of 38 with C7512), as in the probes (c7512_*: two m64n248 f32 sections, 248 registers, C7512;
+# m64n256 + m64n248 clean; benchmarks/probe_c7512.py: not monotone, order-dependent).
+C7512_MAY_FROM = 224
+C7512_FROM = 600
+
+
+def accumulator_footprint(ctx: FnCtx) -> int:
+    """32-bit registers the function's wgmma accumulators take together (a register once)."""
     types = declared_types(ctx.fn)
-    numbering = function_bits(ctx)
-    bits = numbering.of
+    regs = frozenset().union(*(wgmma_regs(w)[0] for w in ctx.wgmmas.values())) if ctx.wgmmas else frozenset()
+    return sum(_weight(types.get(r)) for r in regs)
 
-    blocks = ctx.g.blocks
-    steps = []  # per block: [(kill, use)] in order
-    gen, kill = [], []
-    for blk in blocks:
-        st = []
-        for ins in blk.instrs:
-            d, u = defs_uses(ins)
-            st.append((bits(d) if ins.guard is None else 0, bits(u)))
-        g = k = 0
-        for dk, du in reversed(st):
-            g = (g & ~dk) | du
-            k |= dk
-        steps.append(st)
-        gen.append(g)
-        kill.append(k)
-    masks = {1: 0, 2: 0, 4: 0}  # registers by how many 32-bit registers each takes
-    for name, b in numbering.bit.items():
-        k = _weight(types.get(name))
-        if k:
-            masks[min(k, 4)] |= b
-    if sum(k * m.bit_count() for k, m in masks.items()) < C7512_LIVE:
-        return sum(k * m.bit_count() for k, m in masks.items())  # not enough registers in all
 
-    def weight(live: int) -> int:
-        return (live & masks[1]).bit_count() + 2 * (live & masks[2]).bit_count() + 4 * (live & masks[4]).bit_count()
-
-    n = len(blocks)
-    live_in, live_out = [0] * n, [0] * n
-    changed = True
-    while changed:
-        changed = False
-        for b in reversed(range(n)):
-            out = 0
-            for sx in ctx.g.succs[b]:
-                out |= live_in[sx]
-            inn = gen[b] | (out & ~kill[b])
-            if out != live_out[b] or inn != live_in[b]:
-                live_out[b], live_in[b] = out, inn
-                changed = True
-    peak = 0
-    for b in range(n):
-        live = live_out[b]
-        peak = max(peak, weight(live))
-        for dk, du in reversed(steps[b]):
-            live &= ~dk
-            if du & ~live:  # only a new live register can raise the peak
-                live |= du
-                peak = max(peak, weight(live))
-    return peak
+def register_budget(ctx: FnCtx, ser: list, divergent: bool) -> None:
+    """Append ``(order, "C7512")`` to ``ser`` when the accumulators take ``C7512_FROM`` registers or
+    more and no other serialisation reason (or divergence code) is predicted: ptxas prints one."""
+    if ser or divergent or not ctx.wgmmas or accumulator_footprint(ctx) < C7512_FROM:
+        return
+    ser.append((min(_order(s) for s in ctx.wgmmas), "C7512"))
 
 
 # ------------------------------------------------------------------ what the model cannot know
 
 # The serialisation codes whose presence depends on ptxas's register allocator: C7511 (the
 # wgmma pipeline's registers), C7512 (the function's), C7513 (a wgmma's A registers defined
-# inside a stage: an allocator choice too, never seen in 800 campaign programs).  A rejection with
-# "Register allocation failed" is the allocator's as well (``ptxas_compare.regalloc_failure``).
+# inside a stage).
 ALLOCATOR_CODES = ("C7511", "C7512", "C7513")
-# With fewer 32-bit registers live at once than this ptxas never printed C7511 or C7512 (measured
-# on 800 campaign programs, ``fuzzptx.engine.generate.draw_direct(100, block_seed(s, 0))`` for s in
-# 1..8: the least peak with C7511 was 81, with C7512 103; declared registers do not separate them --
-# C7512 came with as few as 286 declared, none with 1,000 -- and the margin is ours).
-ALLOCATOR_MAY_FROM = 64
+_SERIALISING = frozenset({"C7509", "C7510", "C7511", "C7512", "C7513", "C7514", "C7515", "C7516", "C7518", "C7520"})
 
 
-def allocator_may(ctx: FnCtx, certain: frozenset) -> frozenset:
+def allocator_may(ctx: FnCtx, certain: frozenset, a_in_flight: bool) -> frozenset:
     """The allocator codes ptxas may or may not print for this function: the model predicts
-    them as "may", which never counts as a disagreement either way.
+    them as "may", counted apart from agreement.  Everywhere else it says yes or no.
 
-    "Certain" means measured, both ways.  Present: only ``register_pressure``'s rewrite after a
-    scale-d 0 wgmma (C7511 in 69 of 69 campaign programs where it fired, and the c7511_*
-    experiments): it is in ``certain`` and predicted exactly.  C7512 is never certain: a live-
-    register count that separates the c7512_live_* experiments predicts it for 20 Triton kernels
-    ptxas compiles cleanly.  Absent: a function with no wgmma; fewer than ``ALLOCATOR_MAY_FROM``
-    registers live at once (C7511, C7512); no wgmma that takes A from registers (C7513).
-    Anything else is "may"."""
+    C7511 and C7512 where the accumulator footprint is between ``C7512_MAY_FROM`` and ``C7512_FROM``
+    (neither when C7511 is certain: ``register_pressure``, or C7512 from ``C7512_FROM``); C7512 from
+    ``C7512_FROM`` too when another serialisation reason is predicted (which one ptxas prints is not
+    measured).  C7513 where a plain instruction in a loop writes an A register of a wgmma in flight
+    that a wgmma reads around the loop (``a_in_flight``, ``ptxas_rules.OperandRewrite``; measured:
+    operand_write_in_flight_a_zero_loop prints it, the straight-line probes do not); never otherwise."""
     if not ctx.wgmmas:
         return frozenset()
     out = set()
-    if {"C7511", "C7512"} - certain and peak_live_registers(ctx) >= ALLOCATOR_MAY_FROM:
-        out |= {"C7511", "C7512"} - certain
-    if "C7513" not in certain and any(wgmma_regs(i)[1] for i in ctx.wgmmas.values()):
+    foot = accumulator_footprint(ctx)
+    if not certain & {"C7511", "C7512"}:
+        if C7512_MAY_FROM <= foot < C7512_FROM:
+            out |= {"C7511", "C7512"}
+        elif foot >= C7512_FROM and certain & _SERIALISING:
+            out.add("C7512")
+    if a_in_flight and "C7513" not in certain:
         out.add("C7513")
     return frozenset(out)

@@ -427,7 +427,7 @@ def exit_jumps(ctx: FnCtx, kept=lambda ins: False) -> frozenset:
     guarded exit it made of it, so on the path that falls through too (measured: exit_jump_*;
     a branch to the next block goes away first: exit_jump_to_next_*; code between that only
     dead code fills does not count, unreachable code does).  ``kept``: the dead instructions
-    ptxas keeps all the same (an update in place, a self-move: ``ptxas_model._busy_positions``)."""
+    ptxas keeps all the same (an update in place, a self-move: ``ptxas_pipeline.busy_positions``)."""
     g = ctx.g
     dead = dead_plain(ctx)
     reach = set(g.order)

@@ -16,8 +16,12 @@ block to report.  Rules:
   warp for the rest).
 - ``spec.proxy.fence-missing``: generic-proxy shared-memory writes reach an async-proxy read of
   bytes they may have written (a wgmma's descriptors, a bulk/tensor copy or reduction to global) with no
-  fence.proxy.async in between.  Ranges come from bounded address arithmetic; where nothing
-  bounds an address it meets everything.
+  fence.proxy.async in between.  Ranges come from bounded address arithmetic (a write's guard
+  narrows it; a pipeline stage's address in loop counters is bounded where it is read:
+  ``values.interval_at``); where nothing bounds an address it meets everything.
+- ``spec.proxy.tensormap-acquire-missing``: a tensor copy through a tensor map the function
+  modified in global memory with no ``fence.proxy.tensormap::generic.acquire`` on it since
+  (``tensormap_proxy_analysis``).
 - ``spec.mbarrier.no-init`` / ``spec.mbarrier.no-expect-tx``: an mbarrier no init can reach; a
   bulk copy completing bytes on a barrier no expect_tx raises (``mbarrier_analysis``).
 - ``spec.mbarrier.release-in-flight``: an mbarrier arrive while a wgmma may be in flight, on a
@@ -39,7 +43,7 @@ from fuzzptx import isa
 from fuzzptx.isa import ELEMENT_BITS
 from fuzzptx.isa.layouts import SWIZZLES, tile_byte_offsets
 from fuzzptx.perf import per_object
-from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, Sym, TensorAddr
+from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Reg, Sym, TensorAddr
 from fuzzptx.ptx.smem import SHARED_RESERVED, shared_layout, type_bytes
 
 from .bits import known_bits
@@ -47,7 +51,8 @@ from .context import FnCtx, Site, defined_functions, sites
 from .findings import Sink
 from .flow import BlockRecords, solve_forward
 from .regs import defs_uses, is_commit, is_fence, is_wait, is_wgmma, wait_n, wgmma_regs, wgmma_shape
-from .uniformity import LEVEL_NAMES, WARP, WARPGROUP, shared_interval, single_defs, shared_write, block_dims, branch_reg
+from .uniformity import (CTA, LEVEL_NAMES, WARP, WARPGROUP, address_interval, block_dims, branch_reg, shared_interval,
+                         shared_write, single_defs)
 
 DEPTH_CAP = 8  # wait_group N completes groups with depth >= N; deeper groups collapse here
 
@@ -253,20 +258,24 @@ def _meets(a, b) -> bool:
     return (a[2] is None or b[1] < a[2]) and (b[2] is None or a[1] < b[2])
 
 
-def _range(addr, width, defs, tid_max):
-    """The bytes a shared access may touch: its address bounded by ``uniformity.shared_interval``."""
+def _range(addr, width, defs, tid_max, fn: Function | None = None, at: Instr | None = None):
+    """The bytes a shared access may touch: its address bounded by ``uniformity.shared_interval``
+    or, given the function and the accessing instruction, by ``uniformity.address_interval``."""
     if not isinstance(addr, Addr) or addr.base is None:
         return _ANY
-    iv = shared_interval(addr.base, defs, tid_max)
+    iv = shared_interval(addr.base, defs, tid_max) if fn is None or at is None \
+        else address_interval(fn, at, addr.base, defs, tid_max)
     if iv is None or iv[0] is None:
         return _ANY
     return (iv[0], iv[1] + addr.offset, None if width is None else iv[2] + addr.offset + width)
 
 
-def _desc_start(op, defs, depth: int = 0):
+def _desc_start(op, defs, depth: int = 0, fn: Function | None = None):
     """(symbol, lo, hi) bounding the start address a matrix descriptor register encodes:
     ``or`` with a constant that leaves the start field clear, ``cvt``, ``add`` of whole 16-byte
-    steps, and ``bfe.u32 x, addr, 4, n`` or ``shr.u32 x, addr, 4`` (the start field is ``addr >> 4``)."""
+    steps, and ``bfe.u32 x, addr, 4, n`` or ``shr.u32 x, addr, 4`` (the start field is ``addr >> 4``).
+    Given ``fn``, the address is bounded where the ``bfe``/``shr`` reads it (``address_interval``:
+    a pipeline stage's buffer, advanced by loop counters)."""
     if not isinstance(op, Reg) or depth > 16:
         return None
     ins = defs.get(op.name)
@@ -275,20 +284,24 @@ def _desc_start(op, defs, depth: int = 0):
     srcs = ins.operands[1:]
     lo, width = START_FIELD
     if ins.base == "cvt" and len(srcs) == 1:
-        return _desc_start(srcs[0], defs, depth + 1)
+        return _desc_start(srcs[0], defs, depth + 1, fn)
     if ins.base == "or" and len(srcs) == 2 and isinstance(srcs[1], Imm) and isinstance(srcs[1].value, int) \
             and not (srcs[1].value >> lo) & ((1 << width) - 1):
-        return _desc_start(srcs[0], defs, depth + 1)
+        return _desc_start(srcs[0], defs, depth + 1, fn)
     if ins.base == "add" and len(srcs) == 2 and isinstance(srcs[1], Imm) and isinstance(srcs[1].value, int):
-        inner = _desc_start(srcs[0], defs, depth + 1)
+        inner = _desc_start(srcs[0], defs, depth + 1, fn)
         return None if inner is None else (inner[0], inner[1] + 16 * srcs[1].value, inner[2] + 16 * srcs[1].value)
     if ins.base == "bfe" and ".u" in ins.opcode and len(srcs) == 3 and srcs[1] == Imm(4, "4"):
-        return shared_interval(srcs[0], defs, None)
+        return _start_address(srcs[0], defs, fn, ins)
     if ins.base == "shr" and ".u" in ins.opcode and len(srcs) == 2 and isinstance(srcs[1], Imm) \
             and srcs[1].value == 4 and _width(ins) == 32:
         # a 32-bit shared-window address is below 2^18: its shift by 4 is the 14-bit start field
-        return shared_interval(srcs[0], defs, None)
+        return _start_address(srcs[0], defs, fn, ins)
     return None
+
+
+def _start_address(op, defs, fn: Function | None, at: Instr):
+    return shared_interval(op, defs, None) if fn is None else address_interval(fn, at, op, defs, None)
 
 
 def _width(ins: Instr) -> int | None:
@@ -324,7 +337,7 @@ def _k_major_end(start_hi: int, rows: int, kbytes: int, lbo: int, sbo: int, swiz
     return last - last % width + width
 
 
-def _wgmma_reads(ins: Instr, defs) -> list:
+def _wgmma_reads(ins: Instr, defs, fn: Function | None = None) -> list:
     """Byte ranges a wgmma's descriptors may read: the start's bounds widened to whole swizzle rows,
     plus the K-major extent; an operand whose start or fields are not known, or that is
     transposed (MN-major), may read anything."""
@@ -343,7 +356,7 @@ def _wgmma_reads(ins: Instr, defs) -> list:
     for which, op, rows in (("a", ops[1] if len(ops) > 1 else None, 64), ("b", ops[2] if len(ops) > 2 else None, n)):
         if not isinstance(op, Reg):
             continue  # A from registers
-        start, fields = _desc_start(op, defs), _desc_fields(op, defs)
+        start, fields = _desc_start(op, defs, 0, fn), _desc_fields(op, defs)
         if start is None or start[0] is None or fields is None:
             out.append(_ANY)
             continue
@@ -399,13 +412,13 @@ def proxy_analysis(ctx: FnCtx, sink: Sink) -> None:
             return frozenset()
         if _generic_shared_write(ins):
             w = shared_write(ins)
-            rng = _range(w[0], w[1], defs, tid_max) if w is not None else _ANY
+            rng = _range(w[0], w[1], defs, tid_max, ctx.fn, ins) if w is not None else _ANY
             st = st | {(_line(ins) or 0, rng)}
             return st if len(st) <= _PROXY_CAP else frozenset({(min(ln for ln, _ in st), _ANY)})
         if st and is_wgmma(ins):
-            report(ins, _wgmma_reads(ins, defs), st, "wgmma.mma_async")
+            report(ins, _wgmma_reads(ins, defs, ctx.fn), st, "wgmma.mma_async")
         elif st and _async_store(ins) and len(ins.operands) > 1:
-            report(ins, [_range(ins.operands[1], None, defs, tid_max)], st, op.split(".global")[0])
+            report(ins, [_range(ins.operands[1], None, defs, tid_max, ctx.fn, ins)], st, op.split(".global")[0])
         return st
 
     def join(a, b):
@@ -413,6 +426,83 @@ def proxy_analysis(ctx: FnCtx, sink: Sink) -> None:
         return u if len(u) <= _PROXY_CAP else frozenset({(min(ln for ln, _ in u), _ANY)})
 
     _run(ctx, sink, frozenset(), step, join)
+
+
+def _map_root(op, defs, depth: int = 0):
+    """A key for the value of a tensor-map address: through ``mov``/``cvta``/``cvt``, and for other
+    one-definition registers the operation and its operands' keys (an address computed twice the
+    same way is one map); a symbol's or an immediate's own, else the register's name."""
+    if isinstance(op, (Addr, TensorAddr)):
+        off = op.offset if isinstance(op, Addr) else 0
+        base = _map_root(op.base, defs, depth)
+        return base if not off else ("+", base, off)
+    if isinstance(op, Sym):
+        return op.name
+    if isinstance(op, Imm):
+        return ("imm", op.value)
+    if not isinstance(op, Reg):
+        return None
+    ins = defs.get(op.name)
+    if ins is None or depth >= 16 or len(ins.operands) < 2:
+        return op.name
+    if ins.base in ("mov", "cvta", "cvt") and len(ins.operands) == 2:
+        return _map_root(ins.operands[1], defs, depth + 1) or op.name
+    if ins.base in ("ld", "ldu") and ".param" not in ins.opcode:
+        return op.name  # memory may change: a load is its own value
+    return (ins.opcode,) + tuple(_map_root(o, defs, depth + 1) for o in ins.operands[1:])
+
+
+def _modifies_map(ins: Instr):
+    """The global tensor-map address an instruction writes (``tensormap.cp_fenceproxy``'s copy out
+    of shared memory, ``tensormap.replace`` on a ``.global`` map), else None."""
+    op = ins.opcode
+    if op.startswith("tensormap.cp_fenceproxy") or (op.startswith("tensormap.replace") and ".global" in op):
+        return ins.operands[0] if ins.operands else None
+    return None
+
+
+def tensormap_proxy_analysis(ctx: FnCtx, sink: Sink) -> None:
+    """``spec.proxy.tensormap-acquire-missing``: a tensor copy (``cp.async.bulk.tensor``,
+    ``cp.reduce.async.bulk.tensor``, ``prefetch.tensor``) through a tensor map this function
+    modified in global memory with no ``fence.proxy.tensormap::generic.acquire`` on it since.
+
+    The copy reads its map through the tensor-map proxy; a map written through the generic proxy
+    (``tensormap.replace`` on global memory, or ``tensormap.cp_fenceproxy``, whose fused fence is
+    only the release half) is seen there only after the acquire half, ``fence.proxy.tensormap::
+    generic.acquire`` on its address (PTX ISA 9.7.13.4 membar/fence, 9.7.13.16
+    tensormap.cp_fenceproxy; the CUDA guide's "usage of a modified tensor map": release by the
+    writer, acquire by a thread of the block that uses it, then a block barrier).  Shared-memory
+    writes that build the map (zeroing its 128-byte scratch area, ``tensormap.replace`` on
+    ``.shared::cta``) are the release's business, not the async proxy's.  Maps are told apart by
+    the register or symbol their address comes from (``_map_root``); an acquire whose address has
+    no root settles them all, and a copy reports only a map it names by the same root."""
+    defs = single_defs(ctx.fn)
+
+    def block_step(block: int, st):
+        for _site, ins in sites(ctx, block):
+            written = _modifies_map(ins)
+            if written is not None:
+                root = _map_root(written, defs)
+                if root is not None:
+                    st = st | {(_line(ins) or 0, root)}
+                continue
+            op = ins.opcode
+            if op.startswith("fence.proxy.tensormap") and "acquire" in ins.modifiers:
+                root = _map_root(ins.operands[0], defs) if ins.operands else None
+                st = frozenset(e for e in st if root is not None and e[1] != root)
+                continue
+            if st and op.startswith(("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor", "prefetch.tensor")):
+                t = next((o for o in ins.operands if isinstance(o, TensorAddr)), None)
+                root = _map_root(t, defs) if t is not None else None
+                hit = sorted(ln for ln, r in st if r == root)
+                if hit:
+                    sink.add("spec.proxy.tensormap-acquire-missing", "error", _line(ins),
+                             f"this tensor copy uses the tensor map modified at line {hit[0]} with no "
+                             "fence.proxy.tensormap::generic.acquire on it since: the copy reads the map through the "
+                             "tensor-map proxy and may see it stale (PTX ISA 9.7.13.4, 9.7.13.16)")
+        return st
+
+    _run(ctx, sink, frozenset(), None, lambda a, b: a | b, block_step=block_step)
 
 
 def _barrier_range(ins: Instr, op, defs, tid_max):
@@ -649,10 +739,12 @@ def aligned_analysis(ctx: FnCtx, sink: Sink) -> None:
 
 
 def _dep_level(ctx: FnCtx, dep) -> int:
+    """How uniform a control dependence is: its guard's level, or its branch's -- no more than the
+    level of the block the branch ends (a uniform condition tested by only some threads)."""
     if dep[0] == "guard":
         return ctx.uni.level(Reg(dep[1]))
     r = branch_reg(ctx.g.blocks[dep[0]])
-    return 0 if r is None else ctx.uni.level(r)
+    return 0 if r is None else min(ctx.uni.level(r), ctx.uni.block_level.get(dep[0], CTA))
 
 
 # ------------------------------------------------------------------ descriptors
@@ -829,6 +921,8 @@ def check_function(ctx: FnCtx, sink: Sink) -> None:
         descriptor_analysis(ctx, sink)
     elif any(_async_store(i) for i in ctx.fn.instructions()):
         proxy_analysis(ctx, _Recording(sink))  # a TMA store reads through the async proxy too
+    if any(_modifies_map(i) is not None for i in ctx.fn.instructions()):
+        tensormap_proxy_analysis(ctx, _Recording(sink))
     if any(i.base == "mbarrier" or (i.base == "cp" and "complete_tx" in i.opcode) for i in ctx.fn.instructions()):
         mbarrier_analysis(ctx, sink)
     aligned_analysis(ctx, sink)

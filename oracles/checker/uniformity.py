@@ -3,7 +3,10 @@
 Levels, most uniform first: CTA > WARPGROUP > WARP > THREAD.  ``%ctaid``, parameters and
 constants are CTA-uniform; ``%tid``/``%laneid``/clocks vary per thread; arithmetic takes the
 least uniform operand; a value defined under a branch is no more uniform than the branch
-(control dependence via post-dominators); a guarded definition no more than its guard.
+(control dependence via post-dominators) -- unless it is its register's one definition and
+comes before every read (``dominating_defs``): then every reader ran it, and a predicate computed
+from parameters inside a loop with a per-thread trip count is still CTA-uniform after it; a
+guarded definition no more than its guard.
 
 ``%tid.x >> k`` (or ``/ 2**k``, or ``& mask`` with k trailing zero bits) is tracked exactly:
 k >= 7 is warpgroup-uniform, k >= 5 warp-uniform.  That is sound when the warp rank is
@@ -14,7 +17,8 @@ a warpgroup boundary (``warp < 4`` is ``%tid.x < 128``); a ``shfl.sync.idx`` bro
 warp-uniform value is that value (its exact shift survives).  A warp-indexed table lookup --
 ``ld.shared.b8 [sym + warp + c]`` with every store that may reach the table writing the same
 byte into each aligned group of four (Triton's warp-specialisation partition table) -- is
-warpgroup-uniform (``warp_tables``: the conditions and the one assumption).
+warpgroup-uniform (``warp_tables``: the conditions and the one assumption); the other writes are
+bounded where they run (``address_interval``, ``values.interval_at``).
 A register written more than once has a level per definition, and a read takes the least uniform
 of the definitions that reach it (``_reaching``): nvcc reuses registers -- an inline-asm output
 (CUTLASS's ``elect.sync`` block rewrites the ``0`` a ``shfl.sync.idx`` read as its lane), a
@@ -31,11 +35,13 @@ import re
 from dataclasses import dataclass
 
 from fuzzptx.perf import per_object
+from fuzzptx.ptx.cfg import build_cfg
 from fuzzptx.ptx.ir import Addr, Function, Imm, Instr, Module, Reg, Sym, Vec
 from fuzzptx.ptx.smem import shared_layout, type_bytes
 
 from .flow import Graph, solve_forward
 from .regs import defs_uses
+from .values import interval_at
 
 THREAD, WARP, WARPGROUP, CTA = 0, 1, 2, 3
 LEVEL_NAMES = {THREAD: "thread", WARP: "warp", WARPGROUP: "warpgroup", CTA: "CTA"}
@@ -128,7 +134,7 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
     ``flavour="ptxas"``: what ptxas 13.0.88 treats as divergent (measured: anything from %tid/%laneid,
     no credit for %tid.x >> 7; %warpid, %clock and shfl broadcasts uniform; ``bra.uni`` trusted,
     save the branches ending the blocks ``distrust_uni`` names: their edges diverge by their predicate,
-    what they control stays uniform; the ptxas model says which, ``ptxas_model._uni_distrusted``)."""
+    what they control stays uniform; the ptxas model says which, ``ptxas_rules.BraUniDistrusted``)."""
     ptxas = flavour == "ptxas"
     credit = _tid_credit(fn) and not ptxas
     threshold = WARP if ptxas else WARPGROUP
@@ -183,9 +189,18 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
                         div.discard((x, y))
                 lvl = min(lvl, bx)
             bl[b.index] = lvl
+        changed = not ptxas
+        while changed:  # a branch only some threads reach splits no more than those: nesting is transitive
+            changed = False
+            for b in g.blocks:
+                lvl = min((bl.get(x, CTA) for (x, _y) in g.cdeps[b.index]), default=CTA)
+                if lvl < bl[b.index]:
+                    bl[b.index] = lvl
+                    changed = True
         return bl, frozenset(div)
 
     instrs = _sliced(g)
+    sole = frozenset() if ptxas else dominating_defs(fn)
     tables = warp_tables(module, fn, g, dims) if (module is not None and credit and not ptxas) else {}
     changed = True
     rounds = 0
@@ -201,7 +216,7 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
             w = tables.get(id(ins))
             if w is not None and op_val(w, ins)[1] == 5:
                 val_l, val_e = WARPGROUP, None  # a warp-indexed table lookup (see warp_tables)
-            ctl = bl.get(bidx, CTA)
+            ctl = CTA if id(ins) in sole else bl.get(bidx, CTA)
             if ins.guard is not None:
                 ctl = min(ctl, op_val(ins.guard.reg, ins)[0])
             if ctl < CTA:
@@ -224,6 +239,50 @@ def analyse_uniformity(fn: Function, g: Graph, flavour: str = "spec", preamble: 
         reg = name.split(_DEF, 1)[0]
         regs[reg] = min(regs.get(reg, CTA), lvl)
     return Uniformity(regs, bl, div, threshold)
+
+
+@per_object(64)
+def dominating_defs(fn: Function) -> frozenset[int]:
+    """``id``s of the unguarded instructions that are the one definition of every register they
+    write and come before each read of it (in its block, or in a block that dominates the
+    reader's).  Such a value is the same for every thread that reads it whenever its operands are:
+    every reader ran the definition, so the branches around it do not matter (a value read at a
+    merge of several definitions, or after a loop some threads leave early, is another register's
+    or has several definitions, and keeps the branch's level)."""
+    cfg = build_cfg(fn)
+    only = single_defs(fn)
+    where: dict[int, tuple[int, int]] = {}
+    readers: dict[str, list[tuple[int, int]]] = {}
+    for b in cfg.blocks:
+        for k, ins in enumerate(b.instrs):
+            where[id(ins)] = (b.index, k)
+            for u in defs_uses(ins)[1]:
+                readers.setdefault(u, []).append((b.index, k))
+    out = set()
+    for ins in {id(i): i for i in only.values() if i is not None}.values():
+        names = defs_uses(ins)[0]
+        if id(ins) not in where or not names or any(only.get(d) is not ins for d in names) or not _timeless(ins):
+            continue
+        db, dk = where[id(ins)]
+        if all((rb == db and rk > dk) or (rb != db and db in cfg.dominators(rb))
+               for d in names for rb, rk in readers.get(d, ())):
+            out.add(id(ins))
+    return frozenset(out)
+
+
+_COLLECTIVES = frozenset({"shfl", "vote", "match", "redux", "elect", "activemask", "bar", "barrier"})
+
+
+def _timeless(ins: Instr) -> bool:
+    """Whether ``ins`` gives the same result whenever its operands are the same: register arithmetic
+    and reads of the parameter and constant spaces -- not other memory (which may change between a
+    thread's last iteration and another's), nor the warp collectives (whose result depends on which
+    threads take part)."""
+    if ins.base in _COLLECTIVES:
+        return False
+    if any(isinstance(o, Addr) for o in ins.operands):
+        return ins.base in ("ld", "ldu") and (".param" in ins.opcode or ".const" in ins.opcode)
+    return True
 
 
 _DEF = "~"  # a definition's name: the register's, this, a number (no PTX name holds it)
@@ -395,9 +454,17 @@ def single_defs(fn: Function) -> dict[str, Instr | None]:
     return out
 
 
-def shared_interval(op, defs, tid_max: int | None, depth: int = 0):
+def shared_interval(op, defs, tid_max: int | None, depth: int = 0, bounds: dict | None = None):
     """(symbol or None, lo, hi): ``op`` lies in ``symbol + [lo, hi]``; None when unknown.
-    Follows one-definition registers through mov/cvt/add/sub/and/shl/shr/mul/bfe."""
+    Follows one-definition registers through mov/cvt/add/sub/and/shl/shr/mul/bfe.  ``bounds``:
+    register -> (lo, hi) it is known to lie in where the access runs (its guard's comparison)."""
+    if bounds and isinstance(op, Reg) and op.name in bounds:
+        b_lo, b_hi = bounds[op.name]
+        own = shared_interval(op, defs, tid_max, depth, None)
+        if own is not None and own[0] is None:
+            lo, hi = own[1] if b_lo is None else max(b_lo, own[1]), min(b_hi, own[2])
+            return (None, lo, hi) if lo <= hi else own
+        return (None, b_lo, b_hi) if b_lo is not None else own
     if isinstance(op, Imm):
         return (None, op.value, op.value) if isinstance(op.value, int) else _UNKNOWN
     if isinstance(op, Sym):
@@ -410,7 +477,7 @@ def shared_interval(op, defs, tid_max: int | None, depth: int = 0):
     if ins is None or len(ins.operands) < 2:
         return _UNKNOWN
     base, srcs = ins.base, ins.operands[1:]
-    sub = [shared_interval(o, defs, tid_max, depth + 1) for o in srcs[:2]]
+    sub = [shared_interval(o, defs, tid_max, depth + 1, bounds) for o in srcs[:2]]
     a = sub[0]
     if base in ("mov", "cvt", "cvta") and len(srcs) == 1:
         types = [m for m in ins.modifiers if m[:1] in "usbf" and m[1:].isdigit()]
@@ -437,7 +504,7 @@ def shared_interval(op, defs, tid_max: int | None, depth: int = 0):
     if a[0] is not None or a[1] < 0 or b is None or b[0] is not None or b[1] < 0:
         return _UNKNOWN
     if base in ("or", "xor") and b[0] is None and b[1] >= 0:
-        return (None, 0, (1 << max(a[2], b[2]).bit_length()) - 1)  # no carries: below the next power of two
+        return (None, 0, _ones(op, defs, tid_max, 0, bounds))  # no carries: within the bits either may set
     if b[1] != b[2]:
         return _UNKNOWN
     c = b[1]
@@ -448,6 +515,64 @@ def shared_interval(op, defs, tid_max: int | None, depth: int = 0):
     if base == "mul" and ".lo" in ins.opcode:
         return (None, a[1] * c, a[2] * c)
     return _UNKNOWN
+
+
+def address_interval(fn: Function, at: Instr, op, defs, tid_max: int | None):
+    """``shared_interval`` narrowed by ``at``'s guard (``guard_bounds``), else ``op``'s value where
+    ``at`` reads it (``values.interval_at``: stage offsets kept in loop counters, which have no
+    single definition)."""
+    iv = shared_interval(op, defs, tid_max, 0, guard_bounds(at, defs))
+    return iv if iv is not None else interval_at(fn, at, op, tid_max)
+
+
+_GUARD_HOLDS = {("lt", False): (None, -1), ("le", False): (None, 0), ("ge", True): (None, -1), ("gt", True): (None, 0),
+                ("gt", False): (1, None), ("ge", False): (0, None), ("le", True): (1, None), ("lt", True): (0, None)}
+
+
+def guard_bounds(at: Instr, defs) -> dict:
+    """Register -> (lo, hi) that ``at``'s guard implies where it runs: ``@%p`` with ``%p`` one
+    ``setp.{lt,le,gt,ge} x, c`` (``@!%p`` the other sense).  Unsigned comparisons bound from zero
+    (Triton zeroes a tensor-map scratch area with ``@(t & 127) < 32 st.shared [scratch + 4*(t & 127)]``);
+    a signed one only narrows an interval known otherwise (lo None)."""
+    g = at.guard
+    setp = defs.get(g.reg.name) if g is not None else None
+    if setp is None or setp.base != "setp" or len(setp.operands) != 3 or not setp.modifiers:
+        return {}
+    x, c = setp.operands[1:]
+    if not isinstance(x, Reg) or not isinstance(c, Imm) or not isinstance(c.value, int):
+        return {}
+    rule = _GUARD_HOLDS.get((setp.modifiers[0], g.negated))
+    if rule is None:
+        return {}
+    unsigned = any(m[:1] == "u" and m[1:].isdigit() for m in setp.modifiers)
+    lo_off, hi_off = rule
+    lo = c.value + lo_off if lo_off is not None else (0 if unsigned else None)
+    hi = c.value + hi_off if hi_off is not None else (1 << 62)
+    if hi_off is not None and not unsigned:
+        lo = None
+    return {x.name: (lo, hi)}
+
+
+def _ones(op, defs, tid_max: int | None, depth: int = 0, bounds: dict | None = None) -> int:
+    """A mask holding every bit ``op`` may set (``op`` non-negative, bounded by ``shared_interval``):
+    ``and``/``or``/``xor``/shifts by constants follow the bits, anything else gives all the bits
+    below its upper bound's top bit."""
+    ins = defs.get(op.name) if isinstance(op, Reg) and depth < 24 else None
+    if ins is not None and len(ins.operands) == 3 and isinstance(ins.operands[2], Imm) \
+            and isinstance(ins.operands[2].value, int) and ins.operands[2].value >= 0:
+        a, c = ins.operands[1], ins.operands[2].value
+        if ins.base == "and":
+            return c & _ones(a, defs, tid_max, depth + 1, bounds)
+        if ins.base == "shl" and c < 32:
+            return _ones(a, defs, tid_max, depth + 1, bounds) << c
+        if ins.base == "shr" and ".s" not in ins.opcode:
+            return _ones(a, defs, tid_max, depth + 1, bounds) >> c
+    if ins is not None and ins.base in ("or", "xor") and len(ins.operands) == 3:
+        return _ones(ins.operands[1], defs, tid_max, depth + 1, bounds) | _ones(ins.operands[2], defs, tid_max, depth + 1, bounds)
+    iv = shared_interval(op, defs, tid_max, depth + 1, bounds) if depth < 24 else None
+    if iv is None or iv[0] is not None or iv[1] < 0:
+        return (1 << 64) - 1
+    return (1 << iv[2].bit_length()) - 1
 
 
 def shared_write(ins: Instr):
@@ -465,6 +590,8 @@ def shared_write(ins: Instr):
     if ".shared" not in op and ins.base != "stmatrix":
         return None
     if ins.base == "mbarrier":
+        if any(m in ("try_wait", "test_wait") for m in ins.modifiers):
+            return None  # a wait reads the phase; it writes nothing
         addr = next((o for o in ins.operands if isinstance(o, Addr)), None)
         return (addr, 8) if addr is not None else None
     if ins.base == "stmatrix":
@@ -552,7 +679,9 @@ def warp_tables(module: Module, fn: Function, g: Graph, dims) -> dict[int, Reg]:
 the load (``_warp_range``); the lookup is warpgroup-uniform when
     ``sym + c`` is 4-aligned and every write that may reach the table is a constant store whose
     bytes agree within each aligned group of four, every other write provably misses it (its
-    address bounded by ``shared_interval``).  Assumed, not proved: a bulk (TMA) copy, whose extent is
+    address bounded by ``address_interval``: single definitions, the write's guard, and pipeline
+    stages kept in loop counters -- Triton's three-stage rings of mbarriers and buffers; mbarrier
+    waits write nothing).  Assumed, not proved: a bulk (TMA) copy, whose extent is
     the tensor map's run-time box, does not reach the table when it starts below it (the address
     it starts at is still bounded)."""
     if dims is None or fn.kind != "entry":
@@ -595,7 +724,7 @@ def _table_is_group_uniform(fn: Function, defs, sym: str, lo: int, hi: int, tid_
     for ins, (addr, width) in _fn_writes(fn):
         if not isinstance(addr, Addr) or addr.base is None:
             return False
-        iv = shared_interval(addr.base, defs, tid_max)
+        iv = address_interval(fn, ins, addr.base, defs, tid_max)
         if iv is None:
             return False
         if iv[0] != sym:

@@ -9,9 +9,9 @@ import fuzzptx.oracles.reference.fp as fp
 from .errors import Unsupported
 from .formats import FLOATS
 from .ops import (HALF, IROUND, _add, _div, _fma, _max, _min, _mul, _sub, fdecode, float_op,
-                  int_divrem, int_mul, interval_shadow, rounding, the_type, types_of)
+                  int_divrem, int_mul, interval_shadow, nan_bits, nan_payload_free, rounding, the_type, types_of)
 from .values import (EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, TYPES, UNDEF, U64, Shadow, combine_undef,
-                     lanes_of, mask, sign_extend, undef_where)
+                     count_nonzero, lanes_of, mask, sign_extend, undef_where)
 from .values import merge
 from .memory import LOCAL_WINDOW, SHARED_WINDOW
 
@@ -135,7 +135,12 @@ def h_arith(m, f, ins, act):
         if t in ("e4m3x2", "e5m2x2"):
             raise Unsupported.at(ins, f"{base}.{t}")
         res = (bits[0] ^ sign) if base == "neg" else (bits[0] & ~sign & mask(w))
-        m.write(f, ops[0], res, interval_shadow(t, base, srcs, n), act, ins)
+        # "NaN inputs yield an unspecified NaN" (PTX ISA, abs and neg): the H100 writes the canonical
+        # NaN for f16/bf16/f32 and quiets f64's (tests/hw_records/scalar_ops_h100.json)
+        sh = interval_shadow(t, base, srcs, n)
+        if count_nonzero(nan_bits(bits[0], t)):
+            sh = nan_payload_free(sh, bits[0], t, n)
+        m.write(f, ops[0], res, sh, act, ins)
         return
     fn = {"add": _add, "sub": _sub, "mul": _mul, "fma": _fma, "mad": _fma, "div": _div, "min": _min,
           "max": _max, "neg": lambda a, fmt, mode: -a, "abs": lambda a, fmt, mode: np.abs(a)}.get(base)
@@ -157,6 +162,8 @@ def h_arith(m, f, ins, act):
         hi = fp.step(fp.step(v, "f32", True), "f32", True)
         approx_sh = Shadow(32, np.where(fin, SET, EXACT).astype(np.uint8)[:, None], lo[:, None], hi[:, None])
         sh = approx_sh if sh is None else Shadow.undef(n, 32, sh.nonexact() | fin)
+    if t == "f64":
+        sh = nan_payload_free(sh, res, t, n)
     m.write(f, ops[0], res, sh, act, ins)
     if base == "mul" and not explicit and t == "f32" and not sat and isinstance(ops[0], Reg):
         f.contract[ops[0].name] = (bits[0], bits[1], act.copy(), ftz)
@@ -414,13 +421,13 @@ def h_selp(m, f, ins, act):
 
 def _cvt_float(vals: np.ndarray, dfmt: str, mode: str, sat: bool, satfinite: bool, relu: bool, ftz: bool) -> np.ndarray:
     r = fp.fround(vals, dfmt, mode)
-    if relu:
-        r = np.where(np.isnan(r), np.nan, np.maximum(r, 0.0))
     if satfinite:
         mx = FLOATS[dfmt].max_finite
         r = np.where(np.isnan(vals), np.nan, np.clip(np.where(np.isnan(r), np.copysign(np.inf, vals), r), -mx, mx))
+    if relu:  # after .satfinite: a negative overflow is -MAX_NORM first, then 0 (the H100, e4m3x2)
+        r = fp.relu(r)
     if sat:
-        r = np.where(np.isnan(r), 0.0, np.clip(r, 0.0, 1.0))
+        r = fp.saturate(r)
     if ftz and dfmt == "f32":
         r = fp.flush_subnormal(r, dfmt)
     return r
@@ -459,6 +466,12 @@ def _float_lane(bits, sh, sfmt, dfmt, mode, flags, n, in_w, out_w):
         vals = fp.flush_subnormal(vals, sfmt)
     r = _cvt_float(vals, dfmt, mode, sat, satfinite, relu, ftz)
     out = fp.encode(dfmt, r)
+    if "f64" in (sfmt, dfmt) or (sfmt, dfmt) == ("bf16", "f32"):
+        # the ISA gives these conversions no NaN pattern; the H100 keeps the payload (f16/f32/bf16 ->
+        # f64, bf16 -> f32) or writes another canonical NaN (f64 -> f16 0x7e00, bf16 0x7fc0, f32 0x7fc00000)
+        nan = np.isnan(r)
+        if count_nonzero(nan):
+            return out, Shadow.undef(n, out_w, nan if sh is None else (nan | sh.nonexact()))
     if sh is None:
         return out, None
     s = lanes_of(sh, n, in_w, min(sh.lane_bits, in_w))
@@ -520,25 +533,33 @@ def h_cvt(m, f, ins, act):
                 vals = fp.flush_subnormal(vals, st)
             r = fp.fround(fp.round_int(vals, imode), dfmt, "rn")
             if fl[0]:
-                r = np.where(np.isnan(r), 0.0, np.clip(r, 0.0, 1.0))
-            m.write(f, ops[0], fp.encode(dfmt, r), combine_undef([sa], n, dw), act, ins)
+                r = fp.saturate(r)
+            res = fp.encode(dfmt, r)
+            sh = combine_undef([sa], n, dw)
+            m.write(f, ops[0], res, nan_payload_free(sh, res, dfmt, n) if dfmt == "f64" else sh, act, ins)
             return
         res, sh = _float_lane(a, sa, st, dfmt, mode, fl, n, sw, dw)
         m.write(f, ops[0], res, sh, act, ins)
         return
     if dk == "f" and sk in "sub":  # int -> float
+        # err = x - float64(x), exact: float64(x) may be 2**63 (s64) or 2**64 (u64), past the type
         if sk == "s":
             x = sign_extend(a, sw)
             xf = x.astype(np.float64)
-            err = (x - np.clip(xf, -2.0 ** 63, 2.0 ** 63 - 1024).astype(np.int64)).astype(np.float64)
+            top = xf >= 2.0 ** 63
+            back = np.clip(xf, -2.0 ** 63, 2.0 ** 63 - 1024).astype(np.int64)
+            err = np.where(top, -((U64(1 << 63) - x.view(np.uint64)).astype(np.float64)),
+                           (x - back).astype(np.float64))
         else:
             x = a & mask(sw)
             xf = x.astype(np.float64)
+            top = xf >= 2.0 ** 64
             back = np.clip(xf, 0, 2.0 ** 64 - 2048).astype(np.uint64)
-            err = np.where(x >= back, (x - back).astype(np.float64), -((back - x).astype(np.float64)))
+            err = np.where(top, -((~x).astype(np.float64) + 1.0),
+                           np.where(x >= back, (x - back).astype(np.float64), -((back - x).astype(np.float64))))
         r = fp.fround(xf, dt, mode, err)
         if fl[0]:
-            r = np.clip(r, 0.0, 1.0)
+            r = fp.saturate(r)
         m.write(f, ops[0], fp.encode(dt, r), combine_undef([sa], n, dw), act, ins)
         return
     if dk in "sub" and sk == "f":  # float -> int: round, then clamp (PTX saturates by default)
@@ -550,18 +571,27 @@ def h_cvt(m, f, ins, act):
             lo, hi = -(2.0 ** (dw - 1)), 2.0 ** (dw - 1) - 1
         else:
             lo, hi = 0.0, 2.0 ** dw - 1
-        r = np.where(np.isnan(r), 0.0, np.clip(r, lo, hi))
-        if dw == 64:
+        nan = np.isnan(r)
+        r = np.where(nan, 0.0, np.clip(r, lo, hi))
+        if dw == 64:  # the clamp bound 2**64-1 (2**63-1) is 2**64 (2**63) in float64
             big = r >= 2.0 ** 63
-            res = np.where(big, (r - 2.0 ** 63).astype(np.uint64) + U64(1 << 63),
-                           np.clip(r, -2.0 ** 63, 2.0 ** 63 - 1024).astype(np.int64).view(np.uint64))
+            with np.errstate(invalid="ignore"):
+                res = np.where(big, np.clip(r - 2.0 ** 63, 0, 2.0 ** 63 - 1024).astype(np.uint64) + U64(1 << 63),
+                               np.clip(r, -2.0 ** 63, 2.0 ** 63 - 1024).astype(np.int64).view(np.uint64))
+            res = np.where(r >= 2.0 ** 64, U64((1 << 64) - 1), res)
             if dk == "s":
                 res = np.where(r >= 2.0 ** 63 - 1, U64((1 << 63) - 1), res)
         else:
             res = r.astype(np.int64).view(np.uint64) & mask(dw)
         # a register wider than the type: sign-extended for .s types, zero-extended otherwise
         # (PTX ISA, "Operand Size Exceeding Instruction-Type Size", destination operands)
-        m.write(f, ops[0], res & mask(dw), combine_undef([sa], n, dw), act, ins, ext=dt)
+        # NaN: the ISA's cvt clamps out-of-range values but names no integer for a NaN; the H100
+        # writes 0 (f16/f32/bf16 to <= 32 bits) or the type's INT_MIN pattern (from f64, and to
+        # 64 bits) (tests/hw_records/scalar_ops_h100.json), so the reference leaves it free
+        sh = combine_undef([sa], n, dw)
+        if count_nonzero(nan):
+            sh = undef_where(sh, nan, n, dw)
+        m.write(f, ops[0], res & mask(dw), sh, act, ins, ext=dt)
         return
     if dk in "sub" and sk in "sub":  # int -> int
         x = sign_extend(a, sw) if sk == "s" else (a & mask(sw)).astype(np.int64)
@@ -645,4 +675,5 @@ def h_sqrt_rcp(m, f, ins, act):
     fn = (lambda x, fmt, mode: fp.fround(np.sqrt(x), fmt, mode)) if ins.base == "sqrt" else \
         (lambda x, fmt, mode: fp.fround(1.0 / x, fmt, mode))
     res = float_op(t, fn, [a], mode, "ftz" in ins.modifiers, False)
-    m.write(f, ins.operands[0], res, combine_undef([sa], m.n, TYPES[t][0]), act, ins)
+    sh = combine_undef([sa], m.n, TYPES[t][0])
+    m.write(f, ins.operands[0], res, nan_payload_free(sh, res, t, m.n) if t == "f64" else sh, act, ins)

@@ -23,7 +23,7 @@ from fuzzptx.ptx.ir import Addr, Vec
 import fuzzptx.oracles.reference.fp as fp
 from .errors import BadAddress, Unsupported
 from .mem_ops import _address, _space
-from .ops import HALF, _add, _max, _min, the_type
+from .ops import HALF, _add, _max, _min, nan_bits, the_type
 from .values import TYPES, U64, Shadow, combine_undef, mask, sign_extend
 
 _OPS = ("add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas")
@@ -117,6 +117,7 @@ def _atomic(m, f, ins, act, returns: bool):
     eb = w // 8
     n = m.n
     f32_add = t == "f32" and op == "add"
+    f64_add = t == "f64" and op == "add"  # a NaN sum: payload left free, as add.f64's (ops.nan_payload_free)
     olds = np.zeros(n, np.uint64)
     old_bad = np.zeros(n, bool)
     if not idx.size:
@@ -146,7 +147,7 @@ def _atomic(m, f, ins, act, returns: bool):
             ret[k] = new[u]
             ret_bad[k] = new_bad[u] or counts[u] > 1
             new[u] = apply(op, t, new[u:u + 1], bb[k:k + 1], None if cc is None else cc[k:k + 1], ftz)[0]
-            new_bad[u] = new_bad[u] or bbad[k]
+            new_bad[u] = new_bad[u] or bbad[k] or bool(f64_add and nan_bits(new[u:u + 1], t)[0])
         multi = counts > 1
         if not (op in _ORDER_FREE and kind in "subp"):
             new_bad |= multi

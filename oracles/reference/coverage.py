@@ -507,6 +507,15 @@ def render() -> str:
              " apply to one address (and their final value unless the operation is order-free: integer add,"
              " and, or, xor, min, max), CC.CF before any .cc instruction or after a call, and the special"
              " registers whose value the machine picks: " + ", ".join(f"`{r}`" for r in _volatile()) + ".", "",
+             "NaN bits the ISA does not fix are UNDEF too: a NaN result of `.f64` arithmetic (add, sub, mul, div,"
+             " fma, mad, sqrt, rcp, cvt.rni-style rounding, atom/red.add.f64), of abs/neg (\"NaN inputs yield an"
+             " unspecified NaN\"), of cvt into or out of `.f64` and of cvt.f32.bf16, and the integer a float ->"
+             " integer cvt gives for a NaN (the ISA clamps out-of-range values, names nothing for NaN).  Where the"
+             " ISA fixes a value the reference gives the H100's bits (f32/f16/bf16 arithmetic NaNs are canonical,"
+             " `.sat`/`.relu` give +0 for -0, testp.normal counts zeros as normal).  The forms whose H100 bits"
+             " lie outside the ISA are listed with the reason in `EXPLAINED` (`tests/test_reference_coverage.py`);"
+             " `tests/support/hw_scalar.py --reexamine RECORD` re-judges a record's examples with today's"
+             " reference.", "",
              "| chapter | forms | count |", "| --- | --- | --- |"]
     for ch in chapters():
         fs = [f for f in FORMS if f.chapter == ch]

@@ -133,6 +133,17 @@ def flush_subnormal(v: np.ndarray, fmt: str) -> np.ndarray:
     return np.where((v != 0) & (np.abs(v) < f.min_normal), np.copysign(0.0, v), v)
 
 
+def saturate(r: np.ndarray) -> np.ndarray:
+    """``.sat``: clamp to [+0.0, 1.0], NaN to +0.0; a -0.0 result becomes +0.0 (the H100,
+    tests/hw_records/scalar_ops_h100.json: sub/mul.rz.ftz.sat.f32, add/fma.rn.ftz.sat.f16, cvt .sat)."""
+    return np.where(np.isnan(r), 0.0, np.clip(r, 0.0, 1.0)) + 0.0
+
+
+def relu(r: np.ndarray) -> np.ndarray:
+    """``.relu``: "clamps the result to 0 if negative" (PTX ISA); -0.0 gives +0.0 as on the H100."""
+    return np.where(np.isnan(r), np.nan, np.maximum(r, 0.0) + 0.0)
+
+
 def round_int(x: np.ndarray, mode: str) -> np.ndarray:
     """``.rni/.rzi/.rmi/.rpi`` on float64 values (NaN stays NaN)."""
     if mode == "rni":

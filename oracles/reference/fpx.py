@@ -15,7 +15,8 @@ import numpy as np
 from fuzzptx.ptx.ir import Reg
 
 import fuzzptx.oracles.reference.alu as alu
-from .ops import HALF, _add, _fma, _lanes, _max, _min, _mul, _sub, float_op, rounding, the_type
+import fuzzptx.oracles.reference.fp as fp
+from .ops import HALF, _add, _fma, _lanes, _max, _min, _mul, _sub, float_op, nan_payload_free, rounding, the_type
 from .values import TYPES, combine_undef
 
 
@@ -56,7 +57,7 @@ def h_relu(m, f, ins, act):
 
     def relu(*vals, fmt, mode):
         r = fn(*vals, fmt, mode)
-        return np.where(np.isnan(r), np.nan, np.where(r < 0, 0.0, r))
+        return fp.relu(r)
 
     res = float_op(t, relu, [b for b, _ in srcs], rounding(ins), "ftz" in mods, "sat" in mods)
     m.write(f, ops[0], res, combine_undef([s for _, s in srcs], m.n, TYPES[t][0]), act, ins)
@@ -137,7 +138,7 @@ def h_fma64(m, f, ins, act):
     vals = [b.view(np.float64) for b, _ in srcs]
     r = fma_f64(*vals, rounding(ins))
     bits = np.where(np.isnan(r), np.uint64(0x7FFFFFFFFFFFFFFF), r.view(np.uint64))
-    m.write(f, ops[0], bits, combine_undef([s for _, s in srcs], m.n, 64), act, ins)
+    m.write(f, ops[0], bits, nan_payload_free(combine_undef([s for _, s in srcs], m.n, 64), bits, "f64", m.n), act, ins)
 
 
 def dispatch(m, f, ins, act):

@@ -294,7 +294,8 @@ def h_testp(m, f, ins, act):
     tiny = np.finfo(np.float32 if t == "f32" else np.float64).tiny
     with np.errstate(invalid="ignore"):
         r = {"finite": np.isfinite(v), "infinite": np.isinf(v), "number": ~np.isnan(v), "notanumber": np.isnan(v),
-             "normal": np.isfinite(v) & (np.abs(v) >= tiny),
+             # "As a special case, positive and negative zero are considered normal numbers." (PTX ISA, testp)
+             "normal": np.isfinite(v) & ((np.abs(v) >= tiny) | (v == 0)),
              "subnormal": (v != 0) & (np.abs(v) < tiny)}[op]
     m.write(f, ins.operands[0], r.astype(np.uint64), combine_undef([sa], m.n, 1), act, ins)
 

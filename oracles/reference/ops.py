@@ -15,7 +15,7 @@ import numpy as np
 
 import fuzzptx.oracles.reference.fp as fp
 from .errors import Unsupported
-from .values import (EXACT, MAY_NEG_INF, MAY_POS_INF, SET, TYPES, UNDEF, U64, Shadow,
+from .values import (undef_where, EXACT, MAY_NEG_INF, MAY_POS_INF, SET, TYPES, UNDEF, U64, Shadow,
                      combine_undef, mask, sign_extend)
 
 ROUND = ("rn", "rz", "rm", "rp", "rna")
@@ -81,15 +81,35 @@ def float_op(t: str, fn, bits_in: list[np.ndarray], mode: str, ftz: bool, sat: b
     with np.errstate(all="ignore"):
         r = fn(*vals, fmt=fmt, mode=mode)
     if sat:
-        r = np.where(np.isnan(r), 0.0, np.clip(r, 0.0, 1.0))
+        r = fp.saturate(r)
     if ftz:
         r = fp.flush_subnormal(r, fmt)
     return fp.encode(fmt, r)
 
 
+def nan_bits(bits: np.ndarray, t: str) -> np.ndarray:
+    """Threads whose ``t`` value (bits) is a NaN, any lane of a packed pair."""
+    if t in HALF:
+        return np.logical_or.reduce([nan_bits(x, HALF[t]) for x in _lanes(t, bits)])
+    return np.isnan(fp.decode(t, bits))
+
+
+def nan_payload_free(sh: Shadow | None, bits: np.ndarray, t: str, n: int) -> Shadow | None:
+    """``sh`` with the threads whose result is a NaN made UNDEF: where the PTX ISA gives no NaN
+    pattern (f64 arithmetic, abs/neg, conversions into or out of f64) the H100 keeps or quiets the
+    input's payload and sign (tests/hw_records/scalar_ops_h100.json), so the bits are left free."""
+    if t in HALF and sh is None:  # lane by lane: the other half of a packed pair stays exact
+        lanes = np.stack([nan_bits(x, HALF[t]) for x in _lanes(t, bits)], axis=1)
+        return Shadow(TYPES[t][0] // 2, np.where(lanes, UNDEF, EXACT).astype(np.uint8)) if lanes.any() else None
+    return undef_where(sh, nan_bits(bits, t), n, TYPES[t][0])
+
+
 def _add(a, b, fmt, mode):
     s, e = fp.two_sum(a, b)
-    return _f64_overflow(fp.fround(s, fmt, mode, e), fmt, mode, a, b)
+    r = _f64_overflow(fp.fround(s, fmt, mode, e), fmt, mode, a, b)
+    if mode == "rm":  # an exact zero sum of operands of opposite sign is -0 under .rm (IEEE 754 6.3)
+        r = np.where((s == 0) & (e == 0) & ~((a == 0) & (b == 0) & ~np.signbit(a) & ~np.signbit(b)), -0.0, r)
+    return r
 
 
 def _f64_overflow(r, fmt, mode, *inputs):
@@ -151,8 +171,9 @@ def _fma(a, b, c, fmt, mode):
 
 def _div(a, b, fmt, mode):
     q = a / b  # rounded to nearest in float64: exact enough for every narrower format
-    if fmt == "f64" and mode != "rn":
-        return _f64_overflow(fp.fround(q, fmt, mode, _div_residual(a, b, q)), fmt, mode, a, b)
+    if fmt == "f64" and mode != "rn":  # x/0 is an exact Inf (IEEE 754 7.3), never an overflow
+        r = _f64_overflow(fp.fround(q, fmt, mode, _div_residual(a, b, q)), fmt, mode, a, b)
+        return np.where(b == 0, q, r)
     return fp.fround(q, fmt, mode)
 
 
@@ -280,13 +301,14 @@ def int_mul(a: np.ndarray, b: np.ndarray, w: int, signed: bool, part: str) -> np
 def int_divrem(a, b, w, signed, rem):
     """div/rem truncating toward zero; returns (bits, zero_divisor mask)."""
     if signed:
+        # magnitudes as unsigned: |INT_MIN| does not fit the signed type
         x, y = sign_extend(a, w), sign_extend(b, w)
         zero = y == 0
-        ys = np.where(zero, 1, y)
-        with np.errstate(all="ignore"):
-            q = np.abs(x) // np.abs(ys) * np.sign(x) * np.sign(ys)
-            r = x - q * ys
-        out = (r if rem else q).view(np.uint64) & mask(w)
+        ax = np.where(x < 0, U64(0) - x.view(np.uint64), x.view(np.uint64))
+        ay = np.where(zero, U64(1), np.where(y < 0, U64(0) - y.view(np.uint64), y.view(np.uint64)))
+        mag = (ax % ay) if rem else (ax // ay)
+        neg = (x < 0) if rem else ((x < 0) != (y < 0))  # the remainder takes the dividend's sign
+        out = np.where(neg, U64(0) - mag, mag) & mask(w)
     else:
         x, y = a & mask(w), b & mask(w)
         zero = y == 0

@@ -175,9 +175,9 @@ CAUSES = {
 
 KNOWN = {"C7511": "register pressure (C7511) other than a rewrite after a scale-d 0 wgmma or a read of an "
                   "uncommitted wgmma's constant accumulators is not modelled",
-         "C7512": "C7512 beyond plain liveness (236 32-bit registers live at once) is not modelled: the registers "
-                  "of wgmmas in flight together and their alignment",
-         "C7513": "C7513 (A registers defined inside a stage) trigger not pinned"}
+         "C7512": "C7512 between 224 and 600 accumulator registers (ptxas_pressure.C7512_MAY_FROM, C7512_FROM) "
+                  "depends on the allocator's order and sizes: a \"may\" there",
+         "C7513": "C7513 beyond an A register written in flight in a loop that brings it back to a wgmma is not pinned"}
 
 
 def _rejects(diags: list[str]) -> bool:

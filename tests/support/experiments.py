@@ -387,6 +387,30 @@ EXPERIMENTS.update({
     "c7512_equal_sections": ("two fenced f32 m64n248 sections, accumulators set first, 248 registers in all: "
                              "C7512 (m64n256 + m64n248 compiles clean; benchmarks/probe_c7512.py --grid)",
                              wgmma_sections((("f32", 248), ("f32", 248)), True, True)),
+    "acc_read_mid_pipeline_scale_d_0": (
+        "a scale-d 0 wgmma, an add reading its accumulator (in flight, uncommitted), a wgmma reading it: ptxas waits at "
+        "the add and arrives at the wgmma (C7517, C7519), no serialisation (issue 40's hand-made miss)",
+        kernel([FENCE, wg(sd="0"), "add.f32 %f1, %f1, 0f3F800000;", wg(), COMMIT, WAIT, *store()])),
+    "a_move_between_wgmmas_const": (
+        "mov of a constant into an A register between two wgmmas reading it: nothing (a copy ptxas propagates; "
+        "issue 40's hand-made miss)",
+        kernel([FENCE, wg(a=A_REGS), "mov.b32 %r1, 5;", wg(5, a=A_REGS), COMMIT, WAIT, *store(), *store(5)])),
+    "a_move_between_wgmmas_reg": (
+        "mov of another register into an A register between two wgmmas reading it: nothing",
+        kernel([FENCE, wg(a=A_REGS), "mov.b32 %r1, %r5;", wg(5, a=A_REGS), COMMIT, WAIT, *store(), *store(5)])),
+    "a_move_between_wgmmas_next_stage": (
+        "mov of a constant into an A register of the wgmma in flight, read by the next stage's wgmma: nothing",
+        kernel([FENCE, wg(a=A_REGS), "mov.b32 %r1, 5;", wg(5), COMMIT, FENCE, wg(9, a=A_REGS), COMMIT, WAIT, *store(),
+                *store(5), *store(9)])),
+    "a_move_in_loop": (
+        "the same move in a loop, the wgmma reading it next iteration: C7513 and the arrive at the next wgmma",
+        kernel([*LOOP_HEAD, FENCE, wg(a=A_REGS), "mov.b32 %r1, 5;", wg(5), COMMIT, *LOOP_TAIL, WAIT, *store(), *store(5)])),
+    "c7512_footprint_208": ("four fenced f32 m64n104 sections, set first: accumulators of 208 registers in all, "
+                            "below ptxas_pressure.C7512_MAY_FROM: nothing (benchmarks/results/probe_c7512.json: never "
+                            "below 232)", wgmma_sections((("f32", 104),) * 4, True, True)),
+    "c7512_footprint_624": ("six fenced f32 m64n208 sections, set first: 624 registers, from ptxas_pressure.C7512_FROM: "
+                            "C7512 (probe_c7512.json: every equal-section kernel from 408 up)",
+                            wgmma_sections((("f32", 208),) * 6, True, True)),
     "dead_divergent_stage": ("a stage under a divergent branch whose wgmma the next (scale-d 0) wgmma overwrites: nothing",
                              kernel([_b("SK", DIV), FENCE, wg(sd="0"), COMMIT, "SK:", FENCE, wg(sd="0"), COMMIT, WAIT]
                                     + store())),

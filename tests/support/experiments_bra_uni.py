@@ -7,7 +7,7 @@ function holds a guarded load, store, atomic or barrier that ptxas keeps, or a g
 deletes as dead, and the branch skips a fence, wgmma or commit: then its edges diverge by the
 predicate (what it controls stays uniform).  A guarded ``setp``, wait, commit, ``ret`` or live wgmma
 does not do it, nor a dead guarded ``add``, nor a region holding only a wait_group.  The rule:
-``ptxas_model._uni_distrusted``, ``uniformity.analyse_uniformity(distrust_uni=...)``.  Where the
+``ptxas_rules.BraUniDistrusted``, ``uniformity.analyse_uniformity(distrust_uni=...)``.  Where the
 distrusted branch leaves groups in flight on one path to an exit with work between, ptxas
 serialises (C7518, as for a plain divergent branch: ``div_pipe_empty_group_then_store``); the model
 does not model that yet (the ``MODEL: known-gap`` files).

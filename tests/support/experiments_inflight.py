@@ -13,13 +13,13 @@ moves; ``add``, ``cvt``, ``ld``, ``selp`` are not), when the value is read past 
 fence comes next.  A write between commit and wait draws no arrive.  An accumulator that went into
 its wgmma as a constant is renamed whatever reads it.  A read of a rewritten register reads the new
 value: no wait there.  Files: ``tests/data/checker/NAME.ptx``; the rule: ``ptxas_sites.value_uses``,
-``ptxas_model._arrive_for_write``, ``PS.over``.
+``ptxas_rules.arrive_for_write``, ``PS.over``.
 
 Operands a wgmma of the open stage does not read back (``operand_write_in_flight_*``, from campaign
 seed 3 #86 and seed 9 #95 shrunk): a rewrite of an A-fragment register, or of an accumulator of a
 scale-d 0 wgmma, draws the arrive at the next wgmma (or, for a non-move, the next commit) only when a
 later *wgmma* reads the value; a store of it does not count, and a zeroed A register is a constant
-unless the reading wgmma comes around a loop (``ptxas_model._arrive_for_operand_write``).  Beside
+unless the reading wgmma comes around a loop (``ptxas_rules.arrive_for_operand_write``).  Beside
 C7510 every one of these arrives stays (``rewrite_arrive_*_indirect_call``).
 """
 from __future__ import annotations

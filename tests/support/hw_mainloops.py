@@ -203,7 +203,7 @@ FP8_F32 = re.compile(r"\.f32\.e[45]m[23]\.e[45]m[23]")
 
 def explain(record: dict) -> dict:
     """Each mismatch of a record against the reference in hardware numerics (docs/numerics.md: the
-    H100's fp8 accumulator is e8m13, below the spec's single precision; reports/known_findings.txt):
+    H100's fp8 accumulator is e8m13, below the spec's single precision; reports/known_bugs.toml: h100-fp8-f32-accumulator-e8m13):
     the programs are rebuilt from the record's seed (same generator code), and every GPU value the
     record lists must equal the hardware-numerics reference bit for bit."""
     build = fill_cases if record.get("mode") == "fills" else cases
@@ -231,7 +231,7 @@ def explain(record: dict) -> dict:
             "listed_gpu_values": sum(x["listed_gpu_values"] for x in rows),
             "equal_to_hardware_numerics": sum(x["equal_to_hardware_numerics"] for x in rows),
             "known_finding": "reference!=hardware|mismatch|wgmma*.f32.e[45]m[23]* numerics=spec "
-                             "(reports/known_findings.txt: the H100's e8m13 fp8 accumulator)",
+                             "(reports/known_bugs.toml: the H100's e8m13 fp8 accumulator)",
             "programs": rows}
 
 

@@ -132,13 +132,52 @@ def probe(n: int, found: Path, worker, inputs: int = 2, seed0: int = 0) -> dict:
             "families": sorted({program_family(p) for p in programs}), "rows": rows}
 
 
-def replay_one(path: Path, timeout: float) -> dict:
+def explain(files: list[Path], worker) -> dict:
+    """Which build is wrong: each file's outputs at -O3, -O0 (pinned) and -O3 of the newest cached
+    release on the GPU, each set against the reference's (spec numerics, its undefined elements
+    masked), on the file's own input."""
+    from fuzzptx.judges import metamorphic as M
+    from fuzzptx.judges.compile_pairs import BASE, Build, newest_release
+    from fuzzptx.oracles.reference import run_program
+    from fuzzptx.oracles.reference.values import UNDEF
+    from fuzzptx.program import Program
+
+    rel = newest_release()
+    builds = {"O3": BASE, "O0": Build(0)} | ({f"{rel} O3": Build(3, (), rel)} if rel else {})
+    judge = M.HardwareJudge(worker)
+    rows, tally = [], {}
+    for f in files:
+        p = Program.from_file(f)
+        row: dict = {"file": f.name}
+        try:
+            ref = run_program(p, mode="spec")
+        except Exception as exc:  # noqa: BLE001 - the row says why
+            row["reference"] = f"{type(exc).__name__}: {str(exc)[:160]}"
+            rows.append(row)
+            continue
+        defined = {n: o.kind != UNDEF for n, o in ref.outputs.items()}
+        ref_out = {n: o.data for n, o in ref.outputs.items()}
+        for name, b in builds.items():
+            o = judge.run(p, b)
+            if o.fault:
+                row[name] = f"fault: {o.fault}"
+            else:
+                d = M.first_difference(p, o.outputs, ref_out, defined)
+                row[name] = "= reference" if d is None else f"!= reference: {d.count} of {d.compared} differ, first {d.buffer}[{d.index}] {d.left} vs {d.right}"
+        key = tuple((n, row[n].split(":")[0].split(" ")[0]) for n in builds)
+        tally[str(key)] = tally.get(str(key), 0) + 1
+        rows.append(row)
+    return {"builds": {n: str(b) for n, b in builds.items()}, "files": len(files), "tally": tally, "rows": rows}
+
+
+def replay_one(path: Path, timeout: float, judges: str | None = None) -> dict:
     text = path.read_text()
     m = re.search(r"^// SIGNATURE: (\S+)", text, re.M)
     want = m.group(1) if m else None
     t0 = time.perf_counter()
     try:
-        r = subprocess.run([sys.executable, "-m", "fuzzptx.cli", "replay", str(path.resolve()), "--json"],
+        r = subprocess.run([sys.executable, "-m", "fuzzptx.cli", "replay", str(path.resolve()), "--json"]
+                           + (["--judges", judges] if judges else []),
                            capture_output=True, text=True, timeout=timeout, cwd="/tmp")
     except subprocess.TimeoutExpired:
         return {"file": path.name, "expected": want, "error": f"timed out after {timeout} s"}
@@ -169,7 +208,11 @@ def main() -> int:
     ap.add_argument("--probe-seed", type=int, default=0)
     ap.add_argument("--found", type=Path, default=Path("/tmp/pairs_found"))
     ap.add_argument("--suite", type=Path, action="append", default=[], help="replay every .ptx here")
+    ap.add_argument("--explain", type=Path, action="append", default=[],
+                    help="for every .ptx here: which build (-O3, -O0, the newest release) agrees with the reference")
     ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--judges", default=None, help="replay's --judges (a plain kernel names no signature: "
+                    "add metamorphic to run the pairs)")
     ap.add_argument("--dry-run", action="store_true", help="no GPU: the reference stands in for the GPU worker")
     ap.add_argument("--out", type=Path, required=False)
     args = ap.parse_args()
@@ -195,13 +238,23 @@ def main() -> int:
                 record["probe"] = probe(args.probe, args.found, w, seed0=args.probe_seed)
                 record["probe"]["worker_restarts"] = w.restarts
         print(json.dumps({k: v for k, v in record["probe"].items() if k != "rows"}))
+    if args.explain:
+        files = [f for d in args.explain for f in sorted(d.glob("*.ptx"))]
+        if args.dry_run:
+            record["explain"] = explain(files[:3], M.ReferenceWorker())
+        else:
+            from fuzzptx.oracles.hardware import HardwareWorker
+
+            with HardwareWorker() as w:
+                record["explain"] = explain(files, w)
+        print(json.dumps(record["explain"]["tally"]))
     suites = list(args.suite) + ([args.found] if args.probe and args.found.exists() else [])
     rows = []
     files = [f for d in suites for f in sorted(d.glob("*.ptx"))]
     if args.dry_run:
         files = files[:4]
     with cf.ThreadPoolExecutor(args.jobs) as ex:
-        for row in ex.map(lambda f: replay_one(f, 300), files):
+        for row in ex.map(lambda f: replay_one(f, 300, args.judges), files):
             rows.append(row)
             print(row["file"], "flagged" if row.get("flagged") else "NOT flagged", row.get("findings"), flush=True)
     record["suite"] = {"files": len(rows), "flagged": sum(1 for r in rows if r.get("flagged")),

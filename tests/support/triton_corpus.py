@@ -110,6 +110,28 @@ def matmul_ws(a_desc, b_desc, c_ptr, M, N, K, scm,
 
 
 @triton.jit
+def matmul_devdesc(a_ptr, b_ptr, c_ptr, M, N, K,
+                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PERSISTENT: tl.constexpr, WS: tl.constexpr):
+    """Tensor descriptors made on the device: each CTA zeroes a 128-byte tensor-map scratch area in
+    shared memory, fills it with ``tensormap.replace`` and copies it out with
+    ``tensormap.cp_fenceproxy`` (the tensor-map proxy's own fence) before the TMA loads use it."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    num_n = tl.cdiv(N, BN)
+    tiles = tl.cdiv(M, BM) * num_n if PERSISTENT else tl.program_id(0) + 1
+    for tile in tl.range(tl.program_id(0), tiles, 132, flatten=not WS, warp_specialize=WS):
+        om = (tile // num_n) * BM
+        on = (tile % num_n) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(tl.cdiv(K, BK)):
+            x = a_desc.load([om, k * BK])
+            y = b_desc.load([on, k * BK])
+            acc = tl.dot(x, y.T, acc)
+        c_desc.store([om, on], acc.to(c_desc.dtype))
+
+
+@triton.jit
 def attn_fwd(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sm_scale, N_CTX, stride_t, stride_h,
              HEAD: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, CAUSAL: tl.constexpr):
     start_m = tl.program_id(0)
@@ -262,6 +284,7 @@ def variants() -> list[dict[str, Any]]:
                         sig={"a_desc": _desc(dt, (bm, bk)), "b_desc": _desc(dt, (bn, bk)), "c_ptr": f"*{dt}",
                              **_ints("M N K scm")},
                         const={"BM": bm, "BN": bn, "BK": bk}, opts={"num_warps": warps, "num_stages": stages}))
+    out += _pipeline_slice()
     for dt, head, bm, bn, causal, warps, stages in [
         ("fp16", 64, 128, 64, False, 4, 3), ("fp16", 64, 128, 64, True, 4, 3), ("fp16", 128, 128, 64, False, 8, 3),
         ("bf16", 128, 64, 64, True, 4, 2), ("bf16", 64, 64, 32, False, 4, 4),
@@ -290,8 +313,54 @@ def variants() -> list[dict[str, Any]]:
     return out
 
 
-def build(out_dir: Path, only: str | None = None) -> dict[str, Any]:
-    """Compile every variant (or those whose name contains ``only``) and write the PTX and manifest."""
+# Issue 40's slice: warp-specialised, persistent and TMA mainloops over more tile shapes, warp
+# counts and stage counts -- three stages give ``stage = i mod 3`` by a magic multiply, four warps a
+# warpgroup-indexed dispatch table in shared memory -- and device-made tensor descriptors.
+SLICE_TILES = (("fp16", (64, 128, 64), 4, 3), ("fp16", (64, 64, 64), 4, 3), ("fp16", (128, 128, 64), 8, 4),
+               ("bf16", (128, 128, 64), 8, 3), ("fp16", (128, 256, 64), 4, 3), ("fp16", (64, 256, 64), 4, 3))
+
+
+def _pipeline_slice() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for dt, (bm, bn, bk), warps, stages in SLICE_TILES:
+        opts = {"num_warps": warps, "num_stages": stages}
+        sig = {"a_desc": _desc(dt, (bm, bk)), "b_desc": _desc(dt, (bn, bk)), "c_desc": _desc(dt, (bm, bn)),
+               **_ints("M N K")}
+        tag = f"{dt}_{bm}x{bn}x{bk}_w{warps}s{stages}"
+        out.append(dict(name=f"matmul_tma_{tag}", fn=matmul_tma, sig=sig, const={"BM": bm, "BN": bn, "BK": bk},
+                        opts=opts, slice="issue40"))
+        for ws in (False, True):
+            out.append(dict(name=f"matmul_tma_persistent{'_ws' if ws else ''}_{tag}", fn=matmul_tma_persistent,
+                            sig=sig, const={"BM": bm, "BN": bn, "BK": bk, "NUM_SMS": 132, "WS": ws}, opts=opts,
+                            slice="issue40"))
+        out.append(dict(name=f"matmul_ws_{tag}", fn=matmul_ws,
+                        sig={"a_desc": sig["a_desc"], "b_desc": sig["b_desc"], "c_ptr": f"*{dt}", **_ints("M N K scm")},
+                        const={"BM": bm, "BN": bn, "BK": bk}, opts=opts, slice="issue40"))
+    for (bm, bn, bk), warps, stages in (((64, 128, 64), 4, 3), ((128, 128, 64), 4, 3), ((128, 128, 64), 8, 3)):
+        for persistent, ws in ((False, False), (True, False), (True, True)):
+            kind = "persistent_ws" if ws else "persistent" if persistent else "tile"
+            out.append(dict(name=f"matmul_devdesc_{kind}_fp16_{bm}x{bn}x{bk}_w{warps}s{stages}", fn=matmul_devdesc,
+                            sig={"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", **_ints("M N K")},
+                            const={"BM": bm, "BN": bn, "BK": bk, "PERSISTENT": persistent, "WS": ws},
+                            opts={"num_warps": warps, "num_stages": stages}, slice="issue40"))
+    return out
+
+
+METADATA_DROP = ("target", "extern_libs", "ir_override")  # machine paths and objects, not the kernel's launch
+
+
+def metadata(k) -> dict[str, Any]:
+    """Triton's own metadata of a compiled kernel, as its cache writes it beside the PTX
+    (``NAME.json``): ``num_warps``, ``shared``, ``tensordesc_meta`` (each tensor descriptor's block,
+    element type and swizzle), ...; what ``fuzzptx.launch`` reads for a launch."""
+    md = k.metadata._asdict()
+    return {key: v for key, v in md.items() if key not in METADATA_DROP}
+
+
+def build(out_dir: Path, only: str | None = None, metadata_only: bool = False) -> dict[str, Any]:
+    """Compile every variant (or those whose name contains ``only``) and write the PTX, Triton's
+    metadata beside it (``NAME.json``) and the manifest; ``metadata_only``: the JSON files alone
+    (the PTX and manifest as they are)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     os.environ["TRITON_DISABLE_LINE_INFO"] = "1"
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
@@ -309,16 +378,23 @@ def build(out_dir: Path, only: str | None = None) -> dict[str, Any]:
             except Exception as exc:  # noqa: BLE001 - a variant this Triton cannot build is listed, not fatal
                 error = f"{type(exc).__name__}: {str(exc)[:300]}"
         if k is None:
-            manifest["failed"].append({"name": v["name"], "error": error})
+            manifest["failed"].append({"name": v["name"], "error": error,
+                                       **({"slice": v["slice"]} if "slice" in v else {})})
             print(f"{v['name']}: FAILED {error[:80]}", file=sys.stderr)
             continue
         ptx = k.asm["ptx"]
+        (out_dir / f"{v['name']}.json").write_text(json.dumps(metadata(k), indent=1, sort_keys=True) + "\n")
+        if metadata_only:
+            print(f"{v['name']}.json")
+            continue
         (out_dir / f"{v['name']}.ptx").write_text(ptx)
         manifest["kernels"].append({"file": f"{v['name']}.ptx", "source": v["fn"].__name__,
+                                    **({"slice": v["slice"]} if "slice" in v else {}),
                                     "signature": v["sig"], "constexprs": v["const"], "options": v["opts"],
                                     "ptx_version": version, "wgmma": ptx.count("wgmma.mma_async"), "lines": ptx.count("\n")})
         print(f"{v['name']}: {ptx.count(chr(10))} lines, {ptx.count('wgmma.mma_async')} wgmma")
-    (out_dir / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    if not metadata_only:
+        (out_dir / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
 
 
@@ -326,8 +402,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m support.triton_corpus", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path, help="directory for the .ptx files and MANIFEST.json")
     ap.add_argument("--only", help="build only the variants whose name contains this")
+    ap.add_argument("--metadata-only", action="store_true", help="write only Triton's metadata NAME.json files")
     a = ap.parse_args(argv)
-    m = build(a.out, a.only)
+    m = build(a.out, a.only, a.metadata_only)
+    if a.metadata_only:
+        return 0
     print(f"{len(m['kernels'])} kernels, {len(m['failed'])} failed -> {a.out}")
     return 0 if m["kernels"] else 1
 

@@ -1,0 +1,122 @@
+"""The target rows of ``benchmarks/README.md``: for each, the committed command that measures it,
+the committed record it wrote, and how the record's figure reads in the table.
+
+One table, three readers: ``benchmarks/reproduce.py ROW`` reruns a row's command into a
+temporary record and prints the new figure beside the recorded one; ``tests/test_benchmark_rows.py``
+checks that the README row names the command and the record, that the record exists, holds the
+figure the README prints in bold, and carries its ``meta`` (``records.py``) -- except the gaps a
+row declares in ``gaps``, which only a rerun on its device can fill (the README row says so).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from records import missing_meta  # benchmarks/records.py, beside this module
+
+HERE = Path(__file__).resolve().parent
+
+CPU = "2-core CPU machine"
+H100 = "nvidia-h100-x1"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One target: ``command`` as the README prints it; ``rerun`` the same with ``{out}`` where the
+    record goes (None: not rerunnable here); ``figure`` the record's figure as the README prints it."""
+
+    id: str
+    command: str
+    record: str  # relative to benchmarks/
+    figure: Callable[[dict], str]
+    device: str = CPU
+    rerun: tuple[str, ...] | None = None
+    gaps: tuple[str, ...] = ()  # meta fields the record lacks until its device reruns the command
+    note: str = ""
+
+    @property
+    def path(self) -> Path:
+        return HERE / self.record
+
+
+def _times(x: float, digits: int = 2) -> str:
+    return f"{x:.{digits}f}×"
+
+
+def _campaign_ratio(name: str) -> Callable[[dict], str]:
+    return lambda r: f"{r['campaigns'][name]['ratio_to_bare_before_and_after']:.2f}"
+
+
+def _agreement(k: int) -> Callable[[dict], str]:
+    """Exact agreement on the programs with no "may" code (a "may" program is counted apart)."""
+    return lambda r: f"{r['distributions'][k]['exact']}/{r['distributions'][k]['may_free_programs']}"
+
+
+def _shrink(r: dict) -> str:
+    groups = [g for g in r.values() if isinstance(g, dict) and "summary" in g]
+    ok = sum(g["summary"]["at_most_10_instructions_within_60_s"] for g in groups)
+    return f"{ok} of {sum(g['summary']['cases'] for g in groups)}"
+
+
+def _scaling(r: dict) -> str:
+    rows = {row["kernels"]: row for row in r["rows"] if "check" in row}
+    return "check " + " / ".join(f"{rows[k]['check']['cpu_ms_per_kernel']:.1f}" for k in sorted(rows))
+
+
+def _bug_yield(r: dict) -> str:
+    """The avoiding run's distinct bugs and known-bug findings (the first run of the record)."""
+    run = r["runs"][0]
+    return f"{run['yield']['distinct']} distinct bugs, {run['known_findings']} known-bug findings"
+
+
+AGREEMENT = "PYTHONPATH=$PWD:tests python3 -m support.agreement --strategies 2000 --seeds 1-10 --per-seed 100"
+AGREEMENT_RERUN = ("python", "-m", "support.agreement", "--strategies", "2000", "--seeds", "1-10", "--per-seed", "100",
+                   "--report", "{out}.md", "--json", "{out}")
+AGREEMENT_GAPS = ("versions.nvdisasm",)  # no disassembler takes part in the agreement figures
+
+ROWS: tuple[Row, ...] = (
+    Row("1", "python benchmarks/bench_fuzz_run.py --examples 200 --seed 0", "results/fuzz_run.json",
+        lambda r: _times(r["ratio_cpu_over_ptxas_alone_cpu"]),
+        rerun=("python", "benchmarks/bench_fuzz_run.py", "--examples", "200", "--seed", "0", "--out", "{out}")),
+    Row("2a", "python3 benchmarks/campaign_throughput.py --examples 20000 --seed 29 --gpus all --bare-after "
+        "--only hardware-judges --out $OUT/campaign_throughput_h100_reference_beside_ptxas_20000.json",
+        "results/campaign_throughput_h100_reference_beside_ptxas_20000.json", _campaign_ratio("hardware-judges"),
+        device=H100, gaps=("versions.hypothesis", "versions.numpy"),
+        note="meta added from the commit that recorded it (e328f66) and the README; a rerun on the H100 fills the rest"),
+    Row("2b", "python3 benchmarks/campaign_throughput.py --examples 6000 --seed 29 --gpus all --bare-after --budget 370 "
+        "--only defaults,hardware-judges --out $OUT/campaign_throughput_h100_defaults_sass_grouped.json",
+        "results/campaign_throughput_h100_defaults_sass_grouped.json", _campaign_ratio("defaults"),
+        device=H100, gaps=("versions.hypothesis", "versions.numpy"),
+        note="meta added from the commit that recorded it (d2bee0d) and the README; a rerun on the H100 fills the rest"),
+    Row("3a", "python benchmarks/bench_sass.py --examples 512 --seed 3 --skip-releases", "results/sass_cost.json",
+        lambda r: _times(r["ratio"]),
+        rerun=("python", "benchmarks/bench_sass.py", "--examples", "512", "--seed", "3", "--skip-releases",
+               "--out", "{out}")),
+    Row("3b", "python benchmarks/bench_checker_campaign.py --n 300 --seeds 7,8,9 --ptxas 320 --out "
+        "benchmarks/results/checker_campaign.json", "results/checker_campaign.json",
+        lambda r: _times(r["ratio_checker_over_batched"], 3),
+        rerun=("python", "benchmarks/bench_checker_campaign.py", "--n", "300", "--seeds", "7,8,9", "--ptxas", "320",
+               "--out", "{out}")),
+    Row("4a", "python benchmarks/bench_shrink.py", "results/shrink.json", _shrink,
+        rerun=("python", "benchmarks/bench_shrink.py", "--out", "{out}"), gaps=tuple(missing_meta({})),
+        note="recorded before records.py: no meta; a quiet rerun of the command writes it"),
+    Row("4b", "python benchmarks/bench_main_job.py --examples 100", "results/main_job_2core.json",
+        lambda r: f"{r['wall_seconds']:.1f} s",
+        rerun=("python", "benchmarks/bench_main_job.py", "--examples", "100", "--out", "{out}")),
+    Row("5a", AGREEMENT, "results/checker_vs_ptxas.json", _agreement(0), rerun=AGREEMENT_RERUN, gaps=AGREEMENT_GAPS),
+    Row("5b", AGREEMENT, "results/checker_vs_ptxas.json", _agreement(1), rerun=AGREEMENT_RERUN, gaps=AGREEMENT_GAPS),
+    Row("5c", AGREEMENT, "results/checker_vs_ptxas.json", _agreement(2), rerun=AGREEMENT_RERUN, gaps=AGREEMENT_GAPS),
+    Row("6", "python benchmarks/bench_scaling.py --kernels 1000,3000 --shrink-kernels 30,100,300 "
+        "--shrink-seconds-per-kernel 0.5 --skip replay,ptxas", "results/scaling.json", _scaling,
+        rerun=("python", "benchmarks/bench_scaling.py", "--kernels", "1000,3000", "--shrink-kernels", "30,100,300",
+               "--shrink-seconds-per-kernel", "0.5", "--skip", "replay,ptxas", "--out", "{out}"),
+        gaps=tuple(missing_meta({})), note="the figures are the 2026-11-26 record's; a quiet rerun of the command replaces it"),
+    Row("7", "python benchmarks/bug_yield.py --examples 128 --seed 4 --dry-run --rediscover-too",
+        "results/bug_yield_cpu_dry.json", _bug_yield,
+        rerun=("python", "benchmarks/bug_yield.py", "--examples", "128", "--seed", "4", "--dry-run", "--rediscover-too",
+               "--out", "{out}"),
+        gaps=tuple(missing_meta({})), note="the CPU dry run; the H100 run of the same script gives the GPU-hour figure"),
+)
+
+BY_ID = {r.id: r for r in ROWS}

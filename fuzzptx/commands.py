@@ -1,0 +1,135 @@
+"""``fuzzptx run`` and ``fuzzptx campaign``'s command lines: their options (the shared ones from
+``fuzzptx.engine.options``), the one ``RunConfig`` they make, the engine's run, and the summary
+with the known-bug ledger's verdict on each root cause (``fuzzptx.triage``: the triage layer sits
+above the engine, so the commands that read both sit above them)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from fuzzptx.engine import run as engine_run
+from fuzzptx.engine.generate import ILLEGAL_SHARE
+from fuzzptx.engine.options import (OptionError, Parser, add_examples, add_judges, add_json, add_numerics, add_out, add_ptxas,
+                                    add_pairs, add_seed, add_workers, judges_of, non_negative_seconds, positive_int, share)
+from fuzzptx.engine.campaign import (CampaignError, _say, _write_json, build_parser as campaign_parser, corpus_files,
+                                     gpu_judges_usable, parse_duration, parse_gpus, parse_shard, run_campaign,
+                                     shard_from_env, usable_corpus)
+from fuzzptx.engine.config import RunConfig
+from fuzzptx.judges.base import DEVICE
+from fuzzptx.triage import bugs
+from fuzzptx.triage.known import DEFAULT_LEDGER, avoided, default_numerics, ledger
+
+
+def build_parser() -> Parser:
+    ap = Parser(prog="fuzzptx run", description="CPU fuzz run: draw programs, judge them, shrink each new finding "
+                                                "into a repro, print a summary.")
+    add_examples(ap, 200, "programs to judge")
+    add_seed(ap)
+    add_judges(ap, "run")
+    add_ptxas(ap)
+    add_pairs(ap, "run")
+    ap.add_argument("--batch", type=positive_int, default=32, help="programs per ptxas module (a campaign block)")
+    ap.add_argument("--illegal-share", type=share, default=ILLEGAL_SHARE, help="share of mutated (illegal) programs")
+    add_out(ap, help="directory for results.jsonl, repros/ and summary.json (default: a new directory under "
+                     "$FUZZPTX_OUT, else $XDG_DATA_HOME/fuzzptx/runs, else ~/.local/share/fuzzptx/runs)")
+    ap.add_argument("--resume", action="store_true",
+                    help="carry on from the record in --out: the programs judged there are not judged again "
+                         "(the same --seed and --batch; the summary counts this run's programs)")
+    ap.add_argument("--shrink-budget", type=non_negative_seconds, default=10.0,
+                    help="seconds per new finding signature (0: no shrinking)")
+    ap.add_argument("--shrink-model-gaps", action="store_true",
+                    help="shrink findings that are gaps in our own models too (the checker's model of ptxas, "
+                         "mutation labels, the reference): by default only compiler and hardware findings are shrunk")
+    add_workers(ap, None, "CPU processes (0: judge in this process; default: one per core)")
+    add_numerics(ap, "spec")
+    ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct",
+                    help="direct: each program drawn straight from the strategies, as the campaign does (fast); "
+                         "hypothesis: through Hypothesis's engine")
+    ap.add_argument("--known", metavar="FILE", default=None,
+                    help="known-bug ledger (TOML) the run's root causes are matched to: the headline says how many "
+                         f"distinct bugs are new; default: {DEFAULT_LEDGER.relative_to(DEFAULT_LEDGER.parents[1])} of "
+                         "the checkout when there is one; 'none': no ledger")
+    ap.add_argument("--rediscover", action="store_true",
+                    help="do not turn down the shapes of the ledger's known bugs (by default the generator avoids "
+                         "them, so the run's programs go to what is not known yet)")
+    ap.add_argument("--no-bundles", action="store_true", help="do not write a bundle of each new bug into the run "
+                    "directory")
+    add_json(ap, "print the summary as JSON")
+    ap.add_argument("--quiet", action="store_true", help="no progress line")
+    return ap
+
+
+def main_run(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    if args.illegal_share > 1:
+        raise OptionError(f"--illegal-share {args.illegal_share}: expected a share between 0 and 1")
+    known = ledger(args.known)  # before the run: a bad file costs nothing
+    if args.resume and not args.out:
+        raise OptionError("--resume: say which run to carry on with --out DIR")
+    judges = judges_of(args, "run")
+    out_dir = Path(args.out) if args.out else engine_run.default_out(args.seed)
+    workers = (os.cpu_count() or 1) if args.workers is None else args.workers
+    summ = engine_run.run(args.examples, args.seed, judges, out_dir, batch=args.batch,
+                          illegal_share=args.illegal_share, shrink_budget=args.shrink_budget,
+                          progress=not args.quiet and not args.json, numerics=args.numerics,
+                          generator=args.generator, workers=workers, shrink_model_gaps=args.shrink_model_gaps,
+                          resume=args.resume,
+                          avoid=frozenset() if args.rediscover else avoided(known, {"numerics": args.numerics}))
+    b = bugs.summarise({"buckets": summ["findings_by_bucket"], **summ}, known, {"numerics": args.numerics}, out_dir,
+                       bundles=not args.no_bundles)
+    summ["bugs"] = b
+    summ["known"] = {x["cause"]: x["known"] for x in b["bugs"] if x["known"]}
+    summ["new_findings"] = sum(x["count"] for x in b["bugs"] if x["new"])
+    (out_dir / "summary.json").write_text(json.dumps(summ, indent=1))
+    if args.json:
+        print(json.dumps(summ, indent=1))
+    else:
+        print(engine_run.format_summary(summ, out_dir, bugs.format_bugs(summ["bugs"])))
+    return 1 if summ["block_errors_total"] else 0
+
+
+def main_campaign(argv: list[str]) -> int:
+    try:
+        args = campaign_parser().parse_args(argv)
+    except OptionError as exc:
+        raise CampaignError(str(exc)) from None
+    if args.time is None and args.examples is None and args.corpus is None:
+        raise CampaignError("say how much to do: --time DURATION or --examples N (or --corpus DIR)")
+    judges = judges_of(args, "campaign")
+    if args.shard is not None:
+        shard = parse_shard(args.shard)
+    else:
+        found = shard_from_env()
+        shard = (0, 1) if found is None else found[0]
+        if found is not None and not args.quiet:
+            _say(f"fuzzptx campaign: shard {shard[0]}/{shard[1]} (from {found[1]})")
+    seconds = parse_duration(args.time) if args.time else None
+    gpus = parse_gpus(args.gpus)
+    corpus, corpus_skipped = None, ()
+    if args.corpus:
+        good, skipped = usable_corpus(corpus_files(args.corpus))
+        for line in skipped:
+            _say(f"fuzzptx campaign: --corpus: skipped {line}")
+        if not good:
+            raise CampaignError(f"--corpus {args.corpus}: none of its {len(skipped)} .ptx files is a fuzzptx program")
+        corpus, corpus_skipped = tuple(good), tuple(skipped)
+    judges = gpu_judges_usable(judges, gpus, args.gpus != "none", lambda m: _say(f"fuzzptx campaign: {m}"))
+    workers = args.workers or max(1, (os.cpu_count() or 2) - (1 if judges.needing(DEVICE) else 0))
+    known = ledger(args.known)
+    numerics = args.numerics if args.numerics or corpus else default_numerics(judges)
+    avoid = frozenset() if args.rediscover or corpus else avoided(known, {"numerics": numerics or "spec"})
+    config = RunConfig(seed=args.seed, block_size=args.block_size, shard=shard, examples=args.examples,
+                       seconds=seconds, judges=judges, corpus=corpus, corpus_skipped=corpus_skipped,
+                       plant=args.plant_faults, generator=args.generator, numerics=numerics, avoid=avoid,
+                       out=Path(args.out), workers=workers, gpus=tuple(gpus))
+    stats = run_campaign(config.out, config, gpus=gpus, resume=args.resume, workers=workers,
+                         gpu_timeout=args.gpu_timeout, gpu_workers=args.gpu_workers, progress=not args.quiet,
+                         force_takeover=args.force_takeover, stale_after=args.stale_after)
+    stats["bugs"] = bugs.summarise(stats, known, {"numerics": stats["numerics"]}, config.out,
+                                   bundles=not args.no_bundles)
+    _write_json(config.out / "stats.json", stats)
+    for line in bugs.format_bugs(stats["bugs"]):
+        _say("fuzzptx campaign:" + line)
+    print(json.dumps({k: v for k, v in stats.items() if k != "timeline"}, indent=1))
+    return 0

@@ -1,0 +1,133 @@
+"""The options several commands share, each defined once: ``--judges``, ``--ptxas``, ``--out``,
+``--seed``, ``--workers``, ``--json``, ``--examples``, ``--numerics``; and the argument parser every
+command uses, whose errors are one line (``fuzzptx <command>: message``, exit 2), never a usage
+dump or a traceback.
+
+A count, a time or a worker number that cannot be (negative, or zero where zero means nothing)
+is refused here, before any work.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any, Callable
+
+from fuzzptx.errors import FuzzptxError
+from fuzzptx.helptext import Formatter
+from fuzzptx.judges import compile_pairs
+from fuzzptx.judges.selection import JudgeSet, default_names, select
+
+from .config import NUMERICS
+
+
+class OptionError(FuzzptxError):
+    """A bad command-line option (one line at the CLI)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that raises ``OptionError`` (one line at the CLI) instead of printing usage and exiting."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        kwargs.setdefault("formatter_class", Formatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        # "argument --examples: -5: expected ..." reads "--examples -5: expected ..."
+        m = re.fullmatch(r"argument ([^:]+): (.*)", message, re.S)
+        raise OptionError(f"{m.group(1)} {m.group(2)}" if m else message)
+
+
+def _number(kind: type, least: float, what: str, *, strict: bool = False) -> Callable[[str], Any]:
+    """An argparse type: a ``kind`` number >= ``least`` (> ``least`` where ``strict``)."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected {what}") from None
+        if value < least or (strict and value == least) or value != value:  # (NaN)
+            raise argparse.ArgumentTypeError(f"{text}: expected {what}")
+        return value
+
+    parse.__name__ = what  # argparse names the type in its message
+    return parse
+
+
+positive_int = _number(int, 1, "a positive integer")
+count_or_zero = _number(int, 0, "0 or a positive integer")
+positive_seconds = _number(float, 0.0, "a positive number of seconds", strict=True)
+non_negative_seconds = _number(float, 0.0, "0 or a positive number of seconds")
+share = _number(float, 0.0, "a share between 0 and 1")
+
+PTXAS_HELP = ("the ptxas releases that judge: a release (13.5.37), a list, a range (12.4-13.5), latest, all, default "
+              "(the pinned one) or a path to a ptxas binary; releases are fetched into the user cache on demand "
+              "(fuzzptx toolchains). Each release is a judge (ptxas@R) and releases that disagree are a finding; "
+              "the pinned release stays the judge named ptxas, whose cubins the GPU runs")
+
+
+def add_judges(ap: argparse.ArgumentParser, route: str | None, help: str = "") -> None:
+    """``--judges``: the route's default set (``judges.builtin.DEFAULT_JUDGES``) unless ``route`` is
+    None (judges added to a command's own)."""
+    default = ",".join(default_names(route)) if route else ""
+    ap.add_argument("--judges", default=default, metavar="LIST",
+                    help=help or "comma-separated judge names, built-in or from an installed plugin")
+
+
+def add_ptxas(ap: argparse.ArgumentParser, default: str | None = None, help: str = PTXAS_HELP) -> None:
+    ap.add_argument("--ptxas", metavar="SPEC", dest="releases", default=default, help=help)
+
+
+def add_out(ap: argparse.ArgumentParser, *, required: bool = False, help: str) -> None:
+    ap.add_argument("--out", required=required, metavar="DIR", help=help)
+
+
+def add_seed(ap: argparse.ArgumentParser, help: str = "the run is a function of the seed") -> None:
+    ap.add_argument("--seed", type=int, default=0, help=help)
+
+
+def add_workers(ap: argparse.ArgumentParser, default: int | None, help: str) -> None:
+    ap.add_argument("--workers", type=count_or_zero, default=default, metavar="N", help=help)
+
+
+def add_json(ap: argparse.ArgumentParser, help: str = "print one JSON object") -> None:
+    ap.add_argument("--json", action="store_true", help=help)
+
+
+def add_examples(ap: Any, default: int | None, help: str) -> None:
+    """``--examples N`` (N >= 1); ``ap`` may be a mutually exclusive group."""
+    ap.add_argument("--examples", type=positive_int, default=default, metavar="N", help=help)
+
+
+def add_numerics(ap: argparse.ArgumentParser, default: str | None, help: str = "") -> None:
+    ap.add_argument("--numerics", choices=NUMERICS, default=default,
+                    help=help or "the reference's numerics: spec (the PTX ISA's error bounds) or hardware "
+                                 "(the bit-exact H100 model)")
+
+
+def add_pairs(ap: argparse.ArgumentParser, route: str) -> None:
+    """``--pairs``, ``--pair-share``, ``--inputs``: the metamorphic judge's compile pairs and
+    transforms (``fuzzptx.judges.compile_pairs``; docs/metamorphic.md says how the defaults were
+    chosen).  A campaign gives one pair to a share of its programs; other routes every pair to each."""
+    campaign = route == "campaign"
+    ap.add_argument("--pairs", default="default" if campaign else "all", metavar="LIST",
+                    help="the metamorphic judge's pairs: compile pairs (" + ", ".join(compile_pairs.ALL[:-2])
+                         + "), transforms (" + ", ".join(compile_pairs.TRANSFORMS) + "), all, default (the "
+                         "campaign's: " + ", ".join(compile_pairs.CAMPAIGN_DEFAULT) + ") or none")
+    ap.add_argument("--pair-share", type=share, default=compile_pairs.CAMPAIGN_SHARE if campaign else 1.0,
+                    metavar="X", help="share of the programs that get a compile pair (one, drawn by measured yield)")
+    ap.add_argument("--inputs", type=positive_int, default=compile_pairs.CAMPAIGN_INPUTS if campaign else 1,
+                    metavar="N", help="input sets each pair is compared on (the GPU runs each build again on new data)")
+
+
+def judges_of(args: argparse.Namespace, route: str | None = None) -> JudgeSet:
+    """The judge set ``--judges`` and ``--ptxas`` ask for, resolved once (``judges.selection.select``),
+    with the metamorphic judge configured by ``--pairs``/``--pair-share``/``--inputs`` where given."""
+    text = args.judges if args.judges.strip() or route is None else ",".join(default_names(route))
+    judges = select(text, getattr(args, "releases", None))
+    if getattr(args, "pairs", None) is not None:
+        try:
+            pairs = compile_pairs.parse_pairs(args.pairs)
+        except compile_pairs.PairsError as exc:
+            raise OptionError(str(exc)) from None
+        judges = judges.configured("metamorphic", pairs=pairs, share=min(1.0, args.pair_share), inputs=args.inputs)
+    return judges

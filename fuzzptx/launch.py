@@ -1,0 +1,638 @@
+"""A launch for plain PTX that reaches its tensor cores, and how much of them a run reached.
+
+A compiler-made kernel has no fuzzptx header; ``fuzzptx.program.inferred_header`` gives it one
+(the kernel's block, every pointer a buffer, every scalar 0).  With M = N = K = 0 a matmul runs
+its K loop zero times: every judge then compares runs that never touch a tensor core.  This module
+
+- counts a kernel's tensor-core instructions (``sites``: ``wgmma.mma_async``, ``mma``, ``wmma.mma``,
+  ``ldmatrix``, ``stmatrix``) and how many of them a reference run executed (``coverage``), so that
+  every command can say when a run reached none (``coverage:none``);
+- reads a launch a user or a compiler gives (``Given``): a JSON beside the file -- Triton's own
+  metadata (``num_warps``, ``shared``, ``tensordesc_meta``) or a small one of ours (``block``,
+  ``smem``, ``params``) -- or the same JSON through ``--launch``; else the ``MANIFEST.json`` that
+  ``tests/support/triton_corpus.py`` writes (its ``num_warps``);
+- searches what is still free (``search``): every integer scalar set to one candidate value --
+  the kernel's own constants (tile sizes, loop steps, masks: a power of two, or one less), 64 and
+  128 -- (and, for a kernel that declares no block size, one warp as well as one warpgroup), each
+  candidate one reference run scored by the tensor-core instructions it executed with no
+  out-of-bounds access and no hang; Triton's tensor descriptors become ``TENSORMAP`` lines over
+  buffers of the launch's shape; pointer buffers are sized from the bytes the chosen run touched.
+  The search has a budget (runs and seconds) and says when it ran out (docs/inputs.md).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import fuzzptx.oracles.reference.control as control
+from fuzzptx.errors import FuzzptxError
+from fuzzptx.inputs import read_text
+from fuzzptx.oracles.reference.blas import single_thread
+from fuzzptx.oracles.reference.errors import ReferenceError_, Undefined
+from fuzzptx.oracles.reference.interp import Machine
+from fuzzptx.oracles.reference.memory import Memory
+from fuzzptx.oracles.reference.result import RefResult
+from fuzzptx.program import (INFERRED, MAGIC, TMAP_BYTES, TMAP_SWIZZLES, TMAP_TYPES, Program, ReproError, TensorMap,
+                             element_bytes)
+from fuzzptx.ptx.ir import Function, Imm, Module, Sym
+
+COVERAGE_NOTE = "executes"  # the NOTE line that says what the inferred launch reached
+SEARCH_NOTE = "launch searched"  # the NOTE line of a header the search chose (a pasted one is not searched again)
+SEARCH_BUFFER_BYTES = 1 << 22  # each pointer buffer while searching: room for any tile a CTA reads
+DEFAULT_RUNS = 12
+DEFAULT_SECONDS = 60.0
+
+
+class LaunchError(FuzzptxError):
+    """A given launch (``--launch``, a JSON beside the file) that cannot be used."""
+
+
+# ------------------------------------------------------------------ tensor-core sites and coverage
+
+
+def site_kind(opcode: str) -> str | None:
+    """The tensor-core kind of an instruction (``wgmma`` for ``wgmma.mma_async`` only: its fences,
+    commits and waits move no data), else None."""
+    base, _, rest = opcode.partition(".")
+    if base == "wgmma":
+        return "wgmma" if rest.startswith("mma_async") else None
+    if base == "wmma":
+        return "wmma" if rest.startswith("mma") else None
+    return base if base in ("mma", "ldmatrix", "stmatrix") else None
+
+
+def _called(module: Module, fn: Function) -> list[Function]:
+    """``fn`` and the functions it calls, transitively (a call's target is a symbol operand)."""
+    names = {f.name for f in module.functions() if f.body}
+    out, todo, seen = [], [fn], {fn.name}
+    while todo:
+        f = todo.pop()
+        out.append(f)
+        for ins in f.instructions():
+            if ins.base == "call":
+                for o in ins.operands:
+                    if isinstance(o, Sym) and o.name in names and o.name not in seen:
+                        seen.add(o.name)
+                        todo.append(module.function(o.name))
+    return out
+
+
+def sites(program: Program) -> tuple[tuple[str, int], ...]:
+    """(kind, source line) of every tensor-core instruction the launched kernel can run."""
+    try:
+        fn = program.module.function(program.launch.kernel)
+    except KeyError:
+        return ()
+    out = []
+    for f in _called(program.module, fn):
+        for ins in f.instructions():
+            kind = site_kind(ins.opcode)
+            if kind is not None and ins.loc is not None:
+                out.append((kind, ins.loc.line))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How many of a kernel's tensor-core instructions a run executed, by kind."""
+
+    executed: dict[str, int]
+    total: dict[str, int]
+
+    @property
+    def ran(self) -> int:
+        return sum(self.executed.values())
+
+    @property
+    def of(self) -> int:
+        return sum(self.total.values())
+
+    @property
+    def none(self) -> bool:
+        """The kernel has tensor-core instructions and the run executed none of them."""
+        return self.of > 0 and self.ran == 0
+
+    def text(self) -> str:
+        if not self.of:
+            return "no tensor-core instructions"
+        return ", ".join(f"{self.executed.get(k, 0)} of {n} {k}" for k, n in self.total.items() if n)
+
+    def record(self) -> dict[str, Any]:
+        return {"executed": self.ran, "of": self.of,
+                "by_kind": {k: [self.executed.get(k, 0), n] for k, n in self.total.items() if n}}
+
+
+def coverage(program: Program, result: RefResult | None) -> Coverage:
+    """The coverage of one reference run of ``program`` (None: the run did not happen, nothing ran)."""
+    total: dict[str, int] = {}
+    executed: dict[str, int] = {}
+    for kind, line in sites(program):
+        total[kind] = total.get(kind, 0) + 1
+        if result is not None and result.ran(line):
+            executed[kind] = executed.get(kind, 0) + 1
+    return Coverage({k: executed.get(k, 0) for k in total}, total)
+
+
+def record_fields(program: Program, verdicts: Any) -> dict[str, Any]:
+    """Record fields for a judged program: the file it came from (``source``), its tensor coverage
+    in the reference (``tensor``; ``"reference": "did not run"`` when it has no run), and
+    ``coverage:none`` among its ``notes`` when the reference ran and reached none of its
+    tensor-core instructions: such a run says nothing of the tensor cores, whatever the judges
+    agree on."""
+    out: dict[str, Any] = {"source": program.source} if program.source is not None else {}
+    result = _reference_result(verdicts)
+    cov = coverage(program, result)
+    if not cov.of:
+        return out
+    out["tensor"] = cov.record()
+    if result is None:  # rejected by ptxas, or past the reference's reach: the row says why
+        out["tensor"]["reference"] = "did not run"
+    elif cov.none:
+        out["notes"] = ["coverage:none"]
+    return out
+
+
+def _reference_result(verdicts: Any) -> RefResult | None:
+    """The reference's run among a program's verdicts (None: it did not run)."""
+    r = getattr(verdicts, "reference", None) if verdicts is not None else None
+    return r if isinstance(r, RefResult) else None
+
+
+def coverage_row(program: Program, verdicts: Any) -> tuple[str, str, str] | None:
+    """The ``coverage`` row of a replay's table: how many of the kernel's tensor-core instructions
+    the reference executed (None: the kernel has none)."""
+    fields = record_fields(program, verdicts)
+    if "tensor" not in fields:
+        return None
+    cov = coverage(program, _reference_result(verdicts))
+    if fields["tensor"].get("reference"):
+        return ("coverage", "not run", f"the reference did not run: none of the kernel's {cov.of} "
+                                       "tensor-core instruction(s) was checked against it")
+    verdict = "coverage:none" if cov.none else f"{cov.ran} of {cov.of}"
+    why = " (no judge compared a tensor-core result: change the launch in the header)" if cov.none else ""
+    return ("coverage", verdict, f"executed in the reference: {cov.text()}{why}")
+
+
+def as_written(program: Program) -> str | None:
+    """The bytes of the file ``program`` was read from, for the judges to compile as the user wrote
+    them (None: a generated program, or the file is gone: emit it)."""
+    if program.source is None:
+        return None
+    try:
+        return read_text(program.source, what="PTX file")
+    except FuzzptxError:
+        return None
+
+
+# ------------------------------------------------------------------ a launch a user or compiler gives
+
+
+@dataclass(frozen=True)
+class Given:
+    """What a user or compiler says of a launch; every field optional."""
+
+    block: tuple[int, int, int] | None = None
+    smem: int | None = None
+    params: dict[str, int] = field(default_factory=dict)  # parameter name or index -> value
+    origin: str = ""
+    # Triton's ``tensordesc_meta``: per tensor-descriptor parameter, in order, its block, element
+    # type and swizzle (the descriptor's shape is the launch's: see ``_tensormaps``)
+    descs: tuple[dict, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.block is not None or self.smem is not None or bool(self.params) or bool(self.descs)
+
+
+def _as_int(value: Any, what: str, origin: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise LaunchError(f"{what}: expected a number, not {value!r}", origin)
+    if isinstance(value, float):
+        return int(np.float32(value).view(np.uint32))  # a float parameter's bits
+    if isinstance(value, str):
+        try:
+            return int(value, 0)
+        except ValueError:
+            try:
+                return int(np.float32(float(value)).view(np.uint32))
+            except ValueError:
+                raise LaunchError(f"{what}: {value!r} is not a number", origin) from None
+    return value
+
+
+def given_from_json(data: Any, origin: str) -> Given:
+    """A ``Given`` from Triton's metadata (``num_warps``, ``shared``) or our own JSON (``block``,
+    ``smem``, ``params``: parameter name or index -> value)."""
+    if not isinstance(data, dict):
+        raise LaunchError("a launch JSON is an object ({\"block\": 128, \"smem\": 0, \"params\": {...}})", origin)
+    block = smem = None
+    params: dict[str, int] = {}
+    if "num_warps" in data:
+        block = (32 * _as_int(data["num_warps"], "num_warps", origin), 1, 1)
+    if "block" in data:
+        b = data["block"]
+        b = [b] if isinstance(b, (int, str)) else b
+        if not isinstance(b, list) or not 1 <= len(b) <= 3:
+            raise LaunchError(f"block: expected 1 to 3 integers, not {data['block']!r}", origin)
+        vals = [_as_int(x, "block", origin) for x in b]
+        if any(v < 1 for v in vals):
+            raise LaunchError(f"block: {data['block']!r}: expected positive integers", origin)
+        block = tuple(vals + [1] * (3 - len(vals)))  # type: ignore[assignment]
+    for key in ("shared", "smem"):
+        if key in data:
+            smem = _as_int(data[key], key, origin)
+            if smem < 0:
+                raise LaunchError(f"{key}: must not be negative", origin)
+    raw = data.get("params", data.get("scalars", {}))
+    if not isinstance(raw, dict):
+        raise LaunchError("params: expected an object of parameter -> value", origin)
+    for k, v in raw.items():
+        params[str(k)] = _as_int(v, f"params.{k}", origin)
+    descs = data.get("tensordesc_meta") or ()
+    if not isinstance(descs, (list, tuple)) or not all(isinstance(d, dict) and isinstance(d.get("block_size"), list)
+                                                       for d in descs):
+        raise LaunchError("tensordesc_meta: expected a list of {block_size, elem_type, swizzle}", origin)
+    return Given(block, smem, params, origin, tuple(descs))
+
+
+def read_given(path: str | Path) -> Given:
+    """The launch in a JSON file (``--launch FILE``); one line naming the file for a bad one."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+    except OSError as exc:
+        raise LaunchError(f"cannot read the launch JSON: {exc.strerror or exc}", str(path)) from None
+    except ValueError as exc:
+        raise LaunchError(f"not JSON: {exc}", str(path)) from None
+    return given_from_json(data, str(path))
+
+
+def parse_launch_option(text: str) -> Given:
+    """``--launch``: a JSON object inline, or a JSON file."""
+    if text.lstrip().startswith("{"):
+        try:
+            return given_from_json(json.loads(text), "--launch")
+        except ValueError as exc:
+            raise LaunchError(f"not JSON: {exc}", "--launch") from None
+    return read_given(text)
+
+
+def beside(ptx_path: str | Path, kernel: str) -> Given:
+    """What a compiler left beside a PTX file: ``NAME.json`` (Triton's cache writes its metadata
+    so, or a user's launch JSON), else the entry for the file in a ``MANIFEST.json``
+    (``tests/support/triton_corpus.py``: its ``num_warps``).  Nothing there: an empty ``Given``."""
+    p = Path(ptx_path)
+    if not p.is_file():
+        return Given()
+    side = p.with_suffix(".json")
+    if side.is_file():
+        try:
+            data = json.loads(side.read_text())
+        except (OSError, ValueError):
+            return Given()
+        if isinstance(data, dict) and data.get("name", kernel) == kernel:
+            return given_from_json(data, str(side))
+        return Given()
+    man = p.parent / "MANIFEST.json"
+    if man.is_file():
+        try:
+            data = json.loads(man.read_text())
+        except (OSError, ValueError):
+            return Given()
+        for entry in data.get("kernels", []) if isinstance(data, dict) else []:
+            if isinstance(entry, dict) and entry.get("file") == p.name:
+                opts = entry.get("options", {}) if isinstance(entry.get("options"), dict) else {}
+                meta = {"num_warps": opts["num_warps"]} if "num_warps" in opts else {}
+                try:
+                    return given_from_json(meta, f"{man}:{p.name}")
+                except LaunchError:
+                    return Given()
+    return Given()
+
+
+def apply_given(program: Program, given: Given) -> Program:
+    """``program`` (an inferred header) with what ``given`` says; a parameter it names that the
+    kernel lacks is one line naming where the launch came from."""
+    if not given:
+        return program
+    fn = program.module.function(program.launch.kernel)
+    order = [p.name for p in fn.params]
+    values = dict(program.scalars)
+    named = []
+    for key, v in given.params.items():
+        name = order[int(key)] if key.isdigit() and int(key) < len(order) else key
+        if name not in values:
+            raise LaunchError(f"params: {key!r} is no scalar parameter of kernel {fn.name}", given.origin)
+        values[name] = v
+        named.append(name)
+    la = program.launch
+    notes = list(program.notes)
+    if given.block is not None:
+        la = replace(la, block=given.block)
+    if given.smem is not None:
+        la = replace(la, dynamic_smem=given.smem)
+        notes = [re.sub(r"; dynamic shared memory \d+ bytes \([^)]*\)", "", n) if n.startswith(INFERRED) else n
+                 for n in notes]
+    said = [f"block {','.join(map(str, given.block))}" if given.block else "",
+            f"dynamic shared memory {given.smem} bytes" if given.smem is not None else "",
+            f"{len(named)} parameter value(s)" if named else "",
+            f"{len(given.descs)} tensor descriptor(s)" if given.descs else ""]
+    notes.append(f"launch given by {given.origin}: " + ", ".join(x for x in said if x))
+    return replace(program, launch=la, notes=tuple(notes), scalars=tuple((n, values[n]) for n, _ in program.scalars),
+                   given=tuple(dict.fromkeys(program.given + tuple(named) + (("block",) if given.block else ()))))
+
+
+# ------------------------------------------------------------------ the search
+
+
+class _Tracking(Memory):
+    """Memory that remembers how far into each region a run reached (bytes from its base)."""
+
+    def resolve(self, space, addr, nbytes, instr, what, *rest, **kw):
+        groups = super().resolve(space, addr, nbytes, instr, what, *rest, **kw)
+        reach = self.__dict__.setdefault("reach", {})
+        for region, _, off in groups:
+            if off.size:
+                end = int(off.max()) + nbytes
+                if end > reach.get(region.name, 0):
+                    reach[region.name] = end
+        return groups
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One reference run of a candidate launch."""
+
+    value: int | None
+    coverage: Coverage
+    error: str | None  # why the run stopped short (an out-of-bounds access, a hang, ...)
+    reach: dict[str, int]  # buffer name -> bytes from its start the run touched
+    seconds: float
+
+    def score(self) -> tuple:
+        return (self.error is None, self.coverage.ran)
+
+
+def trial(program: Program, value: int | None = None) -> Trial:
+    """Run ``program`` once in the reference, noting coverage and how far each buffer was touched."""
+    t0 = time.perf_counter()
+    error = None
+    m = None
+    result = None
+    old = np.seterr(all="ignore")
+    try:
+        m = Machine(program, program.numerics)
+        m.mem.__class__ = _Tracking
+        with single_thread():
+            control.run_kernel(m)
+    except Undefined:
+        pass  # the outcome is left free from here on; what ran so far still ran
+    except ReferenceError_ as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - a crash of the reference is this candidate's loss
+        error = f"internal error: {type(exc).__name__}: {exc}"
+    finally:
+        np.seterr(**old)
+    if m is not None:
+        result = RefResult({}, None, (), m.steps, frozenset(), frozenset(m.blocks_run))
+    reach = dict(getattr(m.mem, "reach", {})) if m is not None else {}
+    return Trial(value, coverage(program, result), error, reach, time.perf_counter() - t0)
+
+
+_FLOATS = {".f32": 0x3F800000, ".f64": 0x3FF0000000000000, ".f16": 0x3C00, ".bf16": 0x3F80}
+
+
+def candidates(fn: Function, limit: int = 8) -> list[int]:
+    """Values to try for every integer scalar: the kernel's own tile sizes, loop steps and masks
+    (an immediate that is a power of two from 16 to 512, or one less; the ``limit`` most frequent),
+    with 64 and 128: those from 64 up first (a tile's worth of data: M = N = K = 64 runs a K loop
+    of tile 64 once), then the smaller ones, then 1."""
+    seen: dict[int, int] = {}
+    for ins in fn.instructions():
+        for o in ins.operands:
+            if isinstance(o, Imm) and isinstance(o.value, int) and not isinstance(o.value, bool):
+                for v in (o.value, o.value + 1):
+                    if 16 <= v <= 512 and v & (v - 1) == 0:
+                        seen[v] = seen.get(v, 0) + 1
+    vals = set(sorted(seen, key=lambda v: -seen[v])[:limit]) | {64, 128}
+    return sorted(v for v in vals if v >= 64) + sorted((v for v in vals if v < 64), reverse=True) + [1]
+
+
+def _with_value(program: Program, fn: Function, value: int, free: set[str]) -> Program:
+    """Every free scalar set from ``value``: an integer to it, a float to 1.0, a by-value array to
+    32-bit words of it (a struct of ints: CuTe's shapes and strides)."""
+    by_name = {p.name: p for p in fn.params}
+    out = []
+    for name, old in program.scalars:
+        p = by_name.get(name)
+        if name not in free or p is None:
+            out.append((name, old))
+        elif p.dims:
+            size = max(1, math.prod(d or 0 for d in p.dims) * _type_bytes(p.type))
+            words = (size + 3) // 4
+            packed = sum((value & 0xFFFFFFFF) << (32 * i) for i in range(words))
+            out.append((name, packed & ((1 << (8 * size)) - 1)))
+        elif p.type in _FLOATS:
+            out.append((name, _FLOATS[p.type]))
+        else:
+            out.append((name, value))
+    return replace(program, scalars=tuple(out))
+
+
+# Triton's ``elem_type`` is its device-side code; the driver's (``TMAP_TYPES`` order) differs for three
+# (triton/backends/nvidia/driver.py, TMA_DTYPE_DEVICE_TO_HOST)
+_TRITON_TO_DRIVER = {8: 10, 9: 8, 10: 9}
+_MAP_BUFFER = {"f32.ftz": "f32", "tf32": "f32", "tf32.ftz": "f32"}  # a map type's buffer type, where they differ
+
+
+def _desc_slots(fn: Function, descs: tuple[dict, ...]) -> dict[str, tuple[dict, str]]:
+    """Tensor-descriptor parameter -> (its ``tensordesc_meta`` entry, the parameter whose buffer backs
+    it).  Triton passes a descriptor as the 128-byte map, then its shape (rank u32) and strides (rank
+    u64), which the kernel does not read: the first stride parameter carries the buffer."""
+    if not descs:
+        return {}
+    params = list(fn.params)
+    slots = [i for i, p in enumerate(params) if p.dims == (TMAP_BYTES,) and p.type == ".b8"]
+    out: dict[str, tuple[dict, str]] = {}
+    for i, meta in zip(slots, descs):
+        rank = len(meta["block_size"])
+        j = i + 1 + rank
+        if j < len(params) and params[j].type in (".u64", ".b64", ".s64") and not params[j].dims:
+            out[params[i].name] = (meta, params[j].name)
+    return out
+
+
+def _tensormaps(program: Program, maps: dict[str, tuple[dict, str]], value: int) -> Program:
+    """``program`` with a TENSORMAP for each descriptor of ``maps``: its block, type and swizzle as
+    Triton says, every dimension ``value`` (at least the block), rows 16-byte aligned, over a buffer
+    of that shape (random, of the map's type, compared as an output: a TMA store writes it)."""
+    if not maps:
+        return program
+    tmaps, backing = [], {}
+    for name, (meta, buf) in maps.items():
+        ttype = TMAP_TYPES[_TRITON_TO_DRIVER.get(int(meta.get("elem_type", 6)), int(meta.get("elem_type", 6)))]
+        swz = TMAP_SWIZZLES[int(meta.get("swizzle", 0))]
+        box = tuple(int(b) for b in reversed(meta["block_size"]))
+        dims = tuple(max(value, b) for b in box)
+        eb = element_bytes(_MAP_BUFFER.get(ttype, ttype))
+        strides, row = [], -(-dims[0] * eb // 16) * 16
+        for d in dims[1:]:
+            strides.append(row)
+            row *= d
+        tmaps.append(TensorMap(name, buf, ttype, dims, tuple(strides), box, swizzle=swz))
+        backing[buf] = (_MAP_BUFFER.get(ttype, ttype), max(1, row // eb))
+    buffers = tuple(replace(b, type=backing[b.name][0], count=backing[b.name][1]) if b.name in backing else b
+                    for b in program.buffers)
+    scalars = tuple((n, v) for n, v in program.scalars if n not in maps)
+    return replace(program, buffers=buffers, scalars=scalars, tensormaps=tuple(tmaps))
+
+
+def _type_bytes(t: str) -> int:
+    m = re.search(r"(\d+)$", t)
+    return max(1, int(m.group(1)) // 8) if m else 1
+
+
+@dataclass(frozen=True)
+class Searched:
+    program: Program
+    best: Trial
+    runs: int
+    seconds: float
+    stopped: str | None  # why the search stopped before trying every candidate (its budget)
+
+
+def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAULT_SECONDS,
+           descs: tuple[dict, ...] = ()) -> Searched:
+    """The launch of an inferred ``program`` whose reference run executes most of its tensor-core
+    instructions with no error (see the module doc); at most ``runs`` reference runs and about
+    ``seconds`` seconds (a run under way is finished).  ``descs``: Triton's tensor descriptors
+    (``Given.descs``), made tensor maps over buffers of the launch's shape."""
+    fn = program.module.function(program.launch.kernel)
+    maps = _desc_slots(fn, descs)
+    free = {n for n, _ in program.scalars if n not in set(program.given) and n not in maps}
+    big = tuple(replace(b, count=SEARCH_BUFFER_BYTES // 4) for b in program.buffers)
+    wide = replace(program, buffers=big)
+    blocks = [program.launch.block]
+    if "block" not in program.given and not (fn.ntid("reqntid") or fn.ntid("maxntid")):
+        blocks.append((32, 1, 1))  # a kernel written for one warp indexes past its data with four
+    values: list[int | None] = candidates(fn) if free else [None]
+    plan = [(b, v) for b in blocks for v in values]
+    t0 = time.perf_counter()
+    total = len(sites(program))
+    best: Trial | None = None
+    best_prog = wide
+    tried = 0
+    stopped = None
+    refined = False
+    while plan:
+        block, value = plan.pop(0)
+        if tried >= runs or time.perf_counter() - t0 > seconds:
+            stopped = f"budget of {runs} runs / {seconds:.0f} s spent after {tried} runs, {len(plan) + 1} candidate(s) left"
+            break
+        cand = wide if value is None else _with_value(wide, fn, value, free)
+        cand = replace(_tensormaps(cand, maps, value or 64), launch=replace(cand.launch, block=block))
+        t = trial(cand, value)
+        tried += 1
+        if best is None or t.score() > best.score():
+            best, best_prog = t, cand
+        if best.error is None and total and best.coverage.ran == total:
+            break  # the first value that reaches every instruction
+        if not plan and not refined and best.value is not None and best.coverage.ran:
+            # an unrolled loop's remainder runs only for a trip count off the unroll factor
+            refined = True
+            plan = [(best_prog.launch.block, best.value + 1)]
+    assert best is not None
+    sized = _sized(best_prog, best, {m.buffer for m in best_prog.tensormaps})
+    final = trial(sized, best.value)
+    tried += 1
+    if final.score() < best.score():  # other bytes in a smaller buffer took the run elsewhere
+        sized, final = best_prog, best
+    return Searched(_noted(sized, final, tried, stopped, free), final, tried, time.perf_counter() - t0, stopped)
+
+
+def _sized(program: Program, t: Trial, keep: set[str] = frozenset()) -> Program:
+    """Each buffer as large as the bytes the run touched (at least 16 words); those in ``keep`` (a
+    tensor map's: the map's shape fixes them) as they are."""
+    out = []
+    for b in program.buffers:
+        if b.name in keep:
+            out.append(b)
+            continue
+        words = max(16, -(-t.reach.get(b.name, 0) // 4))
+        out.append(replace(b, count=words))
+    return replace(program, buffers=tuple(out))
+
+
+def describe(program: Program, t: Trial) -> str:
+    """``executes 8 of 8 wgmma, 1 CTA of 128 threads, 9 integer scalars = 64``."""
+    cov = t.coverage.text() if t.coverage.of else "no tensor-core instructions"
+    parts = [cov, f"1 CTA of {program.launch.threads} threads"]
+    if t.value is not None:
+        fn = program.module.function(program.launch.kernel)
+        kinds = {p.name: p for p in fn.params}
+        ints = [n for n, _ in program.scalars if n in kinds and kinds[n].type not in _FLOATS]
+        if ints:
+            parts.append(f"{len(ints)} integer scalar(s) = {t.value}")
+    if t.error:
+        parts.append(f"stops: {t.error}")
+    return f"{COVERAGE_NOTE} " + ", ".join(parts)
+
+
+def _noted(program: Program, t: Trial, tried: int, stopped: str | None, free: set[str]) -> Program:
+    notes = [n for n in program.notes if not n.startswith((COVERAGE_NOTE + " ", SEARCH_NOTE))]
+    notes.append(describe(program, t))
+    how = f"{SEARCH_NOTE}: {tried} reference run(s)"
+    if free and t.value is not None:
+        how += f", every integer scalar {t.value}, floats 1.0"
+    how += "; buffers sized to the bytes the run touched"
+    if program.tensormaps:
+        how += f"; {len(program.tensormaps)} tensor map(s) from Triton's descriptors, every dimension the scalar value"
+    if stopped:
+        how += f"; {stopped} (edit the header to try others)"
+    notes.append(how)
+    return replace(program, notes=tuple(notes))
+
+
+# ------------------------------------------------------------------ the one entry point
+
+
+def resolve(program: Program, *, given: Given | None = None, search_budget: tuple[int, float] | None = None) -> Program:
+    """The launch a plain ``program`` runs with: what the user or compiler gives (``given``, else
+    what lies beside its source file), then, for what is still free, the search.  A program with a
+    written header comes back as it is."""
+    if not program.inferred or MAGIC in (ln.strip() for ln in program.module.preamble):
+        return program  # a header in the file (a pasted inferred one too) is used as written
+    side = beside(program.source, program.launch.kernel) if program.source else Given()
+    program = apply_given(program, side)
+    if given:
+        program = apply_given(program, given)
+    descs = (given.descs if given and given.descs else side.descs)
+    runs, secs = search_budget or (DEFAULT_RUNS, DEFAULT_SECONDS)
+    if runs <= 0:
+        return program
+    try:
+        return search(program, runs=runs, seconds=secs, descs=descs).program
+    except (KeyError, ReproError):
+        return program
+
+
+_LOADED: dict[tuple, Program] = {}  # (file, its text, kernel, given) -> the resolved program, per process
+
+
+def load(text: str, file: str, kernel: str | None = None, *, given: Given | None = None,
+         search_budget: tuple[int, float] | None = None) -> Program:
+    """The program in a PTX file's ``text``, its launch resolved (``resolve``): every command that
+    runs a user's file reads it so.  One search per file and process."""
+    key = (file, hash(text), kernel, repr(given), search_budget)
+    hit = _LOADED.get(key)
+    if hit is None:
+        hit = _LOADED[key] = resolve(Program.from_ptx(text, file, kernel), given=given, search_budget=search_budget)
+        if len(_LOADED) > 256:
+            _LOADED.pop(next(iter(_LOADED)))
+    return hit

@@ -1,0 +1,84 @@
+"""Shapes the generator can turn down because they trigger a known bug (``reports/known_bugs.toml``
+names them per bug), as other compiler fuzzers switch off known-buggy idioms: a campaign spends
+its programs on what is not known yet.  The engine passes the set in (``programs(avoid=...)``);
+``--rediscover`` passes none, and the tests prove each known bug is still found then."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .control import Live, Loop, UniformIf, states
+from .pipelines import Mma, Stage, Wait
+
+#: Option -> the shapes it turns down (``shapes.windows`` reads them).
+AVOIDABLE: dict[str, str] = {
+    "repeated-wgmma": "the same wgmma issued again on its accumulators right after itself, in one group or "
+                      "once per commit (ptxas -O3 drops a copy: reports/findings/README.md)",
+    "restart-in-flight": "a scale-d 0 wgmma restarting an accumulator set whose group is still in flight "
+                         "across loops and calls (ptxas -O3 hands the dead registers out while the GMMA "
+                         "still writes them)",
+}
+
+
+def check(avoid: frozenset[str]) -> frozenset[str]:
+    """``avoid`` itself, or ValueError naming an option the generator does not know."""
+    bad = sorted(set(avoid) - set(AVOIDABLE))
+    if bad:
+        raise ValueError(f"unknown avoid option(s) {', '.join(bad)} (have {', '.join(AVOIDABLE)})")
+    return frozenset(avoid)
+
+
+def avoid_script(script: tuple, units: tuple, avoid: frozenset[str]) -> tuple:
+    """``script`` (a wgmma plan's ops) with the known bugs' shapes turned down, legal as before:
+
+    - ``restart-in-flight``: a wgmma whose scale-d is not 1 (0, a runtime 0) on an accumulator set
+      with a group in flight accumulates instead (scale-d 1: chaining on an accumulator in flight
+      is what the pipeline rules allow anyway);
+    - ``repeated-wgmma``: a wgmma identical to the one before it (in its group, or across one
+      commit) takes the unit's other K-slice where it has two (other A and B: no longer a repeat),
+      else it goes (and a stage left empty with it: one group fewer in flight, still legal).
+
+    The general scripts (``control.scripts``) reach both shapes by chance; ``shapes.windows`` does
+    not draw them at all under these options."""
+    if not avoid:
+        return script
+    restarts: set[int] = set()
+    if "restart-in-flight" in avoid:
+        for op, state in states(script):
+            if isinstance(op, Stage) and any(m.scale_d != 1 and m.unit in state.busy() for m in op.mmas):
+                restarts.add(id(op))
+    return _rewrite(script, units, avoid, restarts)
+
+
+def _rewrite(ops: tuple, units: tuple, avoid: frozenset[str], restarts: set[int]) -> tuple:
+    out: list = []
+    last: Mma | None = None  # the wgmma before, across a commit (a stage boundary)
+    for op in ops:
+        if isinstance(op, Stage):
+            mmas = list(op.mmas)
+            if id(op) in restarts:
+                mmas = [replace(m, scale_d=1) for m in mmas]
+            if "repeated-wgmma" in avoid:
+                kept: list[Mma] = []
+                for m in mmas:
+                    def again(x: Mma) -> bool:  # in its group already, or right after the same one
+                        return x.scale_d == 1 and (x in kept or (not kept and x == last))
+
+                    if again(m):
+                        m = replace(m, slice=(m.slice + 1) % units[m.unit].slices)
+                        if again(m):
+                            continue  # no other slice free: the copy goes (one wgmma fewer, still legal)
+                    kept.append(m)
+                if not kept:
+                    continue  # a stage that only repeated the wgmma before it
+                mmas = kept
+            op = replace(op, mmas=tuple(mmas))
+            last = op.mmas[-1] if op.mmas else None
+        elif isinstance(op, (Loop, UniformIf, Live)):
+            op = replace(op, body=_rewrite(op.body, units, avoid, restarts))
+            last = None
+        elif isinstance(op, Wait):
+            pass  # a wait between two copies leaves the second a repeat of the first (one accumulator)
+        else:
+            last = None
+        out.append(op)
+    return tuple(out)

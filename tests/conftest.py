@@ -1,0 +1,36 @@
+"""The ``slow`` marker: the long parametrisations and property runs wait for the nightly.
+
+Also ``ptxas_results``: ptxas results for the session, by text (``support.shared``, beside
+``once_per_run``: an expensive fixture computed by one xdist worker for all of them).
+
+The README's test command (``pytest -n auto -q``, what CI runs) skips tests marked ``slow``; a
+smaller sample of each slow parametrisation runs unmarked (``support.sampling``).  They all run
+with ``FUZZPTX_FULL=1`` or ``--fuzzptx-profile nightly``.
+"""
+from __future__ import annotations
+
+import pytest
+
+from support.sampling import full_run
+from support.shared import PtxasResults
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if full_run(config):
+        return
+    skip = pytest.mark.skip(reason="slow: runs with FUZZPTX_FULL=1 or --fuzzptx-profile nightly")
+    for item in items:
+        if item.get_closest_marker("slow"):
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def ptxas_results() -> PtxasResults:
+    return PtxasResults()
+
+
+@pytest.fixture(scope="session")
+def fuzzptx_full(request: pytest.FixtureRequest) -> bool:
+    """Whether this is a full run (FUZZPTX_FULL=1 or the nightly profile): a test that draws N
+    programs draws its full N then, a third of them by default."""
+    return full_run(request.config)

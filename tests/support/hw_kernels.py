@@ -1,0 +1,175 @@
+"""The 56 compiler-made kernels of ``tests/data`` (39 Triton, 11 CUTLASS, 6 nvcc) on the H100 with
+their inferred launches: the GPU against the reference, and ptxas -O3 against -O0 on the GPU; the
+record is ``tests/hw_records/kernels_h100.json``.
+
+Each kernel is read as a user's plain file is (``fuzzptx.launch.load``: the header inferred, the
+launch given beside it -- Triton's metadata JSON -- or searched); ptxas compiles the file's own
+bytes at -O3 and at -O0; the GPU runs both cubins with the same inputs.  A row says how much of the
+kernel's tensor cores the reference reached, whether each run faulted, the elements the GPU gives
+outside what the reference allows, and the elements where -O3 and -O0 differ.  A kernel whose
+launch reaches no tensor core in bounds in the reference (CUTLASS's, whose tensor maps sit in its
+``Params``) is not launched: the row says so.
+
+    PYTHONPATH=$PWD:$PWD/tests python3 tests/support/hw_kernels.py --out $OUT/kernels_h100.json  # the GPU machine
+    PYTHONPATH=$PWD:$PWD/tests python3 tests/support/hw_kernels.py --dry-run --out /tmp/kernels.json  # no GPU
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from fuzzptx import launch
+from fuzzptx.inputs import read_text
+from fuzzptx.oracles.hardware import HardwareUnavailable, program_args
+from fuzzptx.oracles.ptxas import compile_ptx, ptxas_version
+from fuzzptx.oracles.reference import ReferenceError_, compare, run_program
+from fuzzptx.oracles.reference.values import UNDEF
+from fuzzptx.program import Program
+from support.inferred_launches import ROOT, kernel_files
+
+
+def _differing(a: dict[str, bytes], b: dict[str, bytes], program) -> dict[str, int]:
+    """Output buffer -> elements whose bytes differ between two GPU runs."""
+    out = {}
+    for buf in program.outputs():
+        x, y = a.get(buf.name), b.get(buf.name)
+        if x is None or y is None:
+            continue
+        eb = max(1, len(x) // max(buf.count, 1))
+        n = int(np.any(np.frombuffer(x, np.uint8).reshape(-1, eb) != np.frombuffer(y, np.uint8).reshape(-1, eb),
+                       axis=1).sum()) if len(x) == len(y) else -1
+        if n:
+            out[buf.name] = n
+    return out
+
+
+def prepare(path: Path) -> dict:
+    """The kernel's program, text, cubins and reference run (everything but the GPU)."""
+    rel = str(path.relative_to(ROOT))
+    text = read_text(path, what="PTX file")
+    t0 = time.perf_counter()
+    program = launch.load(text, rel)
+    searched = time.perf_counter() - t0
+    # kernel_names as a plain dict: a mapping proxy does not cross back from a pool process
+    o3, o0 = (replace(r, kernel_names=dict(r.kernel_names))
+              for r in (compile_ptx(text, opt_level=o, want_cubin=True) for o in (3, 0)))
+    ref, error = None, None
+    try:
+        ref = run_program(program)
+    except ReferenceError_ as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    reached = launch.trial(program)  # what ran before the reference stopped, if it stopped
+    cov = reached.coverage
+    # what crosses back from a pool process: the header as text (the IR keeps caches that do not pickle)
+    return {"path": rel, "header": list(program.header_lines()), "o3": o3, "o0": o0, "ref": ref, "ref_error": error,
+            "coverage": cov, "search_s": round(searched, 2),
+            # a launch worth the GPU: the reference reached a tensor core in bounds (CUTLASS's Params
+            # of repeated words would send it to addresses no one owns)
+            "launch_ok": cov.ran > 0 and not (reached.error or "").startswith("BadAddress")}
+
+
+def _program(k: dict):
+    """The kernel's program: its file with the header it was given written on top."""
+    text = read_text(k["path"], what="PTX file")
+    return Program.from_ptx("".join(f"// {ln}\n" for ln in k["header"]) + text, k["path"])
+
+
+def _cubin(r, program):
+    if not r.accepted or not r.cubin or program.launch.kernel not in r.kernel_names:
+        return None, None
+    return r.cubin, r.kernel(program.launch.kernel)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--only", default="", help="only the kernels whose path contains this")
+    ap.add_argument("--dry-run", action="store_true", help="no GPU: ptxas and the reference only")
+    ap.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1), help="processes for the CPU part")
+    args = ap.parse_args(argv)
+    os.chdir(ROOT)  # the files by their paths in the repository (a JSON beside each is found by it)
+    files = [p for p in kernel_files() if args.only in str(p)]
+    if args.jobs > 1:  # the search, two ptxas runs and the reference per kernel: CPU work, one process each
+        with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
+            todo = list(pool.map(prepare, files))
+    else:
+        todo = [prepare(p) for p in files]
+    for k in todo:
+        k["program"] = _program(k)
+    items = []
+    for k in todo:
+        if not k["launch_ok"]:
+            k["not_launched"] = "the inferred launch reaches no tensor core in bounds in the reference"
+            continue
+        try:
+            program_args(k["program"])
+        except HardwareUnavailable as exc:
+            k["not_launched"] = str(exc)
+            continue
+        for opt in ("o3", "o0"):
+            cubin, name = _cubin(k[opt], k["program"])
+            if cubin is not None:
+                items.append((k, opt, (k["program"], cubin, name)))
+    if args.dry_run:
+        hw, info = [None] * len(items), {"dry_run": True}
+    else:
+        from fuzzptx.oracles.hardware import run_programs_on_gpu
+        hw, info = run_programs_on_gpu([it for _, _, it in items], timeout=60.0)
+    got: dict[tuple[str, str], object] = {(k["path"], opt): h for (k, opt, _), h in zip(items, hw)}
+    rows = []
+    for k in todo:
+        p, ref = k["program"], k["ref"]
+        row = {"kernel": k["path"], "header": k["header"], "search_s": k["search_s"],
+               "tensor": k["coverage"].record(), "coverage": k["coverage"].text(),
+               "ptxas_O3": k["o3"].accepted, "ptxas_O0": k["o0"].accepted,
+               "reference": k["ref_error"] or (f"undefined: {ref.undefined}" if ref.undefined else "ran"),
+               "undefined_elements": 0 if ref is None else sum(int((o.kind == UNDEF).sum()) for o in ref.outputs.values())}
+        for opt in ("o3", "o0"):
+            h = got.get((k["path"], opt))
+            row[f"gpu_{opt}"] = (f"not launched: {k['not_launched']}" if "not_launched" in k else "not run" if h is None
+                                 else f"fault: {h.fault}" if h.fault else "ran")
+            mism = [] if h is None or h.fault or ref is None else compare(p, ref, h.outputs)
+            row[f"mismatches_{opt}"] = len(mism)
+            row[f"first_{opt}"] = [str(x) for x in mism[:3]]
+        h3, h0 = got.get((k["path"], "o3")), got.get((k["path"], "o0"))
+        row["o3_vs_o0"] = (_differing(h3.outputs, h0.outputs, p)
+                           if h3 is not None and h0 is not None and not h3.fault and not h0.fault else None)
+        rows.append(row)
+        print(f"{row['kernel']}: {row['coverage']}; reference {row['reference'][:60]}; GPU -O3 {row['gpu_o3']}, "
+              f"{row['mismatches_o3']} mismatches; -O0 {row['gpu_o0']}, {row['mismatches_o0']}; "
+              f"O3 vs O0 {row['o3_vs_o0']}", file=sys.stderr, flush=True)
+    ran = sum(r["tensor"]["executed"] for r in rows)
+    of = sum(r["tensor"]["of"] for r in rows)
+    out = {"what": __doc__.splitlines()[0],
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "command": "PYTHONPATH=$PWD:$PWD/tests python3 tests/support/hw_kernels.py --out $OUT/kernels_h100.json"
+                      + (f" --only {args.only}" if args.only else "") + (" --dry-run" if args.dry_run else ""),
+           "device": info, "ptxas": str(ptxas_version()), "python": platform.python_version(),
+           "kernels": len(rows), "tensor_instructions_executed": ran, "tensor_instructions": of,
+           "kernels_reaching_a_tensor_core": sum(1 for r in rows if r["tensor"]["executed"]),
+           "rejected_by_ptxas": [r["kernel"] for r in rows if not r["ptxas_O3"] or not r["ptxas_O0"]],
+           "reference_errors": sum(1 for r in rows if r["reference"] not in ("ran",) and
+                                   not r["reference"].startswith("undefined")),
+           "not_launched": [r["kernel"] for r in rows if r["gpu_o3"].startswith("not launched")],
+           "gpu_faults": sum(1 for r in rows for o in ("o3", "o0") if r[f"gpu_{o}"].startswith("fault")),
+           "kernels_with_mismatches": sum(1 for r in rows if r["mismatches_o3"] or r["mismatches_o0"]),
+           "kernels_where_O3_differs_from_O0": sum(1 for r in rows if r["o3_vs_o0"]),
+           "rows": rows}
+    with open(args.out, "w") as fh:
+        json.dump(out, fh, indent=1)
+    print(json.dumps({k: v for k, v in out.items() if k != "rows"}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

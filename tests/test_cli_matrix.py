@@ -1,0 +1,258 @@
+"""Nothing a user types crashes: every command with its options, all *pairs* of option values
+(a pairwise covering array, not the full product: ``--ptxas`` none/one/two releases x every judge
+set the README names x ``--workers 0``/N x ``--json``...), on small inputs, and every command that
+reads a PTX file on the files that broke commands before: one ptxas rejects, one that crashes
+ptxas 13.0.88 at -O3, a plain Triton kernel with dynamic shared memory, one without
+``.address_size`` (issue 35).  Each invocation must end with exit 0, 1 or 2, no traceback, and on
+exit 2 a last line ``fuzzptx CMD: ...``.
+
+The commands run in this process (``fuzzptx.cli.main``), so the file costs what the judging costs.
+Offline the "other" ptxas releases are the pinned one named by its path; 12.9.86 and 13.5.37
+join where the user cache has them (nothing is fetched)."""
+from __future__ import annotations
+
+import io
+import itertools
+import re
+import shutil
+import time
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from fuzzptx import cli
+from fuzzptx.oracles import toolchains
+from fuzzptx.oracles.hardware import gpu_available
+from fuzzptx.oracles.ptxas import find_ptxas
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = ROOT / "reports" / "findings" / "ptxas_O3_inflight_acc_call_small.ptx"
+CRASH = ROOT / "reports" / "findings" / "ptxas_O3_crash_immediate_descriptor.ptx"  # crashes 13.0.88 at -O3
+REJECTED = ROOT / "corpus" / "spec_ldmatrix_m8n16_b8.ptx"
+TRITON = ROOT / "tests" / "data" / "triton" / "matmul_tma_fp8e4nv_128x128x128_w8s3.ptx"  # .extern .shared global_smem[]
+KNOWN = ROOT / "reports" / "known_bugs.toml"
+# on a machine with an sm_90a GPU the matrix runs the GPU judge too (replay without --no-hardware,
+# campaign on GPU 0): the paths a GPU-less CI cannot reach
+GPU = gpu_available() is None
+
+
+def pairwise(factors: dict[str, list]) -> list[dict]:
+    """Rows that hold every pair of values of any two factors at least once (greedy: each row
+    starts from an uncovered pair and takes, factor by factor, the value covering most new pairs)."""
+    names = list(factors)
+    sizes = [len(factors[n]) for n in names]
+    todo = {(a, i, b, j) for a, b in itertools.combinations(range(len(names)), 2)
+            for i in range(sizes[a]) for j in range(sizes[b])}
+    rows = []
+    while todo:
+        a, i, b, j = min(todo)
+        row = {a: i, b: j}
+        for f in range(len(names)):
+            if f not in row:
+                row[f] = max(range(sizes[f]), key=lambda v: sum(
+                    ((g, row[g], f, v) if g < f else (f, v, g, row[g])) in todo for g in row))
+        todo -= {(x, row[x], y, row[y]) for x, y in itertools.combinations(range(len(names)), 2)}
+        rows.append({names[f]: factors[names[f]][row[f]] for f in range(len(names))})
+    return rows
+
+
+def test_pairwise_covers_every_pair_in_fewer_rows_than_the_product():
+    factors = {"a": [1, 2, 3], "b": "xyz", "c": [0, 1], "d": [None, True], "e": list(range(5))}
+    rows = pairwise(factors)
+    for (p, vp), (q, vq) in itertools.combinations(factors.items(), 2):
+        for x, y in itertools.product(vp, vq):
+            assert any(r[p] == x and r[q] == y for r in rows), (p, x, q, y)
+    assert len(rows) < 3 * 3 * 2 * 2 * 5 / 4
+
+
+# ----------------------------------------------------------------- inputs
+
+def _cached(release: str) -> bool:
+    try:
+        return bool(toolchains.resolve(release, fetch_missing=False))
+    except Exception:  # noqa: BLE001 - not cached: the offline spelling
+        return False
+
+
+PINNED_PATH = str(find_ptxas())
+ONE = "13.5.37" if _cached("13.5.37") else PINNED_PATH
+TWO = "12.9.86,13.5.37" if _cached("12.9.86") and _cached("13.5.37") else f"default,{PINNED_PATH}"
+RELEASES = [None, ONE, TWO]
+# the judge sets the README names (run's, the SASS example's, the pytest plugin's, the campaign's)
+JUDGE_SETS = [None, "reference,checker,ptxas,sass", "checker,ptxas,sass", "reference,ptxas,hardware",
+              "reference,ptxas,sass,hardware"]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("inputs")
+    no_size = d / "no_address_size.ptx"
+    no_size.write_text("".join(ln for ln in SMALL.read_text().splitlines(keepends=True)
+                               if not ln.startswith(".address_size")))
+    out = {"small": SMALL, "rejected": REJECTED, "crash": CRASH, "triton": TRITON, "no_address_size": no_size}
+    corpus = d / "corpus"
+    corpus.mkdir()
+    for name, f in out.items():
+        shutil.copy(f, corpus / f"{name}.ptx")
+    out["corpus"] = corpus
+    return out
+
+
+FILES = ["small", "rejected", "crash", "triton", "no_address_size"]
+
+
+@pytest.fixture(scope="module")
+def campaign_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("camp") / "c"
+    code, _, err = call(["campaign", "--gpus", "none", "--out", str(out), "--examples", "4", "--block-size", "2",
+                         "--workers", "0", "--quiet", "--judges", "reference,checker,ptxas,sass", "--seed", "4"])
+    assert code == 0, err
+    return out
+
+
+TIMES: dict[str, float] = {}
+PYTHON_ERROR = re.compile(r"\b(AttributeError|TypeError|KeyError|IndexError|NameError|UnboundLocalError|"
+                          r"ZeroDivisionError|AssertionError|RecursionError|NotImplementedError)\b[:']")
+
+
+def call(argv: list[str]) -> tuple[int, str, str]:
+    """``fuzzptx ARGV`` here, checked for what every command owes any input."""
+    out, err = io.StringIO(), io.StringIO()
+    t0 = time.monotonic()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = cli.main(argv)
+        except SystemExit as exc:  # argparse's own exit on a usage error
+            code = exc.code if isinstance(exc.code, int) else 2
+    TIMES[argv[0]] = TIMES.get(argv[0], 0.0) + time.monotonic() - t0
+    e = err.getvalue()
+    assert code in (0, 1, 2), (argv, code, e[-2000:])
+    assert "Traceback" not in e and "Traceback" not in out.getvalue(), (argv, e[-4000:])
+    # a crash caught and printed is still a crash ("block 0 failed: AttributeError: ...")
+    crash = PYTHON_ERROR.search(e + out.getvalue())
+    assert crash is None, (argv, crash and crash.group(0), e[-2000:])
+    if code == 2:
+        last = e.strip().splitlines()[-1] if e.strip() else ""
+        assert last.startswith(f"fuzzptx {argv[0]}: ") or "usage: fuzzptx" in e, (argv, e[-2000:])
+    return code, out.getvalue(), e
+
+
+def _opt(flag: str, value) -> list[str]:
+    if value is None or value is False:
+        return []
+    return [flag] if value is True else [flag, str(value)]
+
+
+def _ids(rows: list[dict]) -> list[str]:
+    return [",".join(f"{k}={v}" for k, v in r.items() if v not in (None, False)) or "defaults" for r in rows]
+
+
+# ----------------------------------------------------------------- run and campaign
+
+RUN_ROWS = pairwise({"ptxas": RELEASES, "judges": JUDGE_SETS, "workers": ["0", "2"], "json": [False, True],
+                     "numerics": [None, "hardware"], "generator": [None, "hypothesis"], "known": [None, KNOWN]})
+
+
+@pytest.mark.parametrize("row", RUN_ROWS, ids=_ids(RUN_ROWS))
+def test_run(row, tmp_path):
+    call(["run", "--examples", "3", "--batch", "3", "--seed", "7", "--shrink-budget", "1", "--quiet",
+          "--out", str(tmp_path / "r"), "--workers", row["workers"], *_opt("--ptxas", row["ptxas"]),
+          *_opt("--judges", row["judges"]), *_opt("--json", row["json"]), *_opt("--numerics", row["numerics"]),
+          *_opt("--generator", row["generator"]), *_opt("--known", row["known"])])
+
+
+CAMPAIGN_ROWS = pairwise({"ptxas": RELEASES, "judges": [None, "reference,checker,ptxas,sass", "reference,ptxas,hardware"],
+                          "workers": ["0", "2"], "source": ["examples", "time", "corpus"], "shard": [None, "1/2"],
+                          "numerics": [None, "hardware"]})
+
+
+@pytest.mark.parametrize("row", CAMPAIGN_ROWS, ids=_ids(CAMPAIGN_ROWS))
+def test_campaign(row, tmp_path, files):
+    source = {"corpus": ["--corpus", str(files["corpus"])], "examples": ["--examples", "2", "--block-size", "2"],
+              "time": ["--time", "2s", "--block-size", "2"]}[row["source"]]
+    call(["campaign", "--gpus", "0" if GPU else "none", "--out", str(tmp_path / "c"), "--quiet", "--seed", "5", *source,
+          "--workers", row["workers"], *_opt("--ptxas", row["ptxas"]), *_opt("--judges", row["judges"]),
+          *_opt("--shard", row["shard"]), *_opt("--numerics", row["numerics"])])
+
+
+# ----------------------------------------------------------------- commands on files
+
+CHECK_ROWS = pairwise({"file": FILES, "format": ["text", "json", "sarif"], "ptxas": [None, True, ONE],
+                       "layers": [None, "isa", "spec,ptxas-model"]})
+
+
+@pytest.mark.parametrize("row", CHECK_ROWS, ids=_ids(CHECK_ROWS))
+def test_check(row, files):
+    call(["check", str(files[row["file"]]), "--format", row["format"], *_opt("--ptxas", row["ptxas"]),
+          *_opt("--layers", row["layers"])])
+
+
+REPLAY_ROWS = pairwise({"file": FILES, "ptxas": RELEASES, "json": [False, True], "judges": [None, "sass", "mmasim"]})
+
+
+@pytest.mark.parametrize("row", REPLAY_ROWS, ids=_ids(REPLAY_ROWS))
+def test_replay(row, files):
+    call(["replay", str(files[row["file"]]), *([] if GPU else ["--no-hardware"]), *_opt("--json", row["json"]),
+          *_opt("--ptxas", row["ptxas"]), *_opt("--judges", row["judges"])])
+
+
+BISECT_ROWS = pairwise({"file": FILES, "keep": ["ptxas:accepted", "ptxas:crash", "sass:"], "ptxas": [ONE, TWO],
+                        "json": [False, True]})
+
+
+@pytest.mark.parametrize("row", BISECT_ROWS, ids=_ids(BISECT_ROWS))
+def test_bisect(row, files):
+    call(["bisect", str(files[row["file"]]), "--keep", row["keep"], "--ptxas", row["ptxas"], *_opt("--json", row["json"])])
+
+
+SHRINK_ROWS = pairwise({"file": FILES, "keep": ["ptxas:error", "ptxas:crash"], "ptxas": [None, ONE]})
+
+
+@pytest.mark.parametrize("row", SHRINK_ROWS, ids=_ids(SHRINK_ROWS))
+def test_shrink(row, files, tmp_path):
+    call(["shrink", str(files[row["file"]]), "--keep", row["keep"], "-o", str(tmp_path / "o.ptx"), "--budget", "2",
+          *_opt("--ptxas", row["ptxas"])])
+
+
+@pytest.mark.parametrize("file", FILES)
+def test_bundle(file, files, tmp_path):
+    call(["bundle", str(files[file]), "-o", str(tmp_path / "b"), *(["--ptxas", ONE] if file in ("small", "crash") else [])])
+
+
+# ----------------------------------------------------------------- commands on records and none
+
+TRIAGE_ROWS = pairwise({"json": [False, True], "known": [None, KNOWN], "md": [False, True], "html": [False, True],
+                        "ptxas": [None, ONE]})
+
+
+@pytest.mark.parametrize("row", TRIAGE_ROWS, ids=_ids(TRIAGE_ROWS))
+def test_triage(row, campaign_dir, tmp_path):
+    call(["triage", str(campaign_dir), *_opt("--json", row["json"]), *_opt("--known", row["known"]),
+          *(["--md", str(tmp_path / "t.md")] if row["md"] else []),
+          *(["--html", str(tmp_path / "t.html")] if row["html"] else []), *_opt("--ptxas", row["ptxas"])])
+
+
+REPORT_ROWS = pairwise({"known": [None, KNOWN], "ptxas": [None, ONE], "out": [False, True]})
+
+
+@pytest.mark.parametrize("row", REPORT_ROWS, ids=_ids(REPORT_ROWS))
+def test_report(row, campaign_dir, tmp_path):
+    d = tmp_path / "c"
+    shutil.copytree(campaign_dir, d)
+    call(["report", str(d), *_opt("--known", row["known"]), *_opt("--ptxas", row["ptxas"]),
+          *(["--out", str(tmp_path / "r")] if row["out"] else [])])
+
+
+@pytest.mark.parametrize("argv", [["catalogue"], ["catalogue", "--json", "--family", "mma"], ["toolchains"],
+                                  ["toolchains", "--json"], ["conformance", "--family", "ldmatrix", "--json"],
+                                  ["--version"], ["nope"], ["run", "--no-such-option"]],
+                         ids=lambda a: " ".join(a))
+def test_small_commands(argv):
+    call(argv)
+
+
+def test_zz_times():
+    """The file's cost per command (printed with -s)."""
+    print("\ncli matrix seconds per command:", {k: round(v, 1) for k, v in sorted(TIMES.items())},
+          "total", round(sum(TIMES.values()), 1))
