@@ -23,6 +23,7 @@ from records import finish  # noqa: E402
 
 CORPORA = ("triton", "cutlass", "nvcc")
 BLOCK = 32
+CHUNK = 128  # cubins per disassembler run (below oracles/sass/listing.py's cache size)
 
 
 def real_kernels() -> list[tuple[str, str]]:
@@ -53,9 +54,11 @@ def vocabulary(texts: list[str], ptxas, tool: list[str]) -> tuple[Counter, int]:
     accepted = [r for r in results if r.accepted and r.cubin is not None]
     cubins = list({id(r.cubin): r.cubin for r in accepted}.values())
     out: Counter = Counter()
-    for listing in disassemble_all(cubins, tool):
-        for name in listing.functions:
-            out.update(set(forms(listing, {name})))
+    # in chunks: one disassemble_all call of more cubins than its cache holds loses its own entries
+    for i in range(0, len(cubins), CHUNK):
+        for listing in disassemble_all(cubins[i:i + CHUNK], tool):
+            for name in listing.functions:
+                out.update(set(forms(listing, {name})))
     return out, len(accepted)
 
 

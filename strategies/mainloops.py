@@ -214,6 +214,8 @@ class WgmmaLoopPlan:
     cp_op: str = "cg"  # cp.async cache operator: "cg" (16-byte chunks only) or "ca"
     cp_done: str = "wait_group"  # cp.async completion: "wait_group" (commit + wait_group 0), "wait_all",
     #                              or "noinc" (cp.async.mbarrier.arrive.noinc on the full barrier)
+    wait_hint: int = 0  # try_wait's suspendTimeHint in ns (CUTLASS passes one: NANOSLEEP.SYNCS), 0: none
+    prefetch: bool = False  # a tensor fill prefetches its maps first (prefetch.tensormap: UTMACCTL.PF)
 
     @property
     def form(self) -> Form:
@@ -350,8 +352,10 @@ def wgmma_loop_plans(draw, *, fault: str | None = None) -> WgmmaLoopPlan:
         setmaxnreg=producer_wg and draw(st.booleans()), depth=depth, stages=stages, ktiles=ktiles,
         tiles=draw(ints(1, 3)), all_release=draw(st.booleans()), epilogue=epilogue,
         seed=draw(ints(0, 2**31 - 1)), fault=fault, fault_k=fault_k)
-    # the fill last, so every draw above is the one it was before the axis (bulk first: the simplest)
-    return draw(_fills(plan))
+    # the fill last, so every draw above is the one it was before the axis (bulk first: the simplest);
+    # after it the wait hint and the prefetch, for the same reason
+    plan = draw(_fills(plan))
+    return replace(plan, wait_hint=draw(sampled((0, 0x989680, 1000))), prefetch=draw(st.booleans()))
 
 
 @st.composite
@@ -417,10 +421,12 @@ class _Text:
 _STEM = {".pred": "%p", ".b32": "%r", ".b64": "%rd", ".f32": "%f", ".f16x2": "%h", ".s32": "%s", ".u32": "%u"}
 
 
-def _spin(t: _Text, bar: str, parity: str) -> None:
-    """Wait until the phase of ``parity`` of the mbarrier at ``bar`` completed (try_wait loop)."""
+def _spin(t: _Text, bar: str, parity: str, hint: int = 0) -> None:
+    """Wait until the phase of ``parity`` of the mbarrier at ``bar`` completed (try_wait loop;
+    ``hint``: the suspend-time hint in ns, 0 for none)."""
     top, p = t.label("W"), t.reg(".pred")
-    t(f"{top}:", f"mbarrier.try_wait.parity.shared::cta.b64 \t{p}, [{bar}], {parity};", f"@!{p} bra \t{top};")
+    h = f", {hint}" if hint else ""
+    t(f"{top}:", f"mbarrier.try_wait.parity.shared::cta.b64 \t{p}, [{bar}], {parity}{h};", f"@!{p} bra \t{top};")
 
 
 def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
@@ -536,6 +542,8 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
         for name in ("ta", "tb"):
             r0, r1 = b.reg(".b64"), b.reg(".b64")
             b(f"mov.u64 \t{r0}, {name};", f"cvta.param.u64 \t{r1}, {r0};")
+            if plan.prefetch:
+                b(f"prefetch.tensormap \t[{r1}];")
             tmaps[name] = r1
     # phases: consumers' full-barrier parity, the producer's empty-barrier parity (1: a fresh
     # barrier's phase before phase 0 counts as complete, so first fills do not wait)
@@ -562,7 +570,7 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
     def fill(k: int, s: int) -> None:
         skip = b.label("P")
         b(f"@!{p_fill} bra \t{skip};")
-        _spin(b, f"empty+{8 * s}", eph[s])
+        _spin(b, f"empty+{8 * s}", eph[s], plan.wait_hint)
         b(f"xor.b32 \t{eph[s]}, {eph[s]}, 1;")
         bar = f"full+{8 * s}"
         if gen:
@@ -667,7 +675,7 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
             parity = b.reg(".b32")
             b(f"xor.b32 \t{parity}, {fph[s]}, 1;")
         mark = len(b.lines)
-        _spin(b, f"full+{8 * s}", parity)
+        _spin(b, f"full+{8 * s}", parity, plan.wait_hint)
         if plan.fill == "cp.async" and plan.cp_done == "noinc":
             b("fence.proxy.async.shared::cta;")  # the producers' generic writes, before wgmma reads them
         wait_lines = b.lines[mark:]

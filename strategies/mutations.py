@@ -561,6 +561,67 @@ def _smem_out_of_bounds(p: Program, choice: int) -> Program | None:
     return _with_body(p, body[: i + 1] + [Instr("add.s64", (d, d, Imm.of(-(-end // 16))))] + body[i + 1:])
 
 
+# ------------------------------------------------------------------ twins of the surrounding code (surround.py)
+
+
+def _straight(body: list, i: int) -> bool:
+    """``body[i]`` runs on every thread that reaches the kernel's straight-line spine: no branch
+    jumps over it and no loop contains it (the checker's spec rules see such an instruction as
+    run by the whole warp)."""
+    labels = {s.name: k for k, s in enumerate(body) if isinstance(s, Label)}
+    for k, s in enumerate(body):
+        if isinstance(s, Instr) and s.base in ("bra", "brx") and s.operands and isinstance(s.operands[0], Sym):
+            t = labels.get(s.operands[0].name)
+            if t is not None and ((k < i < t) or (t <= i < k)):
+                return False
+    return _always_reached(body, i)
+
+
+def _div_by_zero(p: Program, choice: int) -> Program | None:
+    """An integer ``div``/``rem`` of a surrounding construct divides by the constant 0."""
+    body = _body(p)
+    idx = [i for i in _find(body, lambda s: s.base in ("div", "rem") and (".u32" in s.opcode or ".s32" in s.opcode))
+           if _always_reached(body, i)]
+    if not idx:
+        return None
+    i = idx[choice % len(idx)]
+    ins = body[i]
+    body[i] = replace(ins, operands=ins.operands[:2] + (Imm.of(0),))
+    return _with_body(p, body)
+
+
+_SYNC_MASK_AT = {"shfl": 4, "vote": 2, "match": 2, "redux": 2}
+
+
+def _outside_membermask(p: Program, choice: int) -> Program | None:
+    """A warp collective (``shfl``/``vote``/``match``/``redux.sync``) that every lane runs leaves
+    lane 0 out of its membermask."""
+    body = _body(p)
+    idx = [i for i in _find(body, lambda s: s.base in _SYNC_MASK_AT and "sync" in s.opcode and s.guard is None)
+           if _straight(body, i)]
+    if not idx:
+        return None
+    i = idx[choice % len(idx)]
+    ins = body[i]
+    at = _SYNC_MASK_AT[ins.base]
+    ops = list(ins.operands)
+    ops[at] = Imm(0xFFFFFFFE, "0xfffffffe")
+    body[i] = replace(ins, operands=tuple(ops))
+    return _with_body(p, body)
+
+
+def _carry_in_undefined(p: Program, choice: int) -> Program | None:
+    """The first ``add.cc`` of a carry chain becomes a plain ``add``: the ``addc`` after it reads a
+    CC.CF nothing wrote."""
+    body = _body(p)
+    idx = _find(body, lambda s: s.base == "add" and ".cc" in s.opcode)
+    if not idx or not _always_reached(body, idx[0]):
+        return None
+    i = idx[0]
+    body[i] = replace(body[i], opcode=body[i].opcode.replace(".cc", ""))
+    return _with_body(p, body)
+
+
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation("bad_shape", "isa.wgmma.shape", "illegal", "rejected", _bad_shape),
     Mutation("type_mix", "isa.wgmma.types", "illegal", "rejected", _type_mix),
@@ -588,6 +649,10 @@ MUTATIONS: tuple[Mutation, ...] = (
              site=_moved_descriptor_readers, hardware_defined=True),
     Mutation("smem_out_of_bounds", "spec.smem.out-of-bounds", "undefined", "accepted", _smem_out_of_bounds,
              site=_moved_descriptor_readers),
+    # the surrounding code's twins (strategies/surround.py): last, so the ones above keep their indices
+    Mutation("div_by_zero", "spec.scalar.div-by-zero", "undefined", "accepted", _div_by_zero),
+    Mutation("outside_membermask", "spec.scalar.outside-membermask", "undefined", "accepted", _outside_membermask),
+    Mutation("carry_in_undefined", "spec.scalar.carry-in-undefined", "undefined", "accepted", _carry_in_undefined),
 )
 #: The mainloop kernels' illegal twins (strategies/mainloops.py draws them whole, so ``apply`` is
 #: never one of theirs): named here so ``mutation_of`` and the differ read their labels.

@@ -21,6 +21,7 @@ from .pipelines import PipeState, stages, units
 from .render import WgmmaPlan, render
 from .avoid import avoid_script, check
 from .shapes import windows
+from .surround import arounds, place
 from fuzzptx import isa
 
 #: Register budget for all accumulator sets of one program (ptxas spills past ~200).
@@ -83,8 +84,10 @@ def wgmma_plans(draw, *, max_units: int = 3, control: bool = True, avoid: frozen
     )
     # Drawn last, so that the choices above (and a fixed seed's programs up to here) stay as they
     # were: three wgmma programs in four end in an in-flight window (``shapes.windows``).
+    straight = False
     if control and draw(sampled((False, True, True, True))):
         w = draw(windows(us, script_state(script), warpgroups if roles == "all" else 1, avoid))
+        straight = w.straight
         if w.straight:  # ptxas drops a repeated wgmma only in a kernel free of branches and calls
             plan = replace(plan, script=w.head + w.tail, warpgroups=1, roles="all",
                            early_exit=False, acc_init="load", extern_decl=False)
@@ -94,6 +97,14 @@ def wgmma_plans(draw, *, max_units: int = 3, control: bool = True, avoid: frozen
     if avoid:  # the general scripts reach the known bugs' shapes by chance too
         plan = replace(plan, script=avoid_script(plan.script, us, avoid))
         script = plan.script
+    # Drawn after everything else (a fixed seed keeps its pipeline and control flow): the code
+    # real kernels wrap around the wgmmas (``surround``), between its ops and inside its loops;
+    # a straight window stays free of it (ptxas drops a repeated wgmma only without branches).
+    if control and not straight:
+        items = draw(arounds())
+        if items:
+            plan = replace(plan, script=place(plan.script, items, Loop))
+            script = plan.script
     target(float(max_in_flight(script)), label="groups in flight")
     d = depth(script)
     target(float(d), label="nesting depth")

@@ -23,6 +23,7 @@ from .control import Live, Loop, Side, UniformIf, script_state, walk_ops
 from .operands import buffer_type
 from .pipelines import Mma, Stage, Touch, Unit, Wait
 from .shapes import shapes_of
+from .surround import APPROX_NOTE, Around, Assertion, DescriptorRing, Io, assert_decl
 
 SIDE_FUNC = "fz_side"
 EXTERN_FUNC = "fz_extern"
@@ -122,14 +123,16 @@ def render(plan: WgmmaPlan) -> Program:
         else:
             kb.emit("bra.uni", Sym(end), guard=Guard(p_wg))
     # ---- operands
-    bdesc, adesc, afrag, dregs, meta = {}, {}, {}, {}, {}
+    bdesc, adesc, afrag, dregs, meta, places = {}, {}, {}, {}, {}, {}
     for i, u in enumerate(plan.units):
         for s in range(u.slices):
             t = u.b_tile.slice(s, u.form.shape.k)
             bdesc[i, s] = kb.descriptor(syms[(i, "b")], t.start, t.descriptor())
+            places[("b", i, s)] = (syms[(i, "b")], t.start, t.descriptor())
             if u.a_tile is not None:
                 t = u.a_tile.slice(s, u.a_k)
                 adesc[i, s] = kb.descriptor(syms[(i, "a")], t.start, t.descriptor())
+                places[("a", i, s)] = (syms[(i, "a")], t.start, t.descriptor())
         if u.a_tile is None:
             regs = kb.load_fragment(ptr[f"a{i}"], u.a_type, 4 * u.slices)
             for s in range(u.slices):
@@ -151,7 +154,7 @@ def render(plan: WgmmaPlan) -> Program:
         kb.emit("and.b32", lane, tid, 31)
         lane_p = kb.reg(".pred")
         kb.emit("setp.lt.u32", lane_p, lane, 16)
-    ctx = _Ctx(kb, plan, ptr, bdesc, adesc, afrag, dregs, meta, pred_sd, p_wg, scratch, lane_p)
+    ctx = _Ctx(kb, plan, ptr, bdesc, adesc, afrag, dregs, meta, pred_sd, p_wg, scratch, lane_p, places)
     ctx.script(plan.script, None)
     # ---- epilogue
     if script_state(plan.script).pending:
@@ -202,8 +205,10 @@ class _Ctx:
     p_wg: Reg
     scratch: Reg | None
     lane_p: Reg | None
+    places: dict  # ("a"|"b", unit, slice) -> (shared symbol, offset, descriptor): what a descriptor encodes
     nflags: int = 0
     nlives: int = 0
+    narounds: int = 0
 
     def script(self, ops: tuple, loop_pred: Reg | None) -> None:
         for op in ops:
@@ -226,6 +231,13 @@ class _Ctx:
                 self.kb.emit("xor.b32", r, r, Imm(mask, hex(mask)))
             elif isinstance(op, Side):
                 self.side(op.kind)
+            elif isinstance(op, Around):
+                j, self.narounds = self.narounds, self.narounds + 1
+                io = Io(self.kb, j, self.plan.threads, self.plan.seed + 1000 + 10 * j)
+                if isinstance(op.construct, DescriptorRing):  # recomputes descriptors later stages use
+                    op.construct.emit_descriptors(self.kb, io, self.places, self.adesc, self.bdesc)
+                else:
+                    op.construct.emit(self.kb, io)
             elif isinstance(op, Loop):
                 self.loop(op)
             elif isinstance(op, UniformIf):
@@ -343,6 +355,8 @@ def _with_functions(prog: Program, plan: WgmmaPlan, sides: list) -> Program:
         a, r = Reg("a"), Reg("r")
         extra.append(Function("func", SIDE_FUNC, (Param(".reg", ".b32", "a"),), (Param(".reg", ".b32", "r"),),
                               (Instr("mad.lo.u32", (r, a, Imm.of(5), Imm.of(3))), Instr("ret"))))
+    if any(isinstance(op, Around) and isinstance(op.construct, Assertion) for op in walk_ops(plan.script)):
+        extra.append(assert_decl())
     if plan.extern_decl:
         extra.append(Function("func", EXTERN_FUNC, (Param(".reg", ".b32", "a"),), (Param(".reg", ".b32", "r"),),
                               None, ".extern"))
@@ -352,6 +366,11 @@ def _with_functions(prog: Program, plan: WgmmaPlan, sides: list) -> Program:
 def _notes(plan: WgmmaPlan) -> tuple[str, ...]:
     out = [f"units: {', '.join(u.form.key for u in plan.units)}",
            f"warpgroups={plan.warpgroups} roles={plan.roles} early_exit={plan.early_exit} acc_init={plan.acc_init}"]
+    arounds = [op.construct for op in walk_ops(plan.script) if isinstance(op, Around)]
+    if arounds:
+        out.append(f"around: {' '.join(type(c).__name__ for c in arounds)}")
+    if any(c.approx for c in arounds):
+        out.append(APPROX_NOTE)
     found = shapes_of(plan.units, plan.script)
     if found:
         out.append(f"shapes: {' '.join(found)}")
