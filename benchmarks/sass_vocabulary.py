@@ -38,7 +38,7 @@ def drawn_texts(n: int, seed: int) -> list[str]:
     out: list[str] = []
     block = 0
     while len(out) < n:
-        out += [p.to_ptx() for _, p, planted in block_programs(BlockTask(seed, block, BLOCK, ("ptxas",)))
+        out += [p.to_ptx() for _, p, planted in block_programs(BlockTask(block, seed, BLOCK, ("ptxas",)))
                 if not planted]
         block += 1
     return out[:n]

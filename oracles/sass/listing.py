@@ -286,26 +286,27 @@ def disassemble_all(cubins: list[bytes], tool: list[str]) -> list[Listing]:
     The disassembler's start-up (~0.25 s) is most of its cost, so a block's modules share one run.
     A cubin for another SM than sm_90 has an empty listing (the GMMA pipeline is Hopper's)."""
     keys = [_key(c, tool) for c in cubins]
+    found: dict[str, Listing] = {}  # this call's listings: the cache may evict them before it returns
     with _LOCK:
         missing = {k: c for k, c in zip(keys, cubins) if k not in _CACHE and cubin_sm(c) == 90}
         for k, c in zip(keys, cubins):
             if cubin_sm(c) != 90:
-                _CACHE[k] = Listing({})
+                found[k] = Listing({})
+            elif k in _CACHE:
+                _CACHE.move_to_end(k)
+                found[k] = _CACHE[k]
     if missing:
         texts = [_text_sections(c) for c in missing.values()]
         blob = b"".join(t.code + b"\0" * (_aligned(len(t.code)) - len(t.code)) for ts in texts for t in ts)
         sass = run_disassembler(blob, [tool[0], "-b", "SM90a", "-c", "-ndf"]) if blob else ""
-        with _LOCK:
-            for k, listing in zip(missing, _function_listings(texts, sass)):
-                _CACHE[k] = listing
-            while len(_CACHE) > _CACHE_SIZE:
-                _CACHE.popitem(last=False)
+        found.update(zip(missing, _function_listings(texts, sass)))
     with _LOCK:
-        out = []
         for k in keys:
+            _CACHE[k] = found[k]
             _CACHE.move_to_end(k)
-            out.append(_CACHE[k])
-        return out
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return [found[k] for k in keys]
 
 
 def disassemble(cubin: bytes, tool: list[str]) -> Listing:
