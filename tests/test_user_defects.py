@@ -211,7 +211,8 @@ def test_ctrl_c_exits_within_seconds_and_resume_loses_nothing(tmp_path):
     import time
 
     out = tmp_path / "c"
-    argv = ["campaign", "--gpus", "none", "--out", str(out), "--seed", "3", "--examples", "32", "--block-size", "16",
+    # blocks of 32: the one in flight takes longer than the 3 s of grace on a quiet machine too
+    argv = ["campaign", "--gpus", "none", "--out", str(out), "--seed", "3", "--examples", "64", "--block-size", "32",
             "--quiet", "--judges", "reference,checker,ptxas,sass"]
     # one worker: when block 0 is recorded, block 1 has just started (a whole block in flight)
     proc = subprocess.Popen([sys.executable, "-m", "fuzzptx.cli", *argv, "--workers", "1"], stdout=subprocess.PIPE,
@@ -230,11 +231,11 @@ def test_ctrl_c_exits_within_seconds_and_resume_loses_nothing(tmp_path):
     assert took < 10, f"exit {took:.1f} s after SIGINT"
     stats = json.loads((out / "stats.json").read_text())
     n = len(res.read_text().splitlines())
-    assert stats["interrupted"] and stats["programs"] == n < 32
+    assert stats["interrupted"] and stats["programs"] == n < 64
     rc, _, err = run_cli(argv + ["--workers", "0", "--resume"])
     assert rc == 0, err
     keys = [(r["block"], r["index"]) for r in map(json.loads, res.read_text().splitlines())]
-    assert len(keys) == len(set(keys)) == 32
+    assert len(keys) == len(set(keys)) == 64
 
 
 # ----------------------------------------------------------------- 7: ptxas timeouts
@@ -285,8 +286,30 @@ def test_bundle_check_and_bisect_show_progress(tmp_path, monkeypatch):
     monkeypatch.setattr(helptext, "PROGRESS_SECONDS", 0.05)
     _, _, err = run_cli(["bundle", str(SMALL), "-o", str(tmp_path / "b"), "--ptxas", "default"])
     assert "fuzzptx bundle: [" in err and "ptxas -O3" in err, err
+    from fuzzptx.oracles.checker import cli as checker_cli
+
+    real = checker_cli.compile_ptx
+
+    def slow_ptxas(*a, **k):  # a check of this small file ends before any tick: make its ptxas step long
+        import time
+
+        time.sleep(0.4)
+        return real(*a, **k)
+
+    monkeypatch.setattr(checker_cli, "compile_ptx", slow_ptxas)
     _, _, err = run_cli(["check", str(SMALL), "--ptxas"])
     assert "fuzzptx check: [" in err, err
+    from fuzzptx.engine import matrix
+
+    real_judge = matrix.differ.judge
+
+    def slow_judge(*a, **k):  # likewise bisect's one release
+        import time
+
+        time.sleep(0.4)
+        return real_judge(*a, **k)
+
+    monkeypatch.setattr(matrix.differ, "judge", slow_judge)
     _, _, err = run_cli(["bisect", str(SMALL), "--keep", "sass:", "--ptxas", "default"])
     assert "fuzzptx bisect: [" in err and "judging with ptxas 13.0.88" in err, err
 

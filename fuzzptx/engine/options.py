@@ -15,6 +15,7 @@ from typing import Any, Callable
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.helptext import Formatter
 from fuzzptx.judges import compile_pairs
+from fuzzptx.judges.base import METAMORPHIC
 from fuzzptx.judges.selection import JudgeSet, default_names, select
 
 from .config import NUMERICS
@@ -121,7 +122,7 @@ def add_pairs(ap: argparse.ArgumentParser, route: str) -> None:
 
 def judges_of(args: argparse.Namespace, route: str | None = None) -> JudgeSet:
     """The judge set ``--judges`` and ``--ptxas`` ask for, resolved once (``judges.selection.select``),
-    with the metamorphic judge configured by ``--pairs``/``--pair-share``/``--inputs`` where given."""
+    with the metamorphic stage's judges configured by ``--pairs``/``--pair-share``/``--inputs`` where given."""
     text = args.judges if args.judges.strip() or route is None else ",".join(default_names(route))
     judges = select(text, getattr(args, "releases", None))
     if getattr(args, "pairs", None) is not None:
@@ -129,5 +130,5 @@ def judges_of(args: argparse.Namespace, route: str | None = None) -> JudgeSet:
             pairs = compile_pairs.parse_pairs(args.pairs)
         except compile_pairs.PairsError as exc:
             raise OptionError(str(exc)) from None
-        judges = judges.configured("metamorphic", pairs=pairs, share=min(1.0, args.pair_share), inputs=args.inputs)
+        judges = judges.configured(METAMORPHIC, pairs=pairs, share=min(1.0, args.pair_share), inputs=args.inputs)
     return judges

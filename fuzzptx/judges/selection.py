@@ -81,14 +81,14 @@ class JudgeSet:
         """The judge of the compile stage (whose batched run gives the cubins), if asked for."""
         return next(iter(self.at(COMPILE)), None)
 
-    def configured(self, name: str, **attrs: Any) -> "JudgeSet":
-        """The set with judge ``name`` replaced by a copy carrying ``attrs`` (a command's options
-        for that judge, such as the metamorphic judge's ``--pairs``); as it is when ``name`` is absent."""
-        if name not in self.asked:
+    def configured(self, stage: str, **attrs: Any) -> "JudgeSet":
+        """The set with each judge of ``stage`` replaced by a copy carrying ``attrs`` (a command's
+        options for that stage's judges, such as the metamorphic stage's ``--pairs``)."""
+        if not self.at(stage):
             return self
         out = []
         for j in self.judges:
-            if j.name == name:
+            if j.stage == stage:
                 j = copy.copy(j)
                 for k, v in attrs.items():
                     setattr(j, k, v)
