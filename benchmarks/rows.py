@@ -112,11 +112,8 @@ ROWS: tuple[Row, ...] = (
         rerun=("python", "benchmarks/bench_scaling.py", "--kernels", "1000,3000", "--shrink-kernels", "30,100,300",
                "--shrink-seconds-per-kernel", "0.5", "--skip", "replay,ptxas", "--out", "{out}"),
         gaps=tuple(missing_meta({})), note="the figures are the 2026-11-26 record's; a quiet rerun of the command replaces it"),
-    Row("7", "python benchmarks/bug_yield.py --examples 128 --seed 4 --dry-run --rediscover-too",
-        "results/bug_yield_cpu_dry.json", _bug_yield,
-        rerun=("python", "benchmarks/bug_yield.py", "--examples", "128", "--seed", "4", "--dry-run", "--rediscover-too",
-               "--out", "{out}"),
-        gaps=tuple(missing_meta({})), note="the CPU dry run; the H100 run of the same script gives the GPU-hour figure"),
+    Row("7", "python3 benchmarks/bug_yield.py --time 180 --seed 41 --gpus all", "results/bug_yield_h100.json", _bug_yield,
+        device=H100, note="the avoiding run on the H100; the CPU dry run: results/bug_yield_cpu_dry.json"),
 )
 
 BY_ID = {r.id: r for r in ROWS}
