@@ -383,18 +383,22 @@ def _vop(op: str, x: np.ndarray, y: np.ndarray, cmp: str | None) -> np.ndarray:
     raise ValueError(op)
 
 
+def _video_types(ins, op: str) -> tuple[str | None, str, str, str]:
+    """(comparison, .dtype, .atype, .btype) of a video instruction: ``vset`` names a comparison and no
+    .dtype (its result is a u32 0/1)."""
+    ts = types_of(ins)
+    if op == "set":
+        return next((x for x in ins.modifiers if x in _CMP), None), "u32", ts[0], ts[1]
+    return None, ts[0], ts[1], ts[2]
+
+
 def h_video_simd(m, f, ins, act):
     """vadd2/vsub2/vavrg2/vabsdiff2/vmin2/vmax2/vset2 and the 4-lane forms: per lane of {b, a} picked by
     the selectors, optional saturation to the lane's range (signed if .dtype is .s32), then either
     the merge (lanes outside the destination mask come from c) or ``.add`` (c + the selected lanes)."""
     op, lanes = _SIMD[ins.base]
-    ts = types_of(ins)
     mods = ins.modifiers
-    cmp = next((x for x in mods if x in _CMP), None) if op == "set" else None
-    if op == "set":
-        dt, at, bt = "u32", ts[0], ts[1]
-    else:
-        dt, at, bt = ts[0], ts[1], ts[2]
+    cmp, dt, at, bt = _video_types(ins, op)
     lw = 32 // lanes
     prefix = "h" if lanes == 2 else "b"
     dop, dsel = _strip(ins.operands[0])
@@ -450,13 +454,8 @@ def h_video_scalar(m, f, ins, act):
     op = _SCALAR[ins.base]
     if op == "mad":
         raise Unsupported.at(ins, "vmad is not modelled")
-    ts = types_of(ins)
     mods = ins.modifiers
-    cmp = next((x for x in mods if x in _CMP), None) if op == "set" else None
-    if op == "set":
-        dt, at, bt = "u32", ts[0], ts[1]
-    else:
-        dt, at, bt = ts[0], ts[1], ts[2]
+    cmp, dt, at, bt = _video_types(ins, op)
     dop, dsel = _strip(ins.operands[0])
     aop, asel = _strip(ins.operands[1])
     bop, bsel = _strip(ins.operands[2])
