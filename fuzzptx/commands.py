@@ -11,14 +11,23 @@ from pathlib import Path
 from fuzzptx.engine import run as engine_run
 from fuzzptx.engine.generate import ILLEGAL_SHARE
 from fuzzptx.engine.options import (OptionError, Parser, add_examples, add_judges, add_json, add_numerics, add_out, add_ptxas,
-                                    add_pairs, add_seed, add_workers, judges_of, non_negative_seconds, positive_int, share)
+                                    add_pairs, add_seed, add_steer, add_workers, judges_of, non_negative_seconds, positive_int, share)
 from fuzzptx.engine.campaign import (CampaignError, _say, _write_json, build_parser as campaign_parser, corpus_files,
                                      gpu_judges_usable, parse_duration, parse_gpus, parse_shard, run_campaign,
                                      shard_from_env, usable_corpus)
 from fuzzptx.engine.config import RunConfig
 from fuzzptx.judges.base import DEVICE
+from fuzzptx.oracles.sass.real import against_real, real_vocabulary
 from fuzzptx.triage import bugs
 from fuzzptx.triage.known import DEFAULT_LEDGER, avoided, default_numerics, ledger
+
+
+def real_kernels_reached(summ: dict) -> dict | None:
+    """Of the real kernels' SASS forms (``tests/data``, computed once per ptxas into the user
+    cache: ``fuzzptx.oracles.sass.real``), those a run's programs reached; None without SASS coverage."""
+    if not summ.get("sass_coverage"):
+        return None
+    return against_real(summ["sass_coverage"], real_vocabulary())
 
 
 def build_parser() -> Parser:
@@ -55,6 +64,7 @@ def build_parser() -> Parser:
                          "them, so the run's programs go to what is not known yet)")
     ap.add_argument("--no-bundles", action="store_true", help="do not write a bundle of each new bug into the run "
                     "directory")
+    add_steer(ap)
     add_json(ap, "print the summary as JSON")
     ap.add_argument("--quiet", action="store_true", help="no progress line")
     return ap
@@ -74,13 +84,14 @@ def main_run(argv: list[str]) -> int:
                           illegal_share=args.illegal_share, shrink_budget=args.shrink_budget,
                           progress=not args.quiet and not args.json, numerics=args.numerics,
                           generator=args.generator, workers=workers, shrink_model_gaps=args.shrink_model_gaps,
-                          resume=args.resume,
+                          resume=args.resume, steer=args.steer,
                           avoid=frozenset() if args.rediscover else avoided(known, {"numerics": args.numerics}))
     b = bugs.summarise({"buckets": summ["findings_by_bucket"], **summ}, known, {"numerics": args.numerics}, out_dir,
                        bundles=not args.no_bundles)
     summ["bugs"] = b
     summ["known"] = {x["cause"]: x["known"] for x in b["bugs"] if x["known"]}
     summ["new_findings"] = sum(x["count"] for x in b["bugs"] if x["new"])
+    summ["sass_real_kernels"] = real_kernels_reached(summ)
     (out_dir / "summary.json").write_text(json.dumps(summ, indent=1))
     if args.json:
         print(json.dumps(summ, indent=1))
@@ -122,14 +133,18 @@ def main_campaign(argv: list[str]) -> int:
     config = RunConfig(seed=args.seed, block_size=args.block_size, shard=shard, examples=args.examples,
                        seconds=seconds, judges=judges, corpus=corpus, corpus_skipped=corpus_skipped,
                        plant=args.plant_faults, generator=args.generator, numerics=numerics, avoid=avoid,
-                       out=Path(args.out), workers=workers, gpus=tuple(gpus))
+                       out=Path(args.out), workers=workers, gpus=tuple(gpus), steer=args.steer)
     stats = run_campaign(config.out, config, gpus=gpus, resume=args.resume, workers=workers,
                          gpu_timeout=args.gpu_timeout, gpu_workers=args.gpu_workers, progress=not args.quiet,
                          force_takeover=args.force_takeover, stale_after=args.stale_after)
     stats["bugs"] = bugs.summarise(stats, known, {"numerics": stats["numerics"]}, config.out,
                                    bundles=not args.no_bundles)
+    stats["sass_real_kernels"] = real_kernels_reached(stats)
     _write_json(config.out / "stats.json", stats)
     for line in bugs.format_bugs(stats["bugs"]):
         _say("fuzzptx campaign:" + line)
-    print(json.dumps({k: v for k, v in stats.items() if k != "timeline"}, indent=1))
+    if stats.get("sass_forms_reached") is not None:
+        _say("fuzzptx campaign: SASS coverage: " + engine_run.sass_line(stats))
+    print(json.dumps({k: v for k, v in stats.items() if k not in ("timeline", "sass_coverage", "sass_timeline")},
+                     indent=1))
     return 0

@@ -66,3 +66,22 @@ def draw(strategy, key: str, attempts: int = 50) -> T:
         except HypothesisException as exc:  # e.g. a filter that rejects everything
             raise DrawFailed(f"the strategies failed: {exc}") from exc
     raise DrawFailed(f"no valid draw in {attempts} attempts")
+
+
+def draw_choices(strategy, key: str, prefix: tuple = (), attempts: int = 50) -> tuple[T, tuple, tuple]:
+    """``draw`` that also gives the draw's choice sequence and its nodes (type, value, constraints):
+    the form in which a kept program is mutated further (``strategies.steer``).  ``prefix``: choices
+    replayed first (one that no longer fits where it lands is replaced by the simplest value, as
+    Hypothesis's own mutator does), the rest drawn from ``random.Random(f"{key}:{attempt}")``."""
+    for attempt in range(attempts):
+        data = ConjectureData(random=random.Random(f"{key}:{attempt}"), prefix=prefix or None)
+        try:
+            with BuildContext(data, is_final=False, wrapped_test=None):
+                value = data.draw(strategy)
+            return value, data.choices, data.nodes
+        except (StopTest, UnsatisfiedAssumption):
+            prefix = ()  # a prefix the strategy turns down: a fresh draw of the same key instead
+            continue
+        except HypothesisException as exc:
+            raise DrawFailed(f"the strategies failed: {exc}") from exc
+    raise DrawFailed(f"no valid draw in {attempts} attempts")

@@ -51,9 +51,10 @@ from fuzzptx.program import Program
 
 from .block import Prepared, deferrable, pool_block, pool_blocks, warm
 from .config import RunConfig
-from .options import (Parser, add_examples, add_judges, add_numerics, add_pairs, add_out, add_ptxas, add_seed,
+from .options import (Parser, add_steer, add_examples, add_judges, add_numerics, add_pairs, add_out, add_ptxas, add_seed,
                       add_workers, count_or_zero, positive_int, positive_seconds)
 from .generate import BlockTask, block_programs_left
+from .steering import SassCoverage, SteerFold, steer_lag
 from .outlock import DEFAULT_STALE_AFTER, OutLock, acquire
 from .records import findings_of, record
 from .repro import finalize_repro_file, judges_that_ran, repro_stem, write_raw
@@ -95,6 +96,17 @@ def done_keys(path: Path, problems: list[str] | None = None) -> Counter:
             if problems is not None:
                 problems.append(f"{path}:{lineno}: skipped: not a program of this campaign (no integer block and index)")
     return keys
+
+
+def _recorded_sass_forms(path: Path) -> dict[int, list]:
+    """block -> [(index, sass forms)] of the record (what a resumed steered run folds again)."""
+    out: dict[int, list] = {}
+    for _, rec in read_jsonl(path, on_bad="skip"):
+        try:
+            out.setdefault(int(rec["block"]), []).append((int(rec["index"]), rec.get("sass_forms")))
+        except (ValueError, KeyError, TypeError, OverflowError):
+            continue
+    return out
 
 
 def check_record(path: Path) -> None:
@@ -289,6 +301,7 @@ class Live:
     ptxas_accepted: int = 0
     families: Counter = field(default_factory=Counter)
     forms: set = field(default_factory=set)  # catalogue forms reached
+    sass: SassCoverage = field(default_factory=SassCoverage)  # SASS forms reached (the records' sass_forms)
     repros: dict = field(default_factory=dict)  # root cause -> its repro file
     record_problems: list = field(default_factory=list)  # lines of results.jsonl --resume left out, named
 
@@ -418,7 +431,7 @@ def _hardware_runner(gpu: int, timeout: float):
 def _check_meta(out: Path, plan: RunConfig, resume: bool) -> dict:
     meta = {"seed": plan.seed, "block_size": plan.block_size, "shard": f"{plan.shard[0]}/{plan.shard[1]}",
             "corpus": None if plan.corpus is None else len(plan.corpus), "generator": plan.generator,
-            "numerics": plan.numerics, "planted_block": None, "avoid": sorted(plan.avoid)}
+            "numerics": plan.numerics, "planted_block": None, "avoid": sorted(plan.avoid), "steer": plan.steer}
     path = out / "campaign.json"
     if path.exists():
         try:
@@ -536,6 +549,11 @@ def _run_locked(out: Path, plan: RunConfig, lock: OutLock, *, gpus: list[int], r
     repro_futs: list[cf.Future] = []
     pending: dict[cf.Future, list[BlockTask]] = {}
     block_iter = plan.blocks()
+    # SASS-coverage steering (strategies.steer): block b is drawn from the corpus of the blocks
+    # before b - lag; on --resume the record's blocks are folded again from their lines
+    fold = SteerFold(plan.steer, steer_lag(1 if inline else workers + 2, GROUP_BLOCKS if deferrable(plan.judges) else 1),
+                                  plan.shard) if plan.steer != "none" else None
+    recorded_forms = _recorded_sass_forms(results) if fold is not None and done else {}
     total = plan.total_blocks()
     state = {"exhausted": False, "in_gpu": 0, "last_draw": 0.0, "last_stats": time.monotonic(), "drawn": 0,
              "finished": 0}
@@ -578,17 +596,29 @@ def _run_locked(out: Path, plan: RunConfig, lock: OutLock, *, gpus: list[int], r
                     state["exhausted"] = True
                     break
                 try:
-                    b = next(block_iter)
+                    b = state.pop("held") if "held" in state else next(block_iter)
                 except StopIteration:
                     state["exhausted"] = True
                     break
+                steering = fold.steering_for(b) if fold is not None else None
+                if steering is False:  # its corpus is not folded yet: after the blocks in flight
+                    if not pending and not group:  # nothing left to wait for (a block never recorded)
+                        fold.skip_to(b - fold.lag * plan.shard[1])
+                        steering = fold.steering_for(b)
+                    if steering is False:
+                        state["held"] = b
+                        break
                 state["drawn"] += 1
                 if plan.plant == -1 and plant_block is None and deadline is not None and now > deadline - plan.seconds / 2:
                     plant_block = meta["planted_block"] = b  # the middle of a timed campaign
                     _write_json(out / "campaign.json", meta)
-                task = plan.task(b, frozenset(done_by_block.get(b, ())), b == plant_block)
+                task = plan.task(b, frozenset(done_by_block.get(b, ())), b == plant_block, steering or None)
+                if fold is not None:
+                    fold.submitted(task)
                 if block_programs_left(task):
                     group.append(task)
+                elif fold is not None:  # judged before a --resume: folded from its lines
+                    fold.recorded(b, recorded_forms.get(b, []))
             if group:
                 submit(group)
 
@@ -599,6 +629,7 @@ def _run_locked(out: Path, plan: RunConfig, lock: OutLock, *, gpus: list[int], r
         live.pool_blocks += item.wall
         state["finished"] += 1
         lines = []
+        folded: list = []  # (index, sass forms) for the steering
         for j, (p, v, idx, base) in enumerate(zip(item.programs, item.verdicts, item.indices, item.records)):
             if hw is not None:
                 v.update(hw[j])
@@ -632,7 +663,12 @@ def _run_locked(out: Path, plan: RunConfig, lock: OutLock, *, gpus: list[int], r
                                       sizing, item.texts[j], budget)
                     fut.add_done_callback(lambda x: _add_repro_seconds(live, x))
                     repro_futs.append(fut)
-            lines.append(json.dumps(record(item.block, idx, base, v, findings, repros)) + "\n")
+            rec = record(item.block, idx, base, v, findings, repros)
+            if fold is not None:
+                rec.update(fold.record_fields(item.block, idx))
+            lines.append(json.dumps(rec) + "\n")
+            live.sass.add(rec.get("sass_forms"), rec["id"], live.programs + 1, live.wall())
+            folded.append((idx, rec.get("sass_forms")))
             live.programs += 1
             live.illegal += base.get("mutation") is not None
             compiled = v.get(compile_name)
@@ -641,6 +677,8 @@ def _run_locked(out: Path, plan: RunConfig, lock: OutLock, *, gpus: list[int], r
             live.forms.update(base["forms"])
         log.write("".join(lines))
         log.flush()
+        if fold is not None:
+            fold.recorded(item.block, folded + recorded_forms.get(item.block, []))
         live.stage["record (main process)"] += time.perf_counter() - t_main
         live.timeline.append((round(live.wall(), 2), live.programs))
 
@@ -686,6 +724,8 @@ def _run_locked(out: Path, plan: RunConfig, lock: OutLock, *, gpus: list[int], r
                     for task, item in zip(tasks, items):
                         if isinstance(item, str):
                             live.block_errors.append(f"block {task.block}: {item}")
+                            if fold is not None:
+                                fold.recorded(task.block, [])
                             _say(f"fuzzptx campaign: block {task.block} failed: {item}")
                         elif use_gpu and item.for_gpu():
                             gpu_q.put(item)
@@ -856,6 +896,7 @@ def _stats(live: Live, plan: RunConfig, gpus: list[int], resumed: int, meta: dic
         "ptxas_accepted": live.ptxas_accepted,
         "families": dict(live.families.most_common()),
         "forms_reached": len(live.forms),
+        **live.sass.stats(),
         "repros": dict(live.repros),
         "resumed_skipping": resumed,
         **({"record_lines_skipped": len(live.record_problems), "record_problems": live.record_problems[:20]}
@@ -975,6 +1016,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct",
                     help="direct: each program drawn straight from the strategies (fast); "
                          "hypothesis: through Hypothesis's engine (fuzz.draw_programs)")
+    add_steer(ap)
     ap.add_argument("--corpus", help="judge the .ptx repro files under this directory instead of generating")
     ap.add_argument("--plant-faults", nargs="?", type=count_or_zero, const=-1, default=None, metavar="BLOCK",
                     help="add a kernel that traps and one that hangs to one block (default: the middle one)")

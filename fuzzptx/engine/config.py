@@ -15,6 +15,8 @@ from fuzzptx.errors import FuzzptxError
 from fuzzptx.judges.builtin import NUMERICS
 from fuzzptx.judges.selection import JudgeSet, default_names
 
+from fuzzptx.strategies.steer import MODES as STEER_MODES, Steering
+
 from .generate import ILLEGAL_SHARE, BlockTask
 
 
@@ -46,6 +48,7 @@ class RunConfig:
     workers: int = 1  # CPU pool processes
     inline: bool = False  # judge in this process, no pool
     gpus: tuple[int, ...] = ()  # the GPUs the GPU stages use
+    steer: str = "none"  # SASS-coverage steering (strategies.steer.MODES)
 
     def __post_init__(self) -> None:
         judges = JudgeSet.of(default_names("campaign") if self.judges is None else self.judges)
@@ -53,6 +56,8 @@ class RunConfig:
         object.__setattr__(self, "gpus", tuple(self.gpus))
         if self.out is not None:
             object.__setattr__(self, "out", Path(self.out))
+        if self.steer not in STEER_MODES:
+            raise ConfigError(f"steer {self.steer!r}: expected one of {', '.join(STEER_MODES)}")
         if self.numerics is not None and self.numerics not in NUMERICS:
             raise ConfigError(f"numerics {self.numerics!r}: expected one of {', '.join(NUMERICS)}")
         for name, value, least in (("examples", self.examples, 1), ("block_size", self.block_size, 1),
@@ -73,11 +78,11 @@ class RunConfig:
             yield b
             b += self.shard[1]
 
-    def task(self, block: int, skip: frozenset[int], plant: bool) -> BlockTask:
+    def task(self, block: int, skip: frozenset[int], plant: bool, steering: Steering | None = None) -> BlockTask:
         lim = self.limit()
         keep = None if lim is None else max(0, min(self.block_size, lim - block * self.block_size))
         files = None
         if self.corpus is not None:
             files = self.corpus[block * self.block_size:(block + 1) * self.block_size]
         return BlockTask(block, self.seed, self.block_size, self.judges, skip, keep, plant, files, self.generator,
-                         self.numerics, self.illegal_share, self.avoid)
+                         self.numerics, self.illegal_share, self.avoid, steering)

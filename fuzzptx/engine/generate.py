@@ -18,6 +18,7 @@ from fuzzptx.inputs import read_text
 from fuzzptx.judges.selection import JudgeSet
 from fuzzptx.program import Program
 from fuzzptx.strategies.direct import DrawFailed, draw, reproducible
+from fuzzptx.strategies.steer import Steering, draw_recipe, fresh_recipe, steered_recipe
 
 
 ILLEGAL_SHARE = 0.25  # a quarter of each block is mutated (illegal)
@@ -73,6 +74,7 @@ class BlockTask:
     numerics: str | None = None  # the reference's numerics for every program (None: each program's own)
     illegal_share: float = ILLEGAL_SHARE  # mutated programs in the block
     avoid: frozenset[str] = frozenset()  # shapes of known bugs the strategies turn down (strategies.avoid)
+    steering: Steering | None = None  # a share of the programs drawn as mutants of kept ones (strategies.steer)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "judges", JudgeSet.of(self.judges))
@@ -82,8 +84,21 @@ def block_seed(seed: int, block: int) -> int:
     return (seed * 1_000_003 + block * 7919) % (2**31)
 
 
+def recipes(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE,
+            steering: Steering | None = None) -> list[tuple[str, bool]]:
+    """(recipe, legal?) of each of the ``n`` programs ``draw_direct`` draws: how to draw each again
+    (``strategies.steer``); the engine learns from them what to keep, without the programs."""
+    n_illegal = int(round(n * illegal_share))
+    out = []
+    for i in range(n):
+        legal = i < n - n_illegal
+        key = f"{seed}:{i}"
+        out.append((steered_recipe(steering, key, legal) if steering is not None else fresh_recipe(key), legal))
+    return out
+
+
 def draw_direct(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE,
-                avoid: frozenset[str] = frozenset()) -> list[Program]:
+                avoid: frozenset[str] = frozenset(), steering: Steering | None = None) -> list[Program]:
     """``n`` programs, each drawn straight from the strategies with its own random stream.
 
     Five times cheaper than running Hypothesis's engine (``draw_programs``): no
@@ -93,15 +108,29 @@ def draw_direct(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE,
     strategies reject (a filter) is redrawn.
     """
     n_illegal = int(round(n * illegal_share))
-    strategies = (S.programs(avoid), S.illegal_programs(avoid=avoid))
+    strategies = _strategies(avoid)
     out: list[Program] = []
     with reproducible():  # program i depends on (seed, i), not on what else the process imported
-        for i in range(n):
+        for i, (recipe, legal) in enumerate(recipes(n, seed, illegal_share, steering) if steering else [(None, False)] * n):
             try:
-                out.append(draw(strategies[i >= n - n_illegal], f"{seed}:{i}"))
+                if recipe is None or recipe.startswith("k:"):
+                    out.append(draw(strategies[i >= n - n_illegal], f"{seed}:{i}"))
+                else:  # a mutant of a kept program (``steering``)
+                    out.append(draw_recipe(strategies[not legal], recipe))
             except DrawFailed as exc:
                 raise GenerationError(f"program {i} of seed {seed}: {exc}") from exc
     return out
+
+
+_STRATEGIES: dict = {}
+
+
+def _strategies(avoid: frozenset[str]) -> tuple:
+    """(legal, illegal) strategies, built once per ``avoid`` (a kept program's choices are cached
+    per strategy object: ``strategies.steer.choices_of``)."""
+    if avoid not in _STRATEGIES:
+        _STRATEGIES[avoid] = (S.programs(avoid), S.illegal_programs(avoid=avoid))
+    return _STRATEGIES[avoid]
 
 
 def draw_programs(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE,
@@ -147,8 +176,10 @@ def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
         # A block cut short (the last of a run) is drawn at its own size, so it holds illegal
         # programs in proportion too (the mutants come last in a block).
         n = task.size if task.keep is None else min(task.keep, task.size)
-        draw_ = draw_programs if task.generator == "hypothesis" else draw_direct
-        progs = draw_(n, block_seed(task.seed, task.block), task.illegal_share, task.avoid)
+        if task.generator == "hypothesis":
+            progs = draw_programs(n, block_seed(task.seed, task.block), task.illegal_share, task.avoid)
+        else:
+            progs = draw_direct(n, block_seed(task.seed, task.block), task.illegal_share, task.avoid, task.steering)
     if task.numerics is not None:  # stamped on the program: its repro file replays the same way
         progs = [replace(p, numerics=task.numerics) for p in progs]
     limit = len(progs) if task.keep is None else min(task.keep, len(progs))

@@ -120,6 +120,17 @@ def add_pairs(ap: argparse.ArgumentParser, route: str) -> None:
                     metavar="N", help="input sets each pair is compared on (the GPU runs each build again on new data)")
 
 
+STEER_DEFAULT = "none"
+
+
+def add_steer(ap: argparse.ArgumentParser) -> None:
+    """``--steer``: SASS-coverage feedback (``strategies.steer``; benchmarks/README.md measures the modes)."""
+    ap.add_argument("--steer", choices=("none", "corpus", "target"), default=STEER_DEFAULT,
+                    help="steer generation toward programs whose SASS holds rare or new forms: corpus (programs "
+                         "that reached a new or rare form are kept and mutated further), target (the programs of "
+                         "highest rarity score are kept and hill-climbed, as Hypothesis's target() does) or none")
+
+
 def judges_of(args: argparse.Namespace, route: str | None = None) -> JudgeSet:
     """The judge set ``--judges`` and ``--ptxas`` ask for, resolved once (``judges.selection.select``),
     with the metamorphic stage's judges configured by ``--pairs``/``--pair-share``/``--inputs`` where given."""

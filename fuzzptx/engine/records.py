@@ -68,6 +68,6 @@ def record(block: int, index: int, base: dict[str, Any], v: Verdicts, findings: 
     what it is, what each judge said, its findings (one per root cause) and their repro files
     (``repros``: by root cause, ``str(f.root_cause)``)."""
     return {"block": block, "index": index, "id": f"{block}:{index}", "t": time.time(), **base,
-            "verdicts": v.summary(),
+            "verdicts": v.summary(), **v.record_fields(),
             "findings": [finding_record(f, repros.get(str(f.root_cause)) or repros.get(f.signature)) for f in findings],
             "repro": next(iter(repros.values()), None)}

@@ -50,7 +50,7 @@ def run(n: int, seed: int, judges: Iterable[str] | JudgeSet, out_dir: Path, *, b
         illegal_share: float = ILLEGAL_SHARE, shrink_budget: float = 20.0, progress: bool = True,
         numerics: str = "spec", generator: str = "direct", workers: int = 0, repros: bool = True,
         shrink_model_gaps: bool = False, resume: bool = False,
-        avoid: frozenset[str] = frozenset()) -> dict:
+        avoid: frozenset[str] = frozenset(), steer: str = "none") -> dict:
     """Judge ``n`` programs into ``out_dir`` with the campaign engine; returns the run's summary
     (``summary``).  ``workers``: pool processes (0: inline, in this process); ``repros=False``:
     findings are counted and recorded but not shrunk (as a benchmark of the per-program cost wants);
@@ -67,7 +67,7 @@ def run(n: int, seed: int, judges: Iterable[str] | JudgeSet, out_dir: Path, *, b
     config = RunConfig(seed=seed, block_size=batch, examples=n, judges=judges, generator=generator,
                        numerics=None if numerics == "spec" else numerics, illegal_share=illegal_share,
                        shrink_budget=shrink_budget if repros else 0.0, shrink_model_gaps=shrink_model_gaps, avoid=avoid,
-                       out=Path(out_dir), workers=max(workers, 1), inline=workers <= 0, gpus=tuple(gpus))
+                       out=Path(out_dir), workers=max(workers, 1), inline=workers <= 0, gpus=tuple(gpus), steer=steer)
     return run_config(config, progress=progress, resume=resume)
 
 
@@ -76,6 +76,17 @@ def run_config(config: RunConfig, *, progress: bool = True, resume: bool = False
     stats = run_campaign(config.out, config, gpus=list(config.gpus), workers=config.workers, inline=config.inline,
                          progress=progress, resume=resume)
     return summary(stats)
+
+
+def sass_line(s: dict) -> str:
+    """The SASS-form coverage in one line: forms reached, and of the real kernels' forms how many."""
+    line = f"{s['sass_forms_reached']} SASS forms in {s.get('sass_programs', 0)} disassembled programs"
+    real = s.get("sass_real_kernels")
+    if real:
+        line += (f"; real kernels' forms reached {real['reached']}/{real['real_forms']} ({real['fraction']:.1%})"
+                 + (f", not reached: {', '.join(real['missing'][:6])}" + (" ..." if len(real["missing"]) > 6 else "")
+                    if real["missing"] else ""))
+    return line
 
 
 def summary(stats: dict) -> dict:
@@ -102,6 +113,7 @@ def summary(stats: dict) -> dict:
         "avoid": stats.get("avoid", []),
         "families": stats["families"],
         "forms_reached": stats["forms_reached"],
+        **{k: stats[k] for k in ("sass_forms_reached", "sass_programs", "sass_coverage", "sass_timeline") if k in stats},
         "repros": stats["repros"],
         "judges": stats["judges"],
         "block_errors": stats["block_errors"],
@@ -122,6 +134,8 @@ def format_summary(s: dict, out_dir: Path, bug_lines: Sequence[str] = ()) -> str
         lines.append(f"  cost vs ptxas   {s['overhead_vs_ptxas']}x CPU (every per-program stage over ptxas time"
                      f" alone); wall {s['wall_over_ptxas']}x (ptxas runs beside the other judges)")
     lines.append(f"  coverage        {s['forms_reached']} catalogue forms; families: " + ", ".join(f"{k} {v}" for k, v in list(s["families"].items())[:8]))
+    if s.get("sass_forms_reached") is not None:
+        lines.append("  SASS coverage   " + sass_line(s))
     if s["findings_by_bucket"]:
         known = s.get("known") or {}
         if s.get("bugs"):

@@ -65,6 +65,15 @@ class SkippableVerdict:
 
 
 @dataclass
+class SassVerdict(SkippableVerdict):
+    """The SASS judge's verdict, with the SASS forms of the program's own functions
+    (``oracles/sass/vocabulary.py``) where its listing was at hand: what runs count as SASS
+    coverage (None: not disassembled)."""
+
+    forms: frozenset[str] | None = None
+
+
+@dataclass
 class NotApplicable:
     """A judge that has nothing to say of this program by design (a ptxas release older than the
     program's ``.version`` or target): never a finding."""
@@ -201,6 +210,13 @@ class Verdicts(MutableMapping):
             out.update(judge.summary(self[judge.name]))
         return out
 
+    def record_fields(self) -> dict[str, Any]:
+        """Fields of the program's record the judges add beside the verdict table (``Judge.record_fields``)."""
+        out: dict[str, Any] = {}
+        for judge in summary_order(self):
+            out.update(judge.record_fields(self[judge.name]))
+        return out
+
 
 # The engine's stages, in the order a block goes through them (``fuzzptx.engine.stages`` keeps the
 # table of what each does); a judge joins one of the judging ones (``Judge.stage``).
@@ -266,6 +282,11 @@ class Judge(ABC):
     def summary(self, verdict: Any) -> dict[str, str]:
         """Lines of the verdict table (key -> text); the key is usually the judge's name."""
         return {self.name: str(verdict)}
+
+    def record_fields(self, verdict: Any) -> dict[str, Any]:
+        """Fields this judge adds to the program's record (``results.jsonl``) that are no verdict
+        line: data for a run's counts, never an EXPECT line of a repro."""
+        return {}
 
     def findings(self, program: Program, v: Verdicts, family: str, *, full: Any = None) -> list[Finding]:
         """The disagreements this judge reports (against the reference, ptxas, its own label...).

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fuzzptx.errors import FuzzptxError
@@ -19,6 +19,8 @@ from fuzzptx.oracles.ptxas_merge import unsuffixed
 from fuzzptx.oracles.reference import compare as ref_compare, run_program
 from fuzzptx.oracles.reference.errors import BadAddress, MissingInput, StepLimit, Unsupported
 from fuzzptx.oracles.sass import cubin_sm, disassemble, disassemble_all, disassembler, gmma_count_hazards, verify
+from fuzzptx.oracles.sass.listing import cached as cached_listing
+from fuzzptx.oracles.sass.vocabulary import program_forms
 from fuzzptx.program import Program
 
 from .metamorphic import Checked, HardwareJudge as OnGpu, PreparedPairs, ReferenceJudge as OnReference
@@ -26,7 +28,7 @@ from . import compile_pairs
 from .metamorphic import prepare_pairs as metamorphic_prepare, verdict as metamorphic_verdict
 from .registry import get as get_judge, register, register_family
 from .base import (ACCEPTED, COMPILE, CUBIN, DEVICE, EARLY, GPU, IR, METAMORPHIC, BATCH, CheckerVerdict, Context,
-                   Done, Judge, NotApplicable, ReferenceVerdict, SkippableVerdict, Verdicts)
+                   Done, Judge, NotApplicable, ReferenceVerdict, SassVerdict, SkippableVerdict, Verdicts)
 from .finding import Finding
 from .programs import expects_defined, is_labelled, outputs_against_reference, took_the_mutated_path
 
@@ -546,6 +548,15 @@ class MmasimJudge(Judge):
 # ------------------------------------------------------------------ SASS
 
 
+@dataclass
+class _Hazards:
+    """What the SASS judge's pipeline rules found, and the compile result they read."""
+
+    value: Any = None
+    skipped: str | None = None
+    compiled: Any = None
+
+
 class SassJudge(Judge):
     """The GMMA pipeline rules on the SASS ptxas emitted (``fuzzptx.oracles.sass``; docs/sass.md):
     a register of a GMMA in flight written or its accumulator read, a GMMA reading what was
@@ -585,32 +596,51 @@ class SassJudge(Judge):
             except Exception:  # noqa: BLE001 - each program's verdict then says what went wrong
                 pass
 
-    def judge(self, program: Program, ctx: Context) -> SkippableVerdict:
-        if not any(i.opcode.startswith("wgmma.mma_async") for f in program.module.functions() if f.body is not None
-                   for i in f.instructions()):
-            return SkippableVerdict(())
+    def judge(self, program: Program, ctx: Context) -> SassVerdict:
+        """The pipeline hazards (wgmma programs the checker finds defined), with the program's SASS
+        forms wherever its listing is at hand (every accepted program of a run: ``warm``)."""
         tc = ctx.toolchain
         tool = self.tool(tc)
+        r = ctx.verdicts.ptxas
+        seen = self._forms(r, tool)
+        verdict = self._hazards(program, ctx, tool)
+        if seen is None and verdict.value is not None:  # it disassembled the program: read the forms off its listing
+            seen = self._forms(verdict.compiled, tool)
+        return SassVerdict(verdict.value, verdict.skipped, seen)
+
+    @staticmethod
+    def _forms(r: Any, tool: list[str] | None) -> frozenset[str] | None:
+        """The forms of ``r``'s program in the listing already made of its cubin (None: none at hand)."""
+        if tool is None or r is None or not r.accepted or not r.cubin:
+            return None
+        listing = cached_listing(r.cubin, tool)
+        return None if listing is None else program_forms(listing, [r.kernel(e) for e in r.kernel_names])
+
+    def _hazards(self, program: Program, ctx: Context, tool: list[str] | None) -> "_Hazards":
+        if not any(i.opcode.startswith("wgmma.mma_async") for f in program.module.functions() if f.body is not None
+                   for i in f.instructions()):
+            return _Hazards(())
+        tc = ctx.toolchain
         if tool is None:
-            return SkippableVerdict(skipped="no disassembler (pip install nvidia-cuda-nvdisasm)")
+            return _Hazards(skipped="no disassembler (pip install nvidia-cuda-nvdisasm)")
         cv = ctx.verdicts.get("checker")
         if cv is not None and cv.error is not None:
-            return SkippableVerdict(skipped=f"the checker could not judge the program: {cv.error}")
+            return _Hazards(skipped=f"the checker could not judge the program: {cv.error}")
         findings = cv.findings if cv is not None else None
         if findings is None:
             try:
                 findings = check_module(program.module, layers=("isa", "spec"), tensormaps=program.tensormaps)
             except Exception as exc:  # noqa: BLE001 - a program the checker cannot read is not the SASS's
-                return SkippableVerdict(skipped=f"the checker could not judge the program: {type(exc).__name__}: {exc}")
+                return _Hazards(skipped=f"the checker could not judge the program: {type(exc).__name__}: {exc}")
         if any(f.severity == "error" for f in findings):
-            return SkippableVerdict(skipped="the checker finds the program illegal or undefined")
+            return _Hazards(skipped="the checker finds the program illegal or undefined")
         r = ctx.verdicts.ptxas
         if r is None or r.cubin is None:  # judged without the ptxas judge's cubin: compile it alone
             r = compile_ptx(ctx.text, want_cubin=True, ptxas=tc.ptxas if tc is not None else None)
         if not r.accepted or not r.cubin:
-            return SkippableVerdict(skipped="ptxas rejects it")
+            return _Hazards(skipped="ptxas rejects it")
         if cubin_sm(r.cubin) != 90:
-            return SkippableVerdict(skipped=f"a cubin for sm_{cubin_sm(r.cubin)}: the GMMA pipeline rules are Hopper's")
+            return _Hazards(skipped=f"a cubin for sm_{cubin_sm(r.cubin)}: the GMMA pipeline rules are Hopper's")
         listing = disassemble(r.cubin, tool)
         out: list[tuple[str, str, tuple[str, ...]]] = []
         for entry in r.kernel_names:
@@ -621,7 +651,12 @@ class SassJudge(Judge):
                 out.append((h.rule, unsuffixed(h.line()), h.excerpt))
             for c in gmma_count_hazards(program.module, entry, listing, name):
                 out.append((c.rule, unsuffixed(c.line()), c.excerpt))
-        return SkippableVerdict(tuple(out))
+        return _Hazards(tuple(out), compiled=r)
+
+    def record_fields(self, verdict: Any) -> dict[str, Any]:
+        """``sass_forms``: the program's SASS forms, sorted (what a run's SASS coverage counts)."""
+        forms = getattr(verdict, "forms", None)
+        return {} if forms is None else {"sass_forms": sorted(forms)}
 
     def moved(self, verdict: SkippableVerdict, delta: int) -> SkippableVerdict | None:
         """Header lines change no instruction, so the SASS and its hazards stay (a skip may quote a line)."""
@@ -685,6 +720,9 @@ class ReleaseSassJudge(SassJudge):
     def summary(self, verdict: SkippableVerdict) -> dict[str, str]:
         s = super().summary(verdict)
         return {self.name: s["sass"]} if "sass" in s else {}
+
+    def record_fields(self, verdict: Any) -> dict[str, Any]:
+        return {}  # a run's SASS coverage is the pinned release's (the one the GPU runs)
 
 
 def release_sass_judge(spec: str) -> Judge:

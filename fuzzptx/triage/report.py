@@ -25,6 +25,7 @@ from fuzzptx.inputs import InputError, read_text
 from fuzzptx.triage import bugs as bug_rows
 from fuzzptx.triage.known import KnownBug, classify, context_from, load_known
 from fuzzptx.judges.finding import CLASSES
+from fuzzptx.oracles.sass.real import against_real, real_vocabulary
 from fuzzptx.triage.buckets import Triage, evidence_text, holds_text, read_records, releases_of
 
 
@@ -47,9 +48,18 @@ class Digest:
     # programs with tensor-core instructions, those whose reference run executed none (coverage:none),
     # and the instructions executed of those they have (the records' ``tensor`` field)
     tensor: Counter = field(default_factory=Counter)
+    sass: Counter = field(default_factory=Counter)  # SASS form -> programs that reached it (records' sass_forms)
+    sass_curve: list = field(default_factory=list)  # (programs, record time, SASS forms reached) where it grew
 
     def add(self, rec: dict) -> None:
         n = len(self.forms)
+        sass = rec.get("sass_forms")
+        if isinstance(sass, list) and sass:
+            k = len(self.sass)
+            self.sass.update(f for f in sass if isinstance(f, str))
+            if len(self.sass) > k:
+                t = rec.get("t")
+                self.sass_curve.append((self.programs + 1, t if isinstance(t, (int, float)) else None, len(self.sass)))
         self.forms.update(rec.get("forms", ()))
         self.programs += 1
         if len(self.forms) > n:
@@ -207,6 +217,44 @@ def plot_saturation(t: Triage, digest: Digest, hit: dict) -> str:
     return _svg(fig)
 
 
+def plot_sass(digest: Digest, programs: int, real: dict | None) -> str:
+    """SASS forms reached against programs judged and against time (the records' ``sass_forms``),
+    with the real kernels' forms (``fuzzptx.oracles.sass.real``) as the line to reach."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not digest.sass_curve:
+        return "<p>No SASS coverage: the records hold no SASS forms (the sass judge did not run).</p>"
+    pts = [(0, 0)] + [(n, f) for n, _, f in digest.sass_curve] + [(programs, len(digest.sass))]
+    timed = [(t, f) for _, t, f in digest.sass_curve if t is not None]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 2.6))
+    axes[0].step([a for a, _ in pts], [b for _, b in pts], where="post", label="SASS forms reached")
+    if real:
+        axes[0].axhline(real["real_forms"], color="grey", ls="--", lw=0.8, label="real kernels' forms")
+        axes[0].legend(fontsize=7)
+    axes[0].set_xlabel("programs judged")
+    axes[0].set_ylabel("SASS forms")
+    axes[0].grid(alpha=0.3)
+    if timed:
+        t0 = min(digest.times) if digest.times else timed[0][0]
+        axes[1].step([a - t0 for a, _ in timed], [b for _, b in timed], where="post")
+    axes[1].set_xlabel("seconds")
+    axes[1].set_ylabel("SASS forms")
+    axes[1].grid(alpha=0.3)
+    return _svg(fig)
+
+
+def _sass_missing(real: dict | None) -> str:
+    if not real:
+        return ""
+    items = "".join(f"<li><code>{html.escape(f)}</code></li>" for f in real["missing"])
+    return (f"<p>{real['reached']} of the real kernels' {real['real_forms']} SASS forms reached "
+            f"({real['fraction']:.1%}).</p>"
+            + (f"<p>The real kernels' forms never reached (most common first):</p><ul>{items}</ul>" if items else ""))
+
+
 def summary(t: Triage, digest: Digest, stats: dict, known: tuple[KnownBug, ...] = (),
             releases: dict | None = None) -> dict:
     times = digest.times
@@ -246,6 +294,8 @@ def summary(t: Triage, digest: Digest, stats: dict, known: tuple[KnownBug, ...] 
         "known_entries_unmatched": [f"{k.where()}: {k.id} ({k.pattern_text()})" for k in unmatched] if known else [],
         "families": dict(digest.families.most_common()),
         "tensor_coverage": dict(digest.tensor),  # coverage:none: programs that agreed about no tensor core
+        "sass_forms_reached": len(digest.sass),
+        "sass_real_kernels": against_real(digest.sass, real_vocabulary()) if digest.sass else None,
         "wall_seconds": wall,
         "programs_per_second": pps,
         "campaign_stats": stats,
@@ -351,6 +401,8 @@ root cause (<b>{summ['new_buckets']}</b> new, {summ['known_buckets']} known);
 <h2>Bugs (one bucket per root cause, new first)</h2>{plot_buckets(t)}
 <table><tr><th>findings</th><th>root cause</th><th>class</th><th>status</th><th>evidence</th><th>smallest repro</th><th>instructions</th>{'<th>releases (the signature holds)</th>' if with_releases else ''}</tr>{''.join(rows)}</table>
 {f'<p>Known bugs of the ledger that matched no bucket (fixed, stale, or their judges did not run):</p><ul>{stale}</ul>' if stale else ''}
+<h2>SASS forms over time</h2>{plot_sass(digest, summ['programs'], summ.get('sass_real_kernels'))}
+{_sass_missing(summ.get('sass_real_kernels'))}
 <h2>Coverage: type mix &times; N &times; A source &times; swizzle</h2>{plot_coverage(digest.cells)}
 <h2>Throughput over time</h2>{plot_throughput(digest.times)}
 <h2>Stages</h2>{stage_rows or '<p>no stats.json</p>'}

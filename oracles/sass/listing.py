@@ -309,6 +309,15 @@ def disassemble_all(cubins: list[bytes], tool: list[str]) -> list[Listing]:
     return [found[k] for k in keys]
 
 
+def cached(cubin: bytes, tool: list[str]) -> Listing | None:
+    """The listing ``disassemble`` made of ``cubin`` if it is still cached, else None (never a
+    disassembler run: what reads SASS only where it is already at hand, as coverage does)."""
+    if cubin_sm(cubin) != 90:
+        return None
+    with _LOCK:
+        return _CACHE.get(_key(cubin, tool))
+
+
 def disassemble(cubin: bytes, tool: list[str]) -> Listing:
     """The listing of one cubin (cached: the programs of a batch share their module's cubin)."""
     return disassemble_all([cubin], tool)[0]

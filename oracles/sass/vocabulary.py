@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from .listing import Instruction, Listing
 
 _SHAPE = re.compile(r"^\d+x\d+(x\d+)?$")
+_SUFFIX = re.compile(r"_fzb\d+_")  # a merged module's renaming (``oracles/ptxas_merge.py``)
 
 
 def form(ins: Instruction) -> str:
@@ -32,3 +33,15 @@ def forms(listing: Listing, functions: Iterable[str] | None = None) -> Counter:
         if functions is None or name in functions:
             out.update(form(i) for i in fn.instrs)
     return out
+
+
+def program_forms(listing: Listing, kernels: Iterable[str]) -> frozenset[str]:
+    """The forms of one program's functions in ``listing``, given its kernels' names there: in a
+    batched module's cubin those of its own renaming (``k_fzb3_`` and every ``*_fzb3_``), in a
+    cubin of the program alone every function."""
+    marks = {m.group(0) for k in kernels for m in [_SUFFIX.search(k)] if m}
+    out: set[str] = set()
+    for name, fn in listing.functions.items():
+        if not marks or any(m in name for m in marks):
+            out.update(form(i) for i in fn.instrs)
+    return frozenset(out)
