@@ -10,7 +10,8 @@ from pathlib import Path
 
 from fuzzptx.engine import run as engine_run
 from fuzzptx.engine.generate import ILLEGAL_SHARE
-from fuzzptx.engine.options import (OptionError, Parser, add_examples, add_judges, add_json, add_numerics, add_out, add_ptxas,
+from fuzzptx.engine.options import (GENERATOR_HELP, GENERATORS, OptionError, Parser, add_examples, add_judges, add_json,
+                                    add_kernels, add_numerics, add_out, add_ptxas, kernel_files,
                                     add_pairs, add_seed, add_steer, add_workers, judges_of, non_negative_seconds, positive_int, share)
 from fuzzptx.engine.campaign import (CampaignError, _say, _write_json, build_parser as campaign_parser, corpus_files,
                                      gpu_judges_usable, parse_duration, parse_gpus, parse_shard, run_campaign,
@@ -52,9 +53,8 @@ def build_parser() -> Parser:
                          "mutation labels, the reference): by default only compiler and hardware findings are shrunk")
     add_workers(ap, None, "CPU processes (0: judge in this process; default: one per core)")
     add_numerics(ap, "spec")
-    ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct",
-                    help="direct: each program drawn straight from the strategies, as the campaign does (fast); "
-                         "hypothesis: through Hypothesis's engine")
+    ap.add_argument("--generator", choices=GENERATORS, default="direct", help=GENERATOR_HELP)
+    add_kernels(ap)
     ap.add_argument("--known", metavar="FILE", default=None,
                     help="known-bug ledger (TOML) the run's root causes are matched to: the headline says how many "
                          f"distinct bugs are new; default: {DEFAULT_LEDGER.relative_to(DEFAULT_LEDGER.parents[1])} of "
@@ -84,7 +84,7 @@ def main_run(argv: list[str]) -> int:
                           illegal_share=args.illegal_share, shrink_budget=args.shrink_budget,
                           progress=not args.quiet and not args.json, numerics=args.numerics,
                           generator=args.generator, workers=workers, shrink_model_gaps=args.shrink_model_gaps,
-                          resume=args.resume, steer=args.steer,
+                          resume=args.resume, steer=args.steer, kernels=kernel_files(args.kernels),
                           avoid=frozenset() if args.rediscover else avoided(known, {"numerics": args.numerics}))
     b = bugs.summarise({"buckets": summ["findings_by_bucket"], **summ}, known, {"numerics": args.numerics}, out_dir,
                        bundles=not args.no_bundles)
@@ -133,7 +133,8 @@ def main_campaign(argv: list[str]) -> int:
     config = RunConfig(seed=args.seed, block_size=args.block_size, shard=shard, examples=args.examples,
                        seconds=seconds, judges=judges, corpus=corpus, corpus_skipped=corpus_skipped,
                        plant=args.plant_faults, generator=args.generator, numerics=numerics, avoid=avoid,
-                       out=Path(args.out), workers=workers, gpus=tuple(gpus), steer=args.steer)
+                       out=Path(args.out), workers=workers, gpus=tuple(gpus), steer=args.steer,
+                       kernels=kernel_files(args.kernels))
     stats = run_campaign(config.out, config, gpus=gpus, resume=args.resume, workers=workers,
                          gpu_timeout=args.gpu_timeout, gpu_workers=args.gpu_workers, progress=not args.quiet,
                          force_takeover=args.force_takeover, stale_after=args.stale_after)

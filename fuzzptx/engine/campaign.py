@@ -51,7 +51,7 @@ from fuzzptx.program import Program
 
 from .block import Prepared, deferrable, pool_block, pool_blocks, warm
 from .config import RunConfig
-from .options import (Parser, add_steer, add_examples, add_judges, add_numerics, add_pairs, add_out, add_ptxas, add_seed,
+from .options import (GENERATOR_HELP, GENERATORS, Parser, add_kernels, add_steer, add_examples, add_judges, add_numerics, add_pairs, add_out, add_ptxas, add_seed,
                       add_workers, count_or_zero, positive_int, positive_seconds)
 from .generate import BlockTask, block_programs_left
 from .steering import SassCoverage, SteerFold, steer_lag
@@ -1013,9 +1013,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-bundles", action="store_true", help="do not write a bundle of each new bug into --out")
     ap.add_argument("--block-size", type=positive_int, default=32, help="programs per block (one ptxas module)")
     add_workers(ap, 0, "CPU processes (0: one per core, one fewer with a GPU)")
-    ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct",
-                    help="direct: each program drawn straight from the strategies (fast); "
-                         "hypothesis: through Hypothesis's engine (fuzz.draw_programs)")
+    ap.add_argument("--generator", choices=GENERATORS, default="direct", help=GENERATOR_HELP)
+    add_kernels(ap)
     add_steer(ap)
     ap.add_argument("--corpus", help="judge the .ptx repro files under this directory instead of generating")
     ap.add_argument("--plant-faults", nargs="?", type=count_or_zero, const=-1, default=None, metavar="BLOCK",

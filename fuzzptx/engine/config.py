@@ -49,6 +49,7 @@ class RunConfig:
     inline: bool = False  # judge in this process, no pool
     gpus: tuple[int, ...] = ()  # the GPUs the GPU stages use
     steer: str = "none"  # SASS-coverage steering (strategies.steer.MODES)
+    kernels: tuple[str, ...] = ()  # the real kernels --generator mutants starts from (empty: tests/data's)
 
     def __post_init__(self) -> None:
         judges = JudgeSet.of(default_names("campaign") if self.judges is None else self.judges)
@@ -85,4 +86,4 @@ class RunConfig:
         if self.corpus is not None:
             files = self.corpus[block * self.block_size:(block + 1) * self.block_size]
         return BlockTask(block, self.seed, self.block_size, self.judges, skip, keep, plant, files, self.generator,
-                         self.numerics, self.illegal_share, self.avoid, steering)
+                         self.numerics, self.illegal_share, self.avoid, steering, self.kernels)

@@ -18,6 +18,8 @@ from fuzzptx.inputs import read_text
 from fuzzptx.judges.selection import JudgeSet
 from fuzzptx.program import Program
 from fuzzptx.strategies.direct import DrawFailed, draw, reproducible
+from fuzzptx.oracles.sass.real import real_kernel_files
+from fuzzptx.strategies.real_kernels import real_kernel_mutants
 from fuzzptx.strategies.steer import Steering, draw_recipe, fresh_recipe, steered_recipe
 
 
@@ -70,11 +72,12 @@ class BlockTask:
     keep: int | None = None  # programs of the block inside --examples (None: all)
     plant: bool = False
     corpus: tuple[str, ...] | None = None  # this block's files in --corpus mode
-    generator: str = "direct"  # "direct" (draw_direct) or "hypothesis" (fuzz.draw_programs)
+    generator: str = "direct"  # "direct" (draw_direct), "hypothesis" (draw_programs) or "mutants" (draw_mutants)
     numerics: str | None = None  # the reference's numerics for every program (None: each program's own)
     illegal_share: float = ILLEGAL_SHARE  # mutated programs in the block
     avoid: frozenset[str] = frozenset()  # shapes of known bugs the strategies turn down (strategies.avoid)
     steering: Steering | None = None  # a share of the programs drawn as mutants of kept ones (strategies.steer)
+    kernels: tuple[str, ...] = ()  # the real kernels "mutants" starts from (empty: those of tests/data)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "judges", JudgeSet.of(self.judges))
@@ -168,6 +171,41 @@ def draw_programs(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE,
     return out[:n]
 
 
+_PARENTS: dict = {}
+
+
+def real_kernels(files: tuple[str, ...] = ()) -> tuple[Program, ...]:
+    """The real kernels mutants start from, their launches resolved (``launch.load``, no search:
+    a mutant keeps its parent's launch), once per process: ``files``, else those of the
+    checkout's ``tests/data`` (``oracles/sass/real.py``).  A file that is no program is left out."""
+    if files not in _PARENTS:
+        out = []
+        for f in files or tuple(str(p) for p in real_kernel_files()):
+            try:
+                out.append(launch.load(read_text(f, what="PTX file"), f, search_budget=(0, 0.0)))
+            except FuzzptxError:
+                continue
+        if not out:
+            raise GenerationError("no real kernel to mutate" + (f" among {len(files)} file(s)" if files else
+                                  " (tests/data is not here: give --kernels DIR)"))
+        _PARENTS[files] = tuple(out)
+    return _PARENTS[files]
+
+
+def draw_mutants(n: int, seed: int, files: tuple[str, ...] = ()) -> list[Program]:
+    """``n`` mutants of real kernels (``strategies.real_kernels``), program ``i`` a function of
+    ``(seed, i)`` and the kernels."""
+    strategy = real_kernel_mutants(real_kernels(files))
+    out = []
+    with reproducible():
+        for i in range(n):
+            try:
+                out.append(draw(strategy, f"{seed}:{i}"))
+            except DrawFailed as exc:
+                raise GenerationError(f"mutant {i} of seed {seed}: {exc}") from exc
+    return out
+
+
 def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
     """(index, program, planted kind or None) of a block, the same in every process and run."""
     if task.corpus is not None:
@@ -178,6 +216,8 @@ def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
         n = task.size if task.keep is None else min(task.keep, task.size)
         if task.generator == "hypothesis":
             progs = draw_programs(n, block_seed(task.seed, task.block), task.illegal_share, task.avoid)
+        elif task.generator == "mutants":
+            progs = draw_mutants(n, block_seed(task.seed, task.block), task.kernels)
         else:
             progs = draw_direct(n, block_seed(task.seed, task.block), task.illegal_share, task.avoid, task.steering)
     if task.numerics is not None:  # stamped on the program: its repro file replays the same way

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from pathlib import Path
 from typing import Any, Callable
 
 from fuzzptx.errors import FuzzptxError
@@ -121,6 +122,25 @@ def add_pairs(ap: argparse.ArgumentParser, route: str) -> None:
 
 
 STEER_DEFAULT = "none"
+GENERATORS = ("direct", "hypothesis", "mutants")
+GENERATOR_HELP = ("direct: each program drawn straight from the strategies (fast); hypothesis: through Hypothesis's "
+                  "engine; mutants: mutants of real kernels (the Triton, CUTLASS and nvcc kernels of tests/data, or "
+                  "--kernels DIR): operands, orders, epilogue code changed")
+
+
+def add_kernels(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--kernels", metavar="DIR", default=None,
+                    help="with --generator mutants: the .ptx kernels to start from (default: tests/data's)")
+
+
+def kernel_files(directory: str | None) -> tuple[str, ...]:
+    """The .ptx files under ``--kernels DIR`` (one line when there are none)."""
+    if directory is None:
+        return ()
+    files = tuple(sorted(str(p) for p in Path(directory).rglob("*.ptx")))
+    if not files:
+        raise OptionError(f"--kernels {directory}: no .ptx file there")
+    return files
 
 
 def add_steer(ap: argparse.ArgumentParser) -> None:

@@ -50,7 +50,7 @@ def run(n: int, seed: int, judges: Iterable[str] | JudgeSet, out_dir: Path, *, b
         illegal_share: float = ILLEGAL_SHARE, shrink_budget: float = 20.0, progress: bool = True,
         numerics: str = "spec", generator: str = "direct", workers: int = 0, repros: bool = True,
         shrink_model_gaps: bool = False, resume: bool = False,
-        avoid: frozenset[str] = frozenset(), steer: str = "none") -> dict:
+        avoid: frozenset[str] = frozenset(), steer: str = "none", kernels: tuple[str, ...] = ()) -> dict:
     """Judge ``n`` programs into ``out_dir`` with the campaign engine; returns the run's summary
     (``summary``).  ``workers``: pool processes (0: inline, in this process); ``repros=False``:
     findings are counted and recorded but not shrunk (as a benchmark of the per-program cost wants);
@@ -67,7 +67,8 @@ def run(n: int, seed: int, judges: Iterable[str] | JudgeSet, out_dir: Path, *, b
     config = RunConfig(seed=seed, block_size=batch, examples=n, judges=judges, generator=generator,
                        numerics=None if numerics == "spec" else numerics, illegal_share=illegal_share,
                        shrink_budget=shrink_budget if repros else 0.0, shrink_model_gaps=shrink_model_gaps, avoid=avoid,
-                       out=Path(out_dir), workers=max(workers, 1), inline=workers <= 0, gpus=tuple(gpus), steer=steer)
+                       out=Path(out_dir), workers=max(workers, 1), inline=workers <= 0, gpus=tuple(gpus), steer=steer,
+                       kernels=kernels)
     return run_config(config, progress=progress, resume=resume)
 
 
