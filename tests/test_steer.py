@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzzptx.engine.generate import BlockTask, draw_direct, recipes
+from fuzzptx.engine.generate import BlockTask, block_seed, draw_direct, recipes
 from fuzzptx.engine.steering import SassCoverage, SteerFold
 from fuzzptx.oracles import sass
 from fuzzptx.oracles.sass import real as real_vocab
@@ -109,11 +109,13 @@ def test_the_fold_is_in_block_order_whatever_order_blocks_finish_in():
     assert a.folded == b.folded == 6 and a.kept == b.kept and a.cov.counts == b.cov.counts
     assert a.cov.first["F21"] == "2:1"
     fold = SteerFold("corpus", lag=2)
-    assert fold.steering_for(2) is None  # nothing kept yet, and block 0 needs nothing folded
+    assert fold.steering_for(2) is None  # nothing kept yet, and block 2 reads no block
     assert fold.steering_for(3) is False  # block 3 reads block 0, which is not in
-    fold.submitted(BlockTask(0, 3, 4, ("ptxas",)))
-    fold.recorded(0, [(0, {"EXIT", "FMUL"})])
-    assert isinstance(fold.steering_for(3), Steering)
+    for b in range(2):
+        fold.submitted(BlockTask(b, 3, 4, ("ptxas",)))
+        fold.recorded(b, [(0, {"EXIT", f"FMUL{b}"})])
+    assert [p.recipe for p in fold.steering_for(3).kept.parents] == ["k:%d:0" % block_seed(3, 0)]  # block 0 only
+    assert len(fold.steering_for(4).kept.parents) == 2  # blocks 0 and 1, however many more are folded
     fold.skip_to(5)  # blocks never recorded count as folded (no wait for ever)
     assert fold.folded == 5
 
@@ -162,3 +164,23 @@ def test_summary_and_report_show_sass_coverage(tmp_path, monkeypatch):
     line = engine_run.sass_line({"sass_forms_reached": 3, "sass_programs": 3,
                                  "sass_real_kernels": summ["sass_real_kernels"]})
     assert "3 SASS forms" in line and "2/3 (66.7%)" in line and "SHFL.BFLY" in line
+
+
+@needs_disassembler
+def test_a_steered_run_is_a_function_of_its_seed_and_draws_mutants(tmp_path):
+    """Inline, blocks of 3: block b is drawn from the corpus of the blocks before b - 4 (the lag:
+    one task of four blocks in flight); two runs of one seed record the same programs and forms."""
+    from fuzzptx.engine.config import RunConfig
+    from fuzzptx.engine.run import run_config
+
+    def one(out: Path) -> list[dict]:
+        s = run_config(RunConfig(seed=8, block_size=3, examples=27, judges=("ptxas", "sass"), steer="corpus",
+                                 out=out, inline=True), progress=False)
+        assert s["sass_forms_reached"] > 0 and s["sass_coverage"]
+        recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+        return sorted(((r["id"], r.get("draw"), tuple(r.get("sass_forms", ()))) for r in recs))
+
+    a, b = one(tmp_path / "a"), one(tmp_path / "b")
+    assert a == b
+    assert any(d is not None and d.startswith("m") for _, d, _ in a)  # mutants of kept programs
+    assert all(d is None for i, d, _ in a if int(i.split(":")[0]) < 5)  # blocks 0-4 read no folded block

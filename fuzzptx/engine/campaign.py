@@ -552,7 +552,8 @@ def _run_locked(out: Path, plan: RunConfig, lock: OutLock, *, gpus: list[int], r
     # SASS-coverage steering (strategies.steer): block b is drawn from the corpus of the blocks
     # before b - lag; on --resume the record's blocks are folded again from their lines
     fold = SteerFold(plan.steer, steer_lag(1 if inline else workers + 2, GROUP_BLOCKS if deferrable(plan.judges) else 1),
-                                  plan.shard) if plan.steer != "none" else None
+                                  plan.shard) \
+        if plan.steer != "none" and plan.generator == "direct" and plan.corpus is None else None  # (draw_direct's recipes)
     recorded_forms = _recorded_sass_forms(results) if fold is not None and done else {}
     total = plan.total_blocks()
     state = {"exhausted": False, "in_gpu": 0, "last_draw": 0.0, "last_stats": time.monotonic(), "drawn": 0,

@@ -64,19 +64,27 @@ class SteerFold:
     waiting: dict = field(default_factory=dict)  # block -> [(index, forms)] recorded, not yet folded
     drawn: dict = field(default_factory=dict)  # block -> the task it was drawn with (its recipes)
     _made: dict = field(default_factory=dict)  # block -> its recipes (computed once)
+    history: dict = field(default_factory=dict)  # blocks folded -> the corpus then
 
     def __post_init__(self) -> None:
         if self.kept is None:
             self.kept = Kept(self.mode)
+        self.history[self.folded] = self.kept
 
     def _k(self, block: int) -> int:
         return (block - self.shard[0]) // self.shard[1]
 
     def steering_for(self, block: int) -> Steering | None | bool:
-        """The steering block ``block`` is drawn with; False while the blocks it reads are not all folded."""
-        if self._k(block) - self.lag > self.folded:
+        """The steering block ``block`` is drawn with: the corpus as it stood once exactly the shard's
+        blocks before ``block - lag`` were folded, however many are folded now; False while those
+        are not all folded."""
+        need = max(0, self._k(block) - self.lag)
+        if need > self.folded:
             return False
-        return Steering(self.kept) if self.kept.parents else None
+        kept = self.history[need]
+        for k in [k for k in self.history if k < need]:  # blocks are asked for in order: older corpora are done with
+            del self.history[k]
+        return Steering(kept) if kept.parents else None
 
     def submitted(self, task: BlockTask) -> None:
         self.drawn[task.block] = task
@@ -124,3 +132,4 @@ class SteerFold:
                 self.kept = self.kept.offer(self.cov, forms, recipe, legal)
                 self.cov = self.cov.add(forms, f"{b}:{index}")
             self.folded += 1
+            self.history[self.folded] = self.kept
