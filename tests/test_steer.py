@@ -166,21 +166,24 @@ def test_summary_and_report_show_sass_coverage(tmp_path, monkeypatch):
     assert "3 SASS forms" in line and "2/3 (66.7%)" in line and "SHFL.BFLY" in line
 
 
-@needs_disassembler
-def test_a_steered_run_is_a_function_of_its_seed_and_draws_mutants(tmp_path):
-    """Inline, blocks of 3: block b is drawn from the corpus of the blocks before b - 4 (the lag:
-    one task of four blocks in flight); two runs of one seed record the same programs and forms."""
+def _steered(out: Path, examples: int = 27, resume: bool = False) -> list[tuple]:
     from fuzzptx.engine.config import RunConfig
     from fuzzptx.engine.run import run_config
 
-    def one(out: Path) -> list[dict]:
-        s = run_config(RunConfig(seed=8, block_size=3, examples=27, judges=("ptxas", "sass"), steer="corpus",
-                                 out=out, inline=True), progress=False)
-        assert s["sass_forms_reached"] > 0 and s["sass_coverage"]
-        recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
-        return sorted(((r["id"], r.get("draw"), tuple(r.get("sass_forms", ()))) for r in recs))
+    s = run_config(RunConfig(seed=8, block_size=3, examples=examples, judges=("ptxas", "sass"), steer="corpus",
+                             out=out, inline=True), progress=False, resume=resume)
+    assert s["sass_forms_reached"] > 0 and s["sass_coverage"]
+    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    return sorted(((r["id"], r.get("draw"), tuple(r.get("sass_forms", ()))) for r in recs))
 
-    a, b = one(tmp_path / "a"), one(tmp_path / "b")
-    assert a == b
-    assert any(d is not None and d.startswith("m") for _, d, _ in a)  # mutants of kept programs
-    assert all(d is None for i, d, _ in a if int(i.split(":")[0]) < 5)  # blocks 0-4 read no folded block
+
+@needs_disassembler
+def test_a_steered_run_is_a_function_of_its_seed_and_resumes_the_same(tmp_path):
+    """Inline, blocks of 3: block b is drawn from the corpus of the blocks before b - 4 (the lag:
+    one task of four blocks in flight); a run stopped after five blocks and resumed records the
+    same programs and forms as one that ran through (the judged blocks folded from the record)."""
+    whole = _steered(tmp_path / "a")
+    assert any(d is not None and d.startswith("m") for _, d, _ in whole)  # mutants of kept programs
+    assert all(d is None for i, d, _ in whole if int(i.split(":")[0]) < 5)  # blocks 0-4 read no folded block
+    _steered(tmp_path / "b", examples=15)
+    assert _steered(tmp_path / "b", resume=True) == whole
