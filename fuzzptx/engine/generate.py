@@ -20,10 +20,16 @@ from fuzzptx.program import Program
 from fuzzptx.strategies.direct import DrawFailed, draw, reproducible
 from fuzzptx.oracles.sass.real import real_kernel_files
 from fuzzptx.strategies.real_kernels import real_kernel_mutants
+from fuzzptx.strategies.scalar_kernels import scalar_kernels
 from fuzzptx.strategies.steer import Steering, draw_recipe, fresh_recipe, steered_recipe
 
 
 ILLEGAL_SHARE = 0.25  # a quarter of each block is mutated (illegal)
+#: legal programs of a GPU campaign's block drawn as random integer kernels (``--scalar-share``): the
+#: compile pairs' probe found three ptxas -O3 miscompiles in such kernels (71 of 1,500 differing,
+#: tests/hw_records/pairs_probe_v2_h200.json), the wgmma programs none in a 10-minute campaign
+#: (benchmarks/results/campaign_pairs_h200.json)
+SCALAR_SHARE = 0.25
 
 
 class GenerationError(FuzzptxError):
@@ -76,6 +82,7 @@ class BlockTask:
     numerics: str | None = None  # the reference's numerics for every program (None: each program's own)
     illegal_share: float = ILLEGAL_SHARE  # mutated programs in the block
     avoid: frozenset[str] = frozenset()  # shapes of known bugs the strategies turn down (strategies.avoid)
+    scalar_share: float = 0.0  # legal programs drawn as random integer kernels (``--scalar-share``)
     steering: Steering | None = None  # a share of the programs drawn as mutants of kept ones (strategies.steer)
     kernels: tuple[str, ...] = ()  # the real kernels "mutants" starts from (empty: those of tests/data)
 
@@ -87,36 +94,49 @@ def block_seed(seed: int, block: int) -> int:
     return (seed * 1_000_003 + block * 7919) % (2**31)
 
 
-def recipes(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE,
-            steering: Steering | None = None) -> list[tuple[str, bool]]:
+def recipes(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE, steering: Steering | None = None,
+            scalar_share: float = 0.0) -> list[tuple[str, bool]]:
     """(recipe, legal?) of each of the ``n`` programs ``draw_direct`` draws: how to draw each again
-    (``strategies.steer``); the engine learns from them what to keep, without the programs."""
+    (``strategies.steer``; ``s:`` a random integer kernel, never mutated); the engine learns from
+    them what to keep, without the programs."""
     n_illegal = int(round(n * illegal_share))
+    n_scalar = min(n - n_illegal, int(round(n * scalar_share)))
     out = []
     for i in range(n):
         legal = i < n - n_illegal
         key = f"{seed}:{i}"
-        out.append((steered_recipe(steering, key, legal) if steering is not None else fresh_recipe(key), legal))
+        if i < n_scalar:
+            out.append((f"s:{seed}:scalar:{i}", True))
+        else:
+            out.append((steered_recipe(steering, key, legal) if steering is not None else fresh_recipe(key), legal))
     return out
 
 
 def draw_direct(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE,
-                avoid: frozenset[str] = frozenset(), steering: Steering | None = None) -> list[Program]:
+                avoid: frozenset[str] = frozenset(), scalar_share: float = 0.0,
+                steering: Steering | None = None) -> list[Program]:
     """``n`` programs, each drawn straight from the strategies with its own random stream.
 
     Five times cheaper than running Hypothesis's engine (``draw_programs``): no
     example database, no mutation of earlier examples, no simplest-example-first,
     so no duplicate programs within or across blocks.  Program ``i`` depends on
     ``(seed, i)`` alone (and ``avoid``, the known bugs' shapes turned down).  A draw the
-    strategies reject (a filter) is redrawn.
+    strategies reject (a filter) is redrawn.  ``scalar_share``: the first legal programs of the
+    block are random integer kernels instead (``scalar_kernels``, key ``seed:scalar:i``), the
+    code the compile pairs on the GPU found ptxas miscompiling.  ``steering``: a share of the
+    others are mutants of kept programs (``strategies.steer``; ``recipes`` says which).
     """
     n_illegal = int(round(n * illegal_share))
+    n_scalar = min(n - n_illegal, int(round(n * scalar_share)))
     strategies = _strategies(avoid)
+    scalar = scalar_kernels(avoid) if n_scalar else None
     out: list[Program] = []
     with reproducible():  # program i depends on (seed, i), not on what else the process imported
-        for i, (recipe, legal) in enumerate(recipes(n, seed, illegal_share, steering) if steering else [(None, False)] * n):
+        for i, (recipe, legal) in enumerate(recipes(n, seed, illegal_share, steering, scalar_share)):
             try:
-                if recipe is None or recipe.startswith("k:"):
+                if i < n_scalar:
+                    out.append(draw(scalar, f"{seed}:scalar:{i}"))
+                elif recipe.startswith("k:"):
                     out.append(draw(strategies[i >= n - n_illegal], f"{seed}:{i}"))
                 else:  # a mutant of a kept program (``steering``)
                     out.append(draw_recipe(strategies[not legal], recipe))
@@ -219,7 +239,8 @@ def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
         elif task.generator == "mutants":
             progs = draw_mutants(n, block_seed(task.seed, task.block), task.kernels)
         else:
-            progs = draw_direct(n, block_seed(task.seed, task.block), task.illegal_share, task.avoid, task.steering)
+            progs = draw_direct(n, block_seed(task.seed, task.block), task.illegal_share, task.avoid,
+                                task.scalar_share, task.steering)
     if task.numerics is not None:  # stamped on the program: its repro file replays the same way
         progs = [replace(p, numerics=task.numerics) for p in progs]
     limit = len(progs) if task.keep is None else min(task.keep, len(progs))

@@ -95,14 +95,15 @@ class SteerFold:
             return []
         if block not in self._made:
             self._made[block] = recipes(task.size if task.keep is None else min(task.keep, task.size),
-                                        block_seed(task.seed, task.block), task.illegal_share, task.steering)
+                                        block_seed(task.seed, task.block), task.illegal_share, task.steering,
+                                        task.scalar_share)
         return self._made[block]
 
     def record_fields(self, block: int, index: int) -> dict:
         """``draw``: how a mutant of a kept program was drawn (``strategies.steer``: its recipe rebuilds it)."""
         made = self._recipes(block)
         recipe = made[index][0] if index < len(made) else None
-        return {"draw": recipe} if recipe is not None and not recipe.startswith("k:") else {}
+        return {"draw": recipe} if recipe is not None and recipe.startswith("m") else {}
 
     def recorded(self, block: int, programs: list[tuple[int, Iterable[str] | None]]) -> None:
         """A block's records (index, sass forms) are in; fold every block whose turn has come."""
@@ -129,7 +130,8 @@ class SteerFold:
                     continue
                 recipe, legal = made[index]
                 forms = frozenset(forms)
-                self.kept = self.kept.offer(self.cov, forms, recipe, legal)
+                if not recipe.startswith("s:"):  # a random integer kernel counts, but is no parent (another strategy)
+                    self.kept = self.kept.offer(self.cov, forms, recipe, legal)
                 self.cov = self.cov.add(forms, f"{b}:{index}")
             self.folded += 1
             self.history[self.folded] = self.kept
