@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import sys
 import time
 from collections import Counter
@@ -108,11 +109,14 @@ def main() -> int:
     if args.programs <= 0:
         ap.error("--programs must be positive")
     releases = [r.strip() for r in args.ptxas.split(",")] if args.ptxas else [None]
-    rows = [measure(args.programs, args.seed, r) for r in releases]
-    for r in rows:
+    rows = []
+    for release in releases:  # each release's row as soon as it is measured (a long run stopped keeps them)
+        r = measure(args.programs, args.seed, release)
+        rows.append(r)
         print(f"{r['release']}: {r['reached_forms']}/{r['real_forms']} forms ({r['forms_fraction']:.1%}), "
               f"{r['reached_opcodes']}/{r['real_opcodes']} opcodes ({r['opcodes_fraction']:.1%}); "
-              f"{r['programs_accepted']}/{r['programs']} programs accepted", file=sys.stderr)
+              f"{r['programs_accepted']}/{r['programs']} programs accepted; {r['seconds']} s", file=sys.stderr, flush=True)
+        print(json.dumps(r), file=sys.stderr, flush=True)
     finish({"what": __doc__.split("\n\n")[0], "command": " ".join(sys.argv),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seed": args.seed, "rows": rows},
            args.out, echo=False)
