@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from records import finish  # noqa: E402
+from records import start  # noqa: E402
 
 BLOCK = 32
 
@@ -38,6 +38,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    bench = start()
     from fuzzptx.oracles.sass.real import real_vocabulary, vocabulary
 
     t0 = time.perf_counter()
@@ -62,7 +63,7 @@ def main() -> int:
           f"real kernels', {len(got - real)} not in them; {len(got - set(drawn))} not reached by {args.drawn} drawn "
           f"programs; real forms reached: drawn {row['real_forms_drawn_reach']}, either {row['real_forms_either_reaches']}",
           file=sys.stderr)
-    finish({"what": __doc__.split("\n\n")[0], "command": " ".join(sys.argv),
+    bench.finish({"what": __doc__.split("\n\n")[0], "command": " ".join(sys.argv),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seed": args.seed, "rows": [row]},
            args.out, echo=False)
     return 0

@@ -70,6 +70,12 @@ def _bug_yield(r: dict) -> str:
     return f"{run['yield']['distinct']} distinct bugs, {run['known_findings']} known-bug findings"
 
 
+def _vocabulary(r: dict) -> str:
+    """Forms and opcodes of the real kernels reached, per release."""
+    return "; ".join(f"{x['release']} {x['forms_fraction']:.1%} of forms, {x['opcodes_fraction']:.1%} of opcodes"
+                     for x in r["rows"])
+
+
 AGREEMENT = "PYTHONPATH=$PWD:tests python3 -m support.agreement --strategies 2000 --seeds 1-10 --per-seed 100"
 AGREEMENT_RERUN = ("python", "-m", "support.agreement", "--strategies", "2000", "--seeds", "1-10", "--per-seed", "100",
                    "--report", "{out}.md", "--json", "{out}")
@@ -114,6 +120,11 @@ ROWS: tuple[Row, ...] = (
         gaps=tuple(missing_meta({})), note="the figures are the 2026-11-26 record's; a quiet rerun of the command replaces it"),
     Row("7", "python3 benchmarks/bug_yield.py --time 180 --seed 41 --gpus all", "results/bug_yield_h100.json", _bug_yield,
         device=H100, note="the avoiding run on the H100; the CPU dry run: results/bug_yield_cpu_dry.json"),
+    Row("8", "python benchmarks/sass_vocabulary.py --programs 2000 --seed 11 --ptxas 13.0.88,12.9.86,13.5.37 --out "
+        "benchmarks/results/sass_vocabulary_seed11_2000_releases.json", "results/sass_vocabulary_seed11_2000_releases.json",
+        _vocabulary,
+        rerun=("python", "benchmarks/sass_vocabulary.py", "--programs", "2000", "--seed", "11", "--ptxas",
+               "13.0.88,12.9.86,13.5.37", "--out", "{out}")),
 )
 
 BY_ID = {r.id: r for r in ROWS}

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from records import finish  # noqa: E402
+from records import start  # noqa: E402
 
 CORPORA = ("triton", "cutlass", "nvcc")
 BLOCK = 32
@@ -106,6 +106,7 @@ def main() -> int:
     ap.add_argument("--ptxas", default=None, help="releases, comma-separated (default: the pinned one)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    bench = start()
     if args.programs <= 0:
         ap.error("--programs must be positive")
     releases = [r.strip() for r in args.ptxas.split(",")] if args.ptxas else [None]
@@ -117,7 +118,7 @@ def main() -> int:
               f"{r['reached_opcodes']}/{r['real_opcodes']} opcodes ({r['opcodes_fraction']:.1%}); "
               f"{r['programs_accepted']}/{r['programs']} programs accepted; {r['seconds']} s", file=sys.stderr, flush=True)
         print(json.dumps(r), file=sys.stderr, flush=True)
-    finish({"what": __doc__.split("\n\n")[0], "command": " ".join(sys.argv),
+    bench.finish({"what": __doc__.split("\n\n")[0], "command": " ".join(sys.argv),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seed": args.seed, "rows": rows},
            args.out, echo=False)
     return 0

@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from records import finish  # noqa: E402
+from records import start  # noqa: E402
 
 
 def measure(n: int, seed: int, mode: str, real: dict | None) -> dict:
@@ -46,6 +46,7 @@ def main() -> int:
     ap.add_argument("--modes", default="none,corpus,target")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    bench = start()
     from fuzzptx.oracles.sass.real import real_vocabulary
 
     real = real_vocabulary()
@@ -56,7 +57,7 @@ def main() -> int:
         print(f"{mode}: {r['sass_forms']} SASS forms, {r['real_forms_reached']}/{r['real_forms']} of the real kernels'; "
               f"{r['ptxas_accepted']}/{r['programs']} accepted; generate {r['generate_ms_per_program']} ms/program, "
               f"process CPU {r['process_cpu_ms_per_program']} ms/program", file=sys.stderr, flush=True)
-    finish({"what": __doc__.split("\n\n")[0], "command": " ".join(sys.argv),
+    bench.finish({"what": __doc__.split("\n\n")[0], "command": " ".join(sys.argv),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seed": args.seed, "rows": rows},
            args.out, echo=False)
     return 0
