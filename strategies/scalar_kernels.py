@@ -27,7 +27,10 @@ OUTS = 4  # output words per thread
 #: ``mix`` -> how many op kinds ``_Gen.op`` draws from: v1 (the first 24, the kernels the suite's
 #: seeds name) or v2 (v1 and 16-bit, packed 16x2, 64-bit and carry chains, video, masks, dot products,
 #: saturating conversions, predicated ops, register-valued bit fields).
-KINDS = {"v1": 24, "v2": 44}
+KINDS = {"v1": 24, "v2": 44, "v3": 58}
+#: range-analysis edges: constants at which a value range folds wrong if it is off by one bit
+EDGES = (0, 1, 2, 7, 8, 15, 16, 31, 32, 33, 63, 64, 127, 128, 255, 256, 0x7FFF, 0x8000, 0xFFFF, 0x10000,
+         0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFFFFFFE, 0x80000001)
 
 #: The ``avoid`` names this generator honours (``strategies.avoid.AVOIDABLE`` holds their words).
 SCALAR_AVOIDABLE = ("bfe-s32-position-beyond-31", "bfi-length-beyond-31", "abs-into-saturating-cvt")
@@ -156,8 +159,10 @@ class _Gen:
             self.emit(f"mul24.{rng.choice(('lo', 'hi'))}.{s} {d}, {a}, {b};", d)
         elif k == 23:
             self.emit(f"mad24.lo.{s} {d}, {a}, {b}, {c};", d)
-        else:
+        elif k < 44:
             self.op_v2(k, d, a, b, c, s)
+        else:
+            self.op_v3(k, d, a, b, s)
 
     def op_v2(self, k: int, d: str, a: str, b: str, c: str, s: str) -> None:
         """The v2 kinds (24..43): each defined for every input value."""
@@ -280,6 +285,75 @@ class _Gen:
             self.emit(f"{rng.choice(('popc', 'clz'))}.b32 {e}, {a};", e)
             self.emit(f"shl.b32 {d}, {b}, {e};", d)
 
+    def edge(self) -> str:
+        return str(self.rng.choice(EDGES))
+
+    def producer(self, a: str, b: str) -> tuple[str, bool]:
+        """A value whose range a compiler derives (abs, clz, bfind, a shift, a mask...): its
+        register, and whether it came from ``abs``."""
+        rng, v = self.rng, self.fresh()
+        k = rng.randrange(12)
+        if k == 0:
+            self.emit(f"abs.s32 {v}, {a};", v)
+        elif k == 1:
+            self.emit(f"neg.s32 {v}, {a};", v)
+        elif k == 2:
+            self.emit(f"{rng.choice(('clz.b32', 'popc.b32', 'bfind.u32', 'bfind.s32', 'bfind.shiftamt.u32'))} {v}, {a};", v)
+        elif k == 3:
+            self.emit(f"shr.{rng.choice(('s32', 'u32'))} {v}, {a}, {rng.randrange(1, 32)};", v)
+        elif k == 4:
+            self.emit(f"and.b32 {v}, {a}, {rng.choice((0xFF, 0xFFFF, 0x7FFFFFFF, 0x1F, 0x80000000, 0xFFFF0000))};", v)
+        elif k == 5:
+            self.emit(f"rem.{rng.choice(('u32', 's32'))} {v}, {a}, {rng.choice((3, 7, 8, 10, 32, 1000))};", v)
+        elif k == 6:
+            self.emit(f"sad.{rng.choice(('u32', 's32'))} {v}, {a}, {b}, 0;", v)
+        elif k == 7:
+            self.emit(f"mul.hi.{rng.choice(('u32', 's32'))} {v}, {a}, {self.edge()};", v)
+        elif k == 8:
+            self.emit(f"cvt.{rng.choice(('s32.s8', 'u32.u8', 's32.s16', 'u32.u16'))} {v}, {a};", v)
+        elif k == 9:
+            self.emit(f"{rng.choice(('min', 'max'))}.{rng.choice(('s32', 'u32'))} {v}, {a}, {self.edge()};", v)
+        elif k == 10:
+            self.emit(f"szext.{rng.choice(('clamp', 'wrap'))}.{rng.choice(('s32', 'u32'))} {v}, {a}, {rng.randrange(1, 33)};", v)
+        else:
+            x, y = self.fresh(), self.fresh()
+            self.emit(f"and.b32 {x}, {a}, 255;", x)
+            self.emit(f"and.b32 {y}, {b}, 255;", y)
+            self.emit(f"sub.s32 {v}, {x}, {y};", v)
+        return v, k == 0
+
+    def op_v3(self, k: int, d: str, a: str, b: str, s: str) -> None:
+        """The v3 kinds (44..57): a value with a derived range (``producer``) read by an
+        instruction that folds on ranges: saturation, compares against edge constants, clamps,
+        shifts by it, division by constants, bit fields at it."""
+        rng = self.rng
+        v, from_abs = self.producer(a, b)
+        c = k % 7
+        if c == 0:
+            if from_abs and "abs-into-saturating-cvt" in self.avoid:
+                v = a
+            h, x = rng.choice(("u16", "s16")), self.fresh16()
+            src = rng.choice(("s32", "u32"))
+            self.emit(f"cvt.sat.{h}.{src} {x}, {v};")
+            self.emit(f"cvt.{s}.{h} {d}, {x};", d)
+        elif c == 1:
+            p = self.pred()
+            self.emit(f"setp.{rng.choice(('lt', 'le', 'gt', 'ge', 'eq', 'ne'))}.{rng.choice(('s32', 'u32'))} {p}, {v}, {self.edge()};")
+            self.emit(f"selp.b32 {d}, {v}, {b}, {p};", d)
+        elif c == 2:
+            self.emit(f"{rng.choice(('min', 'max'))}.{rng.choice(('s32', 'u32'))} {d}, {v}, {self.edge()};", d)
+        elif c == 3:
+            self.emit(f"{rng.choice(('shl.b32', 'shr.u32', 'shr.s32'))} {d}, {b}, {v};", d)
+        elif c == 4:
+            self.emit(f"{rng.choice(('div', 'rem'))}.{rng.choice(('u32', 's32'))} {d}, {v}, {rng.choice((3, 5, 7, 16, 255, 0x7FFF))};", d)
+        elif c == 5:
+            high = 31 if "bfe-s32-position-beyond-31" in self.avoid else 255
+            pos = self.fresh()
+            self.emit(f"and.b32 {pos}, {v}, {high};", pos)
+            self.emit(f"bfe.{rng.choice(('u32', 's32'))} {d}, {b}, {pos}, {rng.randrange(1, 33)};", d)
+        else:
+            self.emit(f"add.sat.s32 {d}, {v}, {self.edge()};", d)
+
 
 def kernel(seed: int, ops: int = 24, mix: str = "v1", avoid: frozenset = frozenset()) -> str:
     """One random kernel's PTX with its fuzzptx header (x: 2 words per thread in, y: OUTS out);
@@ -344,7 +418,8 @@ def kernel(seed: int, ops: int = 24, mix: str = "v1", avoid: frozenset = frozens
     g.emit("ret;")
     trip = rng.choice((0, 1, 2, 3, 5, 8))
     head = (f"// fuzzptx-repro v1\n// LAUNCH: kernel=k grid=1,1,1 block={THREADS},1,1\n"
-            f"// BUFFER: x type=u32 count={2 * THREADS} init=random seed={seed}\n"
+            f"// BUFFER: x type={'s32' if mix == 'v3' else 'u32'} count={2 * THREADS} "
+            f"init={'special' if mix == 'v3' else 'random'} seed={seed}\n"
             f"// BUFFER: y type=u32 count={OUTS * THREADS} init=zeros output\n"
             f"// PARAM: n value={trip}\n// NOTE: {NOTE} {seed}"
             + (f" mix {mix}" if mix != "v1" else "") + (f" avoid {','.join(sorted(avoid))}" if avoid else "") + "\n")
@@ -361,7 +436,7 @@ def is_scalar_kernel(program) -> bool:
     return any(n.startswith(NOTE) for n in program.notes)
 
 
-def scalar_kernels(avoid: frozenset[str] = frozenset(), mix: str = "v2"):
+def scalar_kernels(avoid: frozenset[str] = frozenset(), mix: str = "v3"):
     """Random integer kernels (``kernel``) as programs, drawn by their seed."""
     from hypothesis import strategies as st
 
