@@ -46,12 +46,16 @@ from fuzzptx import isa
 from fuzzptx.data import element_bytes
 from fuzzptx.isa import ELEMENT_BITS, Form
 from fuzzptx.program import Buffer, Launch, Program, TensorMap
+from fuzzptx.ptx.emit import emit
+from fuzzptx.ptx.ir import Module
 from fuzzptx.ptx.parse import parse
 
 from fuzzptx.isa.layouts import PATTERN_ALIGN
 
+from . import irbuild
 from .descriptors import SmemTile, canonical_layout, descriptors
 from .instructions import ordered_forms
+from .irbuild import Body, at, param, regs, shared
 from .operands import buffer_type, choice, ints, sampled
 from .pipelines import M
 
@@ -86,56 +90,95 @@ def mainloop_plans(draw, *, fault: str | None = None) -> MainloopPlan:
         fault=fault, fault_tile=draw(st.integers(0, tiles - 1)) if fault else 0)
 
 
-def kernel_text(plan: MainloopPlan) -> str:
-    """The PTX of a plan (one kernel ``k(a, o, o2)``)."""
+def kernel(plan: MainloopPlan) -> Module:
+    """The IR of a plan (one kernel ``k(a, o, o2)``)."""
     S, B = plan.stages, plan.tile_bytes
-    lines = [
-        ".version 8.4", ".target sm_90a", ".address_size 64", "",
-        ".visible .entry k(.param .u64 a, .param .u64 o, .param .u64 o2)", f".reqntid {plan.ntid}",
-        # setmaxnreg needs the register count at entry fixed (else ptxas ignores it: C7508)
-        *([".maxnreg 168"] if plan.setmaxnreg else []), "{",
-        "\t.reg .pred \t%p<8>;", "\t.reg .b32 \t%r<24>;", "\t.reg .b64 \t%rd<10>;",
-        f"\t.shared .align 128 .b8 buf[{S * B}];", f"\t.shared .align 8 .b64 bar[{S}];",
-        "\tld.param.u64 \t%rd1, [a];", "\tld.param.u64 \t%rd2, [o];", "\tld.param.u64 \t%rd3, [o2];",
-        "\tmov.u32 \t%r1, %tid.x;", "\tmov.u32 \t%r2, buf;", "\tmov.u32 \t%r3, bar;",
-        "\tshr.u32 \t%r4, %r1, 5;", "\tsetp.eq.u32 \t%p1, %r4, 0;",
-        "\telect.sync \t%r5|%p2, -1;", "\tand.pred \t%p3, %p1, %p2;",
-        "\tshl.b32 \t%r6, %r1, 2;", "\tadd.s32 \t%r7, %r2, %r6;", "\tmov.u32 \t%r20, 0;",
-    ]
+    params = (param(".u64", "a"), param(".u64", "o"), param(".u64", "o2"))
+    # setmaxnreg needs the register count at entry fixed (else ptxas ignores it: C7508)
+    attributes = (f".reqntid {plan.ntid}", *([".maxnreg 168"] if plan.setmaxnreg else []))
+    decls = (regs(".pred", "%p", 8), regs(".b32", "%r", 24), regs(".b64", "%rd", 10),
+             shared(".b8", "buf", 128, S * B), shared(".b64", "bar", 8, S))
+    b = Body()
+    b("ld.param.u64", "%rd1", at("a"))
+    b("ld.param.u64", "%rd2", at("o"))
+    b("ld.param.u64", "%rd3", at("o2"))
+    b("mov.u32", "%r1", "%tid.x")
+    b("mov.u32", "%r2", "buf")
+    b("mov.u32", "%r3", "bar")
+    b("shr.u32", "%r4", "%r1", 5)
+    b("setp.eq.u32", "%p1", "%r4", 0)
+    b("elect.sync", "%r5|%p2", -1)
+    b("and.pred", "%p3", "%p1", "%p2")
+    b("shl.b32", "%r6", "%r1", 2)
+    b("add.s32", "%r7", "%r2", "%r6")
+    b("mov.u32", "%r20", 0)
     if plan.setmaxnreg:
-        lines += ["\tshr.u32 \t%r12, %r1, 7;", "\tsetp.eq.u32 \t%p7, %r12, 0;", "\t@!%p7 bra \tHI;",
-                  "\tsetmaxnreg.dec.sync.aligned.u32 \t40;", "\tbra.uni \tGO;", "HI:",
-                  "\tsetmaxnreg.inc.sync.aligned.u32 \t232;", "GO:"]
+        b("shr.u32", "%r12", "%r1", 7)
+        b("setp.eq.u32", "%p7", "%r12", 0)
+        b("bra", "HI", g="!%p7")
+        b("setmaxnreg.dec.sync.aligned.u32", 40)
+        b("bra.uni", "GO")
+        b.label("HI")
+        b("setmaxnreg.inc.sync.aligned.u32", 232)
+        b.label("GO")
     count = plan.ntid if plan.all_arrive else 1
-    lines += [f"\t@%p3 mbarrier.init.shared::cta.b64 \t[bar+{8 * s}], {count};" for s in range(S)]
-    lines += ["\tfence.mbarrier_init.release.cluster;", "\tbar.sync \t0;"]
+    for s in range(S):
+        b("mbarrier.init.shared::cta.b64", at("bar", 8 * s), count, g="%p3")
+    b("fence.mbarrier_init.release.cluster")
+    b("bar.sync", 0)
     for i in range(plan.tiles):
         s, parity = i % S, (i // S) % 2
-        bar = f"bar+{8 * s}"
+        bar = at("bar", 8 * s)
         fault_here = plan.fault is not None and plan.fault_tile == i
-        if fault_here and plan.fault == "missing_expect_tx":
-            expect = f"\t@%p3 mbarrier.arrive.shared::cta.b64 \t_, [{bar}];"
-        else:
-            expect = f"\t@%p3 mbarrier.arrive.expect_tx.shared::cta.b64 \t_, [{bar}], {B};"
-        copy = [f"\tadd.s64 \t%rd4, %rd1, {B * i};",
-                f"\t@%p3 cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes \t[buf+{B * s}], [%rd4], {B}, [{bar}];"]
-        lines += copy + [expect] if plan.copy_first else [expect] + copy
+
+        def expect() -> None:
+            if fault_here and plan.fault == "missing_expect_tx":
+                b("mbarrier.arrive.shared::cta.b64", "_", bar, g="%p3")
+            else:
+                b("mbarrier.arrive.expect_tx.shared::cta.b64", "_", bar, B, g="%p3")
+
+        def copy() -> None:
+            b("add.s64", "%rd4", "%rd1", B * i)
+            b("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", at("buf", B * s), at("%rd4"), B, bar,
+              g="%p3")
+
+        for part in ((copy, expect) if plan.copy_first else (expect, copy)):
+            part()
         if plan.all_arrive:
-            lines.append(f"\t@!%p3 mbarrier.arrive.shared::cta.b64 \t_, [{bar}];")
+            b("mbarrier.arrive.shared::cta.b64", "_", bar, g="!%p3")
         if fault_here and plan.fault == "wrong_parity":
             parity ^= 1
-        wait = [f"W{i}:", f"\tmbarrier.try_wait.parity.shared::cta.b64 \t%p4, [{bar}], {parity};", f"\t@!%p4 bra \tW{i};"]
-        read = [f"\tld.shared.u32 \t%r8, [%r7+{B * s}];", "\tadd.s32 \t%r20, %r20, %r8;"]
-        lines += (read + wait if fault_here and plan.fault == "early_read" else wait + read) + ["\tbar.sync \t0;"]
-    lines += ["\tcvt.u64.u32 \t%rd5, %r6;", "\tadd.s64 \t%rd6, %rd2, %rd5;", "\tst.global.u32 \t[%rd6], %r20;",
-              "\tadd.s64 \t%rd7, %rd3, %rd5;", "\tst.global.u32 \t[%rd7], %r5;"]
-    lines += [f"\t@%p3 mbarrier.inval.shared::cta.b64 \t[bar+{8 * s}];" for s in range(S)]
-    lines += ["\tret;", "}", ""]
-    return "\n".join(lines)
+
+        def wait() -> None:
+            b.label(f"W{i}")
+            b("mbarrier.try_wait.parity.shared::cta.b64", "%p4", bar, parity)
+            b("bra", f"W{i}", g="!%p4")
+
+        def read() -> None:
+            b("ld.shared.u32", "%r8", at("%r7", B * s))
+            b("add.s32", "%r20", "%r20", "%r8")
+
+        for part in ((read, wait) if fault_here and plan.fault == "early_read" else (wait, read)):
+            part()
+        b("bar.sync", 0)
+    b("cvt.u64.u32", "%rd5", "%r6")
+    b("add.s64", "%rd6", "%rd2", "%rd5")
+    b("st.global.u32", at("%rd6"), "%r20")
+    b("add.s64", "%rd7", "%rd3", "%rd5")
+    b("st.global.u32", at("%rd7"), "%r5")
+    for s in range(S):
+        b("mbarrier.inval.shared::cta.b64", at("bar", 8 * s), g="%p3")
+    b("ret")
+    return irbuild.kernel(params, attributes, decls, b)
+
+
+def kernel_text(plan: MainloopPlan) -> str:
+    """The PTX of a plan (its IR, emitted)."""
+    return emit(kernel(plan))
 
 
 def render(plan: MainloopPlan) -> Program:
-    module = parse(kernel_text(plan), "mainloop.ptx")
+    module = kernel(plan)
     buffers = (Buffer("a", "u32", plan.tiles * plan.ntid, "random", plan.seed),
                Buffer("o", "u32", plan.ntid, "zeros", output=True),
                Buffer("o2", "u32", plan.ntid, "zeros", output=True))
@@ -956,7 +999,7 @@ def illegal_mainloop_programs(faults: tuple[str, ...] = WGMMA_FAULTS) -> st.Sear
     return st.one_of(*parts)
 
 
-__all__ = ["MainloopPlan", "mainloop_plans", "kernel_text", "render", "mainloop_programs",
+__all__ = ["MainloopPlan", "mainloop_plans", "kernel", "kernel_text", "render", "mainloop_programs",
            "illegal_mainloop_programs", "FAULTS", "WgmmaLoopPlan", "wgmma_loop_plans", "wgmma_kernel_text",
            "render_wgmma", "wgmma_mainloop_programs", "WGMMA_FAULTS", "MAY_HANG", "TWIN_RULES", "twin_name", "fault_of",
            "FILLS", "COMPLETE_TX_FILLS", "FAULT_FILLS", "with_fill", "tma_tile", "tensor_maps"]
