@@ -66,7 +66,7 @@ def stages_seen(monkeypatch):
 def test_replay_judges_through_the_stages(stages_seen, staged, capsys):
     from fuzzptx.engine.replay import main_replay
 
-    assert main_replay([str(SMALL), "--json", "--no-hardware", "--judges", "staged-test"]) == 0
+    assert main_replay([str(SMALL), "--json", "--judges", "staged-test"]) == 0
     out = capsys.readouterr().out
     assert stages_seen == [1]
     assert '"through the stages"' in out and "judged alone" not in out
@@ -96,17 +96,23 @@ def test_matrix_and_bisect_judge_each_release_through_the_stages(stages_seen):
     assert res["holds"] == {"12.9.86": True, "13.5.37": False}
 
 
-def test_reducer_predicate_is_one_block_up_to_the_first_hit(stages_seen):
+def test_reducer_predicate_is_one_block_up_to_the_first_hit(stages_seen, monkeypatch):
+    """A batch of candidates is one block (one batched compile); the other judges stop at the first that holds."""
     from fuzzptx.engine.predicate import signature_predicate
+    from fuzzptx.judges import differ
 
-    program = Program.from_file(str(CRASH))
-    holds = signature_predicate("ptxas:crash")
-    from dataclasses import replace
+    judged: list[int] = []
+    real = differ.judge
 
-    other = replace(program, module=Program.from_file(str(SMALL)).module, launch=Program.from_file(str(SMALL)).launch,
-                    buffers=Program.from_file(str(SMALL)).buffers)
-    assert holds([other, program, program]) == [False, True, False]
-    assert stages_seen == [3]
+    def counting(program, *a, **k):
+        judged.append(1)
+        return real(program, *a, **k)
+
+    monkeypatch.setattr(differ, "judge", counting)
+    rejected = Program.from_file(str(ROOT / "corpus/spec_mma_sp_selector_2.ptx"))  # checker!=ptxas|reject
+    holds = signature_predicate("checker!=ptxas|reject")
+    assert holds([Program.from_file(str(SMALL)), rejected, rejected]) == [False, True, False]
+    assert stages_seen == [3] and len(judged) == 2  # the third candidate is never judged
 
 
 def test_executor_verdicts_stop_at_until_and_keep_failures():
