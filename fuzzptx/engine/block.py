@@ -402,13 +402,21 @@ def _compile_block(st: BlockState, compiler: Judge, cubins: bool, meanwhile: Cal
         finally:
             took["compile"] = time.perf_counter() - t0
 
+    secs = st.secs
+    if st.task.every_verdict or st.until is not None:
+        # a command's executor (replay, the reducer's predicate...): the compile in this thread, where
+        # a signal stops it (fuzzptx shrink --budget: its ptxas is killed, not waited for), then the
+        # early judges (every one of them, the compile done or not: the same verdicts)
+        out = run()
+        meanwhile(lambda: True)
+        secs[compiler.name] += took["compile"]
+        return out
     with cf.ThreadPoolExecutor(1) as ex:
         t0 = time.perf_counter()
         fut = ex.submit(run)
         meanwhile(fut.done)
         beside = time.perf_counter() - t0
         out = fut.result()
-    secs = st.secs
     secs[compiler.name] += took["compile"]
     # stage time that ran at once with the compile's (counted in both stages, once in the block's wall)
     secs["overlapped"] += min(beside, took["compile"])
