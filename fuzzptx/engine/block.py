@@ -20,11 +20,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from fuzzptx import launch
+from fuzzptx.errors import FuzzptxError
 from fuzzptx.judges import differ
 from fuzzptx.judges.base import ACCEPTED, BATCH, COMPILE, CUBIN, DEVICE, EARLY, IR, Done, Judge, Verdicts
 from fuzzptx.judges.programs import as_judged, undefined_label
 from fuzzptx.judges.registry import by_stage
-from fuzzptx.errors import FuzzptxError
 from fuzzptx.judges.selection import JudgeSet
 from fuzzptx.perf import POOL_YOUNG_THRESHOLD, between_blocks, die_with_parent, tune_gc
 from fuzzptx.program import Program
