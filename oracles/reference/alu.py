@@ -6,6 +6,7 @@ import numpy as np
 from fuzzptx.ptx.ir import Imm, Neg, Reg, Sym, Vec
 
 import fuzzptx.oracles.reference.fp as fp
+from .approx import h_approx
 from .errors import Unsupported
 from .formats import FLOATS
 from .ops import (HALF, IROUND, _add, _div, _fma, _max, _min, _mul, _sub, fdecode, float_op,
@@ -664,9 +665,11 @@ def h_lop3(m, f, ins, act):
 
 
 def h_sqrt_rcp(m, f, ins, act):
-    """IEEE sqrt / rcp with a rounding modifier (.f32 any mode, .f64 .rn); approximations are not modelled."""
+    """IEEE sqrt / rcp with a rounding modifier (.f32 any mode, .f64 .rn); ``.approx`` is ``approx.h_approx``'s."""
+    if "approx" in ins.modifiers:
+        return h_approx(m, f, ins, act)
     t = the_type(ins)
-    if "approx" in ins.modifiers or t not in ("f32", "f64"):
+    if t not in ("f32", "f64"):
         raise Unsupported.at(ins, f"{ins.base}.approx / .{t} is not modelled")
     mode = rounding(ins)
     if t == "f64" and mode != "rn":

@@ -35,7 +35,7 @@ Modelling decisions (spec mode):
   wgmma, ``mma``/``mma.sp`` and ``wmma.mma`` (``warp_exec``; the forms ptxas emulates
   through ``mma_emulation``); integer forms are exact in both modes.
 - Scalar coverage, form by form and by ISA chapter: ``coverage.py`` / docs/reference-coverage.md.
-Not modelled (``Unsupported``, one line): approximate transcendental functions, vector and 128-bit
+Not modelled (``Unsupported``, one line): vector and 128-bit
 atomics, vmad, warp instructions whose membermask names threads on another path.
 """
 from __future__ import annotations

@@ -64,9 +64,7 @@ def cases(seed: int, per_noun: int, drawn: int, twins: int) -> list[tuple[str, o
 
 
 def _reference(p):
-    if any(n.startswith("approx:") for n in p.notes):
-        return None
-    return run_program(p)
+    return run_program(p)  # an approximate op's value is a bound (oracles/reference/approx.py)
 
 
 def main(argv=None) -> int:
