@@ -205,9 +205,13 @@ class Given:
     # Triton's ``tensordesc_meta``: per tensor-descriptor parameter, in order, its block, element
     # type and swizzle (the descriptor's shape is the launch's: see ``_tensormaps``)
     descs: tuple[dict, ...] = ()
+    # Triton's ``global_scratch_size``: bytes per CTA of the scratch buffer its kernels take as their
+    # second-to-last parameter (device-made tensor maps are written there: a smaller buffer faults)
+    scratch: int = 0
 
     def __bool__(self) -> bool:
-        return self.block is not None or self.smem is not None or bool(self.params) or bool(self.descs)
+        return (self.block is not None or self.smem is not None or bool(self.params) or bool(self.descs)
+                or bool(self.scratch))
 
 
 def _as_int(value: Any, what: str, origin: str) -> int:
@@ -258,7 +262,8 @@ def given_from_json(data: Any, origin: str) -> Given:
     if not isinstance(descs, (list, tuple)) or not all(isinstance(d, dict) and isinstance(d.get("block_size"), list)
                                                        for d in descs):
         raise LaunchError("tensordesc_meta: expected a list of {block_size, elem_type, swizzle}", origin)
-    return Given(block, smem, params, origin, tuple(descs))
+    scratch = _as_int(data.get("global_scratch_size") or 0, "global_scratch_size", origin)
+    return Given(block, smem, params, origin, tuple(descs), max(0, scratch))
 
 
 def read_given(path: str | Path) -> Given:
@@ -508,11 +513,12 @@ class Searched:
 
 
 def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAULT_SECONDS,
-           descs: tuple[dict, ...] = ()) -> Searched:
+           descs: tuple[dict, ...] = (), scratch: int = 0) -> Searched:
     """The launch of an inferred ``program`` whose reference run executes most of its tensor-core
     instructions with no error (see the module doc); at most ``runs`` reference runs and about
     ``seconds`` seconds (a run under way is finished).  ``descs``: Triton's tensor descriptors
-    (``Given.descs``), made tensor maps over buffers of the launch's shape."""
+    (``Given.descs``), made tensor maps over buffers of the launch's shape; ``scratch``: Triton's
+    global scratch bytes per CTA, the least its scratch parameter's buffer holds."""
     fn = program.module.function(program.launch.kernel)
     maps = _desc_slots(fn, descs)
     free = {n for n, _ in program.scalars if n not in set(program.given) and n not in maps}
@@ -548,7 +554,8 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
             refined = True
             plan = [(best_prog.launch.block, best.value + 1)]
     assert best is not None
-    sized = _sized(best_prog, best, {m.buffer for m in best_prog.tensormaps})
+    sized = _sized(best_prog, best, {m.buffer for m in best_prog.tensormaps}, _scratch_words(fn, sized_for=best_prog,
+                                                                                           scratch=scratch))
     final = trial(sized, best.value)
     tried += 1
     if final.score() < best.score():  # other bytes in a smaller buffer took the run elsewhere
@@ -556,15 +563,29 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
     return Searched(_noted(sized, final, tried, stopped, free), final, tried, time.perf_counter() - t0, stopped)
 
 
-def _sized(program: Program, t: Trial, keep: set[str] = frozenset()) -> Program:
-    """Each buffer as large as the bytes the run touched (at least 16 words); those in ``keep`` (a
-    tensor map's: the map's shape fixes them) as they are."""
+def _scratch_words(fn: Function, *, sized_for: Program, scratch: int) -> dict[str, int]:
+    """Triton's global scratch parameter (its second-to-last, a pointer) -> the words its buffer needs:
+    ``scratch`` bytes for each CTA of the launch (the reference may stop before touching it, the GPU
+    writes all of it)."""
+    if scratch <= 0 or len(fn.params) < 2:
+        return {}
+    name = fn.params[-2].name
+    if name not in {b.name for b in sized_for.buffers}:
+        return {}
+    return {name: -(-scratch * math.prod(sized_for.launch.grid) // 4)}
+
+
+def _sized(program: Program, t: Trial, keep: set[str] = frozenset(), least: dict[str, int] | None = None) -> Program:
+    """Each buffer as large as the bytes the run touched (at least 16 words, and ``least`` words
+    where it names the buffer); those in ``keep`` (a tensor map's: the map's shape fixes them) as
+    they are."""
     out = []
+    least = least or {}
     for b in program.buffers:
         if b.name in keep:
             out.append(b)
             continue
-        words = max(16, -(-t.reach.get(b.name, 0) // 4))
+        words = max(16, least.get(b.name, 0), -(-t.reach.get(b.name, 0) // 4))
         out.append(replace(b, count=words))
     return replace(program, buffers=tuple(out))
 
@@ -613,11 +634,12 @@ def resolve(program: Program, *, given: Given | None = None, search_budget: tupl
     if given:
         program = apply_given(program, given)
     descs = (given.descs if given and given.descs else side.descs)
+    scratch = given.scratch if given and given.scratch else side.scratch
     runs, secs = search_budget or (DEFAULT_RUNS, DEFAULT_SECONDS)
     if runs <= 0:
         return program
     try:
-        return search(program, runs=runs, seconds=secs, descs=descs).program
+        return search(program, runs=runs, seconds=secs, descs=descs, scratch=scratch).program
     except (KeyError, ReproError):
         return program
 

@@ -177,3 +177,37 @@ def test_the_pytest_plugin_counts_runs_that_reach_no_tensor_core(pytester):
     r = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--fuzzptx-judges", "reference,ptxas")
     r.stdout.fnmatch_lines(["*fuzzptx: 1 judged program(s) with tensor-core instructions: 0 of 1 executed in the "
                             "reference; 1 with coverage:none*"])
+
+
+def test_triton_global_scratch_is_sized_from_its_metadata():
+    """A kernel that makes its tensor maps on the device writes them to Triton's global scratch (its
+    second-to-last parameter, ``global_scratch_size`` bytes per CTA): a buffer sized to what the
+    reference touched before it stopped would be overrun on the GPU."""
+    import json
+
+    from fuzzptx import launch
+    from fuzzptx.inputs import read_text
+    from support.inferred_launches import ROOT
+
+    path = ROOT / "tests" / "data" / "triton" / "matmul_devdesc_tile_fp16_128x128x64_w8s3.ptx"
+    need = json.loads(path.with_suffix(".json").read_text())["global_scratch_size"]
+    program = launch.load(read_text(path, what="PTX file"), str(path), search_budget=(1, 60.0))
+    scratch = {b.name: b for b in program.buffers}["matmul_devdesc_param_6"]
+    assert need > 64 and scratch.count * 4 >= need
+
+
+def test_every_triton_kernel_has_its_metadata_and_a_tma_kernel_of_issue_40_runs_its_wgmmas():
+    """Each committed Triton kernel has Triton's own metadata beside it (its TMA kernels' tensor maps
+    come from ``tensordesc_meta``: without it the map parameter is zero bytes, and the GPU faults with
+    an illegal instruction at the first tensor copy)."""
+    from fuzzptx import launch
+    from fuzzptx.inputs import read_text
+    from support.inferred_launches import ROOT
+
+    tri = ROOT / "tests" / "data" / "triton"
+    assert [p.name for p in tri.glob("*.ptx") if not p.with_suffix(".json").is_file()] == []
+    path = tri / "matmul_tma_fp16_64x64x64_w4s3.ptx"
+    program = launch.load(read_text(path, what="PTX file"), str(path))
+    assert len(program.tensormaps) == 3
+    t = launch.trial(program)
+    assert t.error is None and t.coverage.ran == t.coverage.of > 0
