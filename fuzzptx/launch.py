@@ -48,6 +48,7 @@ SEARCH_NOTE = "launch searched"  # the NOTE line of a header the search chose (a
 SEARCH_BUFFER_BYTES = 1 << 22  # each pointer buffer while searching: room for any tile a CTA reads
 DEFAULT_RUNS = 12
 DEFAULT_SECONDS = 60.0
+DEALIAS_SECONDS = 30.0  # more for setting aliasing strides to 1 after the search
 
 
 class LaunchError(FuzzptxError):
@@ -357,17 +358,41 @@ def apply_given(program: Program, given: Given) -> Program:
 
 
 class _Tracking(Memory):
-    """Memory that remembers how far into each region a run reached (bytes from its base)."""
+    """Memory that remembers how far into each region a run reached (bytes from its base), and how
+    many global bytes two different threads stored to (``conflicts``: on the GPU a write-write race,
+    whose winner changes from run to run -- every scalar one value makes ``c[m * scm + n * scn]``
+    one address for many (m, n))."""
 
     def resolve(self, space, addr, nbytes, instr, what, *rest, **kw):
         groups = super().resolve(space, addr, nbytes, instr, what, *rest, **kw)
         reach = self.__dict__.setdefault("reach", {})
-        for region, _, off in groups:
+        tids = rest[0] if rest else kw.get("tids")
+        for region, pos, off in groups:
             if off.size:
                 end = int(off.max()) + nbytes
                 if end > reach.get(region.name, 0):
                     reach[region.name] = end
+                if what == "store" and region.space == "global" and tids is not None:
+                    self._writers(region, np.asarray(tids)[pos], off, nbytes)
         return groups
+
+    def _writers(self, region, tids: np.ndarray, off: np.ndarray, nbytes: int) -> None:
+        table = self.__dict__.setdefault("writer", {})
+        w = table.get(region.name)
+        if w is None:
+            w = table[region.name] = np.full(region.size + 16, -1, np.int64)
+        byte = (off.astype(np.int64)[:, None] + np.arange(nbytes)).ravel()
+        who = np.repeat(tids.astype(np.int64), nbytes)
+        ok = byte < w.size
+        byte, who = byte[ok], who[ok]
+        order = np.argsort(byte, kind="stable")
+        byte, who = byte[order], who[order]
+        same = (byte[1:] == byte[:-1]) & (who[1:] != who[:-1])  # two threads of this store, one byte
+        prev = w[byte]
+        clash = int(((prev >= 0) & (prev != who)).sum()) + int(same.sum())
+        if clash:
+            self.__dict__["conflicts"] = self.__dict__.get("conflicts", 0) + clash
+        w[byte] = who
 
 
 @dataclass(frozen=True)
@@ -379,9 +404,10 @@ class Trial:
     error: str | None  # why the run stopped short (an out-of-bounds access, a hang, ...)
     reach: dict[str, int]  # buffer name -> bytes from its start the run touched
     seconds: float
+    conflicts: int = 0  # global bytes stored by two different threads (a race on the GPU)
 
     def score(self) -> tuple:
-        return (self.error is None, self.coverage.ran)
+        return (self.error is None, self.coverage.ran, -self.conflicts)
 
 
 def trial(program: Program, value: int | None = None) -> Trial:
@@ -407,7 +433,8 @@ def trial(program: Program, value: int | None = None) -> Trial:
     if m is not None:
         result = RefResult({}, None, (), m.steps, frozenset(), frozenset(m.blocks_run))
     reach = dict(getattr(m.mem, "reach", {})) if m is not None else {}
-    return Trial(value, coverage(program, result), error, reach, time.perf_counter() - t0)
+    conflicts = int(getattr(m.mem, "conflicts", 0)) if m is not None else 0
+    return Trial(value, coverage(program, result), error, reach, time.perf_counter() - t0, conflicts)
 
 
 _FLOATS = {".f32": 0x3F800000, ".f64": 0x3FF0000000000000, ".f16": 0x3C00, ".bf16": 0x3F80}
@@ -554,13 +581,34 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
             refined = True
             plan = [(best_prog.launch.block, best.value + 1)]
     assert best is not None
+    ones: list[str] = []
+    if best.conflicts and best.value is not None:
+        # threads store to one address (a stride equal to another dimension's): set the integer
+        # scalars to 1 one at a time, the last first (compilers pass a tensor's sizes before its
+        # strides, the innermost stride last), keeping each that lowers the conflicts and keeps the
+        # coverage
+        for name in reversed(_integer_scalars(fn, free)):
+            if not best.conflicts or time.perf_counter() - t0 > seconds + DEALIAS_SECONDS:
+                break
+            cand = replace(best_prog, scalars=tuple((n, 1 if n == name else v) for n, v in best_prog.scalars))
+            t = trial(cand, best.value)
+            tried += 1
+            if t.error is None and t.coverage.ran >= best.coverage.ran and t.conflicts < best.conflicts:
+                best, best_prog = replace(t, value=best.value), cand
+                ones.append(name)
     sized = _sized(best_prog, best, {m.buffer for m in best_prog.tensormaps}, _scratch_words(fn, sized_for=best_prog,
                                                                                            scratch=scratch))
     final = trial(sized, best.value)
     tried += 1
     if final.score() < best.score():  # other bytes in a smaller buffer took the run elsewhere
         sized, final = best_prog, best
-    return Searched(_noted(sized, final, tried, stopped, free), final, tried, time.perf_counter() - t0, stopped)
+    return Searched(_noted(sized, final, tried, stopped, free, ones), final, tried, time.perf_counter() - t0, stopped)
+
+
+def _integer_scalars(fn: Function, free: set[str]) -> list[str]:
+    """The free scalar parameters that are integers (not floats, not by-value arrays), in order."""
+    return [p.name for p in fn.params if p.name in free and not p.dims and p.type not in _FLOATS
+            and p.type not in (".u64", ".b64", ".s64")]
 
 
 def _scratch_words(fn: Function, *, sized_for: Program, scratch: int) -> dict[str, int]:
@@ -605,12 +653,17 @@ def describe(program: Program, t: Trial) -> str:
     return f"{COVERAGE_NOTE} " + ", ".join(parts)
 
 
-def _noted(program: Program, t: Trial, tried: int, stopped: str | None, free: set[str]) -> Program:
+def _noted(program: Program, t: Trial, tried: int, stopped: str | None, free: set[str],
+           ones: list[str] = ()) -> Program:
     notes = [n for n in program.notes if not n.startswith((COVERAGE_NOTE + " ", SEARCH_NOTE))]
     notes.append(describe(program, t))
     how = f"{SEARCH_NOTE}: {tried} reference run(s)"
     if free and t.value is not None:
         how += f", every integer scalar {t.value}, floats 1.0"
+        if ones:
+            how += f" ({', '.join(ones)} = 1: with {t.value} threads stored to one address)"
+    if t.conflicts:
+        how += f"; {t.conflicts} global byte(s) stored by two threads (a race on the GPU)"
     how += "; buffers sized to the bytes the run touched"
     if program.tensormaps:
         how += f"; {len(program.tensormaps)} tensor map(s) from Triton's descriptors, every dimension the scalar value"

@@ -211,3 +211,19 @@ def test_every_triton_kernel_has_its_metadata_and_a_tma_kernel_of_issue_40_runs_
     assert len(program.tensormaps) == 3
     t = launch.trial(program)
     assert t.error is None and t.coverage.ran == t.coverage.of > 0
+
+
+def test_the_inferred_launch_has_no_two_threads_store_to_one_address():
+    """Every integer scalar 64 makes Triton's ``c[m * scm + n * scn]`` one address for many (m, n): a
+    write-write race, nondeterministic on the H100 (tests/hw_records/pairs_kernels_h100.json named
+    matmul_i8_128x128x64_w4s3 so).  The search counts such stores and sets strides to 1 until none is
+    left."""
+    from fuzzptx import launch
+    from fuzzptx.inputs import read_text
+    from support.inferred_launches import ROOT
+
+    path = ROOT / "tests" / "data" / "triton" / "matmul_i8_128x128x64_w4s3.ptx"
+    program = launch.load(read_text(path, what="PTX file"), str(path))
+    t = launch.trial(program)
+    assert t.error is None and t.coverage.ran == t.coverage.of and t.conflicts == 0
+    assert any("threads stored to one address" in n for n in program.notes)
