@@ -41,7 +41,7 @@ from fuzzptx.oracles.reference.memory import Memory
 from fuzzptx.oracles.reference.result import RefResult
 from fuzzptx.program import (INFERRED, MAGIC, TMAP_BYTES, TMAP_SWIZZLES, TMAP_TYPES, Program, ReproError, TensorMap,
                              element_bytes)
-from fuzzptx.ptx.ir import Function, Imm, Module, Sym
+from fuzzptx.ptx.ir import Function, Imm, Module, Reg, Sym, TensorAddr
 
 COVERAGE_NOTE = "executes"  # the NOTE line that says what the inferred launch reached
 SEARCH_NOTE = "launch searched"  # the NOTE line of a header the search chose (a pasted one is not searched again)
@@ -525,6 +525,132 @@ def _tensormaps(program: Program, maps: dict[str, tuple[dict, str]], value: int)
     return replace(program, buffers=buffers, scalars=scalars, tensormaps=tuple(tmaps))
 
 
+# ------------------------------------------------------------------ tensor maps inside a by-value struct
+
+
+def _param_of(fn: Function) -> dict[str, tuple[str, int]]:
+    """Register -> (parameter, byte offset) for registers that hold a parameter's address
+    (``mov.b64 %rd, P`` / ``mov.b32`` then ``cvt``, ``cvta.param``, ``add`` of an immediate), in
+    program order: how a kernel names the tensor map a copy goes through."""
+    params = {p.name for p in fn.params}
+    where: dict[str, tuple[str, int]] = {}
+    for ins in fn.instructions():
+        ops = ins.operands
+        if not ops or not isinstance(ops[0], Reg):
+            continue
+        dst, src = ops[0].name, ops[1:]
+        got = None
+        if ins.base in ("mov", "cvta", "cvt") and len(src) == 1:
+            if isinstance(src[0], Sym) and src[0].name in params:
+                got = (src[0].name, 0)
+            elif isinstance(src[0], Reg) and src[0].name in where:
+                got = where[src[0].name]
+        elif ins.base == "add" and len(src) == 2 and isinstance(src[0], Reg) and isinstance(src[1], Imm):
+            if src[0].name in where:
+                got = (where[src[0].name][0], where[src[0].name][1] + int(src[1].value))
+        if got is None:
+            where.pop(dst, None)
+        else:
+            where[dst] = got
+    return where
+
+
+def struct_map_sites(fn: Function) -> dict[tuple[str, int], int]:
+    """(by-value struct parameter, byte offset) -> rank, for every tensor copy of ``fn`` whose map lies
+    inside a parameter larger than one map (CuTe's ``Copy_Atom``: the map, then its aux fields)."""
+    where = _param_of(fn)
+    sizes = {p.name: p.dims[0] for p in fn.params if p.type == ".b8" and len(p.dims) == 1 and p.dims[0]}
+    out: dict[tuple[str, int], int] = {}
+    for ins in fn.instructions():
+        for o in ins.operands:
+            if not isinstance(o, TensorAddr):
+                continue
+            key = (o.base.name, 0) if isinstance(o.base, Sym) else where.get(o.base.name) if isinstance(o.base, Reg) else None
+            if key is None or sizes.get(key[0], 0) <= TMAP_BYTES or key[1] % 64:
+                continue
+            out.setdefault(key, len(o.coords))
+    return out
+
+
+_WGMMA_TO_MAP = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "e4m3": "u8", "e5m2": "u8", "s8": "u8", "u8": "u8"}
+
+
+def _operand_type(fn: Function) -> str:
+    """The map type of a kernel's tensor copies: its first ``wgmma.mma_async``'s operand type (what
+    the copies feed), else 16-bit."""
+    for ins in fn.instructions():
+        if ins.base == "wgmma" and "mma_async" in ins.opcode:
+            for t in reversed(ins.opcode.split(".")):
+                if t in _WGMMA_TO_MAP:
+                    return _WGMMA_TO_MAP[t]
+    return "u16"
+
+
+def struct_maps(program: Program, fn: Function, value: int) -> Program:
+    """``program`` with a TENSORMAP for each tensor map a copy reads from inside a by-value struct
+    (``struct_map_sites``), built from the kernel's own use: the rank its copies give; the type of
+    the operands its wgmmas read; each box dimension the least step between the coordinates its
+    copies use (CuTe splits a tile into boxes side by side), found in one probe run; the tensor as
+    large as those coordinates reach (and ``value``), rows dense; no swizzle (the reference and the
+    GPU place the bytes the same way under any).  The map is backed by the kernel's pointer
+    parameters in order (CuTe passes A and B beside their atoms), and sits at its offset in the
+    struct (``TensorMap.at``), whose other bytes stay the PARAM line's."""
+    sites = struct_map_sites(fn)
+    if not sites:
+        return program
+    have = {(t.name, t.at) for t in program.tensormaps}
+    sites = {k: r for k, r in sites.items() if k not in have}
+    bufs = [b for b in program.buffers if b.name not in {t.buffer for t in program.tensormaps}]
+    if not sites or len(bufs) < len(sites):
+        return program
+    ttype = _operand_type(fn)
+    eb = element_bytes(_MAP_BUFFER.get(ttype, ttype))
+
+    def with_maps(boxes: dict, dims: dict) -> Program:
+        tmaps, backing = list(program.tensormaps), {}
+        for (name, at), buf in zip(sites, bufs):
+            d = dims[(name, at)]
+            strides, row = [], -(-d[0] * eb // 16) * 16
+            for x in d[1:]:
+                strides.append(row)
+                row *= x
+            tmaps.append(TensorMap(name, buf.name, ttype, d, tuple(strides), boxes[(name, at)], at=at))
+            backing[buf.name] = max(1, row // eb)
+        buffers = tuple(replace(b, type=_MAP_BUFFER.get(ttype, ttype), count=backing[b.name]) if b.name in backing
+                        else b for b in program.buffers)
+        return replace(program, buffers=buffers, tensormaps=tuple(tmaps))
+
+    probe_box = {k: (16 // eb,) + (8,) * (r - 1) for k, r in sites.items()}
+    probe_dims = {k: (1 << 12,) * r for k, r in sites.items()}
+    probe = with_maps(probe_box, probe_dims)
+    log: list = []
+    m = Machine(probe, probe.numerics)
+    m.tma_log = log
+    old = np.seterr(all="ignore")
+    try:
+        with single_thread():
+            control.run_kernel(m)
+    except Exception:  # noqa: BLE001 - the probe only needs the copies issued before it stopped
+        pass
+    finally:
+        np.seterr(**old)
+    boxes, dims = {}, {}
+    for key, rank in sites.items():
+        coords = [c for n, at, c in log if (n, at) == key]
+        box, dim = [], []
+        for d in range(rank):
+            vals = sorted({c[d] for c in coords})
+            steps = [b - a for a, b in zip(vals, vals[1:]) if b > a]
+            default = 128 // eb if d == 0 else 64
+            b = min(min(steps) if steps else default, 256)
+            if d == 0:
+                b = max(16 // eb, b - b % (16 // eb))  # a box row is a multiple of 16 bytes
+            box.append(b)
+            dim.append(max(value, b, (max(vals) + b) if vals else b))
+        boxes[key], dims[key] = tuple(box), tuple(dim)
+    return with_maps(boxes, dims)
+
+
 def _type_bytes(t: str) -> int:
     m = re.search(r"(\d+)$", t)
     return max(1, int(m.group(1)) // 8) if m else 1
@@ -570,6 +696,7 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
             break
         cand = wide if value is None else _with_value(wide, fn, value, free)
         cand = replace(_tensormaps(cand, maps, value or 64), launch=replace(cand.launch, block=block))
+        cand = struct_maps(cand, fn, value or 64)
         t = trial(cand, value)
         tried += 1
         if best is None or t.score() > best.score():
@@ -583,19 +710,22 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
     assert best is not None
     ones: list[str] = []
     if best.conflicts and best.value is not None:
-        # threads store to one address (a stride equal to another dimension's): set the integer
-        # scalars to 1 one at a time, the last first (compilers pass a tensor's sizes before its
-        # strides, the innermost stride last), keeping each that lowers the conflicts and keeps the
-        # coverage
-        for name in reversed(_integer_scalars(fn, free)):
-            if not best.conflicts or time.perf_counter() - t0 > seconds + DEALIAS_SECONDS:
-                break
-            cand = replace(best_prog, scalars=tuple((n, 1 if n == name else v) for n, v in best_prog.scalars))
-            t = trial(cand, best.value)
-            tried += 1
-            if t.error is None and t.coverage.ran >= best.coverage.ran and t.conflicts < best.conflicts:
-                best, best_prog = replace(t, value=best.value), cand
-                ones.append(name)
+        # threads store to one address (a stride equal to another dimension's, or shorter than the
+        # tile): set the integer scalars to 1, else to four times the value, one at a time, the last
+        # first (compilers pass a tensor's sizes before its strides, the innermost stride last),
+        # keeping each that lowers the conflicts and keeps the coverage
+        for name, word in reversed(_integer_scalars(fn, free)):
+            for new in (1, 4 * best.value):
+                if not best.conflicts or time.perf_counter() - t0 > seconds + DEALIAS_SECONDS:
+                    break
+                cand = replace(best_prog, scalars=tuple((n, _set_word(v, word, new) if n == name else v)
+                                                        for n, v in best_prog.scalars))
+                t = trial(cand, best.value)
+                tried += 1
+                if t.error is None and t.coverage.ran >= best.coverage.ran and t.conflicts < best.conflicts:
+                    best, best_prog = replace(t, value=best.value), cand
+                    ones.append(f"{name if word is None else f'{name} word {word}'} = {new}")
+                    break
     sized = _sized(best_prog, best, {m.buffer for m in best_prog.tensormaps}, _scratch_words(fn, sized_for=best_prog,
                                                                                            scratch=scratch))
     final = trial(sized, best.value)
@@ -605,10 +735,25 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
     return Searched(_noted(sized, final, tried, stopped, free, ones), final, tried, time.perf_counter() - t0, stopped)
 
 
-def _integer_scalars(fn: Function, free: set[str]) -> list[str]:
-    """The free scalar parameters that are integers (not floats, not by-value arrays), in order."""
-    return [p.name for p in fn.params if p.name in free and not p.dims and p.type not in _FLOATS
-            and p.type not in (".u64", ".b64", ".s64")]
+def _integer_scalars(fn: Function, free: set[str]) -> list[tuple[str, int | None]]:
+    """The free integer scalars, in order: (parameter, None) for a 32-bit scalar, (parameter, k) for
+    the k-th 32-bit word of a small by-value struct (CuTe's shape and stride tuples, 16 bytes at most)."""
+    out: list[tuple[str, int | None]] = []
+    for p in fn.params:
+        if p.name not in free or p.type in _FLOATS or p.type in (".u64", ".b64", ".s64"):
+            continue
+        if not p.dims:
+            out.append((p.name, None))
+        elif len(p.dims) == 1 and p.dims[0] and p.dims[0] * _type_bytes(p.type) <= 16:
+            out += [(p.name, k) for k in range(p.dims[0] * _type_bytes(p.type) // 4)]
+    return out
+
+
+def _set_word(value: int, word: int | None, new: int) -> int:
+    """``value`` with its 32-bit word ``word`` set to ``new`` (None: the whole value is ``new``)."""
+    if word is None:
+        return new
+    return (value & ~(0xFFFFFFFF << (32 * word))) | ((new & 0xFFFFFFFF) << (32 * word))
 
 
 def _scratch_words(fn: Function, *, sized_for: Program, scratch: int) -> dict[str, int]:
@@ -661,12 +806,18 @@ def _noted(program: Program, t: Trial, tried: int, stopped: str | None, free: se
     if free and t.value is not None:
         how += f", every integer scalar {t.value}, floats 1.0"
         if ones:
-            how += f" ({', '.join(ones)} = 1: with {t.value} threads stored to one address)"
+            how += f" ({', '.join(ones)}: with {t.value} threads stored to one address)"
     if t.conflicts:
         how += f"; {t.conflicts} global byte(s) stored by two threads (a race on the GPU)"
     how += "; buffers sized to the bytes the run touched"
-    if program.tensormaps:
-        how += f"; {len(program.tensormaps)} tensor map(s) from Triton's descriptors, every dimension the scalar value"
+    scalars = {n for n, _ in program.scalars}
+    inside = sum(1 for m in program.tensormaps if m.name in scalars)
+    if len(program.tensormaps) > inside:
+        how += (f"; {len(program.tensormaps) - inside} tensor map(s) from Triton's descriptors, every dimension the "
+                "scalar value")
+    if inside:
+        how += (f"; {inside} tensor map(s) inside by-value structs, made from the kernel's own copies (box: their "
+                "coordinates' step; no swizzle)")
     if stopped:
         how += f"; {stopped} (edit the header to try others)"
     notes.append(how)

@@ -227,3 +227,54 @@ def test_the_inferred_launch_has_no_two_threads_store_to_one_address():
     t = launch.trial(program)
     assert t.error is None and t.coverage.ran == t.coverage.of and t.conflicts == 0
     assert any("threads stored to one address" in n for n in program.notes)
+
+
+def test_a_tensor_map_inside_a_by_value_struct_is_made_from_the_kernels_own_copies():
+    """CuTe's TMA tutorial passes each map inside its Copy_Atom (a 256-byte by-value struct): the launch
+    builds one from the kernel's copies (rank, box from their coordinates' step, the wgmma's type),
+    places it at its offset (``at=``), and the reference reads it there: 16 of 16 wgmma, no two
+    threads storing to one address (C's leading dimension is raised past the tile)."""
+    import re
+
+    from fuzzptx import launch
+    from fuzzptx.inputs import read_text
+    from fuzzptx.oracles.hardware import program_args
+    from fuzzptx.program import Program
+    from support.inferred_launches import ROOT
+
+    path = ROOT / "tests" / "data" / "cutlass" / "cute_wgmma_tma_sm90.ptx"
+    text = read_text(path, what="PTX file")
+    program = launch.load(text, str(path))
+    assert [(m.at, m.type, m.box) for m in program.tensormaps] == [(0, "f16", (64, 8))] * 2
+    t = launch.trial(program)
+    assert t.error is None and t.coverage.ran == t.coverage.of == 16 and t.conflicts == 0
+    # the header as printed reads back the same (TENSORMAP ... at=, beside the struct's PARAM line)
+    again = Program.from_ptx("".join(f"// {ln}\n" for ln in program.header_lines()) + text, str(path))
+    assert again.tensormaps == program.tensormaps
+    # the GPU gets the struct's bytes with each map encoded at its offset, not a map in place of the struct
+    args = {a.name: a for a in program_args(again)}
+    for m in program.tensormaps:
+        a = args[m.name]
+        assert a.raw is not None and len(a.raw) == 256 and [at for at, _ in a.embedded] == [0]
+    line = next(h for h in program.header_lines() if h.startswith("TENSORMAP"))
+    assert re.search(r"TENSORMAP: \S+ buffer=\S+ type=f16 dims=\S+ strides=\S+ box=64,8$", line)  # at=0: said by none
+
+
+def test_a_map_outside_its_struct_is_one_line():
+    from fuzzptx.program import Program, ReproError
+
+    text = """// fuzzptx-repro v1
+// LAUNCH: kernel=k grid=1,1,1 block=32,1,1
+// BUFFER: a type=f16 count=4096 init=random seed=0
+// PARAM: s value=0
+// TENSORMAP: s buffer=a type=f16 dims=64,64 strides=128 box=64,8 at=192
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 a, .param .align 64 .b8 s[256])
+{
+ret;
+}
+"""
+    with pytest.raises(ReproError, match="at=192"):
+        Program.from_ptx(text, "bad.ptx")
