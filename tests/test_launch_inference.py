@@ -278,3 +278,38 @@ ret;
 """
     with pytest.raises(ReproError, match="at=192"):
         Program.from_ptx(text, "bad.ptx")
+
+
+def test_the_struct_bytes_beside_a_map_inside_it_are_the_param_lines():
+    """Only the map's 128 bytes of a struct holding one are the driver's opaque encoding; the fields
+    beside it (CUTLASS's problem shape, CuTe's aux parameters) are the PARAM line's bytes."""
+    import numpy as np
+
+    from fuzzptx.oracles.reference import run_program
+    from fuzzptx.oracles.reference.values import EXACT, UNDEF
+    from fuzzptx.program import Program
+
+    value = (1234 << (8 * 128)) | (77 << (8 * 4))
+    text = f"""// fuzzptx-repro v1
+// LAUNCH: kernel=k grid=1,1,1 block=32,1,1
+// BUFFER: a type=f16 count=4096 init=random seed=0
+// BUFFER: o type=u32 count=2 init=zeros output
+// PARAM: s value={value:#x}
+// TENSORMAP: s buffer=a type=f16 dims=64,64 strides=128 box=64,8
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 a, .param .u64 o, .param .align 64 .b8 s[256])
+{{
+.reg .b32 %r<4>; .reg .b64 %rd<4>;
+ld.param.u64 %rd1, [o];
+ld.param.u32 %r1, [s+128];
+ld.param.u32 %r2, [s+4];
+st.global.u32 [%rd1], %r1;
+st.global.u32 [%rd1+4], %r2;
+ret;
+}}
+"""
+    out = run_program(Program.from_ptx(text, "struct.ptx")).outputs["o"]
+    assert list(out.kind) == [EXACT, UNDEF]  # beside the map: its bytes; inside it: opaque
+    assert np.frombuffer(out.data, np.uint32)[0] == 1234

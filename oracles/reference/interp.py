@@ -324,14 +324,19 @@ class Machine:
             offs[p.name] = (off, size)
             off += size
         pbytes = np.zeros(max(off, 8), np.uint8)
-        tmaps = {t.name for t in getattr(prog, "tensormaps", ())}
-        opaque = []  # tensor-map parameters: the driver's encoding, which the reference never reads
+        tmaps: dict[str, list[int]] = {}
+        for t in getattr(prog, "tensormaps", ()):
+            tmaps.setdefault(t.name, []).append(t.at)
+        opaque = []  # tensor maps: the driver's encoding, which the reference never reads
         for p in k.params:
             o, size = offs[p.name]
             if p.name in tmaps:
-                opaque.append((o, size))
                 self.symbols[p.name] = ("param", CONST_BASE + o)
-                continue
+                if p.name not in scalars:  # the whole parameter is the map
+                    opaque.append((o, size))
+                    continue
+                # maps inside a by-value struct: the struct's bytes, each map's 128 of them opaque
+                opaque += [(o + at, 128) for at in tmaps[p.name]]
             if p.name in self.buffers:
                 val = self.buffers[p.name].base
             elif p.name in scalars:
