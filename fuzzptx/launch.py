@@ -675,7 +675,8 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
     fn = program.module.function(program.launch.kernel)
     maps = _desc_slots(fn, descs)
     free = {n for n, _ in program.scalars if n not in set(program.given) and n not in maps}
-    big = tuple(replace(b, count=SEARCH_BUFFER_BYTES // 4) for b in program.buffers)
+    program = _typed(program, fn)
+    big = tuple(replace(b, count=SEARCH_BUFFER_BYTES // element_bytes(b.type)) for b in program.buffers)
     wide = replace(program, buffers=big)
     blocks = [program.launch.block]
     if "block" not in program.given and not (fn.ntid("reqntid") or fn.ntid("maxntid")):
@@ -756,6 +757,28 @@ def _set_word(value: int, word: int | None, new: int) -> int:
     return (value & ~(0xFFFFFFFF << (32 * word))) | ((new & 0xFFFFFFFF) << (32 * word))
 
 
+# a kernel's wgmma operand type -> the element type its inferred buffers are filled with
+_OPERAND_BUFFER = {"f16": "f16", "bf16": "bf16", "tf32": "f32", "e4m3": "e4m3", "e5m2": "e5m2"}
+
+
+def _typed(program: Program, fn: Function) -> Program:
+    """The inferred buffers (random 32-bit words) of a kernel whose wgmmas read floats, filled with
+    random values of that float type instead: random bits read as f16/bf16 are NaN or huge about
+    one time in thirty, and a matmul or a softmax over them is NaN everywhere (attention's
+    reference run then branches on NaN bits and says nothing).  A buffer the user gave is kept."""
+    ttype = None
+    for ins in fn.instructions():
+        if ins.base == "wgmma" and "mma_async" in ins.opcode:
+            ttype = next((_OPERAND_BUFFER[t] for t in reversed(ins.opcode.split(".")) if t in _OPERAND_BUFFER), None)
+            break
+    if ttype is None:
+        return program
+    eb = element_bytes(ttype)
+    return replace(program, buffers=tuple(
+        replace(b, type=ttype, count=b.count * 4 // eb) if b.type == "u32" and b.init == "random"
+        and b.name not in program.given else b for b in program.buffers))
+
+
 def _scratch_words(fn: Function, *, sized_for: Program, scratch: int) -> dict[str, int]:
     """Triton's global scratch parameter (its second-to-last, a pointer) -> the words its buffer needs:
     ``scratch`` bytes for each CTA of the launch (the reference may stop before touching it, the GPU
@@ -778,8 +801,9 @@ def _sized(program: Program, t: Trial, keep: set[str] = frozenset(), least: dict
         if b.name in keep:
             out.append(b)
             continue
-        words = max(16, least.get(b.name, 0), -(-t.reach.get(b.name, 0) // 4))
-        out.append(replace(b, count=words))
+        eb = element_bytes(b.type)
+        count = max(64 // eb, -(-4 * least.get(b.name, 0) // eb), -(-t.reach.get(b.name, 0) // eb))
+        out.append(replace(b, count=count))
     return replace(program, buffers=tuple(out))
 
 

@@ -313,3 +313,23 @@ ret;
     out = run_program(Program.from_ptx(text, "struct.ptx")).outputs["o"]
     assert list(out.kind) == [EXACT, UNDEF]  # beside the map: its bytes; inside it: opaque
     assert np.frombuffer(out.data, np.uint32)[0] == 1234
+
+
+def test_the_inferred_buffers_of_a_float_gemm_hold_values_of_its_type():
+    """Random 32-bit words read as f16 are NaN or huge about one time in thirty: the GEMM's outputs
+    were NaN nearly everywhere.  Filled with random f16 values, C is finite bounds the GPU is held to."""
+    import numpy as np
+
+    from fuzzptx import launch
+    from fuzzptx.inputs import read_text
+    from fuzzptx.oracles.reference import run_program
+    from fuzzptx.oracles.reference.values import SET
+    from support.inferred_launches import ROOT
+
+    path = ROOT / "tests" / "data" / "triton" / "matmul_fp16_128x128x64_w4s3.ptx"
+    program = launch.load(read_text(path, what="PTX file"), str(path))
+    bufs = {b.name: b for b in program.buffers}
+    assert bufs["matmul_param_0"].type == bufs["matmul_param_1"].type == "f16"
+    c = run_program(program).outputs["matmul_param_2"]
+    vals = np.frombuffer(c.data, np.float16)
+    assert (c.kind == SET).all() and np.isfinite(vals).all() and np.isfinite(c.lo).all()

@@ -78,3 +78,16 @@ def test_triton_attention_runs_past_its_softmax():
     t = launch.trial(program)
     assert t.error is None, t.error
     assert t.coverage.ran == t.coverage.of == 24
+
+
+def test_an_integer_test_of_an_approximate_floats_bits_is_decided_where_the_bound_allows():
+    """libdevice's log2f tests a float's bits (``setp.lt.u32 %p, %r, 0x7f800000``: finite?); on a
+    bound of one sign the bit patterns are contiguous, so the branch is defined, not undefined."""
+    body = ("mov.b32 %f1, %r1; ex2.approx.ftz.f32 %f2, %f1; mov.b32 %r5, %f2; "
+            "setp.lt.u32 %p1, %r5, 2139095040; selp.u32 %r30, 1, 2, %p1; @%p1 bra DONE; mov.u32 %r30, 3; DONE: "
+            + store())
+    xs = [0.0, 1.0, -3.0, 5.5]
+    p = kernel(body, threads=len(xs), inputs={"a": (32, f32(xs))})
+    ref = run_program(p)
+    assert ref.undefined is None
+    assert (ref.outputs["o"].kind == EXACT).all() and list(np.frombuffer(ref.bytes("o"), np.uint32)) == [1] * 4
