@@ -19,14 +19,27 @@ THREADS = 128
 OUTS = 4  # output words per thread
 
 
+#: ``mix`` -> how many op kinds ``_Gen.op`` draws from: v1 (the first 24, the kernels the suite's
+#: seeds name) or v2 (v1 and 16-bit, packed 16x2, 64-bit and carry chains, video, masks, dot products,
+#: saturating conversions, predicated ops, register-valued bit fields).
+KINDS = {"v1": 24, "v2": 44}
+
+#: Known bugs the probe can turn down (the ledger's ids): their shapes are drawn no more, so what
+#: a probe then finds is not one of them.
+AVOIDABLE = {"ptxas-o3-bfe-s32-position-beyond-31": "bfe.s32 with a constant (or register) position >= 32"}
+
+
 @dataclass
 class _Gen:
     rng: random.Random
+    mix: str = "v1"
+    avoid: frozenset = frozenset()
     regs: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     n: int = 0
     n64: int = 0
     npred: int = 0
+    n16: int = 0
 
     def fresh(self) -> str:
         self.n += 1
@@ -35,6 +48,10 @@ class _Gen:
     def fresh64(self) -> str:
         self.n64 += 1
         return f"%rd{self.n64 + 10}"
+
+    def fresh16(self) -> str:
+        self.n16 += 1
+        return f"%h{self.n16}"
 
     def pred(self) -> str:
         self.npred += 1
@@ -61,7 +78,7 @@ class _Gen:
         rng, d = self.rng, self.fresh()
         a, b, c = self.src(), self.src(), self.src()
         s = rng.choice(("u32", "s32"))
-        k = rng.randrange(24)
+        k = rng.randrange(KINDS[self.mix])
         if k == 0:
             self.emit(f"{rng.choice(('add', 'sub'))}.{s} {d}, {a}, {rng.choice((b, self.imm()))};", d)
         elif k == 1:
@@ -77,7 +94,8 @@ class _Gen:
         elif k == 6:
             self.emit(f"{rng.choice(('popc.b32', 'clz.b32', 'brev.b32', 'not.b32', 'neg.s32', 'abs.s32'))} {d}, {a};", d)
         elif k == 7:
-            self.emit(f"bfe.{s} {d}, {a}, {rng.randrange(40)}, {rng.randrange(40)};", d)
+            high = 32 if s == "s32" and "ptxas-o3-bfe-s32-position-beyond-31" in self.avoid else 40
+            self.emit(f"bfe.{s} {d}, {a}, {rng.randrange(high)}, {rng.randrange(40)};", d)
         elif k == 8:
             self.emit(f"bfi.b32 {d}, {a}, {b}, {rng.randrange(40)}, {rng.randrange(40)};", d)
         elif k == 9:
@@ -125,14 +143,136 @@ class _Gen:
             self.emit(f"bfind.{rng.choice(('', 'shiftamt.'))}{s} {d}, {a};".replace("..", "."), d)
         elif k == 22:
             self.emit(f"mul24.{rng.choice(('lo', 'hi'))}.{s} {d}, {a}, {b};", d)
-        else:
+        elif k == 23:
             self.emit(f"mad24.lo.{s} {d}, {a}, {b}, {c};", d)
+        else:
+            self.op_v2(k, d, a, b, c, s)
+
+    def op_v2(self, k: int, d: str, a: str, b: str, c: str, s: str) -> None:
+        """The v2 kinds (24..43): each defined for every input value."""
+        rng = self.rng
+        if k == 24:  # 16-bit arithmetic through truncation and extension
+            h = rng.choice(("u16", "s16"))
+            x, y, z = self.fresh16(), self.fresh16(), self.fresh16()
+            self.emit(f"cvt.{h}.u32 {x}, {a};")
+            self.emit(f"cvt.{h}.u32 {y}, {b};")
+            op = rng.choice(("add", "sub", "mul.lo", "min", "max", "mul.hi"))
+            self.emit(f"{op}.{h} {z}, {x}, {y};")
+            self.emit(f"cvt.{s}.{h} {d}, {z};", d)
+        elif k == 25:  # packed 16x2
+            h = rng.choice(("u16x2", "s16x2"))
+            op = rng.choice(("add", "min", "max"))  # sm_90's packed 16x2 integer ops (no sub)
+            self.emit(f"{op}.{h} {d}, {a}, {b};", d)
+        elif k == 26:  # 64-bit carry chain through mad.cc/madc
+            e = self.fresh()
+            self.emit(f"mad.lo.cc.u32 {d}, {a}, {b}, {c};", d)
+            self.emit(f"madc.hi.u32 {e}, {a}, {b}, {self.src()};", e)
+        elif k == 27:  # 64-bit add/sub with carry between halves
+            w, x, y = self.fresh64(), self.fresh64(), self.fresh64()
+            self.emit(f"mov.b64 {w}, {{{a}, {b}}};")
+            self.emit(f"mov.b64 {x}, {{{c}, {self.src()}}};")
+            self.emit(f"{rng.choice(('add', 'sub', 'mul.lo', 'min', 'max'))}.{rng.choice(('u64', 's64'))} {y}, {w}, {x};")
+            e = self.fresh()
+            self.emit(f"mov.b64 {{{d}, {e}}}, {y};", d)
+            self.regs.append(e)
+        elif k == 28:  # shifts by register amounts (any amount is defined: clamped)
+            self.emit(f"{rng.choice(('shl.b32', 'shr.u32', 'shr.s32'))} {d}, {a}, {b};", d)
+        elif k == 29:  # bmsk / szext
+            if rng.random() < 0.5:
+                self.emit(f"bmsk.{rng.choice(('clamp', 'wrap'))}.b32 {d}, {rng.choice((a, str(rng.randrange(40))))}, "
+                          f"{rng.choice((b, str(rng.randrange(40))))};", d)
+            else:
+                self.emit(f"szext.{rng.choice(('clamp', 'wrap'))}.{s} {d}, {a}, {rng.choice((b, str(rng.randrange(40))))};", d)
+        elif k == 30:  # dot products
+            if rng.random() < 0.5:
+                self.emit(f"dp4a.{s}.{rng.choice(('u32', 's32'))} {d}, {a}, {b}, {c};", d)
+            else:
+                self.emit(f"dp2a.{rng.choice(('lo', 'hi'))}.{s}.{rng.choice(('u32', 's32'))} {d}, {a}, {b}, {c};", d)
+        elif k == 31:  # video SIMD
+            op = rng.choice(("vadd4", "vsub4", "vmin4", "vmax4", "vabsdiff4", "vadd2", "vsub2", "vavrg2"))
+            t = rng.choice(("u32", "s32"))
+            self.emit(f"{op}.{t}.{t}.{t}{rng.choice(('', '.sat'))} {d}, {a}, {b}, {c};", d)
+        elif k == 32:  # 64-bit bit ops back to 32 bits
+            w, x = self.fresh64(), self.fresh64()
+            self.emit(f"mov.b64 {w}, {{{a}, {b}}};")
+            op = rng.choice(("popc.b64", "clz.b64", "brev.b64", "bfind.u64", "bfind.s64", "not.b64", "cnot.b64"))
+            if op in ("popc.b64", "clz.b64") or op.startswith("bfind"):
+                self.emit(f"{op} {d}, {w};", d)
+            else:
+                self.emit(f"{op} {x}, {w};")
+                self.emit(f"cvt.u32.u64 {d}, {x};", d)
+        elif k == 33:  # set: a predicate's mask as a value
+            cmps = ("lt", "le", "gt", "ge", "eq", "ne") + (("lo", "hs") if s == "u32" else ())
+            self.emit(f"set.{rng.choice(cmps)}.u32.{s} {d}, {a}, {rng.choice((b, self.imm()))};", d)
+        elif k == 34:  # saturating conversions
+            h, x = rng.choice(("u16", "s16")), self.fresh16()
+            self.emit(f"cvt.sat.{h}.{s} {x}, {a};")
+            self.emit(f"cvt.{s}.{h} {d}, {x};", d)
+        elif k == 35:  # predicated op (if-conversion's output shape)
+            p = self.pred()
+            self.emit(f"mov.u32 {d}, {c};", d)
+            self.emit(f"setp.{rng.choice(('lt', 'gt', 'ne'))}.{s} {p}, {a}, {rng.choice((b, self.imm()))};")
+            op = rng.choice((f"add.{s}", f"sub.{s}", "xor.b32", f"min.{s}"))
+            self.emit(f"@{rng.choice((p, '!' + p))} {op} {d}, {a}, {b};")
+        elif k == 36:  # signed division by a positive odd divisor (never 0, never -1)
+            o = self.fresh()
+            self.emit(f"and.b32 {o}, {b}, 0x7ffffff;", o)
+            self.emit(f"or.b32 {o}, {o}, 1;")
+            self.emit(f"{rng.choice(('div', 'rem'))}.s32 {d}, {a}, {o};", d)
+        elif k == 37:  # bit fields with register positions and lengths
+            pos = self.fresh()
+            high = 31 if s == "s32" and "ptxas-o3-bfe-s32-position-beyond-31" in self.avoid else 255
+            self.emit(f"and.b32 {pos}, {b}, {high};", pos)
+            if rng.random() < 0.5:
+                self.emit(f"bfe.{s} {d}, {a}, {pos}, {c};", d)
+            else:
+                self.emit(f"bfi.b32 {d}, {a}, {c}, {pos}, {self.src()};", d)
+        elif k == 38:  # mul.hi / mad on 64 bits
+            w, x, y = self.fresh64(), self.fresh64(), self.fresh64()
+            self.emit(f"mov.b64 {w}, {{{a}, {b}}};")
+            self.emit(f"mov.b64 {x}, {{{c}, {a}}};")
+            t = rng.choice(("u64", "s64"))
+            if rng.random() < 0.4:
+                self.emit(f"mul.hi.{t} {y}, {w}, {x};")
+            else:
+                self.emit(f"{rng.choice(('mad.lo', 'mad.hi'))}.{t} {y}, {w}, {x}, {w};")
+            e = self.fresh()
+            self.emit(f"mov.b64 {{{e}, {d}}}, {y};", d)
+            self.regs.append(e)
+        elif k == 39:  # 64-bit shifts by a register amount, shf on 64-bit halves
+            w, x = self.fresh64(), self.fresh64()
+            self.emit(f"mov.b64 {w}, {{{a}, {b}}};")
+            self.emit(f"{rng.choice(('shl.b64', 'shr.u64', 'shr.s64'))} {x}, {w}, {c};")
+            e = self.fresh()
+            self.emit(f"mov.b64 {{{d}, {e}}}, {x};", d)
+            self.regs.append(e)
+        elif k == 40:  # max with relu, 32-bit and packed 16x2
+            self.emit(f"{rng.choice(('max.s32.relu', 'max.s16x2.relu'))} {d}, {a}, {b};", d)
+        elif k == 41:  # a select tree on one predicate (if-conversion of nested ifs)
+            p, q = self.pred(), self.pred()
+            e = self.fresh()
+            self.emit(f"setp.{rng.choice(('lt', 'ge'))}.{s} {p}, {a}, {b};")
+            self.emit(f"setp.{rng.choice(('ne', 'eq'))}.{rng.choice(('and', 'or', 'xor'))}.{s} {q}, {b}, {c}, {p};")
+            self.emit(f"selp.b32 {e}, {a}, {c}, {q};", e)
+            self.emit(f"selp.b32 {d}, {e}, {b}, {p};", d)
+        elif k == 42:  # add.cc on 64 bits
+            w, x, y, z = self.fresh64(), self.fresh64(), self.fresh64(), self.fresh64()
+            self.emit(f"mov.b64 {w}, {{{a}, {b}}};")
+            self.emit(f"mov.b64 {x}, {{{c}, {a}}};")
+            self.emit(f"add.cc.u64 {y}, {w}, {x};")
+            self.emit(f"addc.u64 {z}, {x}, {w};")
+            self.emit(f"cvt.u32.u64 {d}, {z};", d)
+        else:  # popc/clz of a combination, then a shift by the count
+            e = self.fresh()
+            self.emit(f"{rng.choice(('popc', 'clz'))}.b32 {e}, {a};", e)
+            self.emit(f"shl.b32 {d}, {b}, {e};", d)
 
 
-def kernel(seed: int, ops: int = 24) -> str:
-    """One random kernel's PTX with its fuzzptx header (x: 2 words per thread in, y: OUTS out)."""
+def kernel(seed: int, ops: int = 24, mix: str = "v1", avoid: frozenset = frozenset()) -> str:
+    """One random kernel's PTX with its fuzzptx header (x: 2 words per thread in, y: OUTS out);
+    ``mix``: the op kinds (``KINDS``); ``avoid``: known bugs' shapes not drawn (``AVOIDABLE``)."""
     rng = random.Random(seed)
-    g = _Gen(rng)
+    g = _Gen(rng, mix, frozenset(avoid))
     g.emit("mov.u32 %r0, %tid.x;", None)
     g.emit("ld.param.u64 %rd1, [x];")
     g.emit("ld.param.u64 %rd2, [y];")
@@ -193,9 +333,11 @@ def kernel(seed: int, ops: int = 24) -> str:
     head = (f"// fuzzptx-repro v1\n// LAUNCH: kernel=k grid=1,1,1 block={THREADS},1,1\n"
             f"// BUFFER: x type=u32 count={2 * THREADS} init=random seed={seed}\n"
             f"// BUFFER: y type=u32 count={OUTS * THREADS} init=zeros output\n"
-            f"// PARAM: n value={trip}\n// NOTE: tests/support/scalar_probe.py seed {seed}\n")
+            f"// PARAM: n value={trip}\n// NOTE: tests/support/scalar_probe.py seed {seed}"
+            + (f" mix {mix}" if mix != "v1" else "") + (f" avoid {','.join(sorted(avoid))}" if avoid else "") + "\n")
     decl = (f"\t.reg .b32 %r<{g.n + 1}>;\n\t.reg .b32 %rn;\n\t.reg .b32 %rl;\n\t.reg .b64 %rd<{g.n64 + 11}>;\n"
-            f"\t.reg .pred %p<{g.npred + 1}>;\n\t.reg .pred %pl;\n\t.reg .pred %pd;\n")
+            f"\t.reg .pred %p<{g.npred + 1}>;\n\t.reg .pred %pl;\n\t.reg .pred %pd;\n"
+            + (f"\t.reg .b16 %h<{g.n16 + 1}>;\n" if g.n16 else ""))
     return (head + ".version 8.0\n.target sm_90a\n.address_size 64\n\n"
             ".visible .entry k(\n\t.param .u64 x,\n\t.param .u64 y,\n\t.param .u32 n\n)\n{\n"
             + decl + "\n".join(g.lines) + "\n}\n")
