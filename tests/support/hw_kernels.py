@@ -13,7 +13,10 @@ the reference stopped at what the GPU faults on (an address outside every buffer
 through a parameter that holds no tensor map: CUTLASS's, whose maps sit in its ``Params``) or that
 reaches no tensor core is not launched: the row says so.
 
-    cd /tmp/pkg && PYTHONPATH=$PWD:$PWD/tests python3 tests/support/hw_kernels.py --out $OUT/kernels_h100.json  # the GPU machine
+    # the GPU machine, from the repository's root (the package assembled in /tmp/pkg, as docs/tma.md does)
+    mkdir -p /tmp/pkg && cp -r fuzzptx /tmp/pkg/ && rm -rf /tmp/pkg/fuzzptx/strategies /tmp/pkg/fuzzptx/oracles \
+      && cp -r strategies oracles /tmp/pkg/fuzzptx/ && R=$PWD && cd /tmp \
+      && PYTHONPATH=/tmp/pkg:$R/tests python3 $R/tests/support/hw_kernels.py --jobs 12 --out $OUT/kernels_h100.json
     PYTHONPATH=$PWD:$PWD/tests python3 tests/support/hw_kernels.py --dry-run --out /tmp/kernels.json  # no GPU
 """
 from __future__ import annotations
@@ -166,7 +169,7 @@ def main(argv=None) -> int:
     of = sum(r["tensor"]["of"] for r in rows)
     out = {"what": __doc__.splitlines()[0],
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "command": "PYTHONPATH=$PWD:$PWD/tests python3 tests/support/hw_kernels.py --out $OUT/kernels_h100.json"
+           "command": "PYTHONPATH=/tmp/pkg:$R/tests python3 $R/tests/support/hw_kernels.py --out $OUT/kernels_h100.json"
                       + (f" --only {args.only}" if args.only else "") + (" --dry-run" if args.dry_run else ""),
            "device": info, "ptxas": str(ptxas_version()), "python": platform.python_version(),
            "kernels": len(rows), "tensor_instructions_executed": ran, "tensor_instructions": of,
