@@ -19,6 +19,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from hypothesis import strategies as st
+
+from fuzzptx.program import Program
+
 THREADS = 128
 NOTE = "scalar kernel seed"  # the note that marks a program as one of these kernels (``is_scalar_kernel``)
 OUTS = 4  # output words per thread
@@ -33,7 +37,8 @@ EDGES = (0, 1, 2, 7, 8, 15, 16, 31, 32, 33, 63, 64, 127, 128, 255, 256, 0x7FFF, 
          0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFFFFFFE, 0x80000001)
 
 #: The ``avoid`` names this generator honours (``strategies.avoid.AVOIDABLE`` holds their words).
-SCALAR_AVOIDABLE = ("bfe-s32-position-beyond-31", "bfi-length-beyond-31", "abs-into-saturating-cvt")
+SCALAR_AVOIDABLE = ("bfe-s32-position-beyond-31", "bfi-length-beyond-31", "abs-into-saturating-cvt",
+                    "abs-assumed-nonnegative", "lop3-repeated-operand")
 
 
 @dataclass
@@ -101,9 +106,10 @@ class _Gen:
             self.emit(f"{rng.choice(('min', 'max'))}.{s} {d}, {a}, {rng.choice((b, self.imm()))};", d)
         elif k == 6:
             op = rng.choice(('popc.b32', 'clz.b32', 'brev.b32', 'not.b32', 'neg.s32', 'abs.s32'))
-            self.emit(f"{op} {d}, {a};", d)
             if op == "abs.s32":
-                self.absolute.add(d)
+                self.absolute_value(d, a)
+            else:
+                self.emit(f"{op} {d}, {a};", d)
         elif k == 7:
             high = 32 if s == "s32" and "bfe-s32-position-beyond-31" in self.avoid else 40
             self.emit(f"bfe.{s} {d}, {a}, {rng.randrange(high)}, {rng.randrange(40)};", d)
@@ -116,7 +122,10 @@ class _Gen:
             self.emit(f"prmt.b32{rng.choice(('', '.f4e', '.b4e', '.rc8', '.ecl', '.ecr', '.rc16'))} {d}, {a}, {b}, "
                       f"{rng.randrange(1 << 16)};", d)
         elif k == 10:
-            self.emit(f"lop3.b32 {d}, {a}, {b}, {c}, {rng.randrange(256)};", d)
+            lut = rng.randrange(256)
+            if "lop3-repeated-operand" in self.avoid:
+                a, b, c = self.distinct(a, b, c)
+            self.emit(f"lop3.b32 {d}, {a}, {b}, {c}, {lut};", d)
         elif k == 11:
             self.emit(f"shf.{rng.choice(('l', 'r'))}.{rng.choice(('wrap', 'clamp'))}.b32 {d}, {a}, {b}, "
                       f"{rng.choice((c, str(rng.randrange(40))))};", d)
@@ -285,6 +294,25 @@ class _Gen:
             self.emit(f"{rng.choice(('popc', 'clz'))}.b32 {e}, {a};", e)
             self.emit(f"shl.b32 {d}, {b}, {e};", d)
 
+    def absolute_value(self, d: str, a: str) -> None:
+        """``abs.s32 d, a``; with ``abs-assumed-nonnegative`` avoided, clamped at 0 after it (the
+        one value ptxas's range analysis gets wrong, abs(INT_MIN), never reaches a reader)."""
+        if "abs-assumed-nonnegative" in self.avoid:
+            t = self.fresh()
+            self.emit(f"abs.s32 {t}, {a};")
+            self.emit(f"max.s32 {d}, {t}, 0;", d)
+        else:
+            self.emit(f"abs.s32 {d}, {a};", d)
+            self.absolute.add(d)
+
+    def distinct(self, *regs: str) -> tuple[str, ...]:
+        """``regs`` with repeats replaced by other registers of the kernel (%r0, the inputs)."""
+        out: list[str] = []
+        spare = [r for r in ("%r0", "%r1", "%r2", "%r3") if r not in regs]
+        for r in regs:
+            out.append(r if r not in out else spare.pop(0))
+        return tuple(out)
+
     def edge(self) -> str:
         return str(self.rng.choice(EDGES))
 
@@ -294,7 +322,7 @@ class _Gen:
         rng, v = self.rng, self.fresh()
         k = rng.randrange(12)
         if k == 0:
-            self.emit(f"abs.s32 {v}, {a};", v)
+            self.absolute_value(v, a)
         elif k == 1:
             self.emit(f"neg.s32 {v}, {a};", v)
         elif k == 2:
@@ -436,12 +464,8 @@ def is_scalar_kernel(program) -> bool:
     return any(n.startswith(NOTE) for n in program.notes)
 
 
-def scalar_kernels(avoid: frozenset[str] = frozenset(), mix: str = "v3"):
+def scalar_kernels(avoid: frozenset[str] = frozenset(), mix: str = "v3") -> st.SearchStrategy[Program]:
     """Random integer kernels (``kernel``) as programs, drawn by their seed."""
-    from hypothesis import strategies as st
-
-    from fuzzptx.program import Program
-
     shapes = frozenset(avoid) & frozenset(SCALAR_AVOIDABLE)
     return st.integers(0, 2**31 - 1).map(
         lambda seed: Program.from_ptx(kernel(seed, mix=mix, avoid=shapes), f"scalar_kernel_{seed}.ptx"))

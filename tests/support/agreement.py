@@ -111,8 +111,9 @@ def _figures(t: Tally) -> dict:
             "unreadable": [u[0] for u in t.unreadable]}
 
 
-def score(name: str, how: str, items: list[tuple[str, str]], every: int = 1) -> Tally:
-    """(id, PTX text) pairs through the parser, the model and one batch of real ptxas.  ``every`` > 1
+def score(name: str, how: str, items: list[tuple[str, str]], compile=None, every: int = 1) -> Tally:
+    """(id, PTX text) pairs through the parser, the model and one batch of real ptxas (``compile``:
+    ``compile_batch``, or results at hand: ``support.shared.StrategyDraw.compile``).  ``every`` > 1
     scores only every ``every``-th pair (``--sample``); otherwise the tally's ``sample`` holds the
     score of every ``SAMPLE_EVERY``-th pair, the subset a sampled run scores."""
     t = Tally(name, how, sampled_every=every)
@@ -131,7 +132,7 @@ def score(name: str, how: str, items: list[tuple[str, str]], every: int = 1) -> 
     preds = [predict_module(m) for _, _, _, m in readable]
     t.model_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
-    results = compile_batch([text for _, _, text, _ in readable])
+    results = (compile or compile_batch)([text for _, _, text, _ in readable])
     t.ptxas_seconds = time.perf_counter() - t0
     for (in_sample, ident, _, _), res, pred in zip(readable, results, preds):
         for tally in (t, t.sample if in_sample else None):
@@ -155,10 +156,13 @@ def _count(t: Tally, ident: str, res, pred) -> None:
         t.mismatches.append((ident, a.real, a.mine))
 
 
-def strategies_items(n: int) -> list[tuple[str, str]]:
+def strategies_items(n: int, programs: list | None = None) -> list[tuple[str, str]]:
+    """``strategy_programs(n)`` as (id, text) pairs (``programs``: that draw, already at hand)."""
     from .differential import strategy_programs
 
-    return [(f"strategies#{i}", p.to_ptx()) for i, p in enumerate(strategy_programs(n))]
+    programs = strategy_programs(n) if programs is None else programs
+    assert len(programs) == n
+    return [(f"strategies#{i}", p.to_ptx()) for i, p in enumerate(programs)]
 
 
 def campaign_items(seeds: list[int], per_seed: int) -> list[tuple[str, str]]:
@@ -262,12 +266,12 @@ def main(argv=None) -> int:
     tallies = [
         score("(i) strategies sample", f"{a.strategies} programs drawn with Hypothesis (derandomized) from "
               "`wgmma_programs() | illegal_programs()` (`tests/support/differential.py` `strategy_programs`).",
-              strategies_items(a.strategies), every),
+              strategies_items(a.strategies), every=every),
         score("(ii) campaign programs", f"{a.per_seed} programs at each of block seeds `block_seed(s, 0)` for s in "
               f"{seeds[0]}..{seeds[-1]}, drawn as `fuzzptx run`/`campaign` draw them (`draw_direct`, a quarter illegal).",
-              campaign_items(seeds, a.per_seed), every),
+              campaign_items(seeds, a.per_seed), every=every),
         score("(iii) real compiler-generated kernels", "Every `.ptx` under " + ", ".join(f"`{d}/`" for d in REAL_DIRS)
-              + " (Triton: `tests/support/triton_corpus.py`; nvcc 13.0: `tests/support/nvcc_corpus.py`).", real_items(), every),
+              + " (Triton: `tests/support/triton_corpus.py`; nvcc 13.0: `tests/support/nvcc_corpus.py`).", real_items(), every=every),
     ]
     for t in tallies:
         print(f"{t.name}: {t.figure()} ({'met' if t.on_target else 'NOT met'}); exact outside the may codes "
