@@ -89,6 +89,13 @@ def _addrs(m, f, ins, op, act) -> tuple[np.ndarray, np.ndarray]:
     return idx, addr
 
 
+def _one_barrier(m, ins, addr: np.ndarray) -> Barrier | None:
+    """The barrier every thread names, where they name one (None: several, or no thread)."""
+    if not addr.size or (addr != addr[0]).any():
+        return None
+    return _get(m, ins, int(addr[0]))
+
+
 def _value(m, f, ins, op, t: str, idx) -> np.ndarray:
     bits, sh = m.read(f, op, t, ins)
     if sh is not None and sh.kind[idx].any():
@@ -145,6 +152,14 @@ def _arrive(m, f, ins, act, expect: bool) -> None:
     tx = _value(m, f, ins, ops[2], "u32", idx) if expect and len(ops) > 2 else None
     count = _value(m, f, ins, ops[2], "u32", idx) if not expect and len(ops) > 2 else None
     tokens = np.zeros(m.n, np.uint64)
+    b = _one_barrier(m, ins, addr)
+    if b is not None and tx is None and count is None and b.pending >= addr.size:
+        # every thread arrives on one barrier and no arrival but the last can complete its phase:
+        # the loop's state after its single settle() that may complete it
+        tokens[idx] = b.phases
+        b.pending -= addr.size
+        b.settle()
+        addr = addr[:0]
     for j, a in enumerate(addr.tolist()):  # thread order: arrivals are counted one by one
         b = _get(m, ins, a)
         tokens[idx[j]] = b.phases
@@ -163,15 +178,24 @@ def _wait(m, f, ins, act, parity: bool) -> None:
     idx, addr = _addrs(m, f, ins, ops[1], act)
     want = _value(m, f, ins, ops[2], "u32" if parity else "u64", idx)
     done = np.zeros(m.n, np.uint64)
-    for j, a in enumerate(addr.tolist()):
-        b = _get(m, ins, a)
-        w = int(want[j])
+    one = _one_barrier(m, ins, addr)
+    if one is not None and want.size and not (want != want[0]).any():  # one barrier, one phase: one answer
+        w = int(want[0])
         # parity: the phase of that parity has completed when the current phase's parity differs;
         # a state token: the phase it was taken in has completed
-        done[idx[j]] = (b.phases & 1) != (w & 1) if parity else b.phases > w
-        if done[idx[j]]:
-            b.observe()
-    stuck = [a for j, a in enumerate(addr.tolist()) if not done[idx[j]]]
+        ok = (one.phases & 1) != (w & 1) if parity else one.phases > w
+        done[idx] = ok
+        if ok:
+            one.observe()
+        stuck = [] if ok else addr.tolist()
+    else:
+        for j, a in enumerate(addr.tolist()):
+            b = _get(m, ins, a)
+            w = int(want[j])
+            done[idx[j]] = (b.phases & 1) != (w & 1) if parity else b.phases > w
+            if done[idx[j]]:
+                b.observe()
+        stuck = [a for j, a in enumerate(addr.tolist()) if not done[idx[j]]]
     others = m.alive & ~act  # threads that could still arrive: neither here nor suspended at a named barrier
     if m.parked is not None:
         others &= ~m.parked
