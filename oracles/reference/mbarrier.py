@@ -48,14 +48,20 @@ class Barrier:
         """A wait saw a completed phase: the bytes it orders are now defined (for every thread: this
         model has no per-thread visibility, so a read after another thread's wait, ordered by a
         CTA barrier, sees them too)."""
-        for region, off, words in self.observable:
-            # the copy wrote these bytes when it landed (and was watched then); this only makes
-            # them defined, so the write hook of in-flight wgmma reads is not called again
-            watch, region.watch = region.watch, None
-            try:
-                region.write(off, 4, words)
-            finally:
-                region.watch = watch
+        seen, i = self.observable, 0
+        while i < len(seen):
+            # a run of exact copies into one region (a cp.async's per-thread landings): one write
+            # where they do not overlap (their order cannot matter then), else one at a time
+            region, j = seen[i][0], i + 1
+            while j < len(seen) and seen[j][0] is region and _exact(seen[j][2]) and _exact(seen[i][2]):
+                j += 1
+            off = np.concatenate([o[1] for o in seen[i:j]]) if j - i > 1 else None
+            if off is not None and np.unique(off).size == off.size:
+                _quietly(region, off, [(np.concatenate([o[2][0][0] for o in seen[i:j]]), None)])
+            else:
+                for _, o, words in seen[i:j]:
+                    _quietly(region, o, words)
+            i = j
         self.observable = []
 
     def settle(self) -> None:
@@ -67,6 +73,20 @@ class Barrier:
             self.async_tx = 0
             self.phases += 1
             self.pending = self.expected
+
+
+def _exact(words: list) -> bool:
+    return len(words) == 1 and words[0][1] is None
+
+
+def _quietly(region, off: np.ndarray, words: list) -> None:
+    """Write words the copy already wrote when it landed (and was watched then): this only makes
+    them defined, so the write hook of in-flight wgmma reads is not called again."""
+    watch, region.watch = region.watch, None
+    try:
+        region.write(off, 4, words)
+    finally:
+        region.watch = watch
 
 
 def _table(m) -> dict[int, Barrier]:
