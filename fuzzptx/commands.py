@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from fuzzptx.engine import run as engine_run
-from fuzzptx.engine.generate import ILLEGAL_SHARE
+from fuzzptx.engine.generate import ILLEGAL_SHARE, SCALAR_SHARE
 from fuzzptx.engine.options import (OptionError, Parser, add_examples, add_judges, add_json, add_numerics, add_out, add_ptxas,
                                     add_pairs, add_seed, add_workers, judges_of, non_negative_seconds, positive_int, share)
 from fuzzptx.engine.campaign import (CampaignError, _say, _write_json, build_parser as campaign_parser, corpus_files,
@@ -119,9 +119,12 @@ def main_campaign(argv: list[str]) -> int:
     known = ledger(args.known)
     numerics = args.numerics if args.numerics or corpus else default_numerics(judges)
     avoid = frozenset() if args.rediscover or corpus else avoided(known, {"numerics": numerics or "spec"})
+    scalar_share = args.scalar_share if args.scalar_share is not None else (
+        SCALAR_SHARE if judges.needing(DEVICE) and not corpus else 0.0)
     config = RunConfig(seed=args.seed, block_size=args.block_size, shard=shard, examples=args.examples,
                        seconds=seconds, judges=judges, corpus=corpus, corpus_skipped=corpus_skipped,
                        plant=args.plant_faults, generator=args.generator, numerics=numerics, avoid=avoid,
+                       scalar_share=scalar_share,
                        out=Path(args.out), workers=workers, gpus=tuple(gpus))
     stats = run_campaign(config.out, config, gpus=gpus, resume=args.resume, workers=workers,
                          gpu_timeout=args.gpu_timeout, gpu_workers=args.gpu_workers, progress=not args.quiet,

@@ -16,6 +16,10 @@ AVOIDABLE: dict[str, str] = {
     "restart-in-flight": "a scale-d 0 wgmma restarting an accumulator set whose group is still in flight "
                          "across loops and calls (ptxas -O3 hands the dead registers out while the GMMA "
                          "still writes them)",
+    # scalar kernels (strategies.scalar_kernels): shapes of ptxas -O3 integer miscompiles
+    "bfe-s32-position-beyond-31": "bfe.s32 with a constant start position of 32 or more (ptxas 13.0.88 -O3)",
+    "bfi-length-beyond-31": "bfi.b32 with a constant length of 32 or more (ptxas 12.9.86/13.0.88 -O3: length mod 32)",
+    "abs-into-saturating-cvt": "a saturating cvt of an abs.s32 result (ptxas -O3 up to 13.5.37 clamps it unsigned)",
 }
 
 

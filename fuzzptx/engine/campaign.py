@@ -52,8 +52,8 @@ from fuzzptx.program import Program
 from .block import Prepared, deferrable, pool_block, pool_blocks, warm
 from .config import RunConfig
 from .options import (Parser, add_examples, add_judges, add_numerics, add_pairs, add_out, add_ptxas, add_seed,
-                      add_workers, count_or_zero, positive_int, positive_seconds)
-from .generate import BlockTask, block_programs_left
+                      add_workers, count_or_zero, positive_int, positive_seconds, share)
+from .generate import SCALAR_SHARE, BlockTask, block_programs_left
 from .outlock import DEFAULT_STALE_AFTER, OutLock, acquire
 from .records import findings_of, record
 from .repro import finalize_repro_file, judges_that_ran, repro_stem, write_raw
@@ -418,15 +418,16 @@ def _hardware_runner(gpu: int, timeout: float):
 def _check_meta(out: Path, plan: RunConfig, resume: bool) -> dict:
     meta = {"seed": plan.seed, "block_size": plan.block_size, "shard": f"{plan.shard[0]}/{plan.shard[1]}",
             "corpus": None if plan.corpus is None else len(plan.corpus), "generator": plan.generator,
-            "numerics": plan.numerics, "planted_block": None, "avoid": sorted(plan.avoid)}
+            "numerics": plan.numerics, "planted_block": None, "avoid": sorted(plan.avoid),
+            "scalar_share": plan.scalar_share}
     path = out / "campaign.json"
     if path.exists():
         try:
             old = json.loads(path.read_text())
         except ValueError:
             raise CampaignError(f"{path}: not a campaign record (bad JSON)") from None
-        for k in ("seed", "block_size", "shard", "corpus", "generator", "numerics", "avoid"):
-            if old.get(k, meta[k]) != meta[k]:
+        for k in ("seed", "block_size", "shard", "corpus", "generator", "numerics", "avoid", "scalar_share"):
+            if old.get(k, 0.0 if k == "scalar_share" else meta[k]) != meta[k]:
                 raise CampaignError(f"--resume with {k}={meta[k]} but the campaign in {out} used {old.get(k)}")
         meta["planted_block"] = old.get("planted_block")
     return meta
@@ -970,6 +971,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="do not turn down the shapes of the ledger's known bugs (by default the generator avoids "
                          "them, so the campaign's programs go to what is not known yet)")
     ap.add_argument("--no-bundles", action="store_true", help="do not write a bundle of each new bug into --out")
+    ap.add_argument("--scalar-share", type=share, default=None,
+                    help="share of each block's legal programs drawn as random integer kernels "
+                         "(fuzzptx.strategies.scalar_kernels), each judged by a compile pair on the GPU "
+                         f"(default: {SCALAR_SHARE} with a GPU judge, else 0; --generator direct only)")
     ap.add_argument("--block-size", type=positive_int, default=32, help="programs per block (one ptxas module)")
     add_workers(ap, 0, "CPU processes (0: one per core, one fewer with a GPU)")
     ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct",

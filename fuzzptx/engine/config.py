@@ -42,6 +42,7 @@ class RunConfig:
     shrink_budget: float = 0.0  # seconds to shrink each new signature's first program (0: keep the smallest, unshrunk)
     shrink_model_gaps: bool = False  # shrink findings that are gaps in our own models too (checker vs ptxas...)
     avoid: frozenset[str] = frozenset()  # shapes of known bugs the strategies turn down (triage.known.avoided)
+    scalar_share: float = 0.0  # legal programs drawn as random integer kernels (strategies.scalar_kernels)
     out: Path | None = None  # the run's directory (results.jsonl, repros/, stats.json)
     workers: int = 1  # CPU pool processes
     inline: bool = False  # judge in this process, no pool
@@ -80,4 +81,4 @@ class RunConfig:
         if self.corpus is not None:
             files = self.corpus[block * self.block_size:(block + 1) * self.block_size]
         return BlockTask(block, self.seed, self.block_size, self.judges, skip, keep, plant, files, self.generator,
-                         self.numerics, self.illegal_share, self.avoid)
+                         self.numerics, self.illegal_share, self.avoid, self.scalar_share)

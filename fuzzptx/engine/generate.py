@@ -18,9 +18,15 @@ from fuzzptx.inputs import read_text
 from fuzzptx.judges.selection import JudgeSet
 from fuzzptx.program import Program
 from fuzzptx.strategies.direct import DrawFailed, draw, reproducible
+from fuzzptx.strategies.scalar_kernels import scalar_kernels
 
 
 ILLEGAL_SHARE = 0.25  # a quarter of each block is mutated (illegal)
+#: legal programs of a GPU campaign's block drawn as random integer kernels (``--scalar-share``): the
+#: compile pairs' probe found three ptxas -O3 miscompiles in such kernels (71 of 1,500 differing,
+#: tests/hw_records/pairs_probe_v2_h200.json), the wgmma programs none in a 10-minute campaign
+#: (benchmarks/results/campaign_pairs_h200.json)
+SCALAR_SHARE = 0.25
 
 
 class GenerationError(FuzzptxError):
@@ -73,6 +79,7 @@ class BlockTask:
     numerics: str | None = None  # the reference's numerics for every program (None: each program's own)
     illegal_share: float = ILLEGAL_SHARE  # mutated programs in the block
     avoid: frozenset[str] = frozenset()  # shapes of known bugs the strategies turn down (strategies.avoid)
+    scalar_share: float = 0.0  # legal programs drawn as random integer kernels (``--scalar-share``)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "judges", JudgeSet.of(self.judges))
@@ -83,21 +90,28 @@ def block_seed(seed: int, block: int) -> int:
 
 
 def draw_direct(n: int, seed: int, illegal_share: float = ILLEGAL_SHARE,
-                avoid: frozenset[str] = frozenset()) -> list[Program]:
+                avoid: frozenset[str] = frozenset(), scalar_share: float = 0.0) -> list[Program]:
     """``n`` programs, each drawn straight from the strategies with its own random stream.
 
     Five times cheaper than running Hypothesis's engine (``draw_programs``): no
     example database, no mutation of earlier examples, no simplest-example-first,
     so no duplicate programs within or across blocks.  Program ``i`` depends on
     ``(seed, i)`` alone (and ``avoid``, the known bugs' shapes turned down).  A draw the
-    strategies reject (a filter) is redrawn.
+    strategies reject (a filter) is redrawn.  ``scalar_share``: the first legal programs of the
+    block are random integer kernels instead (``scalar_kernels``, key ``seed:scalar:i``), the
+    code the compile pairs on the GPU found ptxas miscompiling.
     """
     n_illegal = int(round(n * illegal_share))
+    n_scalar = min(n - n_illegal, int(round(n * scalar_share)))
     strategies = (S.programs(avoid), S.illegal_programs(avoid=avoid))
+    scalar = scalar_kernels(avoid) if n_scalar else None
     out: list[Program] = []
     with reproducible():  # program i depends on (seed, i), not on what else the process imported
         for i in range(n):
             try:
+                if i < n_scalar:
+                    out.append(draw(scalar, f"{seed}:scalar:{i}"))
+                    continue
                 out.append(draw(strategies[i >= n - n_illegal], f"{seed}:{i}"))
             except DrawFailed as exc:
                 raise GenerationError(f"program {i} of seed {seed}: {exc}") from exc
@@ -147,8 +161,9 @@ def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
         # A block cut short (the last of a run) is drawn at its own size, so it holds illegal
         # programs in proportion too (the mutants come last in a block).
         n = task.size if task.keep is None else min(task.keep, task.size)
-        draw_ = draw_programs if task.generator == "hypothesis" else draw_direct
-        progs = draw_(n, block_seed(task.seed, task.block), task.illegal_share, task.avoid)
+        progs = (draw_direct(n, block_seed(task.seed, task.block), task.illegal_share, task.avoid, task.scalar_share)
+                 if task.generator != "hypothesis" else
+                 draw_programs(n, block_seed(task.seed, task.block), task.illegal_share, task.avoid))
     if task.numerics is not None:  # stamped on the program: its repro file replays the same way
         progs = [replace(p, numerics=task.numerics) for p in progs]
     limit = len(progs) if task.keep is None else min(task.keep, len(progs))

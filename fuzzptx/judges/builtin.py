@@ -9,6 +9,7 @@ import zlib
 from dataclasses import replace
 from typing import Any
 
+from fuzzptx.strategies.scalar_kernels import is_scalar_kernel
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.oracles import mmasim_judge
 from fuzzptx.oracles.checker import check_and_predict, check_module
@@ -726,7 +727,9 @@ class MetamorphicJudge(Judge):
         """The program's pairs (``compile_pairs.choose``, a function of its text) with every side
         compiled here in the pool (the original's -O3 build reused) for the GPU; without a GPU, the
         transforms judged at once on the reference (compile pairs hold trivially there)."""
-        chosen = compile_pairs.choose(self.pairs, zlib.crc32(text.encode()), self.share) if self.share < 1 else self.pairs
+        # a random integer kernel is small and its code is what the pairs find miscompiled: it always gets one
+        share = 1.0 if is_scalar_kernel(program) else self.share
+        chosen = compile_pairs.choose(self.pairs, zlib.crc32(text.encode()), share) if self.share < 1 else self.pairs
         if not gpu:
             chosen = tuple(n for n in chosen if n in compile_pairs.TRANSFORMS)
         if not chosen:

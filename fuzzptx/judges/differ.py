@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from fnmatch import fnmatchcase
 from typing import Any, Callable, Iterable, Sequence
 
 from fuzzptx.oracles.reference.values import UNDEF
@@ -26,6 +27,7 @@ from .base import Context, Judge, JudgeFault, Verdicts
 from .builtin import (BUILTIN, CPU_JUDGES, FINDINGS_ORDER, describe_prediction, describe_ptxas,  # noqa: F401
                       predicted_codes, ptxas_codes)
 from .finding import Finding, cause_of, merge
+from .scalar_shapes import SHAPES
 from .programs import (as_judged, collapsed_repeats_explain, expects_defined, form_family,  # noqa: F401
                        is_labelled, mutation_of, output_family, program_family, took_the_mutated_path,
                        without_repeated_wgmmas)
@@ -60,13 +62,19 @@ def _immediate_descriptor(program: Program) -> bool:
                for fn in program.module.functions() for s in fn.instructions())
 
 
-#: Diagnoses: (judges, rule) of a finding's cause -> (pattern, test of the program).  A finding
-#: whose cause has no pattern yet gets the first whose test holds.  One table; what a pattern
-#: means is ``finding.PATTERNS``.
+#: Diagnoses: (judges, rule) globs of a finding's cause -> (pattern, test of the program).  A
+#: finding whose cause has no pattern yet gets the first whose test holds.  One table; what a
+#: pattern means is ``finding.PATTERNS``.  A compile pair's -O3 mismatch is diagnosed by the
+#: scalar shapes of known ptxas bugs (``scalar_shapes``): one without a known shape is a new cause.
 DIAGNOSES: dict[tuple[str, str], tuple[tuple[str, Callable[[Program], bool]], ...]] = {
     ("ptxas", "crash"): (("immediate-descriptor", _immediate_descriptor),),
     ("ptxas@*", "crash"): (("immediate-descriptor", _immediate_descriptor),),
+    ("hardware:O3!=*", "mismatch"): SHAPES,
 }
+
+
+def _diagnoses(judges: str, rule: str) -> tuple[tuple[str, Callable[[Program], bool]], ...]:
+    return next((tests for (j, r), tests in DIAGNOSES.items() if fnmatchcase(judges, j) and fnmatchcase(rule, r)), ())
 
 
 def diagnose(findings: list[Finding], program: Program, full: Callable[[], Program] | None = None) -> list[Finding]:
@@ -76,7 +84,7 @@ def diagnose(findings: list[Finding], program: Program, full: Callable[[], Progr
     out, whole = [], None
     for f in findings:
         c = f.root_cause
-        tests = DIAGNOSES.get((c.judges, c.rule), ()) if not c.pattern else ()
+        tests = _diagnoses(c.judges, c.rule) if not c.pattern else ()
         for pattern, holds in tests:
             if whole is None:
                 whole = full() if full is not None else program

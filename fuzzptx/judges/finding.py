@@ -68,6 +68,9 @@ PATTERNS: dict[str, str] = {
     "repeated-wgmma": "a wgmma issued again right after an identical one",
     "immediate-descriptor": "a wgmma whose matrix descriptor is an immediate, not a register",
     "hardware-numerics": "outputs the bit-exact H100 numerics model gives, outside the PTX ISA's bounds",
+    "bfe-s32-position-beyond-31": "a bfe.s32 with a constant start position of 32 or more",
+    "bfi-length-beyond-31": "a bfi.b32 with a constant length of 32 or more",
+    "abs-into-saturating-cvt": "a saturating narrowing cvt of an abs.s32/abs.s64 result",
 }
 
 

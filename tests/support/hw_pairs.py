@@ -86,8 +86,10 @@ def write_found(record: Path, out: Path, limit: int) -> list[Path]:
     return files
 
 
-def probe(n: int, found: Path, worker, inputs: int = 2, seed0: int = 0) -> dict:
-    """Random integer kernels through the -O3/-O0/-O1/-O2 pairs on ``worker``."""
+def probe(n: int, found: Path, worker, inputs: int = 2, seed0: int = 0, mix: str = "v1",
+          avoid: frozenset = frozenset()) -> dict:
+    """Random integer kernels through the -O3/-O0/-O1/-O2 pairs on ``worker`` (``mix`` and
+    ``avoid``: ``scalar_probe.kernel``'s)."""
     from support.scalar_probe import kernel
 
     from fuzzptx.judges import metamorphic as M
@@ -95,7 +97,7 @@ def probe(n: int, found: Path, worker, inputs: int = 2, seed0: int = 0) -> dict:
     from fuzzptx.program import Program
 
     t0 = time.perf_counter()
-    programs = [Program.from_ptx(kernel(seed0 + s), f"probe{seed0 + s}.ptx") for s in range(n)]
+    programs = [Program.from_ptx(kernel(seed0 + s, mix=mix, avoid=avoid), f"probe{seed0 + s}.ptx") for s in range(n)]
     pairs = ("O0", "O1", "O2")
     prepared = []
     for p in programs:
@@ -121,7 +123,7 @@ def probe(n: int, found: Path, worker, inputs: int = 2, seed0: int = 0) -> dict:
             sig = real[0]
             kept = replace(p, signature=sig, notes=p.notes + (f"found by tests/support/hw_pairs.py --probe: {', '.join(sigs)}",))
             (found / f"scalar_probe_{seed0 + s}.ptx").write_text(kept.to_ptx())
-    return {"kernels": n, "pairs": list(pairs), "inputs_per_pair": inputs, "with_findings": hits,
+    return {"kernels": n, "mix": mix, "avoided": sorted(avoid), "pairs": list(pairs), "inputs_per_pair": inputs, "with_findings": hits,
             "compile_seconds": round(t_compile, 1), "seconds": round(time.perf_counter() - t0, 1),
             "families": sorted({program_family(p) for p in programs}), "rows": rows}
 
@@ -200,6 +202,10 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=10)
     ap.add_argument("--probe", type=int, default=0, help="random integer kernels to probe")
     ap.add_argument("--probe-seed", type=int, default=0)
+    ap.add_argument("--probe-mix", default="v1", help="scalar_probe.KINDS: v1 (the suite's kernels) or v2 (more op kinds)")
+    ap.add_argument("--avoid-known", action="store_true",
+                    help="turn down the known bugs' shapes (scalar_probe.AVOIDABLE): what the probe finds is then new")
+    ap.add_argument("--no-replay-found", action="store_true", help="do not replay the probe's found kernels")
     ap.add_argument("--found", type=Path, default=Path("/tmp/pairs_found"))
     ap.add_argument("--suite", type=Path, action="append", default=[], help="replay every .ptx here")
     ap.add_argument("--explain", type=Path, action="append", default=[],
@@ -222,14 +228,17 @@ def main() -> int:
                     "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                     "device": {"device": "none: dry run"} if args.dry_run else device_info(),
                     "newest_release": newest_release()}
+    from support.scalar_probe import AVOIDABLE
+
+    probe_kw = {"mix": args.probe_mix, "avoid": frozenset(AVOIDABLE) if args.avoid_known else frozenset()}
     if args.probe:
         if args.dry_run:
-            record["probe"] = probe(args.probe, args.found, M.ReferenceWorker(), seed0=args.probe_seed)
+            record["probe"] = probe(args.probe, args.found, M.ReferenceWorker(), seed0=args.probe_seed, **probe_kw)
         else:
             from fuzzptx.oracles.hardware import HardwareWorker
 
             with HardwareWorker() as w:
-                record["probe"] = probe(args.probe, args.found, w, seed0=args.probe_seed)
+                record["probe"] = probe(args.probe, args.found, w, seed0=args.probe_seed, **probe_kw)
                 record["probe"]["worker_restarts"] = w.restarts
         print(json.dumps({k: v for k, v in record["probe"].items() if k != "rows"}))
     if args.explain:
@@ -242,7 +251,7 @@ def main() -> int:
             with HardwareWorker() as w:
                 record["explain"] = explain(files, w)
         print(json.dumps(record["explain"]["tally"]))
-    suites = list(args.suite) + ([args.found] if args.probe and args.found.exists() else [])
+    suites = list(args.suite) + ([args.found] if args.probe and args.found.exists() and not args.no_replay_found else [])
     rows = []
     files = [f for d in suites for f in sorted(d.glob("*.ptx"))]
     if args.dry_run:

@@ -1,0 +1,65 @@
+"""Shapes of a program's scalar code that known ptxas bugs need, as diagnoses of a compile pair's
+mismatch (``differ.DIAGNOSES``): an integer ``hardware:O3!=O0|mismatch`` says only that -O3 and
+-O0 disagree, and without a shape every such miscompile would be one root cause.  Each test reads
+the program's instructions; the pattern names are ``finding.PATTERNS`` keys, and the ledger's
+entries (``reports/known_bugs.toml``) match them, so a pair mismatch without a known shape counts
+as a new bug.  Each shape was confirmed on the GPU and in ptxas's SASS (``reports/findings/``)."""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from fuzzptx.program import Program
+from fuzzptx.ptx.ir import Imm, Instr, Reg
+
+
+def _instructions(program: Program) -> Iterator[Instr]:
+    for fn in program.module.functions():
+        for s in fn.instructions():
+            if isinstance(s, Instr):
+                yield s
+
+
+def _const(op) -> int | None:
+    return int(op.value) if isinstance(op, Imm) and isinstance(op.value, int) else None
+
+
+def bfe_s32_position_beyond_31(program: Program) -> bool:
+    """A ``bfe.s32`` whose constant start position is 32 or more (13.0.88 -O3: other bits than the
+    sign fill the ISA gives)."""
+    return any(i.opcode == "bfe.s32" and len(i.operands) == 4 and (_const(i.operands[2]) or 0) & 0xFF >= 32
+               for i in _instructions(program))
+
+
+def bfi_length_beyond_31(program: Program) -> bool:
+    """A ``bfi.b32`` with a constant position below 32 and a constant length of 32 or more
+    (12.9.86 and 13.0.88 -O3 insert length mod 32 bits)."""
+    for i in _instructions(program):
+        if i.opcode == "bfi.b32" and len(i.operands) == 5:
+            pos, length = _const(i.operands[3]), _const(i.operands[4])
+            if pos is not None and length is not None and (pos & 0xFF) < 32 and (length & 0xFF) >= 32:
+                return True
+    return False
+
+
+def abs_into_saturating_cvt(program: Program) -> bool:
+    """An ``abs.s32``/``abs.s64`` whose result a saturating narrowing ``cvt.sat.s*`` reads (-O3 of
+    12.9.86 to 13.5.37 clamps it as an unsigned value: abs(INT_MIN) saturates to the positive bound)."""
+    for fn in program.module.functions():
+        absolute: set[str] = set()
+        for s in fn.instructions():
+            if not isinstance(s, Instr) or not s.operands:
+                continue
+            if s.base == "abs" and s.opcode in ("abs.s32", "abs.s64") and isinstance(s.operands[0], Reg):
+                absolute.add(s.operands[0].name)
+            elif s.base == "cvt" and "sat" in s.modifiers and any(
+                    isinstance(o, Reg) and o.name in absolute for o in s.operands[1:]):
+                return True
+    return False
+
+
+#: pattern -> its test, in the order ``differ.diagnose`` tries them (the first that holds names the cause).
+SHAPES: tuple[tuple[str, Callable[[Program], bool]], ...] = (
+    ("abs-into-saturating-cvt", abs_into_saturating_cvt),
+    ("bfi-length-beyond-31", bfi_length_beyond_31),
+    ("bfe-s32-position-beyond-31", bfe_s32_position_beyond_31),
+)

@@ -1,0 +1,59 @@
+"""The scalar shapes of known ptxas bugs name a compile pair's -O3 mismatch (differ.DIAGNOSES), so
+each known integer miscompile is its own root cause and one without a known shape is new."""
+from pathlib import Path
+
+import pytest
+
+from fuzzptx.judges import differ
+from fuzzptx.judges.finding import PATTERNS, Finding
+from fuzzptx.judges.scalar_shapes import SHAPES
+from fuzzptx.program import Program
+from fuzzptx.triage.known import DEFAULT_LEDGER, load_known
+
+FINDINGS = Path(__file__).resolve().parents[1] / "reports" / "findings"
+REPROS = {
+    "abs-into-saturating-cvt": "ptxas_O3_abs_s32_cvt_sat_s16.ptx",
+    "bfi-length-beyond-31": "ptxas_O3_bfi_b32_length_beyond_31.ptx",
+    "bfe-s32-position-beyond-31": "ptxas_O3_bfe_s32_position_beyond_31.ptx",
+}
+PAIR = "hardware:O3!=O0|mismatch|other"
+
+
+def _with(program: Program, old: str, new: str) -> Program:
+    text = program.to_ptx()
+    assert old in text
+    return Program.from_ptx(text.replace(old, new), "shape.ptx")
+
+
+@pytest.mark.parametrize("pattern", sorted(REPROS))
+def test_each_repro_holds_its_shape_only(pattern):
+    p = Program.from_file(FINDINGS / REPROS[pattern])
+    assert [name for name, holds in SHAPES if holds(p)] == [pattern]
+    assert pattern in PATTERNS
+
+
+@pytest.mark.parametrize("pattern", sorted(REPROS))
+def test_a_pair_mismatch_takes_the_shape_and_matches_its_ledger_entry(pattern):
+    p = Program.from_file(FINDINGS / REPROS[pattern])
+    (f,) = differ.diagnose([Finding(PAIR, "O3 and O0 differ")], p)
+    assert f.root_cause.pattern == pattern
+    known = [k.id for k in load_known(DEFAULT_LEDGER) if k.matches(f.root_cause)]
+    assert len(known) == 1 and pattern.split("-")[0] in known[0]
+
+
+def test_the_shapes_need_their_operands():
+    bfi = Program.from_file(FINDINGS / REPROS["bfi-length-beyond-31"])
+    assert not dict(SHAPES)["bfi-length-beyond-31"](_with(bfi, "5, 40;", "5, 20;"))  # a length below 32
+    bfe = Program.from_file(FINDINGS / REPROS["bfe-s32-position-beyond-31"])
+    assert not dict(SHAPES)["bfe-s32-position-beyond-31"](_with(bfe, "bfe.s32 %r3, %r2, 32, 1;", "bfe.s32 %r3, %r2, 31, 1;"))
+    absolute = Program.from_file(FINDINGS / REPROS["abs-into-saturating-cvt"])
+    plain = _with(absolute, "cvt.sat.s16.s32", "cvt.s16.s32")  # not saturating: no unsigned clamp to fold
+    assert not dict(SHAPES)["abs-into-saturating-cvt"](plain)
+
+
+def test_a_pair_mismatch_without_a_known_shape_is_a_new_cause():
+    p = Program.from_file(FINDINGS / REPROS["bfi-length-beyond-31"])
+    p = _with(p, "5, 40;", "5, 20;")
+    (f,) = differ.diagnose([Finding(PAIR, "O3 and O0 differ")], p)
+    assert f.root_cause.pattern == ""
+    assert not [k.id for k in load_known(DEFAULT_LEDGER) if k.matches(f.root_cause)]
