@@ -19,8 +19,9 @@ def _message(t) -> str:
     return f"{t.name}: {t.figure()}; " + "; ".join(f"{i}: ptxas {r} model {m}" for i, r, m in t.mismatches[:6])
 
 
-def test_strategies_sample():
-    t = score("strategies", "", strategies_items(60))
+def test_strategies_sample(strategy_sample):
+    draw = strategy_sample(60)
+    t = score("strategies", "", strategies_items(60, draw.programs), draw.compile)
     assert t.n == 60 and t.rate >= TARGET and t.may_rate <= MAY_CEILING, _message(t)
 
 

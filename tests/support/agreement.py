@@ -94,8 +94,9 @@ class Tally:
                 "ptxas_seconds": round(self.ptxas_seconds, 2), "model_seconds": round(self.model_seconds, 2)}
 
 
-def score(name: str, how: str, items: list[tuple[str, str]]) -> Tally:
-    """(id, PTX text) pairs through the parser, the model and one batch of real ptxas."""
+def score(name: str, how: str, items: list[tuple[str, str]], compile=None) -> Tally:
+    """(id, PTX text) pairs through the parser, the model and one batch of real ptxas (``compile``:
+    ``compile_batch``, or results at hand: ``support.shared.StrategyDraw.compile``)."""
     t = Tally(name, how)
     readable = []
     t0 = time.perf_counter()
@@ -107,7 +108,7 @@ def score(name: str, how: str, items: list[tuple[str, str]]) -> Tally:
     preds = [predict_module(m) for _, _, m in readable]
     t.model_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
-    results = compile_batch([text for _, text, _ in readable])
+    results = (compile or compile_batch)([text for _, text, _ in readable])
     t.ptxas_seconds = time.perf_counter() - t0
     for (ident, _, _), res, pred in zip(readable, results, preds):
         a = agreement(res, pred)
@@ -124,10 +125,13 @@ def score(name: str, how: str, items: list[tuple[str, str]]) -> Tally:
     return t
 
 
-def strategies_items(n: int) -> list[tuple[str, str]]:
+def strategies_items(n: int, programs: list | None = None) -> list[tuple[str, str]]:
+    """``strategy_programs(n)`` as (id, text) pairs (``programs``: that draw, already at hand)."""
     from .differential import strategy_programs
 
-    return [(f"strategies#{i}", p.to_ptx()) for i, p in enumerate(strategy_programs(n))]
+    programs = strategy_programs(n) if programs is None else programs
+    assert len(programs) == n
+    return [(f"strategies#{i}", p.to_ptx()) for i, p in enumerate(programs)]
 
 
 def campaign_items(seeds: list[int], per_seed: int) -> list[tuple[str, str]]:
