@@ -291,6 +291,13 @@ class Judge(ABC):
         """None when this judge can run here, else why not (a missing GPU, tool or package)."""
         return None
 
+    def foresees_rejection(self, verdict: Any) -> bool:
+        """Whether ``verdict`` (this judge's, taken beside the compile) says the compiler will most
+        likely reject the program: the engine then leaves the judges that need its acceptance
+        (``ACCEPTED``) until the compiler has spoken, instead of running them beside it on a
+        program whose verdicts they would then be dropped from."""
+        return False
+
     def warm(self, results: list[Any], toolchain: Toolchain | None = None) -> None:
         """Called once per block with the compile stage's results (cubins included) before the
         per-program verdicts: a judge whose tool costs most at start-up (the SASS judge's

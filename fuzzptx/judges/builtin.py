@@ -321,6 +321,10 @@ class CheckerJudge(Judge):
             return CheckerVerdict(error=f"internal error: {type(exc).__name__}: {exc}")
         return CheckerVerdict(findings, predicted)
 
+    def foresees_rejection(self, verdict: CheckerVerdict) -> bool:
+        """The ptxas model predicts a rejection (it agrees with ptxas on ~99% of programs)."""
+        return verdict.predicted is not None and not verdict.predicted.accepted
+
     def summary(self, verdict: CheckerVerdict) -> dict[str, str]:
         out: dict[str, str] = {}
         if verdict.findings is not None:
