@@ -127,7 +127,8 @@ def found_cases(budget: float, draw: int, limit: int, seed: int = 7) -> list[dic
     from fuzzptx.engine.block import prepare_block
     from fuzzptx.engine.generate import BlockTask
     from fuzzptx.judges import differ
-    from fuzzptx.reduce import shrink, signature_predicate
+    from fuzzptx.engine.predicate import signature_predicate
+    from fuzzptx.reduce import shrink
 
     seen: dict[str, object] = {}
     for block in range(-(-draw // 32)):  # the campaign's own CPU stages, block by block

@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rediscover-too", action="store_true", help="also run the campaign without avoidance")
     ap.add_argument("--dry-run", action="store_true", help="no GPU: --gpus none, judges checker,ptxas,sass")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bug_yield.json"))
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="write the campaigns' directories here (results, repros) instead of a temporary one")
     ap.add_argument("campaign_args", nargs="*", help="after --: more fuzzptx campaign options (--pairs none, ...)")
     run = records.start(argv)
     args = ap.parse_args(argv)
@@ -99,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         args.judges = CPU_JUDGES
     runs = []
     with tempfile.TemporaryDirectory(prefix="bug_yield_") as tmp:
+        where = args.keep or Path(tmp)
         for rediscover in ([False, True] if args.rediscover_too else [False]):
-            runs.append(campaign(Path(tmp) / ("rediscover" if rediscover else "avoid"), args, rediscover))
+            runs.append(campaign(where / ("rediscover" if rediscover else "avoid"), args, rediscover))
     rec = {"what": "bug yield: distinct root causes per CPU-hour and GPU-hour, new and known (fuzzptx.triage.bugs)",
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            **device(), **versions(), "dry_run": args.dry_run, "seed": args.seed, "runs": runs}

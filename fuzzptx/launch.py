@@ -41,13 +41,14 @@ from fuzzptx.oracles.reference.memory import Memory
 from fuzzptx.oracles.reference.result import RefResult
 from fuzzptx.program import (INFERRED, MAGIC, TMAP_BYTES, TMAP_SWIZZLES, TMAP_TYPES, Program, ReproError, TensorMap,
                              element_bytes)
-from fuzzptx.ptx.ir import Function, Imm, Module, Sym
+from fuzzptx.ptx.ir import Function, Imm, Module, Reg, Sym, TensorAddr
 
 COVERAGE_NOTE = "executes"  # the NOTE line that says what the inferred launch reached
 SEARCH_NOTE = "launch searched"  # the NOTE line of a header the search chose (a pasted one is not searched again)
 SEARCH_BUFFER_BYTES = 1 << 22  # each pointer buffer while searching: room for any tile a CTA reads
 DEFAULT_RUNS = 12
 DEFAULT_SECONDS = 60.0
+DEALIAS_SECONDS = 30.0  # more for setting aliasing strides to 1 after the search
 
 
 class LaunchError(FuzzptxError):
@@ -205,9 +206,13 @@ class Given:
     # Triton's ``tensordesc_meta``: per tensor-descriptor parameter, in order, its block, element
     # type and swizzle (the descriptor's shape is the launch's: see ``_tensormaps``)
     descs: tuple[dict, ...] = ()
+    # Triton's ``global_scratch_size``: bytes per CTA of the scratch buffer its kernels take as their
+    # second-to-last parameter (device-made tensor maps are written there: a smaller buffer faults)
+    scratch: int = 0
 
     def __bool__(self) -> bool:
-        return self.block is not None or self.smem is not None or bool(self.params) or bool(self.descs)
+        return (self.block is not None or self.smem is not None or bool(self.params) or bool(self.descs)
+                or bool(self.scratch))
 
 
 def _as_int(value: Any, what: str, origin: str) -> int:
@@ -258,7 +263,8 @@ def given_from_json(data: Any, origin: str) -> Given:
     if not isinstance(descs, (list, tuple)) or not all(isinstance(d, dict) and isinstance(d.get("block_size"), list)
                                                        for d in descs):
         raise LaunchError("tensordesc_meta: expected a list of {block_size, elem_type, swizzle}", origin)
-    return Given(block, smem, params, origin, tuple(descs))
+    scratch = _as_int(data.get("global_scratch_size") or 0, "global_scratch_size", origin)
+    return Given(block, smem, params, origin, tuple(descs), max(0, scratch))
 
 
 def read_given(path: str | Path) -> Given:
@@ -352,17 +358,41 @@ def apply_given(program: Program, given: Given) -> Program:
 
 
 class _Tracking(Memory):
-    """Memory that remembers how far into each region a run reached (bytes from its base)."""
+    """Memory that remembers how far into each region a run reached (bytes from its base), and how
+    many global bytes two different threads stored to (``conflicts``: on the GPU a write-write race,
+    whose winner changes from run to run -- every scalar one value makes ``c[m * scm + n * scn]``
+    one address for many (m, n))."""
 
     def resolve(self, space, addr, nbytes, instr, what, *rest, **kw):
         groups = super().resolve(space, addr, nbytes, instr, what, *rest, **kw)
         reach = self.__dict__.setdefault("reach", {})
-        for region, _, off in groups:
+        tids = rest[0] if rest else kw.get("tids")
+        for region, pos, off in groups:
             if off.size:
                 end = int(off.max()) + nbytes
                 if end > reach.get(region.name, 0):
                     reach[region.name] = end
+                if what == "store" and region.space == "global" and tids is not None:
+                    self._writers(region, np.asarray(tids)[pos], off, nbytes)
         return groups
+
+    def _writers(self, region, tids: np.ndarray, off: np.ndarray, nbytes: int) -> None:
+        table = self.__dict__.setdefault("writer", {})
+        w = table.get(region.name)
+        if w is None:
+            w = table[region.name] = np.full(region.size + 16, -1, np.int64)
+        byte = (off.astype(np.int64)[:, None] + np.arange(nbytes)).ravel()
+        who = np.repeat(tids.astype(np.int64), nbytes)
+        ok = byte < w.size
+        byte, who = byte[ok], who[ok]
+        order = np.argsort(byte, kind="stable")
+        byte, who = byte[order], who[order]
+        same = (byte[1:] == byte[:-1]) & (who[1:] != who[:-1])  # two threads of this store, one byte
+        prev = w[byte]
+        clash = int(((prev >= 0) & (prev != who)).sum()) + int(same.sum())
+        if clash:
+            self.__dict__["conflicts"] = self.__dict__.get("conflicts", 0) + clash
+        w[byte] = who
 
 
 @dataclass(frozen=True)
@@ -374,9 +404,10 @@ class Trial:
     error: str | None  # why the run stopped short (an out-of-bounds access, a hang, ...)
     reach: dict[str, int]  # buffer name -> bytes from its start the run touched
     seconds: float
+    conflicts: int = 0  # global bytes stored by two different threads (a race on the GPU)
 
     def score(self) -> tuple:
-        return (self.error is None, self.coverage.ran)
+        return (self.error is None, self.coverage.ran, -self.conflicts)
 
 
 def trial(program: Program, value: int | None = None) -> Trial:
@@ -402,7 +433,8 @@ def trial(program: Program, value: int | None = None) -> Trial:
     if m is not None:
         result = RefResult({}, None, (), m.steps, frozenset(), frozenset(m.blocks_run))
     reach = dict(getattr(m.mem, "reach", {})) if m is not None else {}
-    return Trial(value, coverage(program, result), error, reach, time.perf_counter() - t0)
+    conflicts = int(getattr(m.mem, "conflicts", 0)) if m is not None else 0
+    return Trial(value, coverage(program, result), error, reach, time.perf_counter() - t0, conflicts)
 
 
 _FLOATS = {".f32": 0x3F800000, ".f64": 0x3FF0000000000000, ".f16": 0x3C00, ".bf16": 0x3F80}
@@ -493,6 +525,132 @@ def _tensormaps(program: Program, maps: dict[str, tuple[dict, str]], value: int)
     return replace(program, buffers=buffers, scalars=scalars, tensormaps=tuple(tmaps))
 
 
+# ------------------------------------------------------------------ tensor maps inside a by-value struct
+
+
+def _param_of(fn: Function) -> dict[str, tuple[str, int]]:
+    """Register -> (parameter, byte offset) for registers that hold a parameter's address
+    (``mov.b64 %rd, P`` / ``mov.b32`` then ``cvt``, ``cvta.param``, ``add`` of an immediate), in
+    program order: how a kernel names the tensor map a copy goes through."""
+    params = {p.name for p in fn.params}
+    where: dict[str, tuple[str, int]] = {}
+    for ins in fn.instructions():
+        ops = ins.operands
+        if not ops or not isinstance(ops[0], Reg):
+            continue
+        dst, src = ops[0].name, ops[1:]
+        got = None
+        if ins.base in ("mov", "cvta", "cvt") and len(src) == 1:
+            if isinstance(src[0], Sym) and src[0].name in params:
+                got = (src[0].name, 0)
+            elif isinstance(src[0], Reg) and src[0].name in where:
+                got = where[src[0].name]
+        elif ins.base == "add" and len(src) == 2 and isinstance(src[0], Reg) and isinstance(src[1], Imm):
+            if src[0].name in where:
+                got = (where[src[0].name][0], where[src[0].name][1] + int(src[1].value))
+        if got is None:
+            where.pop(dst, None)
+        else:
+            where[dst] = got
+    return where
+
+
+def struct_map_sites(fn: Function) -> dict[tuple[str, int], int]:
+    """(by-value struct parameter, byte offset) -> rank, for every tensor copy of ``fn`` whose map lies
+    inside a parameter larger than one map (CuTe's ``Copy_Atom``: the map, then its aux fields)."""
+    where = _param_of(fn)
+    sizes = {p.name: p.dims[0] for p in fn.params if p.type == ".b8" and len(p.dims) == 1 and p.dims[0]}
+    out: dict[tuple[str, int], int] = {}
+    for ins in fn.instructions():
+        for o in ins.operands:
+            if not isinstance(o, TensorAddr):
+                continue
+            key = (o.base.name, 0) if isinstance(o.base, Sym) else where.get(o.base.name) if isinstance(o.base, Reg) else None
+            if key is None or sizes.get(key[0], 0) <= TMAP_BYTES or key[1] % 64:
+                continue
+            out.setdefault(key, len(o.coords))
+    return out
+
+
+_WGMMA_TO_MAP = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "e4m3": "u8", "e5m2": "u8", "s8": "u8", "u8": "u8"}
+
+
+def _operand_type(fn: Function) -> str:
+    """The map type of a kernel's tensor copies: its first ``wgmma.mma_async``'s operand type (what
+    the copies feed), else 16-bit."""
+    for ins in fn.instructions():
+        if ins.base == "wgmma" and "mma_async" in ins.opcode:
+            for t in reversed(ins.opcode.split(".")):
+                if t in _WGMMA_TO_MAP:
+                    return _WGMMA_TO_MAP[t]
+    return "u16"
+
+
+def struct_maps(program: Program, fn: Function, value: int) -> Program:
+    """``program`` with a TENSORMAP for each tensor map a copy reads from inside a by-value struct
+    (``struct_map_sites``), built from the kernel's own use: the rank its copies give; the type of
+    the operands its wgmmas read; each box dimension the least step between the coordinates its
+    copies use (CuTe splits a tile into boxes side by side), found in one probe run; the tensor as
+    large as those coordinates reach (and ``value``), rows dense; no swizzle (the reference and the
+    GPU place the bytes the same way under any).  The map is backed by the kernel's pointer
+    parameters in order (CuTe passes A and B beside their atoms), and sits at its offset in the
+    struct (``TensorMap.at``), whose other bytes stay the PARAM line's."""
+    sites = struct_map_sites(fn)
+    if not sites:
+        return program
+    have = {(t.name, t.at) for t in program.tensormaps}
+    sites = {k: r for k, r in sites.items() if k not in have}
+    bufs = [b for b in program.buffers if b.name not in {t.buffer for t in program.tensormaps}]
+    if not sites or len(bufs) < len(sites):
+        return program
+    ttype = _operand_type(fn)
+    eb = element_bytes(_MAP_BUFFER.get(ttype, ttype))
+
+    def with_maps(boxes: dict, dims: dict) -> Program:
+        tmaps, backing = list(program.tensormaps), {}
+        for (name, at), buf in zip(sites, bufs):
+            d = dims[(name, at)]
+            strides, row = [], -(-d[0] * eb // 16) * 16
+            for x in d[1:]:
+                strides.append(row)
+                row *= x
+            tmaps.append(TensorMap(name, buf.name, ttype, d, tuple(strides), boxes[(name, at)], at=at))
+            backing[buf.name] = max(1, row // eb)
+        buffers = tuple(replace(b, type=_MAP_BUFFER.get(ttype, ttype), count=backing[b.name]) if b.name in backing
+                        else b for b in program.buffers)
+        return replace(program, buffers=buffers, tensormaps=tuple(tmaps))
+
+    probe_box = {k: (16 // eb,) + (8,) * (r - 1) for k, r in sites.items()}
+    probe_dims = {k: (1 << 12,) * r for k, r in sites.items()}
+    probe = with_maps(probe_box, probe_dims)
+    log: list = []
+    m = Machine(probe, probe.numerics)
+    m.tma_log = log
+    old = np.seterr(all="ignore")
+    try:
+        with single_thread():
+            control.run_kernel(m)
+    except Exception:  # noqa: BLE001 - the probe only needs the copies issued before it stopped
+        pass
+    finally:
+        np.seterr(**old)
+    boxes, dims = {}, {}
+    for key, rank in sites.items():
+        coords = [c for n, at, c in log if (n, at) == key]
+        box, dim = [], []
+        for d in range(rank):
+            vals = sorted({c[d] for c in coords})
+            steps = [b - a for a, b in zip(vals, vals[1:]) if b > a]
+            default = 128 // eb if d == 0 else 64
+            b = min(min(steps) if steps else default, 256)
+            if d == 0:
+                b = max(16 // eb, b - b % (16 // eb))  # a box row is a multiple of 16 bytes
+            box.append(b)
+            dim.append(max(value, b, (max(vals) + b) if vals else b))
+        boxes[key], dims[key] = tuple(box), tuple(dim)
+    return with_maps(boxes, dims)
+
+
 def _type_bytes(t: str) -> int:
     m = re.search(r"(\d+)$", t)
     return max(1, int(m.group(1)) // 8) if m else 1
@@ -508,15 +666,17 @@ class Searched:
 
 
 def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAULT_SECONDS,
-           descs: tuple[dict, ...] = ()) -> Searched:
+           descs: tuple[dict, ...] = (), scratch: int = 0) -> Searched:
     """The launch of an inferred ``program`` whose reference run executes most of its tensor-core
     instructions with no error (see the module doc); at most ``runs`` reference runs and about
     ``seconds`` seconds (a run under way is finished).  ``descs``: Triton's tensor descriptors
-    (``Given.descs``), made tensor maps over buffers of the launch's shape."""
+    (``Given.descs``), made tensor maps over buffers of the launch's shape; ``scratch``: Triton's
+    global scratch bytes per CTA, the least its scratch parameter's buffer holds."""
     fn = program.module.function(program.launch.kernel)
     maps = _desc_slots(fn, descs)
     free = {n for n, _ in program.scalars if n not in set(program.given) and n not in maps}
-    big = tuple(replace(b, count=SEARCH_BUFFER_BYTES // 4) for b in program.buffers)
+    program = _typed(program, fn)
+    big = tuple(replace(b, count=SEARCH_BUFFER_BYTES // element_bytes(b.type)) for b in program.buffers)
     wide = replace(program, buffers=big)
     blocks = [program.launch.block]
     if "block" not in program.given and not (fn.ntid("reqntid") or fn.ntid("maxntid")):
@@ -537,6 +697,7 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
             break
         cand = wide if value is None else _with_value(wide, fn, value, free)
         cand = replace(_tensormaps(cand, maps, value or 64), launch=replace(cand.launch, block=block))
+        cand = struct_maps(cand, fn, value or 64)
         t = trial(cand, value)
         tried += 1
         if best is None or t.score() > best.score():
@@ -548,24 +709,101 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
             refined = True
             plan = [(best_prog.launch.block, best.value + 1)]
     assert best is not None
-    sized = _sized(best_prog, best, {m.buffer for m in best_prog.tensormaps})
+    ones: list[str] = []
+    if best.conflicts and best.value is not None:
+        # threads store to one address (a stride equal to another dimension's, or shorter than the
+        # tile): set the integer scalars to 1, else to four times the value, one at a time, the last
+        # first (compilers pass a tensor's sizes before its strides, the innermost stride last),
+        # keeping each that lowers the conflicts and keeps the coverage
+        for name, word in reversed(_integer_scalars(fn, free)):
+            for new in (1, 4 * best.value):
+                if not best.conflicts or time.perf_counter() - t0 > seconds + DEALIAS_SECONDS:
+                    break
+                cand = replace(best_prog, scalars=tuple((n, _set_word(v, word, new) if n == name else v)
+                                                        for n, v in best_prog.scalars))
+                t = trial(cand, best.value)
+                tried += 1
+                if t.error is None and t.coverage.ran >= best.coverage.ran and t.conflicts < best.conflicts:
+                    best, best_prog = replace(t, value=best.value), cand
+                    ones.append(f"{name if word is None else f'{name} word {word}'} = {new}")
+                    break
+    sized = _sized(best_prog, best, {m.buffer for m in best_prog.tensormaps}, _scratch_words(fn, sized_for=best_prog,
+                                                                                           scratch=scratch))
     final = trial(sized, best.value)
     tried += 1
     if final.score() < best.score():  # other bytes in a smaller buffer took the run elsewhere
         sized, final = best_prog, best
-    return Searched(_noted(sized, final, tried, stopped, free), final, tried, time.perf_counter() - t0, stopped)
+    return Searched(_noted(sized, final, tried, stopped, free, ones), final, tried, time.perf_counter() - t0, stopped)
 
 
-def _sized(program: Program, t: Trial, keep: set[str] = frozenset()) -> Program:
-    """Each buffer as large as the bytes the run touched (at least 16 words); those in ``keep`` (a
-    tensor map's: the map's shape fixes them) as they are."""
+def _integer_scalars(fn: Function, free: set[str]) -> list[tuple[str, int | None]]:
+    """The free integer scalars, in order: (parameter, None) for a 32-bit scalar, (parameter, k) for
+    the k-th 32-bit word of a small by-value struct (CuTe's shape and stride tuples, 16 bytes at most)."""
+    out: list[tuple[str, int | None]] = []
+    for p in fn.params:
+        if p.name not in free or p.type in _FLOATS or p.type in (".u64", ".b64", ".s64"):
+            continue
+        if not p.dims:
+            out.append((p.name, None))
+        elif len(p.dims) == 1 and p.dims[0] and p.dims[0] * _type_bytes(p.type) <= 16:
+            out += [(p.name, k) for k in range(p.dims[0] * _type_bytes(p.type) // 4)]
+    return out
+
+
+def _set_word(value: int, word: int | None, new: int) -> int:
+    """``value`` with its 32-bit word ``word`` set to ``new`` (None: the whole value is ``new``)."""
+    if word is None:
+        return new
+    return (value & ~(0xFFFFFFFF << (32 * word))) | ((new & 0xFFFFFFFF) << (32 * word))
+
+
+# a kernel's wgmma operand type -> the element type its inferred buffers are filled with
+_OPERAND_BUFFER = {"f16": "f16", "bf16": "bf16", "tf32": "f32", "e4m3": "e4m3", "e5m2": "e5m2"}
+
+
+def _typed(program: Program, fn: Function) -> Program:
+    """The inferred buffers (random 32-bit words) of a kernel whose wgmmas read floats, filled with
+    random values of that float type instead: random bits read as f16/bf16 are NaN or huge about
+    one time in thirty, and a matmul or a softmax over them is NaN everywhere (attention's
+    reference run then branches on NaN bits and says nothing).  A buffer the user gave is kept."""
+    ttype = None
+    for ins in fn.instructions():
+        if ins.base == "wgmma" and "mma_async" in ins.opcode:
+            ttype = next((_OPERAND_BUFFER[t] for t in reversed(ins.opcode.split(".")) if t in _OPERAND_BUFFER), None)
+            break
+    if ttype is None:
+        return program
+    eb = element_bytes(ttype)
+    return replace(program, buffers=tuple(
+        replace(b, type=ttype, count=b.count * 4 // eb) if b.type == "u32" and b.init == "random"
+        and b.name not in program.given else b for b in program.buffers))
+
+
+def _scratch_words(fn: Function, *, sized_for: Program, scratch: int) -> dict[str, int]:
+    """Triton's global scratch parameter (its second-to-last, a pointer) -> the words its buffer needs:
+    ``scratch`` bytes for each CTA of the launch (the reference may stop before touching it, the GPU
+    writes all of it)."""
+    if scratch <= 0 or len(fn.params) < 2:
+        return {}
+    name = fn.params[-2].name
+    if name not in {b.name for b in sized_for.buffers}:
+        return {}
+    return {name: -(-scratch * math.prod(sized_for.launch.grid) // 4)}
+
+
+def _sized(program: Program, t: Trial, keep: set[str] = frozenset(), least: dict[str, int] | None = None) -> Program:
+    """Each buffer as large as the bytes the run touched (at least 16 words, and ``least`` words
+    where it names the buffer); those in ``keep`` (a tensor map's: the map's shape fixes them) as
+    they are."""
     out = []
+    least = least or {}
     for b in program.buffers:
         if b.name in keep:
             out.append(b)
             continue
-        words = max(16, -(-t.reach.get(b.name, 0) // 4))
-        out.append(replace(b, count=words))
+        eb = element_bytes(b.type)
+        count = max(64 // eb, -(-4 * least.get(b.name, 0) // eb), -(-t.reach.get(b.name, 0) // eb))
+        out.append(replace(b, count=count))
     return replace(program, buffers=tuple(out))
 
 
@@ -584,15 +822,26 @@ def describe(program: Program, t: Trial) -> str:
     return f"{COVERAGE_NOTE} " + ", ".join(parts)
 
 
-def _noted(program: Program, t: Trial, tried: int, stopped: str | None, free: set[str]) -> Program:
+def _noted(program: Program, t: Trial, tried: int, stopped: str | None, free: set[str],
+           ones: list[str] = ()) -> Program:
     notes = [n for n in program.notes if not n.startswith((COVERAGE_NOTE + " ", SEARCH_NOTE))]
     notes.append(describe(program, t))
     how = f"{SEARCH_NOTE}: {tried} reference run(s)"
     if free and t.value is not None:
         how += f", every integer scalar {t.value}, floats 1.0"
+        if ones:
+            how += f" ({', '.join(ones)}: with {t.value} threads stored to one address)"
+    if t.conflicts:
+        how += f"; {t.conflicts} global byte(s) stored by two threads (a race on the GPU)"
     how += "; buffers sized to the bytes the run touched"
-    if program.tensormaps:
-        how += f"; {len(program.tensormaps)} tensor map(s) from Triton's descriptors, every dimension the scalar value"
+    scalars = {n for n, _ in program.scalars}
+    inside = sum(1 for m in program.tensormaps if m.name in scalars)
+    if len(program.tensormaps) > inside:
+        how += (f"; {len(program.tensormaps) - inside} tensor map(s) from Triton's descriptors, every dimension the "
+                "scalar value")
+    if inside:
+        how += (f"; {inside} tensor map(s) inside by-value structs, made from the kernel's own copies (box: their "
+                "coordinates' step; no swizzle)")
     if stopped:
         how += f"; {stopped} (edit the header to try others)"
     notes.append(how)
@@ -613,11 +862,12 @@ def resolve(program: Program, *, given: Given | None = None, search_budget: tupl
     if given:
         program = apply_given(program, given)
     descs = (given.descs if given and given.descs else side.descs)
+    scratch = given.scratch if given and given.scratch else side.scratch
     runs, secs = search_budget or (DEFAULT_RUNS, DEFAULT_SECONDS)
     if runs <= 0:
         return program
     try:
-        return search(program, runs=runs, seconds=secs, descs=descs).program
+        return search(program, runs=runs, seconds=secs, descs=descs, scratch=scratch).program
     except (KeyError, ReproError):
         return program
 

@@ -90,6 +90,9 @@ class TensorMap:
     swizzle: str = "none"
     l2: str = "none"
     oob: str = "zero"
+    # bytes into the parameter where the map's 128 bytes sit: a map inside a by-value struct
+    # (CUTLASS's Params, CuTe's Copy_Atom) beside other fields, which a PARAM line gives
+    at: int = 0
 
     @property
     def rank(self) -> int:
@@ -155,6 +158,8 @@ class TensorMap:
                 words.append(f"{key}={value}")
         if self.oob != "zero":
             words.append(f"oob={self.oob}")
+        if self.at:
+            words.append(f"at={self.at}")
         return " ".join(words)
 
     def encode_issues(self) -> tuple[str, ...]:
@@ -459,9 +464,14 @@ def _parse_header(module: Module, file: str, kernel: str | None = None) -> Progr
         p = by_name.get(t.name)
         if p is None:
             raise ReproError(f"TENSORMAP {t.name} names no parameter of kernel {launch.kernel}", file=file, line=tline)
-        if p.space != ".param" or p.dims != (TMAP_BYTES,) or p.type != ".b8":
+        size = p.dims[0] if p.dims and len(p.dims) == 1 and p.dims[0] else 0
+        if p.space != ".param" or p.type != ".b8" or size < TMAP_BYTES:
             raise ReproError(f"TENSORMAP {t.name}: the parameter must be declared .param .align 64 .b8 "
-                             f"{t.name}[{TMAP_BYTES}]", file=file, line=tline)
+                             f"{t.name}[{TMAP_BYTES}] (or a larger by-value struct holding the map at=)",
+                             file=file, line=tline)
+        if t.at % 64 or t.at < 0 or t.at + TMAP_BYTES > size:
+            raise ReproError(f"TENSORMAP {t.name}: at={t.at}: a map sits 64-byte aligned, its {TMAP_BYTES} "
+                             f"bytes inside the {size}-byte parameter", file=file, line=tline)
         b = bnames.get(t.buffer)
         if b is None:
             raise ReproError(f"TENSORMAP {t.name}: buffer={t.buffer} is no BUFFER of the header", file=file, line=tline)
@@ -495,7 +505,7 @@ def _choice(kv: dict[str, str], key: str, allowed: tuple[str, ...], file: str, l
     return v
 
 
-_TMAP_KEYS = {"buffer", "offset", "type", "dims", "strides", "box", "estrides", "interleave", "swizzle", "l2", "oob"}
+_TMAP_KEYS = {"buffer", "offset", "type", "dims", "strides", "box", "estrides", "interleave", "swizzle", "l2", "oob", "at"}
 
 
 def _tensormap(rest: str, file: str, line: int) -> TensorMap:
@@ -516,7 +526,8 @@ def _tensormap(rest: str, file: str, line: int) -> TensorMap:
         _ints(kv, "dims", file, line, name), _ints(kv, "strides", file, line, name), _ints(kv, "box", file, line, name),
         _ints(kv, "estrides", file, line, name), _int(kv, "offset", file, line, 0),
         _choice(kv, "interleave", TMAP_INTERLEAVES, file, line, name), _choice(kv, "swizzle", TMAP_SWIZZLES, file, line, name),
-        _choice(kv, "l2", TMAP_L2, file, line, name), _choice(kv, "oob", TMAP_OOB, file, line, name))
+        _choice(kv, "l2", TMAP_L2, file, line, name), _choice(kv, "oob", TMAP_OOB, file, line, name),
+        _int(kv, "at", file, line, 0))
     if t.offset < 0:
         raise ReproError(f"TENSORMAP {name}: offset must not be negative", file=file, line=line)
     issues = t.encode_issues()

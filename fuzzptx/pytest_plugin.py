@@ -180,7 +180,7 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
     from dataclasses import replace
     from pathlib import Path
 
-    from fuzzptx.judges import differ
+    from fuzzptx.engine.executor import Executor
     from fuzzptx.judges.selection import JudgeSet
 
     judges = JudgeSet.of(config.judges)
@@ -188,9 +188,11 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
         program = replace(program, numerics=config.numerics)
     if judges.needing("gpu") and gpu_unavailable_reason() is not None:
         judges = judges.without_device()
-    verdicts = differ.judge(program, tuple(judges), gpu=_gpu_worker() if judges.needing("gpu") else None)
+    # the engine's executor, as fuzzptx run judges (a block of one program)
+    executor = Executor(judges, gpu=_gpu_worker() if judges.needing("gpu") else None)
+    verdicts = executor.judge(program)
     _count_coverage(program, verdicts)
-    findings = differ.compare(program, verdicts)
+    findings = executor.findings(program, verdicts)
     prefixes = fail_on if fail_on is not None else config.fail_on
     if prefixes is not None:
         findings = [f for f in findings if any(s.startswith(tuple(prefixes)) for s in f.signatures)]

@@ -86,7 +86,11 @@ def program_args(program: Program) -> tuple[Arg, ...]:
     fn = program.module.function(program.launch.kernel)
     buffers = {b.name: b for b in program.buffers}
     scalars = dict(program.scalars)
-    tmaps = {t.name: t for t in program.tensormaps}
+    tmaps = {t.name: t for t in program.tensormaps if not _embedded(t, scalars)}
+    inside: dict[str, list[TensorMap]] = {}
+    for t in program.tensormaps:
+        if _embedded(t, scalars):
+            inside.setdefault(t.name, []).append(t)
     args = []
     for p in fn.params:
         if p.name in tmaps:
@@ -99,7 +103,8 @@ def program_args(program: Program) -> tuple[Arg, ...]:
                 if None in p.dims:
                     raise HardwareUnavailable(f"parameter {p.name} is an array of no size ({p.type}[])")
                 size = var_bytes(p.type, p.dims)
-                args.append(Arg(p.name, raw=(scalars[p.name] & ((1 << (8 * size)) - 1)).to_bytes(size, "little")))
+                args.append(Arg(p.name, raw=(scalars[p.name] & ((1 << (8 * size)) - 1)).to_bytes(size, "little"),
+                                embedded=tuple((t.at, tensormap_arg(t)) for t in inside.get(p.name, ()))))
                 continue
             ctype = _SCALAR_CTYPES.get(p.type)
             if ctype is None:
@@ -108,6 +113,11 @@ def program_args(program: Program) -> tuple[Arg, ...]:
         else:
             raise HardwareUnavailable(f"kernel parameter {p.name} has no BUFFER or PARAM line")
     return tuple(args)
+
+
+def _embedded(t: TensorMap, scalars: dict[str, int]) -> bool:
+    """A map inside a by-value struct whose other bytes a PARAM line gives (placed at ``t.at``)."""
+    return t.name in scalars
 
 
 def tensormap_arg(t: TensorMap) -> TensorMapArg:

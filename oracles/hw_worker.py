@@ -79,6 +79,8 @@ class Arg:
     value: int = 0
     tensormap: TensorMapArg | None = None
     raw: bytes | None = None  # a by-value struct (CUTLASS's Params, CuTe's shapes): its bytes, passed as they are
+    # tensor maps inside that struct: (byte offset, map), each encoded in the worker over its buffer
+    embedded: tuple[tuple[int, TensorMapArg], ...] = ()
 
 
 # a tensor map as one by-value kernel argument: CuPy (9+) passes a NumPy structured scalar's bytes as
@@ -360,7 +362,10 @@ def _main(conn, device: int, before_exit=None) -> None:
                     enc = encode_tensormap(arrays[t.buffer].data.ptr + t.offset, t)
                     args.append(np.frombuffer(enc, dtype=np.dtype(TMAP_DTYPE))[0])
                 elif a.raw is not None:  # like a tensor map: a structured scalar's bytes, placed by the driver
-                    args.append(np.frombuffer(a.raw, dtype=np.dtype([("bytes", "u1", (len(a.raw),))]))[0])
+                    raw = bytearray(a.raw)
+                    for at, t in a.embedded:
+                        raw[at:at + 128] = encode_tensormap(arrays[t.buffer].data.ptr + t.offset, t)
+                    args.append(np.frombuffer(bytes(raw), dtype=np.dtype([("bytes", "u1", (len(raw),))]))[0])
                 elif a.data is None:
                     args.append(np.dtype(a.ctype).type(a.value))
                 else:

@@ -46,12 +46,15 @@ from fuzzptx import isa
 from fuzzptx.data import element_bytes
 from fuzzptx.isa import ELEMENT_BITS, Form
 from fuzzptx.program import Buffer, Launch, Program, TensorMap
-from fuzzptx.ptx.parse import parse
+from fuzzptx.ptx.emit import emit
+from fuzzptx.ptx.ir import Addr, Imm, Module, RegDecl
 
 from fuzzptx.isa.layouts import PATTERN_ALIGN
 
+from . import irbuild
 from .descriptors import SmemTile, canonical_layout, descriptors
 from .instructions import ordered_forms
+from .irbuild import Body, at, param, regs, shared, tensor, vec
 from .operands import buffer_type, choice, ints, sampled
 from .pipelines import M
 
@@ -86,56 +89,95 @@ def mainloop_plans(draw, *, fault: str | None = None) -> MainloopPlan:
         fault=fault, fault_tile=draw(st.integers(0, tiles - 1)) if fault else 0)
 
 
-def kernel_text(plan: MainloopPlan) -> str:
-    """The PTX of a plan (one kernel ``k(a, o, o2)``)."""
+def kernel(plan: MainloopPlan) -> Module:
+    """The IR of a plan (one kernel ``k(a, o, o2)``)."""
     S, B = plan.stages, plan.tile_bytes
-    lines = [
-        ".version 8.4", ".target sm_90a", ".address_size 64", "",
-        ".visible .entry k(.param .u64 a, .param .u64 o, .param .u64 o2)", f".reqntid {plan.ntid}",
-        # setmaxnreg needs the register count at entry fixed (else ptxas ignores it: C7508)
-        *([".maxnreg 168"] if plan.setmaxnreg else []), "{",
-        "\t.reg .pred \t%p<8>;", "\t.reg .b32 \t%r<24>;", "\t.reg .b64 \t%rd<10>;",
-        f"\t.shared .align 128 .b8 buf[{S * B}];", f"\t.shared .align 8 .b64 bar[{S}];",
-        "\tld.param.u64 \t%rd1, [a];", "\tld.param.u64 \t%rd2, [o];", "\tld.param.u64 \t%rd3, [o2];",
-        "\tmov.u32 \t%r1, %tid.x;", "\tmov.u32 \t%r2, buf;", "\tmov.u32 \t%r3, bar;",
-        "\tshr.u32 \t%r4, %r1, 5;", "\tsetp.eq.u32 \t%p1, %r4, 0;",
-        "\telect.sync \t%r5|%p2, -1;", "\tand.pred \t%p3, %p1, %p2;",
-        "\tshl.b32 \t%r6, %r1, 2;", "\tadd.s32 \t%r7, %r2, %r6;", "\tmov.u32 \t%r20, 0;",
-    ]
+    params = (param(".u64", "a"), param(".u64", "o"), param(".u64", "o2"))
+    # setmaxnreg needs the register count at entry fixed (else ptxas ignores it: C7508)
+    attributes = (f".reqntid {plan.ntid}", *([".maxnreg 168"] if plan.setmaxnreg else []))
+    decls = (regs(".pred", "%p", 8), regs(".b32", "%r", 24), regs(".b64", "%rd", 10),
+             shared(".b8", "buf", 128, S * B), shared(".b64", "bar", 8, S))
+    b = Body()
+    b("ld.param.u64", "%rd1", at("a"))
+    b("ld.param.u64", "%rd2", at("o"))
+    b("ld.param.u64", "%rd3", at("o2"))
+    b("mov.u32", "%r1", "%tid.x")
+    b("mov.u32", "%r2", "buf")
+    b("mov.u32", "%r3", "bar")
+    b("shr.u32", "%r4", "%r1", 5)
+    b("setp.eq.u32", "%p1", "%r4", 0)
+    b("elect.sync", "%r5|%p2", -1)
+    b("and.pred", "%p3", "%p1", "%p2")
+    b("shl.b32", "%r6", "%r1", 2)
+    b("add.s32", "%r7", "%r2", "%r6")
+    b("mov.u32", "%r20", 0)
     if plan.setmaxnreg:
-        lines += ["\tshr.u32 \t%r12, %r1, 7;", "\tsetp.eq.u32 \t%p7, %r12, 0;", "\t@!%p7 bra \tHI;",
-                  "\tsetmaxnreg.dec.sync.aligned.u32 \t40;", "\tbra.uni \tGO;", "HI:",
-                  "\tsetmaxnreg.inc.sync.aligned.u32 \t232;", "GO:"]
+        b("shr.u32", "%r12", "%r1", 7)
+        b("setp.eq.u32", "%p7", "%r12", 0)
+        b("bra", "HI", g="!%p7")
+        b("setmaxnreg.dec.sync.aligned.u32", 40)
+        b("bra.uni", "GO")
+        b.label("HI")
+        b("setmaxnreg.inc.sync.aligned.u32", 232)
+        b.label("GO")
     count = plan.ntid if plan.all_arrive else 1
-    lines += [f"\t@%p3 mbarrier.init.shared::cta.b64 \t[bar+{8 * s}], {count};" for s in range(S)]
-    lines += ["\tfence.mbarrier_init.release.cluster;", "\tbar.sync \t0;"]
+    for s in range(S):
+        b("mbarrier.init.shared::cta.b64", at("bar", 8 * s), count, g="%p3")
+    b("fence.mbarrier_init.release.cluster")
+    b("bar.sync", 0)
     for i in range(plan.tiles):
         s, parity = i % S, (i // S) % 2
-        bar = f"bar+{8 * s}"
+        bar = at("bar", 8 * s)
         fault_here = plan.fault is not None and plan.fault_tile == i
-        if fault_here and plan.fault == "missing_expect_tx":
-            expect = f"\t@%p3 mbarrier.arrive.shared::cta.b64 \t_, [{bar}];"
-        else:
-            expect = f"\t@%p3 mbarrier.arrive.expect_tx.shared::cta.b64 \t_, [{bar}], {B};"
-        copy = [f"\tadd.s64 \t%rd4, %rd1, {B * i};",
-                f"\t@%p3 cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes \t[buf+{B * s}], [%rd4], {B}, [{bar}];"]
-        lines += copy + [expect] if plan.copy_first else [expect] + copy
+
+        def expect() -> None:
+            if fault_here and plan.fault == "missing_expect_tx":
+                b("mbarrier.arrive.shared::cta.b64", "_", bar, g="%p3")
+            else:
+                b("mbarrier.arrive.expect_tx.shared::cta.b64", "_", bar, B, g="%p3")
+
+        def copy() -> None:
+            b("add.s64", "%rd4", "%rd1", B * i)
+            b("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", at("buf", B * s), at("%rd4"), B, bar,
+              g="%p3")
+
+        for part in ((copy, expect) if plan.copy_first else (expect, copy)):
+            part()
         if plan.all_arrive:
-            lines.append(f"\t@!%p3 mbarrier.arrive.shared::cta.b64 \t_, [{bar}];")
+            b("mbarrier.arrive.shared::cta.b64", "_", bar, g="!%p3")
         if fault_here and plan.fault == "wrong_parity":
             parity ^= 1
-        wait = [f"W{i}:", f"\tmbarrier.try_wait.parity.shared::cta.b64 \t%p4, [{bar}], {parity};", f"\t@!%p4 bra \tW{i};"]
-        read = [f"\tld.shared.u32 \t%r8, [%r7+{B * s}];", "\tadd.s32 \t%r20, %r20, %r8;"]
-        lines += (read + wait if fault_here and plan.fault == "early_read" else wait + read) + ["\tbar.sync \t0;"]
-    lines += ["\tcvt.u64.u32 \t%rd5, %r6;", "\tadd.s64 \t%rd6, %rd2, %rd5;", "\tst.global.u32 \t[%rd6], %r20;",
-              "\tadd.s64 \t%rd7, %rd3, %rd5;", "\tst.global.u32 \t[%rd7], %r5;"]
-    lines += [f"\t@%p3 mbarrier.inval.shared::cta.b64 \t[bar+{8 * s}];" for s in range(S)]
-    lines += ["\tret;", "}", ""]
-    return "\n".join(lines)
+
+        def wait() -> None:
+            b.label(f"W{i}")
+            b("mbarrier.try_wait.parity.shared::cta.b64", "%p4", bar, parity)
+            b("bra", f"W{i}", g="!%p4")
+
+        def read() -> None:
+            b("ld.shared.u32", "%r8", at("%r7", B * s))
+            b("add.s32", "%r20", "%r20", "%r8")
+
+        for part in ((read, wait) if fault_here and plan.fault == "early_read" else (wait, read)):
+            part()
+        b("bar.sync", 0)
+    b("cvt.u64.u32", "%rd5", "%r6")
+    b("add.s64", "%rd6", "%rd2", "%rd5")
+    b("st.global.u32", at("%rd6"), "%r20")
+    b("add.s64", "%rd7", "%rd3", "%rd5")
+    b("st.global.u32", at("%rd7"), "%r5")
+    for s in range(S):
+        b("mbarrier.inval.shared::cta.b64", at("bar", 8 * s), g="%p3")
+    b("ret")
+    return irbuild.kernel(params, attributes, decls, b)
+
+
+def kernel_text(plan: MainloopPlan) -> str:
+    """The PTX of a plan (its IR, emitted)."""
+    return emit(kernel(plan))
 
 
 def render(plan: MainloopPlan) -> Program:
-    module = parse(kernel_text(plan), "mainloop.ptx")
+    module = kernel(plan)
     buffers = (Buffer("a", "u32", plan.tiles * plan.ntid, "random", plan.seed),
                Buffer("o", "u32", plan.ntid, "zeros", output=True),
                Buffer("o2", "u32", plan.ntid, "zeros", output=True))
@@ -390,11 +432,11 @@ def with_fill(plan: WgmmaLoopPlan, fill: str, chunk: int = 16, cp_op: str = "cg"
     return replace(plan, fill=fill, chunk=chunk, cp_op=cp_op, cp_done=cp_done)
 
 
-class _Text:
-    """PTX lines with fresh registers and labels (declared by ``decls``)."""
+class _Build(Body):
+    """A kernel body with fresh registers and labels (declared by ``decls``)."""
 
     def __init__(self) -> None:
-        self.lines: list[str] = []
+        super().__init__()
         self.counts: dict[str, int] = {}
         self.labels = 0
 
@@ -407,78 +449,91 @@ class _Text:
     def regs(self, t: str, n: int) -> list[str]:
         return [self.reg(t) for _ in range(n)]
 
-    def label(self, stem: str) -> str:
+    def new_label(self, stem: str) -> str:
         self.labels += 1
         return f"{stem}{self.labels}"
 
-    def __call__(self, *lines: str) -> None:
-        self.lines += [ln if ln.endswith(":") else "\t" + ln for ln in lines]
-
-    def decls(self) -> list[str]:
-        return [f"\t.reg {t} \t{_STEM[t]}<{n}>;" for t, n in self.counts.items()]
+    def decls(self) -> list[RegDecl]:
+        return [regs(t, _STEM[t], n) for t, n in self.counts.items()]
 
 
 _STEM = {".pred": "%p", ".b32": "%r", ".b64": "%rd", ".f32": "%f", ".f16x2": "%h", ".s32": "%s", ".u32": "%u"}
 
 
-def _spin(t: _Text, bar: str, parity: str, hint: int = 0) -> None:
+def _spin(b: _Build, bar: Addr, parity: str, hint: int = 0) -> None:
     """Wait until the phase of ``parity`` of the mbarrier at ``bar`` completed (try_wait loop;
     ``hint``: the suspend-time hint in ns, 0 for none)."""
-    top, p = t.label("W"), t.reg(".pred")
-    h = f", {hint}" if hint else ""
-    t(f"{top}:", f"mbarrier.try_wait.parity.shared::cta.b64 \t{p}, [{bar}], {parity}{h};", f"@!{p} bra \t{top};")
+    top, p = b.new_label("W"), b.reg(".pred")
+    b.label(top)
+    b("mbarrier.try_wait.parity.shared::cta.b64", p, bar, parity, *([hint] if hint else []))
+    b("bra", top, g="!" + p)
 
 
-def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
-    """The PTX of a plan (one kernel ``k(a, b, d)``)."""
+def wgmma_kernel(plan: WgmmaLoopPlan) -> Module:
+    """The IR of a plan (one kernel ``k(a, b, d)``)."""
     form, S, K = plan.form, plan.stages, plan.ktiles
     CW, NT = plan.consumers, plan.threads
     dtype_reg = form.operand("d").reg_types[0]
     nd = form.operand("d").count
-    b = _Text()
+    b = _Build()
     pa, pb, pd = b.reg(".b64"), b.reg(".b64"), b.reg(".b64")
-    b(f"ld.param.u64 \t{pa}, [a];", f"ld.param.u64 \t{pb}, [b];", f"ld.param.u64 \t{pd}, [d];",
-      f"cvta.to.global.u64 \t{pa}, {pa};", f"cvta.to.global.u64 \t{pb}, {pb};", f"cvta.to.global.u64 \t{pd}, {pd};")
+    b("ld.param.u64", pa, at("a"))
+    b("ld.param.u64", pb, at("b"))
+    b("ld.param.u64", pd, at("d"))
+    for r in (pa, pb, pd):
+        b("cvta.to.global.u64", r, r)
     tid, warp, wg, ltid, lane = (b.reg(".b32") for _ in range(5))
-    b(f"mov.u32 \t{tid}, %tid.x;", f"shr.u32 \t{warp}, {tid}, 5;", f"shr.u32 \t{wg}, {tid}, 7;",
-      f"and.b32 \t{ltid}, {tid}, 127;", f"and.b32 \t{lane}, {tid}, 31;")
+    b("mov.u32", tid, "%tid.x")
+    b("shr.u32", warp, tid, 5)
+    b("shr.u32", wg, tid, 7)
+    b("and.b32", ltid, tid, 127)
+    b("and.b32", lane, tid, 31)
     elect, p_el = b.reg(".b32"), b.reg(".pred")
-    b(f"elect.sync \t{elect}|{p_el}, -1;")
+    b("elect.sync", f"{elect}|{p_el}", -1)
     pwg = CW if plan.producer_wg else 0  # the producer's warpgroup
     p_w, p_lead = b.reg(".pred"), b.reg(".pred")
-    b(f"setp.eq.u32 \t{p_w}, {warp}, {4 * pwg};", f"and.pred \t{p_lead}, {p_w}, {p_el};")
+    b("setp.eq.u32", p_w, warp, 4 * pwg)
+    b("and.pred", p_lead, p_w, p_el)
     p_cons = b.reg(".pred")  # consumer warpgroups: 0 .. CW-1
-    b(f"setp.lt.u32 \t{p_cons}, {wg}, {CW};")
+    b("setp.lt.u32", p_cons, wg, CW)
     p_w0, p_init = b.reg(".pred"), b.reg(".pred")
-    b(f"setp.eq.u32 \t{p_w0}, {warp}, 0;", f"and.pred \t{p_init}, {p_w0}, {p_el};")
+    b("setp.eq.u32", p_w0, warp, 0)
+    b("and.pred", p_init, p_w0, p_el)
     # one arrival per consumer thread, or per consumer warpgroup (its warp 0's elected lane)
     p_rel = None
     if not plan.all_release:
         wq, p_wq = b.reg(".b32"), b.reg(".pred")
         p_rel = b.reg(".pred")
-        b(f"and.b32 \t{wq}, {warp}, 3;", f"setp.eq.u32 \t{p_wq}, {wq}, 0;", f"and.pred \t{p_rel}, {p_wq}, {p_el};")
+        b("and.b32", wq, warp, 3)
+        b("setp.eq.u32", p_wq, wq, 0)
+        b("and.pred", p_rel, p_wq, p_el)
     empty_count = CW * 128 if plan.all_release else CW
     for s in range(S):
-        b(f"@{p_init} mbarrier.init.shared::cta.b64 \t[full+{8 * s}], {plan.producers};",
-          f"@{p_init} mbarrier.init.shared::cta.b64 \t[empty+{8 * s}], {empty_count};")
-    b("fence.mbarrier_init.release.cluster;", "bar.sync \t0;")
+        b("mbarrier.init.shared::cta.b64", at("full", 8 * s), plan.producers, g=p_init)
+        b("mbarrier.init.shared::cta.b64", at("empty", 8 * s), empty_count, g=p_init)
+    b("fence.mbarrier_init.release.cluster")
+    b("bar.sync", 0)
     if plan.setmaxnreg:
-        hi, go = b.label("HI"), b.label("GO")
+        hi, go = b.new_label("HI"), b.new_label("GO")
         # from .maxnreg 168: the producer gives up 56 registers a thread, the consumers share
         # them out (multiples of 8); the producer's path is the kernel's whole code, so it keeps
         # enough for it (with 40, ptxas ignores the instruction: C7507)
         inc = 224 if CW == 1 else 192
-        b(f"@{p_cons} bra \t{hi};", "setmaxnreg.dec.sync.aligned.u32 \t112;", f"bra.uni \t{go};", f"{hi}:",
-          f"setmaxnreg.inc.sync.aligned.u32 \t{inc};", f"{go}:")
+        b("bra", hi, g=p_cons)
+        b("setmaxnreg.dec.sync.aligned.u32", 112)
+        b("bra.uni", go)
+        b.label(hi)
+        b("setmaxnreg.inc.sync.aligned.u32", inc)
+        b.label(go)
     # stage addresses (shared window, 32-bit) and descriptors, one per stage (K is unrolled)
     # the consumer warpgroup index, masked to the consumers' range (CW is 1 or 2): the producer
     # warpgroup's (unused) is then in range too, so address bounds stay inside the stage
     cwg = b.reg(".b32")
-    b(f"and.b32 \t{cwg}, {wg}, {CW - 1};")
+    b("and.b32", cwg, wg, CW - 1)
     a_off = None  # one consumer: its A tiles at constant offsets (the descriptors are constants)
     if CW > 1:
         a_off = b.reg(".b32")
-        b(f"mul.lo.u32 \t{a_off}, {cwg}, {plan.a_bytes};")
+        b("mul.lo.u32", a_off, cwg, plan.a_bytes)
     b_base = CW * plan.a_bytes
     adesc, bdesc, a_addr = [], [], []
     a_lane = None
@@ -491,23 +546,26 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
             if a_lane is None:  # this thread's byte offset in a warpgroup's A image
                 a_lane = b.reg(".b32")
                 if plan.a_load == "ld.shared":  # thread t's four registers at 16 t
-                    b(f"shl.b32 \t{a_lane}, {ltid}, 4;")
+                    b("shl.b32", a_lane, ltid, 4)
                 else:  # ldmatrix.x4: lane l gives row (l & 15) of its warp's 16 rows, k-half l >> 4
                     wl, r16, row, kh = (b.reg(".b32") for _ in range(4))
-                    b(f"shr.u32 \t{wl}, {ltid}, 5;", f"and.b32 \t{r16}, {lane}, 15;", f"shr.u32 \t{kh}, {lane}, 4;",
-                      f"mad.lo.u32 \t{row}, {wl}, 16, {r16};", f"shl.b32 \t{kh}, {kh}, 4;",
-                      f"mad.lo.u32 \t{a_lane}, {row}, 32, {kh};")
+                    b("shr.u32", wl, ltid, 5)
+                    b("and.b32", r16, lane, 15)
+                    b("shr.u32", kh, lane, 4)
+                    b("mad.lo.u32", row, wl, 16, r16)
+                    b("shl.b32", kh, kh, 4)
+                    b("mad.lo.u32", a_lane, row, 32, kh)
             r0 = b.reg(".b32")
-            b(f"mov.u32 \t{r0}, stg;")
+            b("mov.u32", r0, "stg")
             if a_off is not None:
                 r1 = b.reg(".b32")
-                b(f"add.u32 \t{r1}, {r0}, {a_off};")
+                b("add.u32", r1, r0, a_off)
                 r0 = r1
             r = b.reg(".b32")
-            b(f"add.u32 \t{r}, {r0}, {a_lane};")
+            b("add.u32", r, r0, a_lane)
             if base:
                 rb = b.reg(".b32")
-                b(f"add.u32 \t{rb}, {r}, {base};")
+                b("add.u32", rb, r, base)
                 r = rb
             a_addr.append(r)
     gen = plan.fill not in COMPLETE_TX_FILLS
@@ -516,14 +574,17 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
         p_fill = p_cons
         if plan.producer_wg:
             p_fill = b.reg(".pred")
-            b(f"setp.eq.u32 \t{p_fill}, {wg}, {CW};")
+            b("setp.eq.u32", p_fill, wg, CW)
         # this thread's place among the producers, bounded (P is 128 or 256) so its copies' shared
         # addresses are bounded too; its byte offset in a fill's chunk run, shared and global
         P = plan.producers
         ptid, poff, pdst, pstg = (b.reg(".b32") for _ in range(4))
         poff64 = b.reg(".b64")
-        b(f"and.b32 \t{ptid}, {tid}, {P - 1};", f"shl.b32 \t{poff}, {ptid}, {plan.chunk.bit_length() - 1};",
-          f"mov.u32 \t{pstg}, stg;", f"add.u32 \t{pdst}, {pstg}, {poff};", f"cvt.u64.u32 \t{poff64}, {poff};")
+        b("and.b32", ptid, tid, P - 1)
+        b("shl.b32", poff, ptid, plan.chunk.bit_length() - 1)
+        b("mov.u32", pstg, "stg")
+        b("add.u32", pdst, pstg, poff)
+        b("cvt.u64.u32", poff64, poff)
         data = b.regs(".b32", plan.chunk // 4) if plan.fill == "ld.st" else []
         # a last round of fewer chunks than producers goes in power-of-two parts: part 2^a is done by
         # the threads below 2^a (a guard), through their index masked to a bits, so the checker bounds
@@ -533,71 +594,79 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
         def part(a: int) -> tuple[str, str]:
             if a not in parts:
                 g, m, o, d = b.reg(".pred"), b.reg(".b32"), b.reg(".b32"), b.reg(".b32")
-                b(f"setp.lt.u32 \t{g}, {ptid}, {1 << a};", f"and.b32 \t{m}, {ptid}, {(1 << a) - 1};",
-                  f"shl.b32 \t{o}, {m}, {plan.chunk.bit_length() - 1};", f"add.u32 \t{d}, {pstg}, {o};")
+                b("setp.lt.u32", g, ptid, 1 << a)
+                b("and.b32", m, ptid, (1 << a) - 1)
+                b("shl.b32", o, m, plan.chunk.bit_length() - 1)
+                b("add.u32", d, pstg, o)
                 parts[a] = (g, d)
             return parts[a]
     tmaps = {}
     if plan.fill == "tensor":  # the maps as generic addresses (ptxas refuses the parameter symbol)
         for name in ("ta", "tb"):
             r0, r1 = b.reg(".b64"), b.reg(".b64")
-            b(f"mov.u64 \t{r0}, {name};", f"cvta.param.u64 \t{r1}, {r0};")
+            b("mov.u64", r0, name)
+            b("cvta.param.u64", r1, r0)
             if plan.prefetch:
-                b(f"prefetch.tensormap \t[{r1}];")
+                b("prefetch.tensormap", at(r1))
             tmaps[name] = r1
     # phases: consumers' full-barrier parity, the producer's empty-barrier parity (1: a fresh
     # barrier's phase before phase 0 counts as complete, so first fills do not wait)
     fph = b.regs(".b32", S)
     eph = b.regs(".b32", S)
     for s in range(S):
-        b(f"mov.u32 \t{fph[s]}, 0;", f"mov.u32 \t{eph[s]}, 1;")
+        b("mov.u32", fph[s], 0)
+        b("mov.u32", eph[s], 1)
     acc = b.regs(dtype_reg, nd)
     a_sets = [b.regs(".b32", 4) for _ in range(2)] if plan.a_tile is None else []
     # persistent tile loop
     it, tile = b.reg(".b32"), b.reg(".b32")
     nct, cta = b.reg(".b32"), b.reg(".b32")
-    b(f"mov.u32 \t{nct}, %nctaid.x;", f"mov.u32 \t{cta}, %ctaid.x;", f"mov.u32 \t{it}, 0;")
-    top = b.label("TILE")
-    b(f"{top}:", f"mad.lo.u32 \t{tile}, {it}, {nct}, {cta};")
+    b("mov.u32", nct, "%nctaid.x")
+    b("mov.u32", cta, "%ctaid.x")
+    b("mov.u32", it, 0)
+    top = b.new_label("TILE")
+    b.label(top)
+    b("mad.lo.u32", tile, it, nct, cta)
     p_last = None
     if plan.fault == "missing_expect_tx":
         p_last = b.reg(".pred")
-        b(f"setp.eq.u32 \t{p_last}, {it}, {plan.tiles - 1};")
+        b("setp.eq.u32", p_last, it, plan.tiles - 1)
     # global sources of this tile: A at ((tile * K + k) * CW + cwg) * a_copy, B at k * b_copy
     a_src = b.reg(".b64")
-    b(f"mul.wide.u32 \t{a_src}, {tile}, {K * CW * plan._a_copy};", f"add.s64 \t{a_src}, {pa}, {a_src};")
+    b("mul.wide.u32", a_src, tile, K * CW * plan._a_copy)
+    b("add.s64", a_src, pa, a_src)
 
     def fill(k: int, s: int) -> None:
-        skip = b.label("P")
-        b(f"@!{p_fill} bra \t{skip};")
-        _spin(b, f"empty+{8 * s}", eph[s], plan.wait_hint)
-        b(f"xor.b32 \t{eph[s]}, {eph[s]}, 1;")
-        bar = f"full+{8 * s}"
+        skip = b.new_label("P")
+        b("bra", skip, g="!" + p_fill)
+        _spin(b, at("empty", 8 * s), eph[s], plan.wait_hint)
+        b("xor.b32", eph[s], eph[s], 1)
+        bar = at("full", 8 * s)
         if gen:
             generic_fill(k, s, bar)
-            b(f"{skip}:")
+            b.label(skip)
             return
         if plan.fault == "missing_expect_tx" and k == plan.fault_k:
-            b(f"@{p_last} mbarrier.arrive.shared::cta.b64 \t_, [{bar}];",
-              f"@!{p_last} mbarrier.arrive.expect_tx.shared::cta.b64 \t_, [{bar}], {plan.fill_bytes};")
+            b("mbarrier.arrive.shared::cta.b64", "_", bar, g=p_last)
+            b("mbarrier.arrive.expect_tx.shared::cta.b64", "_", bar, plan.fill_bytes, g="!" + p_last)
         else:
-            b(f"mbarrier.arrive.expect_tx.shared::cta.b64 \t_, [{bar}], {plan.fill_bytes};")
+            b("mbarrier.arrive.expect_tx.shared::cta.b64", "_", bar, plan.fill_bytes)
         if plan.fill == "tensor":
             tensor_fill(k, s, bar)
-            b(f"{skip}:")
+            b.label(skip)
             return
         src = b.reg(".b64")
         for c in range(CW):
             dst = s * plan.stage_bytes + c * plan.a_bytes
-            b(f"add.s64 \t{src}, {a_src}, {(k * CW + c) * plan._a_copy};",
-              f"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes \t[stg+{dst}], [{src}], "
-              f"{plan._a_copy}, [{bar}];")
-        b(f"add.s64 \t{src}, {pb}, {k * plan._b_copy};",
-          f"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes \t[stg+{s * plan.stage_bytes + b_base}], "
-          f"[{src}], {plan._b_copy}, [{bar}];")
-        b(f"{skip}:")
+            b("add.s64", src, a_src, (k * CW + c) * plan._a_copy)
+            b("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", at("stg", dst), at(src),
+              plan._a_copy, bar)
+        b("add.s64", src, pb, k * plan._b_copy)
+        b("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", at("stg", s * plan.stage_bytes + b_base),
+          at(src), plan._b_copy, bar)
+        b.label(skip)
 
-    def generic_fill(k: int, s: int, bar: str) -> None:
+    def generic_fill(k: int, s: int, bar: Addr) -> None:
         """Each producer thread copies its chunks (cp.async or ld.global + st.shared), then the copies
         complete (wait_group / wait_all / the barrier's own arrive-on), fence.proxy.async, arrive."""
         runs = [(a_src, (k * CW + c) * plan._a_copy, s * plan.stage_bytes + c * plan.a_bytes, plan._a_copy)
@@ -605,41 +674,46 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
         ch = plan.chunk
         for base, goff, soff, nbytes in runs:
             src, src2 = b.reg(".b64"), b.reg(".b64")
-            b(f"add.s64 \t{src}, {base}, {goff};", f"add.s64 \t{src2}, {src}, {poff64};")
+            b("add.s64", src, base, goff)
+            b("add.s64", src2, src, poff64)
             n = nbytes // ch
-            rounds = [("", pdst, j0) for j0 in range(0, n - n % P, P)]
+            rounds = [(None, pdst, j0) for j0 in range(0, n - n % P, P)]
             j0 = n - n % P
             for a in reversed(range((n % P).bit_length())):
                 if (n % P) >> a & 1:
                     g, d = part(a)
-                    rounds.append((f"@{g} ", d, j0))
+                    rounds.append((g, d, j0))
                     j0 += 1 << a
             for guard, dreg, j0 in rounds:
-                sa, ga = f"[{dreg}+{soff + j0 * ch}]", f"[{src2}+{j0 * ch}]"
+                sa, ga = at(dreg, soff + j0 * ch), at(src2, j0 * ch)
                 if plan.fill == "cp.async":
-                    b(f"{guard}cp.async.{plan.cp_op}.shared.global \t{sa}, {ga}, {ch};")
+                    b(f"cp.async.{plan.cp_op}.shared.global", sa, ga, ch, g=guard)
                 else:
-                    vec = {16: ".v4", 8: ".v2", 4: ""}[ch]
-                    regs = "{" + ", ".join(data) + "}" if len(data) > 1 else data[0]
-                    b(f"{guard}ld.global{vec}.b32 \t{regs}, {ga};", f"{guard}st.shared{vec}.b32 \t{sa}, {regs};")
+                    vec_ = {16: ".v4", 8: ".v2", 4: ""}[ch]
+                    words = vec(data) if len(data) > 1 else data[0]
+                    b(f"ld.global{vec_}.b32", words, ga, g=guard)
+                    b(f"st.shared{vec_}.b32", sa, words, g=guard)
         if plan.fill == "cp.async" and plan.cp_done == "noinc":
             # the arrive-on fires once this thread's copies completed; the consumers fence after
             # their wait (this thread cannot: it does not wait for its copies)
-            b(f"cp.async.mbarrier.arrive.noinc.shared::cta.b64 \t[{bar}];")
+            b("cp.async.mbarrier.arrive.noinc.shared::cta.b64", bar)
             return
         if plan.fill == "cp.async":
-            b(*(("cp.async.wait_all;",) if plan.cp_done == "wait_all" else
-                ("cp.async.commit_group;", "cp.async.wait_group \t0;")))
+            if plan.cp_done == "wait_all":
+                b("cp.async.wait_all")
+            else:
+                b("cp.async.commit_group")
+                b("cp.async.wait_group", 0)
         if plan.fault != "unfenced_fill":
             # the copies are generic-proxy writes and wgmma reads through the async proxy
-            b("fence.proxy.async.shared::cta;")
-        b(f"mbarrier.arrive.shared::cta.b64 \t_, [{bar}];")
+            b("fence.proxy.async.shared::cta")
+        b("mbarrier.arrive.shared::cta.b64", "_", bar)
 
-    def tensor_fill(k: int, s: int, bar: str) -> None:
+    def tensor_fill(k: int, s: int, bar: Addr) -> None:
         """Tensor-map boxes: per consumer its A tile (or its register image, 16 rows of 128 bytes)
         and the B tile, at coordinates {k column, row} of the A (M x K) and B (N x K) matrices."""
         row = b.reg(".b32")
-        b(f"mul.lo.u32 \t{row}, {tile}, {CW * (64 if plan.a_tile is not None else 16 * K)};")
+        b("mul.lo.u32", row, tile, CW * (64 if plan.a_tile is not None else 16 * K))
         for c in range(CW):
             dst = s * plan.stage_bytes + c * plan.a_bytes
             if plan.a_tile is None:
@@ -650,86 +724,96 @@ def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
         boxes(tmaps["tb"], s * plan.stage_bytes + b_base + plan.b_tile.start, _columns(plan.b_tile, k, 0), None,
               bar, step=plan.b_tile.mn * 16)
 
-    def boxes(tm: str, dst: int, coords: list[tuple[int, int]], row: str | None, bar: str, step: int = 0) -> None:
+    def boxes(tm: str, dst: int, coords: list[tuple[int, int]], row: str | None, bar: Addr, step: int = 0) -> None:
         # one box per coordinate pair, the j-th at dst + j * step (16-byte K columns of an unswizzled
         # tile: mn * 16 bytes each); the row coordinate offset by the tile's rows when ``row`` is set
         for j, (x, y) in enumerate(coords):
             cx, cy = b.reg(".b32"), b.reg(".b32")
-            b(f"mov.b32 \t{cx}, {x};", f"add.u32 \t{cy}, {row}, {y};" if row else f"mov.b32 \t{cy}, {y};",
-              f"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes \t[stg+{dst + j * step}], "
-              f"[{tm}, {{{cx}, {cy}}}], [{bar}];")
+            b("mov.b32", cx, x)
+            if row:
+                b("add.u32", cy, row, y)
+            else:
+                b("mov.b32", cy, y)
+            b("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes", at("stg", dst + j * step),
+              tensor(tm, (cx, cy)), bar)
 
     def release(s: int) -> None:
-        b(f"{'' if p_rel is None else '@' + p_rel + ' '}mbarrier.arrive.shared::cta.b64 \t_, [empty+{8 * s}];")
+        b("mbarrier.arrive.shared::cta.b64", "_", at("empty", 8 * s), g=p_rel)
 
     for k in range(min(S, K)):
         fill(k, k)
     for k in range(K):
         s = k % S
-        skip = b.label("C")
+        skip = b.new_label("C")
         if plan.producer_wg:
-            b(f"@!{p_cons} bra \t{skip};")
+            b("bra", skip, g="!" + p_cons)
         fault_here = plan.fault is not None and plan.fault_k == k
         parity = fph[s]
         if fault_here and plan.fault == "wrong_parity":
             parity = b.reg(".b32")
-            b(f"xor.b32 \t{parity}, {fph[s]}, 1;")
-        mark = len(b.lines)
-        _spin(b, f"full+{8 * s}", parity, plan.wait_hint)
+            b("xor.b32", parity, fph[s], 1)
+        mark = len(b.stmts)
+        _spin(b, at("full", 8 * s), parity, plan.wait_hint)
         if plan.fill == "cp.async" and plan.cp_done == "noinc":
-            b("fence.proxy.async.shared::cta;")  # the producers' generic writes, before wgmma reads them
-        wait_lines = b.lines[mark:]
-        del b.lines[mark:]
-        mma = b
+            b("fence.proxy.async.shared::cta")  # the producers' generic writes, before wgmma reads them
+        wait_stmts = b.stmts[mark:]
+        del b.stmts[mark:]
         a_ops = None
         if plan.a_tile is None:
             a_ops = a_sets[k % 2]
-            vec = "{" + ", ".join(a_ops) + "}"
             if plan.a_load == "ld.shared":
-                mma(f"ld.shared.v4.b32 \t{vec}, [{a_addr[s]}];")
+                b("ld.shared.v4.b32", vec(a_ops), at(a_addr[s]))
             else:
-                mma(f"ldmatrix.sync.aligned.m8n8.x4.shared.b16 \t{vec}, [{a_addr[s]}];")
-        mma("wgmma.fence.sync.aligned;", _wgmma(plan, form, acc, a_ops, adesc[s] if adesc else None, bdesc[s], k),
-            "wgmma.commit_group.sync.aligned;")
+                b("ldmatrix.sync.aligned.m8n8.x4.shared.b16", vec(a_ops), at(a_addr[s]))
+        b("wgmma.fence.sync.aligned")
+        b(form.opcode, *_wgmma(plan, form, acc, a_ops, adesc[s] if adesc else None, bdesc[s], k))
+        b("wgmma.commit_group.sync.aligned")
         if fault_here and plan.fault == "early_read":
-            b.lines += wait_lines  # after the wgmma that reads the stage
+            b.stmts += wait_stmts  # after the wgmma that reads the stage
         else:
-            b.lines[mark:mark] = wait_lines
-        b(f"xor.b32 \t{fph[s]}, {fph[s]}, 1;")
+            b.stmts[mark:mark] = wait_stmts
+        b("xor.b32", fph[s], fph[s], 1)
         early = fault_here and plan.fault == "producer_overwrite"
         if early:
             release(s)  # before the wait_group that retires the wgmma reading stage s
-        b(f"wgmma.wait_group.sync.aligned \t{plan.depth};")
+        b("wgmma.wait_group.sync.aligned", plan.depth)
         done = k - plan.depth  # the K-step whose wgmma has retired now
         released_early = plan.fault == "producer_overwrite" and done == plan.fault_k
         if done >= 0 and not released_early:
             release(done % S)
         if plan.producer_wg:
-            b(f"{skip}:")
+            b.label(skip)
         if done >= 0 and done + S < K and not released_early:
             fill(done + S, done % S)
         if early:
             fill(k + S, s)  # the stage the in-flight wgmma of K-step k still reads
-    skip = b.label("E")
+    skip = b.new_label("E")
     if plan.producer_wg:
-        b(f"@!{p_cons} bra \t{skip};")
+        b("bra", skip, g="!" + p_cons)
     if plan.depth:
-        b("wgmma.wait_group.sync.aligned \t0;")
+        b("wgmma.wait_group.sync.aligned", 0)
         release((K - 1) % S)
     _epilogue(b, plan, form, acc, pd, tile, cwg, ltid, lane)
-    b(f"{skip}:", f"add.u32 \t{it}, {it}, 1;")
+    b.label(skip)
+    b("add.u32", it, it, 1)
     p_more = b.reg(".pred")
-    b(f"setp.lt.u32 \t{p_more}, {it}, {plan.tiles};", f"@{p_more} bra.uni \t{top};", "ret;")
-    head = [".version 8.4", ".target sm_90a", ".address_size 64", "",
-            ".visible .entry k(.param .u64 a, .param .u64 b, .param .u64 d"
-            + (", .param .align 64 .b8 ta[128], .param .align 64 .b8 tb[128])" if plan.fill == "tensor" else ")"),
-            f".reqntid {NT}",
-            *([".maxnreg 168"] if plan.setmaxnreg else []), "{"]
-    shared = [f"\t.shared .align 1024 .b8 stg[{S * plan.stage_bytes}];",
-              f"\t.shared .align 8 .b64 full[{S}];", f"\t.shared .align 8 .b64 empty[{S}];"]
+    b("setp.lt.u32", p_more, it, plan.tiles)
+    b("bra.uni", top, g=p_more)
+    b("ret")
+    params = [param(".u64", "a"), param(".u64", "b"), param(".u64", "d")]
+    if plan.fill == "tensor":
+        params += [param(".b8", "ta", 64, 128), param(".b8", "tb", 64, 128)]
+    attributes = (f".reqntid {NT}", *([".maxnreg 168"] if plan.setmaxnreg else []))
+    smem = [shared(".b8", "stg", 1024, S * plan.stage_bytes), shared(".b64", "full", 8, S),
+            shared(".b64", "empty", 8, S)]
     if plan.epilogue == "stmatrix":
-        shared.append(f"\t.shared .align 128 .b8 epi[{CW * 64 * form.shape.n * 2}];")
-    return "\n".join(head + b.decls() + shared + b.lines + ["}", ""])
+        smem.append(shared(".b8", "epi", 128, CW * 64 * form.shape.n * 2))
+    return irbuild.kernel(params, attributes, b.decls() + smem, b)
+
+
+def wgmma_kernel_text(plan: WgmmaLoopPlan) -> str:
+    """The PTX of a plan (its IR, emitted)."""
+    return emit(wgmma_kernel(plan))
 
 
 def _columns(tile: SmemTile, k: int, row: int) -> list[tuple[int, int]]:
@@ -771,67 +855,71 @@ def tensor_maps(plan: WgmmaLoopPlan) -> tuple[TensorMap, TensorMap]:
     return out[0], out[1]
 
 
-def _desc(b: _Text, sym: str, offset: int, extra: str | None, tile: SmemTile) -> str:
+def _desc(b: _Build, sym: str, offset: int, extra: str | None, tile: SmemTile) -> str:
     """A matrix descriptor register: start = bits 4..17 of the shared address, the
     other fields one constant from the tile's ``MatrixDescriptor`` (fuzzptx.isa.layouts)."""
     # every register defined once: the checker bounds the start through single definitions
     r0, r1, f, d = b.reg(".b32"), b.reg(".b32"), b.reg(".b32"), b.reg(".b64")
-    b(f"mov.u32 \t{r0}, {sym};", f"add.u32 \t{r1}, {r0}, {offset};")
+    b("mov.u32", r0, sym)
+    b("add.u32", r1, r0, offset)
     if extra is not None:
         r2 = b.reg(".b32")
-        b(f"add.u32 \t{r2}, {r1}, {extra};")
+        b("add.u32", r2, r1, extra)
         r1 = r2
     const = int(replace(tile.descriptor(), start=0).encode())
     # start = bits 4..17 of the address: a shared-window address is below 2^18, so a shift does it
-    b(f"shr.u32 \t{f}, {r1}, 4;", f"cvt.u64.u32 \t{d}, {f};")
+    b("shr.u32", f, r1, 4)
+    b("cvt.u64.u32", d, f)
     if not const:
         return d
     out = b.reg(".b64")
-    b(f"or.b64 \t{out}, {d}, {hex(const)};")
+    b("or.b64", out, d, Imm(const, hex(const)))
     return out
 
 
-def _wgmma(plan: WgmmaLoopPlan, form: Form, acc: list[str], a_regs, adesc, bdesc, k: int) -> str:
-    ops = []
+def _wgmma(plan: WgmmaLoopPlan, form: Form, acc: list[str], a_regs, adesc, bdesc, k: int) -> list:
+    """The wgmma's operands, in the form's order."""
+    ops: list = []
     for spec in form.operands:
         r = spec.role
         if r == "d":
-            ops.append("{" + ", ".join(acc) + "}")
+            ops.append(vec(acc))
         elif r == "a":
-            ops.append("{" + ", ".join(a_regs) + "}")
+            ops.append(vec(a_regs))
         elif r == "a_desc":
             ops.append(adesc)
         elif r == "b_desc":
             ops.append(bdesc)
         elif r == "scale_d":
-            ops.append("0" if k == 0 else "1")  # each tile starts from zero
+            ops.append(0 if k == 0 else 1)  # each tile starts from zero
         elif r in ("imm_scale_a", "imm_scale_b"):
-            ops.append("1")
+            ops.append(1)
         elif r == "imm_trans_a":
-            ops.append(str(int(plan.a_tile.major == "MN")))
+            ops.append(int(plan.a_tile.major == "MN"))
         elif r == "imm_trans_b":
-            ops.append(str(int(plan.b_tile.major == "MN")))
+            ops.append(int(plan.b_tile.major == "MN"))
         else:
             raise ValueError(f"{form.key}: operand {r!r}")
-    return f"{form.opcode} \t{', '.join(ops)};"
+    return ops
 
 
-def _epilogue(b: _Text, plan: WgmmaLoopPlan, form: Form, acc: list[str], pd: str, tile: str, cwg: str, ltid: str,
+def _epilogue(b: _Build, plan: WgmmaLoopPlan, form: Form, acc: list[str], pd: str, tile: str, cwg: str, ltid: str,
               lane: str) -> None:
     """Accumulators to global: raw registers (thread t's register i at word t * R + i of its
     warpgroup's block), or as f16 rows through ``stmatrix`` into shared memory, a named barrier
     of the consumers, and word copies to global (row-major 64 x N per warpgroup and tile)."""
     CW, nd, N = plan.consumers, len(acc), form.shape.n
     blk = b.reg(".b32")
-    b(f"mad.lo.u32 \t{blk}, {tile}, {CW}, {cwg};")
+    b("mad.lo.u32", blk, tile, CW, cwg)
     out = b.reg(".b64")
     if plan.epilogue == "st.global":
         idx, o64 = b.reg(".b32"), b.reg(".b64")
-        b(f"mad.lo.u32 \t{idx}, {blk}, 128, {ltid};", f"mul.wide.u32 \t{o64}, {idx}, {4 * nd};",
-          f"add.s64 \t{out}, {pd}, {o64};")
-        st = {".f32": "f32", ".s32": "s32"}.get(form.operand("d").reg_types[0], "b32")
+        b("mad.lo.u32", idx, blk, 128, ltid)
+        b("mul.wide.u32", o64, idx, 4 * nd)
+        b("add.s64", out, pd, o64)
+        st_ = {".f32": "f32", ".s32": "s32"}.get(form.operand("d").reg_types[0], "b32")
         for i, r in enumerate(acc):
-            b(f"st.global.{st} \t[{out}+{4 * i}], {r};")
+            b(f"st.global.{st_}", at(out, 4 * i), r)
         return
     # f16 pairs: (row g, cols 2c, 2c+1) and (row g + 8, same cols) of each 8-column block
     halves = []
@@ -842,34 +930,42 @@ def _epilogue(b: _Text, plan: WgmmaLoopPlan, form: Form, acc: list[str], pd: str
             else:
                 h = b.reg(".b32")
                 lo, hi = acc[4 * nb + 2 * half], acc[4 * nb + 2 * half + 1]
-                b(f"cvt.rn.f16x2.f32 \t{h}, {hi}, {lo};")
+                b("cvt.rn.f16x2.f32", h, hi, lo)
                 halves.append(h)
-    bar = f"bar.sync \t1, {CW * 128};"
-    b(bar)  # the previous tile's reads of the staging rows are done
+    b("bar.sync", 1, CW * 128)  # the previous tile's reads of the staging rows are done
     wl, r16, row, nbj, e0, e1, e2, addr = (b.reg(".b32") for _ in range(8))
-    b(f"shr.u32 \t{wl}, {ltid}, 5;", f"and.b32 \t{r16}, {lane}, 15;", f"mad.lo.u32 \t{row}, {wl}, 16, {r16};",
-      f"shr.u32 \t{nbj}, {lane}, 4;", f"mov.u32 \t{e0}, epi;", f"mad.lo.u32 \t{e1}, {cwg}, {128 * N}, {e0};",
-      f"mad.lo.u32 \t{e2}, {row}, {2 * N}, {e1};", f"mad.lo.u32 \t{addr}, {nbj}, 16, {e2};")
+    b("shr.u32", wl, ltid, 5)
+    b("and.b32", r16, lane, 15)
+    b("mad.lo.u32", row, wl, 16, r16)
+    b("shr.u32", nbj, lane, 4)
+    b("mov.u32", e0, "epi")
+    b("mad.lo.u32", e1, cwg, 128 * N, e0)
+    b("mad.lo.u32", e2, row, 2 * N, e1)
+    b("mad.lo.u32", addr, nbj, 16, e2)
     for nb in range(0, N // 8, 2):  # x4: two 8-column blocks; x2 for a last odd one (lanes 0-15)
-        regs = halves[2 * nb: 2 * nb + 4]
-        b(f"stmatrix.sync.aligned.m8n8.x{len(regs)}.shared.b16 \t[{addr}+{16 * nb}], {{{', '.join(regs)}}};")
-    b(bar)
+        rs = halves[2 * nb: 2 * nb + 4]
+        b(f"stmatrix.sync.aligned.m8n8.x{len(rs)}.shared.b16", at(addr, 16 * nb), vec(rs))
+    b("bar.sync", 1, CW * 128)
     s0, s1, src, word, g = (b.reg(".b32") for _ in range(5))
     o64 = b.reg(".b64")
-    b(f"mov.u32 \t{s0}, epi;", f"mad.lo.u32 \t{s1}, {cwg}, {128 * N}, {s0};",
-      f"mad.lo.u32 \t{src}, {ltid}, 4, {s1};", f"mad.lo.u32 \t{g}, {blk}, {32 * N}, {ltid};",
-      f"mul.wide.u32 \t{o64}, {g}, 4;", f"add.s64 \t{out}, {pd}, {o64};")
+    b("mov.u32", s0, "epi")
+    b("mad.lo.u32", s1, cwg, 128 * N, s0)
+    b("mad.lo.u32", src, ltid, 4, s1)
+    b("mad.lo.u32", g, blk, 32 * N, ltid)
+    b("mul.wide.u32", o64, g, 4)
+    b("add.s64", out, pd, o64)
     for j in range(N // 4):  # 128 N bytes = 32 N words per warpgroup: 128 threads, N / 4 words each
-        b(f"ld.shared.b32 \t{word}, [{src}+{512 * j}];", f"st.global.b32 \t[{out}+{512 * j}], {word};")
+        b("ld.shared.b32", word, at(src, 512 * j))
+        b("st.global.b32", at(out, 512 * j), word)
     # the staging rows were written through the generic proxy; the next tile's wgmmas read shared
     # memory through the async proxy (descriptors the checker cannot bound may meet these rows)
-    b("fence.proxy.async.shared::cta;")
+    b("fence.proxy.async.shared::cta")
 
 
 def render_wgmma(plan: WgmmaLoopPlan) -> Program:
     """The plan as a Program: buffers a (A images), b (B images), d (output)."""
     form = plan.form
-    module = parse(wgmma_kernel_text(plan), "mainloop_wgmma.ptx")
+    module = wgmma_kernel(plan)
     at, bt = buffer_type(form.atype), buffer_type(form.btype)
     a_count = plan.tiles * plan.ktiles * plan.consumers * plan._a_copy // element_bytes(at)
     b_count = plan.ktiles * plan._b_copy // element_bytes(bt)
@@ -956,7 +1052,7 @@ def illegal_mainloop_programs(faults: tuple[str, ...] = WGMMA_FAULTS) -> st.Sear
     return st.one_of(*parts)
 
 
-__all__ = ["MainloopPlan", "mainloop_plans", "kernel_text", "render", "mainloop_programs",
-           "illegal_mainloop_programs", "FAULTS", "WgmmaLoopPlan", "wgmma_loop_plans", "wgmma_kernel_text",
+__all__ = ["MainloopPlan", "mainloop_plans", "kernel", "kernel_text", "render", "mainloop_programs",
+           "illegal_mainloop_programs", "FAULTS", "WgmmaLoopPlan", "wgmma_loop_plans", "wgmma_kernel", "wgmma_kernel_text",
            "render_wgmma", "wgmma_mainloop_programs", "WGMMA_FAULTS", "MAY_HANG", "TWIN_RULES", "twin_name", "fault_of",
            "FILLS", "COMPLETE_TX_FILLS", "FAULT_FILLS", "with_fill", "tma_tile", "tensor_maps"]

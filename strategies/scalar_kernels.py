@@ -19,6 +19,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from hypothesis import strategies as st
+
+from fuzzptx.program import Program
+
 THREADS = 128
 NOTE = "scalar kernel seed"  # the note that marks a program as one of these kernels (``is_scalar_kernel``)
 OUTS = 4  # output words per thread
@@ -27,10 +31,14 @@ OUTS = 4  # output words per thread
 #: ``mix`` -> how many op kinds ``_Gen.op`` draws from: v1 (the first 24, the kernels the suite's
 #: seeds name) or v2 (v1 and 16-bit, packed 16x2, 64-bit and carry chains, video, masks, dot products,
 #: saturating conversions, predicated ops, register-valued bit fields).
-KINDS = {"v1": 24, "v2": 44}
+KINDS = {"v1": 24, "v2": 44, "v3": 58}
+#: range-analysis edges: constants at which a value range folds wrong if it is off by one bit
+EDGES = (0, 1, 2, 7, 8, 15, 16, 31, 32, 33, 63, 64, 127, 128, 255, 256, 0x7FFF, 0x8000, 0xFFFF, 0x10000,
+         0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFFFFFFE, 0x80000001)
 
 #: The ``avoid`` names this generator honours (``strategies.avoid.AVOIDABLE`` holds their words).
-SCALAR_AVOIDABLE = ("bfe-s32-position-beyond-31", "bfi-length-beyond-31", "abs-into-saturating-cvt")
+SCALAR_AVOIDABLE = ("bfe-s32-position-beyond-31", "bfi-length-beyond-31", "abs-into-saturating-cvt",
+                    "abs-assumed-nonnegative", "lop3-repeated-operand")
 
 
 @dataclass
@@ -98,9 +106,10 @@ class _Gen:
             self.emit(f"{rng.choice(('min', 'max'))}.{s} {d}, {a}, {rng.choice((b, self.imm()))};", d)
         elif k == 6:
             op = rng.choice(('popc.b32', 'clz.b32', 'brev.b32', 'not.b32', 'neg.s32', 'abs.s32'))
-            self.emit(f"{op} {d}, {a};", d)
             if op == "abs.s32":
-                self.absolute.add(d)
+                self.absolute_value(d, a)
+            else:
+                self.emit(f"{op} {d}, {a};", d)
         elif k == 7:
             high = 32 if s == "s32" and "bfe-s32-position-beyond-31" in self.avoid else 40
             self.emit(f"bfe.{s} {d}, {a}, {rng.randrange(high)}, {rng.randrange(40)};", d)
@@ -113,7 +122,10 @@ class _Gen:
             self.emit(f"prmt.b32{rng.choice(('', '.f4e', '.b4e', '.rc8', '.ecl', '.ecr', '.rc16'))} {d}, {a}, {b}, "
                       f"{rng.randrange(1 << 16)};", d)
         elif k == 10:
-            self.emit(f"lop3.b32 {d}, {a}, {b}, {c}, {rng.randrange(256)};", d)
+            lut = rng.randrange(256)
+            if "lop3-repeated-operand" in self.avoid:
+                a, b, c = self.distinct(a, b, c)
+            self.emit(f"lop3.b32 {d}, {a}, {b}, {c}, {lut};", d)
         elif k == 11:
             self.emit(f"shf.{rng.choice(('l', 'r'))}.{rng.choice(('wrap', 'clamp'))}.b32 {d}, {a}, {b}, "
                       f"{rng.choice((c, str(rng.randrange(40))))};", d)
@@ -156,8 +168,10 @@ class _Gen:
             self.emit(f"mul24.{rng.choice(('lo', 'hi'))}.{s} {d}, {a}, {b};", d)
         elif k == 23:
             self.emit(f"mad24.lo.{s} {d}, {a}, {b}, {c};", d)
-        else:
+        elif k < 44:
             self.op_v2(k, d, a, b, c, s)
+        else:
+            self.op_v3(k, d, a, b, s)
 
     def op_v2(self, k: int, d: str, a: str, b: str, c: str, s: str) -> None:
         """The v2 kinds (24..43): each defined for every input value."""
@@ -280,6 +294,94 @@ class _Gen:
             self.emit(f"{rng.choice(('popc', 'clz'))}.b32 {e}, {a};", e)
             self.emit(f"shl.b32 {d}, {b}, {e};", d)
 
+    def absolute_value(self, d: str, a: str) -> None:
+        """``abs.s32 d, a``; with ``abs-assumed-nonnegative`` avoided, clamped at 0 after it (the
+        one value ptxas's range analysis gets wrong, abs(INT_MIN), never reaches a reader)."""
+        if "abs-assumed-nonnegative" in self.avoid:
+            t = self.fresh()
+            self.emit(f"abs.s32 {t}, {a};")
+            self.emit(f"max.s32 {d}, {t}, 0;", d)
+        else:
+            self.emit(f"abs.s32 {d}, {a};", d)
+            self.absolute.add(d)
+
+    def distinct(self, *regs: str) -> tuple[str, ...]:
+        """``regs`` with repeats replaced by other registers of the kernel (%r0, the inputs)."""
+        out: list[str] = []
+        spare = [r for r in ("%r0", "%r1", "%r2", "%r3") if r not in regs]
+        for r in regs:
+            out.append(r if r not in out else spare.pop(0))
+        return tuple(out)
+
+    def edge(self) -> str:
+        return str(self.rng.choice(EDGES))
+
+    def producer(self, a: str, b: str) -> tuple[str, bool]:
+        """A value whose range a compiler derives (abs, clz, bfind, a shift, a mask...): its
+        register, and whether it came from ``abs``."""
+        rng, v = self.rng, self.fresh()
+        k = rng.randrange(12)
+        if k == 0:
+            self.absolute_value(v, a)
+        elif k == 1:
+            self.emit(f"neg.s32 {v}, {a};", v)
+        elif k == 2:
+            self.emit(f"{rng.choice(('clz.b32', 'popc.b32', 'bfind.u32', 'bfind.s32', 'bfind.shiftamt.u32'))} {v}, {a};", v)
+        elif k == 3:
+            self.emit(f"shr.{rng.choice(('s32', 'u32'))} {v}, {a}, {rng.randrange(1, 32)};", v)
+        elif k == 4:
+            self.emit(f"and.b32 {v}, {a}, {rng.choice((0xFF, 0xFFFF, 0x7FFFFFFF, 0x1F, 0x80000000, 0xFFFF0000))};", v)
+        elif k == 5:
+            self.emit(f"rem.{rng.choice(('u32', 's32'))} {v}, {a}, {rng.choice((3, 7, 8, 10, 32, 1000))};", v)
+        elif k == 6:
+            self.emit(f"sad.{rng.choice(('u32', 's32'))} {v}, {a}, {b}, 0;", v)
+        elif k == 7:
+            self.emit(f"mul.hi.{rng.choice(('u32', 's32'))} {v}, {a}, {self.edge()};", v)
+        elif k == 8:
+            self.emit(f"cvt.{rng.choice(('s32.s8', 'u32.u8', 's32.s16', 'u32.u16'))} {v}, {a};", v)
+        elif k == 9:
+            self.emit(f"{rng.choice(('min', 'max'))}.{rng.choice(('s32', 'u32'))} {v}, {a}, {self.edge()};", v)
+        elif k == 10:
+            self.emit(f"szext.{rng.choice(('clamp', 'wrap'))}.{rng.choice(('s32', 'u32'))} {v}, {a}, {rng.randrange(1, 33)};", v)
+        else:
+            x, y = self.fresh(), self.fresh()
+            self.emit(f"and.b32 {x}, {a}, 255;", x)
+            self.emit(f"and.b32 {y}, {b}, 255;", y)
+            self.emit(f"sub.s32 {v}, {x}, {y};", v)
+        return v, k == 0
+
+    def op_v3(self, k: int, d: str, a: str, b: str, s: str) -> None:
+        """The v3 kinds (44..57): a value with a derived range (``producer``) read by an
+        instruction that folds on ranges: saturation, compares against edge constants, clamps,
+        shifts by it, division by constants, bit fields at it."""
+        rng = self.rng
+        v, from_abs = self.producer(a, b)
+        c = k % 7
+        if c == 0:
+            if from_abs and "abs-into-saturating-cvt" in self.avoid:
+                v = a
+            h, x = rng.choice(("u16", "s16")), self.fresh16()
+            src = rng.choice(("s32", "u32"))
+            self.emit(f"cvt.sat.{h}.{src} {x}, {v};")
+            self.emit(f"cvt.{s}.{h} {d}, {x};", d)
+        elif c == 1:
+            p = self.pred()
+            self.emit(f"setp.{rng.choice(('lt', 'le', 'gt', 'ge', 'eq', 'ne'))}.{rng.choice(('s32', 'u32'))} {p}, {v}, {self.edge()};")
+            self.emit(f"selp.b32 {d}, {v}, {b}, {p};", d)
+        elif c == 2:
+            self.emit(f"{rng.choice(('min', 'max'))}.{rng.choice(('s32', 'u32'))} {d}, {v}, {self.edge()};", d)
+        elif c == 3:
+            self.emit(f"{rng.choice(('shl.b32', 'shr.u32', 'shr.s32'))} {d}, {b}, {v};", d)
+        elif c == 4:
+            self.emit(f"{rng.choice(('div', 'rem'))}.{rng.choice(('u32', 's32'))} {d}, {v}, {rng.choice((3, 5, 7, 16, 255, 0x7FFF))};", d)
+        elif c == 5:
+            high = 31 if "bfe-s32-position-beyond-31" in self.avoid else 255
+            pos = self.fresh()
+            self.emit(f"and.b32 {pos}, {v}, {high};", pos)
+            self.emit(f"bfe.{rng.choice(('u32', 's32'))} {d}, {b}, {pos}, {rng.randrange(1, 33)};", d)
+        else:
+            self.emit(f"add.sat.s32 {d}, {v}, {self.edge()};", d)
+
 
 def kernel(seed: int, ops: int = 24, mix: str = "v1", avoid: frozenset = frozenset()) -> str:
     """One random kernel's PTX with its fuzzptx header (x: 2 words per thread in, y: OUTS out);
@@ -344,7 +446,8 @@ def kernel(seed: int, ops: int = 24, mix: str = "v1", avoid: frozenset = frozens
     g.emit("ret;")
     trip = rng.choice((0, 1, 2, 3, 5, 8))
     head = (f"// fuzzptx-repro v1\n// LAUNCH: kernel=k grid=1,1,1 block={THREADS},1,1\n"
-            f"// BUFFER: x type=u32 count={2 * THREADS} init=random seed={seed}\n"
+            f"// BUFFER: x type={'s32' if mix == 'v3' else 'u32'} count={2 * THREADS} "
+            f"init={'special' if mix == 'v3' else 'random'} seed={seed}\n"
             f"// BUFFER: y type=u32 count={OUTS * THREADS} init=zeros output\n"
             f"// PARAM: n value={trip}\n// NOTE: {NOTE} {seed}"
             + (f" mix {mix}" if mix != "v1" else "") + (f" avoid {','.join(sorted(avoid))}" if avoid else "") + "\n")
@@ -361,12 +464,8 @@ def is_scalar_kernel(program) -> bool:
     return any(n.startswith(NOTE) for n in program.notes)
 
 
-def scalar_kernels(avoid: frozenset[str] = frozenset(), mix: str = "v2"):
+def scalar_kernels(avoid: frozenset[str] = frozenset(), mix: str = "v3") -> st.SearchStrategy[Program]:
     """Random integer kernels (``kernel``) as programs, drawn by their seed."""
-    from hypothesis import strategies as st
-
-    from fuzzptx.program import Program
-
     shapes = frozenset(avoid) & frozenset(SCALAR_AVOIDABLE)
     return st.integers(0, 2**31 - 1).map(
         lambda seed: Program.from_ptx(kernel(seed, mix=mix, avoid=shapes), f"scalar_kernel_{seed}.ptx"))

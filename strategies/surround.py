@@ -10,8 +10,8 @@ divisors are made non-zero, shift and field amounts are whatever the ISA defines
 value, collectives run on whole warps with the full mask (after a divergent branch has
 reconverged), local arrays are written before they are read, atomics whose returned value is
 stored own their address, a shared counter is only ``red``-added (order-free).  Constructs with
-``approx`` use ``ex2.approx``/``rcp.approx`` (the reference refuses them: the program's notes say
-so and compile pairs judge it); ``approx`` is drawn one time in four.
+``approx`` use ``ex2.approx``/``rcp.approx`` (the reference gives bounds, not bits: the program's
+notes say so and compile pairs judge its bits); ``approx`` is drawn one time in four.
 
 Strategies, one per noun (``arounds()`` draws a mix): ``divisions()``, ``address_arithmetic()``,
 ``comparisons()``, ``epilogues()``, ``softmax_steps()``, ``collectives()``, ``loops()``,
@@ -29,7 +29,7 @@ from fuzzptx.ptx.ir import Addr, CallArgs, Function, Guard, Imm, Instr, Param, R
 from .operands import ints, sampled
 
 FULL = Imm(0xFFFFFFFF, "0xffffffff")
-APPROX_NOTE = "approx: ex2.approx/rcp.approx (the reference refuses them: compile pairs judge this program)"
+APPROX_NOTE = "approx: ex2.approx/rcp.approx (the reference gives bounds, not bits: compile pairs judge its bits)"
 
 
 def _hex(v: int) -> Imm:

@@ -32,7 +32,11 @@ from dataclasses import dataclass, replace
 from hypothesis import strategies as st
 
 from fuzzptx.program import Buffer, Launch, Program, TensorMap
-from fuzzptx.ptx.parse import parse
+from fuzzptx.ptx.emit import emit
+from fuzzptx.ptx.ir import Module
+
+from . import irbuild
+from .irbuild import Body, at, param, regs, shared, tensor
 
 FAULTS = ("short_expect_tx", "early_read", "unfenced_store")
 #: The rule each twin breaks, as the checker names it (its labels claim it: ``checker: undefined: RULE``).
@@ -162,104 +166,138 @@ def copy_plans(draw, *, fault: str | None = None) -> CopyPlan:
     return replace(plan, cluster=CLUSTER_FORMS[max(form - 1, 0)])
 
 
-def _regs(lines: list[str], first: int, coords: tuple[int, ...]) -> str:
+def _regs(b: Body, first: int, coords: tuple[int, ...]) -> list[str]:
     names = []
     for k, c in enumerate(coords):
-        lines.append(f"\tmov.b32 \t%r{first + k}, {c};")
+        b("mov.b32", f"%r{first + k}", c)
         names.append(f"%r{first + k}")
-    return ", ".join(names)
+    return names
 
 
-def _words(plan: CopyPlan, body) -> list[str]:
-    """``body(k)`` per round of the loop over the tiles' words (thread tid takes tid + k*ntid)."""
+def _words(b: Body, plan: CopyPlan, body) -> None:
+    """``body(b)`` per round of the loop over the tiles' words (thread tid takes tid + k*ntid)."""
     total = len(plan.loads) * plan.slot // 4
-    out = []
     for k in range(-(-total // plan.ntid)):
-        out += [f"\tadd.s32 \t%r20, %r1, {k * plan.ntid};", f"\tsetp.lt.u32 \t%p5, %r20, {total};",
-                "\tshl.b32 \t%r21, %r20, 2;", "\tadd.s32 \t%r22, %r2, %r21;", *body(k)]
-    return out
+        b("add.s32", "%r20", "%r1", k * plan.ntid)
+        b("setp.lt.u32", "%p5", "%r20", total)
+        b("shl.b32", "%r21", "%r20", 2)
+        b("add.s32", "%r22", "%r2", "%r21")
+        body(b)
 
 
-def kernel_text(plan: CopyPlan) -> str:
-    """The PTX of a plan: ``k(g, o, r, tm, tmo)``."""
+def _cluster_sync(b: Body) -> None:
+    b("barrier.cluster.arrive.relaxed.aligned")
+    b("barrier.cluster.wait.aligned")
+
+
+def kernel(plan: CopyPlan) -> Module:
+    """The IR of a plan: ``k(g, o, r, tm, tmo)``."""
     r, B = plan.tmap.rank, plan.box_bytes
     n = len(plan.loads)
     explicit = plan.cluster == "explicit"
-    lines = [
-        ".version 8.4", ".target sm_90a", ".address_size 64", "",
-        ".visible .entry k(.param .u64 g, .param .u64 o, .param .u64 r, .param .align 64 .b8 tm[128], "
-        ".param .align 64 .b8 tmo[128])", f".reqntid {plan.ntid}", *([".reqnctapercluster 1, 1, 1"] if explicit else []),
-        "{", "\t.reg .pred \t%p<8>;", "\t.reg .b32 \t%r<48>;", "\t.reg .b64 \t%rd<12>;",
-        *(["\t.reg .b16 \t%rs<2>;"] if plan.multicast else []),
-        f"\t.shared .align 1024 .b8 tile[{n * plan.slot}];", f"\t.shared .align 8 .b64 bar[{n}];",
-        *(["\t.shared .align 8 .b64 ebar;"] if explicit else []),
-        "\tld.param.u64 \t%rd1, [o];", "\tmov.u32 \t%r1, %tid.x;", "\tmov.u32 \t%r2, tile;",
-        "\tshr.u32 \t%r4, %r1, 5;", "\tsetp.eq.u32 \t%p1, %r4, 0;", "\telect.sync \t%r5|%p2, -1;",
-        "\tand.pred \t%p3, %p1, %p2;",
-    ]
+    params = (param(".u64", "g"), param(".u64", "o"), param(".u64", "r"), param(".b8", "tm", 64, 128),
+              param(".b8", "tmo", 64, 128))
+    attributes = (f".reqntid {plan.ntid}", *([".reqnctapercluster 1, 1, 1"] if explicit else []))
+    decls = [regs(".pred", "%p", 8), regs(".b32", "%r", 48), regs(".b64", "%rd", 12),
+             *([regs(".b16", "%rs", 2)] if plan.multicast else []),
+             shared(".b8", "tile", 1024, n * plan.slot), shared(".b64", "bar", 8, n),
+             *([shared(".b64", "ebar", 8)] if explicit else [])]
+    b = Body()
+    b("ld.param.u64", "%rd1", at("o"))
+    b("mov.u32", "%r1", "%tid.x")
+    b("mov.u32", "%r2", "tile")
+    b("shr.u32", "%r4", "%r1", 5)
+    b("setp.eq.u32", "%p1", "%r4", 0)
+    b("elect.sync", "%r5|%p2", -1)
+    b("and.pred", "%p3", "%p1", "%p2")
     # ptxas takes the map as a generic address (the parameter symbol itself is a state-space mismatch)
-    lines += ["\tmov.u64 \t%rd2, tm;", "\tcvta.param.u64 \t%rd3, %rd2;",
-              "\tmov.u64 \t%rd4, tmo;", "\tcvta.param.u64 \t%rd5, %rd4;"]
+    b("mov.u64", "%rd2", "tm")
+    b("cvta.param.u64", "%rd3", "%rd2")
+    b("mov.u64", "%rd4", "tmo")
+    b("cvta.param.u64", "%rd5", "%rd4")
     src, dst = "%rd3", "%rd5"
-    lines += [f"\t@%p3 mbarrier.init.shared::cta.b64 \t[bar+{8 * i}], 1;" for i in range(n)]
+    for i in range(n):
+        b("mbarrier.init.shared::cta.b64", at("bar", 8 * i), 1, g="%p3")
     if explicit:
-        lines.append("\t@%p3 mbarrier.init.shared::cta.b64 \t[ebar], 1;")
-    lines += ["\tfence.mbarrier_init.release.cluster;"]
-    lines += CLUSTER_SYNC if explicit else ["\tbar.sync \t0;"]
+        b("mbarrier.init.shared::cta.b64", at("ebar"), 1, g="%p3")
+    b("fence.mbarrier_init.release.cluster")
+    if explicit:
+        _cluster_sync(b)
+    else:
+        b("bar.sync", 0)
     mcast, hint = "", ""
     if plan.multicast:  # the mask of this CTA's rank, as CUTLASS builds it from the cluster layout
-        lines += ["\tmov.u32 \t%r24, %cluster_ctarank;", "\tshl.b32 \t%r25, 1, %r24;", "\tcvt.u16.u32 \t%rs1, %r25;"]
+        b("mov.u32", "%r24", "%cluster_ctarank")
+        b("shl.b32", "%r25", 1, "%r24")
+        b("cvt.u16.u32", "%rs1", "%r25")
         mcast = ".multicast::cluster"
     if explicit:
-        lines.append(f"\tmov.u64 \t%rd8, {EVICT_NORMAL};")
+        b("mov.u64", "%rd8", EVICT_NORMAL)
         hint = ".L2::cache_hint"
     for i, c in enumerate(plan.loads):
         expect = B
         if plan.fault == "short_expect_tx" and i == 0:
             inside = plan.inside_bytes(c)
             expect = inside if inside < B else B - 16
-        co = _regs(lines, 30 + 5 * (i % 2), c)
-        lines += [f"\t@%p3 mbarrier.arrive.expect_tx.shared::cta.b64 \t_, [bar+{8 * i}], {expect};",
-                  f"\t@%p3 cp.async.bulk.tensor.{r}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{mcast}{hint} "
-                  f"\t[tile+{i * plan.slot}], [{src}, {{{co}}}], [bar+{8 * i}]"
-                  f"{', %rs1' if mcast else ''}{', %rd8' if hint else ''};"]
+        co = _regs(b, 30 + 5 * (i % 2), c)
+        b("mbarrier.arrive.expect_tx.shared::cta.b64", "_", at("bar", 8 * i), expect, g="%p3")
+        b(f"cp.async.bulk.tensor.{r}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{mcast}{hint}",
+          at("tile", i * plan.slot), tensor(src, co), at("bar", 8 * i),
+          *(["%rs1"] if mcast else []), *(["%rd8"] if hint else []), g="%p3")
 
-    def wait(i: int) -> list[str]:
-        return [f"W{i}:", f"\tmbarrier.try_wait.parity.shared::cta.b64 \t%p4, [bar+{8 * i}], 0;", f"\t@!%p4 bra \tW{i};"]
+    def wait(i: int) -> None:
+        b.label(f"W{i}")
+        b("mbarrier.try_wait.parity.shared::cta.b64", "%p4", at("bar", 8 * i), 0)
+        b("bra", f"W{i}", g="!%p4")
+
+    def copy_out(b: Body) -> None:
+        b("ld.shared.u32", "%r23", at("%r22"), g="%p5")
+        b("cvt.u64.u32", "%rd6", "%r21")
+        b("add.s64", "%rd7", "%rd1", "%rd6")
+        b("st.global.u32", at("%rd7"), "%r23", g="%p5")
+
+    def rewrite(b: Body) -> None:
+        b("ld.shared.u32", "%r23", at("%r22"), g="%p5")
+        b("xor.b32", "%r23", "%r23", plan.xor)
+        b("st.shared.u32", at("%r22"), "%r23", g="%p5")
 
     late = plan.fault == "early_read"
     for i in range(n - 1 if late else n):
-        lines += wait(i)
-    lines += _words(plan, lambda k: ["\t@%p5 ld.shared.u32 \t%r23, [%r22];", "\tcvt.u64.u32 \t%rd6, %r21;",
-                                     "\tadd.s64 \t%rd7, %rd1, %rd6;", "\t@%p5 st.global.u32 \t[%rd7], %r23;"])
+        wait(i)
+    _words(b, plan, copy_out)
     if late:
-        lines += wait(n - 1)
+        wait(n - 1)
     if explicit:  # the consumer release: the elected thread arrives on the empty barrier through its cluster address
-        lines += ["\tbar.sync \t0;", "\tmov.u32 \t%r26, ebar;", "\tmapa.shared::cluster.u32 \t%r27, %r26, %r24;",
-                  "\t@%p3 mbarrier.arrive.shared::cluster.b64 \t_, [%r27];",
-                  "R0:", "\tmbarrier.try_wait.parity.shared::cta.b64 \t%p6, [ebar], 0;", "\t@!%p6 bra \tR0;"]
+        b("bar.sync", 0)
+        b("mov.u32", "%r26", "ebar")
+        b("mapa.shared::cluster.u32", "%r27", "%r26", "%r24")
+        b("mbarrier.arrive.shared::cluster.b64", "_", at("%r27"), g="%p3")
+        b.label("R0")
+        b("mbarrier.try_wait.parity.shared::cta.b64", "%p6", at("ebar"), 0)
+        b("bra", "R0", g="!%p6")
     if plan.store is not None:
-        lines += ["\tbar.sync \t0;"]
-        lines += _words(plan, lambda k: ["\t@%p5 ld.shared.u32 \t%r23, [%r22];", f"\txor.b32 \t%r23, %r23, {plan.xor};",
-                                         "\t@%p5 st.shared.u32 \t[%r22], %r23;"])
+        b("bar.sync", 0)
+        _words(b, plan, rewrite)
         if plan.fault != "unfenced_store":
-            lines.append("\tfence.proxy.async.shared::cta;")
-        lines.append("\tbar.sync \t0;")
-        co = _regs(lines, 40, plan.store)
+            b("fence.proxy.async.shared::cta")
+        b("bar.sync", 0)
+        co = _regs(b, 40, plan.store)
         if plan.reduce is None:
-            lines.append(f"\t@%p3 cp.async.bulk.tensor.{r}d.global.shared::cta.tile.bulk_group \t[{dst}, {{{co}}}], [tile];")
+            b(f"cp.async.bulk.tensor.{r}d.global.shared::cta.tile.bulk_group", tensor(dst, co), at("tile"), g="%p3")
         else:  # alone: a store and a reduction of the same elements in flight together would race
-            lines.append(f"\t@%p3 cp.reduce.async.bulk.tensor.{r}d.global.shared::cta.{plan.reduce}.tile.bulk_group "
-                         f"\t[{dst}, {{{co}}}], [tile];")
-        lines += ["\t@%p3 cp.async.bulk.commit_group;",
-                  f"\t@%p3 cp.async.bulk.wait_group{'.read' if plan.wait_read else ''} \t0;"]
+            b(f"cp.reduce.async.bulk.tensor.{r}d.global.shared::cta.{plan.reduce}.tile.bulk_group",
+              tensor(dst, co), at("tile"), g="%p3")
+        b("cp.async.bulk.commit_group", g="%p3")
+        b(f"cp.async.bulk.wait_group{'.read' if plan.wait_read else ''}", 0, g="%p3")
     if explicit:  # no CTA leaves while another of its cluster may still reach its shared memory
-        lines += CLUSTER_SYNC
-    lines += ["\tret;", "}", ""]
-    return "\n".join(lines)
+        _cluster_sync(b)
+    b("ret")
+    return irbuild.kernel(params, attributes, decls, b)
 
 
-CLUSTER_SYNC = ["\tbarrier.cluster.arrive.relaxed.aligned;", "\tbarrier.cluster.wait.aligned;"]
+def kernel_text(plan: CopyPlan) -> str:
+    """The PTX of a plan (its IR, emitted)."""
+    return emit(kernel(plan))
 
 
 def render(plan: CopyPlan) -> Program:
@@ -279,7 +317,7 @@ def render(plan: CopyPlan) -> Program:
     if plan.fault is not None:
         expect = (("ptxas", "accepted"), ("checker", f"undefined: {TWIN_RULES[plan.fault]}"), ("reference", "undefined"))
         notes = (f"tensor-copy fault: {plan.fault}", f"mutation: {twin_name(plan.fault)} breaks {TWIN_RULES[plan.fault]}")
-    return Program(parse(kernel_text(plan), "tensor_copy.ptx"), Launch("k", (1, 1, 1), (plan.ntid, 1, 1)), buffers,
+    return Program(kernel(plan), Launch("k", (1, 1, 1), (plan.ntid, 1, 1)), buffers,
                    (), expect, None, notes, "spec", (tm, tmo))
 
 
@@ -303,5 +341,5 @@ def fault_of(name: str) -> str:
     return name.removeprefix("tensor_")
 
 
-__all__ = ["CopyPlan", "CLUSTER_FORMS", "FAULTS", "aligned", "copy_plans", "tensor_maps", "kernel_text", "render",
+__all__ = ["CopyPlan", "CLUSTER_FORMS", "FAULTS", "aligned", "copy_plans", "tensor_maps", "kernel", "kernel_text", "render",
            "tensor_copy_programs", "illegal_tensor_copy_programs", "twin_name", "fault_of", "TWIN_RULES"]

@@ -1,7 +1,8 @@
 """The ``slow`` marker: the long parametrisations and property runs wait for the nightly.
 
 Also ``ptxas_results``: ptxas results for the session, by text (``support.shared``, beside
-``once_per_run``: an expensive fixture computed by one xdist worker for all of them).
+``once_per_run``: an expensive fixture computed by one xdist worker for all of them), and
+``strategy_sample``: the strategies package's derandomized draw with ptxas's results, once per run.
 
 The README's test command (``pytest -n auto -q``, what CI runs) skips tests marked ``slow``; a
 smaller sample of each slow parametrisation runs unmarked (``support.sampling``).  They all run
@@ -9,10 +10,12 @@ with ``FUZZPTX_FULL=1`` or ``--fuzzptx-profile nightly``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from support.sampling import full_run
-from support.shared import PtxasResults
+from support.shared import PtxasResults, StrategyDraw, strategy_draw
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -34,3 +37,10 @@ def fuzzptx_full(request: pytest.FixtureRequest) -> bool:
     """Whether this is a full run (FUZZPTX_FULL=1 or the nightly profile): a test that draws N
     programs draws its full N then, a third of them by default."""
     return full_run(request.config)
+
+
+@pytest.fixture(scope="session")
+def strategy_sample(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], StrategyDraw]:
+    """``strategy_sample(n)``: the strategies package's ``n``-program derandomized draw and real
+    ptxas's results on it, computed once per test run (``support.shared.strategy_draw``)."""
+    return lambda n: strategy_draw(tmp_path_factory, n)

@@ -19,8 +19,9 @@ def _message(t) -> str:
     return f"{t.name}: {t.figure()}; " + "; ".join(f"{i}: ptxas {r} model {m}" for i, r, m in t.mismatches[:6])
 
 
-def test_strategies_sample():
-    t = score("strategies", "", strategies_items(60))
+def test_strategies_sample(strategy_sample):
+    draw = strategy_sample(60)
+    t = score("strategies", "", strategies_items(60, draw.programs), draw.compile)
     assert t.n == 60 and t.rate >= TARGET and t.may_rate <= MAY_CEILING, _message(t)
 
 
@@ -102,3 +103,21 @@ def test_checker_judge_reports_no_finding_for_a_may_code():
     assert findings(_ptxas(), _model(may=("C7511",))) == []
     assert findings(_ptxas("C7512"), _model()) == ["checker!=ptxas|missed:C7512|wgmma"]
     assert findings(_ptxas("C7514", "C7512"), _model(may=("C7512",))) == ["checker!=ptxas|missed:C7514|wgmma"]
+
+
+def test_a_sampled_run_scores_the_subset_a_full_run_holds(monkeypatch):
+    """``--sample`` scores every SAMPLE_EVERY-th program alone; the full run's ``sample`` holds the same
+    counts for those programs (what ``benchmarks/reproduce.py 5a --sample`` compares)."""
+    import support.agreement as ag
+
+    kinds = [(_ptxas("C7512"), _model("C7512")), (_ptxas("C7512"), _model(may=("C7512",))), (_ptxas("C7510"), _model())]
+    got = {f"p{k}": kinds[{0: 0, 3: 1, 6: 2, 9: 0}.get(k, k % 3)] for k in range(12)}  # sample: exact, may, miss, exact
+    monkeypatch.setattr(ag, "SAMPLE_EVERY", 3)
+    monkeypatch.setattr(ag, "parse", lambda text, ident: text)
+    monkeypatch.setattr(ag, "predict_module", lambda key: got[key][1])
+    monkeypatch.setattr(ag, "compile_batch", lambda texts: [got[k][0] for k in texts])
+    full, sub = score("x", "", [(k, k) for k in got]), score("x", "", [(k, k) for k in got], every=3)
+    assert (full.n, sub.n, sub.sample, full.sample.n) == (12, 4, None, 4)  # p0, p3, p6, p9
+    assert [m[0] for m in sub.mismatches] == [m[0] for m in full.sample.mismatches] == ["p6"]
+    assert (sub.exact, sub.may_predicted) == (full.sample.exact, full.sample.may_predicted) == (2, 1)
+    assert full.as_json()["sample"]["exact"] == 2 and sub.as_json()["sampled_every"] == 3

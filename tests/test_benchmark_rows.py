@@ -88,3 +88,36 @@ def test_reproduce_refuses_an_unknown_row_and_prints_a_device_command(capsys):
     assert main(["2b"]) == 2
     out = capsys.readouterr().out
     assert "row 2b: recorded 0." in out and BY_ID["2b"].command in out
+
+
+def test_reproduce_judges_a_rerun_by_the_rows_band():
+    """A ratio within its band reproduces, one outside does not; a count must be the same; a time
+    that grows with the load names both loads when they differ."""
+    from reproduce import changed_since, verdict
+    from rows import Band, Row
+
+    def rec(x: float, load: float) -> dict:
+        return {"x": x, "meta": {"load": {"before": [load, 0, 0], "after": [load, 0, 0]}}}
+
+    ratio = Row("t", "c", "r", lambda r: f"{r['x']:.2f}", value=lambda r: r["x"], band=Band(0.10, "two runs"))
+    assert verdict(ratio, rec(0.14, 1), rec(0.15, 1), "0.14", "0.15") == (True, "band: ±10% of 0.14 (two runs): 0.15 is +7%, within")
+    ok, text = verdict(ratio, rec(0.14, 1), rec(0.10, 1), "0.14", "0.10")
+    assert not ok and "-29%, OUTSIDE" in text
+    count = Row("c", "c", "r", lambda r: f"{r['x']:g}")
+    assert verdict(count, rec(3, 1), rec(3, 1), "3", "3")[0] and not verdict(count, rec(3, 1), rec(4, 1), "3", "4")[0]
+    timed = Row("w", "c", "r", lambda r: f"{r['x']:g} s", value=lambda r: r["x"], band=Band(0.25, "w", load_bound=True))
+    assert "the loads differ (17 then, 0.5 now)" in verdict(timed, rec(144, 17), rec(7, 0.5), "144 s", "7 s")[1]
+    assert changed_since({}) == "the record names no commit"
+
+
+def test_a_sampled_row_reads_the_subset_figure_a_full_agreement_record_holds():
+    """``reproduce.py 5a --sample`` compares a subset's rerun with the subset's figure the full record
+    holds: rows.py reads what support.agreement writes, and says when a record has none."""
+    from support.agreement import Tally
+
+    full = Tally("x", "", n=20, exact=17, may_predicted=1, sample=Tally("x", "", n=2, exact=1, may_predicted=1))
+    sampled = [r for r in ROWS if r.sample]
+    assert [r.id for r in sampled] == ["5a", "5b", "5c"] and all("--sample" in r.sample for r in sampled)
+    record = {"distributions": [full.as_json()] * 3}
+    assert sampled[0].figure(record) == "17/19" and sampled[0].sample_figure(record) == "1/1"
+    assert sampled[0].sample_figure({"distributions": [{}]}).startswith("not recorded")

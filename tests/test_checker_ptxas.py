@@ -69,11 +69,11 @@ def test_differential_sample_against_real_ptxas():
     assert s.rate >= 0.93, f"agreement fell to {_agreement_message(s)}"
 
 
-def test_differential_strategies_sample_small():
+def test_differential_strategies_sample_small(strategy_sample):
     """CI's share of the bar below (which waits for the nightly): 60 programs from the strategies
     package (Hypothesis's derandomized draw of large programs is most of the time: 200 took 14 min
     under load 20), accept/reject always agrees, codes and lines on at least 95%."""
-    s = run_strategies_sample(60)
+    s = run_strategies_sample(60, draw=strategy_sample(60))
     assert s.n == 60
     assert not [m for m in s.mismatches if _rejects(m[2]) != _rejects(m[3])]
     assert s.rate >= 0.95, f"agreement fell to {_agreement_message(s)}"

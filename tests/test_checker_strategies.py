@@ -10,20 +10,25 @@ import pytest
 from fuzzptx.oracles.checker import check_module, predict_ptxas
 from fuzzptx.oracles.checker.ptxas_compare import agreement
 from fuzzptx.ptx.parse import parse
-from support.differential import strategy_programs
+from support.shared import STRATEGY_DRAW
 
-N = 120
+N = STRATEGY_DRAW
 NOT_CHECKED: set[str] = set()  # every mutation's rule is checked (smem bounds since the H100 layout)
 
 
 @pytest.fixture(scope="module")
-def sample():
+def draw(strategy_sample):
+    """``strategy_programs(N)`` with ptxas's results, drawn and compiled once per test run."""
+    return strategy_sample(N)
+
+
+@pytest.fixture(scope="module")
+def sample(draw):
     from fuzzptx.strategies.mutations import mutation_of
 
-    progs = strategy_programs(N)
-    texts = [p.to_ptx() for p in progs]
+    texts = [p.to_ptx() for p in draw.programs]
     mods = [parse(t, f"strat{i}.ptx") for i, t in enumerate(texts)]
-    return [(mutation_of(p), t, m) for p, t, m in zip(progs, texts, mods)]
+    return [(mutation_of(p), t, m) for p, t, m in zip(draw.programs, texts, mods)]
 
 
 def test_legal_programs_are_clean(sample):
@@ -48,10 +53,8 @@ def test_mutations_are_caught_under_their_rule(sample):
     assert sum(caught.values()) >= 0.95 * sum(total.values()), missed
 
 
-def test_ptxas_model_agrees_with_ptxas(sample):
-    from fuzzptx.oracles.ptxas import compile_batch
-
-    results = compile_batch([t for _, t, _ in sample])
+def test_ptxas_model_agrees_with_ptxas(sample, draw):
+    results = draw.compile([t for _, t, _ in sample])
     agree = sum(agreement(r, predict_ptxas(m)).exact for (_, _, m), r in zip(sample, results))  # "may" codes aside
     accept = sum(r.accepted == predict_ptxas(m).accepted for (_, _, m), r in zip(sample, results))
     assert accept == len(sample)

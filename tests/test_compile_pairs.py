@@ -351,3 +351,13 @@ def test_a_register_cap_an_mma_cannot_meet_is_no_finding():
     assert M._not_applicable(side, said)
     assert not M._not_applicable(side, replace(said, crashed=True))
     assert not M._not_applicable(side, M.Outcome(fault="ptxas -O3 rejected: syntax error", rejected=True))
+
+
+def test_a_scalar_kernel_gets_the_scalar_pairs_a_wgmma_program_one_in_a_share():
+    from fuzzptx.judges.compile_pairs import CAMPAIGN_DEFAULT, CAMPAIGN_SHARE, SCALAR_PAIRS, choose_for
+
+    assert choose_for(CAMPAIGN_DEFAULT, 1, CAMPAIGN_SHARE, scalar_kernel=True) == SCALAR_PAIRS
+    drawn = [choose_for(CAMPAIGN_DEFAULT, k, CAMPAIGN_SHARE, scalar_kernel=False) for k in range(400)]
+    assert 20 < sum(bool(d) for d in drawn) < 80 and all(len(d) <= 1 for d in drawn)
+    assert len(choose_for(("O1", "maxrreg"), 1, CAMPAIGN_SHARE, scalar_kernel=True)) == 1  # no scalar pair named
+    assert choose_for(CAMPAIGN_DEFAULT, 1, 1.0, scalar_kernel=True) == CAMPAIGN_DEFAULT  # replay: every pair

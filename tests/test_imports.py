@@ -7,6 +7,7 @@ before any of its submodules anyway, so only what a module names is an edge.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -109,7 +110,15 @@ def _graph() -> tuple[dict[str, set[str]], dict[str, list[tuple[int, str]]]]:
     return edges, lazy
 
 
-EDGES, LAZY = _graph()
+@functools.lru_cache(maxsize=1)
+def _read() -> tuple[dict[str, set[str]], dict[str, list[tuple[int, str]]]]:
+    """``_graph()`` once per process, when a test asks (not at collection: every xdist worker
+    collects this file, one runs its tests)."""
+    return _graph()
+
+
+def _edges() -> dict[str, set[str]]:
+    return _read()[0]
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[tuple[str, ...]]:
@@ -203,11 +212,12 @@ def layer_of(module: str) -> int:
     return TOP
 
 
-def _violations() -> set[tuple]:
-    found: set[tuple] = {("cycle", c) for c in _cycles(EDGES)}
+@functools.lru_cache(maxsize=1)
+def _violations() -> frozenset[tuple]:
+    found: set[tuple] = {("cycle", c) for c in _cycles(_edges())}
     # packages too, at the top level (fuzzptx.isa, fuzzptx.oracles) and one below (fuzzptx.oracles.checker)
-    found |= {("package cycle", c) for depth in (2, 3) for c in package_cycles(EDGES, depth)}
-    for src, targets in EDGES.items():
+    found |= {("package cycle", c) for depth in (2, 3) for c in package_cycles(_edges(), depth)}
+    for src, targets in _edges().items():
         for dst in targets:
             if src == "fuzzptx" or dst == "fuzzptx":
                 continue  # the top package's __init__ holds only the version
@@ -217,10 +227,9 @@ def _violations() -> set[tuple]:
             b = next((p for p in SIDE_BY_SIDE if _matches(dst, p)), None)
             if a and b and a != b:
                 found.add(("sideways", src, dst))
-    return found
+    return frozenset(found)
 
 
-VIOLATIONS = _violations()
 
 
 def _show(v: tuple) -> str:
@@ -236,7 +245,7 @@ def _cycle_path(comp: tuple[str, ...]) -> list[str]:
     inside = set(comp)
     path, seen = [comp[0]], {comp[0]: 0}
     while True:
-        nxt = sorted(t for t in EDGES[path[-1]] if t in inside)
+        nxt = sorted(t for t in _edges()[path[-1]] if t in inside)
         step = next((t for t in nxt if t in seen), None) or nxt[0]
         if step in seen:
             return path[seen[step]:] + [step]
@@ -247,17 +256,17 @@ def _cycle_path(comp: tuple[str, ...]) -> list[str]:
 def test_graph_is_read() -> None:
     assert "fuzzptx.program" in MODULES and "fuzzptx.oracles.reference" in MODULES
     assert "fuzzptx.strategies.descriptors" in MODULES
-    assert "fuzzptx.isa.layouts" in EDGES["fuzzptx.strategies.descriptors"]
+    assert "fuzzptx.isa.layouts" in _edges()["fuzzptx.strategies.descriptors"]
 
 
 def test_no_new_violations() -> None:
-    new = sorted(VIOLATIONS - KNOWN_UNTIL_MERGE)
+    new = sorted(_violations() - KNOWN_UNTIL_MERGE)
     assert not new, "\n".join(map(_show, new))
 
 
 def test_known_violations_still_occur() -> None:
     """A fixed violation leaves KNOWN_UNTIL_MERGE, so the set only shrinks."""
-    gone = sorted(KNOWN_UNTIL_MERGE - VIOLATIONS)
+    gone = sorted(KNOWN_UNTIL_MERGE - _violations())
     assert not gone, "no longer occurs, remove from KNOWN_UNTIL_MERGE:\n" + "\n".join(map(repr, gone))
 
 
@@ -279,7 +288,7 @@ def test_function_level_imports() -> None:
     """No module imports fuzzptx inside a function, but for optional heavy dependencies
     (``LAZY_ALLOWED``) and the modules that say why (``LAZY_IMPORTERS``)."""
     found = [f"{MODULES[module].relative_to(ROOT)}:{line}: {module} imports {target} in a function"
-             for module, hits in sorted(LAZY.items()) if module not in LAZY_IMPORTERS
+             for module, hits in sorted(_read()[1].items()) if module not in LAZY_IMPORTERS
              for line, target in hits if target not in LAZY_ALLOWED]
     assert not found, "\n".join(found)
 

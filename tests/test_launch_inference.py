@@ -177,3 +177,159 @@ def test_the_pytest_plugin_counts_runs_that_reach_no_tensor_core(pytester):
     r = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--fuzzptx-judges", "reference,ptxas")
     r.stdout.fnmatch_lines(["*fuzzptx: 1 judged program(s) with tensor-core instructions: 0 of 1 executed in the "
                             "reference; 1 with coverage:none*"])
+
+
+def test_triton_global_scratch_is_sized_from_its_metadata():
+    """A kernel that makes its tensor maps on the device writes them to Triton's global scratch (its
+    second-to-last parameter, ``global_scratch_size`` bytes per CTA): a buffer sized to what the
+    reference touched before it stopped would be overrun on the GPU."""
+    import json
+
+    from fuzzptx import launch
+    from fuzzptx.inputs import read_text
+    from support.inferred_launches import ROOT
+
+    path = ROOT / "tests" / "data" / "triton" / "matmul_devdesc_tile_fp16_128x128x64_w8s3.ptx"
+    need = json.loads(path.with_suffix(".json").read_text())["global_scratch_size"]
+    program = launch.load(read_text(path, what="PTX file"), str(path), search_budget=(1, 60.0))
+    scratch = {b.name: b for b in program.buffers}["matmul_devdesc_param_6"]
+    assert need > 64 and scratch.count * 4 >= need
+
+
+def test_every_triton_kernel_has_its_metadata_and_a_tma_kernel_of_issue_40_runs_its_wgmmas():
+    """Each committed Triton kernel has Triton's own metadata beside it (its TMA kernels' tensor maps
+    come from ``tensordesc_meta``: without it the map parameter is zero bytes, and the GPU faults with
+    an illegal instruction at the first tensor copy)."""
+    from fuzzptx import launch
+    from fuzzptx.inputs import read_text
+    from support.inferred_launches import ROOT
+
+    tri = ROOT / "tests" / "data" / "triton"
+    assert [p.name for p in tri.glob("*.ptx") if not p.with_suffix(".json").is_file()] == []
+    path = tri / "matmul_tma_fp16_64x64x64_w4s3.ptx"
+    program = launch.load(read_text(path, what="PTX file"), str(path))
+    assert len(program.tensormaps) == 3
+    t = launch.trial(program)
+    assert t.error is None and t.coverage.ran == t.coverage.of > 0
+
+
+def test_the_inferred_launch_has_no_two_threads_store_to_one_address():
+    """Every integer scalar 64 makes Triton's ``c[m * scm + n * scn]`` one address for many (m, n): a
+    write-write race, nondeterministic on the H100 (tests/hw_records/pairs_kernels_h100.json named
+    matmul_i8_128x128x64_w4s3 so).  The search counts such stores and sets strides to 1 until none is
+    left."""
+    from fuzzptx import launch
+    from fuzzptx.inputs import read_text
+    from support.inferred_launches import ROOT
+
+    path = ROOT / "tests" / "data" / "triton" / "matmul_i8_128x128x64_w4s3.ptx"
+    program = launch.load(read_text(path, what="PTX file"), str(path))
+    t = launch.trial(program)
+    assert t.error is None and t.coverage.ran == t.coverage.of and t.conflicts == 0
+    assert any("threads stored to one address" in n for n in program.notes)
+
+
+def test_a_tensor_map_inside_a_by_value_struct_is_made_from_the_kernels_own_copies():
+    """CuTe's TMA tutorial passes each map inside its Copy_Atom (a 256-byte by-value struct): the launch
+    builds one from the kernel's copies (rank, box from their coordinates' step, the wgmma's type),
+    places it at its offset (``at=``), and the reference reads it there: 16 of 16 wgmma, no two
+    threads storing to one address (C's leading dimension is raised past the tile)."""
+    import re
+
+    from fuzzptx import launch
+    from fuzzptx.inputs import read_text
+    from fuzzptx.oracles.hardware import program_args
+    from fuzzptx.program import Program
+    from support.inferred_launches import ROOT
+
+    path = ROOT / "tests" / "data" / "cutlass" / "cute_wgmma_tma_sm90.ptx"
+    text = read_text(path, what="PTX file")
+    program = launch.load(text, str(path))
+    assert [(m.at, m.type, m.box) for m in program.tensormaps] == [(0, "f16", (64, 8))] * 2
+    t = launch.trial(program)
+    assert t.error is None and t.coverage.ran == t.coverage.of == 16 and t.conflicts == 0
+    # the header as printed reads back the same (TENSORMAP ... at=, beside the struct's PARAM line)
+    again = Program.from_ptx("".join(f"// {ln}\n" for ln in program.header_lines()) + text, str(path))
+    assert again.tensormaps == program.tensormaps
+    # the GPU gets the struct's bytes with each map encoded at its offset, not a map in place of the struct
+    args = {a.name: a for a in program_args(again)}
+    for m in program.tensormaps:
+        a = args[m.name]
+        assert a.raw is not None and len(a.raw) == 256 and [at for at, _ in a.embedded] == [0]
+    line = next(h for h in program.header_lines() if h.startswith("TENSORMAP"))
+    assert re.search(r"TENSORMAP: \S+ buffer=\S+ type=f16 dims=\S+ strides=\S+ box=64,8$", line)  # at=0: said by none
+
+
+def test_a_map_outside_its_struct_is_one_line():
+    from fuzzptx.program import Program, ReproError
+
+    text = """// fuzzptx-repro v1
+// LAUNCH: kernel=k grid=1,1,1 block=32,1,1
+// BUFFER: a type=f16 count=4096 init=random seed=0
+// PARAM: s value=0
+// TENSORMAP: s buffer=a type=f16 dims=64,64 strides=128 box=64,8 at=192
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 a, .param .align 64 .b8 s[256])
+{
+ret;
+}
+"""
+    with pytest.raises(ReproError, match="at=192"):
+        Program.from_ptx(text, "bad.ptx")
+
+
+def test_the_struct_bytes_beside_a_map_inside_it_are_the_param_lines():
+    """Only the map's 128 bytes of a struct holding one are the driver's opaque encoding; the fields
+    beside it (CUTLASS's problem shape, CuTe's aux parameters) are the PARAM line's bytes."""
+    import numpy as np
+
+    from fuzzptx.oracles.reference import run_program
+    from fuzzptx.oracles.reference.values import EXACT, UNDEF
+    from fuzzptx.program import Program
+
+    value = (1234 << (8 * 128)) | (77 << (8 * 4))
+    text = f"""// fuzzptx-repro v1
+// LAUNCH: kernel=k grid=1,1,1 block=32,1,1
+// BUFFER: a type=f16 count=4096 init=random seed=0
+// BUFFER: o type=u32 count=2 init=zeros output
+// PARAM: s value={value:#x}
+// TENSORMAP: s buffer=a type=f16 dims=64,64 strides=128 box=64,8
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 a, .param .u64 o, .param .align 64 .b8 s[256])
+{{
+.reg .b32 %r<4>; .reg .b64 %rd<4>;
+ld.param.u64 %rd1, [o];
+ld.param.u32 %r1, [s+128];
+ld.param.u32 %r2, [s+4];
+st.global.u32 [%rd1], %r1;
+st.global.u32 [%rd1+4], %r2;
+ret;
+}}
+"""
+    out = run_program(Program.from_ptx(text, "struct.ptx")).outputs["o"]
+    assert list(out.kind) == [EXACT, UNDEF]  # beside the map: its bytes; inside it: opaque
+    assert np.frombuffer(out.data, np.uint32)[0] == 1234
+
+
+def test_the_inferred_buffers_of_a_float_gemm_hold_values_of_its_type():
+    """Random 32-bit words read as f16 are NaN or huge about one time in thirty: the GEMM's outputs
+    were NaN nearly everywhere.  Filled with random f16 values, C is finite bounds the GPU is held to."""
+    import numpy as np
+
+    from fuzzptx import launch
+    from fuzzptx.inputs import read_text
+    from fuzzptx.oracles.reference import run_program
+    from fuzzptx.oracles.reference.values import SET
+    from support.inferred_launches import ROOT
+
+    path = ROOT / "tests" / "data" / "triton" / "matmul_fp16_128x128x64_w4s3.ptx"
+    program = launch.load(read_text(path, what="PTX file"), str(path))
+    bufs = {b.name: b for b in program.buffers}
+    assert bufs["matmul_param_0"].type == bufs["matmul_param_1"].type == "f16"
+    c = run_program(program).outputs["matmul_param_2"]
+    vals = np.frombuffer(c.data, np.float16)
+    assert (c.kind == SET).all() and np.isfinite(vals).all() and np.isfinite(c.lo).all()

@@ -15,7 +15,7 @@ def _two_unit_program():
     for p in draw_direct(120, 4):
         units = next((n for n in p.notes if n.startswith("units: ")), "")
         if differ.is_labelled(p) or units.count(", ") < 1 or any(n.startswith("approx") for n in p.notes):
-            continue  # (an approximate op in the code around the wgmmas: the reference refuses the program)
+            continue  # (an approximate op around the wgmmas: its values are bounds, not the bits compared here)
         fams = [differ.output_family(p, f"d{k}", "?") for k in range(2)]
         if fams[0] != fams[1] and "?" not in fams:
             return p, fams

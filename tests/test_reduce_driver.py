@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from fuzzptx import reduce as S
+from fuzzptx.engine.predicate import signature_predicate
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Reg
@@ -26,7 +27,7 @@ def test_no_fence_shrinks_to_the_wgmma_and_narrows_n():
         "\tst.global.f32 [%g], %f0;",
     ])
     p = program(body)
-    c7519 = S.signature_predicate("ptxas:C7519")
+    c7519 = signature_predicate("ptxas:C7519")
 
     def keep(ps):  # a lone commit draws C7519 too (corpus/notes_lone_commit_injects.ptx): keep the wgmma
         return [ok and any(o.startswith("wgmma.mma_async") for o in opcodes(q)) for q, ok in zip(ps, c7519(ps))]
@@ -49,7 +50,7 @@ def test_func_body_and_call_reduced_while_the_error_stays():
                       "\t" + W64.replace("1, 1, 1, 0, 0;", "1, 2, 1, 0, 0;"), "\twgmma.commit_group.sync.aligned;",
                       "\twgmma.wait_group.sync.aligned 0;", "\tst.global.f32 [%g], %f0;"])
     p = program(body, func)
-    keep = S.signature_predicate("ptxas:error")
+    keep = signature_predicate("ptxas:error")
     assert keep([p]) == [True]
     res = S.shrink(p, keep, budget_s=60)
     assert res.after <= 2, opcodes(res.program)
@@ -76,7 +77,7 @@ def test_passes_give_smaller_candidates():
 def test_signature_must_hold_on_the_input():
     p = program("\twgmma.fence.sync.aligned;")
     with pytest.raises(FuzzptxError):
-        S.shrink(p, S.signature_predicate("ptxas:C7519"), budget_s=5)
+        S.shrink(p, signature_predicate("ptxas:C7519"), budget_s=5)
 
 
 def test_cli_shrinks_a_padded_corpus_repro_back(tmp_path):
@@ -131,7 +132,7 @@ def test_constants_fold_and_mul_add_fuse():
 def test_metamorphic_signature_shrinks_through_the_metamorphic_judge():
     """``--keep reference:pipelined!=planted|...`` goes to fuzzptx.judges.metamorphic, not the differ."""
     from fuzzptx.judges import metamorphic
-    from fuzzptx.reduce import signature_predicate
+    from fuzzptx.engine.predicate import signature_predicate
 
     sig = "reference:pipelined!=planted|mismatch"
     assert metamorphic.is_metamorphic(sig)

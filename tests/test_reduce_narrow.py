@@ -6,7 +6,7 @@ from fuzzptx.reduce.passes import Narrow
 from support.shrink_cases import W64, every, opcodes, program, reduced
 
 
-from fuzzptx.reduce import signature_predicate
+from fuzzptx.engine.predicate import signature_predicate
 
 BODY = "\t" + W64 + "\n\twgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;\n\tst.global.f32 [%g], %f0;"
 

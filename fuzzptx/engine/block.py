@@ -17,12 +17,13 @@ import concurrent.futures as cf
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from fuzzptx import launch
+from fuzzptx.errors import FuzzptxError
 from fuzzptx.judges import differ
 from fuzzptx.judges.base import ACCEPTED, BATCH, COMPILE, CUBIN, DEVICE, EARLY, IR, Done, Judge, Verdicts
-from fuzzptx.judges.programs import undefined_label
+from fuzzptx.judges.programs import as_judged, undefined_label
 from fuzzptx.judges.registry import by_stage
 from fuzzptx.judges.selection import JudgeSet
 from fuzzptx.perf import POOL_YOUNG_THRESHOLD, between_blocks, die_with_parent, tune_gc
@@ -90,6 +91,11 @@ class BlockState:
     gpu: list[dict[str, Any]] = field(default_factory=list)
     records: list[dict] = field(default_factory=list)
     later: Deferred | None = None
+    # the executor's: ``until(k, program, verdicts)`` true ends the block after program k (the reducer's
+    # first candidate that holds); ``failed``, one dict per program, takes a judge's ImportError or
+    # FuzzptxError (judge name -> exception: ``fuzzptx replay`` shows it as skipped) instead of raising it
+    until: Callable[[int, Program, Verdicts], bool] | None = None
+    failed: list[dict[str, BaseException]] | None = None
 
     @property
     def judges(self) -> JudgeSet:
@@ -150,13 +156,24 @@ def prepare_block_deferring(task: BlockTask, defer: tuple[str, ...]) -> tuple[Pr
     """The pool stages with the judges named in ``defer`` left out of the per-program verdicts:
     ``judge_deferred`` adds theirs, before the block leaves the process."""
     t_block = time.perf_counter()
-    task.judges.install()  # the command's judge objects, as shipped: no name is resolved here
-    st = BlockState(task, defer)
-    for stage in POOL_STAGES.values():
-        stage(st)
+    st = pool_stages(BlockState(task, defer))
     light = [shipped(p) for p in st.programs]
     return Prepared(task.block, [i for i, _, _ in st.items], light, st.verdicts, st.gpu, st.records, dict(st.secs),
                     [t for t, _ in st.emitted], time.perf_counter() - t_block), st.later
+
+
+def pool_stages(st: BlockState) -> BlockState:
+    """Every stage of ``POOL_STAGES`` on one block, in order."""
+    st.task.judges.install()  # the command's judge objects, as shipped: no name is resolved here
+    for stage in POOL_STAGES.values():
+        stage(st)
+    return st
+
+
+def _judge(st: BlockState, k: int, p: Program, judges: Any, **kw: Any) -> Verdicts:
+    """``differ.judge`` of program ``k`` with the block's release, its failures kept where the block keeps them."""
+    return differ.judge(p, judges, toolchain=st.task.toolchain,
+                        failed=None if st.failed is None else st.failed[k], **kw)
 
 
 def _generate(st: BlockState) -> None:
@@ -164,19 +181,26 @@ def _generate(st: BlockState) -> None:
     st.items = block_programs(st.task)
     st.secs["generate"] += time.perf_counter() - t0
     st.programs = [p for _, p, _ in st.items]
+    if st.failed is not None:
+        st.failed[:] = [{} for _ in st.programs]
     deferred = tuple(j for j in st.pool if j.name in st.defer)
     st.later = Deferred(tuple(j.name for j in deferred), [], [], warmers=deferred)
 
 
 def _emit(st: BlockState) -> None:
     t0 = time.perf_counter()
-    written = [launch.as_written(p) for p in st.programs]  # a --corpus file: judged as its bytes are
+    given = st.task.given or [(p, None, None) for p in st.programs]
+    # a --corpus file (or a given program read from a file): judged as its bytes are
+    written = [t if t is not None else launch.as_written(p) for p, t, _ in given]
     if any(IR in j.needs for j in st.pool):
-        # the text and the located IR the judges read, from one emission: no parse back
-        st.emitted = [(w, p) if w is not None else p.to_ptx_located() for w, p in zip(written, st.programs)]
+        # the text and the located IR the judges read, from one emission: no parse back (a given text
+        # is parsed, unless its IR came with it)
+        st.emitted = [p.to_ptx_located() if w is None else (w, ir) if ir is not None
+                      else (w, p) if t is None else as_judged(p, w)[::-1]
+                      for (p, t, ir), w in zip(given, written)]
         st.secs["emit+parse"] += time.perf_counter() - t0
     else:
-        st.emitted = [(w, None) if w is not None else (p.to_ptx(), None) for w, p in zip(written, st.programs)]
+        st.emitted = [(w, None) if w is not None else (p.to_ptx(), None) for (p, _, _), w in zip(given, written)]
         st.secs["emit"] += time.perf_counter() - t0
 
 
@@ -186,8 +210,7 @@ def _compile(st: BlockState) -> None:
     st.compiled, st.early, st.ran = [None] * n, [None] * n, [()] * n
     compiler = st.compiler
     if compiler is not None:
-        st.compiled = _compile_block(compiler, st.programs, [t for t, _ in st.emitted],
-                                     st.gpu_cubins or st.cpu_cubins, st.secs, lambda done: _judge_early(st, done))
+        st.compiled = _compile_block(st, compiler, st.gpu_cubins or st.cpu_cubins, lambda done: _judge_early(st, done))
     st.later.compiled = st.compiled
     st.later.compiler = compiler
 
@@ -197,7 +220,7 @@ def _warm(st: BlockState) -> None:
     for j in st.pool:
         if j.warms and j.name not in st.later.judges:
             t0 = time.perf_counter()
-            j.warm(st.compiled)
+            j.warm(st.compiled, *(() if st.task.toolchain is None else (st.task.toolchain,)))
             st.secs[j.name] += time.perf_counter() - t0
 
 
@@ -220,7 +243,7 @@ def _per_program(st: BlockState) -> None:
             zip(st.items, st.emitted, st.compiled, st.early, st.ran)):
         todo = [j for j in pool if j.name not in before]
         given = {name: vs[k] for name, vs in st.batched.items()}
-        if planted or (r is not None and not r.accepted):
+        if planted or (r is not None and not r.accepted and not st.task.every_verdict):
             # What a judge that needs acceptance says only matters for a program the compiler turns
             # into a kernel (and a planted kernel is not one any judge should interpret: it never ends).
             todo = [j for j in todo if ACCEPTED not in j.needs and not (planted and j is not compiler)]
@@ -235,18 +258,23 @@ def _per_program(st: BlockState) -> None:
             st.later.programs.append((k, p, text, judged, r))
             todo = [j for j in todo if j.name not in st.later.judges]
         if any(IR in j.needs for j in todo):
-            v = differ.judge(p, todo, text=text, judged=judged, into=v0, given=given)
+            v = _judge(st, k, p, todo, text=text, judged=judged, into=v0, given=given)
         else:  # the compiler alone needs no parse of the emitted text
             v = v0 if v0 is not None else Verdicts()
             v.update({name: verdict for name, verdict in given.items() if name in names})
+            if st.task.toolchain is not None:
+                v.release = st.task.toolchain.release
         if r is not None:  # cubins travel once, in ``Prepared.gpu``
             v[compiler.name] = r
         for name, s in v.seconds.items():
             st.secs[name] += s
         to_gpu = (st.gpu_run and r is not None and r.accepted and r.cubin is not None
-                  and gpu_worthy(p, v, planted))
+                  and (st.task.every_verdict or gpu_worthy(p, v, planted)))
         work: dict[str, Any] = {}
-        if gpu_judges and not planted and r is not None and r.accepted and (to_gpu or not st.gpu_run):
+        ready = r is not None and r.accepted and (to_gpu or not st.gpu_run)
+        if st.task.every_verdict and not st.gpu_run:
+            ready = True  # (without a GPU a GPU-stage judge judges at once, whatever the compiler said)
+        if gpu_judges and not planted and ready:
             for j in gpu_judges:
                 t0 = time.perf_counter()
                 prepared = j.prepare(p, text, r, gpu=st.gpu_run)
@@ -266,6 +294,32 @@ def _per_program(st: BlockState) -> None:
         if st.gpu_run and r is not None and r.accepted and not to_gpu:
             rec["gpu_skipped"] = gpu_skip_reason(p)  # why the record has no GPU verdict
         st.records.append(rec)
+        if st.until is not None and st.until(k, p, v):
+            break
+
+
+def gpu_stages(judges: list[Judge], programs: list[Program], work: list[dict[str, Any]], runner: Any,
+               busy: tuple[Callable[[], None], Callable[[], None]] | None = None) -> Iterator[tuple[Judge, int, Any, float]]:
+    """The GPU stages of one prepared block beside one GPU worker: stage by stage (``judges`` in the
+    order of ``JudgeSet.on_gpu_stages``: GPU, then METAMORPHIC), each over the block's programs with
+    what the pool prepared for it (``work``).  Yields (judge, program index, verdict or the exception
+    it raised, seconds); ``busy``: told when the GPU starts and stops a program."""
+    for judge in judges:
+        for j, p in enumerate(programs):
+            prepared = work[j].get(judge.name)
+            if prepared is None:
+                continue
+            if busy is not None:
+                busy[0]()
+            t0 = time.perf_counter()
+            try:
+                verdict = judge.on_gpu(p, prepared, runner)
+            except Exception as exc:  # noqa: BLE001 - the caller's to judge (the campaign keeps its block)
+                verdict = exc
+            finally:
+                if busy is not None:
+                    busy[1]()
+            yield judge, j, verdict, time.perf_counter() - t0
 
 
 # The pool's stages, in order (the GPU stages run in the campaign's GPU threads, compare and
@@ -326,21 +380,37 @@ def judge_deferred(prep: Prepared, later: Deferred) -> None:
     prep.wall += time.perf_counter() - t_block
 
 
-def _compile_block(compiler: Judge, programs: list[Program], texts: list[str], cubins: bool, secs: Counter,
-                   meanwhile: Callable[[Callable[[], bool]], None]) -> list:
+def _compile_block(st: BlockState, compiler: Judge, cubins: bool, meanwhile: Callable[[Callable[[], bool]], None]) -> list:
     """The compile stage's batch in a thread, running ``meanwhile(compile_done)`` (judges that need
     no compile result) in this one: the pool process would otherwise sit idle while its ptxas
     runs, and a campaign's pool of N processes then keeps N + 1 cores or more busy at times
     (measured: benchmarks/README.md, "checker beside ptxas", "reference beside ptxas")."""
     took: dict = {}
+    texts = [t for t, _ in st.emitted]
+    release = {} if st.task.toolchain is None else {"toolchain": st.task.toolchain}
 
     def run() -> list:
         t0 = time.perf_counter()
         try:
-            return compiler.judge_batch(programs, texts, cubins=cubins)
+            return compiler.judge_batch(st.programs, texts, cubins=cubins, **release)
+        except (ImportError, FuzzptxError) as exc:
+            if st.failed is None:
+                raise
+            for failed in st.failed:
+                failed[compiler.name] = exc
+            return [None] * len(texts)
         finally:
             took["compile"] = time.perf_counter() - t0
 
+    secs = st.secs
+    if st.task.every_verdict or st.until is not None:
+        # a command's executor (replay, the reducer's predicate...): the compile in this thread, where
+        # a signal stops it (fuzzptx shrink --budget: its ptxas is killed, not waited for), then the
+        # early judges (every one of them, the compile done or not: the same verdicts)
+        out = run()
+        meanwhile(lambda: True)
+        secs[compiler.name] += took["compile"]
+        return out
     with cf.ThreadPoolExecutor(1) as ex:
         t0 = time.perf_counter()
         fut = ex.submit(run)
@@ -357,19 +427,30 @@ def _judge_early(st: BlockState, compile_done: Callable[[], bool]) -> None:
     """The judges that read the program alone (stage EARLY: the checker, the reference) on each of
     the block's programs (not the planted ones), while the block compiles (``_compile_block``); a
     judge that needs the compiler's acceptance runs only until the compile is done (after that it
-    waits for the verdict, and skips what the compiler rejected: a reference run on a program
-    ptxas then rejects is ~13% of them, the price of the overlap)."""
+    waits for the verdict, and skips what the compiler rejected), and not on a program an earlier
+    judge foresees the compiler rejecting (``Judge.foresees_rejection``): it waits for the
+    verdict there too (a reference run on a program ptxas then rejects was ~16% of its CPU)."""
     wanted = tuple(j for j in st.pool if j.stage == EARLY)
-    if not wanted:
+    if not wanted or st.until is not None:  # judged in turn, up to the first program ``until`` takes
         return
     after_compile = tuple(j for j in wanted if ACCEPTED not in j.needs)
     for k, ((_, p, planted), (text, judged)) in enumerate(zip(st.items, st.emitted)):
         if planted or judged is None:
             continue
-        js = wanted if not compile_done() else after_compile
-        if js:
-            st.early[k] = differ.judge(p, js, text=text, judged=judged)
-            st.ran[k] = tuple(j.name for j in js)
+        js = wanted if st.task.every_verdict or not compile_done() else after_compile
+        if not js:
+            continue
+        names = tuple(j.name for j in js)
+        v, ran, later = None, [], set()
+        for j in js:
+            if (not st.task.every_verdict and (ACCEPTED in j.needs or later.intersection(j.after)) and (later or any(
+                    by.foresees_rejection(v[by.name]) for by in js if by.name in ran and by.name in v))):
+                later.add(j.name)  # judged after the compile, if the compiler accepts
+                continue
+            v = _judge(st, k, p, (j,), text=text, judged=judged, into=v, alongside=names)
+            ran.append(j.name)
+        st.early[k] = v
+        st.ran[k] = tuple(ran)
 
 
 def warm() -> None:

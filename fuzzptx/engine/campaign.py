@@ -43,13 +43,13 @@ from typing import Any
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.inputs import InputError, read_jsonl, read_text
 from fuzzptx.judges.finding import MODEL
-from fuzzptx.judges.base import COMPILE, DEVICE, GPU
+from fuzzptx.judges.base import COMPILE, DEVICE, GPU, Judge
 from fuzzptx.judges.registry import by_stage
 from fuzzptx.judges.selection import JudgeSet
 from fuzzptx.oracles.hardware import HardwareWorker, visible_gpu_count
 from fuzzptx.program import Program
 
-from .block import Prepared, deferrable, pool_block, pool_blocks, warm
+from .block import Prepared, deferrable, gpu_stages, pool_block, pool_blocks, warm
 from .config import RunConfig
 from .options import (GENERATOR_HELP, GENERATORS, Parser, add_examples, add_judges, add_kernels, add_numerics, add_pairs,
                       add_out, add_ptxas, add_seed, add_steer, add_workers, count_or_zero, positive_int, positive_seconds,
@@ -299,7 +299,7 @@ class Live:
     pool_blocks: float = 0.0  # pool-process seconds spent preparing the blocks judged so far
     pool_repros: float = 0.0  # pool-process seconds spent finalising repros
     illegal: int = 0  # programs labelled by a mutation
-    ptxas_accepted: int = 0
+    accepted: Counter = field(default_factory=Counter)  # compiling judge (a ptxas release) -> programs it accepted
     families: Counter = field(default_factory=Counter)
     forms: set = field(default_factory=set)  # catalogue forms reached
     sass: SassCoverage = field(default_factory=SassCoverage)  # SASS forms reached (the records' sass_forms)
@@ -484,7 +484,7 @@ def _run_locked(out: Path, plan: RunConfig, lock: OutLock, *, gpus: list[int], r
     (out / "repros").mkdir(exist_ok=True)
     use_gpu = bool(plan.judges.needing(DEVICE)) and bool(gpus)
     gpu_judges = plan.judges.on_gpu_stages()
-    compile_name = (plan.judges.compiler() or by_stage(COMPILE)).name
+    compilers = {j.name: j for j in plan.judges.judges + (by_stage(COMPILE),) if type(j).accepted is not Judge.accepted}
     plant_block = meta["planted_block"]
     if plan.plant is not None and plant_block is None and plan.plant >= 0:
         plant_block = plan.plant
@@ -511,32 +511,21 @@ def _run_locked(out: Path, plan: RunConfig, lock: OutLock, *, gpus: list[int], r
             if item is None:
                 return
             hw: list[dict[str, Any]] = [{} for _ in item.programs]
-            for judge in gpu_judges:  # stage by stage (GPU, then METAMORPHIC), each over the block
-                for j, p in enumerate(item.programs):
-                    prepared = item.gpu[j].get(judge.name)
-                    if prepared is None:
-                        continue
-                    live.gpu_enter(idx)
-                    t0 = time.perf_counter()
-                    try:
-                        verdict = judge.on_gpu(p, prepared, runner)
-                    except Exception as exc:  # the worker could not start: no verdict, never a lost block
-                        live.gpu_errors.append(f"gpu {gpus[idx]}: {type(exc).__name__}: {exc}")
-                        verdict = None
-                    finally:
-                        live.gpu_leave(idx)
-                    took = time.perf_counter() - t0
-                    if verdict is None:
-                        continue
-                    hw[j][judge.name] = verdict
-                    if judge.stage == GPU:  # kernel-job seconds where the verdict has them
-                        live.stage["gpu"] += getattr(verdict, "seconds", took)
-                        if getattr(verdict, "fault", None):
-                            live.faults[verdict.fault] += 1
-                    else:
-                        live.stage[f"gpu ({judge.name})"] += took
-                if judge.stage == GPU:
-                    live.gpu_programs += sum(1 for d in hw if judge.name in d)
+            busy = (lambda: live.gpu_enter(idx), lambda: live.gpu_leave(idx))
+            for judge, j, verdict, took in gpu_stages(gpu_judges, item.programs, item.gpu, runner, busy):
+                if isinstance(verdict, Exception):  # the worker could not start: no verdict, never a lost block
+                    live.gpu_errors.append(f"gpu {gpus[idx]}: {type(verdict).__name__}: {verdict}")
+                    continue
+                if verdict is None:
+                    continue
+                hw[j][judge.name] = verdict
+                if judge.stage == GPU:  # kernel-job seconds where the verdict has them
+                    live.stage["gpu"] += getattr(verdict, "seconds", took)
+                    live.gpu_programs += 1
+                    if getattr(verdict, "fault", None):
+                        live.faults[verdict.fault] += 1
+                else:
+                    live.stage[f"gpu ({judge.name})"] += took
             live.restarts[id(runner)] = runner.restarts
             live.runner_stats[id(runner)] = (list(getattr(runner, "start_seconds", ())), getattr(runner, "waited", 0.0))
             events.put(("gpu", item, hw))
@@ -674,8 +663,10 @@ def _run_locked(out: Path, plan: RunConfig, lock: OutLock, *, gpus: list[int], r
             folded.append((idx, rec.get("sass_forms")))
             live.programs += 1
             live.illegal += base.get("mutation") is not None
-            compiled = v.get(compile_name)
-            live.ptxas_accepted += bool(compiled is not None and compiled.accepted)
+            for name, j_ in compilers.items():  # every compiler that ran: the compile stage's, each release's
+                said = j_.accepted(v[name]) if name in v else None
+                if said is not None:
+                    live.accepted[name] += said
             live.families[base["family"]] += 1
             live.forms.update(base["forms"])
         log.write("".join(lines))
@@ -864,6 +855,8 @@ def _restart_pool(pool, ctx, workers: int):
 
 def _stats(live: Live, plan: RunConfig, gpus: list[int], resumed: int, meta: dict, results: Path) -> dict:
     wall = live.wall()
+    compile_name = (plan.judges.compiler() or by_stage(COMPILE)).name
+    accepted = dict(sorted(live.accepted.items()))
     return {
         "programs": live.programs,
         "wall_seconds": round(wall, 2),
@@ -896,7 +889,9 @@ def _stats(live: Live, plan: RunConfig, gpus: list[int], resumed: int, meta: dic
         # what the campaign held, for bug yield (distinct root causes per CPU-hour and GPU-hour)
         "cpu_hours": round(live.workers * wall / 3600, 6), "gpu_hours": round(live.gpus * wall / 3600, 6),
         "illegal_programs": live.illegal,
-        "ptxas_accepted": live.ptxas_accepted,
+        # the compile stage's acceptances, or where it did not run (--ptxas naming only other releases) the first release's
+        "ptxas_accepted": accepted.get(compile_name, next(iter(accepted.values()), 0)),
+        "accepted": accepted,  # per compiling judge that ran (ptxas, ptxas@R...)
         "families": dict(live.families.most_common()),
         "forms_reached": len(live.forms),
         **live.sass.stats(),

@@ -87,4 +87,5 @@ class RunConfig:
         if self.corpus is not None:
             files = self.corpus[block * self.block_size:(block + 1) * self.block_size]
         return BlockTask(block, self.seed, self.block_size, self.judges, skip, keep, plant, files, self.generator,
-                         self.numerics, self.illegal_share, self.avoid, self.scalar_share, steering, self.kernels)
+                         self.numerics, self.illegal_share, self.avoid, self.scalar_share, steering=steering,
+                         kernels=self.kernels)

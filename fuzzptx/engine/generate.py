@@ -16,6 +16,7 @@ from fuzzptx.errors import FuzzptxError
 from fuzzptx import launch
 from fuzzptx.inputs import read_text
 from fuzzptx.judges.selection import JudgeSet
+from fuzzptx.oracles.toolchains import Toolchain
 from fuzzptx.program import Program
 from fuzzptx.strategies.direct import DrawFailed, draw, reproducible
 from fuzzptx.oracles.sass.real import real_kernel_files
@@ -83,6 +84,14 @@ class BlockTask:
     illegal_share: float = ILLEGAL_SHARE  # mutated programs in the block
     avoid: frozenset[str] = frozenset()  # shapes of known bugs the strategies turn down (strategies.avoid)
     scalar_share: float = 0.0  # legal programs drawn as random integer kernels (``--scalar-share``)
+    # programs given instead of drawn (``fuzzptx.engine.executor``: replay, the release matrix, bisect, the
+    # reducer's predicate, the pytest plugin), each with the text the judges read (None: emitted) and its
+    # IR as parsed from that text (None: parsed here where a judge needs it)
+    given: tuple[tuple[Program, str | None, Program | None], ...] | None = None
+    toolchain: Toolchain | None = None  # the compile stage's ptxas release (None: the pinned one)
+    # every judge on every program: without it a judge that needs the compiler's acceptance is not asked
+    # about a program the compiler rejects, nor the GPU about one labelled undefined (the fuzz loop's saving)
+    every_verdict: bool = False
     steering: Steering | None = None  # a share of the programs drawn as mutants of kept ones (strategies.steer)
     kernels: tuple[str, ...] = ()  # the real kernels "mutants" starts from (empty: those of tests/data)
 
@@ -228,6 +237,8 @@ def draw_mutants(n: int, seed: int, files: tuple[str, ...] = ()) -> list[Program
 
 def block_programs(task: BlockTask) -> list[tuple[int, Program, str | None]]:
     """(index, program, planted kind or None) of a block, the same in every process and run."""
+    if task.given is not None:
+        return [(i, p, None) for i, (p, _, _) in enumerate(task.given)]
     if task.corpus is not None:
         progs = [launch.load(read_text(f, what="PTX file"), f) for f in task.corpus]  # a plain file's launch searched
     else:

@@ -16,11 +16,12 @@ from fuzzptx.helptext import Progress
 from fuzzptx.judges import differ, registry
 from fuzzptx.judges.base import COMPILE, DEVICE
 from fuzzptx.judges.builtin import release_not_applicable
-from fuzzptx.judges.selection import default_names
+from fuzzptx.judges.selection import JudgeSet, default_names
 from fuzzptx.oracles import toolchains
 from fuzzptx.oracles.ptxas import BASE_TIMEOUT_S, PER_MB_S, TIMEOUT_ENV, use_ptxas_timeout
 from fuzzptx.program import Program
 
+from .executor import Executor
 from .options import Parser, add_json, add_ptxas
 
 
@@ -37,7 +38,7 @@ def default_judges(hardware: bool) -> tuple[str, ...]:
 
 def releases(program: Program, text: str, spec: str, judges: Sequence[str], step: Any = None):
     """The matrix's one loop: for each release of SPEC, (release, verdicts, findings) of the judges
-    with that release as the compile stage's, or (release, why not applicable, None).
+    with that release as the compile stage's (the engine's executor, a block of one program), or (release, why not applicable, None).
     ``step(text)`` is told what runs before each release (a progress line)."""
     for tc in toolchains.resolve(spec):
         if step is not None:
@@ -46,7 +47,7 @@ def releases(program: Program, text: str, spec: str, judges: Sequence[str], step
         if why is not None:
             yield tc.release, why, None
         else:
-            v = differ.judge(program, judges, text=text, judged=program, toolchain=tc)
+            v = Executor(JudgeSet.of(judges), toolchain=tc).judge(program, text, program)
             yield tc.release, v, differ.compare(program, v)
 
 

@@ -19,15 +19,16 @@ from typing import Sequence
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.inputs import read_text
 from fuzzptx.judges import differ, registry
-from fuzzptx.judges.base import ACCEPTED, ReferenceVerdict, Verdicts
+from fuzzptx.judges.base import ACCEPTED, Judge, ReferenceVerdict, Verdicts
 from fuzzptx.judges.expect import (LABELS, Expectation, check_expectations, replay_judges,  # noqa: F401
                                    same_verdict)
-from fuzzptx.judges.selection import select
+from fuzzptx.judges.selection import JudgeSet, select
 from fuzzptx.oracles.reference import ReferenceError_
 from fuzzptx import launch
 from fuzzptx.program import Program, say_inferred
 
 from . import matrix
+from .executor import Executor
 from .options import Parser, add_judges, add_json, add_ptxas
 
 @dataclass(frozen=True)
@@ -38,33 +39,46 @@ class Row:
 
 
 def run_judges(program: Program, text: str, *, hardware: bool, extra: Sequence[str] = ()):
-    """(rows, verdicts) for every judge that can run here, each through the judge registry."""
-    v = Verdicts()
-    rows: list[Row] = []
+    """(rows, verdicts) for every judge that can run here: one block of one program through the
+    engine's executor (a judge that replays its own way, such as the metamorphic pairs of a
+    signature, through its ``replay``)."""
     names = replay_judges(program, hardware=hardware, extra=extra)
+    skipped: dict[str, str] = {}
+    own: dict[str, list[tuple[str, str, str]]] = {}
+    replayed = Verdicts()  # the verdicts of the judges that replay their own way
     for name in names:
         judge = registry.get(name)
-        own = judge.replay(program, v, gpu=hardware)
-        if own is not None:  # a judge that replays its own way (the metamorphic pairs of a signature)
-            rows += [Row(*r) for r in own]
-            continue
+        if type(judge).replay is not Judge.replay:
+            mine = judge.replay(program, replayed, gpu=hardware)
+            if mine is not None:  # (None: judged like any other)
+                own[name] = mine
+                continue
         if not judge.in_pool and not hardware:
-            rows.append(Row(name, "skipped", "--no-hardware"))
+            skipped[name] = "--no-hardware"
             continue
         try:
             why = judge.available()
         except ImportError as exc:
             why = f"{name} judge unavailable: {exc}"
         if why is not None:
-            rows.append(Row(name, "skipped", why))
+            skipped[name] = why
+    failed: dict[str, BaseException] = {}
+    judges = JudgeSet.of([n for n in names if n not in skipped and n not in own])
+    v = Executor(judges).judge(program, text, program, failed=failed) if len(judges) else Verdicts()
+    v.update(replayed)
+    rows: list[Row] = []
+    for name in names:
+        judge = registry.get(name)
+        if name in own:
+            rows += [Row(*r) for r in own[name]]
             continue
-        try:
-            differ.judge(program, (name,), text=text, judged=program, into=v, alongside=names)
-        except ImportError as exc:
-            rows.append(Row(name, "skipped", f"{name} judge unavailable: {exc}"))
+        if name in skipped:
+            rows.append(Row(name, "skipped", skipped[name]))
             continue
-        except FuzzptxError as exc:
-            rows.append(Row(name, "skipped", str(exc)))
+        if name in failed:
+            exc = failed[name]
+            rows.append(Row(name, "skipped", f"{name} judge unavailable: {exc}" if isinstance(exc, ImportError)
+                            else str(exc)))
             continue
         if name not in v:  # nothing to say of this program (the GPU on a program the compiler rejects)
             rows.append(Row(name, "not run", "no verdict on this program"

@@ -16,7 +16,9 @@ from pathlib import Path
 from fuzzptx.judges import differ, registry
 from fuzzptx.judges.base import Verdicts
 from fuzzptx.program import Program
-from fuzzptx.reduce import shrink, signature_predicate
+from fuzzptx.reduce import shrink
+
+from .predicate import signature_predicate
 
 
 def judges_that_ran(v: Verdicts) -> tuple[str, ...]:

@@ -99,6 +99,7 @@ def summary(stats: dict) -> dict:
         "programs": stats["programs"],
         "illegal_programs": stats["illegal_programs"],
         "ptxas_accepted": stats["ptxas_accepted"],
+        "accepted": stats.get("accepted", {}),
         "wall_seconds": stats["wall_seconds"],
         "programs_per_second": stats["programs_per_second"],
         "stage_seconds": dict(sorted(stages.items())),
@@ -122,12 +123,21 @@ def summary(stats: dict) -> dict:
     }
 
 
+def accepted_words(s: dict) -> str:
+    """How many programs each compiler that ran accepted: ``ptxas accepted N`` for the compile
+    stage alone, else one count per judge (``ptxas@13.5.37 accepted N``)."""
+    accepted = s.get("accepted") or {}
+    if not accepted or list(accepted) == [by_stage(COMPILE).name]:
+        return f"ptxas accepted {s['ptxas_accepted']}"
+    return ", ".join(f"{name} accepted {n}" for name, n in accepted.items())
+
+
 def format_summary(s: dict, out_dir: Path, bug_lines: Sequence[str] = ()) -> str:
     """The summary as text; ``bug_lines``: the known-bug ledger's lines for the run's root causes
     (``triage.bugs.format_bugs``, which the command that reads the ledger gives)."""
     lines = [
         "fuzzptx run summary",
-        f"  programs        {s['programs']} ({s['illegal_programs']} illegal by mutation), ptxas accepted {s['ptxas_accepted']}",
+        f"  programs        {s['programs']} ({s['illegal_programs']} illegal by mutation), {accepted_words(s)}",
         f"  throughput      {s['programs_per_second']} programs/s over {s['wall_seconds']} s",
         "  stage seconds   " + ", ".join(f"{k} {v}" for k, v in s["stage_seconds"].items()),
     ]

@@ -312,6 +312,13 @@ class Judge(ABC):
         """None when this judge can run here, else why not (a missing GPU, tool or package)."""
         return None
 
+    def foresees_rejection(self, verdict: Any) -> bool:
+        """Whether ``verdict`` (this judge's, taken beside the compile) says the compiler will most
+        likely reject the program: the engine then leaves the judges that need its acceptance
+        (``ACCEPTED``) until the compiler has spoken, instead of running them beside it on a
+        program whose verdicts they would then be dropped from."""
+        return False
+
     def warm(self, results: list[Any], toolchain: Toolchain | None = None) -> None:
         """Called once per block with the compile stage's results (cubins included) before the
         per-program verdicts: a judge whose tool costs most at start-up (the SASS judge's
@@ -322,14 +329,22 @@ class Judge(ABC):
         """Whether it has once-per-block work (``warm``), which one call can do for several blocks."""
         return type(self).warm is not Judge.warm
 
-    def judge_batch(self, programs: list[Program], texts: list[str], *, cubins: bool = False) -> list[Any]:
+    def judge_batch(self, programs: list[Program], texts: list[str], *, cubins: bool = False,
+                    toolchain: Toolchain | None = None) -> list[Any]:
         """Verdicts for a whole block in one call (COMPILE and BATCH stages); ``cubins``: keep the
-        cubins (a judge of the run reads them)."""
+        cubins (a judge of the run reads them); ``toolchain``: the ptxas release the compile stage
+        runs (a release matrix; given only where one is asked for)."""
         raise NotImplementedError(f"judge {self.name} has no batch form")
 
     def light(self, verdict: Any) -> Any:
         """The verdict as it travels between processes (a compile result without its cubin)."""
         return verdict
+
+    def accepted(self, verdict: Any) -> bool | None:
+        """Whether this judge's verdict says its compiler accepted the program (a run's summary
+        counts them, per judge: per ptxas release); None: no compiler's verdict (a judge that is
+        no compiler, or a release that cannot read the program)."""
+        return None
 
     def prepare(self, program: Program, text: str, compiled: Any, *, gpu: bool) -> Any:
         """GPU and METAMORPHIC stages, in the pool: what ``on_gpu`` needs for this program (None:

@@ -102,12 +102,16 @@ class PtxasJudge(Judge):
         return compile_ptx(ctx.text, want_cubin=any(CUBIN in get_judge(j).needs for j in ctx.judges),
                            ptxas=ctx.toolchain.ptxas if ctx.toolchain is not None else None)
 
-    def judge_batch(self, programs: list[Program], texts: list[str], *, cubins: bool = False) -> list[Any]:
+    def judge_batch(self, programs: list[Program], texts: list[str], *, cubins: bool = False,
+                    toolchain: Any = None) -> list[Any]:
         """One batched ptxas run over the block (one module), cubins kept when a judge reads them."""
-        return compile_batch(texts, want_cubin=cubins)
+        return compile_batch(texts, want_cubin=cubins, ptxas=toolchain.ptxas if toolchain is not None else None)
 
     def light(self, verdict: Any) -> Any:
         return _light(verdict)
+
+    def accepted(self, verdict: Any) -> bool | None:
+        return None if isinstance(verdict, NotApplicable) else bool(verdict.accepted)
 
     def summary(self, verdict: Any) -> dict[str, str]:
         return {"ptxas": describe_ptxas(verdict)}
@@ -159,8 +163,10 @@ class ReleasePtxasJudge(PtxasJudge):
             return NotApplicable(why)
         return _light(compile_ptx(ctx.text, want_cubin=False, ptxas=self.toolchain.ptxas))
 
-    def judge_batch(self, programs: list[Program], texts: list[str], *, cubins: bool = False) -> list[Any]:
-        """Verdicts for a block: one batched run of this release over the programs it can read."""
+    def judge_batch(self, programs: list[Program], texts: list[str], *, cubins: bool = False,
+                    toolchain: Any = None) -> list[Any]:
+        """Verdicts for a block: one batched run of this release over the programs it can read
+        (``toolchain`` is the compile stage's: this judge runs its own)."""
         out: list[Any] = [NotApplicable(why) if (why := self.not_applicable(p)) else None for p in programs]
         todo = [k for k, v in enumerate(out) if v is None]
         self.last_batch = {}
@@ -316,6 +322,10 @@ class CheckerJudge(Judge):
         except Exception as exc:  # a checker crash is a finding (checker:crash), never the end of a run
             return CheckerVerdict(error=f"internal error: {type(exc).__name__}: {exc}")
         return CheckerVerdict(findings, predicted)
+
+    def foresees_rejection(self, verdict: CheckerVerdict) -> bool:
+        """The ptxas model predicts a rejection (it agrees with ptxas on ~99% of programs)."""
+        return verdict.predicted is not None and not verdict.predicted.accepted
 
     def summary(self, verdict: CheckerVerdict) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -761,9 +771,10 @@ class MetamorphicJudge(Judge):
         """The program's pairs (``compile_pairs.choose``, a function of its text) with every side
         compiled here in the pool (the original's -O3 build reused) for the GPU; without a GPU, the
         transforms judged at once on the reference (compile pairs hold trivially there)."""
-        # a random integer kernel is small and its code is what the pairs find miscompiled: it always gets one
-        share = 1.0 if is_scalar_kernel(program) else self.share
-        chosen = compile_pairs.choose(self.pairs, zlib.crc32(text.encode()), share) if self.share < 1 else self.pairs
+        # a random integer kernel is small and its code is what the pairs find miscompiled: it gets
+        # -O0 and the newest release where the campaign runs them (compile_pairs.SCALAR_PAIRS)
+        chosen = compile_pairs.choose_for(self.pairs, zlib.crc32(text.encode()), self.share,
+                                          scalar_kernel=is_scalar_kernel(program))
         if not gpu:
             chosen = tuple(n for n in chosen if n in compile_pairs.TRANSFORMS)
         if not chosen:

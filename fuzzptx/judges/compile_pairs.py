@@ -97,6 +97,10 @@ WEIGHTS = {"O0": 3, RELEASE: 3, "O1": 1, MAXRREG: 1}
 CAMPAIGN_SHARE = 0.125
 #: input sets each pair is compared on in a campaign (the GPU is otherwise idle)
 CAMPAIGN_INPUTS = 3
+#: the pairs every random integer kernel of a campaign gets (``strategies.scalar_kernels``): the
+#: compile pairs' integer probe found ptxas -O3 wrong where -O0 was right (three bugs, one live in
+#: the newest release) and the newest release right where the pinned one was wrong (two of them)
+SCALAR_PAIRS = ("O0", RELEASE)
 
 MAXRREG_FLOOR = 24  # below this ptxas cannot hold a warpgroup's addresses and predicates
 
@@ -123,6 +127,14 @@ def choose(pairs: tuple[str, ...], key: int, share: float) -> tuple[str, ...]:
     if not compiled or rng.random() >= share:
         return transforms
     return (rng.choices(compiled, weights=[WEIGHTS.get(p, 1) for p in compiled])[0],) + transforms
+
+
+def choose_for(pairs: tuple[str, ...], key: int, share: float, *, scalar_kernel: bool) -> tuple[str, ...]:
+    """``choose``, except that a random integer kernel gets every ``SCALAR_PAIRS`` pair named
+    (any one compile pair where none is)."""
+    if share < 1 and scalar_kernel:
+        return tuple(p for p in pairs if p in SCALAR_PAIRS) or choose(pairs, key, 1.0)
+    return choose(pairs, key, share) if share < 1 else pairs
 
 
 def parse_pairs(text: str, option: str = "--pairs") -> tuple[str, ...]:

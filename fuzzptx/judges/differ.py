@@ -16,6 +16,7 @@ from dataclasses import replace
 from fnmatch import fnmatchcase
 from typing import Any, Callable, Iterable, Sequence
 
+from fuzzptx.errors import FuzzptxError
 from fuzzptx.oracles.reference.values import UNDEF
 from fuzzptx.program import Program
 from fuzzptx.ptx.ir import Imm, Instr
@@ -174,7 +175,8 @@ def _any_undefined(ref: Any) -> bool:
 def judge(program: Program, judges: Sequence[str] | Sequence[Judge] = CPU_JUDGES, *, ptxas_result: Any = None, hardware_result: Any = None,
           text: str | None = None, numerics: str | None = None, judged: Program | None = None,
           into: Verdicts | None = None, gpu: Any = None, alongside: Sequence[str] = (),
-          given: dict[str, Any] | None = None, toolchain: Any = None) -> Verdicts:
+          given: dict[str, Any] | None = None, toolchain: Any = None,
+          failed: dict[str, BaseException] | None = None) -> Verdicts:
     """Run one program through ``judges``, each after the judges it reads (a precomputed ptxas or
     hardware result may be passed in; ``text`` is the PTX it was compiled from, when the caller
     already emitted it; ``judged`` the program ``as_judged`` read back from that text, when the
@@ -183,8 +185,11 @@ def judge(program: Program, judges: Sequence[str] | Sequence[Judge] = CPU_JUDGES
     ``gpu`` a GPU worker the run holds; ``alongside``: judges of the same run judged in other
     calls, which a judge may plan for -- ptxas keeps the cubin when one of them reads it;
     ``given``: verdicts already taken, by judge name, as a batch judge's are; ``toolchain``: the
-    ptxas release the ptxas judge and the SASS judge run, for a release matrix).  A plugin judge that raises gives a ``JudgeFault``
-    verdict (a finding), never the end of the run."""
+    ptxas release the ptxas judge and the SASS judge run, for a release matrix; ``failed``: where a
+    judge's ImportError or FuzzptxError goes, by name, instead of up -- the judge then gives no
+    verdict).  A plugin judge that raises anything else gives a ``JudgeFault`` verdict (a finding),
+    never the end of the run.  The engine's executor (``fuzzptx.engine.executor``) calls this for
+    each program's judges of one stage."""
     v = Verdicts() if into is None else into
     if judged is None:
         t0 = time.perf_counter()
@@ -214,13 +219,21 @@ def judge(program: Program, judges: Sequence[str] | Sequence[Judge] = CPU_JUDGES
             v[j.name] = given[j.name]
             continue
         t0 = time.perf_counter()
-        if j.name in BUILTIN:  # each built-in says what went wrong in its own verdict
+        try:
             verdict = j.judge(program, ctx)
-        else:
-            try:
-                verdict = j.judge(program, ctx)
-            except Exception as exc:  # noqa: BLE001 - a plugin's failure is its finding
+        except (ImportError, FuzzptxError) as exc:
+            if failed is None:
+                if j.name in BUILTIN:  # each built-in says what went wrong in its own verdict
+                    raise
                 verdict = JudgeFault(f"{type(exc).__name__}: {exc}")
+            else:
+                failed[j.name] = exc
+                v.seconds[j.name] = time.perf_counter() - t0
+                continue
+        except Exception as exc:  # noqa: BLE001 - a plugin's failure is its finding
+            if j.name in BUILTIN:
+                raise
+            verdict = JudgeFault(f"{type(exc).__name__}: {exc}")
         if verdict is not None:  # None: nothing to say of this program (the GPU on a rejected one)
             v[j.name] = verdict
         v.seconds[j.name] = time.perf_counter() - t0

@@ -41,6 +41,7 @@ CLASS_RULES: tuple[tuple[str, str], ...] = (
     (r"reference!=hardware\|mismatch-after-sass-hazard", COMPILER),  # the GPU ran SASS with a hazard in it
     (r"hardware:fault-after-sass-hazard", COMPILER),  # (differ.after_sass_hazards)
     (r"hardware:(O3!=[\w.@+-]+|pipelined!=serialised|plain!=deadbranch)\|", COMPILER),  # forms that must agree on the GPU
+    (r"hardware:\d+\.\d+\.\d+!=\d+\.\d+\.\d+\|", COMPILER),  # two releases' builds of one program on the GPU
     (r"hardware:nondeterministic\|", HARDWARE),
     (r"reference!=hardware\|", HARDWARE),  # the GPU against what the PTX ISA allows
     (r"hardware:fault", HARDWARE),  # the GPU faulted on a program the spec defines
@@ -71,6 +72,8 @@ PATTERNS: dict[str, str] = {
     "bfe-s32-position-beyond-31": "a bfe.s32 with a constant start position of 32 or more",
     "bfi-length-beyond-31": "a bfi.b32 with a constant length of 32 or more",
     "abs-into-saturating-cvt": "a saturating narrowing cvt of an abs.s32/abs.s64 result",
+    "abs-assumed-nonnegative": "an abs.s32 result read by a signed rem or a signed compare",
+    "lop3-repeated-operand": "a lop3.b32 with one register in two of its source slots",
 }
 
 
@@ -193,6 +196,7 @@ def cause_of(signature: str, pattern: str = "") -> RootCause:
 #: compile pair, ``hardware:O3!=O0|mismatch|...``): in a program whose -O3 SASS has a pipeline
 #: hazard, the hazard is its cause (the repeated-wgmma kernels of tests/data/pairs).
 _O3_PAIR = re.compile(r"hardware:O3!=[\w.@+-]+")
+_RELEASE_PAIR = re.compile(r"hardware:\d+\.\d+\.\d+!=\d+\.\d+\.\d+")
 
 
 def follows_hazard(signature: str) -> bool:
@@ -211,9 +215,21 @@ def program_causes(signatures: Iterable[str], given: Iterable["RootCause | None"
     causes = [g if g is not None else cause_of(s) for s, g in zip(sigs, given if given is not None else [None] * len(sigs))]
     hazard = next((c for s, c in zip(sigs, causes) if not follows_hazard(s)
                    and (c.judges, c.rule, c.pattern) in _HAZARD_CAUSES), None)
-    if hazard is None:
+    if hazard is not None:
+        return [hazard if follows_hazard(s) else c for s, c in zip(sigs, causes)]
+    return _after_o3_pair(causes)
+
+
+def _after_o3_pair(causes: list[RootCause]) -> list[RootCause]:
+    """In a program whose -O3 build disagrees with another build of the same release on the GPU
+    (``hardware:O3!=O0|mismatch``, diagnosed by its shape), the GPU's disagreement with the
+    reference and another release's disagreement with the pinned -O3 are that miscompile's
+    evidence: they take its cause (one program, one bug, counted once)."""
+    o3 = next((c for c in causes if c.rule == "mismatch" and _O3_PAIR.fullmatch(c.judges)), None)
+    if o3 is None:
         return causes
-    return [hazard if follows_hazard(s) else c for s, c in zip(sigs, causes)]
+    return [o3 if c.rule == "mismatch" and (c.judges == "reference!=hardware" or _RELEASE_PAIR.fullmatch(c.judges))
+            else c for c in causes]
 
 
 _KIND_OF_CAUSE = {("sass", "gmma-pipeline"): COMPILER}
@@ -274,7 +290,10 @@ def merge(findings: Iterable[Finding]) -> list[Finding]:
         groups.setdefault(c, []).append(f)
     out = []
     for c, group in groups.items():
-        lead = next((f for f in group if not follows_hazard(f.signature)), group[0])
+        # the finding whose own cause this is leads (a hazard, a compile pair): its signature
+        # needs the fewest judges to hold while a repro shrinks
+        lead = next((f for f in group if (f.cause or cause_of(f.signature)) == c), None) \
+            or next((f for f in group if not follows_hazard(f.signature)), group[0])
         rest = tuple(x for f in group if f is not lead for x in (_bare(f),) + f.also)
         out.append(Finding(lead.signature, lead.message, lead.evidence, c, lead.also + rest))
     return out

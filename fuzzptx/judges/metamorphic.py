@@ -35,7 +35,8 @@ from fuzzptx.oracles.checker import check_module
 from fuzzptx.oracles.reference import run_program
 from fuzzptx.oracles.reference.values import UNDEF
 from fuzzptx.oracles.reference import formats as F
-from fuzzptx.oracles.hardware import HardwareWorker
+from fuzzptx.errors import FuzzptxError
+from fuzzptx.oracles.hardware import HardwareWorker, gpu_available
 from fuzzptx.oracles.reference.errors import StepLimit, Unsupported
 from fuzzptx.oracles.ptxas import compile_parallel
 from fuzzptx.oracles.ptxas import compile_ptx
@@ -986,6 +987,19 @@ __all__ = [
     "reseeded", "is_metamorphic", "pairs_of", "keeps",
 ]
 
+
+
+def predicate(signature: str) -> Callable[[Sequence[Program]], list[bool]]:
+    """The reducer's predicate for a metamorphic signature (``--keep hardware:pipelined!=serialised|...``):
+    both sides on the GPU (one worker for the whole shrink); ``reference:...`` ones on the CPU."""
+    if signature.startswith("reference:"):
+        return keeps(signature, ReferenceJudge())
+    why = gpu_available()
+    if why:
+        raise FuzzptxError(f"{signature.split('|')[0]} needs a GPU: {why}")
+    worker = HardwareWorker()
+    worker.start()
+    return keeps(signature, HardwareJudge(worker))
 
 def verdict(program: Program, *, on_gpu: bool, worker: Any = None, pairs: Sequence[str] = REPLAY_DEFAULT,
             inputs: int = 1, reference: Any = None) -> "Checked":

@@ -57,9 +57,38 @@ def abs_into_saturating_cvt(program: Program) -> bool:
     return False
 
 
+def abs_assumed_nonnegative(program: Program) -> bool:
+    """An ``abs.s32`` result read by a signed ``rem`` or a signed compare (13.0.88 -O3 takes it
+    for non-negative: the remainder loses its sign, ``abs(x) < 0`` folds to false)."""
+    for fn in program.module.functions():
+        absolute: set[str] = set()
+        for s in fn.instructions():
+            if not isinstance(s, Instr) or not s.operands:
+                continue
+            if s.opcode == "abs.s32" and isinstance(s.operands[0], Reg):
+                absolute.add(s.operands[0].name)
+            elif (s.opcode.startswith("rem.s") or (s.base == "setp" and any(m.startswith("s") for m in s.modifiers[1:]))) \
+                    and any(isinstance(o, Reg) and o.name in absolute for o in s.operands[1:]):
+                return True
+    return False
+
+
+def lop3_repeated_operand(program: Program) -> bool:
+    """A ``lop3.b32`` with one register among its three sources twice (13.0.88 -O3 puts RZ in the
+    repeated slots without rewriting the truth table: ``lop3 x, x, x, 0x80`` gives 0)."""
+    for i in _instructions(program):
+        if i.opcode == "lop3.b32" and len(i.operands) >= 5:
+            names = [o.name for o in i.operands[1:4] if isinstance(o, Reg)]
+            if len(names) != len(set(names)):
+                return True
+    return False
+
+
 #: pattern -> its test, in the order ``differ.diagnose`` tries them (the first that holds names the cause).
 SHAPES: tuple[tuple[str, Callable[[Program], bool]], ...] = (
     ("abs-into-saturating-cvt", abs_into_saturating_cvt),
+    ("abs-assumed-nonnegative", abs_assumed_nonnegative),
+    ("lop3-repeated-operand", lop3_repeated_operand),
     ("bfi-length-beyond-31", bfi_length_beyond_31),
     ("bfe-s32-position-beyond-31", bfe_s32_position_beyond_31),
 )

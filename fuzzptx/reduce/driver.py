@@ -17,8 +17,8 @@ shrink a repro's data plumbing: a uniform input load becomes its value, scaled p
 stores become byte stores, address arithmetic becomes offsets, a fragment store becomes one
 register's store, A and B share a tile, and wgmma tiles move into the first kilobyte with
 smaller strides (their stores follow); a consumer warpgroup runs as the only one.  Each candidate is judged by the
-caller's predicate; candidates of one pass are judged in batches (ptxas's batch
-mode where the predicate allows it).  The passes and their order are ``fuzzptx.reduce.passes``;
+caller's predicate (``fuzzptx.engine.predicate``: the engine's executor); candidates of one
+pass are judged in batches (one block of the executor: ptxas's batch mode).  The passes and their order are ``fuzzptx.reduce.passes``;
 each run counts, per pass, the candidates it judged, those it kept, its seconds and the
 instructions it removed (``ShrinkResult.passes``).
 """
@@ -36,12 +36,6 @@ from fuzzptx.reduce.passes import PASSES, PRE
 from fuzzptx.reduce.passes.structure import _SIMPLE_TYPES
 from fuzzptx.reduce.passes.values import imm_bits
 from fuzzptx.data import buffer_bytes
-from fuzzptx.judges import differ
-from fuzzptx.judges.base import COMPILE, CUBIN, DEVICE
-from fuzzptx.judges.registry import by_stage, get as get_judge
-from fuzzptx.judges import metamorphic
-from fuzzptx.oracles.ptxas import compile_batch
-from fuzzptx.oracles.hardware import HardwareWorker, gpu_available
 
 Predicate = Callable[[Sequence[Program]], list[bool]]
 
@@ -306,63 +300,3 @@ def _size(p: Program) -> tuple[int, int, int, int, int]:
 
 def _atoms(op) -> int:
     return sum(_atoms(x) for x in op.items) if isinstance(op, Vec) else 1
-
-
-def signature_predicate(signature: str, toolchain=None) -> Predicate:
-    """Judge candidates for ``--keep SIGNATURE``, batching ptxas when only ptxas is needed
-    (``toolchain``: another ptxas release to judge with, as ``fuzzptx shrink --ptxas``).
-
-    A corpus signature's own predicate (what its hand-written entry keeps) is
-    ``fuzzptx.triage.corpus.keep_predicate``, which falls back to this one."""
-    if metamorphic.is_metamorphic(signature):
-        return metamorphic_predicate(signature)
-    keep = differ.keep_predicate(signature)
-    needed = differ.judges_for(signature)
-
-    compiler = by_stage(COMPILE)
-    # the compile stage's verdicts for all candidates in one batched run, where no judge needed
-    # reads a cubin (a judge that does has the compiler keep it, program by program)
-    batch = compiler.name in needed and not any(CUBIN in get_judge(n).needs for n in needed)
-
-    def holds(programs: Sequence[Program]) -> list[bool]:
-        results = None
-        texts = [p.to_ptx() for p in programs]
-        if batch:
-            results = compile_batch(texts, ptxas=toolchain.ptxas if toolchain is not None else None)
-        out = [False] * len(programs)
-        for i, p in enumerate(programs):
-            v = differ.judge(p, needed, given={compiler.name: results[i]} if results is not None else None,
-                             text=texts[i], toolchain=toolchain)
-            if keep(differ.compare(p, v), v):
-                out[i] = True
-                break  # the reducer takes the first candidate that holds: judging the rest is waste
-        return out
-
-    return holds
-
-
-def metamorphic_predicate(signature: str) -> Predicate:
-    """``--keep hardware:pipelined!=serialised|...`` and the other metamorphic signatures: both
-    sides on the GPU (one worker for the whole shrink); ``reference:...`` ones on the CPU."""
-    if signature.startswith("reference:"):
-        return metamorphic.keeps(signature, metamorphic.ReferenceJudge())
-
-    why = gpu_available()
-    if why:
-        raise FuzzptxError(f"{signature.split('|')[0]} needs a GPU: {why}")
-    worker = HardwareWorker()
-    worker.start()
-    return metamorphic.keeps(signature, metamorphic.HardwareJudge(worker))
-
-
-def rejudged(program: Program, signature: str) -> Program:
-    """The program with EXPECT lines (and signature) saying what the CPU judges say of it now."""
-    judges = tuple(j for j in differ.JUDGES if DEVICE not in get_judge(j).needs or j in signature)
-    v = differ.judge(program, judges)
-    findings = differ.compare(program, v)
-    found = [f.signature for f in findings if f.signature.startswith(signature)]
-    # the signature the program came with, where it still holds: ``--keep`` is often a prefix that
-    # findings of another family match too
-    # (stated by ``fuzzptx shrink`` in the header when it changes); with none left, what was kept
-    sig = program.signature if program.signature in found else (found[0] if found else signature)
-    return differ.finalize_repro(program, judges, sig)

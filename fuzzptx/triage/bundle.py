@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from fuzzptx.engine import matrix as release_matrix
+from fuzzptx.engine.executor import Executor
 from fuzzptx.helptext import Progress
 from fuzzptx.inputs import InputError, read_text
 from fuzzptx.judges import differ
@@ -157,8 +158,7 @@ def _write(program: Program, text: str, path: Path, out: Path, releases: str | N
         sass0 = _function_sass(o0, launched, tool) or sass0
 
     step("judging (ptxas, checker, reference" + (", sass)" if tool else ")"))
-    v = differ.judge(program, ("ptxas", "checker", "reference") + (("sass",) if tool else ()), text=text,
-                     judged=program)
+    v = Executor(("ptxas", "checker", "reference") + (("sass",) if tool else ())).judge(program, text, program)
     found = differ.compare(program, v)
     findings = [f.signature for f in found]
     (out / "reference_outputs.txt").write_text(_outputs_text(v.get("reference")))

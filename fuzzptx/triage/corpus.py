@@ -25,7 +25,8 @@ from typing import Callable, Sequence
 from fuzzptx.warp_builders import wmma_program
 from fuzzptx.program import Buffer, Launch, Program
 from fuzzptx.ptx.ir import Imm, Instr, Module, registers_in
-from fuzzptx.reduce import Predicate, delete, instruction_count, rejudged, removable, shrink, signature_predicate, statements
+from fuzzptx.engine.predicate import rejudged, signature_predicate
+from fuzzptx.reduce import Predicate, delete, instruction_count, removable, shrink, statements
 from fuzzptx.oracles.ptxas import compile_batch
 from fuzzptx import isa
 from fuzzptx.isa import warp

@@ -465,7 +465,7 @@ def read_stats(path: Path) -> dict:
 _SUMMED = ("programs", "findings", "gpu_programs", "dropped_at_deadline_for_resume", "worker_restarts",
            "gpu_errors_total", "block_errors_total", "illegal_programs", "ptxas_accepted", "resumed_skipping",
            "cpu_workers")
-_COUNTERS = ("buckets", "evidence", "faults", "families")
+_COUNTERS = ("buckets", "evidence", "faults", "families", "accepted")
 _HOURS = ("cpu_hours", "gpu_hours")  # what each shard held: bug yield is per hour of all of them
 
 

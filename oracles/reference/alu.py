@@ -6,6 +6,7 @@ import numpy as np
 from fuzzptx.ptx.ir import Imm, Neg, Reg, Sym, Vec
 
 import fuzzptx.oracles.reference.fp as fp
+from .approx import h_approx
 from .errors import Unsupported
 from .formats import FLOATS
 from .ops import (HALF, IROUND, _add, _div, _fma, _max, _min, _mul, _sub, fdecode, float_op,
@@ -378,6 +379,8 @@ def _decided_compare(cmp, t, a, sa, b, sb, ftz, n):
     for s in (sa, sb):
         if s is not None:
             bad |= s.nonexact()
+    if TYPES[t][1] in "usb" and TYPES[t][0] == 32 and (sa is None) != (sb is None):
+        return _decided_bits_compare(cmp, t, a, sa, b, sb, bad, n)
     if TYPES[t][1] != "f" or (sa is not None and sb is not None) or cmp in ("num", "nan") or cmp.endswith("u"):
         return Shadow.undef(n, 1, bad) if bad.any() else None
     setside, sh = (0, sa) if sa is not None else (1, sb)
@@ -395,6 +398,35 @@ def _decided_compare(cmp, t, a, sa, b, sb, ftz, n):
             r_lo = op(lo, other) if setside == 0 else op(other, lo)
             r_hi = op(hi, other) if setside == 0 else op(other, hi)
             decided = ok & (r_lo == r_hi)
+    und = bad & ~decided
+    return Shadow.undef(n, 1, und) if und.any() else None
+
+
+def _decided_bits_compare(cmp, t, a, sa, b, sb, bad, n):
+    """An integer compare of an f32 value set's bits (libdevice's log2f tests a float's bits against
+    0x7f800000): the finite values of one sign in ``[lo, hi]`` have contiguous bit patterns, so the
+    compare is defined where both ends of that range agree (eq/ne: where the other side is outside)."""
+    setside, sh = (0, sa) if sa is not None else (1, sb)
+    if sh.lanes != 1 or sh.lane_bits != 32 or cmp not in _CMP_INT:
+        return Shadow.undef(n, 1, bad)
+    k, lo, hi = sh.kind[:, 0], sh.lo[:, 0], sh.hi[:, 0]
+    with np.errstate(invalid="ignore"):
+        one_sign = (np.signbit(lo) == np.signbit(hi)) & np.isfinite(lo) & np.isfinite(hi)
+        ok = (k == SET) & (sh.flags[:, 0] == 0) & one_sign
+        ends = [fp.encode("f32", np.where(ok, x, 0.0)) for x in (lo, hi)]
+        if TYPES[t][1] == "s":
+            ends = [sign_extend(e, 32) for e in ends]
+            other = sign_extend((b if setside == 0 else a) & mask(32), 32)
+        else:
+            other = (b if setside == 0 else a) & mask(32)
+        e0, e1 = np.minimum(ends[0], ends[1]), np.maximum(ends[0], ends[1])
+        if cmp in ("eq", "ne"):
+            decided = ok & ((other < e0) | (other > e1))
+        else:
+            op = _CMP_INT[cmp]
+            r0 = op(e0, other) if setside == 0 else op(other, e0)
+            r1 = op(e1, other) if setside == 0 else op(other, e1)
+            decided = ok & (r0 == r1)
     und = bad & ~decided
     return Shadow.undef(n, 1, und) if und.any() else None
 
@@ -664,9 +696,11 @@ def h_lop3(m, f, ins, act):
 
 
 def h_sqrt_rcp(m, f, ins, act):
-    """IEEE sqrt / rcp with a rounding modifier (.f32 any mode, .f64 .rn); approximations are not modelled."""
+    """IEEE sqrt / rcp with a rounding modifier (.f32 any mode, .f64 .rn); ``.approx`` is ``approx.h_approx``'s."""
+    if "approx" in ins.modifiers:
+        return h_approx(m, f, ins, act)
     t = the_type(ins)
-    if "approx" in ins.modifiers or t not in ("f32", "f64"):
+    if t not in ("f32", "f64"):
         raise Unsupported.at(ins, f"{ins.base}.approx / .{t} is not modelled")
     mode = rounding(ins)
     if t == "f64" and mode != "rn":

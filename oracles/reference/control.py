@@ -6,6 +6,7 @@ import numpy as np
 from fuzzptx.ptx.ir import CallArgs, Imm, Reg, Sym, Vec
 
 import fuzzptx.oracles.reference.alu as alu
+import fuzzptx.oracles.reference.approx as approx
 import fuzzptx.oracles.reference.atomics as atomics
 import fuzzptx.oracles.reference.bits as bits
 import fuzzptx.oracles.reference.cluster as cluster
@@ -33,6 +34,7 @@ HANDLERS = {
     "brev": alu.h_bitcount, "ld": mem_ops.h_ld, "ldu": mem_ops.h_ld, "st": mem_ops.h_st, "bar": warp_ops.h_bar,
     "barrier": cluster.h_barrier, "fence": mem_ops.h_fence, "membar": mem_ops.h_fence,
     "lop3": alu.h_lop3, "prmt": bits.h_prmt, "sqrt": alu.h_sqrt_rcp, "rcp": alu.h_sqrt_rcp,
+    **dict.fromkeys(("ex2", "lg2", "sin", "cos", "tanh", "rsqrt"), approx.h_approx),
     "mbarrier": mbarrier.h_mbarrier, "cp": tma.h_cp, "prefetch": tma.h_prefetch, "elect": mbarrier.h_elect,
     "setmaxnreg": mbarrier.h_setmaxnreg, "mapa": cluster.h_mapa, "griddepcontrol": mem_ops.h_griddepcontrol,
     "bfe": bits.h_bfe, "bfi": bits.h_bfi, "bfind": bits.h_bfind, "bmsk": bits.h_bmsk, "szext": bits.h_szext,

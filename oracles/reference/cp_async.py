@@ -31,7 +31,7 @@ import numpy as np
 
 from fuzzptx.ptx.ir import Imm
 
-from .errors import BadAddress, Unsupported
+from .errors import BadAddress, ReferenceError_, Unsupported
 from .mbarrier import _addrs, _get
 from .mem_ops import _address
 from .values import U64, Shadow
@@ -105,8 +105,13 @@ def _copy(m, f, ins, act) -> None:
     else:
         src_n = np.full(idx.size, size, np.int64)
     g = _groups(m)
-    words = np.arange(0, size, 4, dtype=np.uint64)
-    for j in range(idx.size):
+    every = _copy_all(m, ins, idx, daddr, saddr, src_n, size)
+    if every is not None:
+        for t, pending in zip(idx.tolist(), every):
+            g.open.setdefault(t, []).append(pending)
+        return
+    words = _WORDS[size]
+    for j in range(idx.size):  # one thread at a time: the first thread's error is the one reported
         d, s, n = int(daddr[j]), int(saddr[j]), int(src_n[j])
         if d % size or s % size:
             raise BadAddress.at(ins, f"{ins.opcode}: addresses must be aligned to the copy size ({size} bytes)")
@@ -127,6 +132,50 @@ def _copy(m, f, ins, act) -> None:
         g.open.setdefault(int(idx[j]), []).append(Pending(dreg, doff, taken))
 
 
+_WORDS = {size: np.arange(0, size, 4, dtype=np.uint64) for size in (4, 8, 16)}
+
+
+def _copy_all(m, ins, idx, daddr, saddr, src_n, size) -> list[Pending] | None:
+    """The copies of every active thread at once (one resolve, one read, one write), with the
+    state the thread-by-thread loop leaves; None, before changing anything, where that loop must
+    run instead: a thread whose copy is an error (reported for the first such thread), a source
+    with a shadow or in two buffers, or destinations that overlap (the order of the writes decides)."""
+    nt = idx.size
+    if daddr is None or saddr is None or not nt:
+        return None
+    k = size // 4
+    if ((daddr | saddr) % U64(size)).any() or (src_n > size).any() or (src_n < 0).any() or (src_n % 4).any():
+        return None
+    nw = src_n // 4
+    try:
+        (dreg, _, doff), = m.mem.resolve("shared", (daddr[:, None] + _WORDS[size]).ravel(), 4, ins, "store")
+        if np.unique(doff).size != doff.size:
+            return None
+        took = np.arange(k) < nw[:, None]  # [thread, word]: the words that come from global memory
+        bits = np.zeros((nt, k), np.uint64)
+        if took.any():
+            (region, _, off), *more = m.mem.resolve("global", (saddr[:, None] + _WORDS[size])[took], 4, ins, "load")
+            if more:
+                return None
+            (got, sh), = region.read(off, 4, 1)
+            if sh is not None:
+                return None
+            bits[took] = got
+    except ReferenceError_:
+        return None
+    # the same writes as the loop's, in one call: per thread its source words, then the zeros;
+    # ``order`` numbers them so a write hook sees what the loop's calls would, in their order
+    chunk = 2 * np.arange(nt)[:, None] + ~took
+    dreg.write(doff, 4, [(bits.ravel(), Shadow.undef(doff.size, 32))], order=chunk.ravel())
+    doffs, rows = doff.reshape(nt, k), bits
+    out = []
+    for j, n in enumerate(nw.tolist()):
+        d, b = doffs[j], rows[j]
+        taken = [(d, b, None)] if n == k else [(d[n:], b[n:], None)] if not n else [(d[:n], b[:n], None), (d[n:], b[n:], None)]
+        out.append(Pending(dreg, d, taken))
+    return out
+
+
 def _commit(m, act) -> None:
     """Each active thread's open group joins its committed ones (an empty group too)."""
     g = _groups(m)
@@ -136,15 +185,34 @@ def _commit(m, act) -> None:
 
 def _wait(m, act, keep: int) -> None:
     g = _groups(m)
+    landed = []  # (thread, copy), in the order the copies land
     for t in np.flatnonzero(act).tolist():
         groups = g.committed.get(t, [])
         done, g.committed[t] = (groups[:len(groups) - keep], groups[len(groups) - keep:]) if keep else (groups, [])
-        for copies in done:
-            for p in copies:
-                for d_off, bits, sh in p.words:
-                    # the issuing thread's generic-proxy write: wgmma needs its fence.proxy.async
-                    writers = np.full(d_off.size, t, np.int32) if p.region.dirty is not None else None
-                    p.region.write(d_off, 4, [(bits, sh)], writers=writers)
+        landed += [(t, p) for copies in done for p in copies]
+    _land(landed)
+
+
+def _land(landed: list) -> None:
+    """Write the copies' words, each as the issuing thread's generic-proxy write (a wgmma reading
+    them needs that thread's fence.proxy.async): in one call where they all go to one region,
+    carry no shadow and do not overlap (then their order cannot matter), else one by one."""
+    chunks = [(t, p.region, d_off, bits, sh) for t, p in landed for d_off, bits, sh in p.words]
+    if not chunks:
+        return
+    region = chunks[0][1]
+    if len(chunks) > 1 and all(c[1] is region and c[4] is None for c in chunks):
+        off = np.concatenate([c[2] for c in chunks])
+        if np.unique(off).size == off.size:
+            sizes = [c[2].size for c in chunks]
+            writers = (np.repeat(np.array([c[0] for c in chunks], np.int32), sizes)
+                       if region.dirty is not None else None)
+            region.write(off, 4, [(np.concatenate([c[3] for c in chunks]), None)], writers=writers,
+                         order=np.repeat(np.arange(len(chunks)), sizes))
+            return
+    for t, region, d_off, bits, sh in chunks:
+        writers = np.full(d_off.size, t, np.int32) if region.dirty is not None else None
+        region.write(d_off, 4, [(bits, sh)], writers=writers)
 
 
 def _arrive_on_completion(m, f, ins, act) -> None:

@@ -35,7 +35,7 @@ Modelling decisions (spec mode):
   wgmma, ``mma``/``mma.sp`` and ``wmma.mma`` (``warp_exec``; the forms ptxas emulates
   through ``mma_emulation``); integer forms are exact in both modes.
 - Scalar coverage, form by form and by ISA chapter: ``coverage.py`` / docs/reference-coverage.md.
-Not modelled (``Unsupported``, one line): approximate transcendental functions, vector and 128-bit
+Not modelled (``Unsupported``, one line): vector and 128-bit
 atomics, vmad, warp instructions whose membermask names threads on another path.
 """
 from __future__ import annotations
@@ -324,14 +324,19 @@ class Machine:
             offs[p.name] = (off, size)
             off += size
         pbytes = np.zeros(max(off, 8), np.uint8)
-        tmaps = {t.name for t in getattr(prog, "tensormaps", ())}
-        opaque = []  # tensor-map parameters: the driver's encoding, which the reference never reads
+        tmaps: dict[str, list[int]] = {}
+        for t in getattr(prog, "tensormaps", ()):
+            tmaps.setdefault(t.name, []).append(t.at)
+        opaque = []  # tensor maps: the driver's encoding, which the reference never reads
         for p in k.params:
             o, size = offs[p.name]
             if p.name in tmaps:
-                opaque.append((o, size))
                 self.symbols[p.name] = ("param", CONST_BASE + o)
-                continue
+                if p.name not in scalars:  # the whole parameter is the map
+                    opaque.append((o, size))
+                    continue
+                # maps inside a by-value struct: the struct's bytes, each map's 128 of them opaque
+                opaque += [(o + at, 128) for at in tmaps[p.name]]
             if p.name in self.buffers:
                 val = self.buffers[p.name].base
             elif p.name in scalars:

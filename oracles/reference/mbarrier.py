@@ -48,14 +48,20 @@ class Barrier:
         """A wait saw a completed phase: the bytes it orders are now defined (for every thread: this
         model has no per-thread visibility, so a read after another thread's wait, ordered by a
         CTA barrier, sees them too)."""
-        for region, off, words in self.observable:
-            # the copy wrote these bytes when it landed (and was watched then); this only makes
-            # them defined, so the write hook of in-flight wgmma reads is not called again
-            watch, region.watch = region.watch, None
-            try:
-                region.write(off, 4, words)
-            finally:
-                region.watch = watch
+        seen, i = self.observable, 0
+        while i < len(seen):
+            # a run of exact copies into one region (a cp.async's per-thread landings): one write
+            # where they do not overlap (their order cannot matter then), else one at a time
+            region, j = seen[i][0], i + 1
+            while j < len(seen) and seen[j][0] is region and _exact(seen[j][2]) and _exact(seen[i][2]):
+                j += 1
+            off = np.concatenate([o[1] for o in seen[i:j]]) if j - i > 1 else None
+            if off is not None and np.unique(off).size == off.size:
+                _quietly(region, off, [(np.concatenate([o[2][0][0] for o in seen[i:j]]), None)])
+            else:
+                for _, o, words in seen[i:j]:
+                    _quietly(region, o, words)
+            i = j
         self.observable = []
 
     def settle(self) -> None:
@@ -67,6 +73,20 @@ class Barrier:
             self.async_tx = 0
             self.phases += 1
             self.pending = self.expected
+
+
+def _exact(words: list) -> bool:
+    return len(words) == 1 and words[0][1] is None
+
+
+def _quietly(region, off: np.ndarray, words: list) -> None:
+    """Write words the copy already wrote when it landed (and was watched then): this only makes
+    them defined, so the write hook of in-flight wgmma reads is not called again."""
+    watch, region.watch = region.watch, None
+    try:
+        region.write(off, 4, words)
+    finally:
+        region.watch = watch
 
 
 def _table(m) -> dict[int, Barrier]:
@@ -87,6 +107,13 @@ def _addrs(m, f, ins, op, act) -> tuple[np.ndarray, np.ndarray]:
     if (addr & U64(7)).any():
         raise BadAddress.at(ins, f"mbarrier at shared address {int(addr[(addr & U64(7)) != 0][0]):#x} is not 8-byte aligned")
     return idx, addr
+
+
+def _one_barrier(m, ins, addr: np.ndarray) -> Barrier | None:
+    """The barrier every thread names, where they name one (None: several, or no thread)."""
+    if not addr.size or (addr != addr[0]).any():
+        return None
+    return _get(m, ins, int(addr[0]))
 
 
 def _value(m, f, ins, op, t: str, idx) -> np.ndarray:
@@ -145,6 +172,14 @@ def _arrive(m, f, ins, act, expect: bool) -> None:
     tx = _value(m, f, ins, ops[2], "u32", idx) if expect and len(ops) > 2 else None
     count = _value(m, f, ins, ops[2], "u32", idx) if not expect and len(ops) > 2 else None
     tokens = np.zeros(m.n, np.uint64)
+    b = _one_barrier(m, ins, addr)
+    if b is not None and tx is None and count is None and b.pending >= addr.size:
+        # every thread arrives on one barrier and no arrival but the last can complete its phase:
+        # the loop's state after its single settle() that may complete it
+        tokens[idx] = b.phases
+        b.pending -= addr.size
+        b.settle()
+        addr = addr[:0]
     for j, a in enumerate(addr.tolist()):  # thread order: arrivals are counted one by one
         b = _get(m, ins, a)
         tokens[idx[j]] = b.phases
@@ -163,15 +198,24 @@ def _wait(m, f, ins, act, parity: bool) -> None:
     idx, addr = _addrs(m, f, ins, ops[1], act)
     want = _value(m, f, ins, ops[2], "u32" if parity else "u64", idx)
     done = np.zeros(m.n, np.uint64)
-    for j, a in enumerate(addr.tolist()):
-        b = _get(m, ins, a)
-        w = int(want[j])
+    one = _one_barrier(m, ins, addr)
+    if one is not None and want.size and not (want != want[0]).any():  # one barrier, one phase: one answer
+        w = int(want[0])
         # parity: the phase of that parity has completed when the current phase's parity differs;
         # a state token: the phase it was taken in has completed
-        done[idx[j]] = (b.phases & 1) != (w & 1) if parity else b.phases > w
-        if done[idx[j]]:
-            b.observe()
-    stuck = [a for j, a in enumerate(addr.tolist()) if not done[idx[j]]]
+        ok = (one.phases & 1) != (w & 1) if parity else one.phases > w
+        done[idx] = ok
+        if ok:
+            one.observe()
+        stuck = [] if ok else addr.tolist()
+    else:
+        for j, a in enumerate(addr.tolist()):
+            b = _get(m, ins, a)
+            w = int(want[j])
+            done[idx[j]] = (b.phases & 1) != (w & 1) if parity else b.phases > w
+            if done[idx[j]]:
+                b.observe()
+        stuck = [a for j, a in enumerate(addr.tolist()) if not done[idx[j]]]
     others = m.alive & ~act  # threads that could still arrive: neither here nor suspended at a named barrier
     if m.parked is not None:
         others &= ~m.parked

@@ -236,7 +236,8 @@ def _undefine_races(m, ins, region, off: np.ndarray, eb: int, bits: list) -> Non
 
 def h_bar(m, f, ins, act):
     """bar.sync / bar.arrive / barrier.sync a{, b}: named barrier ``a`` completes once ``b`` threads
-    (without ``b``: every live thread of the CTA) have arrived.  Threads run in lockstep here, so the
+    (without ``b``: every live thread of the CTA, at this instruction for ``bar``/``.aligned``, at any
+    for ``barrier.sync``) have arrived.  Threads run in lockstep here, so the
     threads at a ``bar.sync`` arrive together, joined by earlier ``bar.arrive`` threads of the same
     barrier (a producer warpgroup signalling consumers).  ``b`` not a multiple of 32, or more threads
     than ``b``, is undefined; a barrier short of ``b`` while every live thread is at it or waits at a
@@ -245,16 +246,21 @@ def h_bar(m, f, ins, act):
     resume after it (consumers that reach their ``bar.sync`` before the producers' ``bar.arrive``)."""
     ops = ins.operands
     n = int(act.sum())
+    first = int(np.flatnonzero(act)[0]) if n else 0
     if len(ops) < 2:
         if "arrive" in ins.modifiers:
             raise Unsupported.at(ins, "bar.arrive needs a thread count")
-        if not np.array_equal(act, m.alive):
+        if np.array_equal(act, m.alive):
+            return
+        if ins.base == "bar" or "aligned" in ins.modifiers:  # .aligned: every thread at this instruction
             raise Unsupported.at(ins, f"barrier reached by {n} of {int(m.alive.sum())} live threads "
                                       "(divergent barriers are not modelled)")
-        return
-    first = int(np.flatnonzero(act)[0]) if n else 0
+        # barrier.sync without .aligned: the CTA's live threads may arrive at different instructions
+        # (Triton's warp-specialised partitions meet at ``barrier.sync 1`` each in its own code)
+        cnt = int(m.alive.sum())
+    else:
+        cnt = int(m.read(f, ops[1], "u32", ins)[0][first])
     bid = int(m.read(f, ops[0], "u32", ins)[0][first])
-    cnt = int(m.read(f, ops[1], "u32", ins)[0][first])
     where = f"line {ins.loc.line if ins.loc else '?'}"
     if cnt == 0 or cnt % 32:
         raise Undefined(f"{where}: barrier {bid} with thread count {cnt}, not a positive multiple of 32")

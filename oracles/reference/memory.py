@@ -50,7 +50,7 @@ class Region:
     dirty: np.ndarray | None = None  # int32 writer thread (shared only), -1 clean
     pending: list = field(default_factory=list)  # shadow records of stores not yet applied (see flush)
     views: dict = field(default_factory=dict)
-    watch: object = None  # called as watch(offsets, nbytes) by each write (wgmma_exec: reads in flight)
+    watch: object = None  # called as watch(offsets, nbytes[, order]) by each write (wgmma_exec: reads in flight)
 
     @staticmethod
     def make(name: str, space: str, base: int, content: np.ndarray | int, writable: bool = True) -> "Region":
@@ -151,11 +151,16 @@ class Region:
         return None if sh.is_trivial() else sh
 
     def write(self, off: np.ndarray, eb: int, values: list[tuple[np.ndarray, Shadow | None]],
-              writers: np.ndarray | None = None) -> None:
-        """Store elements (bits, shadow) at ``off + j*eb``; ``writers`` are thread ids (shared only)."""
+              writers: np.ndarray | None = None, order: np.ndarray | None = None) -> None:
+        """Store elements (bits, shadow) at ``off + j*eb``; ``writers`` are thread ids (shared only);
+        ``order``: where one call makes several writes that do not overlap, the number of the
+        write each offset belongs to (nondecreasing), for the ``watch`` hook."""
         n = off.size
         if self.watch is not None:
-            self.watch(off, eb * len(values))
+            if order is None:
+                self.watch(off, eb * len(values))
+            else:
+                self.watch(off, eb * len(values), order)
         for j, (bits, sh) in enumerate(values):
             o = off + j * eb
             v = self.view(eb)

@@ -130,7 +130,7 @@ def _tmaps(m) -> dict[int, TensorMap]:
         for tm in getattr(m.program, "tensormaps", ()):
             space, addr = m.symbols.get(tm.name, (None, None))
             if space == "param":
-                t[addr] = tm
+                t[addr + tm.at] = tm
     return t
 
 
@@ -164,6 +164,10 @@ def _tensor_operand(m, f, ins, op, idx) -> tuple[list[TensorMap], np.ndarray]:
     for tm in maps:
         if tm.rank != rank:
             raise BadAddress.at(ins, f"a {rank}d tensor copy through the rank-{tm.rank} tensor map {tm.name}")
+    log = getattr(m, "tma_log", None)  # fuzzptx.launch's probe: which map each copy used, where
+    if log is not None:
+        for tm, c in zip(maps, coords.tolist()):
+            log.append((tm.name, tm.at, tuple(c)))
     return maps, coords
 
 

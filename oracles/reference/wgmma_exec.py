@@ -297,16 +297,19 @@ def _watch_writes(m) -> None:
     """Install the shared-memory write hook (once per run)."""
     region = m.mem.shared
     if region is not None and region.watch is None:
-        region.watch = lambda off, nbytes: shared_written(m, off, nbytes)
+        region.watch = lambda off, nbytes, order=None: shared_written(m, off, nbytes, order)
 
 
-def shared_written(m, off: np.ndarray, nbytes: int) -> None:
+def shared_written(m, off: np.ndarray, nbytes: int, order: np.ndarray | None = None) -> None:
     """Bytes ``off[i] .. off[i] + nbytes - 1`` of shared memory were just written: poison every
-    wgmma in flight that reads one of them."""
+    wgmma in flight that reads one of them.  ``order`` (``Region.write``): the offsets are several
+    writes, numbered; the wgmmas are poisoned (and noted) in the order those writes would meet them
+    one call at a time."""
     if not off.size:
         return
     lo, hi = int(off.min()), int(off.max()) + nbytes
     written = None
+    met: list = []  # (the first write that meets it, its place in the walk, the wgmma)
     for st in m.wg.groups:
         for p in [q for grp in st.committed for q in grp] + st.uncommitted:
             # a tile's span first (most writes are elsewhere), its exact bytes only when they may meet
@@ -315,11 +318,23 @@ def shared_written(m, off: np.ndarray, nbytes: int) -> None:
                 continue
             if written is None:
                 written = (off.astype(np.int64)[:, None] + np.arange(nbytes)).ravel()
-            if any(np.isin(written, _read_bytes(*r[:4])).any() for r in near):
-                p.poisoned = True
-                m.note(f"shared memory read by the wgmma.mma_async at line {p.line if p.line is not None else '?'} "
-                       "was written before the wgmma.wait_group that retires it (undefined: the wgmma may read "
-                       "old or new bytes)")
+            if order is None:
+                if any(np.isin(written, _read_bytes(*r[:4])).any() for r in near):
+                    met.append((0, len(met), p))
+                continue
+            first = None
+            for r in near:
+                hit = np.isin(written, _read_bytes(*r[:4]))
+                if hit.any():
+                    k = int(order[int(hit.argmax()) // nbytes])
+                    first = k if first is None else min(first, k)
+            if first is not None:
+                met.append((first, len(met), p))
+    for _, _, p in sorted(met, key=lambda x: x[:2]):
+        p.poisoned = True
+        m.note(f"shared memory read by the wgmma.mma_async at line {p.line if p.line is not None else '?'} "
+               "was written before the wgmma.wait_group that retires it (undefined: the wgmma may read "
+               "old or new bytes)")
 
 
 def _reg_matrix(m, f, st, names: list[str], rows: slice, w: int):

@@ -15,6 +15,11 @@ agrees with a predicted acceptance).  A program where the model predicts some co
 ``MAY_CEILING``).  Per code, how often the model said yes, no and "may", and how often ptxas printed
 it then.  A kernel the parser cannot read is counted and listed, not hidden.  ``PYTHONPATH=$PWD:tests python3 -m support.agreement`` writes the three sections into
 ``reports/checker_vs_ptxas.md`` and ``benchmarks/results/checker_vs_ptxas.json``.
+
+Every record also holds the figures of a fixed subset, every ``SAMPLE_EVERY``-th program of each
+distribution (``sample``), so that ``--sample`` can rerun that subset alone -- a tenth of the
+ptxas and model time -- and be compared with the full run's sub-figure
+(``python benchmarks/reproduce.py 5a --sample``).
 """
 from __future__ import annotations
 
@@ -38,6 +43,7 @@ REAL_DIRS = ("tests/data/triton", "tests/data/nvcc", "tests/data/cutlass")
 BEGIN, END = "<!-- agreement:begin -->", "<!-- agreement:end -->"
 TARGET = 0.99  # exact agreement on the programs with no "may" code
 MAY_CEILING = 0.10  # programs with a "may" code, at most
+SAMPLE_EVERY = 10  # the fixed subset a full record scores apart and ``--sample`` reruns alone
 CODES = ("C7508", "C7509", "C7510", "C7511", "C7512", "C7513", "C7514", "C7515", "C7516", "C7517", "C7518", "C7519",
          "C7520", "error")
 
@@ -59,6 +65,8 @@ class Tally:
     unreadable: list = field(default_factory=list)  # (id, parser's message)
     ptxas_seconds: float = 0.0
     model_seconds: float = 0.0
+    sample: Tally | None = None  # the same score on every SAMPLE_EVERY-th program (a full run's sub-figure)
+    sampled_every: int = 1  # >1: this tally scored only every n-th program of the distribution (--sample)
 
     @property
     def may_free(self) -> int:
@@ -91,43 +99,70 @@ class Tally:
                           for c, cnt in sorted(self.codes.items())},
                 "may_printed_by_ptxas": dict(self.may), "mismatches": [list(m) for m in self.mismatches],
                 "unreadable": [list(u) for u in self.unreadable],
-                "ptxas_seconds": round(self.ptxas_seconds, 2), "model_seconds": round(self.model_seconds, 2)}
+                "ptxas_seconds": round(self.ptxas_seconds, 2), "model_seconds": round(self.model_seconds, 2),
+                **({"sampled_every": self.sampled_every} if self.sampled_every > 1 else {}),
+                **({"sample": {"every": SAMPLE_EVERY, **_figures(self.sample)}} if self.sample else {})}
 
 
-def score(name: str, how: str, items: list[tuple[str, str]]) -> Tally:
-    """(id, PTX text) pairs through the parser, the model and one batch of real ptxas."""
-    t = Tally(name, how)
+def _figures(t: Tally) -> dict:
+    """A tally's counts alone (a full record's sub-figure of its fixed subset)."""
+    return {"programs": t.n, "exact": t.exact, "may_free_programs": t.may_free, "may_predicted_programs": t.may_predicted,
+            "exact_outside_may_codes": t.outside_may, "mismatches": [m[0] for m in t.mismatches],
+            "unreadable": [u[0] for u in t.unreadable]}
+
+
+def score(name: str, how: str, items: list[tuple[str, str]], compile=None, every: int = 1) -> Tally:
+    """(id, PTX text) pairs through the parser, the model and one batch of real ptxas (``compile``:
+    ``compile_batch``, or results at hand: ``support.shared.StrategyDraw.compile``).  ``every`` > 1
+    scores only every ``every``-th pair (``--sample``); otherwise the tally's ``sample`` holds the
+    score of every ``SAMPLE_EVERY``-th pair, the subset a sampled run scores."""
+    t = Tally(name, how, sampled_every=every)
+    picked = [(k % SAMPLE_EVERY == 0, item) for k, item in enumerate(items) if k % every == 0]
+    t.sample = Tally(name, how) if every == 1 else None
     readable = []
     t0 = time.perf_counter()
-    for ident, text in items:
+    for in_sample, (ident, text) in picked:
         try:
-            readable.append((ident, text, parse(text, ident)))
+            readable.append((in_sample, ident, text, parse(text, ident)))
         except Exception as exc:  # noqa: BLE001 - a kernel the parser cannot read is listed, not hidden
-            t.unreadable.append((ident, f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"))
-    preds = [predict_module(m) for _, _, m in readable]
+            why = (ident, f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+            for tally in (t, t.sample if in_sample else None):
+                if tally is not None:
+                    tally.unreadable.append(why)
+    preds = [predict_module(m) for _, _, _, m in readable]
     t.model_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
-    results = compile_batch([text for _, text, _ in readable])
+    results = (compile or compile_batch)([text for _, _, text, _ in readable])
     t.ptxas_seconds = time.perf_counter() - t0
-    for (ident, _, _), res, pred in zip(readable, results, preds):
-        a = agreement(res, pred)
-        t.n += 1
-        t.exact += a.certain
-        t.outside_may += a.exact
-        t.may_predicted += a.may
-        t.may.update(a.may_printed)
-        printed = printed_codes(res)
-        for code, said in code_verdicts(pred, CODES).items():
-            t.codes[code][(said, code in printed)] += 1
-        if not a.exact:
-            t.mismatches.append((ident, a.real, a.mine))
+    for (in_sample, ident, _, _), res, pred in zip(readable, results, preds):
+        for tally in (t, t.sample if in_sample else None):
+            if tally is not None:
+                _count(tally, ident, res, pred)
     return t
 
 
-def strategies_items(n: int) -> list[tuple[str, str]]:
+def _count(t: Tally, ident: str, res, pred) -> None:
+    """One program's ptxas result and model prediction into ``t``."""
+    a = agreement(res, pred)
+    t.n += 1
+    t.exact += a.certain
+    t.outside_may += a.exact
+    t.may_predicted += a.may
+    t.may.update(a.may_printed)
+    printed = printed_codes(res)
+    for code, said in code_verdicts(pred, CODES).items():
+        t.codes[code][(said, code in printed)] += 1
+    if not a.exact:
+        t.mismatches.append((ident, a.real, a.mine))
+
+
+def strategies_items(n: int, programs: list | None = None) -> list[tuple[str, str]]:
+    """``strategy_programs(n)`` as (id, text) pairs (``programs``: that draw, already at hand)."""
     from .differential import strategy_programs
 
-    return [(f"strategies#{i}", p.to_ptx()) for i, p in enumerate(strategy_programs(n))]
+    programs = strategy_programs(n) if programs is None else programs
+    assert len(programs) == n
+    return [(f"strategies#{i}", p.to_ptx()) for i, p in enumerate(programs)]
 
 
 def campaign_items(seeds: list[int], per_seed: int) -> list[tuple[str, str]]:
@@ -210,9 +245,17 @@ def main(argv=None) -> int:
     ap.add_argument("--strategies", type=int, default=1000, help="programs of the strategies sample")
     ap.add_argument("--seeds", default="1-10", help="campaign block seeds, a range A-B or a list")
     ap.add_argument("--per-seed", type=int, default=100, help="campaign programs per seed")
-    ap.add_argument("--report", default=str(ROOT / "reports/checker_vs_ptxas.md"))
-    ap.add_argument("--json", default=str(ROOT / "benchmarks/results/checker_vs_ptxas.json"))
+    ap.add_argument("--report", help="the report to write (default reports/checker_vs_ptxas.md; none with --sample)")
+    ap.add_argument("--json", help="the record to write (default benchmarks/results/checker_vs_ptxas.json; "
+                                   "none with --sample)")
+    ap.add_argument("--sample", action="store_true",
+                    help=f"score only every {SAMPLE_EVERY}th program of each distribution (the same programs drawn): "
+                         "the subset whose figures a full record holds under 'sample'")
     a = ap.parse_args(argv)
+    every = SAMPLE_EVERY if a.sample else 1
+    if not a.sample:  # a sampled run never writes over the full run's report and record
+        a.report = a.report or str(ROOT / "reports/checker_vs_ptxas.md")
+        a.json = a.json or str(ROOT / "benchmarks/results/checker_vs_ptxas.json")
     command = "PYTHONPATH=$PWD:tests python3 -m support.agreement " + " ".join(sys.argv[1:] if argv is None else argv)
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from records import Run, _load, commit  # the one record format (benchmarks/records.py)
@@ -223,20 +266,23 @@ def main(argv=None) -> int:
     tallies = [
         score("(i) strategies sample", f"{a.strategies} programs drawn with Hypothesis (derandomized) from "
               "`wgmma_programs() | illegal_programs()` (`tests/support/differential.py` `strategy_programs`).",
-              strategies_items(a.strategies)),
+              strategies_items(a.strategies), every=every),
         score("(ii) campaign programs", f"{a.per_seed} programs at each of block seeds `block_seed(s, 0)` for s in "
               f"{seeds[0]}..{seeds[-1]}, drawn as `fuzzptx run`/`campaign` draw them (`draw_direct`, a quarter illegal).",
-              campaign_items(seeds, a.per_seed)),
+              campaign_items(seeds, a.per_seed), every=every),
         score("(iii) real compiler-generated kernels", "Every `.ptx` under " + ", ".join(f"`{d}/`" for d in REAL_DIRS)
-              + " (Triton: `tests/support/triton_corpus.py`; nvcc 13.0: `tests/support/nvcc_corpus.py`).", real_items()),
+              + " (Triton: `tests/support/triton_corpus.py`; nvcc 13.0: `tests/support/nvcc_corpus.py`).", real_items(), every=every),
     ]
     for t in tallies:
         print(f"{t.name}: {t.figure()} ({'met' if t.on_target else 'NOT met'}); exact outside the may codes "
-              f"{t.outside_may}/{t.n}; may printed {dict(t.may)}; unreadable {len(t.unreadable)}")
+              f"{t.outside_may}/{t.n}; may printed {dict(t.may)}; unreadable {len(t.unreadable)}"
+              + (f" (every {every}th program)" if every > 1 else f"; every {SAMPLE_EVERY}th: {t.sample.figure()}"))
     meta = run.meta()
-    write_report(tallies, Path(a.report), command.strip())
-    Path(a.json).write_text(json.dumps({"targets": {"exact_of_may_free": TARGET, "may_ceiling": MAY_CEILING},
-                                        "distributions": [t.as_json() for t in tallies], "meta": meta}, indent=1) + "\n")
+    if a.report:
+        write_report(tallies, Path(a.report), command.strip())
+    if a.json:
+        Path(a.json).write_text(json.dumps({"targets": {"exact_of_may_free": TARGET, "may_ceiling": MAY_CEILING},
+                                            "distributions": [t.as_json() for t in tallies], "meta": meta}, indent=1) + "\n")
     return 0
 
 

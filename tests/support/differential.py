@@ -71,12 +71,14 @@ def strategy_programs(n: int) -> list:
     return out[:n]
 
 
-def run_strategies_sample(n: int = 2000, toolchain=None) -> Sample:
+def run_strategies_sample(n: int = 2000, toolchain=None, draw=None) -> Sample:
     """The same scoring over programs from the strategies package (``describe`` = mutation name);
-    ``toolchain``: another ptxas release to score against (programs it cannot read are left out)."""
+    ``toolchain``: another ptxas release to score against (programs it cannot read are left out);
+    ``draw``: ``strategy_programs(n)`` with the pinned ptxas's results at hand (``support.shared.StrategyDraw``)."""
     from fuzzptx.strategies.mutations import mutation_of
 
-    progs = strategy_programs(n)
+    assert draw is None or (toolchain is None and len(draw.programs) == n)
+    progs = strategy_programs(n) if draw is None else draw.programs
     if toolchain is not None:
         from fuzzptx.judges.builtin import ReleasePtxasJudge
 
@@ -95,15 +97,18 @@ def run_strategies_sample(n: int = 2000, toolchain=None) -> Sample:
         return f"legal (but spec: {', '.join(rules)})" if rules else "legal"
 
     return _score(Sample(len(progs), -1), progs, [p.to_ptx() for p in progs], [f"strat{i}.ptx" for i in range(len(progs))],
-                  list(range(len(progs))), label, ptxas=toolchain.ptxas if toolchain is not None else None)
+                  list(range(len(progs))), label, ptxas=toolchain.ptxas if toolchain is not None else None,
+                  compile=draw.compile if draw is not None else None)
 
 
-def _score(s: Sample, progs: list, texts: list[str], names: list[str], ids: list[int], describe_, ptxas=None) -> Sample:
-    """Real ptxas (one batch) against the model on the same texts: agreement, per-code table, mismatches."""
+def _score(s: Sample, progs: list, texts: list[str], names: list[str], ids: list[int], describe_, ptxas=None,
+           compile=None) -> Sample:
+    """Real ptxas (one batch) against the model on the same texts: agreement, per-code table, mismatches.
+    ``compile``: what gives the pinned ptxas's results (``compile_batch``, or results at hand)."""
     from fuzzptx.oracles.ptxas import compile_batch
 
     t0 = time.perf_counter()
-    results = compile_batch(texts, ptxas=ptxas)
+    results = compile_batch(texts, ptxas=ptxas) if compile is None else compile(texts)
     s.ptxas_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     preds = [predict_module(parse(t, name)) for t, name in zip(texts, names)]

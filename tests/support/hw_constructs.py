@@ -68,9 +68,7 @@ def cases(seed: int, per_noun: int, drawn: int, twins: int,
 
 def _reference(job):
     p, mode = job
-    if any(n.startswith("approx:") for n in p.notes):
-        return None
-    return run_program(p, mode=mode)
+    return run_program(p, mode=mode)  # an approximate op's value is a bound (oracles/reference/approx.py)
 
 
 def main(argv=None) -> int:

@@ -1,16 +1,22 @@
-"""The 56 compiler-made kernels of ``tests/data`` (39 Triton, 11 CUTLASS, 6 nvcc) on the H100 with
-their inferred launches: the GPU against the reference, and ptxas -O3 against -O0 on the GPU; the
-record is ``tests/hw_records/kernels_h100.json``.
+"""The compiler-made kernels of ``tests/data`` (Triton, CUTLASS, nvcc) on the H100 with their
+inferred launches: the GPU against the reference, ptxas -O3 against -O0 on the GPU, and -O3 twice
+(a launch whose threads race gives different bytes run to run); the record is
+``tests/hw_records/kernels_h100.json``.
 
 Each kernel is read as a user's plain file is (``fuzzptx.launch.load``: the header inferred, the
 launch given beside it -- Triton's metadata JSON -- or searched); ptxas compiles the file's own
-bytes at -O3 and at -O0; the GPU runs both cubins with the same inputs.  A row says how much of the
-kernel's tensor cores the reference reached, whether each run faulted, the elements the GPU gives
-outside what the reference allows, and the elements where -O3 and -O0 differ.  A kernel whose
-launch reaches no tensor core in bounds in the reference (CUTLASS's, whose tensor maps sit in its
-``Params``) is not launched: the row says so.
+bytes at -O3 and at -O0; the GPU runs the -O3 cubin twice and the -O0 one once with the same
+inputs.  A row says how much of the kernel's tensor cores the reference reached, whether each run
+faulted, the elements the GPU gives outside what the reference allows, the elements where -O3 and
+-O0 differ, and those where the two -O3 runs differ (``nondeterministic``).  A kernel whose launch
+the reference stopped at what the GPU faults on (an address outside every buffer, a tensor copy
+through a parameter that holds no tensor map: CUTLASS's, whose maps sit in its ``Params``) or that
+reaches no tensor core is not launched: the row says so.
 
-    PYTHONPATH=$PWD:$PWD/tests python3 tests/support/hw_kernels.py --out $OUT/kernels_h100.json  # the GPU machine
+    # the GPU machine, from the repository's root (the package assembled in /tmp/pkg, as docs/tma.md does)
+    mkdir -p /tmp/pkg && cp -r fuzzptx /tmp/pkg/ && rm -rf /tmp/pkg/fuzzptx/strategies /tmp/pkg/fuzzptx/oracles \
+      && cp -r strategies oracles /tmp/pkg/fuzzptx/ && R=$PWD && cd /tmp \
+      && PYTHONPATH=/tmp/pkg:$R/tests python3 $R/tests/support/hw_kernels.py --jobs 12 --out $OUT/kernels_h100.json
     PYTHONPATH=$PWD:$PWD/tests python3 tests/support/hw_kernels.py --dry-run --out /tmp/kernels.json  # no GPU
 """
 from __future__ import annotations
@@ -72,10 +78,16 @@ def prepare(path: Path) -> dict:
     cov = reached.coverage
     # what crosses back from a pool process: the header as text (the IR keeps caches that do not pickle)
     return {"path": rel, "header": list(program.header_lines()), "o3": o3, "o0": o0, "ref": ref, "ref_error": error,
-            "coverage": cov, "search_s": round(searched, 2),
+            "coverage": cov, "search_s": round(searched, 2), "stopped": reached.error,
             # a launch worth the GPU: the reference reached a tensor core in bounds (CUTLASS's Params
             # of repeated words would send it to addresses no one owns)
-            "launch_ok": cov.ran > 0 and not (reached.error or "").startswith("BadAddress")}
+            "launch_ok": cov.ran > 0 and not _gpu_would_fault(reached.error)}
+
+
+def _gpu_would_fault(error: str | None) -> bool:
+    """The reference stopped where the GPU faults: an address outside every buffer, or a tensor copy
+    through a parameter whose bytes are no tensor map (the GPU: illegal instruction)."""
+    return bool(error) and (error.startswith("BadAddress") or "is no TENSORMAP parameter" in error)
 
 
 def _program(k: dict):
@@ -109,17 +121,18 @@ def main(argv=None) -> int:
     items = []
     for k in todo:
         if not k["launch_ok"]:
-            k["not_launched"] = "the inferred launch reaches no tensor core in bounds in the reference"
+            k["not_launched"] = ("the inferred launch reaches no tensor core in the reference" if not k["coverage"].ran
+                                 else f"the reference stopped where the GPU faults: {k['stopped'][:160]}")
             continue
         try:
             program_args(k["program"])
         except HardwareUnavailable as exc:
             k["not_launched"] = str(exc)
             continue
-        for opt in ("o3", "o0"):
+        for opt, run in (("o3", "o3"), ("o3", "o3_again"), ("o0", "o0")):
             cubin, name = _cubin(k[opt], k["program"])
             if cubin is not None:
-                items.append((k, opt, (k["program"], cubin, name)))
+                items.append((k, run, (k["program"], cubin, name)))
     if args.dry_run:
         hw, info = [None] * len(items), {"dry_run": True}
     else:
@@ -144,15 +157,19 @@ def main(argv=None) -> int:
         h3, h0 = got.get((k["path"], "o3")), got.get((k["path"], "o0"))
         row["o3_vs_o0"] = (_differing(h3.outputs, h0.outputs, p)
                            if h3 is not None and h0 is not None and not h3.fault and not h0.fault else None)
+        again = got.get((k["path"], "o3_again"))
+        row["gpu_o3_again"] = "not run" if again is None else f"fault: {again.fault}" if again.fault else "ran"
+        row["nondeterministic"] = (_differing(h3.outputs, again.outputs, p)
+                                   if h3 is not None and again is not None and not h3.fault and not again.fault else None)
         rows.append(row)
         print(f"{row['kernel']}: {row['coverage']}; reference {row['reference'][:60]}; GPU -O3 {row['gpu_o3']}, "
               f"{row['mismatches_o3']} mismatches; -O0 {row['gpu_o0']}, {row['mismatches_o0']}; "
-              f"O3 vs O0 {row['o3_vs_o0']}", file=sys.stderr, flush=True)
+              f"O3 vs O0 {row['o3_vs_o0']}; O3 twice {row['nondeterministic']}", file=sys.stderr, flush=True)
     ran = sum(r["tensor"]["executed"] for r in rows)
     of = sum(r["tensor"]["of"] for r in rows)
     out = {"what": __doc__.splitlines()[0],
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "command": "PYTHONPATH=$PWD:$PWD/tests python3 tests/support/hw_kernels.py --out $OUT/kernels_h100.json"
+           "command": "PYTHONPATH=/tmp/pkg:$R/tests python3 $R/tests/support/hw_kernels.py --out $OUT/kernels_h100.json"
                       + (f" --only {args.only}" if args.only else "") + (" --dry-run" if args.dry_run else ""),
            "device": info, "ptxas": str(ptxas_version()), "python": platform.python_version(),
            "kernels": len(rows), "tensor_instructions_executed": ran, "tensor_instructions": of,
@@ -161,7 +178,8 @@ def main(argv=None) -> int:
            "reference_errors": sum(1 for r in rows if r["reference"] not in ("ran",) and
                                    not r["reference"].startswith("undefined")),
            "not_launched": [r["kernel"] for r in rows if r["gpu_o3"].startswith("not launched")],
-           "gpu_faults": sum(1 for r in rows for o in ("o3", "o0") if r[f"gpu_{o}"].startswith("fault")),
+           "gpu_faults": sum(1 for r in rows for o in ("o3", "o3_again", "o0") if r[f"gpu_{o}"].startswith("fault")),
+           "nondeterministic": [r["kernel"] for r in rows if r["nondeterministic"]],
            "kernels_with_mismatches": sum(1 for r in rows if r["mismatches_o3"] or r["mismatches_o0"]),
            "kernels_where_O3_differs_from_O0": sum(1 for r in rows if r["o3_vs_o0"]),
            "rows": rows}

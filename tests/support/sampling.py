@@ -30,6 +30,19 @@ def sampled(cases: Sequence[T], every: int, ids: Callable[[T], str] | None = Non
             for i, c in enumerate(cases)]
 
 
+def per_group(cases: Iterable[T], key: Callable[[T], object], every: int) -> list[T]:
+    """Every ``every``-th case of each group (by ``key``, in the given order, from its first):
+    every group keeps at least one case, so a sample of a long list still holds each kind."""
+    seen: dict[object, int] = {}
+    out = []
+    for c in cases:
+        k = key(c)
+        seen[k] = seen.get(k, -1) + 1
+        if in_sample(seen[k], every):
+            out.append(c)
+    return out
+
+
 def sample_of(cases: Iterable[T], every: int, full: bool) -> list[T]:
     """The cases of the default sample (all of them in a ``full_run``): what a
     shared fixture prepares."""

@@ -184,6 +184,29 @@ class Blocks(Pass):
 
 
 @dataclass(frozen=True)
+class Entries(Pass):
+    name: ClassVar[str] = "entries"
+
+    def candidates(self, program: Program) -> list[Program]:
+        """The kernels other than the launched one go: all at once, else either half.  Each judgement
+        compiles the whole module, and the deletions' chunks, smaller than a kernel, would remove N
+        kernels in N steps: N judgements of an N-kernel module (a 30-kernel module took its shrink's
+        budget; benchmarks/bench_scaling.py)."""
+        items = program.module.items
+        entries = {it.name for it in items if isinstance(it, Function) and it.kind == "entry"}
+        if program.launch.kernel not in entries:  # nothing known to keep: every kernel may matter
+            return []
+        others = [k for k, it in enumerate(items)
+                  if isinstance(it, Function) and it.kind == "entry" and it.name != program.launch.kernel]
+        if not others:
+            return []
+        halves = [others[:len(others) // 2], others[len(others) // 2:]] if len(others) > 1 else []
+        return [replace(program, module=replace(program.module, items=tuple(it for k, it in enumerate(items)
+                                                                            if k not in set(drop))))
+                for drop in [others, *halves]]
+
+
+@dataclass(frozen=True)
 class Funcs(Pass):
     name: ClassVar[str] = "funcs"
 
