@@ -42,7 +42,7 @@ def main() -> int:
     from fuzzptx.oracles.sass.real import real_vocabulary, vocabulary
 
     t0 = time.perf_counter()
-    real = set(real_vocabulary()["forms"])
+    real = set(real_vocabulary(compute=True)["forms"])
     mutant_texts = texts(args.mutants, args.seed, "mutants")
     mutants, accepted = vocabulary(mutant_texts)
     drawn, drawn_ok = vocabulary(texts(args.drawn, args.seed, "direct")) if args.drawn else ({}, 0)

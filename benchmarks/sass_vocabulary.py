@@ -77,7 +77,7 @@ def measure(n: int, seed: int, release: str | None) -> dict:
     t0 = time.perf_counter()
     real_texts = real_kernels()
     # computed once per ptxas into the user cache (oracles/sass/real.py), as runs read it
-    cached = real_vocabulary([ROOT / f for f, _ in real_texts], str(ptxas) if ptxas else None)
+    cached = real_vocabulary([ROOT / f for f, _ in real_texts], str(ptxas) if ptxas else None, compute=True)
     real, real_ok = Counter(cached["forms"]), cached["accepted"]
     drawn, drawn_ok = vocabulary(drawn_texts(n, seed), ptxas, tool)
     reached = set(real) & set(drawn)

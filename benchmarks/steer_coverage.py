@@ -49,7 +49,7 @@ def main() -> int:
     bench = start()
     from fuzzptx.oracles.sass.real import real_vocabulary
 
-    real = real_vocabulary()
+    real = real_vocabulary(compute=True)
     rows = []
     for mode in args.modes.split(","):
         rows.append(measure(args.programs, args.seed, mode, real))

@@ -136,11 +136,12 @@ def test_real_vocabulary_is_computed_once_into_the_user_cache(tmp_path, monkeypa
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     files = [ROOT / "tests" / "data" / "nvcc" / "wgmma_register_a.ptx", ROOT / "tests" / "data" / "nvcc" / "mma_sync_ldmatrix_loop.ptx"]
     before = {p: p.stat().st_mtime for p in (ROOT / "tests" / "data").rglob("*")}
-    v = real_vocab.real_vocabulary(files)
+    assert real_vocab.real_vocabulary(files) is None  # not packaged, not cached: a run never computes it
+    v = real_vocab.real_vocabulary(files, compute=True)
     assert v["accepted"] == 2 and "EXIT" in v["forms"] and any(f.startswith("HGMMA") for f in v["forms"])
     assert list((tmp_path / "cache" / "fuzzptx" / "sass_vocabulary").glob("*.json"))
     monkeypatch.setattr(real_vocab, "vocabulary", lambda *a, **k: pytest.fail("computed again"))
-    assert real_vocab.real_vocabulary(files) == v
+    assert real_vocab.real_vocabulary(files) == v == real_vocab.real_vocabulary(files, compute=True)
     assert {p: p.stat().st_mtime for p in (ROOT / "tests" / "data").rglob("*")} == before  # nothing in the checkout
     got = real_vocab.against_real(set(v["forms"]) - {"EXIT"}, v)
     assert got["missing"] == ["EXIT"] and got["reached"] == got["real_forms"] - 1

@@ -5,8 +5,12 @@ run's SASS coverage measured against it (``fuzzptx run``/``campaign`` summaries,
 The real kernels are the compiler-made sm_90a kernels of the checkout's ``tests/data/{triton,
 cutlass,nvcc}`` (Triton 3.9, CUTLASS, nvcc), compiled at -O3 and disassembled; their forms
 (``oracles/sass/vocabulary.py``) are what ptxas emits for the code real kernels wrap around the
-tensor cores.  The cache file is keyed by the ptxas binary and the kernels' text
-(``$XDG_CACHE_HOME/fuzzptx/sass_vocabulary/``), never written into the checkout.
+tensor cores.  The vocabulary is keyed by the ptxas release and the kernels' text: the pinned
+release's ships with the package (``real_vocabulary.json``, written by ``python -m
+fuzzptx.oracles.sass.real --write``, checked by ``tests/test_sass_real.py``); another release's is
+computed on request (``compute=True``: ``benchmarks/sass_vocabulary.py``, ``steer_coverage.py``)
+into ``$XDG_CACHE_HOME/fuzzptx/sass_vocabulary/``, never into the checkout.  A run's summary never
+computes it (85 kernels through ptxas and nvdisasm take a minute and a half on 2 cores).
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-from ..ptxas import compile_parallel, find_ptxas
+from ..ptxas import _version_of, compile_parallel, find_ptxas
 from . import disassembler
 from .listing import disassemble_all
 from .vocabulary import forms
@@ -53,35 +57,51 @@ def vocabulary(texts: list[str], ptxas: str | None = None) -> tuple[Counter, int
     return out, len(accepted)
 
 
-def real_vocabulary(files: Iterable[Path] | None = None, ptxas: str | None = None) -> dict | None:
-    """``{"forms": {form: kernels}, "kernels": n, "accepted": n}`` of the real kernels (None: no
-    kernels at hand), from the user cache when this ptxas has seen these kernels before."""
-    files = list(real_kernel_files() if files is None else files)
-    if not files:
+PACKAGED = Path(__file__).with_name("real_vocabulary.json")
+
+
+def _packaged(release: str) -> dict | None:
+    try:
+        got = json.loads(PACKAGED.read_text())
+    except (OSError, ValueError):
         return None
-    texts = [f.read_text() for f in files]
+    return got if got.get("release") == release else None
+
+
+def key_of(texts: list[str], release: str) -> str:
+    return hashlib.blake2b(("\0".join([release] + texts)).encode(), digest_size=12).hexdigest()
+
+
+def real_vocabulary(files: Iterable[Path] | None = None, ptxas: str | None = None, *,
+                    compute: bool = False) -> dict | None:
+    """``{"forms": {form: kernels}, "kernels": n, "accepted": n}`` of the real kernels (None: no
+    kernels at hand, or not known for this release and ``compute`` off): the packaged one for the
+    pinned release, else the user cache's, else computed and cached when ``compute``."""
     binary = str(ptxas or find_ptxas())
-    key = hashlib.blake2b(("\0".join([binary, str(_mtime(binary))] + texts)).encode(), digest_size=12).hexdigest()
-    path = cache_dir() / f"{key}.json"
-    if path.exists():
+    given = files is not None
+    files = list(files) if given else real_kernel_files()
+    if not files:  # outside a checkout (an installed fuzzptx): the packaged vocabulary of its release
+        return None if given else _packaged(_version_of(binary))
+    texts = [f.read_text() for f in files]
+    key = key_of(texts, _version_of(binary))
+    for path in (PACKAGED, cache_dir() / f"{key}.json"):
         try:
-            return json.loads(path.read_text())
-        except ValueError:
-            pass
+            got = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if got.get("key") == key:
+            return got
+    if not compute:
+        return None
+    path = cache_dir() / f"{key}.json"
     counts, accepted = vocabulary(texts, ptxas)
-    out = {"forms": dict(counts.most_common()), "kernels": len(texts), "accepted": accepted, "ptxas": binary}
+    out = {"key": key, "release": _version_of(binary), "forms": dict(counts.most_common()), "kernels": len(texts),
+           "accepted": accepted}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(out))
     os.replace(tmp, path)
     return out
-
-
-def _mtime(path: str) -> float:
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return 0.0
 
 
 def against_real(reached: Iterable[str], real: dict | None) -> dict | None:
@@ -93,3 +113,30 @@ def against_real(reached: Iterable[str], real: dict | None) -> dict | None:
     missing = sorted((f for f in forms if f not in got), key=lambda f: (-forms[f], f))
     return {"real_forms": len(forms), "reached": len(forms) - len(missing),
             "fraction": round((len(forms) - len(missing)) / len(forms), 4), "missing": missing}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``--write``: compute the pinned release's vocabulary of the checkout's real kernels into the
+    package (``PACKAGED``); without it, say whether the packaged one is current."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m fuzzptx.oracles.sass.real", description=main.__doc__)
+    ap.add_argument("--write", action="store_true")
+    args = ap.parse_args(argv)
+    files = real_kernel_files()
+    texts = [f.read_text() for f in files]
+    key = key_of(texts, _version_of(str(find_ptxas())))
+    if not args.write:
+        current = PACKAGED.exists() and json.loads(PACKAGED.read_text()).get("key") == key
+        print(f"{PACKAGED.name}: {'current' if current else 'stale or missing: rerun with --write'}")
+        return 0 if current else 1
+    counts, accepted = vocabulary(texts)
+    out = {"key": key, "release": _version_of(str(find_ptxas())), "forms": dict(sorted(counts.most_common())),
+           "kernels": len(texts), "accepted": accepted}
+    PACKAGED.write_text(json.dumps(out, indent=0, sort_keys=True) + "\n")
+    print(f"wrote {PACKAGED}: {len(counts)} forms of {accepted} of {len(texts)} kernels")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
