@@ -10,9 +10,23 @@ with ``FUZZPTX_FULL=1`` or ``--fuzzptx-profile nightly``.
 """
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+
+# Bytecode, cached outside the checkout: where PYTHONDONTWRITEBYTECODE is set (these machines set
+# it), every test worker and every fuzzptx process a test starts (the CLI, campaign pools) would
+# compile the package from source again, about a third of each start.  The cache goes under the
+# temporary directory (``sys.pycache_prefix``), so nothing is written into the tree.
+_PYC = Path(tempfile.gettempdir()) / f"fuzzptx-test-pycache-{os.getuid()}"
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ["PYTHONPYCACHEPREFIX"] = str(_PYC)
+sys.dont_write_bytecode = False
+sys.pycache_prefix = str(_PYC)
 
 from support.sampling import full_run
 from support.shared import PtxasResults, StrategyDraw, strategy_draw
