@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from records import missing_meta  # benchmarks/records.py, beside this module
 
 HERE = Path(__file__).resolve().parent
 
@@ -153,8 +152,7 @@ ROWS: tuple[Row, ...] = (
                         "the H100 machine's and ptxas's 0.8x (shared caches): the script's own note says single "
                         "runs vary ~10% on a shared machine", load_bound=True)),
     Row("4a", "python benchmarks/bench_shrink.py", "results/shrink.json", _shrink,
-        rerun=("python", "benchmarks/bench_shrink.py", "--out", "{out}"), gaps=tuple(missing_meta({})),
-        note="recorded before records.py: no meta; a quiet rerun of the command writes it",
+        rerun=("python", "benchmarks/bench_shrink.py", "--out", "{out}"),
         band=Band(0.0, "a count of cases that end within a 60-s wall budget each: a loaded machine runs them out",
                   load_bound=True)),
     Row("4b", "python benchmarks/bench_main_job.py --examples 100", "results/main_job_2core.json",
