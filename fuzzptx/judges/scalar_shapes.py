@@ -41,36 +41,32 @@ def bfi_length_beyond_31(program: Program) -> bool:
     return False
 
 
-def abs_into_saturating_cvt(program: Program) -> bool:
-    """An ``abs.s32``/``abs.s64`` whose result a saturating narrowing ``cvt.sat.s*`` reads (-O3 of
-    12.9.86 to 13.5.37 clamps it as an unsigned value: abs(INT_MIN) saturates to the positive bound)."""
+def _abs_read_by(program: Program, opcodes: tuple[str, ...], reads: Callable[[Instr], bool]) -> bool:
+    """Whether an instruction ``reads`` accepts reads a register that an ``abs`` of ``opcodes`` wrote
+    (by register name, within one function)."""
     for fn in program.module.functions():
         absolute: set[str] = set()
         for s in fn.instructions():
             if not isinstance(s, Instr) or not s.operands:
                 continue
-            if s.base == "abs" and s.opcode in ("abs.s32", "abs.s64") and isinstance(s.operands[0], Reg):
+            if s.opcode in opcodes and isinstance(s.operands[0], Reg):
                 absolute.add(s.operands[0].name)
-            elif s.base == "cvt" and "sat" in s.modifiers and any(
-                    isinstance(o, Reg) and o.name in absolute for o in s.operands[1:]):
+            elif reads(s) and any(isinstance(o, Reg) and o.name in absolute for o in s.operands[1:]):
                 return True
     return False
+
+
+def abs_into_saturating_cvt(program: Program) -> bool:
+    """An ``abs.s32``/``abs.s64`` whose result a saturating narrowing ``cvt.sat.s*`` reads (-O3 of
+    12.9.86 to 13.5.37 clamps it as an unsigned value: abs(INT_MIN) saturates to the positive bound)."""
+    return _abs_read_by(program, ("abs.s32", "abs.s64"), lambda s: s.base == "cvt" and "sat" in s.modifiers)
 
 
 def abs_assumed_nonnegative(program: Program) -> bool:
     """An ``abs.s32`` result read by a signed ``rem`` or a signed compare (13.0.88 -O3 takes it
     for non-negative: the remainder loses its sign, ``abs(x) < 0`` folds to false)."""
-    for fn in program.module.functions():
-        absolute: set[str] = set()
-        for s in fn.instructions():
-            if not isinstance(s, Instr) or not s.operands:
-                continue
-            if s.opcode == "abs.s32" and isinstance(s.operands[0], Reg):
-                absolute.add(s.operands[0].name)
-            elif (s.opcode.startswith("rem.s") or (s.base == "setp" and any(m.startswith("s") for m in s.modifiers[1:]))) \
-                    and any(isinstance(o, Reg) and o.name in absolute for o in s.operands[1:]):
-                return True
-    return False
+    return _abs_read_by(program, ("abs.s32",), lambda s: s.opcode.startswith("rem.s") or (
+        s.base == "setp" and any(m.startswith("s") for m in s.modifiers[1:])))
 
 
 def lop3_repeated_operand(program: Program) -> bool:

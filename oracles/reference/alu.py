@@ -391,15 +391,20 @@ def _decided_compare(cmp, t, a, sa, b, sb, ftz, n):
     other = fdecode(t, b if setside == 0 else a)
     ok = (k == SET) & (sh.flags[:, 0] == 0) & np.isfinite(lo) & np.isfinite(hi) & ~np.isnan(other)
     with np.errstate(invalid="ignore"):
-        if cmp in ("eq", "ne"):
-            decided = ok & ((other < lo) | (other > hi))
-        else:
-            op = _CMP_INT[cmp]
-            r_lo = op(lo, other) if setside == 0 else op(other, lo)
-            r_hi = op(hi, other) if setside == 0 else op(other, hi)
-            decided = ok & (r_lo == r_hi)
+        decided = ok & _range_decides(cmp, lo, hi, other, setside)
     und = bad & ~decided
     return Shadow.undef(n, 1, und) if und.any() else None
+
+
+def _range_decides(cmp, lo, hi, other, setside):
+    """Where a compare of a value in ``[lo, hi]`` (operand ``setside``) with ``other`` has one
+    answer for the whole range: eq/ne where ``other`` is outside it, the orders where both ends agree."""
+    if cmp in ("eq", "ne"):
+        return (other < lo) | (other > hi)
+    op = _CMP_INT[cmp]
+    r_lo = op(lo, other) if setside == 0 else op(other, lo)
+    r_hi = op(hi, other) if setside == 0 else op(other, hi)
+    return r_lo == r_hi
 
 
 def _decided_bits_compare(cmp, t, a, sa, b, sb, bad, n):
@@ -420,13 +425,7 @@ def _decided_bits_compare(cmp, t, a, sa, b, sb, bad, n):
         else:
             other = (b if setside == 0 else a) & mask(32)
         e0, e1 = np.minimum(ends[0], ends[1]), np.maximum(ends[0], ends[1])
-        if cmp in ("eq", "ne"):
-            decided = ok & ((other < e0) | (other > e1))
-        else:
-            op = _CMP_INT[cmp]
-            r0 = op(e0, other) if setside == 0 else op(other, e0)
-            r1 = op(e1, other) if setside == 0 else op(other, e1)
-            decided = ok & (r0 == r1)
+        decided = ok & _range_decides(cmp, e0, e1, other, setside)
     und = bad & ~decided
     return Shadow.undef(n, 1, und) if und.any() else None
 
