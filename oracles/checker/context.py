@@ -101,7 +101,7 @@ def build_ctx(module: Module, fn: Function, tensormaps: Iterable[TensorMap] = ()
     return FnCtx(module, fn, g, uni, wg, rel_f, items, hot, {t.name: t for t in tensormaps})
 
 
-_HOT_BASES = frozenset({"wgmma", "ret", "exit", "call", "bra", "brx", "fence", "stmatrix"})
+_HOT_BASES = frozenset({"wgmma", "ret", "exit", "trap", "call", "bra", "brx", "fence", "stmatrix"})
 
 
 def _hot(ins: Instr, relevant: frozenset) -> bool:

@@ -150,6 +150,7 @@ class SerialisedWaits(ReportRule):
                                    if x is None or x <= first or not past_calls(x)}
         if ser_code == "C7510":
             at_ind = {_line(i) for b in ctx.g.blocks for i in b.instrs if i.base == "call" and _opaque(_callee(i))}
+            at_ind |= set(out.wait_opaque)  # (placed at a loop's exit branch before the call: trap_loop_*)
             at_ind |= set(out.wait_pre_ind) & set(out.wait_clear)
             waits = {**{x: True for x in out.wait if x in at_ind}, **out.wait_at_use, **early}
         elif ser_code == "C7509":

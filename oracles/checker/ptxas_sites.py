@@ -43,10 +43,16 @@ def _writes_zero(ctx: FnCtx, site: Site, ins: Instr, depth: int = 0) -> bool:
 
 def _loop_exit_line(ctx: FnCtx, pos: dict, site: Site, wgmmas) -> int | None:
     """A read just after a loop whose wgmmas are still in flight: ptxas waits on the loop's exit
-    branch and reports that line (measured)."""
-    if any(w.block == site.block and w.pos < site.pos for w in wgmmas):
+    branch and reports that line (measured).  Blocks that only fall into the next one (a label
+    nothing jumps to) are one block to ptxas (measured: trap_loop_then_indirect_call_after_label)."""
+    head, chain = site.block, [site.block]
+    while len(ctx.g.preds[head]) == 1 and tuple(ctx.g.succs[ctx.g.preds[head][0]]) == (head,) \
+            and ctx.g.preds[head][0] not in chain:
+        head = ctx.g.preds[head][0]
+        chain.append(head)
+    if any(w.block == site.block and w.pos < site.pos or (w.block in chain and w.block != site.block) for w in wgmmas):
         return None  # a wgmma after the loop is read too: the wait goes before the read
-    for p in ctx.g.preds[site.block]:
+    for p in ctx.g.preds[head]:
         if p not in pos:
             continue
         for h in ctx.g.succs[p]:
