@@ -25,7 +25,7 @@ from fuzzptx.ptx.ir import Imm, Instr, Module, Reg, Sym
 from .context import FnCtx, Site, defined_names
 from .flow import idoms
 from .ptxas_errors import SYSTEM_FUNCTIONS, _callee
-from .ptxas_sites import (_after_loop_line, _dead, _divergent_branch_line, _hoisted_line, _in_loop, _line,
+from .ptxas_sites import (_after_loop_line, _dead, _divergent_branch_line, _folded_run_line, _hoisted_line, _in_loop, _line,
                           _live_sites, _loop_exit_line, _next_pipe_is_wgmma, _order, _order_pos, _reaching,
                           _same_wgmma, _scale_d_zero, _store_pair_line, _wgmma_next_to, _writes_zero,
                           dead_for_feeds, dead_plain, exit_jumps, value_uses)
@@ -412,6 +412,11 @@ class Call(StepRule):
                 w.out.ser.append((_order(site), "C7509" if direct else "C7510"))
         elif isinstance(callee, Sym) and callee.name in w.funcs:
             unc = any(d < 0 for _, d in st.fl)
+            if st.div_pipe and st.armed and not st.fl:
+                # a fenced stage with no wgmma in flight ends at the call: what ran under divergent
+                # control before no longer serialises a later read's wait (strategies #157-162,
+                # shrunk: div_pipe_fence_then_direct_call_then_read; without the fence, C7518)
+                st = st._replace(div_pipe=False)
             st = st._replace(flag=st.flag or unc, armed=st.armed and unc)
         return (st, at, False)
 
@@ -555,6 +560,8 @@ class FeedRead(StepRule):
             # (a read only a dead output needs: measured, feed_of_dead_accumulator_*)
             return (st, at, False)
         where = _store_pair_line(ctx, site, at.ins)
+        if feed <= st.konst | st.unset:  # a constant: ptxas folds a run of updates into the last
+            where = _folded_run_line(ctx, site, at.ins) or where
         # after an indirect call ptxas reports it only inside a loop, and not when the call
         # came between the commit and the read (measured: feed_read_*)
         shown = _order_pos(w.pos, site) < w.first_indirect or (_in_loop(ctx, w.pos, site.block) and not st.call_at)

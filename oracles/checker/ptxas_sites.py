@@ -385,6 +385,32 @@ def _store_pair_line(ctx: FnCtx, site: Site, ins: Instr) -> int | None:
     return _line(ins)
 
 
+_FOLDED_RUN = frozenset({"xor", "add"})
+
+
+def _in_place_by_constant(ins: Instr) -> bool:
+    ops = ins.operands
+    return (ins.guard is None and ins.base in _FOLDED_RUN and len(ops) == 3 and ops[0] == ops[1]
+            and isinstance(ops[2], Imm))
+
+
+def _folded_run_line(ctx: FnCtx, site: Site, ins: Instr) -> int | None:
+    """An update in place by a constant (``xor r, r, C``, ``add r, r, C``) followed by more of the
+    same on the same register: ptxas folds the run into one instruction at the last one's line,
+    where a wait for a read of a constant (or never-written) register goes (measured:
+    feed_read_of_*_folded_*; an ``xor`` then an ``add`` do not fold; of a loaded value, the
+    wait stays at the first: feed_read_of_loaded_double_xor)."""
+    if not _in_place_by_constant(ins):
+        return None
+    blk, k, last = ctx.g.blocks[site.block], site.pos, ins
+    while k + 1 < len(blk.instrs):
+        nxt = blk.instrs[k + 1]
+        if not (_in_place_by_constant(nxt) and nxt.base == ins.base and nxt.operands[0] == ins.operands[0]):
+            break
+        last, k = nxt, k + 1
+    return _line(last)
+
+
 def _reaching(ctx: FnCtx, entry, step) -> dict:
     """Fixed point of a set-valued forward analysis; returns {site: state before it}."""
     before: dict[Site, frozenset] = {}
