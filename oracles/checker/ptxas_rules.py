@@ -336,7 +336,8 @@ class WaitGroup(StepRule):
 class Exit(StepRule):
     """C7517 at a ``ret``/``exit`` reached with committed groups not waited for -- or at the
     branch that split paths with and without open groups, or at a call since (``Walk.exit_at``).
-    A ``trap`` is an exit like them (measured: trap_*)."""
+    A ``trap`` is an exit like them (measured: trap_*) -- save one after a call to
+    ``__assertfail``, which does not return (measured: trap_after_assertfail)."""
 
     only = frozenset({"ret", "exit", "trap"})
     probes = ("no_wait*", "loop_no_*", "split_*", "call_split_*", "exit_wait_*", "falls_off_the*",
@@ -345,6 +346,8 @@ class Exit(StepRule):
     def apply(self, w: Walk, at: At, st: PS) -> Step:
         if at.ins.base not in ("ret", "exit", "trap"):
             return (st, at, False)
+        if at.ins.base == "trap" and _after_system_call(w.ctx, at.site):
+            return (st, at, True)  # (unreachable after ``__assertfail``: strategies #87-92, #1593)
         return (w.exit_at(at.line, st), at, True)
 
 
@@ -625,6 +628,8 @@ class AccumulatorRead(StepRule):
                 skipped = any(s in st.waited for s in read) and not any(s in st.lagged for s in read)
                 if skipped or not w.serialised_by_divergence(site, st):
                     w.out.ser.append((_order(site), "C7514"))
+                if skipped and _order_pos(pos, site) > w.first_indirect:
+                    w.out.skipped_read = True
                 return (st, at, True)
             # ... unless the read sits under a divergent branch: ptxas waits at the branch instead
             w.wait_for_read(branch, site, st)
@@ -921,6 +926,12 @@ def _opaque(callee) -> bool:
     (measured: tests/test_cutlass_corpus.py::test_a_system_call_serialises_like_an_indirect_one;
     CUTLASS kernels built without NDEBUG call ``__assertfail``)."""
     return isinstance(callee, Reg) or (isinstance(callee, Sym) and callee.name in SYSTEM_FUNCTIONS)
+
+
+def _after_system_call(ctx: FnCtx, site: Site) -> bool:
+    """A call to ``__assertfail`` (which does not return) comes before ``site`` in its block."""
+    return any(i.base == "call" and isinstance(_callee(i), Sym) and _callee(i).name == "__assertfail"
+               for i in ctx.g.blocks[site.block].instrs[:site.pos])
 
 
 def tied_acc(ins: Instr) -> frozenset:

@@ -27,6 +27,8 @@ class Out:
     div_wait: list = field(default_factory=list)  # [(order, "C7518")] from a read after a divergent
     # pipeline instruction (PS.div_pipe): reported only when nothing in ``divergent`` is
     a_in_flight: bool = False  # a plain instruction wrote an A register of a wgmma in flight (C7513 "may")
+    skipped_read: bool = False  # a read of a wgmma whose wait_group a path skipped (C7514): beside C7510,
+    # ptxas still waits for everything at the exits
 
     def merge(self, other: "Out") -> None:
         """Add what a later piece of the pass recorded, as if it had written here directly: first
@@ -45,6 +47,7 @@ class Out:
         self.divergent += other.divergent
         self.div_wait += other.div_wait
         self.a_in_flight = self.a_in_flight or other.a_in_flight
+        self.skipped_read = self.skipped_read or other.skipped_read
 
 
 class PS(NamedTuple):
