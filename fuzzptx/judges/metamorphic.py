@@ -593,12 +593,20 @@ class HardwareJudge:
     name: str = "hardware"
     deterministic: bool = False
     _built: dict = field(default_factory=dict)
+    # (id of a module, build) -> (that module, its build): a program on another input set
+    # (``reseeded``) shares its module, and its text differs only in the header's seeds, which
+    # ptxas never reads; without this each input set compiled every side again
+    _by_module: dict = field(default_factory=dict)
 
     def prepare(self, sides: Sequence[tuple[Program, "Build | int"]]) -> None:
         keys = [(p.to_ptx(), _as_build(b)) for p, b in sides]
         self._built.update(compile_builds([k for k in keys if k not in self._built], parallel=True))
 
     def _compiled(self, program: Program, build: Build):
+        mkey = (id(program.module), build)
+        hit = self._by_module.get(mkey)
+        if hit is not None and hit[0] is program.module:
+            return hit[1]
         key = (program.to_ptx(), build)
         if key not in self._built:
             if build.release is None:
@@ -606,6 +614,7 @@ class HardwareJudge:
                                                want_cubin=True, extra_args=build.options)
             else:
                 self._built.update(compile_builds([key]))
+        self._by_module[mkey] = (program.module, self._built[key])
         return self._built[key]
 
     def run(self, program: Program, build: "Build | int" = BASE, scrub: int | None = None) -> Outcome:
