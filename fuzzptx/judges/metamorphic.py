@@ -78,8 +78,25 @@ class Side:
         return self.build.opt_level
 
     def key(self) -> tuple:
-        """What identifies one run of this side: the text, the build and the input data."""
-        return (self.program.to_ptx(), self.build, _data_key(self.program))
+        """What identifies one run of this side: the code (its module object: the sides of one
+        program on other input sets share it, and emitting the text for a key cost more than the
+        run), the launch, the build and the input data."""
+        return (_Identity(self.program.module), self.program.launch, self.build, _data_key(self.program))
+
+
+class _Identity:
+    """A key part equal only to itself's object (``is``), holding it so its id is never reused."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Identity) and other.obj is self.obj
 
 
 @dataclass(frozen=True)
