@@ -53,3 +53,39 @@ def test_another_program_compiles_again(monkeypatch):
     for seed in (7, 8):
         judge.run(Program.from_ptx(kernel(seed, mix="v3")), Build(3))
     assert len(calls) == 2
+
+
+def _judged(programs, together: bool):
+    """The metamorphic judge's verdicts on ``programs`` as a campaign block gives them (prepare in
+    the pool, then on the GPU; the reference stands in for the GPU), its sides compiled for the
+    whole block at once (``prepare_block``) or program by program (``PreparedPairs.compile``)."""
+    from fuzzptx.judges.builtin import MetamorphicJudge
+    from fuzzptx.judges.compile_pairs import SCALAR_PAIRS
+    from fuzzptx.oracles.ptxas import compile_batch
+
+    judge = MetamorphicJudge()
+    judge.pairs, judge.inputs = SCALAR_PAIRS + ("maxrreg",), 2
+    texts = [p.to_ptx() for p in programs]
+    compiled = compile_batch(texts, want_cubin=True)
+    prepared = [judge.prepare(p, t, r, gpu=True) for p, t, r in zip(programs, texts, compiled)]
+    if together:
+        judge.prepare_block(prepared)
+    else:
+        prepared = [p.compile(p.staged) for p in prepared]
+    assert all(p.staged is None or not together for p in prepared)
+    return [judge.on_gpu(p, prep, metamorphic.ReferenceWorker()) for p, prep in zip(programs, prepared)]
+
+
+def test_a_block_compiles_its_sides_together(monkeypatch):
+    programs = [Program.from_ptx(kernel(s, mix="v3")) for s in (11, 12, 13)]
+    calls = []
+    real = metamorphic.compile_builds
+    monkeypatch.setattr(metamorphic, "compile_builds", lambda keys, **k: calls.append(len(keys)) or real(keys, **k))
+    together = _judged(programs, True)
+    assert len([c for c in calls if c]) <= 2  # the sides, then the maxrreg sides: one call each for the block
+    calls.clear()
+    alone = _judged(programs, False)
+    assert len([c for c in calls if c]) >= len(programs)
+    assert [(c.relations, c.pairs, [f.signature for _, f in c.findings]) for c in together] == \
+        [(c.relations, c.pairs, [f.signature for _, f in c.findings]) for c in alone]
+    assert all("O0" in " ".join(c.pairs) for c in together)

@@ -855,6 +855,7 @@ class PreparedPairs:
     integer_only: bool = False
     maxrreg: bool = False  # add the maxrreg pair once the base build's registers are known
     note: str | None = None
+    staged: dict | None = None  # builds at hand, kept for ``compile_together`` over a whole block
 
     def judge(self, judge: Judge, cache: dict | None = None, inputs: int = 1) -> Checked:
         """Every pair through ``judge``: on the GPU, the determinism check first, then each pair on
@@ -882,15 +883,7 @@ class PreparedPairs:
     def compile(self, known: dict | None = None) -> "PreparedPairs":
         """Compile every side in one ptxas batch per build (``known``: results at hand, keyed
         (text, Build) or (text, opt level)), then the maxrreg pair from the base build's registers."""
-        from dataclasses import replace as _replace
-
-        def portable(res):  # a plain dict of kernel names, so the result pickles to a GPU worker
-            return _replace(res, kernel_names=dict(res.kernel_names))
-
-        self.built.update({(t, _as_build(b)): portable(r) for (t, b), r in (known or {}).items()})
-        self._compile_missing(lambda keys: compile_builds(keys))
-        self.built = {k: portable(r) for k, r in self.built.items()}
-        return self
+        return compile_together([(self, known)])[0]
 
     def compile_with(self, judge: "HardwareJudge") -> "PreparedPairs":
         """``compile`` through a GPU judge's own cache of builds (``replay``, the reducer)."""
@@ -898,28 +891,61 @@ class PreparedPairs:
             judge.prepare([(self.program if self.program is not None and t == self.program.to_ptx() else _text_program(t, self), b)
                            for t, b in keys])
             return {k: judge._built[k] for k in keys}
-        self._compile_missing(build)
+        self.built.update(build(self._missing()))
+        key = self._maxrreg_key()
+        if key is not None:
+            self.built.update(build([key]))
         judge._built.update(self.built)
         return self
 
-    def _compile_missing(self, build_many: Callable[[list], dict]) -> None:
+    def _missing(self) -> list[tuple[str, Build]]:
+        """The (text, build) keys of its sides (and of the base build, for the maxrreg pair) not built yet."""
         keys = [(side.program.to_ptx(), side.build) for v in self.variants for side in (v.left, v.right)]
         if self.maxrreg and self.program is not None:
             keys.append((self.program.to_ptx(), BASE))
-        self.built.update(build_many([k for k in dict.fromkeys(keys) if k not in self.built]))
-        if self.maxrreg and self.program is not None:
-            self.maxrreg = False
-            base = self.built.get((self.program.to_ptx(), BASE))
-            regs = None
-            if base is not None and base.accepted and base.cubin is not None:
-                name = dict(base.kernel_names).get(self.program.launch.kernel, self.program.launch.kernel)
-                regs = elf.registers(base.cubin).get(name)
-            b = maxrreg_build(regs) if regs else None
-            if b is not None:
-                self.variants.append(Variant("options", Side(BASE_NAME, self.program, BASE), Side(MAXRREG, self.program, b)))
-                key = (self.program.to_ptx(), b)
-                if key not in self.built:
-                    self.built.update(build_many([key]))
+        return [k for k in dict.fromkeys(keys) if k not in self.built]
+
+    def _maxrreg_key(self) -> tuple[str, Build] | None:
+        """Once the base build is at hand: the maxrreg pair added from its registers, and its
+        side's key where it still needs building."""
+        if not (self.maxrreg and self.program is not None):
+            return None
+        self.maxrreg = False
+        base = self.built.get((self.program.to_ptx(), BASE))
+        regs = None
+        if base is not None and base.accepted and base.cubin is not None:
+            name = dict(base.kernel_names).get(self.program.launch.kernel, self.program.launch.kernel)
+            regs = elf.registers(base.cubin).get(name)
+        b = maxrreg_build(regs) if regs else None
+        if b is None:
+            return None
+        self.variants.append(Variant("options", Side(BASE_NAME, self.program, BASE), Side(MAXRREG, self.program, b)))
+        key = (self.program.to_ptx(), b)
+        return None if key in self.built else key
+
+
+def compile_together(items: Sequence[tuple[PreparedPairs, dict | None]]) -> list[PreparedPairs]:
+    """``PreparedPairs.compile`` for several programs at once (a campaign block's): one batched
+    ptxas run per build for all of them, not one process per build and program (for a small
+    program, starting ptxas cost more than compiling its side)."""
+    from dataclasses import replace as _replace
+
+    def portable(res):  # a plain dict of kernel names, so the result pickles to a GPU worker
+        return _replace(res, kernel_names=dict(res.kernel_names))
+
+    for prep, known in items:
+        prep.built.update({(t, _as_build(b)): portable(r) for (t, b), r in (known or {}).items()})
+    wanted = [prep._missing() for prep, _ in items]
+    results = compile_builds(list(dict.fromkeys(k for keys in wanted for k in keys)))
+    for (prep, _), keys in zip(items, wanted):
+        prep.built.update({k: results[k] for k in keys})
+    second = [prep._maxrreg_key() for prep, _ in items]
+    results = compile_builds(list(dict.fromkeys(k for k in second if k is not None)))
+    for (prep, _), key in zip(items, second):
+        if key is not None:
+            prep.built[key] = results[key]
+        prep.built = {k: portable(r) for k, r in prep.built.items()}
+    return [prep for prep, _ in items]
 
 
 def _text_program(text: str, pairs: PreparedPairs) -> Program:
