@@ -89,3 +89,34 @@ def test_a_block_compiles_its_sides_together(monkeypatch):
     assert [(c.relations, c.pairs, [f.signature for _, f in c.findings]) for c in together] == \
         [(c.relations, c.pairs, [f.signature for _, f in c.findings]) for c in alone]
     assert all("O0" in " ".join(c.pairs) for c in together)
+
+
+def test_a_campaigns_integer_kernel_takes_one_input_set_and_no_determinism_runs():
+    """In a campaign (a pair share below 1) a random integer kernel's pairs run once on its own
+    data (``compile_pairs.SCALAR_INPUTS``), without the two determinism runs: 4 launches, not 12."""
+    from fuzzptx.judges.builtin import MetamorphicJudge
+    from fuzzptx.judges.compile_pairs import CAMPAIGN_DEFAULT, CAMPAIGN_INPUTS
+    from fuzzptx.oracles.ptxas import compile_batch
+
+    class Counting(metamorphic.ReferenceWorker):
+        runs = 0
+
+        def run(self, *a, **k):
+            Counting.runs += 1
+            return super().run(*a, **k)
+
+    program = Program.from_ptx(kernel(21, mix="v3"))
+    text = program.to_ptx()
+    (compiled,) = compile_batch([text], want_cubin=True)
+    for share, launches in ((0.125, 3), (1.0, None)):
+        judge = MetamorphicJudge()
+        judge.pairs, judge.share, judge.inputs = CAMPAIGN_DEFAULT, share, CAMPAIGN_INPUTS
+        prepared = judge.prepare(program, text, compiled, gpu=True)
+        judge.prepare_block([prepared])
+        Counting.runs = 0
+        checked = judge.on_gpu(program, prepared, Counting())
+        sides = 1 + len(checked.pairs)  # the -O3 build and one per pair
+        if launches is not None:
+            assert checked.inputs == 1 and Counting.runs == sides == launches
+        else:  # replay's every pair: the determinism runs, every input set
+            assert Counting.runs == 2 + sides * CAMPAIGN_INPUTS

@@ -856,6 +856,7 @@ class PreparedPairs:
     maxrreg: bool = False  # add the maxrreg pair once the base build's registers are known
     note: str | None = None
     staged: dict | None = None  # builds at hand, kept for ``compile_together`` over a whole block
+    determinism: bool = True  # run the determinism check first (not for a race-free-by-construction kernel)
 
     def judge(self, judge: Judge, cache: dict | None = None, inputs: int = 1) -> Checked:
         """Every pair through ``judge``: on the GPU, the determinism check first, then each pair on
@@ -863,7 +864,7 @@ class PreparedPairs:
         out = Checked(relations=[v.relation for v in self.variants], pairs=[v.pair for v in self.variants],
                       inputs=inputs, note=self.note)
         cache = {} if cache is None else cache
-        if self.program is not None and self.variants:
+        if self.program is not None and self.variants and self.determinism:
             nd = determinism(self.program, judge, defined=self.defined, family=self.family)
             if nd is not None:
                 out.findings.append((Variant("determinism", Side(BASE_NAME, self.program), Side(BASE_NAME, self.program)), nd))
