@@ -402,6 +402,8 @@ class Call(StepRule):
                 # in a trap; reported only where something needs it: campaign seed 7 #80)
                 if _opaque(callee):
                     w.hoisted.setdefault(st.pblock, where)
+            if where == line and _opaque(callee):
+                where = _assert_branch_line(ctx, w, site) or where
             st = st._replace(call_at=where, split=frozenset())
             if _opaque(callee):
                 w.out.wait_opaque[where] = True
@@ -926,6 +928,27 @@ def _opaque(callee) -> bool:
     (measured: tests/test_cutlass_corpus.py::test_a_system_call_serialises_like_an_indirect_one;
     CUTLASS kernels built without NDEBUG call ``__assertfail``)."""
     return isinstance(callee, Reg) or (isinstance(callee, Sym) and callee.name in SYSTEM_FUNCTIONS)
+
+
+def _assert_branch_line(ctx: FnCtx, w: Walk, site: Site) -> int | None:
+    """An opaque call in a block that ends the path (a ``trap``) and that only a guarded branch
+    falls into: ptxas waits before that branch, on both its paths, and reports the branch's line
+    (measured: strategies #1749, an ``__assertfail`` in a loop committing groups, read after the
+    loop).  The branch's block is marked (``Walk.hoisted``): the path that skips the call waits there too."""
+    g = ctx.g
+    if g.succs[site.block]:
+        return None
+    b = site.block  # (blocks that only fall into the next one are one block: a label nothing jumps to)
+    while len(g.preds[b]) == 1 and tuple(g.succs[g.preds[b][0]]) == (b,):
+        b = g.preds[b][0]
+    if len(g.preds[b]) != 1:
+        return None
+    p = g.preds[b][0]
+    last = g.blocks[p].instrs[-1] if g.blocks[p].instrs else None
+    if last is None or last.base != "bra" or last.guard is None or len(g.succs[p]) != 2:
+        return None
+    w.hoisted.setdefault(p, _line(last))
+    return _line(last)
 
 
 def _after_system_call(ctx: FnCtx, site: Site) -> bool:
