@@ -36,8 +36,7 @@ class FnCtx:
     @property
     def uni(self) -> Uniformity:
         """The spec's uniformity levels, computed when a rule first asks: most functions' rules
-        never do (a wgmma sweep with no guard or branch to judge), and the analysis was a fifth
-        of the checker's time."""
+        never do (of the 110 functions of 96 programs of ``fuzzptx run --seed 0``, 35 asked)."""
         if self._uni is None:
             self._uni = analyse_uniformity(self.fn, self.g, preamble=self.module.preamble, module=self.module)
         return self._uni
