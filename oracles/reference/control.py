@@ -230,9 +230,14 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
     f.live = entry_mask.copy()
     # an entry: [block, mask, reconvergence block{, first instruction (a group resuming mid-block)}]
     stack: list[list] = [[0, entry_mask.copy(), None]]
-    while stack or (m.resume and m.depth == 0) or (not stack and cluster.exits_complete(m)):
+    while stack or (m.resume and m.depth == 0) or (not stack and cluster.exits_complete(m)) or \
+            (m.mbar_waits and m.depth == 0):
+        if m.mbar_waits and m.depth == 0:
+            mbarrier.wake(m, stalled=not stack and not m.resume)
         if m.resume and m.depth == 0:
             _resume(m, f, stack)
+        if not stack:
+            continue
         e = stack[-1]
         pc, msk, rpc = e[0], e[1], e[2]
         msk &= m.alive
@@ -269,7 +274,7 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
                         exec_instr(m, f, one, m.all if full else msk)
                 continue
             exec_instr(m, f, ins, m.all if full else msk)
-            if ins.base in ("call", "exit", "ret", "bar", "barrier"):
+            if ins.base in ("call", "exit", "ret", "bar", "barrier", "mbarrier"):
                 if m.parking is not None:  # these threads wait at a named barrier: resume after it
                     bid, who = m.parking
                     m.parking = None

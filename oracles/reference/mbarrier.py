@@ -30,7 +30,7 @@ from fuzzptx.ptx.ir import Addr, Imm, Reg, Sym
 
 import fuzzptx.oracles.reference.cluster as cluster
 from .errors import BadAddress, StepLimit, Undefined, Unsupported
-from .mem_ops import _address
+from .mem_ops import _address, release
 from .values import U64, Shadow
 
 
@@ -219,6 +219,13 @@ def _wait(m, f, ins, act, parity: bool) -> None:
     others = m.alive & ~act  # threads that could still arrive: neither here nor suspended at a named barrier
     if m.parked is not None:
         others &= ~m.parked
+    if stuck and m.depth == 0 and (others.any() or m.mbar_waits):
+        # the phase needs what other threads still do (a producer warp's copies, a consumer's release):
+        # these threads' wait returns false and they are suspended after it until the phase completes
+        # (``wake``), so that the others run: in lockstep the spin around the wait would never yield
+        _suspend(m, act, stuck[0], _get(m, ins, stuck[0]).phases)
+        m.write(f, ops[0], done, None, act, ins)
+        return
     if stuck and not others.any():
         b = _table(m)[stuck[0]]
         where = f"line {ins.loc.line if ins.loc else '?'}"
@@ -234,6 +241,36 @@ def _wait(m, f, ins, act, parity: bool) -> None:
                                 f"{b.phases} still needs {b.pending} arrival(s) and {b.tx} transaction byte(s) "
                                 "that nothing left can supply")
     m.write(f, ops[0], done, None, act, ins)
+
+
+def _suspend(m, act: np.ndarray, addr: int, phases: int) -> None:
+    """Suspend the threads ``act`` after their failed wait on the mbarrier at ``addr`` (in phase
+    ``phases``): ``control.run_function`` takes them off its masks (``m.parking``, as at a named
+    barrier) and ``wake`` resumes them once that barrier completes a phase."""
+    key = (MBARRIER_WAIT, addr)
+    m.mbar_waits[key] = phases
+    parked = m.parked if m.parked is not None else np.zeros(m.n, bool)
+    m.parked = parked | act
+    m.parking = (key, act.copy())
+
+
+def wake(m, stalled: bool) -> None:
+    """Resume the threads suspended at a wait whose mbarrier has completed a phase since; ``stalled``
+    (nothing else can run): with none such, every thread waits on a phase nothing left can complete."""
+    table = _table(m)
+    done = [k for k, ph in m.mbar_waits.items() if k[1] not in table or table[k[1]].phases != ph]
+    if not done and stalled:
+        (_, a), ph = next(iter(m.mbar_waits.items()))
+        b = table[a]
+        raise StepLimit(f"hang: every live thread waits on an mbarrier (the one at shared {a:#x}: phase {ph} still "
+                        f"needs {b.pending} arrival(s) and {b.tx} transaction byte(s)) or at a barrier that "
+                        "nothing left can complete")
+    for k in done:
+        del m.mbar_waits[k]
+        release(m, k)
+
+
+MBARRIER_WAIT = "mbarrier"  # the key of threads suspended at an mbarrier wait: (MBARRIER_WAIT, address)
 
 
 def h_cp(m, f, ins, act):

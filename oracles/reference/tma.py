@@ -171,6 +171,14 @@ def _tensor_operand(m, f, ins, op, idx) -> tuple[list[TensorMap], np.ndarray]:
     return maps, coords
 
 
+def _note_start(m, tm: TensorMap, start: int) -> None:
+    """fuzzptx.launch's probe: the shared address each copy through a map used (a pipeline's stages
+    lie one box apart)."""
+    log = getattr(m, "tma_smem_log", None)
+    if log is not None:
+        log.append((tm.name, tm.at, start))
+
+
 def _dimension(ins) -> int:
     for mod in ins.modifiers:
         if len(mod) == 2 and mod[1] == "d" and mod[0] in "12345":
@@ -249,6 +257,7 @@ def _tensor_load(m, f, ins, act):
         tm = maps[j]
         _check_map(ins, tm)
         start = int(daddr[j]) & 0xFFFFFFFF
+        _note_start(m, tm, start)
         _check_shared(ins, tm, start)
         _check_start(ins, tm, coords[j])
         if not here[j]:  # a ctaMask naming no CTA: nothing lands, nothing completes
@@ -405,6 +414,7 @@ def _tensor_store(m, f, ins, act):
         if reduce is not None and tm.type[0] not in "us":
             raise Unsupported.at(ins, f"a {reduce} reduction into a {tm.type} tensor is not modelled (integer maps only)")
         start = int(saddr[j]) & 0xFFFFFFFF
+        _note_start(m, tm, start)
         _check_shared(ins, tm, start)
         _check_start(ins, tm, coords[j])
         if (coords[j] < 0).any():
