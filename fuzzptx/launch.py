@@ -608,17 +608,18 @@ def struct_tx_words(fn: Function) -> dict[tuple[str, int], set[tuple[str, int]]]
     return out
 
 
-def struct_map_barriers(fn: Function) -> dict[tuple[str, int], set[tuple[str, int]]]:
-    """(struct parameter, map offset) -> the barriers (as written) its tensor loads complete on."""
+def struct_map_barriers(fn: Function) -> list[tuple[tuple[str, int], tuple[str, int]]]:
+    """(struct parameter, map offset), barrier (as written) of each tensor load through a map inside a
+    struct: one stage's copies (CUTLASS's epilogue brings C in two boxes per stage) on one barrier."""
     where = _param_of(fn)
-    out: dict[tuple[str, int], set[tuple[str, int]]] = {}
+    out = []
     for ins in fn.instructions():
         ops = ins.operands
         if ins.opcode.startswith("cp.async.bulk.tensor") and len(ops) >= 3 and isinstance(ops[1], TensorAddr) \
                 and isinstance(ops[1].base, Reg) and ops[1].base.name in where:
             bar = _barrier_key(ops[2])
             if bar is not None:
-                out.setdefault(where[ops[1].base.name], set()).add(bar)
+                out.append((where[ops[1].base.name], bar))
     return out
 
 
@@ -627,17 +628,40 @@ def struct_pointers(fn: Function) -> dict[tuple[str, int], bool]:
     (``ld.param.u64 %rd, [params+OFF]``, perhaps ``cvta.to.global``, then ``[%rd]``) -> whether it
     compares the field with 0 first (an optional pointer: CUTLASS's ``alpha_ptr``, read only where
     it is not null)."""
+    return _struct_fields(fn)[0]
+
+
+def struct_bounds(fn: Function) -> dict[tuple[str, int], int]:
+    """(by-value struct parameter, byte offset) of 8-byte fields the kernel tests -> the value a
+    launch gives them: 0 for one compared with 0 (an optional pointer or stride: the kernel takes
+    its plain path; CUTLASS's ``beta_ptr`` and its batch stride, which its producer and consumer
+    warps otherwise read apart), 1 for one a running index is compared with by order (a persistent
+    kernel's tile count, CUTLASS's ``blocks_per_problem``: one tile per CTA, as the grid is one CTA)."""
+    return _struct_fields(fn)[1]
+
+
+def _struct_fields(fn: Function) -> tuple[dict[tuple[str, int], bool], dict[tuple[str, int], int]]:
     where = _param_of(fn)
     field: dict[str, tuple[str, int]] = {}
     out: dict[tuple[str, int], bool] = {}
     checked: set[tuple[str, int]] = set()
+    ordered: set[tuple[str, int]] = set()
+    data: set[tuple[str, int]] = set()  # fields some instruction reads as a number (a count, a divisor)
     for ins in fn.instructions():
         ops = ins.operands
         for o in ops[1:] if ins.base != "st" else ops:
             if isinstance(o, Addr) and isinstance(o.base, Reg) and o.base.name in field:
                 out.setdefault(field[o.base.name], False)
-        if ins.base == "setp" and any(isinstance(o, Imm) and o.value == 0 for o in ops):
+        zero_test = ins.base == "setp" and any(isinstance(o, Imm) and o.value == 0 for o in ops)
+        if zero_test:
             checked |= {field[o.name] for o in ops if isinstance(o, Reg) and o.name in field}
+        elif ins.base == "setp" and any(c in ins.modifiers for c in ("lt", "le", "gt", "ge", "lo", "ls", "hi", "hs")) \
+                and ins.opcode.endswith("64") and all(isinstance(o, Reg) for o in ops[1:3]):
+            ordered |= {field[o.name] for o in ops[1:3] if isinstance(o, Reg) and o.name in field}
+        elif not (ins.base in ("cvta", "mov", "add", "cvt") and len(ops) >= 2):
+            data |= {field[o.name] for o in ops[1:] if isinstance(o, Reg) and o.name in field}
+            if ins.base == "st":
+                data |= {field[o.name] for o in ops if isinstance(o, Reg) and o.name in field}
         if not ops:
             continue
         if ins.base == "ld" and ".param" in ins.opcode and ins.opcode.endswith(("u64", "b64", "s64")) \
@@ -651,11 +675,19 @@ def struct_pointers(fn: Function) -> dict[tuple[str, int], bool]:
             continue
         if not isinstance(ops[0], Reg):
             continue
-        if ins.base in ("cvta", "mov") and len(ops) == 2 and isinstance(ops[1], Reg) and ops[1].name in field:
+        if ins.base in ("cvta", "mov", "cvt") and len(ops) == 2 and isinstance(ops[1], Reg) and ops[1].name in field:
+            field[ops[0].name] = field[ops[1].name]
+        elif ins.base == "add" and ins.opcode.endswith(("64",)) and len(ops) == 3 and isinstance(ops[1], Reg) \
+                and ops[1].name in field:  # the pointer plus an index
             field[ops[0].name] = field[ops[1].name]
         else:
             field.pop(ops[0].name, None)
-    return {k: k in checked for k in out}
+    # a field only ever compared with 0 is a pointer this code path does not follow (CUTLASS's
+    # ``beta_ptr`` beside ``beta``, ``ptr_C``): optional too
+    out.update({k: True for k in checked - data - set(out)})
+    values = {k: 0 for k in checked}
+    values.update({k: 1 for k in ordered - checked - set(out)})
+    return {k: k in checked for k in out}, values
 
 
 def struct_pointer_fields(program: Program, fn: Function) -> Program:
@@ -663,10 +695,13 @@ def struct_pointer_fields(program: Program, fn: Function) -> Program:
     addresses: an optional one (compared with 0 before use) null, so the kernel takes its default
     (CUTLASS's ``alpha`` beside ``alpha_ptr``); any other a buffer of its own (``Buffer.param``), whose
     address the struct's bytes hold, sized later like any pointer buffer."""
-    fields = struct_pointers(fn)
-    if not fields:
+    fields, values = _struct_fields(fn)
+    if not fields and not values:
         return program
     scalars = dict(program.scalars)
+    for (name, off), v in values.items():
+        if name in scalars:
+            scalars[name] = _set_bytes(scalars[name], off, 8, v)
     have = {(b.param, b.at) for b in program.buffers if b.param}
     names = {p.name for p in fn.params} | {b.name for b in program.buffers}
     extra = []
@@ -745,8 +780,9 @@ def struct_maps(program: Program, fn: Function, value: int) -> Program:
         buffers = tuple(replace(b, type=_MAP_BUFFER.get(ttype, ttype), count=backing[b.name]) if b.name in backing
                         else b for b in program.buffers)
         scalars = dict(program.scalars)
-        for (name, off), bars in tx_words.items():  # each stage's expected bytes: what its maps' boxes bring
-            nbytes = sum(math.prod(boxes[k]) * eb for k, kb in map_bars.items() if k in boxes and kb & bars)
+        for (name, off), bars in tx_words.items():  # each stage's expected bytes: what its copies' boxes bring
+            nbytes = max((sum(math.prod(boxes[k]) * eb for k, kb in map_bars if k in boxes and kb == b) for b in bars),
+                         default=0)
             if nbytes and name in scalars:
                 scalars[name] = _set_bytes(scalars[name], off, 4, nbytes)
         return replace(program, buffers=buffers, tensormaps=tuple(tmaps), scalars=tuple(scalars.items()))

@@ -274,7 +274,7 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
                         exec_instr(m, f, one, m.all if full else msk)
                 continue
             exec_instr(m, f, ins, m.all if full else msk)
-            if ins.base in ("call", "exit", "ret", "bar", "barrier", "mbarrier"):
+            if ins.base in ("call", "exit", "ret", "bar", "barrier", "mbarrier", "elect"):
                 if m.parking is not None:  # these threads wait at a named barrier: resume after it
                     bid, who = m.parking
                     m.parking = None

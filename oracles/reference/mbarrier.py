@@ -258,9 +258,13 @@ def wake(m, stalled: bool) -> None:
     """Resume the threads suspended at a wait whose mbarrier has completed a phase since; ``stalled``
     (nothing else can run): with none such, every thread waits on a phase nothing left can complete."""
     table = _table(m)
-    done = [k for k, ph in m.mbar_waits.items() if k[1] not in table or table[k[1]].phases != ph]
+    bars = {k: ph for k, ph in m.mbar_waits.items() if k[0] == MBARRIER_WAIT}
+    done = [k for k, ph in bars.items() if k[1] not in table or table[k[1]].phases != ph]
     if not done and stalled:
-        (_, a), ph = next(iter(m.mbar_waits.items()))
+        if not bars:
+            raise Undefined("elect.sync: lanes its membermask names never execute it (they ended or wait "
+                            "elsewhere): undefined")
+        (_, a), ph = next(iter(bars.items()))
         b = table[a]
         raise StepLimit(f"hang: every live thread waits on an mbarrier (the one at shared {a:#x}: phase {ph} still "
                         f"needs {b.pending} arrival(s) and {b.tx} transaction byte(s)) or at a barrier that "
@@ -319,25 +323,68 @@ def _land_words(m, ins, b: Barrier, src: int, dst: int, nbytes: int) -> None:
 
 
 def h_elect(m, f, ins, act):
-    """elect.sync d|p, membermask: one leader per warp (the lowest active lane of the mask)."""
+    """elect.sync d|p, membermask: one leader per warp (the lowest lane of the mask).  ``.sync``: a
+    thread waits until every live thread the mask names has executed this elect (PTX ISA, elect.sync),
+    so lanes that arrive apart (a warp whose elected lane ran a producer loop the others skipped,
+    CUTLASS's TMA warp) are suspended until the last comes (``m.parking``) and all get one answer; a
+    lane that never comes leaves the wait undefined (``wake``)."""
     dest = ins.operands[0]
     if not isinstance(dest, Reg):
         raise Unsupported.at(ins, "elect.sync needs a destination")
     names = dest.name.split("|")
     mask_bits, _ = m.read(f, ins.operands[1], "u32", ins)
     lane = (np.arange(m.n) % 32).astype(np.uint64)
-    in_mask = ((mask_bits >> lane) & U64(1)).astype(bool) & act
+    named = ((mask_bits >> lane) & U64(1)).astype(bool)
     leader = np.zeros(m.n, bool)
     lane_of = np.full(m.n, 0, np.uint64)
+    waits = np.zeros(m.n, bool)
+    done: list = []
     for w in range(0, m.n, 32):
-        lanes = np.flatnonzero(in_mask[w:w + 32])
+        here = act[w:w + 32]
+        if not here.any():
+            continue
+        first = w + int(np.flatnonzero(here)[0])
+        want = ((int(mask_bits[first]) >> np.arange(32)) & 1).astype(bool) & m.alive[w:w + 32]
+        key = (ELECT_WAIT, w, id(ins))
+        earlier = m.mbar_waits.get(key)
+        came = here | (earlier[0] if earlier is not None else False)
+        if m.depth == 0 and (want & ~came).any():
+            # lanes of the mask still to come: wait for them here
+            m.mbar_waits[key] = (came, (earlier[1] if earlier is not None else []) + [(f, here)])
+            waits[w:w + 32] = here
+            continue
+        lanes = np.flatnonzero(want & came) if (want & came).any() else np.flatnonzero(here & named[w:w + 32])
         if lanes.size:
             leader[w + lanes[0]] = True
             lane_of[w:w + 32] = lanes[0]
+        if earlier is not None:
+            del m.mbar_waits[key]
+            done.append((key, earlier[1]))
+    for key, groups in done:  # the lanes that waited get the answer, then resume after the elect
+        for g, here in groups:
+            who = np.zeros(m.n, bool)
+            w = key[1]
+            who[w:w + 32] = here
+            _elect_result(m, g, ins, names, lane_of, leader, who)
+        release(m, key)
+    run = act & ~waits
+    _elect_result(m, f, ins, names, lane_of, leader, run)
+    if waits.any():
+        parked = m.parked if m.parked is not None else np.zeros(m.n, bool)
+        m.parked = parked | waits
+        m.parking = (next(k for k in m.mbar_waits if k[0] == ELECT_WAIT and waits[k[1]:k[1] + 32].any()), waits)
+
+
+def _elect_result(m, f, ins, names: list[str], lane_of: np.ndarray, leader: np.ndarray, who: np.ndarray) -> None:
+    if not who.any():
+        return
     if names[0] != "_":
-        m.write(f, Reg(names[0]), lane_of, None, act, ins)
+        m.write(f, Reg(names[0]), lane_of, None, who, ins)
     if len(names) > 1:
-        m.write(f, Reg(names[1]), leader.astype(np.uint64), None, act, ins)
+        m.write(f, Reg(names[1]), leader.astype(np.uint64), None, who, ins)
+
+
+ELECT_WAIT = "elect"  # the key of lanes waiting at an elect.sync for the rest of its mask: (ELECT_WAIT, warp, instruction)
 
 
 def h_setmaxnreg(m, f, ins, act):
