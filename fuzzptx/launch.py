@@ -39,6 +39,7 @@ from fuzzptx.oracles.reference.errors import ReferenceError_, Undefined
 from fuzzptx.oracles.reference.interp import Machine
 from fuzzptx.oracles.reference.memory import Memory
 from fuzzptx.oracles.reference.result import RefResult
+from fuzzptx.oracles.reference.tensormap import DEVICE_TO_DRIVER_TYPE
 from fuzzptx.program import (INFERRED, MAGIC, TMAP_BYTES, TMAP_SWIZZLES, TMAP_TYPES, Buffer, Program, ReproError,
                              TensorMap, element_bytes)
 from fuzzptx.ptx.ir import Addr, Function, Imm, Module, Reg, Sym, TensorAddr, Vec
@@ -477,9 +478,9 @@ def _with_value(program: Program, fn: Function, value: int, free: set[str]) -> P
     return replace(program, scalars=tuple(out))
 
 
-# Triton's ``elem_type`` is its device-side code; the driver's (``TMAP_TYPES`` order) differs for three
-# (triton/backends/nvidia/driver.py, TMA_DTYPE_DEVICE_TO_HOST)
-_TRITON_TO_DRIVER = {8: 10, 9: 8, 10: 9}
+# Triton's ``elem_type`` is its device-side code (tensormap.replace's); the driver's (``TMAP_TYPES`` order)
+# differs for three (triton/backends/nvidia/driver.py, TMA_DTYPE_DEVICE_TO_HOST)
+_TRITON_TO_DRIVER = DEVICE_TO_DRIVER_TYPE
 _MAP_BUFFER = {"f32.ftz": "f32", "tf32": "f32", "tf32.ftz": "f32"}  # a map type's buffer type, where they differ
 
 

@@ -16,6 +16,7 @@ import fuzzptx.oracles.reference.intx as intx
 import fuzzptx.oracles.reference.dispatch as dispatch
 import fuzzptx.oracles.reference.mbarrier as mbarrier
 import fuzzptx.oracles.reference.mem_ops as mem_ops
+import fuzzptx.oracles.reference.tensormap as tensormap
 import fuzzptx.oracles.reference.tma as tma
 import fuzzptx.oracles.reference.warp_ops as warp_ops
 from .errors import StepLimit, Undefined, Unsupported
@@ -38,7 +39,7 @@ HANDLERS = {
     "mbarrier": mbarrier.h_mbarrier, "cp": tma.h_cp, "prefetch": tma.h_prefetch, "elect": mbarrier.h_elect,
     "setmaxnreg": mbarrier.h_setmaxnreg, "mapa": cluster.h_mapa, "griddepcontrol": mem_ops.h_griddepcontrol,
     "bfe": bits.h_bfe, "bfi": bits.h_bfi, "bfind": bits.h_bfind, "bmsk": bits.h_bmsk, "szext": bits.h_szext,
-    "fns": bits.h_fns, "shf": bits.h_shf,
+    "fns": bits.h_fns, "shf": bits.h_shf, "tensormap": tensormap.h_tensormap,
     "shfl": warp_ops.h_shfl, "vote": warp_ops.h_vote, "match": warp_ops.h_match, "redux": warp_ops.h_redux,
     "activemask": warp_ops.h_activemask,
     "addc": intx.h_carry, "subc": intx.h_carry, "madc": intx.h_carry, "mul24": intx.h_mul24, "mad24": intx.h_mul24,
@@ -48,7 +49,7 @@ HANDLERS = {
     "applypriority": hints.h_nothing, "discard": hints.h_discard, "isspacep": hints.h_isspacep,
     **dict.fromkeys(intx._SIMD, intx.h_video_simd), **dict.fromkeys(intx._SCALAR, intx.h_video_scalar),
 }
-NO_DEST = frozenset(("st", "red", "prefetchu", "nanosleep", "pmevent", "applypriority", "discard", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch",
+NO_DEST = frozenset(("st", "red", "tensormap", "prefetchu", "nanosleep", "pmevent", "applypriority", "discard", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch",
                      "griddepcontrol"))
 
 

@@ -46,6 +46,7 @@ from fuzzptx.ptx.ir import Imm, Sym, TensorAddr
 import fuzzptx.oracles.reference.cluster as cluster
 import fuzzptx.oracles.reference.cp_async as cp_async
 import fuzzptx.oracles.reference.mbarrier as mbarrier
+import fuzzptx.oracles.reference.tensormap as tensormap
 from .errors import BadAddress, Undefined, Unsupported
 from .mem_ops import _address
 from .values import U64, Shadow, sign_extend
@@ -150,6 +151,8 @@ def _tensor_operand(m, f, ins, op, idx) -> tuple[list[TensorMap], np.ndarray]:
     maps = []
     for a in addrs.tolist():
         tm = table.get(int(a))
+        if tm is None:  # a map the kernel built and copied to global memory (tensormap.replace)
+            tm = tensormap.device_map(m, ins, int(a))
         if tm is None:
             raise Unsupported.at(ins, f"the tensor map at {int(a):#x} is no TENSORMAP parameter of the header "
                                       "(the reference reads tensor maps from the header's description only)")
