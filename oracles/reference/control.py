@@ -151,6 +151,43 @@ def exec_instr(m: Machine, f: Frame, ins, mask_: np.ndarray) -> None:
                 f.shadows[d.name] = sh
 
 
+# instructions that write registers and nothing else (no memory, no other thread, no barrier)
+REGISTER_ONLY = frozenset(("mov", "add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "neg", "abs",
+                           "and", "or", "xor", "not", "cnot", "shl", "shr", "setp", "selp", "cvt", "lop3", "prmt",
+                           "bfe", "bfi", "copysign", "ex2", "lg2", "rcp", "sqrt", "rsqrt", "sin", "cos", "tanh",
+                           "testp", "popc", "clz", "brev"))
+
+
+def _register_only_skip(info, pc: int):
+    """The instructions a conditional branch at the end of block ``pc`` skips, when that is one block
+    of register-only instructions falling straight into the branch's target (libdevice's
+    ``if (x >= inf) r = fma(x, inf, inf)`` in ``log2f``), else None."""
+    blk = info.blocks[pc]
+    nxt = pc + 1
+    if not blk.succs or nxt >= len(info.blocks) or blk.succs[0] == nxt or info.ipdom[pc] != blk.succs[0]:
+        return None
+    body = info.blocks[nxt]
+    if list(body.succs) != [blk.succs[0]] or not body.instrs:
+        return None
+    instrs = body.instrs
+    if any(i.base not in REGISTER_ONLY or any(d.name in info.wg_regs for d in _dests(i)) for i in instrs):
+        return None
+    return instrs
+
+
+def _run_either_way(m: Machine, f: Frame, instrs, unc: np.ndarray) -> None:
+    """Threads ``unc`` branch on an undefined predicate over the register-only ``instrs``: run them for
+    those threads, then leave every register they write undefined there (the old value or the new
+    one, as the branch went), and let the threads go on at the target."""
+    for ins in instrs:
+        exec_instr(m, f, ins, unc)
+    for ins in instrs:
+        for d in _dests(ins):
+            sh = undef_where(f.shadows.get(d.name), unc, m.n, f.widths.get(d.name, 64))
+            if sh is not None:
+                f.shadows[d.name] = sh
+
+
 class MovRun:
     """Consecutive unguarded ``mov reg, imm`` of one block (half the instructions of a fuzz
     program: accumulator and fragment set-up), run as one step when every thread is active."""
@@ -293,6 +330,12 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
             continue
         base = last.base
         act, unc = _guard(m, f, last, msk)
+        if unc is not None and base == "bra":
+            skipped = _register_only_skip(info, pc)
+            if skipped is not None:  # either path ends at the target: only registers differ
+                _run_either_way(m, f, skipped, unc)
+                act = act | unc
+                unc = None
         if unc is not None:
             raise Undefined(f"line {last.loc.line if last.loc else '?'}: {base} on an undefined predicate")
         if base == "bra":
