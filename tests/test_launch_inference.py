@@ -388,6 +388,8 @@ def test_a_buffer_whose_address_sits_inside_a_struct():
     assert again.buffers == p.buffers
     args = {a.name: a for a in program_args(p)}
     assert args["data"].hidden and not args["o"].hidden and args["s"].pointers == ((16, "data"),)
+    from fuzzptx.reduce.driver import cleanup
+    assert [b.name for b in cleanup(p).buffers] == ["data", "o"]  # kept with its struct by the shrinker
     with pytest.raises(ReproError, match="at=12"):
         Program.from_ptx(text.replace("at=16", "at=12"), "bad.ptx")
     with pytest.raises(ReproError, match="in=PARAM and at=OFFSET go together"):

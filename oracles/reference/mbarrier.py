@@ -12,7 +12,9 @@ phase it completes on (a reader the phase does not order may see old or new byte
 before the wait, or a missing expect_tx that completes the phase early, sees undefined data); so a wait that fails while every live thread is waiting can never succeed: the reference reports
 it as a hang (``StepLimit``, what a run past the step budget reports), naming the barrier's
 pending arrivals and bytes.  A wait that fails while other threads are elsewhere returns false,
-as on hardware.  A failing parity wait once the barrier has completed a phase is different: run
+as on hardware, and its threads are suspended after it (``m.parking``, as at a named barrier)
+until that barrier completes a phase (``wake``), so the others run: in lockstep a warp-specialised
+kernel's spin around the wait never yielded to the warp that would complete the phase.  A failing parity wait once the barrier has completed a phase is different: run
 before that completion (nothing in this model orders it after), it returns at once and its reads
 race the copy, so the run's outcome is undefined rather than a certain hang.
 
