@@ -49,7 +49,9 @@ _CAUSE_FIELDS = ("judges", "rule", "pattern", "instruction_class")
 _FIELDS = {"id", "title", "kind", "cause", "when", "first_seen", "last_seen", "status", "repro", "bundle",
            "written_up", "avoid", "rediscover"}
 _REQUIRED = ("id", "title", "kind", "cause", "written_up")
-DEFAULT_LEDGER = Path(__file__).resolve().parents[2] / "reports" / "known_bugs.toml"
+#: the checkout's ledger, else the copy an installed package carries (setup.py puts it there)
+_CHECKOUT_LEDGER = Path(__file__).resolve().parents[2] / "reports" / "known_bugs.toml"
+DEFAULT_LEDGER = _CHECKOUT_LEDGER if _CHECKOUT_LEDGER.is_file() else Path(__file__).resolve().with_name("known_bugs.toml")
 
 
 @dataclass(frozen=True)
@@ -187,8 +189,8 @@ def load_known(path: str | Path) -> tuple[KnownBug, ...]:
 
 
 def ledger(path: str | None) -> tuple[KnownBug, ...]:
-    """The ledger a run or campaign matches its root causes to: ``path``, else the checkout's
-    ``reports/known_bugs.toml`` where there is one; ``none``: no ledger."""
+    """The ledger a run or campaign matches its root causes to: ``path``, else ``DEFAULT_LEDGER``
+    (the checkout's ``reports/known_bugs.toml``, or the installed package's copy); ``none``: no ledger."""
     if path is not None:
         return () if path == "none" else load_known(path)
     return load_known(DEFAULT_LEDGER) if DEFAULT_LEDGER.is_file() else ()
