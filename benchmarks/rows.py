@@ -110,6 +110,8 @@ def _vocabulary(r: dict) -> str:
                      for x in r["rows"])
 
 
+CAMPAIGN_DEFAULTS = ("python3 benchmarks/campaign_throughput.py --examples 6000 --seed 29 --gpus all --bare-after "
+                     "--only defaults --out $OUT/campaign_throughput_h200_cli_defaults.json")
 AGREEMENT = "PYTHONPATH=$PWD:tests python3 -m support.agreement --strategies 2000 --seeds 1-10 --per-seed 100"
 AGREEMENT_RERUN = ("python", "-m", "support.agreement", "--strategies", "2000", "--seeds", "1-10", "--per-seed", "100",
                    "--report", "{out}.md", "--json", "{out}")
@@ -125,16 +127,11 @@ ROWS: tuple[Row, ...] = (
         band=Band(0.10, "CPU over CPU: issue 42's two quiet reruns of the command gave 1.82x and 1.85x, the record "
                         "under load 13.7 1.85x; ptxas alone once measured 14% slower on a loaded machine (1.60x, "
                         "2026-11-26), so a rerun under load can fall below the band")),
-    Row("2a", "python3 benchmarks/campaign_throughput.py --examples 20000 --seed 29 --gpus all --bare-after "
-        "--only hardware-judges --out $OUT/campaign_throughput_h100_reference_beside_ptxas_20000.json",
-        "results/campaign_throughput_h100_reference_beside_ptxas_20000.json", _campaign_ratio("hardware-judges"),
-        device=H100, gaps=("versions.hypothesis", "versions.numpy"),
-        note="meta added from the commit that recorded it (e328f66) and the README; a rerun on the H100 fills the rest"),
-    Row("2b", "python3 benchmarks/campaign_throughput.py --examples 6000 --seed 29 --gpus all --bare-after --budget 370 "
-        "--only defaults,hardware-judges --out $OUT/campaign_throughput_h100_defaults_sass_grouped.json",
-        "results/campaign_throughput_h100_defaults_sass_grouped.json", _campaign_ratio("defaults"),
-        device=H100, gaps=("versions.hypothesis", "versions.numpy"),
-        note="meta added from the commit that recorded it (d2bee0d) and the README; a rerun on the H100 fills the rest"),
+    Row("2a", CAMPAIGN_DEFAULTS, "results/campaign_throughput_h200_cli_defaults.json", _campaign_ratio("defaults"),
+        device=H200, note="the campaign fuzzptx campaign runs with its default settings (commands.campaign_config)"),
+    Row("2b", CAMPAIGN_DEFAULTS, "results/campaign_throughput_h200_cli_defaults.json",
+        lambda r: f"{r['campaigns']['defaults']['steady_ratio_to_bare_ptxas']:.2f}", device=H200,
+        note="the same run's rate after its first wave of blocks (no pool start-up, no tail)"),
     Row("3a", "python benchmarks/bench_sass.py --examples 512 --seed 3 --skip-releases", "results/sass_cost.json",
         lambda r: _times(r["ratio_cpu"], 3),
         rerun=("python", "benchmarks/bench_sass.py", "--examples", "512", "--seed", "3", "--skip-releases",
