@@ -39,28 +39,32 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 from fuzzptx.engine.block import deferrable
 from fuzzptx.engine.generate import BlockTask, block_programs
 
-from fuzzptx.engine.campaign import GROUP_BLOCKS, Plan, run_campaign
-from fuzzptx.judges.builtin import DEFAULT_JUDGES
+from fuzzptx.commands import campaign_config
+from fuzzptx.engine.campaign import GROUP_BLOCKS, Plan, build_parser, run_campaign
+from fuzzptx.judges.selection import JudgeSet
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_split import CpuSplit  # noqa: E402
 from records import start  # noqa: E402
 
 
-def _gen_block(args: tuple[int, int, int]) -> list[str]:
-    block, seed, size = args
-    return [p.to_ptx() for _, p, _ in block_programs(BlockTask(block, seed, size, ("ptxas",)))]
+def _gen_block(task: BlockTask) -> list[str]:
+    return [p.to_ptx() for _, p, _ in block_programs(task)]
 
 
-def pregenerate(seed: int, size: int, blocks: int, workers: int, corpus: Path) -> tuple[list[list[str]], float]:
+def pregenerate(config: Plan, blocks: int, workers: int, corpus: Path) -> tuple[list[list[str]], float]:
+    """The programs the campaigns draw (the CLI's generation settings: avoided shapes, scalar
+    kernels, numerics), as texts: what bare ptxas compiles."""
     t0 = time.perf_counter()
+    tasks = [replace(config.task(b, frozenset(), False), judges=JudgeSet.of(("ptxas",))) for b in range(blocks)]
     with ProcessPoolExecutor(workers) as pool:
-        texts = list(pool.map(_gen_block, [(b, seed, size) for b in range(blocks)]))
+        texts = list(pool.map(_gen_block, tasks))
     secs = time.perf_counter() - t0
     corpus.mkdir(parents=True, exist_ok=True)
     for b, block in enumerate(texts):
@@ -197,23 +201,30 @@ def main(argv: list[str] | None = None) -> int:
     n = blocks * args.block_size
     work = Path(args.workdir or tempfile.mkdtemp(prefix="fuzzptx-bench-"))
     load = os.getloadavg()[0]
-    texts, gen_s = pregenerate(args.seed, args.block_size, blocks, workers, work / "corpus")
+    # the campaign a user runs with the default settings: ``fuzzptx campaign`` resolves it (judges and
+    # their pairs, avoided shapes, scalar kernels with a GPU judge); every run below draws alike
+    cli, _ = campaign_config(build_parser().parse_args(
+        ["--examples", str(n), "--seed", str(args.seed), "--block-size", str(args.block_size), "--gpus",
+         args.gpus if gpus else "none", "--workers", str(workers), "--out", str(work / "defaults"), "--quiet"]))
+    drawn = dict(numerics=cli.numerics, avoid=cli.avoid, scalar_share=cli.scalar_share)
+    texts, gen_s = pregenerate(cli, blocks, workers, work / "corpus")
     bare = bare_ptxas(texts, workers, want_cubin=bool(gpus))
     print(f"bare ptxas: {bare['programs_per_second']} programs/s on {workers} workers", file=sys.stderr)
     corpus = tuple(sorted(str(p) for p in (work / "corpus").glob("*.ptx")))
     runs = {
         "full": Plan(seed=args.seed, block_size=args.block_size, examples=n,
-                     judges=("reference", "checker", "ptxas") + hw),
+                     judges=("reference", "checker", "ptxas") + hw, **drawn),
         "full-cpu": Plan(seed=args.seed, block_size=args.block_size, examples=n,
-                         judges=("reference", "checker", "ptxas")),
+                         judges=("reference", "checker", "ptxas"), **drawn),
         # the judges of the issue's nightly pytest route: the checker is a static judge a
         # hardware night can leave to the CPU fuzz runs
         "hardware-judges": Plan(seed=args.seed, block_size=args.block_size, examples=n,
-                                judges=("reference", "ptxas") + hw),
-        # a campaign's default judges as they are now (DEFAULT_JUDGES["campaign"]: the SASS verifier included)
-        "defaults": Plan(seed=args.seed, block_size=args.block_size, examples=n,
-                         judges=tuple(j for j in DEFAULT_JUDGES["campaign"] if j != "hardware") + hw),
-        "ptxas-generated": Plan(seed=args.seed, block_size=args.block_size, examples=n, judges=("ptxas",) + hw),
+                                judges=("reference", "ptxas") + hw, **drawn),
+        # a campaign as ``fuzzptx campaign --examples N --seed S`` runs it: every default judge (the
+        # SASS verifier, the metamorphic judge with the campaign's pairs, share and input sets)
+        "defaults": cli,
+        "ptxas-generated": Plan(seed=args.seed, block_size=args.block_size, examples=n, judges=("ptxas",) + hw,
+                                **drawn),
         "ptxas-corpus": Plan(block_size=args.block_size, corpus=corpus, judges=("ptxas",) + hw),
     }
     from fuzzptx.oracles.ptxas import ptxas_version
@@ -225,6 +236,9 @@ def main(argv: list[str] | None = None) -> int:
         "gpus": gpus, "programs": n, "block_size": args.block_size, "seed": args.seed,
         # blocks a pool task prepares together where a judge has once-per-block work (the SASS judge)
         "group_blocks": GROUP_BLOCKS,
+        "drawn": {"numerics": cli.numerics, "avoid": sorted(cli.avoid), "scalar_share": cli.scalar_share},
+        "defaults_judges": [f"{j.name}" + (f"(pairs={','.join(j.pairs)}, share={j.share}, inputs={j.inputs})"
+                                           if j.name == "metamorphic" else "") for j in cli.judges.judges],
         "generation_seconds_on_pool": round(gen_s, 2), "bare_ptxas": bare, "campaigns": {},
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -100,11 +100,11 @@ def main_run(argv: list[str]) -> int:
     return 1 if summ["block_errors_total"] else 0
 
 
-def main_campaign(argv: list[str]) -> int:
-    try:
-        args = campaign_parser().parse_args(argv)
-    except OptionError as exc:
-        raise CampaignError(str(exc)) from None
+def campaign_config(args) -> tuple[RunConfig, dict]:
+    """The campaign ``fuzzptx campaign ARGS`` runs, resolved once from its parsed options (judges
+    and their pairs, shard, generator settings, the ledger's avoided shapes, the scalar share,
+    workers), and the known-bug ledger it reads: the CLI and the benchmarks that measure "a
+    campaign with the default settings" take it from here."""
     if args.time is None and args.examples is None and args.corpus is None:
         raise CampaignError("say how much to do: --time DURATION or --examples N (or --corpus DIR)")
     judges = judges_of(args, "campaign")
@@ -138,6 +138,17 @@ def main_campaign(argv: list[str]) -> int:
                        scalar_share=scalar_share,
                        out=Path(args.out), workers=workers, gpus=tuple(gpus), steer=args.steer,
                        kernels=kernel_files(args.kernels))
+    return config, known
+
+
+def main_campaign(argv: list[str]) -> int:
+    try:
+        args = campaign_parser().parse_args(argv)
+    except OptionError as exc:
+        raise CampaignError(str(exc)) from None
+    config, known = campaign_config(args)
+    gpus = list(config.gpus)
+    workers = config.workers
     stats = run_campaign(config.out, config, gpus=gpus, resume=args.resume, workers=workers,
                          gpu_timeout=args.gpu_timeout, gpu_workers=args.gpu_workers, progress=not args.quiet,
                          force_takeover=args.force_takeover, stale_after=args.stale_after)

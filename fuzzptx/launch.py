@@ -39,9 +39,10 @@ from fuzzptx.oracles.reference.errors import ReferenceError_, Undefined
 from fuzzptx.oracles.reference.interp import Machine
 from fuzzptx.oracles.reference.memory import Memory
 from fuzzptx.oracles.reference.result import RefResult
-from fuzzptx.program import (INFERRED, MAGIC, TMAP_BYTES, TMAP_SWIZZLES, TMAP_TYPES, Program, ReproError, TensorMap,
-                             element_bytes)
-from fuzzptx.ptx.ir import Function, Imm, Module, Reg, Sym, TensorAddr
+from fuzzptx.oracles.reference.tensormap import DEVICE_TO_DRIVER_TYPE
+from fuzzptx.program import (INFERRED, MAGIC, TMAP_BYTES, TMAP_SWIZZLES, TMAP_TYPES, Buffer, Program, ReproError,
+                             TensorMap, element_bytes)
+from fuzzptx.ptx.ir import Addr, Function, Imm, Module, Reg, Sym, TensorAddr, Vec
 
 COVERAGE_NOTE = "executes"  # the NOTE line that says what the inferred launch reached
 SEARCH_NOTE = "launch searched"  # the NOTE line of a header the search chose (a pasted one is not searched again)
@@ -477,9 +478,9 @@ def _with_value(program: Program, fn: Function, value: int, free: set[str]) -> P
     return replace(program, scalars=tuple(out))
 
 
-# Triton's ``elem_type`` is its device-side code; the driver's (``TMAP_TYPES`` order) differs for three
-# (triton/backends/nvidia/driver.py, TMA_DTYPE_DEVICE_TO_HOST)
-_TRITON_TO_DRIVER = {8: 10, 9: 8, 10: 9}
+# Triton's ``elem_type`` is its device-side code (tensormap.replace's); the driver's (``TMAP_TYPES`` order)
+# differs for three (triton/backends/nvidia/driver.py, TMA_DTYPE_DEVICE_TO_HOST)
+_TRITON_TO_DRIVER = DEVICE_TO_DRIVER_TYPE
 _MAP_BUFFER = {"f32.ftz": "f32", "tf32": "f32", "tf32.ftz": "f32"}  # a map type's buffer type, where they differ
 
 
@@ -572,6 +573,156 @@ def struct_map_sites(fn: Function) -> dict[tuple[str, int], int]:
     return out
 
 
+def _barrier_key(o) -> tuple[str, int] | None:
+    """An mbarrier operand as written (``[%r1011]``: the register and the offset), to match the
+    barrier an ``expect_tx`` arms with the barrier tensor copies complete on."""
+    if isinstance(o, Addr) and isinstance(o.base, (Reg, Sym)):
+        return (o.base.name, o.offset)
+    return None
+
+
+def struct_tx_words(fn: Function) -> dict[tuple[str, int], set[tuple[str, int]]]:
+    """(by-value struct parameter, byte offset) of each 32-bit word an ``expect_tx`` takes as its byte
+    count -> the barriers (as written) it arms.  CUTLASS keeps the bytes one pipeline stage's copies
+    bring in its ``Params`` (``tma_transaction_bytes``): a map of another box than the host's needs
+    that word to say the map's bytes, else the phase never completes (or completes early)."""
+    where = _param_of(fn)
+    word: dict[str, tuple[str, int]] = {}
+    out: dict[tuple[str, int], set[tuple[str, int]]] = {}
+    for ins in fn.instructions():
+        ops = ins.operands
+        if ins.base == "mbarrier" and "expect_tx" in ins.opcode and ops and isinstance(ops[-1], Reg):
+            key = word.get(ops[-1].name)
+            bar = next((_barrier_key(o) for o in ops if isinstance(o, Addr)), None)
+            if key is not None and bar is not None:
+                out.setdefault(key, set()).add(bar)
+        if not ops or not isinstance(ops[0], Reg):
+            continue
+        if ins.opcode in ("ld.param.u32", "ld.param.b32", "ld.param.s32") and len(ops) == 2 \
+                and isinstance(ops[1], Addr) and isinstance(ops[1].base, Reg) and ops[1].base.name in where:
+            p, off = where[ops[1].base.name]
+            word[ops[0].name] = (p, off + ops[1].offset)
+        elif ins.base == "mov" and len(ops) == 2 and isinstance(ops[1], Reg) and ops[1].name in word:
+            word[ops[0].name] = word[ops[1].name]
+        else:
+            word.pop(ops[0].name, None)
+    return out
+
+
+def struct_map_barriers(fn: Function) -> list[tuple[tuple[str, int], tuple[str, int]]]:
+    """(struct parameter, map offset), barrier (as written) of each tensor load through a map inside a
+    struct: one stage's copies (CUTLASS's epilogue brings C in two boxes per stage) on one barrier."""
+    where = _param_of(fn)
+    out = []
+    for ins in fn.instructions():
+        ops = ins.operands
+        if ins.opcode.startswith("cp.async.bulk.tensor") and len(ops) >= 3 and isinstance(ops[1], TensorAddr) \
+                and isinstance(ops[1].base, Reg) and ops[1].base.name in where:
+            bar = _barrier_key(ops[2])
+            if bar is not None:
+                out.append((where[ops[1].base.name], bar))
+    return out
+
+
+def struct_pointers(fn: Function) -> dict[tuple[str, int], bool]:
+    """(by-value struct parameter, byte offset) of each 8-byte field the kernel uses as an address
+    (``ld.param.u64 %rd, [params+OFF]``, perhaps ``cvta.to.global``, then ``[%rd]``) -> whether it
+    compares the field with 0 first (an optional pointer: CUTLASS's ``alpha_ptr``, read only where
+    it is not null)."""
+    return _struct_fields(fn)[0]
+
+
+def struct_bounds(fn: Function) -> dict[tuple[str, int], int]:
+    """(by-value struct parameter, byte offset) of 8-byte fields the kernel tests -> the value a
+    launch gives them: 0 for one compared with 0 (an optional pointer or stride: the kernel takes
+    its plain path; CUTLASS's ``beta_ptr`` and its batch stride, which its producer and consumer
+    warps otherwise read apart), 1 for one a running index is compared with by order (a persistent
+    kernel's tile count, CUTLASS's ``blocks_per_problem``: one tile per CTA, as the grid is one CTA)."""
+    return _struct_fields(fn)[1]
+
+
+def _struct_fields(fn: Function) -> tuple[dict[tuple[str, int], bool], dict[tuple[str, int], int]]:
+    where = _param_of(fn)
+    field: dict[str, tuple[str, int]] = {}
+    out: dict[tuple[str, int], bool] = {}
+    checked: set[tuple[str, int]] = set()
+    ordered: set[tuple[str, int]] = set()
+    data: set[tuple[str, int]] = set()  # fields some instruction reads as a number (a count, a divisor)
+    for ins in fn.instructions():
+        ops = ins.operands
+        for o in ops[1:] if ins.base != "st" else ops:
+            if isinstance(o, Addr) and isinstance(o.base, Reg) and o.base.name in field:
+                out.setdefault(field[o.base.name], False)
+        zero_test = ins.base == "setp" and any(isinstance(o, Imm) and o.value == 0 for o in ops)
+        if zero_test:
+            checked |= {field[o.name] for o in ops if isinstance(o, Reg) and o.name in field}
+        elif ins.base == "setp" and any(c in ins.modifiers for c in ("lt", "le", "gt", "ge", "lo", "ls", "hi", "hs")) \
+                and ins.opcode.endswith("64") and all(isinstance(o, Reg) for o in ops[1:3]):
+            ordered |= {field[o.name] for o in ops[1:3] if isinstance(o, Reg) and o.name in field}
+        elif not (ins.base in ("cvta", "mov", "add", "cvt") and len(ops) >= 2):
+            data |= {field[o.name] for o in ops[1:] if isinstance(o, Reg) and o.name in field}
+            if ins.base == "st":
+                data |= {field[o.name] for o in ops if isinstance(o, Reg) and o.name in field}
+        if not ops:
+            continue
+        if ins.base == "ld" and ".param" in ins.opcode and ins.opcode.endswith(("u64", "b64", "s64")) \
+                and len(ops) == 2 and isinstance(ops[1], Addr) and isinstance(ops[1].base, Reg) \
+                and ops[1].base.name in where:
+            p, off = where[ops[1].base.name]
+            dsts = ops[0].items if isinstance(ops[0], Vec) else (ops[0],)
+            for i, d in enumerate(dsts):
+                if isinstance(d, Reg):
+                    field[d.name] = (p, off + ops[1].offset + 8 * i)
+            continue
+        if not isinstance(ops[0], Reg):
+            continue
+        if ins.base in ("cvta", "mov", "cvt") and len(ops) == 2 and isinstance(ops[1], Reg) and ops[1].name in field:
+            field[ops[0].name] = field[ops[1].name]
+        elif ins.base == "add" and ins.opcode.endswith(("64",)) and len(ops) == 3 and isinstance(ops[1], Reg) \
+                and ops[1].name in field:  # the pointer plus an index
+            field[ops[0].name] = field[ops[1].name]
+        else:
+            field.pop(ops[0].name, None)
+    # a field only ever compared with 0 is a pointer this code path does not follow (CUTLASS's
+    # ``beta_ptr`` beside ``beta``, ``ptr_C``): optional too
+    out.update({k: True for k in checked - data - set(out)})
+    values = {k: 0 for k in checked}
+    values.update({k: 1 for k in ordered - checked - set(out)})
+    return {k: k in checked for k in out}, values
+
+
+def struct_pointer_fields(program: Program, fn: Function) -> Program:
+    """``program`` with the address fields of its by-value structs (``struct_pointers``) made
+    addresses: an optional one (compared with 0 before use) null, so the kernel takes its default
+    (CUTLASS's ``alpha`` beside ``alpha_ptr``); any other a buffer of its own (``Buffer.param``), whose
+    address the struct's bytes hold, sized later like any pointer buffer."""
+    fields, values = _struct_fields(fn)
+    if not fields and not values:
+        return program
+    scalars = dict(program.scalars)
+    for (name, off), v in values.items():
+        if name in scalars:
+            scalars[name] = _set_bytes(scalars[name], off, 8, v)
+    have = {(b.param, b.at) for b in program.buffers if b.param}
+    names = {p.name for p in fn.params} | {b.name for b in program.buffers}
+    extra = []
+    for (name, off), optional in sorted(fields.items()):
+        if name not in scalars or (name, off) in have:
+            continue
+        scalars[name] = _set_bytes(scalars[name], off, 8, 0)
+        if not optional:
+            new = f"ptr{off}" if f"ptr{off}" not in names else f"ptr{off}_{len(names)}"
+            names.add(new)
+            extra.append(Buffer(new, "u32", SEARCH_BUFFER_BYTES // 4, "random", 0, output=True, param=name, at=off))
+    return replace(program, scalars=tuple(scalars.items()), buffers=program.buffers + tuple(extra))
+
+
+def _set_bytes(value: int, at: int, nbytes: int, new: int) -> int:
+    """``value`` (a struct's bytes as one little-endian integer) with bytes ``at``.. set to ``new``."""
+    mask = ((1 << (8 * nbytes)) - 1) << (8 * at)
+    return (value & ~mask) | ((new << (8 * at)) & mask)
+
+
 _WGMMA_TO_MAP = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "e4m3": "u8", "e5m2": "u8", "s8": "u8", "u8": "u8"}
 
 
@@ -600,11 +751,22 @@ def struct_maps(program: Program, fn: Function, value: int) -> Program:
         return program
     have = {(t.name, t.at) for t in program.tensormaps}
     sites = {k: r for k, r in sites.items() if k not in have}
-    bufs = [b for b in program.buffers if b.name not in {t.buffer for t in program.tensormaps}]
-    if not sites or len(bufs) < len(sites):
+    if not sites:
         return program
     ttype = _operand_type(fn)
     eb = element_bytes(_MAP_BUFFER.get(ttype, ttype))
+    bufs = [b for b in program.buffers if b.name not in {t.buffer for t in program.tensormaps} and not b.param]
+    if len(bufs) < len(sites):
+        # more maps than pointer parameters (CUTLASS's Params holds A, B, C and D's maps and no kernel
+        # parameter names their memory): a buffer of their own for the rest, named after the map's offset
+        names = {p.name for p in fn.params} | {b.name for b in program.buffers}
+        extra = []
+        for _, at in list(sites)[len(bufs):]:
+            new = f"map{at}" if f"map{at}" not in names else f"map{at}_{len(names)}"
+            names.add(new)
+            extra.append(Buffer(new, _MAP_BUFFER.get(ttype, ttype), 1, "random", 0, output=True))
+        bufs += extra
+        program = replace(program, buffers=program.buffers + tuple(extra))
 
     def with_maps(boxes: dict, dims: dict) -> Program:
         tmaps, backing = list(program.tensormaps), {}
@@ -618,14 +780,25 @@ def struct_maps(program: Program, fn: Function, value: int) -> Program:
             backing[buf.name] = max(1, row // eb)
         buffers = tuple(replace(b, type=_MAP_BUFFER.get(ttype, ttype), count=backing[b.name]) if b.name in backing
                         else b for b in program.buffers)
-        return replace(program, buffers=buffers, tensormaps=tuple(tmaps))
+        scalars = dict(program.scalars)
+        for (name, off), bars in tx_words.items():  # each stage's expected bytes: what its copies' boxes bring
+            nbytes = max((sum(math.prod(boxes[k]) * eb for k, kb in map_bars if k in boxes and kb == b) for b in bars),
+                         default=0)
+            if nbytes and name in scalars:
+                scalars[name] = _set_bytes(scalars[name], off, 4, nbytes)
+        return replace(program, buffers=buffers, tensormaps=tuple(tmaps), scalars=tuple(scalars.items()))
 
+    tx_words, map_bars = struct_tx_words(fn), struct_map_barriers(fn)
     probe_box = {k: (16 // eb,) + (8,) * (r - 1) for k, r in sites.items()}
-    probe_dims = {k: (1 << 12,) * r for k, r in sites.items()}
+    # room for the coordinates one CTA's copies reach: a 2-D map wide (CuTe's tiles side by side), the
+    # outer dimensions of a higher rank (CUTLASS's batch) short, the probe's buffers some MiB at most
+    probe_dims = {k: (1 << 12,) * r if r <= 2 else (512, 512) + (8,) * (r - 2) for k, r in sites.items()}
     probe = with_maps(probe_box, probe_dims)
     log: list = []
+    starts: list = []
     m = Machine(probe, probe.numerics)
     m.tma_log = log
+    m.tma_smem_log = starts
     old = np.seterr(all="ignore")
     try:
         with single_thread():
@@ -646,7 +819,16 @@ def struct_maps(program: Program, fn: Function, value: int) -> Program:
             if d == 0:
                 b = max(16 // eb, b - b % (16 // eb))  # a box row is a multiple of 16 bytes
             box.append(b)
-            dim.append(max(value, b, (max(vals) + b) if vals else b))
+        # a pipeline's stages lie one box apart in shared memory: the least step between the shared
+        # addresses a map's copies wrote, in elements, is the box; its rows are the first dimension's
+        at = sorted({a for n, o, a in starts if (n, o) == key})
+        span = min((b - a for a, b in zip(at, at[1:]) if b > a), default=0) // eb
+        if rank > 1 and span and span % box[0] == 0:
+            box[1:] = [min(256, span // box[0])] + [1] * (rank - 2)
+        for d in range(rank):
+            vals = sorted({c[d] for c in coords})
+            least = value if d < 2 else 1  # a batch dimension (rank 3 and up) as far as the copies reach
+            dim.append(max(least, box[d], (max(vals) + box[d]) if vals else box[d]))
         boxes[key], dims[key] = tuple(box), tuple(dim)
     return with_maps(boxes, dims)
 
@@ -695,7 +877,7 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
         if tried >= runs or time.perf_counter() - t0 > seconds:
             stopped = f"budget of {runs} runs / {seconds:.0f} s spent after {tried} runs, {len(plan) + 1} candidate(s) left"
             break
-        cand = wide if value is None else _with_value(wide, fn, value, free)
+        cand = wide if value is None else struct_pointer_fields(_with_value(wide, fn, value, free), fn)
         cand = replace(_tensormaps(cand, maps, value or 64), launch=replace(cand.launch, block=block))
         cand = struct_maps(cand, fn, value or 64)
         t = trial(cand, value)

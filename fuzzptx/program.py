@@ -204,7 +204,10 @@ def element_bytes(type_: str) -> int:
 
 @dataclass(frozen=True)
 class Buffer:
-    """A global buffer passed through the kernel parameter of the same name.
+    """A global buffer passed through the kernel parameter of the same name; or, with ``param``, whose
+    address sits at byte ``at`` of that by-value struct parameter (CUTLASS's ``Params`` holds its
+    tensors' pointers: ``BUFFER: NAME ... in=PARAM at=OFFSET``); or, named by no parameter, the
+    memory a TENSORMAP describes (the maps inside CUTLASS's ``Params``: the driver holds their address).
 
     ``init`` says how its contents are made: a distribution drawn from ``seed``
     (``random``, ``small_int``, ``special``), a constant pattern (``zeros``,
@@ -217,6 +220,8 @@ class Buffer:
     init: str = "random"
     seed: int = 0
     output: bool = False
+    param: str = ""  # the by-value struct parameter whose bytes hold this buffer's address ("": its own parameter)
+    at: int = 0  # byte offset of the address inside ``param``
 
     @property
     def nbytes(self) -> int:
@@ -285,7 +290,9 @@ class Program:
         ]
         for b in self.buffers:
             seed = f" seed={b.seed}" if not b.init.startswith("hex:") and b.init in ("random", "small_int", "special") else ""
-            lines.append(f"BUFFER: {b.name} type={b.type} count={b.count} init={b.init}{seed}" + (" output" if b.output else ""))
+            inside = f" in={b.param} at={b.at}" if b.param else ""
+            lines.append(f"BUFFER: {b.name} type={b.type} count={b.count} init={b.init}{seed}{inside}"
+                         + (" output" if b.output else ""))
         # a by-value struct's bytes as one integer: hex past 64 bits (and past Python's 4300 decimal digits)
         lines += [f"PARAM: {k} value={v:#x}" if v >> 64 else f"PARAM: {k} value={v}" for k, v in self.scalars]
         lines += [f"TENSORMAP: {t.header_line()}" for t in self.tensormaps]
@@ -420,7 +427,13 @@ def _parse_header(module: Module, file: str, kernel: str | None = None) -> Progr
             count = _int(kv, "count", file, line)
             if count < 1:
                 raise ReproError(f"BUFFER {words[0]}: count must be positive", file=file, line=line)
-            buffers.append(Buffer(words[0], btype, count, init, _int(kv, "seed", file, line, 0), "output" in words[1:]))
+            inside = kv.get("in", "")
+            at = _int(kv, "at", file, line, 0)
+            if ("at" in kv) != bool(inside):
+                raise ReproError(f"BUFFER {words[0]}: in=PARAM and at=OFFSET go together (a buffer whose address "
+                                 "sits inside a by-value struct parameter)", file=file, line=line)
+            buffers.append(Buffer(words[0], btype, count, init, _int(kv, "seed", file, line, 0), "output" in words[1:],
+                                  inside, at))
         elif key == "PARAM":
             words, kv = _fields(rest, file, line)
             if not words:
@@ -452,13 +465,26 @@ def _parse_header(module: Module, file: str, kernel: str | None = None) -> Progr
     if launch.kernel not in kernels:
         raise ReproError(f"LAUNCH kernel={launch.kernel} is not a kernel in this file (have: {', '.join(kernels) or 'none'})", file=file, line=1)
     params = {p.name for p in kernels[launch.kernel].params}
+    by_name = {p.name: p for p in kernels[launch.kernel].params}
     for b in buffers:
-        if b.name not in params:
-            raise ReproError(f"BUFFER {b.name} names no parameter of kernel {launch.kernel}", file=file, line=1)
+        if b.param:
+            p = by_name.get(b.param)
+            size = _struct_bytes(p) if p is not None else 0
+            if b.name in params:
+                raise ReproError(f"BUFFER {b.name} in={b.param}: the name is a parameter of kernel {launch.kernel}; "
+                                 "a buffer inside a struct needs a name of its own", file=file, line=1)
+            if not size or b.param not in {n for n, _ in scalars}:
+                raise ReproError(f"BUFFER {b.name}: in={b.param} is no by-value struct parameter with a PARAM line",
+                                 file=file, line=1)
+            if b.at % 8 or b.at < 0 or b.at + 8 > size:
+                raise ReproError(f"BUFFER {b.name}: at={b.at}: a pointer sits 8-byte aligned, its 8 bytes inside "
+                                 f"the {size}-byte parameter {b.param}", file=file, line=1)
+        elif b.name not in params and b.name not in {t.buffer for t, _ in tmaps}:
+            raise ReproError(f"BUFFER {b.name} names no parameter of kernel {launch.kernel} (nor is it a "
+                             "TENSORMAP's buffer, or in=PARAM at=OFFSET inside a struct)", file=file, line=1)
     for name, _ in scalars:
         if name not in params:
             raise ReproError(f"PARAM {name} names no parameter of kernel {launch.kernel}", file=file, line=1)
-    by_name = {p.name: p for p in kernels[launch.kernel].params}
     bnames = {b.name: b for b in buffers}
     for t, tline in tmaps:
         p = by_name.get(t.name)
@@ -478,13 +504,21 @@ def _parse_header(module: Module, file: str, kernel: str | None = None) -> Progr
         if t.offset % 16:
             raise ReproError(f"TENSORMAP {t.name}: offset={t.offset} must be a multiple of 16 (the driver's "
                              "global address alignment)", file=file, line=tline)
-    missing = params - {b.name for b in buffers} - {n for n, _ in scalars} - {t.name for t, _ in tmaps}
+    missing = params - {b.name for b in buffers if not b.param} - {n for n, _ in scalars} - {t.name for t, _ in tmaps}
     if missing:
         raise ReproError(f"kernel {launch.kernel} parameter(s) {', '.join(sorted(missing))} have no BUFFER or PARAM line", file=file, line=1)
     # the printed inferred header pasted into the file: used as written, and still a guess
     inferred = any(n.startswith(INFERRED) for n in notes)
     return Program(module, launch, tuple(buffers), tuple(scalars), tuple(expect), signature, tuple(notes), numerics,
                    tuple(t for t, _ in tmaps), inferred=inferred)
+
+
+def _struct_bytes(p) -> int:
+    """The bytes of a one-dimensional array parameter (a by-value struct), 0 for any other."""
+    if not p.dims or len(p.dims) != 1 or not p.dims[0]:
+        return 0
+    bits = re.search(r"(\d+)$", p.type)
+    return p.dims[0] * max(1, int(bits.group(1)) // 8 if bits else 1)
 
 
 def _ints(kv: dict[str, str], key: str, file: str, line: int, what: str) -> tuple[int, ...]:

@@ -104,7 +104,8 @@ def program_args(program: Program) -> tuple[Arg, ...]:
                     raise HardwareUnavailable(f"parameter {p.name} is an array of no size ({p.type}[])")
                 size = var_bytes(p.type, p.dims)
                 args.append(Arg(p.name, raw=(scalars[p.name] & ((1 << (8 * size)) - 1)).to_bytes(size, "little"),
-                                embedded=tuple((t.at, tensormap_arg(t)) for t in inside.get(p.name, ()))))
+                                embedded=tuple((t.at, tensormap_arg(t)) for t in inside.get(p.name, ())),
+                                pointers=tuple((b.at, b.name) for b in program.buffers if b.param == p.name)))
                 continue
             ctype = _SCALAR_CTYPES.get(p.type)
             if ctype is None:
@@ -112,7 +113,11 @@ def program_args(program: Program) -> tuple[Arg, ...]:
             args.append(Arg(p.name, None, False, ctype, scalars[p.name]))
         else:
             raise HardwareUnavailable(f"kernel parameter {p.name} has no BUFFER or PARAM line")
-    return tuple(args)
+    params = {p.name for p in fn.params}
+    # buffers no parameter passes (behind a tensor map or a struct's pointer): allocated first of all
+    hidden = tuple(Arg(b.name, buffer_bytes(b).tobytes(), b.output, hidden=True) for b in program.buffers
+                   if b.name not in params)
+    return hidden + tuple(args)
 
 
 def _embedded(t: TensorMap, scalars: dict[str, int]) -> bool:

@@ -81,6 +81,11 @@ class Arg:
     raw: bytes | None = None  # a by-value struct (CUTLASS's Params, CuTe's shapes): its bytes, passed as they are
     # tensor maps inside that struct: (byte offset, map), each encoded in the worker over its buffer
     embedded: tuple[tuple[int, TensorMapArg], ...] = ()
+    # buffers whose device address goes inside that struct: (byte offset, buffer name)
+    pointers: tuple[tuple[int, str], ...] = ()
+    # a buffer no parameter passes (a tensor map's memory, a pointer inside a struct): allocated,
+    # filled and read back like the others, reached only through the map or the struct
+    hidden: bool = False
 
 
 # a tensor map as one by-value kernel argument: CuPy (9+) passes a NumPy structured scalar's bytes as
@@ -365,11 +370,14 @@ def _main(conn, device: int, before_exit=None) -> None:
                     raw = bytearray(a.raw)
                     for at, t in a.embedded:
                         raw[at:at + 128] = encode_tensormap(arrays[t.buffer].data.ptr + t.offset, t)
+                    for at, name in a.pointers:
+                        raw[at:at + 8] = int(arrays[name].data.ptr).to_bytes(8, "little")
                     args.append(np.frombuffer(bytes(raw), dtype=np.dtype([("bytes", "u1", (len(raw),))]))[0])
                 elif a.data is None:
                     args.append(np.dtype(a.ctype).type(a.value))
                 else:
-                    args.append(arrays[a.name])
+                    if not a.hidden:
+                        args.append(arrays[a.name])
                     if a.output:
                         outs[a.name] = arrays[a.name]
             if job.dynamic_smem > _STATIC_SMEM_LIMIT:

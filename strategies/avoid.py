@@ -20,6 +20,8 @@ AVOIDABLE: dict[str, str] = {
     "bfe-s32-position-beyond-31": "bfe.s32 with a constant start position of 32 or more (ptxas 13.0.88 -O3)",
     "bfi-length-beyond-31": "bfi.b32 with a constant length of 32 or more (ptxas 12.9.86/13.0.88 -O3: length mod 32)",
     "abs-into-saturating-cvt": "a saturating cvt of an abs.s32 result (ptxas -O3 up to 13.5.37 clamps it unsigned)",
+    "neg-into-saturating-cvt": "a saturating cvt of a neg.s32 result (ptxas -O3 up to 13.5.37 clamps the operand against "
+                               "the negated bounds: neg(INT_MIN) saturates to +32767)",
     "abs-assumed-nonnegative": "abs.s32 of INT_MIN read by a signed rem or compare (ptxas 13.0.88 -O3 takes abs as >= 0)",
     "lop3-repeated-operand": "lop3.b32 with a register in two source slots (ptxas 13.0.88 -O3 folds the repeat to RZ)",
 }

@@ -38,7 +38,7 @@ EDGES = (0, 1, 2, 7, 8, 15, 16, 31, 32, 33, 63, 64, 127, 128, 255, 256, 0x7FFF, 
 
 #: The ``avoid`` names this generator honours (``strategies.avoid.AVOIDABLE`` holds their words).
 SCALAR_AVOIDABLE = ("bfe-s32-position-beyond-31", "bfi-length-beyond-31", "abs-into-saturating-cvt",
-                    "abs-assumed-nonnegative", "lop3-repeated-operand")
+                    "neg-into-saturating-cvt", "abs-assumed-nonnegative", "lop3-repeated-operand")
 
 
 @dataclass
@@ -53,6 +53,7 @@ class _Gen:
     npred: int = 0
     n16: int = 0
     absolute: set = field(default_factory=set)  # registers an abs.s32 wrote
+    negated: set = field(default_factory=set)  # registers a neg.s32 wrote
 
     def fresh(self) -> str:
         self.n += 1
@@ -110,6 +111,8 @@ class _Gen:
                 self.absolute_value(d, a)
             else:
                 self.emit(f"{op} {d}, {a};", d)
+                if op == "neg.s32":
+                    self.negated.add(d)
         elif k == 7:
             high = 32 if s == "s32" and "bfe-s32-position-beyond-31" in self.avoid else 40
             self.emit(f"bfe.{s} {d}, {a}, {rng.randrange(high)}, {rng.randrange(40)};", d)
@@ -231,8 +234,9 @@ class _Gen:
             self.emit(f"set.{rng.choice(cmps)}.u32.{s} {d}, {a}, {rng.choice((b, self.imm()))};", d)
         elif k == 34:  # saturating conversions
             h, x = rng.choice(("u16", "s16")), self.fresh16()
-            if "abs-into-saturating-cvt" in self.avoid and a in self.absolute:
-                a = "%r0"
+            if ("abs-into-saturating-cvt" in self.avoid and a in self.absolute) or (
+                    "neg-into-saturating-cvt" in self.avoid and a in self.negated):
+                a = "%r0"  # the thread index: never an abs or neg result
             self.emit(f"cvt.sat.{h}.{s} {x}, {a};")
             self.emit(f"cvt.{s}.{h} {d}, {x};", d)
         elif k == 35:  # predicated op (if-conversion's output shape)
@@ -325,6 +329,7 @@ class _Gen:
             self.absolute_value(v, a)
         elif k == 1:
             self.emit(f"neg.s32 {v}, {a};", v)
+            self.negated.add(v)
         elif k == 2:
             self.emit(f"{rng.choice(('clz.b32', 'popc.b32', 'bfind.u32', 'bfind.s32', 'bfind.shiftamt.u32'))} {v}, {a};", v)
         elif k == 3:
@@ -360,6 +365,8 @@ class _Gen:
         if c == 0:
             if from_abs and "abs-into-saturating-cvt" in self.avoid:
                 v = a
+            if "neg-into-saturating-cvt" in self.avoid and v in self.negated:
+                v = "%r0"
             h, x = rng.choice(("u16", "s16")), self.fresh16()
             src = rng.choice(("s32", "u32"))
             self.emit(f"cvt.sat.{h}.{src} {x}, {v};")

@@ -44,6 +44,14 @@ def test_real_compiler_generated_kernels():
     assert t.rate >= TARGET and t.may_predicted == 0, _message(t)
 
 
+def test_the_recorded_misses_agree_now():
+    """Four strategies programs the 8bfa4ad record lists as misses (tests/data/agreement_misses/
+    README.md says what ptxas printed and why), against real ptxas: exact, no "may"."""
+    items = real_items(("tests/data/agreement_misses",))
+    t = score("misses", "", items)
+    assert t.n == len(items) == 4 and t.exact == 4 and t.may_predicted == 0, _message(t)
+
+
 # ------------------------------------------------------------ a "may" is counted apart
 
 

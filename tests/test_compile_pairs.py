@@ -305,7 +305,9 @@ def test_the_campaign_options_configure_the_metamorphic_judge_and_its_share():
     prepared = [meta.prepare(p, text.replace("seed=5", f"seed={s}"), base, gpu=True) for s in range(40)]
     chosen = [x for x in prepared if x is not None]
     assert 8 <= len(chosen) <= 32 and all(isinstance(x, M.PreparedPairs) for x in chosen)
-    assert all(x.built for x in chosen)
+    assert not any(x.built for x in chosen)  # built with the block's others: prepare_block
+    meta.prepare_block(prepared)
+    assert all(x.built and x.staged is None for x in chosen)
     assert meta.prepare(p, text, base, gpu=False) is None  # compile pairs need the GPU: nothing to do without
 
 

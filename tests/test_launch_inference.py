@@ -333,3 +333,108 @@ def test_the_inferred_buffers_of_a_float_gemm_hold_values_of_its_type():
     c = run_program(program).outputs["matmul_param_2"]
     vals = np.frombuffer(c.data, np.float16)
     assert (c.kind == SET).all() and np.isfinite(vals).all() and np.isfinite(c.lo).all()
+
+
+_STRUCT_PTR = """// fuzzptx-repro v1
+// LAUNCH: kernel=k grid=1,1,1 block=32,1,1
+// BUFFER: data type=u32 count=32 init=iota in=s at=16
+// BUFFER: o type=u32 count=32 init=zeros output
+// PARAM: s value={value:#x}
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 o, .param .align 8 .b8 s[32])
+{{
+.reg .b32 %r<4>; .reg .b64 %rd<8>; .reg .pred %p<2>;
+mov.u64 %rd7, s;
+ld.param.u64 %rd1, [o];
+ld.param.u64 %rd2, [%rd7+16];
+ld.param.u64 %rd5, [%rd7+24];
+setp.eq.s64 %p1, %rd5, 0;
+cvta.to.global.u64 %rd3, %rd2;
+mov.u32 %r0, %tid.x;
+mul.wide.u32 %rd4, %r0, 4;
+add.s64 %rd6, %rd3, %rd4;
+ld.global.u32 %r1, [%rd6];
+@%p1 bra DONE;
+ld.global.u32 %r1, [%rd5];
+DONE:
+ld.param.u32 %r2, [%rd7+4];
+add.u32 %r1, %r1, %r2;
+add.s64 %rd6, %rd1, %rd4;
+st.global.u32 [%rd6], %r1;
+ret;
+}}
+"""
+
+
+def test_a_buffer_whose_address_sits_inside_a_struct():
+    """CUTLASS's Params holds its tensors' pointers: ``BUFFER ... in=PARAM at=OFFSET`` puts the buffer's
+    address in the struct's bytes (the reference reads it there, the GPU worker writes the device
+    address there), the header reads back the same, and a bad offset is one line."""
+    import numpy as np
+
+    from fuzzptx.oracles.hardware import program_args
+    from fuzzptx.oracles.reference import run_program
+    from fuzzptx.program import ReproError
+
+    text = _STRUCT_PTR.format(value=5 << 32)
+    p = Program.from_ptx(text, "ptr.ptx")
+    assert [(b.name, b.param, b.at) for b in p.buffers] == [("data", "s", 16), ("o", "", 0)]
+    out = run_program(p).outputs["o"]
+    assert list(np.frombuffer(out.data, np.uint32)) == [i + 5 for i in range(32)]
+    again = Program.from_ptx("".join(f"// {ln}\n" for ln in p.header_lines()) + text.split(".version", 1)[1].join(
+        [".version", ""]), "ptr.ptx")
+    assert again.buffers == p.buffers
+    args = {a.name: a for a in program_args(p)}
+    assert args["data"].hidden and not args["o"].hidden and args["s"].pointers == ((16, "data"),)
+    from fuzzptx.reduce.driver import cleanup
+    assert [b.name for b in cleanup(p).buffers] == ["data", "o"]  # kept with its struct by the shrinker
+    with pytest.raises(ReproError, match="at=12"):
+        Program.from_ptx(text.replace("at=16", "at=12"), "bad.ptx")
+    with pytest.raises(ReproError, match="in=PARAM and at=OFFSET go together"):
+        Program.from_ptx(text.replace(" in=s at=16", " in=s"), "bad.ptx")
+
+
+def test_the_struct_fields_a_kernel_uses_as_addresses_are_found():
+    """A field loaded from a by-value struct and used as an address is a pointer (optional where the
+    kernel compares it with 0 first: it is left null); a buffer is made for the others."""
+    from fuzzptx.ptx.parse import parse
+
+    module = parse(_STRUCT_PTR.format(value=0), "ptr.ptx")
+    fn = module.function("k")
+    assert {k[1]: v for k, v in launch.struct_pointers(fn).items()} == {16: False, 24: True}
+    p = launch._with_value(Program.from_module(module, "ptr.ptx"), fn, 0xFFFFFFFF, {"s"})
+    made = launch.struct_pointer_fields(p, fn)
+    (buf,) = [b for b in made.buffers if b.param]
+    assert (buf.param, buf.at) == ("s", 16)
+    value = dict(made.scalars)["s"]
+    assert (value >> (8 * 24)) & ((1 << 64) - 1) == 0  # the optional pointer: null
+    assert (value >> (8 * 4)) & 0xFFFFFFFF == 0xFFFFFFFF  # other fields as they were
+
+
+def test_cutlass_gemm_universal_reaches_its_wgmmas():
+    """A CUTLASS 3.x GemmUniversal kernel takes one Params struct holding its four tensor maps, the
+    pointers beside them and the bytes one pipeline stage's copies bring: the launch gives the maps
+    buffers of their own, boxes from the shared-memory step between the pipeline's stages (64 x 128
+    f16 here) and that byte count, so the producer warp's copies complete the consumers' phases and
+    the consumer warpgroups run their wgmmas, the epilogue its ldmatrix and stmatrix (the reference
+    was stopped at the first copy: 0 of 24)."""
+    from fuzzptx.inputs import read_text
+    from fuzzptx.ptx.parse import parse
+
+    path = DATA / "cutlass" / "ws_coop_f16_128x128x64.ptx"
+    text = read_text(path, what="PTX file")
+    fn = parse(text, str(path)).kernels()[0]
+    assert sorted(k[1] for k in launch.struct_map_sites(fn)) == [128, 384, 896, 1152]
+    assert [k[1] for k in launch.struct_tx_words(fn)] == [640, 1408]
+    p = launch.load(text, str(path))
+    maps = {m.at: m for m in p.tensormaps}
+    assert maps[128].box == maps[384].box == (64, 128, 1) and maps[896].box == (64, 32, 1)
+    assert {m.buffer for m in p.tensormaps} <= {b.name for b in p.buffers}
+    value = dict(p.scalars)[fn.params[0].name]
+    assert (value >> (8 * 640)) & 0xFFFFFFFF == 2 * 64 * 128 * 2  # A's and B's box per stage
+    assert (value >> (8 * 1408)) & 0xFFFFFFFF == 2 * 64 * 32 * 2  # C's two boxes per stage
+    assert (value >> (8 * 1656)) & ((1 << 64) - 1) == 1  # the tile scheduler's tile count: one tile
+    t = launch.trial(p)
+    assert t.error is None and t.coverage.ran == t.coverage.of == 24

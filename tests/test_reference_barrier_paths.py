@@ -50,3 +50,60 @@ def test_barrier_sync_met_on_two_paths_orders_the_producers_store():
 def test_an_aligned_barrier_on_two_paths_is_refused():
     with pytest.raises(Unsupported, match="divergent barriers"):
         run_program(_kernel("bar.sync 1;"))
+
+
+def _skip_kernel(store_in_block: bool) -> Program:
+    """Thread t branches on ``x < 16`` with x undefined for the threads reading past the buffer's
+    defined words; the skipped block writes a register (or stores)."""
+    body = "st.global.b32 [%rd2], %r0;" if store_in_block else "mov.u32 %r2, 77;"
+    text = f""".version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 o)
+{{
+.reg .b32 %r<8>; .reg .b64 %rd<8>; .reg .pred %p<4>;
+.shared .align 4 .b32 s[64];
+mov.u32 %r0, %tid.x;
+ld.param.u64 %rd1, [o];
+mul.wide.u32 %rd2, %r0, 4; add.s64 %rd2, %rd1, %rd2;
+setp.lt.u32 %p2, %r0, 32;
+@!%p2 bra READ;
+shl.b32 %r5, %r0, 2;
+mov.u32 %r6, s;
+add.u32 %r6, %r6, %r5;
+st.shared.b32 [%r6], %r0;
+READ:
+bar.sync 0;
+shl.b32 %r5, %r0, 2;
+mov.u32 %r6, s;
+add.u32 %r6, %r6, %r5;
+ld.shared.b32 %r1, [%r6];
+mov.u32 %r2, 5;
+setp.lt.u32 %p1, %r1, 16;
+@%p1 bra JOIN;
+{body}
+JOIN:
+st.global.b32 [%rd2], %r2;
+ret;
+}}
+"""
+    return Program(parse(text, "skip.ptx"), Launch("k", (1, 1, 1), (64, 1, 1)),
+                   (Buffer("o", "u32", 64, "zeros", output=True),))
+
+
+def test_a_branch_on_an_undefined_predicate_over_register_only_code_leaves_those_registers_free():
+    """libdevice's log2f skips ``r = fma(x, inf, inf)`` unless x >= inf: on float bits the reference
+    holds only as bounds (attention's softmax sums) the branch's predicate is undefined.  Either path
+    ends at the target, so the run goes on with the skipped block's registers undefined for those
+    threads (it stopped there: Triton's causal attention never reached its 8 stmatrix)."""
+    from fuzzptx.oracles.reference.values import EXACT, UNDEF
+
+    out = run_program(_skip_kernel(store_in_block=False)).outputs["o"]
+    got = np.frombuffer(out.data, np.uint32)
+    assert list(got[:16]) == [5] * 16 and list(got[16:32]) == [77] * 16  # defined: each path as taken
+    assert (out.kind[:32] == EXACT).all() and (out.kind[32:] == UNDEF).all()  # undefined x: 5 or 77
+
+
+def test_a_branch_on_an_undefined_predicate_over_a_store_still_stops_the_run():
+    ref = run_program(_skip_kernel(store_in_block=True))
+    assert ref.undefined is not None and "undefined predicate" in ref.undefined

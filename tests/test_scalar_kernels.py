@@ -28,7 +28,8 @@ def test_avoid_turns_every_known_shape_down():
 
     drawn = holding(frozenset())
     assert all(drawn[name] > 0 for name in ("bfi-length-beyond-31", "bfe-s32-position-beyond-31",
-                                            "abs-assumed-nonnegative", "lop3-repeated-operand"))
+                                            "abs-assumed-nonnegative", "lop3-repeated-operand",
+                                            "neg-into-saturating-cvt"))
     assert holding(frozenset(SCALAR_AVOIDABLE)) == {name: 0 for name, _ in SHAPES}
     # the abs shape is rare (1 in 1,500): the probe's kernel that found it, with and without avoidance
     abs_shape = dict(SHAPES)["abs-into-saturating-cvt"]

@@ -13,6 +13,7 @@ from fuzzptx.triage.known import DEFAULT_LEDGER, load_known
 FINDINGS = Path(__file__).resolve().parents[1] / "reports" / "findings"
 REPROS = {
     "abs-into-saturating-cvt": "ptxas_O3_abs_s32_cvt_sat_s16.ptx",
+    "neg-into-saturating-cvt": "ptxas_O3_neg_s32_cvt_sat_s16.ptx",
     "bfi-length-beyond-31": "ptxas_O3_bfi_b32_length_beyond_31.ptx",
     "bfe-s32-position-beyond-31": "ptxas_O3_bfe_s32_position_beyond_31.ptx",
     "abs-assumed-nonnegative": "ptxas_O3_abs_s32_signed_rem.ptx",

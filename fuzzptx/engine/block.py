@@ -296,6 +296,10 @@ def _per_program(st: BlockState) -> None:
         st.records.append(rec)
         if st.until is not None and st.until(k, p, v):
             break
+    for j in gpu_judges:  # once per block: what every program's ``prepare`` left to do together
+        t0 = time.perf_counter()
+        j.prepare_block([work[j.name] for work in st.gpu if j.name in work])
+        st.secs[f"{j.name} (CPU)"] += time.perf_counter() - t0
 
 
 def gpu_stages(judges: list[Judge], programs: list[Program], work: list[dict[str, Any]], runner: Any,

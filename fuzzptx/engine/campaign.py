@@ -847,9 +847,33 @@ def _close_pool(pool) -> None:
         manager.join(timeout=10)
 
 
+def _dead_workers(pool) -> str:
+    """How the pool's dead processes ended (``killed by SIGKILL`` is most often the kernel's
+    out-of-memory killer), for the message that restarts the pool."""
+    import signal
+
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if manager is not None:  # it reaps the dead: read their ends after it, not racing its waitpid
+        manager.join(timeout=10)
+    ends = []
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        code = proc.exitcode
+        if code is None or code == 0:
+            continue
+        if code < 0:
+            try:
+                ends.append(f"killed by {signal.Signals(-code).name}")
+            except ValueError:
+                ends.append(f"killed by signal {-code}")
+        else:
+            ends.append(f"exit status {code}")
+    return f" ({', '.join(sorted(set(ends)))})" if ends else ""
+
+
 def _restart_pool(pool, ctx, workers: int):
+    how = _dead_workers(pool)
     _close_pool(pool)
-    _say("fuzzptx campaign: a pool process died; restarting the pool")
+    _say(f"fuzzptx campaign: a pool process died{how}; restarting the pool")
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=warm)
 
 

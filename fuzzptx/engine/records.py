@@ -9,6 +9,7 @@ from fuzzptx import isa
 from fuzzptx.judges import differ
 from fuzzptx.judges.base import Verdicts
 from fuzzptx.judges.finding import Finding
+from fuzzptx.judges.programs import family_of_forms
 from fuzzptx.program import Program
 from fuzzptx.reduce import instruction_count
 
@@ -37,8 +38,11 @@ def coverage_of(program: Program) -> dict[str, list[str]]:
 
 def base_record(program: Program) -> dict[str, Any]:
     """The record fields that depend on the program alone (computed where the whole program is:
-    in the pool, before only its header travels on)."""
-    return {"family": differ.program_family(program), "forms": sorted(forms_in(program)),
+    in the pool, before only its header travels on).  Its family and forms from one walk over
+    its instructions (``differ.program_family`` and ``forms_in`` give the same)."""
+    forms = [f for fn in program.module.functions() for ins in fn.instructions()
+             if (f := isa.form_for(ins)) is not None]
+    return {"family": family_of_forms(forms), "forms": sorted({f.key for f in forms}),
             "coverage": coverage_of(program), "instructions": instruction_count(program),
             "mutation": differ.mutation_of(program)}
 

@@ -352,6 +352,10 @@ class Judge(ABC):
         no GPU -- a judge that can do without one returns its verdict (``Done``) here."""
         return None
 
+    def prepare_block(self, prepared: list[Any]) -> None:
+        """GPU and METAMORPHIC stages, in the pool, after ``prepare`` of every program of a block:
+        work done once for the block's ``prepare`` results (batched compiles)."""
+
     def on_gpu(self, program: Program, prepared: Any, worker: Any) -> Any:
         """GPU and METAMORPHIC stages, beside the run's GPU worker: the verdict from ``prepared``."""
         raise NotImplementedError(f"judge {self.name} has no GPU stage")

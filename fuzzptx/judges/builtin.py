@@ -24,7 +24,7 @@ from fuzzptx.oracles.sass.listing import cached as cached_listing
 from fuzzptx.oracles.sass.vocabulary import program_forms
 from fuzzptx.program import Program
 
-from .metamorphic import Checked, HardwareJudge as OnGpu, PreparedPairs, ReferenceJudge as OnReference
+from .metamorphic import Checked, HardwareJudge as OnGpu, PreparedPairs, ReferenceJudge as OnReference, compile_together
 from . import compile_pairs
 from .metamorphic import prepare_pairs as metamorphic_prepare, verdict as metamorphic_verdict
 from .registry import get as get_judge, register, register_family
@@ -782,14 +782,33 @@ class MetamorphicJudge(Judge):
         try:
             pairs = metamorphic_prepare(program, pairs=chosen)
             if isinstance(pairs, PreparedPairs):
-                return pairs.compile({(text, 3): compiled}) if gpu else Done(pairs.judge(OnReference()))
+                if gpu:  # compiled with the block's other programs' sides (``prepare_block``)
+                    pairs.staged = {(text, 3): compiled}
+                    if self.share < 1 and is_scalar_kernel(program):  # a campaign's integer kernel
+                        pairs.determinism = False
+                    return pairs
+                return Done(pairs.judge(OnReference()))
             return Done(pairs)
         except Exception as exc:  # noqa: BLE001 - never lose the block's other verdicts
             return Done(Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}"))
 
+    def prepare_block(self, prepared: list[Any]) -> None:
+        """Every side of the block's pairs in one batched ptxas run per build (a program whose
+        sides are not built here is built beside the GPU, as replay does)."""
+        staged = [p for p in prepared if isinstance(p, PreparedPairs) and p.staged is not None]
+        try:
+            compile_together([(p, p.staged) for p in staged])
+        except Exception:  # noqa: BLE001 - the GPU side compiles what is missing
+            pass
+        for p in staged:
+            p.staged = None
+
     def on_gpu(self, program: Program, prepared: Any, worker: Any) -> Any:
         try:
-            return prepared.judge(OnGpu(worker, _built=prepared.built), inputs=self.inputs)
+            inputs = self.inputs
+            if self.share < 1 and is_scalar_kernel(program):  # a campaign's integer kernel (compile_pairs.SCALAR_INPUTS)
+                inputs = min(inputs, compile_pairs.SCALAR_INPUTS)
+            return prepared.judge(OnGpu(worker, _built=prepared.built), inputs=inputs)
         except Exception as exc:  # noqa: BLE001
             return Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}")
 

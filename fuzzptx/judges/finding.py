@@ -72,6 +72,7 @@ PATTERNS: dict[str, str] = {
     "bfe-s32-position-beyond-31": "a bfe.s32 with a constant start position of 32 or more",
     "bfi-length-beyond-31": "a bfi.b32 with a constant length of 32 or more",
     "abs-into-saturating-cvt": "a saturating narrowing cvt of an abs.s32/abs.s64 result",
+    "neg-into-saturating-cvt": "a saturating narrowing cvt of a neg.s32 result",
     "abs-assumed-nonnegative": "an abs.s32 result read by a signed rem or a signed compare",
     "lop3-repeated-operand": "a lop3.b32 with one register in two of its source slots",
 }

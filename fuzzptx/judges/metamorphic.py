@@ -78,8 +78,25 @@ class Side:
         return self.build.opt_level
 
     def key(self) -> tuple:
-        """What identifies one run of this side: the text, the build and the input data."""
-        return (self.program.to_ptx(), self.build, _data_key(self.program))
+        """What identifies one run of this side: the code (its module object: the sides of one
+        program on other input sets share it, and emitting the text for a key cost more than the
+        run), the launch, the build and the input data."""
+        return (_Identity(self.program.module), self.program.launch, self.build, _data_key(self.program))
+
+
+class _Identity:
+    """A key part equal only to itself's object (``is``), holding it so its id is never reused."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Identity) and other.obj is self.obj
 
 
 @dataclass(frozen=True)
@@ -593,12 +610,20 @@ class HardwareJudge:
     name: str = "hardware"
     deterministic: bool = False
     _built: dict = field(default_factory=dict)
+    # (id of a module, build) -> (that module, its build): a program on another input set
+    # (``reseeded``) shares its module, and its text differs only in the header's seeds, which
+    # ptxas never reads; without this each input set compiled every side again
+    _by_module: dict = field(default_factory=dict)
 
     def prepare(self, sides: Sequence[tuple[Program, "Build | int"]]) -> None:
         keys = [(p.to_ptx(), _as_build(b)) for p, b in sides]
         self._built.update(compile_builds([k for k in keys if k not in self._built], parallel=True))
 
     def _compiled(self, program: Program, build: Build):
+        mkey = (id(program.module), build)
+        hit = self._by_module.get(mkey)
+        if hit is not None and hit[0] is program.module:
+            return hit[1]
         key = (program.to_ptx(), build)
         if key not in self._built:
             if build.release is None:
@@ -606,6 +631,7 @@ class HardwareJudge:
                                                want_cubin=True, extra_args=build.options)
             else:
                 self._built.update(compile_builds([key]))
+        self._by_module[mkey] = (program.module, self._built[key])
         return self._built[key]
 
     def run(self, program: Program, build: "Build | int" = BASE, scrub: int | None = None) -> Outcome:
@@ -829,6 +855,8 @@ class PreparedPairs:
     integer_only: bool = False
     maxrreg: bool = False  # add the maxrreg pair once the base build's registers are known
     note: str | None = None
+    staged: dict | None = None  # builds at hand, kept for ``compile_together`` over a whole block
+    determinism: bool = True  # run the determinism check first (not for a race-free-by-construction kernel)
 
     def judge(self, judge: Judge, cache: dict | None = None, inputs: int = 1) -> Checked:
         """Every pair through ``judge``: on the GPU, the determinism check first, then each pair on
@@ -836,7 +864,7 @@ class PreparedPairs:
         out = Checked(relations=[v.relation for v in self.variants], pairs=[v.pair for v in self.variants],
                       inputs=inputs, note=self.note)
         cache = {} if cache is None else cache
-        if self.program is not None and self.variants:
+        if self.program is not None and self.variants and self.determinism:
             nd = determinism(self.program, judge, defined=self.defined, family=self.family)
             if nd is not None:
                 out.findings.append((Variant("determinism", Side(BASE_NAME, self.program), Side(BASE_NAME, self.program)), nd))
@@ -856,15 +884,7 @@ class PreparedPairs:
     def compile(self, known: dict | None = None) -> "PreparedPairs":
         """Compile every side in one ptxas batch per build (``known``: results at hand, keyed
         (text, Build) or (text, opt level)), then the maxrreg pair from the base build's registers."""
-        from dataclasses import replace as _replace
-
-        def portable(res):  # a plain dict of kernel names, so the result pickles to a GPU worker
-            return _replace(res, kernel_names=dict(res.kernel_names))
-
-        self.built.update({(t, _as_build(b)): portable(r) for (t, b), r in (known or {}).items()})
-        self._compile_missing(lambda keys: compile_builds(keys))
-        self.built = {k: portable(r) for k, r in self.built.items()}
-        return self
+        return compile_together([(self, known)])[0]
 
     def compile_with(self, judge: "HardwareJudge") -> "PreparedPairs":
         """``compile`` through a GPU judge's own cache of builds (``replay``, the reducer)."""
@@ -872,28 +892,61 @@ class PreparedPairs:
             judge.prepare([(self.program if self.program is not None and t == self.program.to_ptx() else _text_program(t, self), b)
                            for t, b in keys])
             return {k: judge._built[k] for k in keys}
-        self._compile_missing(build)
+        self.built.update(build(self._missing()))
+        key = self._maxrreg_key()
+        if key is not None:
+            self.built.update(build([key]))
         judge._built.update(self.built)
         return self
 
-    def _compile_missing(self, build_many: Callable[[list], dict]) -> None:
+    def _missing(self) -> list[tuple[str, Build]]:
+        """The (text, build) keys of its sides (and of the base build, for the maxrreg pair) not built yet."""
         keys = [(side.program.to_ptx(), side.build) for v in self.variants for side in (v.left, v.right)]
         if self.maxrreg and self.program is not None:
             keys.append((self.program.to_ptx(), BASE))
-        self.built.update(build_many([k for k in dict.fromkeys(keys) if k not in self.built]))
-        if self.maxrreg and self.program is not None:
-            self.maxrreg = False
-            base = self.built.get((self.program.to_ptx(), BASE))
-            regs = None
-            if base is not None and base.accepted and base.cubin is not None:
-                name = dict(base.kernel_names).get(self.program.launch.kernel, self.program.launch.kernel)
-                regs = elf.registers(base.cubin).get(name)
-            b = maxrreg_build(regs) if regs else None
-            if b is not None:
-                self.variants.append(Variant("options", Side(BASE_NAME, self.program, BASE), Side(MAXRREG, self.program, b)))
-                key = (self.program.to_ptx(), b)
-                if key not in self.built:
-                    self.built.update(build_many([key]))
+        return [k for k in dict.fromkeys(keys) if k not in self.built]
+
+    def _maxrreg_key(self) -> tuple[str, Build] | None:
+        """Once the base build is at hand: the maxrreg pair added from its registers, and its
+        side's key where it still needs building."""
+        if not (self.maxrreg and self.program is not None):
+            return None
+        self.maxrreg = False
+        base = self.built.get((self.program.to_ptx(), BASE))
+        regs = None
+        if base is not None and base.accepted and base.cubin is not None:
+            name = dict(base.kernel_names).get(self.program.launch.kernel, self.program.launch.kernel)
+            regs = elf.registers(base.cubin).get(name)
+        b = maxrreg_build(regs) if regs else None
+        if b is None:
+            return None
+        self.variants.append(Variant("options", Side(BASE_NAME, self.program, BASE), Side(MAXRREG, self.program, b)))
+        key = (self.program.to_ptx(), b)
+        return None if key in self.built else key
+
+
+def compile_together(items: Sequence[tuple[PreparedPairs, dict | None]]) -> list[PreparedPairs]:
+    """``PreparedPairs.compile`` for several programs at once (a campaign block's): one batched
+    ptxas run per build for all of them, not one process per build and program (for a small
+    program, starting ptxas cost more than compiling its side)."""
+    from dataclasses import replace as _replace
+
+    def portable(res):  # a plain dict of kernel names, so the result pickles to a GPU worker
+        return _replace(res, kernel_names=dict(res.kernel_names))
+
+    for prep, known in items:
+        prep.built.update({(t, _as_build(b)): portable(r) for (t, b), r in (known or {}).items()})
+    wanted = [prep._missing() for prep, _ in items]
+    results = compile_builds(list(dict.fromkeys(k for keys in wanted for k in keys)))
+    for (prep, _), keys in zip(items, wanted):
+        prep.built.update({k: results[k] for k in keys})
+    second = [prep._maxrreg_key() for prep, _ in items]
+    results = compile_builds(list(dict.fromkeys(k for k in second if k is not None)))
+    for (prep, _), key in zip(items, second):
+        if key is not None:
+            prep.built[key] = results[key]
+        prep.built = {k: portable(r) for k, r in prep.built.items()}
+    return [prep for prep, _ in items]
 
 
 def _text_program(text: str, pairs: PreparedPairs) -> Program:

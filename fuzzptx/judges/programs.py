@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any
+from typing import Any, Iterable
 
 from fuzzptx import isa
 from fuzzptx.oracles.reference import compare as ref_compare, run_program
@@ -21,15 +21,18 @@ _FAMILY_RANK = {"wgmma.sp": 0, "wgmma": 1, "mma.sp": 2, "mma": 3, "wmma.mma": 4,
 
 def program_family(program: Program) -> str:
     """The most telling tensor-core family in the program, with its type mix for wgmma/mma."""
+    return family_of_forms(form for fn in program.module.functions() for ins in fn.instructions()
+                           if (form := isa.form_for(ins)) is not None)
+
+
+def family_of_forms(forms: Iterable) -> str:
+    """``program_family`` of a program whose instructions' catalogue forms are ``forms``, in
+    program order (the first of the most telling family wins)."""
     best = None
-    for fn in program.module.functions():
-        for ins in fn.instructions():
-            form = isa.form_for(ins)
-            if form is None:
-                continue
-            r = _FAMILY_RANK.get(form.family, 9)
-            if best is None or r < best[0]:
-                best = (r, form)
+    for form in forms:
+        r = _FAMILY_RANK.get(form.family, 9)
+        if best is None or r < best[0]:
+            best = (r, form)
     return "other" if best is None else form_family(best[1])
 
 

@@ -42,7 +42,7 @@ def bfi_length_beyond_31(program: Program) -> bool:
 
 
 def _abs_read_by(program: Program, opcodes: tuple[str, ...], reads: Callable[[Instr], bool]) -> bool:
-    """Whether an instruction ``reads`` accepts reads a register that an ``abs`` of ``opcodes`` wrote
+    """Whether an instruction ``reads`` accepts reads a register that an instruction of ``opcodes`` (abs, neg) wrote
     (by register name, within one function)."""
     for fn in program.module.functions():
         absolute: set[str] = set()
@@ -60,6 +60,13 @@ def abs_into_saturating_cvt(program: Program) -> bool:
     """An ``abs.s32``/``abs.s64`` whose result a saturating narrowing ``cvt.sat.s*`` reads (-O3 of
     12.9.86 to 13.5.37 clamps it as an unsigned value: abs(INT_MIN) saturates to the positive bound)."""
     return _abs_read_by(program, ("abs.s32", "abs.s64"), lambda s: s.base == "cvt" and "sat" in s.modifiers)
+
+
+def neg_into_saturating_cvt(program: Program) -> bool:
+    """A ``neg.s32`` whose result a saturating narrowing ``cvt.sat`` reads (-O3 of 12.9.86 to
+    13.5.37 clamps by comparing the *operand* against the negated bounds, as if the negation never
+    wrapped: neg(INT_MIN) is INT_MIN, saturating to -32768, but the -O3 build stores +32767)."""
+    return _abs_read_by(program, ("neg.s32",), lambda s: s.base == "cvt" and "sat" in s.modifiers)
 
 
 def abs_assumed_nonnegative(program: Program) -> bool:
@@ -83,6 +90,7 @@ def lop3_repeated_operand(program: Program) -> bool:
 #: pattern -> its test, in the order ``differ.diagnose`` tries them (the first that holds names the cause).
 SHAPES: tuple[tuple[str, Callable[[Program], bool]], ...] = (
     ("abs-into-saturating-cvt", abs_into_saturating_cvt),
+    ("neg-into-saturating-cvt", neg_into_saturating_cvt),
     ("abs-assumed-nonnegative", abs_assumed_nonnegative),
     ("lop3-repeated-operand", lop3_repeated_operand),
     ("bfi-length-beyond-31", bfi_length_beyond_31),

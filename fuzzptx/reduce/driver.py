@@ -57,8 +57,11 @@ def cleanup(program: Program, *, variables: bool = True) -> Program:
     # a buffer a kept tensor map points into stays, used by the instructions or not
     used |= {t.buffer for t in program.tensormaps if t.name in used}
     keep_params = tuple(p for p in kernel.params if p.name in used)
-    buffers = tuple(b for b in program.buffers if b.name in {p.name for p in keep_params})
     tensormaps = tuple(t for t in program.tensormaps if t.name in used)
+    kept = {p.name for p in keep_params}
+    # a buffer no parameter names stays while its struct (in=) or a kept map (buffer=) does
+    buffers = tuple(b for b in program.buffers if b.name in kept or (b.param and b.param in kept)
+                    or b.name in {t.buffer for t in tensormaps})
     scalars = tuple((n, v) for n, v in program.scalars if n in {p.name for p in keep_params})
     called: set[str] = set()
     for fn in module.functions():

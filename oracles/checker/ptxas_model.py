@@ -130,10 +130,13 @@ class SerialisedWaits(ReportRule):
     one on every path gets none; one at the call itself with groups in flight stays, as does an
     exit's wait for groups committed before it that some path carries there without passing one);
     after C7509 the exits wait as unserialised, for groups committed before the indirect call;
-    another serialisation waits for everything at the exits.  Every rewrite arrive stays."""
+    another serialisation waits for everything at the exits -- beside C7510 too after a read of a
+    wgmma whose wait_group a path skipped.  The wait placed for groups in flight at an opaque call
+    stays.  Every rewrite arrive stays."""
 
     probes = ("use_after_indirect_call*", "no_wait_after_indirect*", "wait_at_indirect*", "exit_wait_stage_skipping*",
-              "exit_wait_call_skipped*", "wait_read_past_calls_*", "rewrite_arrive_*")
+              "exit_wait_call_skipped*", "wait_read_past_calls_*", "rewrite_arrive_*", "skipped_wait_*",
+              "lagged_wait_*", "exit_wait_assert_trap*", "trap_*")
 
     def report(self, ctx: FnCtx, out: Out) -> list[PredictedDiag] | None:
         name = ctx.fn.name
@@ -150,8 +153,12 @@ class SerialisedWaits(ReportRule):
                                    if x is None or x <= first or not past_calls(x)}
         if ser_code == "C7510":
             at_ind = {_line(i) for b in ctx.g.blocks for i in b.instrs if i.base == "call" and _opaque(_callee(i))}
+            at_ind |= set(out.wait_opaque)  # (placed at a loop's exit branch before the call: trap_loop_*)
             at_ind |= set(out.wait_pre_ind) & set(out.wait_clear)
             waits = {**{x: True for x in out.wait if x in at_ind}, **out.wait_at_use, **early}
+            if out.skipped_read:  # (a read after a skipped wait_group: the exits wait for everything;
+                # campaign seed 8 #79, shrunk: skipped_wait_read_after_indirect_call)
+                waits.update(out.wait_ser)
         elif ser_code == "C7509":
             waits = {**out.wait_pre_ind, **out.wait_at_use, **out.wait_feed}
         elif out.ser:

@@ -60,7 +60,7 @@ def run(ctx: FnCtx, result: Out) -> None:
     div_joins = {ctx.g.ipdom.get(b.index) for b in ctx.g.blocks
                  if len(b.succs) > 1 and any(ctx.dep_divergent((b.index, s), ptxas=True) for s in b.succs)}
     busy = busy_positions(ctx)
-    records = BlockRecords(key=lambda b: b in w.forced)  # (whether a wait was hoisted to its end)
+    records = BlockRecords(key=lambda b: (b in w.forced, b in w.hoisted))  # (whether a wait was hoisted to its end)
 
     def transfer(block: int, st_in):
         st = st_in
@@ -80,6 +80,8 @@ def run(ctx: FnCtx, result: Out) -> None:
             w.out = result
         if block in w.forced and st.fl:  # a wait ptxas hoisted to the end of this block (rules.FeedRead)
             st = st._replace(fl=frozenset(), raw=0, split=frozenset(), open=False, call_at=None)
+        if block in w.hoisted and (st.fl or st.raw) and st.call_at is None:  # (rules.Call)
+            st = st._replace(call_at=w.hoisted[block])
         records.keep(block, st_in, rec)
         instrs = ctx.g.blocks[block].instrs
         if instrs:
@@ -93,11 +95,11 @@ def run(ctx: FnCtx, result: Out) -> None:
 
     ins = {}
     for _ in range(3):  # re-solve while reads force new hoisted waits
-        seen = len(w.forced)
+        seen = len(w.forced) + len(w.hoisted)
         # a register nothing has written yet is any constant ptxas likes (measured: read_uncommitted_*)
         ins = solve_forward(ctx.g, ENTRY_STATE._replace(konst=w.accs, here=w.accs, unset=w.read_accs), transfer,
                             lambda xs: join(xs, False, False), join_at=join_at)
-        if len(w.forced) == seen:
+        if len(w.forced) + len(w.hoisted) == seen:
             break
     for _, rec in records.final(ctx.g, ins, transfer):  # (steps again where a wait was hoisted after its last solve)
         result.merge(rec)

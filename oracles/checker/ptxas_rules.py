@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from functools import cached_property
 from typing import ClassVar, NamedTuple
 
 from fuzzptx.perf import per_object
@@ -24,7 +25,7 @@ from fuzzptx.ptx.ir import Imm, Instr, Module, Reg, Sym
 from .context import FnCtx, Site, defined_names
 from .flow import idoms
 from .ptxas_errors import SYSTEM_FUNCTIONS, _callee
-from .ptxas_sites import (_after_loop_line, _dead, _divergent_branch_line, _hoisted_line, _in_loop, _line,
+from .ptxas_sites import (_after_loop_line, _dead, _divergent_branch_line, _folded_run_line, _hoisted_line, _in_loop, _line,
                           _live_sites, _loop_exit_line, _next_pipe_is_wgmma, _order, _order_pos, _reaching,
                           _same_wgmma, _scale_d_zero, _store_pair_line, _wgmma_next_to, _writes_zero,
                           dead_for_feeds, dead_plain, exit_jumps, value_uses)
@@ -58,6 +59,8 @@ class Walk:
         self.result = result
         self.out = result
         self.forced: dict = {}  # block -> (line, reported under C7510): hoisted feed waits
+        self.opaque_at: set = set()  # lines of the waits for groups in flight at an opaque call (``Call``)
+        self.hoisted: dict = {}  # block -> line: the wait for an opaque call in a later loop, at the block's end
         self.funcs = defined_names(ctx.module)
         self.pos = pos = {b: i for i, b in enumerate(ctx.g.order)}
         self.accs = accs = frozenset().union(*(wgmma_regs(w)[0] for w in ctx.wgmmas.values()))
@@ -84,6 +87,32 @@ class Walk:
         self.gone = gone = dead_plain(ctx)
         self.straight = not any(i.base in ("bra", "brx") or (i.guard is not None and Site(b, k) not in gone)
                                 for b in ctx.g.order for k, i in enumerate(ctx.g.blocks[b].instrs))
+
+    @cached_property
+    def after_opaque(self) -> frozenset:
+        """The blocks some opaque (indirect or system) call leads to, after its own block: a path
+        that ends in a ``trap`` leads nowhere, a loop leads back to the call's block."""
+        g = self.ctx.g
+        todo = [s for b in g.blocks if any(i.base == "call" and _opaque(_callee(i)) for i in b.instrs)
+                for s in g.succs[b.index]]
+        seen: set = set()
+        while todo:
+            b = todo.pop()
+            if b not in seen:
+                seen.add(b)
+                todo += g.succs[b]
+        return frozenset(seen)
+
+    @cached_property
+    def first_opaque_in(self) -> dict:
+        """block -> position of its first opaque call (a commit there counts as after it only at
+        position 0: empty_group_after_direct_and_indirect_call)."""
+        out: dict = {}
+        for b in self.ctx.g.blocks:
+            for k, i in enumerate(b.instrs):
+                if i.base == "call" and _opaque(_callee(i)):
+                    out.setdefault(b.index, k)
+        return out
 
     def under_divergence(self, site: Site) -> bool:
         return any(self.ctx.dep_divergent(d, ptxas=True) for d in self.ctx.ctrl_deps(site))
@@ -124,11 +153,11 @@ class Walk:
         else:
             at = (st.split or {st.call_at or line}) if st.raw else st.split if st.fl else ()
         # (a call since: the wait goes before it)
-        # (a loop around both the commit and the indirect call: the call comes before the commit too,
-        # on the back edge -- measured: campaign seed 6 #99, shrunk: indirect_call_and_commit_in_loop)
-        pos, first = self.pos, self.first_indirect
-        early = st.pblock is None or ((pos.get(st.pblock, 0), 0) < first
-                                      and not loop_spans(self.ctx, pos, pos.get(st.pblock, 0), first[0]))
+        # (committed where no indirect call leads: one in a loop around the commit comes before it
+        # too, on the back edge -- measured: campaign seed 6 #99, shrunk: indirect_call_and_commit_in_loop;
+        # one on a path that ends in a trap leads nowhere -- measured: campaign seed 8 #79, shrunk:
+        # exit_wait_assert_trap_then_stage)
+        early = st.pblock is None or (st.pblock not in self.after_opaque and self.first_opaque_in.get(st.pblock) != 0)
         for x in at:
             out.wait[x] = True
             if st.clean_fl:
@@ -306,15 +335,19 @@ class WaitGroup(StepRule):
 @dataclass(frozen=True)
 class Exit(StepRule):
     """C7517 at a ``ret``/``exit`` reached with committed groups not waited for -- or at the
-    branch that split paths with and without open groups, or at a call since (``Walk.exit_at``)."""
+    branch that split paths with and without open groups, or at a call since (``Walk.exit_at``).
+    A ``trap`` is an exit like them (measured: trap_*) -- save one after a call to
+    ``__assertfail``, which does not return (measured: trap_after_assertfail)."""
 
-    only = frozenset({"ret", "exit"})
+    only = frozenset({"ret", "exit", "trap"})
     probes = ("no_wait*", "loop_no_*", "split_*", "call_split_*", "exit_wait_*", "falls_off_the*",
-              "commit_no_wait*", "store_then_guarded*", "split_store_*")
+              "commit_no_wait*", "store_then_guarded*", "split_store_*", "trap_*")
 
     def apply(self, w: Walk, at: At, st: PS) -> Step:
-        if at.ins.base not in ("ret", "exit"):
+        if at.ins.base not in ("ret", "exit", "trap"):
             return (st, at, False)
+        if at.ins.base == "trap" and _after_system_call(w.ctx, at.site):
+            return (st, at, True)  # (unreachable after ``__assertfail``: strategies #87-92, #1593)
         return (w.exit_at(at.line, st), at, True)
 
 
@@ -358,12 +391,23 @@ class Call(StepRule):
             flying = {s for s, _ in st.fl} or (set(ctx.wgmmas) if st.raw else set())
             where = _loop_exit_line(ctx, pos, site, flying) or line
             if where == line and st.pblock not in (None, site.block) and _in_loop(ctx, pos, site.block) \
-                    and not _in_loop(ctx, pos, st.pblock):
+                    and st.pblock in pos and not loop_spans(ctx, pos, pos[st.pblock], pos[site.block]):
                 # a call inside a loop entered with groups in flight: at the end of the last
-                # commit's block, as a read there would be (measured: experiments_entry.py, call_in_loop_*)
+                # commit's block, as a read there would be (measured: experiments_entry.py, call_in_loop_*;
+                # that block in another loop: strategies #1743-1749, shrunk: trap_inner_loop_then_call_in_loop)
                 kept = [i for k, i in enumerate(ctx.g.blocks[st.pblock].instrs) if Site(st.pblock, k) not in w.gone]
                 where = _line(kept[-1]) if kept else line
+                # ... for an opaque call, a wait on every path from there: a later read waits there
+                # too (strategies #1743-1749: a read after the loop, past a path to the call that ends
+                # in a trap; reported only where something needs it: campaign seed 7 #80)
+                if _opaque(callee):
+                    w.hoisted.setdefault(st.pblock, where)
+            if where == line and _opaque(callee):
+                where = _assert_branch_line(ctx, w, site) or where
             st = st._replace(call_at=where, split=frozenset())
+            if _opaque(callee):
+                w.out.wait_opaque[where] = True
+                w.opaque_at.add(where)
         if _opaque(callee):  # indirect: ptxas gives up on the pipeline (measured)
             st = st._replace(opaque=True, clean_fl=False)
             if any(d < 0 for _, d in st.fl):
@@ -373,6 +417,11 @@ class Call(StepRule):
                 w.out.ser.append((_order(site), "C7509" if direct else "C7510"))
         elif isinstance(callee, Sym) and callee.name in w.funcs:
             unc = any(d < 0 for _, d in st.fl)
+            if st.div_pipe and st.armed and not st.fl:
+                # a fenced stage with no wgmma in flight ends at the call: what ran under divergent
+                # control before no longer serialises a later read's wait (strategies #157-162,
+                # shrunk: div_pipe_fence_then_direct_call_then_read; without the fence, C7518)
+                st = st._replace(div_pipe=False)
             st = st._replace(flag=st.flag or unc, armed=st.armed and unc)
         return (st, at, False)
 
@@ -516,6 +565,8 @@ class FeedRead(StepRule):
             # (a read only a dead output needs: measured, feed_of_dead_accumulator_*)
             return (st, at, False)
         where = _store_pair_line(ctx, site, at.ins)
+        if feed <= st.konst | st.unset:  # a constant: ptxas folds a run of updates into the last
+            where = _folded_run_line(ctx, site, at.ins) or where
         # after an indirect call ptxas reports it only inside a loop, and not when the call
         # came between the commit and the read (measured: feed_read_*)
         shown = _order_pos(w.pos, site) < w.first_indirect or (_in_loop(ctx, w.pos, site.block) and not st.call_at)
@@ -579,12 +630,19 @@ class AccumulatorRead(StepRule):
                 skipped = any(s in st.waited for s in read) and not any(s in st.lagged for s in read)
                 if skipped or not w.serialised_by_divergence(site, st):
                     w.out.ser.append((_order(site), "C7514"))
+                if skipped and _order_pos(pos, site) > w.first_indirect:
+                    w.out.skipped_read = True
                 return (st, at, True)
             # ... unless the read sits under a divergent branch: ptxas waits at the branch instead
             w.wait_for_read(branch, site, st)
             return (cleared, at, True)
-        w.wait_for_read(st.call_at or _hoisted_line(ctx, st, site) or _loop_exit_line(ctx, pos, site, read)
-                        or _store_pair_line(ctx, site, ins), site, st)
+        if st.call_at is not None and st.call_at in w.opaque_at:
+            # the wait an opaque call needed serves the read: no serialisation by divergence (strategies
+            # #1743-1749, shrunk: trap_inner_loop_then_call_in_loop)
+            w.out.wait_at_use[st.call_at] = True
+        else:
+            w.wait_for_read(st.call_at or _hoisted_line(ctx, st, site) or _loop_exit_line(ctx, pos, site, read)
+                            or _store_pair_line(ctx, site, ins), site, st)
         return (cleared._replace(call_at=None), at, True)
 
 
@@ -870,6 +928,33 @@ def _opaque(callee) -> bool:
     (measured: tests/test_cutlass_corpus.py::test_a_system_call_serialises_like_an_indirect_one;
     CUTLASS kernels built without NDEBUG call ``__assertfail``)."""
     return isinstance(callee, Reg) or (isinstance(callee, Sym) and callee.name in SYSTEM_FUNCTIONS)
+
+
+def _assert_branch_line(ctx: FnCtx, w: Walk, site: Site) -> int | None:
+    """An opaque call in a block that ends the path (a ``trap``) and that only a guarded branch
+    falls into: ptxas waits before that branch, on both its paths, and reports the branch's line
+    (measured: strategies #1749, an ``__assertfail`` in a loop committing groups, read after the
+    loop).  The branch's block is marked (``Walk.hoisted``): the path that skips the call waits there too."""
+    g = ctx.g
+    if g.succs[site.block]:
+        return None
+    b = site.block  # (blocks that only fall into the next one are one block: a label nothing jumps to)
+    while len(g.preds[b]) == 1 and tuple(g.succs[g.preds[b][0]]) == (b,):
+        b = g.preds[b][0]
+    if len(g.preds[b]) != 1:
+        return None
+    p = g.preds[b][0]
+    last = g.blocks[p].instrs[-1] if g.blocks[p].instrs else None
+    if last is None or last.base != "bra" or last.guard is None or len(g.succs[p]) != 2:
+        return None
+    w.hoisted.setdefault(p, _line(last))
+    return _line(last)
+
+
+def _after_system_call(ctx: FnCtx, site: Site) -> bool:
+    """A call to ``__assertfail`` (which does not return) comes before ``site`` in its block."""
+    return any(i.base == "call" and isinstance(_callee(i), Sym) and _callee(i).name == "__assertfail"
+               for i in ctx.g.blocks[site.block].instrs[:site.pos])
 
 
 def tied_acc(ins: Instr) -> frozenset:

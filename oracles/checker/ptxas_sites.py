@@ -43,10 +43,16 @@ def _writes_zero(ctx: FnCtx, site: Site, ins: Instr, depth: int = 0) -> bool:
 
 def _loop_exit_line(ctx: FnCtx, pos: dict, site: Site, wgmmas) -> int | None:
     """A read just after a loop whose wgmmas are still in flight: ptxas waits on the loop's exit
-    branch and reports that line (measured)."""
-    if any(w.block == site.block and w.pos < site.pos for w in wgmmas):
+    branch and reports that line (measured).  Blocks that only fall into the next one (a label
+    nothing jumps to) are one block to ptxas (measured: trap_loop_then_indirect_call_after_label)."""
+    head, chain = site.block, [site.block]
+    while len(ctx.g.preds[head]) == 1 and tuple(ctx.g.succs[ctx.g.preds[head][0]]) == (head,) \
+            and ctx.g.preds[head][0] not in chain:
+        head = ctx.g.preds[head][0]
+        chain.append(head)
+    if any(w.block == site.block and w.pos < site.pos or (w.block in chain and w.block != site.block) for w in wgmmas):
         return None  # a wgmma after the loop is read too: the wait goes before the read
-    for p in ctx.g.preds[site.block]:
+    for p in ctx.g.preds[head]:
         if p not in pos:
             continue
         for h in ctx.g.succs[p]:
@@ -377,6 +383,32 @@ def _store_pair_line(ctx: FnCtx, site: Site, ins: Instr) -> int | None:
                 and abs(a.offset - b.offset) == 4 and min(a.offset, b.offset) % 8 == 0):
             return _line(nxt)
     return _line(ins)
+
+
+_FOLDED_RUN = frozenset({"xor", "add"})
+
+
+def _in_place_by_constant(ins: Instr) -> bool:
+    ops = ins.operands
+    return (ins.guard is None and ins.base in _FOLDED_RUN and len(ops) == 3 and ops[0] == ops[1]
+            and isinstance(ops[2], Imm))
+
+
+def _folded_run_line(ctx: FnCtx, site: Site, ins: Instr) -> int | None:
+    """An update in place by a constant (``xor r, r, C``, ``add r, r, C``) followed by more of the
+    same on the same register: ptxas folds the run into one instruction at the last one's line,
+    where a wait for a read of a constant (or never-written) register goes (measured:
+    feed_read_of_*_folded_*; an ``xor`` then an ``add`` do not fold; of a loaded value, the
+    wait stays at the first: feed_read_of_loaded_double_xor)."""
+    if not _in_place_by_constant(ins):
+        return None
+    blk, k, last = ctx.g.blocks[site.block], site.pos, ins
+    while k + 1 < len(blk.instrs):
+        nxt = blk.instrs[k + 1]
+        if not (_in_place_by_constant(nxt) and nxt.base == ins.base and nxt.operands[0] == ins.operands[0]):
+            break
+        last, k = nxt, k + 1
+    return _line(last)
 
 
 def _reaching(ctx: FnCtx, entry, step) -> dict:

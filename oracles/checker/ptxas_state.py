@@ -16,6 +16,8 @@ class Out:
     wait_pre_ind: dict = field(default_factory=dict)  # exit waits for groups committed before an indirect call
     wait_clear: dict = field(default_factory=dict)  # exit waits some path with groups in flight needs that
     # passed no indirect call (PS.clean_fl): ptxas keeps them beside C7510
+    wait_opaque: dict = field(default_factory=dict)  # where a wait for groups in flight at an opaque call
+    # goes (the call, or the exit branch of a loop just before it): ptxas keeps it beside C7510
     wait_at_use: dict = field(default_factory=dict)  # C7517 at reads of accumulators in flight
     wait_feed: dict = field(default_factory=dict)  # C7517 at reads of future accumulator inputs:
     # line -> whether ptxas still reports it when an indirect call serialises the function
@@ -25,6 +27,8 @@ class Out:
     div_wait: list = field(default_factory=list)  # [(order, "C7518")] from a read after a divergent
     # pipeline instruction (PS.div_pipe): reported only when nothing in ``divergent`` is
     a_in_flight: bool = False  # a plain instruction wrote an A register of a wgmma in flight (C7513 "may")
+    skipped_read: bool = False  # a read of a wgmma whose wait_group a path skipped (C7514): beside C7510,
+    # ptxas still waits for everything at the exits
 
     def merge(self, other: "Out") -> None:
         """Add what a later piece of the pass recorded, as if it had written here directly: first
@@ -35,7 +39,7 @@ class Out:
                 mine.setdefault(k, v)
         for mine, theirs in ((self.wait, other.wait), (self.wait_ser, other.wait_ser),
                              (self.wait_pre_ind, other.wait_pre_ind), (self.wait_at_use, other.wait_at_use),
-                             (self.wait_clear, other.wait_clear)):
+                             (self.wait_clear, other.wait_clear), (self.wait_opaque, other.wait_opaque)):
             mine.update(theirs)
         for k, v in other.wait_feed.items():
             self.wait_feed[k] = self.wait_feed.get(k, False) or v
@@ -43,6 +47,7 @@ class Out:
         self.divergent += other.divergent
         self.div_wait += other.div_wait
         self.a_in_flight = self.a_in_flight or other.a_in_flight
+        self.skipped_read = self.skipped_read or other.skipped_read
 
 
 class PS(NamedTuple):

@@ -16,6 +16,7 @@ import fuzzptx.oracles.reference.intx as intx
 import fuzzptx.oracles.reference.dispatch as dispatch
 import fuzzptx.oracles.reference.mbarrier as mbarrier
 import fuzzptx.oracles.reference.mem_ops as mem_ops
+import fuzzptx.oracles.reference.tensormap as tensormap
 import fuzzptx.oracles.reference.tma as tma
 import fuzzptx.oracles.reference.warp_ops as warp_ops
 from .errors import StepLimit, Undefined, Unsupported
@@ -38,7 +39,7 @@ HANDLERS = {
     "mbarrier": mbarrier.h_mbarrier, "cp": tma.h_cp, "prefetch": tma.h_prefetch, "elect": mbarrier.h_elect,
     "setmaxnreg": mbarrier.h_setmaxnreg, "mapa": cluster.h_mapa, "griddepcontrol": mem_ops.h_griddepcontrol,
     "bfe": bits.h_bfe, "bfi": bits.h_bfi, "bfind": bits.h_bfind, "bmsk": bits.h_bmsk, "szext": bits.h_szext,
-    "fns": bits.h_fns, "shf": bits.h_shf,
+    "fns": bits.h_fns, "shf": bits.h_shf, "tensormap": tensormap.h_tensormap,
     "shfl": warp_ops.h_shfl, "vote": warp_ops.h_vote, "match": warp_ops.h_match, "redux": warp_ops.h_redux,
     "activemask": warp_ops.h_activemask,
     "addc": intx.h_carry, "subc": intx.h_carry, "madc": intx.h_carry, "mul24": intx.h_mul24, "mad24": intx.h_mul24,
@@ -48,7 +49,7 @@ HANDLERS = {
     "applypriority": hints.h_nothing, "discard": hints.h_discard, "isspacep": hints.h_isspacep,
     **dict.fromkeys(intx._SIMD, intx.h_video_simd), **dict.fromkeys(intx._SCALAR, intx.h_video_scalar),
 }
-NO_DEST = frozenset(("st", "red", "prefetchu", "nanosleep", "pmevent", "applypriority", "discard", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch",
+NO_DEST = frozenset(("st", "red", "tensormap", "prefetchu", "nanosleep", "pmevent", "applypriority", "discard", "bar", "barrier", "fence", "membar", "wgmma", "call", "bra", "ret", "exit", "cp", "setmaxnreg", "prefetch",
                      "griddepcontrol"))
 
 
@@ -150,6 +151,43 @@ def exec_instr(m: Machine, f: Frame, ins, mask_: np.ndarray) -> None:
                 f.shadows[d.name] = sh
 
 
+# instructions that write registers and nothing else (no memory, no other thread, no barrier)
+REGISTER_ONLY = frozenset(("mov", "add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "neg", "abs",
+                           "and", "or", "xor", "not", "cnot", "shl", "shr", "setp", "selp", "cvt", "lop3", "prmt",
+                           "bfe", "bfi", "copysign", "ex2", "lg2", "rcp", "sqrt", "rsqrt", "sin", "cos", "tanh",
+                           "testp", "popc", "clz", "brev"))
+
+
+def _register_only_skip(info, pc: int):
+    """The instructions a conditional branch at the end of block ``pc`` skips, when that is one block
+    of register-only instructions falling straight into the branch's target (libdevice's
+    ``if (x >= inf) r = fma(x, inf, inf)`` in ``log2f``), else None."""
+    blk = info.blocks[pc]
+    nxt = pc + 1
+    if not blk.succs or nxt >= len(info.blocks) or blk.succs[0] == nxt or info.ipdom[pc] != blk.succs[0]:
+        return None
+    body = info.blocks[nxt]
+    if list(body.succs) != [blk.succs[0]] or not body.instrs:
+        return None
+    instrs = body.instrs
+    if any(i.base not in REGISTER_ONLY or any(d.name in info.wg_regs for d in _dests(i)) for i in instrs):
+        return None
+    return instrs
+
+
+def _run_either_way(m: Machine, f: Frame, instrs, unc: np.ndarray) -> None:
+    """Threads ``unc`` branch on an undefined predicate over the register-only ``instrs``: run them for
+    those threads, then leave every register they write undefined there (the old value or the new
+    one, as the branch went), and let the threads go on at the target."""
+    for ins in instrs:
+        exec_instr(m, f, ins, unc)
+    for ins in instrs:
+        for d in _dests(ins):
+            sh = undef_where(f.shadows.get(d.name), unc, m.n, f.widths.get(d.name, 64))
+            if sh is not None:
+                f.shadows[d.name] = sh
+
+
 class MovRun:
     """Consecutive unguarded ``mov reg, imm`` of one block (half the instructions of a fuzz
     program: accumulator and fragment set-up), run as one step when every thread is active."""
@@ -230,9 +268,14 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
     f.live = entry_mask.copy()
     # an entry: [block, mask, reconvergence block{, first instruction (a group resuming mid-block)}]
     stack: list[list] = [[0, entry_mask.copy(), None]]
-    while stack or (m.resume and m.depth == 0) or (not stack and cluster.exits_complete(m)):
+    while stack or (m.resume and m.depth == 0) or (not stack and cluster.exits_complete(m)) or \
+            (m.mbar_waits and m.depth == 0):
+        if m.mbar_waits and m.depth == 0:
+            mbarrier.wake(m, stalled=not stack and not m.resume)
         if m.resume and m.depth == 0:
             _resume(m, f, stack)
+        if not stack:
+            continue
         e = stack[-1]
         pc, msk, rpc = e[0], e[1], e[2]
         msk &= m.alive
@@ -269,7 +312,7 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
                         exec_instr(m, f, one, m.all if full else msk)
                 continue
             exec_instr(m, f, ins, m.all if full else msk)
-            if ins.base in ("call", "exit", "ret", "bar", "barrier"):
+            if ins.base in ("call", "exit", "ret", "bar", "barrier", "mbarrier", "elect"):
                 if m.parking is not None:  # these threads wait at a named barrier: resume after it
                     bid, who = m.parking
                     m.parking = None
@@ -287,6 +330,12 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
             continue
         base = last.base
         act, unc = _guard(m, f, last, msk)
+        if unc is not None and base == "bra":
+            skipped = _register_only_skip(info, pc)
+            if skipped is not None:  # either path ends at the target: only registers differ
+                _run_either_way(m, f, skipped, unc)
+                act = act | unc
+                unc = None
         if unc is not None:
             raise Undefined(f"line {last.loc.line if last.loc else '?'}: {base} on an undefined predicate")
         if base == "bra":

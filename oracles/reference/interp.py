@@ -282,6 +282,7 @@ class Machine:
         self.parking: tuple | None = None  # (barrier, threads) just suspended by the running instruction
         self.parked_at: dict[int, list] = {}  # barrier -> [(frame, block, index, threads, reconvergence)]
         self.resume: list = []  # groups whose barrier completed, to push on their frame's stack
+        self.mbar_waits: dict = {}  # (mbarrier.MBARRIER_WAIT, address) -> its phases when threads were suspended there
         lane = lin % U64(32)
         le = (U64(2) << lane) - U64(1)
         lt = (U64(1) << lane) - U64(1)
@@ -345,13 +346,18 @@ class Machine:
                 raise MissingInput(f"kernel parameter {p.name!r} has no BUFFER or PARAM value", *_locargs(k))
             pbytes[o:o + size] = np.frombuffer(int(val & ((1 << (8 * size)) - 1)).to_bytes(size, "little"), np.uint8)
             self.symbols[p.name] = ("param", CONST_BASE + o)
+        for b in prog.buffers:  # a buffer whose address sits inside a by-value struct (CUTLASS's Params)
+            if b.param:
+                o = offs[b.param][0] + b.at
+                pbytes[o:o + 8] = np.frombuffer(int(self.buffers[b.name].base).to_bytes(8, "little"), np.uint8)
         params = self.mem.set_params(pbytes)
         if opaque:
             params.ensure_shadow()
             for o, size in opaque:
                 params.skind[o:o + size] = UNDEF
+        mapped = {t.buffer for t in getattr(prog, "tensormaps", ())}
         for b in prog.buffers:
-            if b.name not in offs:
+            if (b.param or b.name) not in offs and b.name not in mapped:
                 raise MissingInput(f"BUFFER {b.name} names no parameter of kernel {k.name}")
         # shared memory as ptxas lays it out (fuzzptx.ptx.smem, checked on the H100), then the
         # module's and functions' global/const variables

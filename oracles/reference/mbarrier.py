@@ -12,7 +12,9 @@ phase it completes on (a reader the phase does not order may see old or new byte
 before the wait, or a missing expect_tx that completes the phase early, sees undefined data); so a wait that fails while every live thread is waiting can never succeed: the reference reports
 it as a hang (``StepLimit``, what a run past the step budget reports), naming the barrier's
 pending arrivals and bytes.  A wait that fails while other threads are elsewhere returns false,
-as on hardware.  A failing parity wait once the barrier has completed a phase is different: run
+as on hardware, and its threads are suspended after it (``m.parking``, as at a named barrier)
+until that barrier completes a phase (``wake``), so the others run: in lockstep a warp-specialised
+kernel's spin around the wait never yielded to the warp that would complete the phase.  A failing parity wait once the barrier has completed a phase is different: run
 before that completion (nothing in this model orders it after), it returns at once and its reads
 race the copy, so the run's outcome is undefined rather than a certain hang.
 
@@ -30,7 +32,7 @@ from fuzzptx.ptx.ir import Addr, Imm, Reg, Sym
 
 import fuzzptx.oracles.reference.cluster as cluster
 from .errors import BadAddress, StepLimit, Undefined, Unsupported
-from .mem_ops import _address
+from .mem_ops import _address, release
 from .values import U64, Shadow
 
 
@@ -219,6 +221,13 @@ def _wait(m, f, ins, act, parity: bool) -> None:
     others = m.alive & ~act  # threads that could still arrive: neither here nor suspended at a named barrier
     if m.parked is not None:
         others &= ~m.parked
+    if stuck and m.depth == 0 and (others.any() or m.mbar_waits):
+        # the phase needs what other threads still do (a producer warp's copies, a consumer's release):
+        # these threads' wait returns false and they are suspended after it until the phase completes
+        # (``wake``), so that the others run: in lockstep the spin around the wait would never yield
+        _suspend(m, act, stuck[0], _get(m, ins, stuck[0]).phases)
+        m.write(f, ops[0], done, None, act, ins)
+        return
     if stuck and not others.any():
         b = _table(m)[stuck[0]]
         where = f"line {ins.loc.line if ins.loc else '?'}"
@@ -234,6 +243,40 @@ def _wait(m, f, ins, act, parity: bool) -> None:
                                 f"{b.phases} still needs {b.pending} arrival(s) and {b.tx} transaction byte(s) "
                                 "that nothing left can supply")
     m.write(f, ops[0], done, None, act, ins)
+
+
+def _suspend(m, act: np.ndarray, addr: int, phases: int) -> None:
+    """Suspend the threads ``act`` after their failed wait on the mbarrier at ``addr`` (in phase
+    ``phases``): ``control.run_function`` takes them off its masks (``m.parking``, as at a named
+    barrier) and ``wake`` resumes them once that barrier completes a phase."""
+    key = (MBARRIER_WAIT, addr)
+    m.mbar_waits[key] = phases
+    parked = m.parked if m.parked is not None else np.zeros(m.n, bool)
+    m.parked = parked | act
+    m.parking = (key, act.copy())
+
+
+def wake(m, stalled: bool) -> None:
+    """Resume the threads suspended at a wait whose mbarrier has completed a phase since; ``stalled``
+    (nothing else can run): with none such, every thread waits on a phase nothing left can complete."""
+    table = _table(m)
+    bars = {k: ph for k, ph in m.mbar_waits.items() if k[0] == MBARRIER_WAIT}
+    done = [k for k, ph in bars.items() if k[1] not in table or table[k[1]].phases != ph]
+    if not done and stalled:
+        if not bars:
+            raise Undefined("elect.sync: lanes its membermask names never execute it (they ended or wait "
+                            "elsewhere): undefined")
+        (_, a), ph = next(iter(bars.items()))
+        b = table[a]
+        raise StepLimit(f"hang: every live thread waits on an mbarrier (the one at shared {a:#x}: phase {ph} still "
+                        f"needs {b.pending} arrival(s) and {b.tx} transaction byte(s)) or at a barrier that "
+                        "nothing left can complete")
+    for k in done:
+        del m.mbar_waits[k]
+        release(m, k)
+
+
+MBARRIER_WAIT = "mbarrier"  # the key of threads suspended at an mbarrier wait: (MBARRIER_WAIT, address)
 
 
 def h_cp(m, f, ins, act):
@@ -282,25 +325,68 @@ def _land_words(m, ins, b: Barrier, src: int, dst: int, nbytes: int) -> None:
 
 
 def h_elect(m, f, ins, act):
-    """elect.sync d|p, membermask: one leader per warp (the lowest active lane of the mask)."""
+    """elect.sync d|p, membermask: one leader per warp (the lowest lane of the mask).  ``.sync``: a
+    thread waits until every live thread the mask names has executed this elect (PTX ISA, elect.sync),
+    so lanes that arrive apart (a warp whose elected lane ran a producer loop the others skipped,
+    CUTLASS's TMA warp) are suspended until the last comes (``m.parking``) and all get one answer; a
+    lane that never comes leaves the wait undefined (``wake``)."""
     dest = ins.operands[0]
     if not isinstance(dest, Reg):
         raise Unsupported.at(ins, "elect.sync needs a destination")
     names = dest.name.split("|")
     mask_bits, _ = m.read(f, ins.operands[1], "u32", ins)
     lane = (np.arange(m.n) % 32).astype(np.uint64)
-    in_mask = ((mask_bits >> lane) & U64(1)).astype(bool) & act
+    named = ((mask_bits >> lane) & U64(1)).astype(bool)
     leader = np.zeros(m.n, bool)
     lane_of = np.full(m.n, 0, np.uint64)
+    waits = np.zeros(m.n, bool)
+    done: list = []
     for w in range(0, m.n, 32):
-        lanes = np.flatnonzero(in_mask[w:w + 32])
+        here = act[w:w + 32]
+        if not here.any():
+            continue
+        first = w + int(np.flatnonzero(here)[0])
+        want = ((int(mask_bits[first]) >> np.arange(32)) & 1).astype(bool) & m.alive[w:w + 32]
+        key = (ELECT_WAIT, w, id(ins))
+        earlier = m.mbar_waits.get(key)
+        came = here | (earlier[0] if earlier is not None else False)
+        if m.depth == 0 and (want & ~came).any():
+            # lanes of the mask still to come: wait for them here
+            m.mbar_waits[key] = (came, (earlier[1] if earlier is not None else []) + [(f, here)])
+            waits[w:w + 32] = here
+            continue
+        lanes = np.flatnonzero(want & came) if (want & came).any() else np.flatnonzero(here & named[w:w + 32])
         if lanes.size:
             leader[w + lanes[0]] = True
             lane_of[w:w + 32] = lanes[0]
+        if earlier is not None:
+            del m.mbar_waits[key]
+            done.append((key, earlier[1]))
+    for key, groups in done:  # the lanes that waited get the answer, then resume after the elect
+        for g, here in groups:
+            who = np.zeros(m.n, bool)
+            w = key[1]
+            who[w:w + 32] = here
+            _elect_result(m, g, ins, names, lane_of, leader, who)
+        release(m, key)
+    run = act & ~waits
+    _elect_result(m, f, ins, names, lane_of, leader, run)
+    if waits.any():
+        parked = m.parked if m.parked is not None else np.zeros(m.n, bool)
+        m.parked = parked | waits
+        m.parking = (next(k for k in m.mbar_waits if k[0] == ELECT_WAIT and waits[k[1]:k[1] + 32].any()), waits)
+
+
+def _elect_result(m, f, ins, names: list[str], lane_of: np.ndarray, leader: np.ndarray, who: np.ndarray) -> None:
+    if not who.any():
+        return
     if names[0] != "_":
-        m.write(f, Reg(names[0]), lane_of, None, act, ins)
+        m.write(f, Reg(names[0]), lane_of, None, who, ins)
     if len(names) > 1:
-        m.write(f, Reg(names[1]), leader.astype(np.uint64), None, act, ins)
+        m.write(f, Reg(names[1]), leader.astype(np.uint64), None, who, ins)
+
+
+ELECT_WAIT = "elect"  # the key of lanes waiting at an elect.sync for the rest of its mask: (ELECT_WAIT, warp, instruction)
 
 
 def h_setmaxnreg(m, f, ins, act):

@@ -281,7 +281,7 @@ def h_bar(m, f, ins, act):
         table[bid] = (cnt, total, waiting)
         return
     parked = m.parked if m.parked is not None else np.zeros(m.n, bool)
-    if not (m.alive & ~act & ~parked).any():
+    if not (m.alive & ~act & ~parked).any() and not m.mbar_waits:  # (threads at an mbarrier wait may still come)
         raise StepLimit.at(ins, f"hang: barrier {bid} waits for {cnt} threads; {total} can ever arrive")
     if m.depth:
         raise Unsupported.at(ins, f"barrier {bid} (count {cnt}) reached by {n} threads inside a called function while "

@@ -46,6 +46,7 @@ from fuzzptx.ptx.ir import Imm, Sym, TensorAddr
 import fuzzptx.oracles.reference.cluster as cluster
 import fuzzptx.oracles.reference.cp_async as cp_async
 import fuzzptx.oracles.reference.mbarrier as mbarrier
+import fuzzptx.oracles.reference.tensormap as tensormap
 from .errors import BadAddress, Undefined, Unsupported
 from .mem_ops import _address
 from .values import U64, Shadow, sign_extend
@@ -150,6 +151,8 @@ def _tensor_operand(m, f, ins, op, idx) -> tuple[list[TensorMap], np.ndarray]:
     maps = []
     for a in addrs.tolist():
         tm = table.get(int(a))
+        if tm is None:  # a map the kernel built and copied to global memory (tensormap.replace)
+            tm = tensormap.device_map(m, ins, int(a))
         if tm is None:
             raise Unsupported.at(ins, f"the tensor map at {int(a):#x} is no TENSORMAP parameter of the header "
                                       "(the reference reads tensor maps from the header's description only)")
@@ -169,6 +172,14 @@ def _tensor_operand(m, f, ins, op, idx) -> tuple[list[TensorMap], np.ndarray]:
         for tm, c in zip(maps, coords.tolist()):
             log.append((tm.name, tm.at, tuple(c)))
     return maps, coords
+
+
+def _note_start(m, tm: TensorMap, start: int) -> None:
+    """fuzzptx.launch's probe: the shared address each copy through a map used (a pipeline's stages
+    lie one box apart)."""
+    log = getattr(m, "tma_smem_log", None)
+    if log is not None:
+        log.append((tm.name, tm.at, start))
 
 
 def _dimension(ins) -> int:
@@ -249,6 +260,7 @@ def _tensor_load(m, f, ins, act):
         tm = maps[j]
         _check_map(ins, tm)
         start = int(daddr[j]) & 0xFFFFFFFF
+        _note_start(m, tm, start)
         _check_shared(ins, tm, start)
         _check_start(ins, tm, coords[j])
         if not here[j]:  # a ctaMask naming no CTA: nothing lands, nothing completes
@@ -405,6 +417,7 @@ def _tensor_store(m, f, ins, act):
         if reduce is not None and tm.type[0] not in "us":
             raise Unsupported.at(ins, f"a {reduce} reduction into a {tm.type} tensor is not modelled (integer maps only)")
         start = int(saddr[j]) & 0xFFFFFFFF
+        _note_start(m, tm, start)
         _check_shared(ins, tm, start)
         _check_start(ins, tm, coords[j])
         if (coords[j] < 0).any():

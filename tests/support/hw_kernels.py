@@ -10,8 +10,11 @@ inputs.  A row says how much of the kernel's tensor cores the reference reached,
 faulted, the elements the GPU gives outside what the reference allows, the elements where -O3 and
 -O0 differ, and those where the two -O3 runs differ (``nondeterministic``).  A kernel whose launch
 the reference stopped at what the GPU faults on (an address outside every buffer, a tensor copy
-through a parameter that holds no tensor map: CUTLASS's, whose maps sit in its ``Params``) or that
-reaches no tensor core is not launched: the row says so.
+through an address that holds no tensor map, a multicast to a CTA outside the cluster: CUTLASS's two
+cluster kernels, launched as one CTA) or that reaches no tensor core is not launched: the row says
+so.  CUTLASS's ``GemmUniversal`` kernels are launched with their ``Params`` as the launch made them:
+the maps inside it encoded by the worker over buffers no parameter names (``Arg.hidden``), pointers
+inside it set to their buffers' device addresses (``Arg.pointers``).
 
     # the GPU machine, from the repository's root (the package assembled in /tmp/pkg, as docs/tma.md does)
     mkdir -p /tmp/pkg && cp -r fuzzptx /tmp/pkg/ && rm -rf /tmp/pkg/fuzzptx/strategies /tmp/pkg/fuzzptx/oracles \

@@ -256,16 +256,24 @@ def main() -> int:
     files = [f for d in suites for f in sorted(d.glob("*.ptx"))]
     if args.dry_run:
         files = files[:4]
+    def save(done: bool) -> None:
+        """The record so far (rewritten after each file: a run cut short by its time limit keeps its rows)."""
+        record["suite"] = {"files": len(files), "replayed": len(rows), "complete": done,
+                           "flagged": sum(1 for r in rows if r.get("flagged")),
+                           "tracebacks": sum(1 for r in rows if r.get("traceback")),
+                           "rows": sorted(rows, key=lambda r: r["file"])}
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(record, indent=1) + "\n")
+
     with cf.ThreadPoolExecutor(args.jobs) as ex:
-        for row in ex.map(lambda f: replay_one(f, 300, args.judges), files):
+        for fut in cf.as_completed([ex.submit(replay_one, f, 300, args.judges) for f in files]):
+            row = fut.result()
             rows.append(row)
             print(row["file"], "flagged" if row.get("flagged") else "NOT flagged", row.get("findings"), flush=True)
-    record["suite"] = {"files": len(rows), "flagged": sum(1 for r in rows if r.get("flagged")),
-                       "tracebacks": sum(1 for r in rows if r.get("traceback")), "rows": rows}
+            save(False)
+    save(True)
     print(json.dumps({k: v for k, v in record["suite"].items() if k != "rows"}))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(record, indent=1) + "\n")
     return 0
 
 
