@@ -14,7 +14,7 @@ from fuzzptx.oracles.ptxas import compile_batch
 from fuzzptx.oracles.sass import (Instruction, Listing, SassFunction, disassemble_all, disassembler,
                                   gmma_count_hazards, verify)
 from fuzzptx.oracles.checker import check_module
-from fuzzptx.ptx.parse import parse
+from support.corpora import TRITON, parsed, triton_o3
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_disassembler = pytest.mark.skipif(disassembler() is None, reason="no disassembler (pip install nvidia-cuda-nvdisasm)")
@@ -173,27 +173,21 @@ def test_O0_builds_of_legal_generated_programs_are_clean():
 
 
 @needs_disassembler
-def test_triton_kernels_are_clean_at_O3():
-    """Every Triton kernel's SASS passes the pipeline rules (they read the cubin alone); the count
-    rules need the PTX parsed, which the 16 TMA kernels wait for (issue 27)."""
-    files = sorted((ROOT / "tests" / "data" / "triton").glob("*.ptx"))
-    texts = [f.read_text() for f in files]
-    modules = []
-    for text in texts:
-        try:
-            modules.append(parse(text))
-        except Exception:  # noqa: BLE001 - the TMA kernels need the parser of issue 27
-            modules.append(None)
-    assert len(texts) >= 39 and sum(m is not None for m in modules) >= 20
-    results = compile_batch(texts, want_cubin=True)
-    cubins = [r.cubin for r in results]
+def test_triton_kernels_are_clean_at_O3(tmp_path_factory):
+    """Every Triton kernel's SASS passes the pipeline rules and the count rules (the -O3 build of
+    each file's emitted text, ``support.corpora.triton_o3``, which test_triton_corpus shares)."""
+    files = sorted(TRITON.glob("*.ptx"))
+    built = triton_o3(tmp_path_factory)
+    assert len(files) >= 39 and sorted(built) == [f.name for f in files]
+    results = [built[f.name] for f in files]
     assert all(r.accepted for r in results)
-    for m, r, lst in zip(modules, results, disassemble_all(cubins, disassembler())):
+    for f, r, lst in zip(files, results, disassemble_all([r.cubin for r in results], disassembler())):
         for entry in r.kernel_names:
             name = r.kernel(entry)
             assert lst.function(name) is not None
-            assert verify(lst, name) == []
-            assert m is None or gmma_count_hazards(m, entry, lst, name) == []
+            assert verify(lst, name) == [], f.name
+            assert gmma_count_hazards(parsed(f), entry, lst, name) == [], f.name
+
 
 def test_a_null_gmma_is_no_tensor_core_op():
     """``RZ, gdesc[URZ], RZ``: writes nothing, so it is neither counted nor in flight on any register."""

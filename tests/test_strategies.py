@@ -226,11 +226,14 @@ def test_sweeps_hold_distinct_forms_built_for_one_target():
 
 
 def test_shrinking_heads_for_one_instruction_of_the_simplest_form():
+    """Derandomized: otherwise ``find`` starts from random draws, and one run (-n 2 at load 10) shrank
+    a wgmma pipeline only as far as an m64n184k32.e5m2 form, not the head."""
     from hypothesis import find
 
     from fuzzptx.strategies.programs import warp_programs, wgmma_sweeps
 
-    quick = settings(max_examples=60, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    quick = settings(max_examples=60, database=None, deadline=None, derandomize=True,
+                     suppress_health_check=list(HealthCheck))
     warp = find(warp_programs(), lambda p: True, settings=quick)
     assert [f.key for f in _forms_of(warp)] == [ordered_forms(tuple(f for f in isa.families() if f in
                                                  ("mma", "mma.sp", "wmma.load", "wmma.store", "wmma.mma",

@@ -4,18 +4,15 @@ by the real ptxas, and the checker's ISA and spec layers find no error on it (is
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from fuzzptx.oracles.checker import check_module
-from fuzzptx.oracles.ptxas import compile_batch
-from fuzzptx.ptx.emit import emit
 from fuzzptx.ptx.ir import Sym, TensorAddr
 from fuzzptx.ptx.parse import PtxSyntaxError, parse
-from support.corpora import assert_round_trips, parsed
+from support.corpora import TRITON, assert_round_trips, parsed, triton_o3
 
-CORPUS = Path(__file__).resolve().parent / "data" / "triton"
+CORPUS = TRITON
 FILES = sorted(CORPUS.glob("*.ptx"))
 
 
@@ -51,10 +48,9 @@ def test_tensor_operands_are_read_as_tensor_addresses():
     assert seen >= 100
 
 
-def test_the_emitted_corpus_is_accepted_by_ptxas():
-    texts = [emit(parsed(f)) for f in FILES]
-    results = compile_batch(texts)
-    bad = [(f.name, r.stderr[:300]) for f, r in zip(FILES, results) if not r.accepted]
+def test_the_emitted_corpus_is_accepted_by_ptxas(tmp_path_factory):
+    built = triton_o3(tmp_path_factory)  # compile_batch of the emitted texts, shared with test_sass_rules
+    bad = [(f.name, built[f.name].stderr[:300]) for f in FILES if not built[f.name].accepted]
     assert bad == []
 
 
