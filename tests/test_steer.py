@@ -165,6 +165,9 @@ def test_summary_and_report_show_sass_coverage(tmp_path, monkeypatch):
     line = engine_run.sass_line({"sass_forms_reached": 3, "sass_programs": 3,
                                  "sass_real_kernels": summ["sass_real_kernels"]})
     assert "3 SASS forms" in line and "2/3 (66.7%)" in line and "SHFL.BFLY" in line
+    # a run with --ptxas RELEASES has only sass@ judges: no "0 SASS forms ... reached 0/222" line
+    none = engine_run.sass_line({"sass_forms_reached": 0, "sass_programs": 0, "sass_real_kernels": summ["sass_real_kernels"]})
+    assert none.startswith("not measured") and "0/" not in none
 
 
 def _steered(out: Path, examples: int = 27, resume: bool = False) -> list[tuple]:

@@ -80,7 +80,11 @@ def run_config(config: RunConfig, *, progress: bool = True, resume: bool = False
 
 
 def sass_line(s: dict) -> str:
-    """The SASS-form coverage in one line: forms reached, and of the real kernels' forms how many."""
+    """The SASS-form coverage in one line: forms reached, and of the real kernels' forms how many
+    (none measured where the pinned release's SASS judge disassembled nothing: a run with
+    ``--ptxas RELEASES`` has only the releases' ``sass@`` judges)."""
+    if not s.get("sass_programs"):
+        return "not measured: the pinned release's SASS judge (sass) disassembled no program of this run"
     line = f"{s['sass_forms_reached']} SASS forms in {s.get('sass_programs', 0)} disassembled programs"
     real = s.get("sass_real_kernels")
     if real:
