@@ -7,21 +7,12 @@ import numpy as np
 import pytest
 
 from fuzzptx.oracles.reference import Unsupported, run_program
-from fuzzptx.program import Buffer, Launch, Program
-from fuzzptx.ptx.parse import parse
+from fuzzptx.program import Program
+from support.two_warps import two_warp_kernel
 
 
 def _kernel(bar: str) -> Program:
-    text = f""".version 8.0
-.target sm_90a
-.address_size 64
-.visible .entry k(.param .u64 o)
-{{
-.reg .b32 %r<8>; .reg .b64 %rd<8>; .reg .pred %p<4>;
-.shared .align 4 .b32 s[2];
-mov.u32 %r0, %tid.x;
-ld.param.u64 %rd1, [o];
-mul.wide.u32 %rd2, %r0, 4; add.s64 %rd2, %rd1, %rd2;
+    return two_warp_kernel("paths.ptx", ".shared .align 4 .b32 s[2];", f"""
 setp.lt.u32 %p1, %r0, 32;
 @%p1 bra PRODUCER;
 {bar}
@@ -34,10 +25,7 @@ st.shared.b32 [s], %r3;
 {bar}
 st.global.b32 [%rd2], %r0;
 ret;
-}}
-"""
-    return Program(parse(text, "paths.ptx"), Launch("k", (1, 1, 1), (64, 1, 1)),
-                   (Buffer("o", "u32", 64, "zeros", output=True),))
+""")
 
 
 def test_barrier_sync_met_on_two_paths_orders_the_producers_store():
@@ -56,16 +44,7 @@ def _skip_kernel(store_in_block: bool) -> Program:
     """Thread t branches on ``x < 16`` with x undefined for the threads reading past the buffer's
     defined words; the skipped block writes a register (or stores)."""
     body = "st.global.b32 [%rd2], %r0;" if store_in_block else "mov.u32 %r2, 77;"
-    text = f""".version 8.0
-.target sm_90a
-.address_size 64
-.visible .entry k(.param .u64 o)
-{{
-.reg .b32 %r<8>; .reg .b64 %rd<8>; .reg .pred %p<4>;
-.shared .align 4 .b32 s[64];
-mov.u32 %r0, %tid.x;
-ld.param.u64 %rd1, [o];
-mul.wide.u32 %rd2, %r0, 4; add.s64 %rd2, %rd1, %rd2;
+    return two_warp_kernel("skip.ptx", ".shared .align 4 .b32 s[64];", f"""
 setp.lt.u32 %p2, %r0, 32;
 @!%p2 bra READ;
 shl.b32 %r5, %r0, 2;
@@ -85,10 +64,7 @@ setp.lt.u32 %p1, %r1, 16;
 JOIN:
 st.global.b32 [%rd2], %r2;
 ret;
-}}
-"""
-    return Program(parse(text, "skip.ptx"), Launch("k", (1, 1, 1), (64, 1, 1)),
-                   (Buffer("o", "u32", 64, "zeros", output=True),))
+""")
 
 
 def test_a_branch_on_an_undefined_predicate_over_register_only_code_leaves_those_registers_free():

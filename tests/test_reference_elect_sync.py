@@ -8,23 +8,14 @@ from __future__ import annotations
 import numpy as np
 
 from fuzzptx.oracles.reference import run_program
-from fuzzptx.program import Buffer, Launch, Program
-from fuzzptx.ptx.parse import parse
+from fuzzptx.program import Program
+from support.two_warps import two_warp_kernel
 
 
 def _kernel(exit_others: bool = False) -> Program:
     """Warp 0: lane 0 waits on an mbarrier that warp 1 arrives at (suspended there: the producer
     lane waiting for its consumers), lanes 1-31 skip ahead; then warp 0 elects a leader."""
-    text = f""".version 8.0
-.target sm_90a
-.address_size 64
-.visible .entry k(.param .u64 o)
-{{
-.reg .b32 %r<8>; .reg .b64 %rd<8>; .reg .pred %p<6>;
-.shared .align 8 .b64 bar;
-mov.u32 %r0, %tid.x;
-ld.param.u64 %rd1, [o];
-mul.wide.u32 %rd2, %r0, 4; add.s64 %rd2, %rd1, %rd2;
+    return two_warp_kernel("elect.ptx", ".shared .align 8 .b64 bar;", f"""
 setp.ne.u32 %p4, %r0, 0;
 @%p4 bra INIT_DONE;
 mbarrier.init.shared::cta.b64 [bar], 32;
@@ -48,10 +39,7 @@ selp.u32 %r2, 100, 0, %p3;
 add.u32 %r2, %r2, %r1;
 st.global.b32 [%rd2], %r2;
 ret;
-}}
-"""
-    return Program(parse(text, "elect.ptx"), Launch("k", (1, 1, 1), (64, 1, 1)),
-                   (Buffer("o", "u32", 64, "zeros", output=True),))
+""")
 
 
 def test_lanes_that_reach_elect_sync_apart_get_one_leader():

@@ -9,23 +9,14 @@ import numpy as np
 import pytest
 
 from fuzzptx.oracles.reference import StepLimit, run_program
-from fuzzptx.program import Buffer, Launch, Program
-from fuzzptx.ptx.parse import parse
+from fuzzptx.program import Program
+from support.two_warps import two_warp_kernel
 
 
 def _kernel(producer_arrives: bool = True) -> Program:
     arrive = "mbarrier.arrive.shared::cta.b64 _, [bar];" if producer_arrives else ""
-    text = f""".version 8.0
-.target sm_90a
-.address_size 64
-.visible .entry k(.param .u64 o)
-{{
-.reg .b32 %r<8>; .reg .b64 %rd<8>; .reg .pred %p<4>;
-.shared .align 8 .b64 bar;
-.shared .align 4 .b32 s;
-mov.u32 %r0, %tid.x;
-ld.param.u64 %rd1, [o];
-mul.wide.u32 %rd2, %r0, 4; add.s64 %rd2, %rd1, %rd2;
+    return two_warp_kernel("spin.ptx", """.shared .align 8 .b64 bar;
+.shared .align 4 .b32 s;""", f"""
 setp.ne.u32 %p2, %r0, 0;
 @%p2 bra INIT_DONE;
 mbarrier.init.shared::cta.b64 [bar], 32;
@@ -45,10 +36,7 @@ mbarrier.try_wait.parity.shared::cta.b64 %p3, [bar], 0;
 ld.shared.b32 %r2, [s];
 st.global.b32 [%rd2], %r2;
 ret;
-}}
-"""
-    return Program(parse(text, "spin.ptx"), Launch("k", (1, 1, 1), (64, 1, 1)),
-                   (Buffer("o", "u32", 64, "zeros", output=True),))
+""")
 
 
 def test_a_consumer_spinning_on_try_wait_lets_the_producer_run():
