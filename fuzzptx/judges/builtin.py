@@ -785,7 +785,8 @@ class MetamorphicJudge(Judge):
                 if gpu:  # compiled with the block's other programs' sides (``prepare_block``)
                     pairs.staged = {(text, 3): compiled}
                     if self.share < 1 and is_scalar_kernel(program):  # a campaign's integer kernel
-                        pairs.determinism = False
+                        pairs.determinism = False  # race-free by construction
+                        pairs.inputs = min(self.inputs, compile_pairs.SCALAR_INPUTS)
                     return pairs
                 return Done(pairs.judge(OnReference()))
             return Done(pairs)
@@ -805,9 +806,7 @@ class MetamorphicJudge(Judge):
 
     def on_gpu(self, program: Program, prepared: Any, worker: Any) -> Any:
         try:
-            inputs = self.inputs
-            if self.share < 1 and is_scalar_kernel(program):  # a campaign's integer kernel (compile_pairs.SCALAR_INPUTS)
-                inputs = min(inputs, compile_pairs.SCALAR_INPUTS)
+            inputs = self.inputs if prepared.inputs is None else prepared.inputs
             return prepared.judge(OnGpu(worker, _built=prepared.built), inputs=inputs)
         except Exception as exc:  # noqa: BLE001
             return Checked(skipped=f"metamorphic judge failed: {type(exc).__name__}: {exc}")

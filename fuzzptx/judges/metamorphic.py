@@ -857,6 +857,7 @@ class PreparedPairs:
     note: str | None = None
     staged: dict | None = None  # builds at hand, kept for ``compile_together`` over a whole block
     determinism: bool = True  # run the determinism check first (not for a race-free-by-construction kernel)
+    inputs: int | None = None  # input sets for this program's pairs (None: the judge's ``inputs``)
 
     def judge(self, judge: Judge, cache: dict | None = None, inputs: int = 1) -> Checked:
         """Every pair through ``judge``: on the GPU, the determinism check first, then each pair on
