@@ -12,6 +12,7 @@ skipped / unsupported and their expectations as "not run".
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass
 from typing import Sequence
@@ -141,6 +142,7 @@ def main_replay(argv: list[str]) -> int:
     findings = differ.compare(program, v)
     exps = check_expectations(program, v)
     changed = [e for e in exps if e.status == "changed"]
+    signature = signature_status(program, findings, v)
     if args.json:
         print(json.dumps({
             "file": args.file,
@@ -149,7 +151,8 @@ def main_replay(argv: list[str]) -> int:
             "findings": [f.signature for f in findings],
             **launch.record_fields(program, v),
             "expectations": [e.__dict__ for e in exps],
-            "status": "changed" if changed else "holds",
+            "signature_status": signature,
+            "status": "changed" if changed or signature == "gone" else "holds",
             **({"matrix": rows_by_release} if rows_by_release is not None else {}),
         }, indent=2))
     else:
@@ -165,5 +168,26 @@ def main_replay(argv: list[str]) -> int:
                 print(f"  [{e.status}] {e.judge}: {e.expected}{extra}")
         if rows_by_release is not None:
             print(f"\nrelease matrix ({args.releases}):\n" + matrix.table(rows_by_release, program.signature))
-        print("\n" + ("CHANGED: " + ", ".join(e.judge for e in changed) if changed else "all expectations hold"))
-    return 1 if changed else 0
+        if signature is not None:
+            print(f"\nsignature {program.signature}: {signature}"
+                  + (f" (needs {', '.join(differ.judges_for(program.signature))})" if signature == "not run" else ""))
+        gone = ["the signature"] if signature == "gone" else []
+        print("\n" + ("CHANGED: " + ", ".join([e.judge for e in changed] + gone) if changed or gone
+                      else "all expectations hold"))
+    return 1 if changed or signature == "gone" else 0
+
+
+def signature_status(program: Program, findings, v: Verdicts) -> str | None:
+    """Whether the repro's ``SIGNATURE`` still holds: ``holds``, ``gone`` (every judge it needs ran
+    and none found it: the bug is fixed, or the finding was a judge's own error), ``not run`` (a
+    judge it needs could not run here: no GPU; or the signature is another tool's, such as
+    ``fuzzptx conformance``'s ``spec!=ptxas``), or None for a file without one."""
+    sig = program.signature
+    if not sig:
+        return None
+    if any(f.signature.startswith(sig) for f in findings) or differ.keep_predicate(sig)(findings, v):
+        return "holds"
+    first = re.split(r"!=|:|\|", sig, maxsplit=1)[0]
+    if registry.registered(first) is None:
+        return "not run"
+    return "gone" if all(name in v for name in differ.judges_for(sig)) else "not run"
