@@ -1,0 +1,212 @@
+"""Clusters of several CTAs in the reference (oracles/reference/cluster.py): one machine per CTA, run
+together (``cluster.Group``); ``mapa`` and ``.shared::cluster`` loads and remote mbarrier arrives
+reach the CTA the address names; a multicast tensor copy lands in every CTA its ctaMask names;
+``barrier.cluster`` waits for every thread of the cluster; the launch's ``cluster=`` header field.
+The H100 record of the two-CTA hand kernel (tests/hw_records/tma_cluster_h100.json) is the check
+of the whole."""
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+from fuzzptx.data import buffer_bytes
+from fuzzptx.errors import FuzzptxError
+from fuzzptx.oracles.reference import MissingInput, run_program
+from fuzzptx.oracles.reference.errors import StepLimit
+from fuzzptx.oracles.reference.values import UNDEF
+from fuzzptx.program import Program
+from support import hw_tma as H
+
+RECORDS = pathlib.Path(__file__).parent / "hw_records"
+
+HEAD = """// fuzzptx-repro v1
+// LAUNCH: kernel=k grid={grid} block=64,1,1 cluster={cluster}
+// BUFFER: o type=u32 count={count} init=zeros output
+.version 8.4
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 o)
+.reqntid 64
+{{
+	.reg .pred 	%p<8>;
+	.reg .b32 	%r<24>;
+	.reg .b64 	%rd<8>;
+	.shared .align 8 .b64 bar;
+	.shared .align 4 .b32 word[64];
+	ld.param.u64 	%rd1, [o];
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r2, %cluster_ctarank;
+	mov.u32 	%r3, bar;
+	mov.u32 	%r4, word;
+	setp.eq.u32 	%p1, %r1, 0;
+	@%p1 mbarrier.init.shared::cta.b64 	[%r3], 1;
+	mad.lo.u32 	%r5, %r2, 1000, %r1;
+	shl.b32 	%r6, %r1, 2;
+	add.s32 	%r7, %r4, %r6;
+	st.shared.u32 	[%r7], %r5;
+	fence.mbarrier_init.release.cluster;
+	barrier.cluster.arrive.relaxed.aligned;
+	barrier.cluster.wait.aligned;
+	xor.b32 	%r8, %r2, 1;
+{body}
+	mad.lo.u32 	%r13, %r2, 64, %r1;
+	mul.wide.u32 	%rd2, %r13, 4;
+	add.s64 	%rd3, %rd1, %rd2;
+	st.global.u32 	[%rd3], %r11;
+	barrier.cluster.arrive.aligned;
+	barrier.cluster.wait.aligned;
+	ret;
+}}
+"""
+
+# thread 0 of each CTA arrives on its peer's mbarrier (mapa + remote arrive); every thread waits on its
+# own CTA's barrier, then reads its word of the peer's shared memory (mapa + ld.shared::cluster)
+REMOTE = """	mapa.shared::cluster.u32 	%r9, %r3, %r8;
+	@%p1 mbarrier.arrive.shared::cluster.b64 	_, [%r9];
+WAIT:
+	mbarrier.try_wait.parity.shared::cta.b64 	%p2, [%r3], 0;
+	@!%p2 bra 	WAIT;
+	mapa.shared::cluster.u32 	%r10, %r7, %r8;
+	ld.shared::cluster.u32 	%r11, [%r10];"""
+
+
+def kernel(body: str = REMOTE, grid: str = "2,1,1", cluster: str = "2,1,1") -> Program:
+    return Program.from_ptx(HEAD.format(body=body, grid=grid, cluster=cluster, count=128), "pair.ptx")
+
+
+def words(r, name: str = "o") -> np.ndarray:
+    return np.frombuffer(r.bytes(name), np.uint32)
+
+
+def test_two_ctas_arrive_on_each_others_mbarrier_and_read_each_others_shared_memory():
+    """CTA r's threads read (r ^ 1) * 1000 + tid from the peer (one CTA alone: the launch was refused)."""
+    p = kernel()
+    assert p.launch.cluster == (2, 1, 1) and "cluster=2,1,1" in p.header_lines()[1]
+    r = run_program(p)
+    assert r.undefined is None and not (r.outputs["o"].kind == UNDEF).any()
+    tid = np.arange(64)
+    assert np.array_equal(words(r), np.concatenate([1000 + tid, tid]))
+
+
+def test_the_cluster_special_registers_name_each_cta():
+    body = "\tmov.u32 \t%r11, %cluster_ctaid.y;\n\tmov.u32 \t%r12, %cluster_nctarank;\n\tmad.lo.u32 \t%r11, %r11, 100, %r12;\n" \
+           "\tmov.u32 \t%r12, %ctaid.y;\n\tmad.lo.u32 \t%r11, %r12, 10000, %r11;"
+    r = run_program(kernel(body, grid="1,2,1", cluster="1,2,1"))
+    assert np.array_equal(words(r), np.repeat([2, 10102], 64))
+
+
+def test_a_remote_arrive_nobody_sends_is_a_hang_not_a_spin():
+    body = REMOTE.replace("\t@%p1 mbarrier.arrive.shared::cluster.b64 \t_, [%r9];\n", "")
+    with pytest.raises(StepLimit, match="hang: every live thread waits on an mbarrier"):
+        run_program(kernel(body))
+
+
+def test_a_cluster_barrier_waits_for_the_other_cta():
+    """Each CTA writes its word, both meet at barrier.cluster, then each reads the peer's word: the
+    peer has written it whichever CTA runs first."""
+    body = "\tmapa.shared::cluster.u32 \t%r10, %r7, %r8;\n\tld.shared::cluster.u32 \t%r11, [%r10];"
+    r = run_program(kernel(body))
+    tid = np.arange(64)
+    assert np.array_equal(words(r), np.concatenate([1000 + tid, tid]))
+
+
+def test_a_grid_other_than_the_one_cluster_is_refused_and_a_bad_header_names_its_line():
+    with pytest.raises(MissingInput, match="the reference runs one cluster: grid=4,1,1 must be 2,1,1"):
+        run_program(kernel(grid="4,1,1"))
+    with pytest.raises(FuzzptxError, match=r"pair.ptx:2: .*grid=3,1,1 is not a multiple of cluster=2,1,1"):
+        kernel(grid="3,1,1")
+    with pytest.raises(FuzzptxError, match=r"pair.ptx:2: cluster='2,x': expected x,y,z integers"):
+        kernel(cluster="2,x")
+    with pytest.raises(FuzzptxError, match=r"pair.ptx:2: cluster=17,1,1: at most 16 CTAs"):
+        kernel(grid="17,1,1", cluster="17,1,1")
+
+
+TENSOR = """// fuzzptx-repro v1
+// LAUNCH: kernel=k grid=2,1,1 block=64,1,1 cluster=2,1,1
+// BUFFER: g type=u32 count=64 init=random seed=5
+// BUFFER: o type=u32 count=128 init=zeros output
+// TENSORMAP: tm buffer=g type=u32 dims=16,4 strides=64 box=16,4
+.version 8.4
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 g, .param .u64 o, .param .align 64 .b8 tm[128])
+.reqntid 64
+{
+	.reg .pred %p<8>;
+	.reg .b32 %r<32>;
+	.reg .b64 %rd<12>;
+	.reg .b16 %rs<2>;
+	.shared .align 1024 .b8 tile[256];
+	.shared .align 8 .b64 bar[1];
+	ld.param.u64 %rd1, [o];
+	mov.u32 %r1, %tid.x;
+	mov.u32 %r2, tile;
+	mov.u32 %r24, %cluster_ctarank;
+	setp.eq.u32 %p3, %r1, 0;
+	setp.eq.u32 %p6, %r24, 0;
+	and.pred %p7, %p3, %p6;
+	mov.u64 %rd2, tm;
+	cvta.param.u64 %rd3, %rd2;
+	@%p3 mbarrier.init.shared::cta.b64 [bar], 1;
+	fence.mbarrier_init.release.cluster;
+	barrier.cluster.arrive.relaxed.aligned;
+	barrier.cluster.wait.aligned;
+	mov.u16 %rs1, MASK;
+	mov.b32 %r30, 0;
+	mov.b32 %r31, 0;
+	@%p3 mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], 256;
+	@%p7 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [tile], [%rd3, {%r30, %r31}], [bar], %rs1;
+W0:
+	mbarrier.try_wait.parity.shared::cta.b64 %p4, [bar], 0;
+	@!%p4 bra W0;
+	shl.b32 %r21, %r1, 2;
+	add.s32 %r22, %r2, %r21;
+	ld.shared.u32 %r23, [%r22];
+	mad.lo.u32 %r25, %r24, 64, %r1;
+	mul.wide.u32 %rd6, %r25, 4;
+	add.s64 %rd7, %rd1, %rd6;
+	st.global.u32 [%rd7], %r23;
+	barrier.cluster.arrive.aligned;
+	barrier.cluster.wait.aligned;
+	ret;
+}
+"""
+
+
+def test_a_multicast_tensor_copy_lands_in_every_cta_its_mask_names():
+    """Rank 0 alone issues the copy with ctaMask 0x3: the box lands in both CTAs' shared memory and
+    completes each one's mbarrier phase (with mask 0x1, rank 1 waits forever: a hang)."""
+    p = Program.from_ptx(TENSOR.replace("MASK", "3"), "mc.ptx")
+    r = run_program(p)
+    g = buffer_bytes(p.buffer("g")).view(np.uint32)
+    assert r.undefined is None and np.array_equal(words(r), np.concatenate([g, g]))
+    with pytest.raises(StepLimit, match="hang"):
+        run_program(Program.from_ptx(TENSOR.replace("MASK", "1"), "mc.ptx"))
+
+
+def _recorded(case: str):
+    rec = json.loads((RECORDS / "tma_cluster_h100.json").read_text())
+    return [r for r in rec["results"] if r["case"].split("#")[0] == case]
+
+
+def test_the_two_cta_hand_kernel_gives_what_the_h100_gave():
+    """The record's cluster2-multicast-dsmem rows (8 seeds, one cluster of 2 CTAs: a multicast bulk
+    copy to both, a cluster barrier, mapa loads from the peer, the cluster registers): every output
+    word the reference gives equals the H100's, except the four that hold addresses (mapa's values:
+    the ISA gives none, the reference's encoding differs from the H100's, cluster.py)."""
+    rows = _recorded("cluster2-multicast-dsmem")
+    assert len(rows) == 8
+    for row in rows:
+        p = Program.from_ptx(H.unpack(row["program_z"]).decode(), row["case"] + ".ptx")
+        assert p.launch.grid == (2, 1, 1)
+        r = run_program(p)
+        assert r.undefined is None, row["case"]
+        hw = {k: np.frombuffer(H.unpack(v), np.uint32) for k, v in row["outputs_z"].items()}
+        assert np.array_equal(words(r, "o"), hw["o"]), row["case"]
+        addresses = [7, 9, 13, 14]
+        keep = [k for k in range(16) if k not in addresses]
+        assert np.array_equal(words(r, "o2").reshape(2, 128, 16)[:, :, keep],
+                              hw["o2"].reshape(2, 128, 16)[:, :, keep]), row["case"]
