@@ -10,11 +10,14 @@ inputs.  A row says how much of the kernel's tensor cores the reference reached,
 faulted, the elements the GPU gives outside what the reference allows, the elements where -O3 and
 -O0 differ, and those where the two -O3 runs differ (``nondeterministic``).  A kernel whose launch
 the reference stopped at what the GPU faults on (an address outside every buffer, a tensor copy
-through an address that holds no tensor map, a multicast to a CTA outside the cluster: CUTLASS's two
-cluster kernels, launched as one CTA) or that reaches no tensor core is not launched: the row says
-so.  CUTLASS's ``GemmUniversal`` kernels are launched with their ``Params`` as the launch made them:
-the maps inside it encoded by the worker over buffers no parameter names (``Arg.hidden``), pointers
-inside it set to their buffers' device addresses (``Arg.pointers``).
+through an address that holds no tensor map, a multicast to a CTA outside the cluster) or that
+reaches no tensor core is not launched: the row says so.  CUTLASS's ``GemmUniversal`` kernels are
+launched with their ``Params`` as the launch made them: the maps inside it encoded by the worker over
+buffers no parameter names (``Arg.hidden``), pointers inside it set to their buffers' device
+addresses (``Arg.pointers``).  A launch with a cluster (``cluster=`` on its LAUNCH line: CUTLASS's
+two cluster kernels, 2,1,1 and 1,2,1, whose grid is that one cluster) goes through the driver's
+``cuLaunchKernelEx`` with the cluster-dimension attribute (``hw_worker.launch_in_clusters``); the
+dry run builds that launch's configuration too (``hw_worker.launch_config``), all but the call.
 
     # the GPU machine, from the repository's root (the package assembled in /tmp/pkg, as docs/tma.md does)
     mkdir -p /tmp/pkg && cp -r fuzzptx /tmp/pkg/ && rm -rf /tmp/pkg/fuzzptx/strategies /tmp/pkg/fuzzptx/oracles \
@@ -40,6 +43,7 @@ import numpy as np
 from fuzzptx import launch
 from fuzzptx.inputs import read_text
 from fuzzptx.oracles.hardware import HardwareUnavailable, program_args
+from fuzzptx.oracles.hw_worker import launch_config
 from fuzzptx.oracles.ptxas import compile_ptx, ptxas_version
 from fuzzptx.oracles.reference import ReferenceError_, compare, run_program
 from fuzzptx.oracles.reference.values import UNDEF
@@ -136,6 +140,11 @@ def main(argv=None) -> int:
             cubin, name = _cubin(k[opt], k["program"])
             if cubin is not None:
                 items.append((k, run, (k["program"], cubin, name)))
+    for k, _, (program, _, _) in items:
+        la = program.launch
+        k["cluster"] = list(la.cluster)
+        if la.cluster != (1, 1, 1):  # the configuration cuLaunchKernelEx gets, its layout checked
+            launch_config(la.grid, la.block, la.cluster, la.dynamic_smem, 0)
     if args.dry_run:
         hw, info = [None] * len(items), {"dry_run": True}
     else:
@@ -145,7 +154,7 @@ def main(argv=None) -> int:
     rows = []
     for k in todo:
         p, ref = k["program"], k["ref"]
-        row = {"kernel": k["path"], "header": k["header"], "search_s": k["search_s"],
+        row = {"kernel": k["path"], "header": k["header"], "search_s": k["search_s"], "cluster": k.get("cluster"),
                "tensor": k["coverage"].record(), "coverage": k["coverage"].text(),
                "ptxas_O3": k["o3"].accepted, "ptxas_O0": k["o0"].accepted,
                "reference": k["ref_error"] or (f"undefined: {ref.undefined}" if ref.undefined else "ran"),
@@ -181,6 +190,7 @@ def main(argv=None) -> int:
            "reference_errors": sum(1 for r in rows if r["reference"] not in ("ran",) and
                                    not r["reference"].startswith("undefined")),
            "not_launched": [r["kernel"] for r in rows if r["gpu_o3"].startswith("not launched")],
+           "launched_in_clusters": [r["kernel"] for r in rows if r["cluster"] and r["cluster"] != [1, 1, 1]],
            "gpu_faults": sum(1 for r in rows for o in ("o3", "o3_again", "o0") if r[f"gpu_{o}"].startswith("fault")),
            "nondeterministic": [r["kernel"] for r in rows if r["nondeterministic"]],
            "kernels_with_mismatches": sum(1 for r in rows if r["mismatches_o3"] or r["mismatches_o0"]),
