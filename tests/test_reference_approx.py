@@ -91,3 +91,56 @@ def test_an_integer_test_of_an_approximate_floats_bits_is_decided_where_the_boun
     ref = run_program(p)
     assert ref.undefined is None
     assert (ref.outputs["o"].kind == EXACT).all() and list(np.frombuffer(ref.bytes("o"), np.uint32)) == [1] * 4
+
+
+def _as_output(p, type_: str, count: int):
+    """``p`` with its output buffer ``o`` read as ``count`` elements of ``type_``."""
+    bufs = tuple(b if b.name != "o" else b.__class__(b.name, type_, count, b.init, output=True) for b in p.buffers)
+    return p.__class__(p.module, p.launch, bufs)
+
+
+def test_a_bound_stored_through_an_integer_buffer_is_read_as_the_float_it_bounds():
+    """Kernels store float results through ``.u32`` buffers (the epilogues the generator draws do):
+    the comparison reads such an element's bits as an f32, not as an integer that must match."""
+    body = ("mov.b32 %f1, %r1; ex2.approx.ftz.f32 %f2, %f1; add.f32 %f3, %f2, 0f3F800000; "
+            "mov.b32 %r30, %f3; " + store())
+    xs = [0.0, 1.0, 2.5, -3.0]
+    p = kernel(body, threads=len(xs), inputs={"a": (32, f32(xs))})
+    assert next(b for b in p.buffers if b.name == "o").type == "u32"
+    ref = run_program(p)
+    assert (ref.outputs["o"].kind == SET).all()
+    exact = np.array([2.0 ** x + 1 for x in xs], np.float32)
+    assert compare(p, ref, {"o": exact.tobytes()}) == []
+    assert compare(p, ref, {"o": np.nextafter(exact, np.float32(np.inf)).tobytes()}) == []
+    assert len(compare(p, ref, {"o": (exact * np.float32(1.01)).tobytes()})) == len(xs)
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "f16"])
+def test_a_16_bit_bound_stored_through_an_integer_buffer_is_read_in_its_own_format(fmt):
+    """A bound converted to bf16 and one converted to f16 both sit in 2-byte lanes: the flags say
+    which format the bounds are in, so each is read as what it is."""
+    import ml_dtypes
+
+    from fuzzptx.oracles.reference.result import OutputBuffer, RefResult
+    from fuzzptx.oracles.reference.values import ALT_FORMAT
+
+    body = ("mov.b32 %f1, %r1; ex2.approx.ftz.f32 %f2, %f1; "
+            f"cvt.rn.{fmt}.f32 %h1, %f2; "
+            "mul.wide.u32 %rd2, %r0, 2; add.s64 %rd2, %rd9, %rd2; st.global.b16 [%rd2], %h1;")
+    xs = [0.0, 1.0, 2.5, -3.0, 5.5, -0.75]
+    p = _as_output(kernel(body, threads=len(xs), inputs={"a": (32, f32(xs))}), "u16", len(xs))
+    ref = run_program(p)
+    ob = ref.outputs["o"]
+    assert (ob.kind == SET).all()
+    assert ((ob.flags & ALT_FORMAT) != 0).all() == (fmt == "bf16") and ((ob.flags & ALT_FORMAT) != 0).any() == (fmt == "bf16")
+    dt = ml_dtypes.bfloat16 if fmt == "bf16" else np.float16
+    true = np.array([2.0 ** x for x in xs], np.float64).astype(dt)
+    assert compare(p, ref, {"o": true.tobytes()}) == []
+    assert len(compare(p, ref, {"o": (true.astype(np.float64) * 1.25).astype(dt).tobytes()})) == len(xs)
+    # a bound two steps of the format wide: its far edge is allowed, though not the reference's bits
+    lo, hi = true.astype(np.float64), np.nextafter(np.nextafter(true, dt(np.inf)), dt(np.inf)).astype(np.float64)
+    wide = RefResult({"o": OutputBuffer("o", "u16", ob.data, ob.kind, lo, hi, ob.flags)})
+    far = hi.astype(dt)
+    assert far.tobytes() != ob.data
+    assert compare(p, wide, {"o": far.tobytes()}) == []
+    assert compare(p, wide, {"o": np.nextafter(far, dt(np.inf)).tobytes()})

@@ -11,7 +11,7 @@ from .errors import Unsupported
 from .formats import FLOATS
 from .ops import (HALF, IROUND, _add, _div, _fma, _max, _min, _mul, _sub, fdecode, float_op,
                   int_divrem, int_mul, interval_shadow, nan_bits, nan_payload_free, rounding, the_type, types_of)
-from .values import (EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, TYPES, UNDEF, U64, Shadow, combine_undef,
+from .values import (ALT_FORMAT, ALT_FORMATS, EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, TYPES, UNDEF, U64, Shadow, combine_undef,
                      count_nonzero, lanes_of, mask, sign_extend, undef_where)
 from .values import merge
 from .memory import LOCAL_WINDOW, SHARED_WINDOW
@@ -479,7 +479,8 @@ def _cvt_set(sh: Shadow, dfmt: str, mode: str, sat: bool, satfinite: bool, relu:
     flags = np.where(fl & MAY_NAN, MAY_NAN if not sat else 0, 0)
     if sat and (fl & MAY_NAN).any():
         rlo = np.where(fl & MAY_NAN, np.minimum(rlo, 0.0), rlo)
-    flags = flags | np.where(rhi == np.inf, MAY_POS_INF, 0) | np.where(rlo == -np.inf, MAY_NEG_INF, 0)
+    flags = flags | np.where(rhi == np.inf, MAY_POS_INF, 0) | np.where(rlo == -np.inf, MAY_NEG_INF, 0) \
+        | (ALT_FORMAT if dfmt in ALT_FORMATS else 0)
     flo = np.where(np.isinf(rlo), np.where(rlo < 0, -mx, np.where(np.isinf(rhi), np.nan, rhi)), rlo)
     fhi = np.where(np.isinf(rhi), np.where(rhi > 0, mx, np.where(np.isinf(rlo), np.nan, rlo)), rhi)
     both_inf_same = np.isinf(rlo) & np.isinf(rhi) & (np.sign(rlo) == np.sign(rhi))

@@ -15,7 +15,7 @@ import numpy as np
 
 import fuzzptx.oracles.reference.fp as fp
 from .errors import Unsupported
-from .values import (undef_where, EXACT, MAY_NEG_INF, MAY_POS_INF, SET, TYPES, UNDEF, U64, Shadow,
+from .values import (undef_where, ALT_FORMAT, ALT_FORMATS, EXACT, MAY_NEG_INF, MAY_POS_INF, SET, TYPES, UNDEF, U64, Shadow,
                      combine_undef, mask, sign_extend)
 
 ROUND = ("rn", "rz", "rm", "rp", "rna")
@@ -252,7 +252,8 @@ def interval_shadow(t: str, op: str, srcs: list[tuple[np.ndarray, Shadow | None]
         lo = fp.step(fp.fround(lo, t, "rm"), t, False)
         hi = fp.step(fp.fround(hi, t, "rp"), t, True)
     finite = np.isfinite(lo) & np.isfinite(hi)
-    flags = (np.where(hi == np.inf, MAY_POS_INF, 0) | np.where(lo == -np.inf, MAY_NEG_INF, 0)).astype(np.uint8)
+    flags = (np.where(hi == np.inf, MAY_POS_INF, 0) | np.where(lo == -np.inf, MAY_NEG_INF, 0)
+             | (ALT_FORMAT if t in ALT_FORMATS else 0)).astype(np.uint8)
     lo = np.where(np.isfinite(lo), lo, np.where(lo == -np.inf, -fp.F.FLOATS[t].max_finite, lo))
     hi = np.where(np.isfinite(hi), hi, np.where(hi == np.inf, fp.F.FLOATS[t].max_finite, hi))
     nonexact = np.zeros(n, bool)

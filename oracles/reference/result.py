@@ -2,7 +2,8 @@
 
 Per output element: ``EXACT`` (bits must match; any NaN matches a NaN), ``SET``
 (finite values in [lo, hi], plus NaN/+Inf/-Inf where the flags allow), or
-``UNDEF`` (the spec leaves it free: skipped).  Integers are always exact.
+``UNDEF`` (the spec leaves it free: skipped).  Integers are always exact; a SET element of an
+integer-typed buffer (a float result stored through it) is read in its bounds' float format.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 from fuzzptx.data import element_bytes, numpy_dtype
 
 import fuzzptx.oracles.reference.formats as F
-from .values import EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, UNDEF, count_nonzero
+from .values import ALT_FORMAT, EXACT, MAY_NAN, MAY_NEG_INF, MAY_POS_INF, SET, UNDEF, count_nonzero, set_format
 
 _FLOAT = {"f64", "f32", "tf32", "f16", "bf16", "e4m3", "e5m2"}
 
@@ -167,21 +168,47 @@ def compare(program, ref: RefResult, observed: dict[str, bytes], limit: int = 10
             x = F.decode(ob.type, hw)
             r = F.decode(ob.type, ref_bits)
             exact_ok = (hw == ref_bits) | (np.isnan(x) & np.isnan(r))
-            with np.errstate(invalid="ignore"):
-                in_set = (np.isfinite(x) & (x >= ob.lo) & (x <= ob.hi)) | \
-                    (np.isnan(x) & ((ob.flags & MAY_NAN) != 0)) | \
-                    ((x == np.inf) & ((ob.flags & MAY_POS_INF) != 0)) | \
-                    ((x == -np.inf) & ((ob.flags & MAY_NEG_INF) != 0))
-            ok = np.where(ob.kind == SET, in_set, exact_ok)
+            ok = np.where(ob.kind == SET, _in_set(x, ob), exact_ok)
         else:
             ok = hw == ref_bits
-            x = hw
+            is_set = ob.kind == SET
+            if count_nonzero(is_set):  # float results stored through an integer-typed buffer
+                ok = np.where(is_set, _in_set(_set_values(ob, hw, eb), ob), ok)
         bad = np.flatnonzero(check & ~ok)
         for i in bad[: max(limit - len(out), 0)]:
-            out.append(Mismatch(name, int(i), _describe(ob, int(i), ref_bits), _show(ob.type, int(hw[i]))))
+            out.append(Mismatch(name, int(i), _describe(ob, int(i), ref_bits), _observed(ob, int(i), int(hw[i]), eb)))
         if len(out) >= limit:
             break
     return out
+
+
+def _in_set(x: np.ndarray, ob: OutputBuffer) -> np.ndarray:
+    """Values ``x`` inside each element's SET: finite in [lo, hi], or a NaN/Inf its flags allow."""
+    with np.errstate(invalid="ignore"):
+        return (np.isfinite(x) & (x >= ob.lo) & (x <= ob.hi)) | \
+            (np.isnan(x) & ((ob.flags & MAY_NAN) != 0)) | \
+            ((x == np.inf) & ((ob.flags & MAY_POS_INF) != 0)) | \
+            ((x == -np.inf) & ((ob.flags & MAY_NEG_INF) != 0))
+
+
+def _set_values(ob: OutputBuffer, hw: np.ndarray, eb: int) -> np.ndarray:
+    """The observed bits of an integer-typed buffer read in the float format of each SET element's
+    bounds (``values.set_format``: the width, and bf16/e5m2 where the flags say so)."""
+    x = np.zeros(hw.size)
+    alt = (ob.flags & ALT_FORMAT) != 0
+    for fmt, where in ((set_format(eb, 0), ~alt), (set_format(eb, ALT_FORMAT), alt)):
+        if count_nonzero(where):
+            x = np.where(where, F.decode(fmt, hw), x)
+    return x
+
+
+def _observed(ob: OutputBuffer, i: int, bits: int, eb: int) -> str:
+    """The observed element; a SET element of an integer-typed buffer also as the float it is read as."""
+    shown = _show(ob.type, bits)
+    if ob.type in _FLOAT or ob.kind[i] != SET:
+        return shown
+    fmt = set_format(eb, int(ob.flags[i]))
+    return f"{shown} = {fmt} {float(F.decode(fmt, np.array([bits], np.uint64))[0])!r}"
 
 
 def _show(type_: str, bits: int) -> str:

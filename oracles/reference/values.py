@@ -25,6 +25,20 @@ except ImportError:  # pragma: no cover - other numpy layouts
 
 EXACT, SET, UNDEF = 0, 1, 3
 MAY_NAN, MAY_POS_INF, MAY_NEG_INF = 1, 2, 4
+# A SET lane's float format follows from its width (8 bytes f64, 4 f32, 2 f16, 1 e4m3) unless
+# ALT_FORMAT is in its flags (2 bytes bf16, 1 e5m2): a kernel may store float results through an
+# integer-typed buffer, and the comparison then reads the bits in the format the bounds are in.
+ALT_FORMAT = 8
+ALT_FORMATS = ("bf16", "bf16x2", "e5m2", "e5m2x2")
+
+
+def set_format(lane_bytes: int, flags: int) -> str:
+    """The float format of a SET lane of ``lane_bytes`` with ``flags``."""
+    if lane_bytes == 2:
+        return "bf16" if flags & ALT_FORMAT else "f16"
+    if lane_bytes == 1:
+        return "e5m2" if flags & ALT_FORMAT else "e4m3"
+    return {4: "f32", 8: "f64"}[lane_bytes]
 
 U64 = np.uint64
 _U8_UNDEF, _U8_EXACT = np.uint8(UNDEF), np.uint8(EXACT)
