@@ -802,12 +802,12 @@ def struct_maps(program: Program, fn: Function, value: int) -> Program:
     probe = with_maps(probe_box, probe_dims)
     log: list = []
     starts: list = []
+    ctas = machines(probe, probe.numerics)
+    for m in ctas:
+        m.tma_log = log
+        m.tma_smem_log = starts
     old = np.seterr(all="ignore")
     try:
-        ctas = machines(probe, probe.numerics)
-        for m in ctas:
-            m.tma_log = log
-            m.tma_smem_log = starts
         with single_thread():
             run_ctas(ctas)
     except Exception:  # noqa: BLE001 - the probe only needs the copies issued before it stopped
