@@ -209,10 +209,13 @@ class Given:
     # Triton's ``global_scratch_size``: bytes per CTA of the scratch buffer its kernels take as their
     # second-to-last parameter (device-made tensor maps are written there: a smaller buffer faults)
     scratch: int = 0
+    # CTAs per cluster (our ``cluster``; Triton's ``num_ctas``, a cluster along x): the grid is then
+    # that one cluster
+    cluster: tuple[int, int, int] | None = None
 
     def __bool__(self) -> bool:
         return (self.block is not None or self.smem is not None or bool(self.params) or bool(self.descs)
-                or bool(self.scratch))
+                or bool(self.scratch) or self.cluster is not None)
 
 
 def _as_int(value: Any, what: str, origin: str) -> int:
@@ -232,8 +235,8 @@ def _as_int(value: Any, what: str, origin: str) -> int:
 
 
 def given_from_json(data: Any, origin: str) -> Given:
-    """A ``Given`` from Triton's metadata (``num_warps``, ``shared``) or our own JSON (``block``,
-    ``smem``, ``params``: parameter name or index -> value)."""
+    """A ``Given`` from Triton's metadata (``num_warps``, ``shared``, ``num_ctas``) or our own JSON
+    (``block``, ``smem``, ``cluster``, ``params``: parameter name or index -> value)."""
     if not isinstance(data, dict):
         raise LaunchError("a launch JSON is an object ({\"block\": 128, \"smem\": 0, \"params\": {...}})", origin)
     block = smem = None
@@ -241,14 +244,14 @@ def given_from_json(data: Any, origin: str) -> Given:
     if "num_warps" in data:
         block = (32 * _as_int(data["num_warps"], "num_warps", origin), 1, 1)
     if "block" in data:
-        b = data["block"]
-        b = [b] if isinstance(b, (int, str)) else b
-        if not isinstance(b, list) or not 1 <= len(b) <= 3:
-            raise LaunchError(f"block: expected 1 to 3 integers, not {data['block']!r}", origin)
-        vals = [_as_int(x, "block", origin) for x in b]
-        if any(v < 1 for v in vals):
-            raise LaunchError(f"block: {data['block']!r}: expected positive integers", origin)
-        block = tuple(vals + [1] * (3 - len(vals)))  # type: ignore[assignment]
+        block = _triple(data, "block", origin)
+    cluster = None
+    if int(_as_int(data.get("num_ctas", 1), "num_ctas", origin)) > 1:
+        cluster = (_as_int(data["num_ctas"], "num_ctas", origin), 1, 1)
+    if "cluster" in data:
+        cluster = _triple(data, "cluster", origin)
+    if cluster is not None and math.prod(cluster) > 16:
+        raise LaunchError(f"cluster: {','.join(map(str, cluster))}: at most 16 CTAs in a cluster", origin)
     for key in ("shared", "smem"):
         if key in data:
             smem = _as_int(data[key], key, origin)
@@ -264,7 +267,19 @@ def given_from_json(data: Any, origin: str) -> Given:
                                                        for d in descs):
         raise LaunchError("tensordesc_meta: expected a list of {block_size, elem_type, swizzle}", origin)
     scratch = _as_int(data.get("global_scratch_size") or 0, "global_scratch_size", origin)
-    return Given(block, smem, params, origin, tuple(descs), max(0, scratch))
+    return Given(block, smem, params, origin, tuple(descs), max(0, scratch), cluster)
+
+
+def _triple(data: dict, key: str, origin: str) -> tuple[int, int, int]:
+    """A launch JSON's ``block`` or ``cluster``: 1 to 3 positive integers (missing ones 1)."""
+    b = data[key]
+    b = [b] if isinstance(b, (int, str)) else b
+    if not isinstance(b, list) or not 1 <= len(b) <= 3:
+        raise LaunchError(f"{key}: expected 1 to 3 integers, not {data[key]!r}", origin)
+    vals = [_as_int(x, key, origin) for x in b]
+    if any(v < 1 for v in vals):
+        raise LaunchError(f"{key}: {data[key]!r}: expected positive integers", origin)
+    return tuple(vals + [1] * (3 - len(vals)))  # type: ignore[return-value]
 
 
 def read_given(path: str | Path) -> Given:
@@ -341,6 +356,8 @@ def apply_given(program: Program, given: Given) -> Program:
     notes = list(program.notes)
     if given.block is not None:
         la = replace(la, block=given.block)
+    if given.cluster is not None:
+        la = replace(la, grid=given.cluster, cluster=given.cluster)
     if given.smem is not None:
         la = replace(la, dynamic_smem=given.smem)
         notes = [re.sub(r"; dynamic shared memory \d+ bytes \([^)]*\)", "", n) if n.startswith(INFERRED) else n
@@ -348,10 +365,12 @@ def apply_given(program: Program, given: Given) -> Program:
     said = [f"block {','.join(map(str, given.block))}" if given.block else "",
             f"dynamic shared memory {given.smem} bytes" if given.smem is not None else "",
             f"{len(named)} parameter value(s)" if named else "",
-            f"{len(given.descs)} tensor descriptor(s)" if given.descs else ""]
+            f"{len(given.descs)} tensor descriptor(s)" if given.descs else "",
+            f"cluster {','.join(map(str, given.cluster))}" if given.cluster else ""]
     notes.append(f"launch given by {given.origin}: " + ", ".join(x for x in said if x))
     return replace(program, launch=la, notes=tuple(notes), scalars=tuple((n, values[n]) for n, _ in program.scalars),
-                   given=tuple(dict.fromkeys(program.given + tuple(named) + (("block",) if given.block else ()))))
+                   given=tuple(dict.fromkeys(program.given + tuple(named) + (("block",) if given.block else ())
+                                             + (("cluster",) if given.cluster else ()))))
 
 
 # ------------------------------------------------------------------ the search

@@ -77,3 +77,22 @@ def test_the_cluster_shapes_the_search_tries():
     assert launch._in_cluster(la, _fn(copy=MULTICAST), (2, 1, 1)).cluster == (2, 1, 1)
     own = launch._in_cluster(la, _fn(".reqnctapercluster 2"), (2, 1, 1))
     assert own.grid == (2, 1, 1) and own.cluster == (1, 1, 1)  # the kernel states it: no launch attribute
+
+
+def test_a_cluster_given_in_the_launch_json_is_the_one_tried():
+    """``--launch '{"cluster": [2, 1, 1]}'`` (or Triton's ``num_ctas``): the grid is that cluster and
+    the search tries no other shape; a bad value is one line naming where it came from."""
+    path = DATA / "cutlass" / "ws_coop_f16_128x128x64_cluster2x1.ptx"
+    given = launch.parse_launch_option('{"cluster": [2, 1, 1]}')
+    assert given.cluster == (2, 1, 1)
+    assert launch.given_from_json({"num_ctas": 2}, "meta.json").cluster == (2, 1, 1)
+    assert launch.given_from_json({"num_ctas": 1}, "meta.json").cluster is None
+    p = launch.load(read_text(path, what="PTX file"), str(path), given=given)
+    assert p.launch.cluster == p.launch.grid == (2, 1, 1) and "cluster" in p.given
+    assert any("launch given by --launch: cluster 2,1,1" in n for n in p.notes)
+    assert launch.cluster_shapes(p, parse(read_text(path, what="PTX file"), str(path)).kernels()[0]) == ((2, 1, 1),)
+    for bad, why in (('{"cluster": [17]}', "at most 16 CTAs"), ('{"cluster": [0, 1]}', "expected positive integers"),
+                     ('{"cluster": "x"}', "is not a number")):
+        with pytest.raises(launch.LaunchError, match=why) as e:
+            launch.parse_launch_option(bad)
+        assert "\n" not in str(e.value) and "--launch" in str(e.value)
