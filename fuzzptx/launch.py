@@ -793,6 +793,8 @@ def struct_maps(program: Program, fn: Function, value: int) -> Program:
         bufs += extra
         program = replace(program, buffers=program.buffers + tuple(extra))
 
+    fan: dict[tuple[str, int], int] = {}  # a multicast map's copies: the CTAs each lands in (the probe's)
+
     def with_maps(boxes: dict, dims: dict) -> Program:
         tmaps, backing = list(program.tensormaps), {}
         for (name, at), buf in zip(sites, bufs):
@@ -807,8 +809,9 @@ def struct_maps(program: Program, fn: Function, value: int) -> Program:
                         else b for b in program.buffers)
         scalars = dict(program.scalars)
         for (name, off), bars in tx_words.items():  # each stage's expected bytes: what its copies' boxes bring
-            nbytes = max((sum(math.prod(boxes[k]) * eb for k, kb in map_bars if k in boxes and kb == b) for b in bars),
-                         default=0)
+            # (a multicast map's box comes from every CTA of its group, each issuing its slice to all)
+            nbytes = max((sum(math.prod(boxes[k]) * eb * fan.get(k, 1) for k, kb in map_bars if k in boxes and kb == b)
+                          for b in bars), default=0)
             if nbytes and name in scalars:
                 scalars[name] = _set_bytes(scalars[name], off, 4, nbytes)
         return replace(program, buffers=buffers, tensormaps=tuple(tmaps), scalars=tuple(scalars.items()))
@@ -825,6 +828,7 @@ def struct_maps(program: Program, fn: Function, value: int) -> Program:
     for m in ctas:
         m.tma_log = log
         m.tma_smem_log = starts
+        m.tma_fan_log = fan
     old = np.seterr(all="ignore")
     try:
         with single_thread():

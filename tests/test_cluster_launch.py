@@ -11,15 +11,19 @@ import pytest
 
 from fuzzptx import launch
 from fuzzptx.inputs import read_text
+from fuzzptx.oracles.reference import run_program
 from fuzzptx.program import Program
 from fuzzptx.ptx.parse import parse
 
 DATA = Path(__file__).resolve().parent / "data"
 
 
-@pytest.mark.parametrize("name,shape", [("ws_coop_f16_128x128x64_cluster2x1", (2, 1, 1)),
-                                        ("ws_pingpong_e4m3xe5m2_bf16_64x128x128_cluster1x2", (1, 2, 1))])
-def test_cutlass_cluster_kernels_get_their_cluster_and_run_every_tensor_core_instruction(name, shape):
+@pytest.mark.parametrize("name,shape,stage_bytes", [
+    # A's 64 x 128 f16 box, and B's half (64 x 64) from each CTA of the pair: CUTLASS's whole tiles
+    ("ws_coop_f16_128x128x64_cluster2x1", (2, 1, 1), 128 * 64 * 2 + 2 * 64 * 64 * 2),
+    # A's half (32 x 128 e4m3) from each CTA of the pair, and B's 128 x 128 box
+    ("ws_pingpong_e4m3xe5m2_bf16_64x128x128_cluster1x2", (1, 2, 1), 2 * 32 * 128 + 128 * 128)])
+def test_cutlass_cluster_kernels_get_their_cluster_and_run_every_tensor_core_instruction(name, shape, stage_bytes):
     """Both stopped at their first multicast copy in one CTA (0 of 24); in a cluster of the shape the
     search finds (the one CUTLASS was built with) every wgmma, ldmatrix and stmatrix runs, and the
     printed header, pasted back, launches the same."""
@@ -34,8 +38,12 @@ def test_cutlass_cluster_kernels_get_their_cluster_and_run_every_tensor_core_ins
     assert bounds  # the tile scheduler's tile count: one tile per CTA of the cluster
     for param, at in bounds:
         assert (dict(p.scalars)[param] >> (8 * at)) & ((1 << 64) - 1) == 2
+    # the bytes one pipeline stage brings each CTA: a multicast map's box once from each CTA of its group
+    (param, at), = [k for k in launch.struct_tx_words(fn) if k[1] == 640]
+    assert (dict(p.scalars)[param] >> (8 * at)) & 0xFFFFFFFF == stage_bytes
     t = launch.trial(p)
     assert t.error is None and t.coverage.ran == t.coverage.of == 24, (t.error, t.coverage.text())
+    assert not any("completes a phase expecting" in n for n in run_program(p).notes)
     again = Program.from_ptx(p.to_ptx(), "again.ptx")
     assert again.launch == p.launch
     one = launch.trial(replace(p, launch=replace(p.launch, grid=(1, 1, 1), cluster=(1, 1, 1))))

@@ -259,6 +259,9 @@ def _tensor_load(m, f, ins, act):
         _check_map(ins, tm)
         places = cluster.destinations(m, int(daddr[j]) & 0xFFFFFFFF, int(baddr[j]) & 0xFFFFFFFF,
                                       None if masks is None else int(masks[j]), ins)
+        fan = getattr(m, "tma_fan_log", None)  # fuzzptx.launch's probe: how many CTAs each map's copies reach
+        if fan is not None:
+            fan[(tm.name, tm.at)] = max(fan.get((tm.name, tm.at), 1), len(places))
         start = cluster.owner(m, int(daddr[j]) & 0xFFFFFFFF, ins)[1]  # CTA-relative
         _note_start(m, tm, start)
         _check_shared(ins, tm, start)
