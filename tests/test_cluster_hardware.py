@@ -14,8 +14,7 @@ import pytest
 from fuzzptx.oracles import hardware
 from fuzzptx.oracles.hw_worker import CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, _arg_bytes, launch_config
 from fuzzptx.oracles.reference import compare, run_program
-from fuzzptx.program import Program
-from test_cluster_reference import TENSOR, kernel
+from support.cluster_kernels import kernel, tensor_kernel
 
 
 def test_the_launch_config_is_cuda_hs_layout_with_the_cluster_attribute():
@@ -54,6 +53,7 @@ def test_the_dry_run_launches_cutlass_cluster_kernels_in_their_clusters(tmp_path
     assert rows["ws_coop_f16_128x128x64_cluster2x1.ptx"]["cluster"] == [2, 1, 1]
     assert rows["ws_pingpong_e4m3xe5m2_bf16_64x128x128_cluster1x2.ptx"]["cluster"] == [1, 2, 1]
     assert len(rec["launched_in_clusters"]) == 2 and rec["not_launched"] == []
+    assert rec["cluster_probes"] == []  # (with --only: the kernels alone)
     for r in rows.values():
         assert r["tensor"]["executed"] == r["tensor"]["of"] == 24 and r["gpu_o3"] == "not run", r
         assert r["reference"] == "ran" or r["reference"].startswith("undefined"), r["reference"]
@@ -62,8 +62,20 @@ def test_the_dry_run_launches_cutlass_cluster_kernels_in_their_clusters(tmp_path
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["remote-arrive", "tensor-multicast"])
 def test_two_cta_kernels_on_the_gpu_give_what_the_reference_gives(which):
-    p = kernel() if which == "remote-arrive" else Program.from_ptx(TENSOR.replace("MASK", "3"), "mc.ptx")
+    p = kernel() if which == "remote-arrive" else tensor_kernel(3)
     assert p.launch.cluster == (2, 1, 1)
     r = hardware.run_program_on_gpu(p)
     assert r.fault is None, r.fault
     assert compare(p, run_program(p), r.outputs) == []
+
+
+def test_the_dry_run_runs_the_two_cta_probes_in_the_reference(tmp_path, monkeypatch):
+    """Without --only the record carries the two-CTA hand kernels' rows (here: no kernels at all)."""
+    from support import hw_kernels
+
+    monkeypatch.setattr(hw_kernels, "kernel_files", lambda: [])
+    out = tmp_path / "k.json"
+    assert hw_kernels.main(["--dry-run", "--jobs", "1", "--out", str(out)]) == 0
+    probes = json.loads(out.read_text())["cluster_probes"]
+    assert [(p["probe"], p["cluster"], p["reference"], p["gpu"]) for p in probes] == [
+        ("remote-arrive", [2, 1, 1], "ran", "not run"), ("tensor-multicast", [2, 1, 1], "ran", "not run")]

@@ -17,7 +17,10 @@ buffers no parameter names (``Arg.hidden``), pointers inside it set to their buf
 addresses (``Arg.pointers``).  A launch with a cluster (``cluster=`` on its LAUNCH line: CUTLASS's
 two cluster kernels, 2,1,1 and 1,2,1, whose grid is that one cluster) goes through the driver's
 ``cuLaunchKernelEx`` with the cluster-dimension attribute (``hw_worker.launch_in_clusters``); the
-dry run builds that launch's configuration too (``hw_worker.launch_config``), all but the call.
+dry run builds that launch's configuration too (``hw_worker.launch_config``), all but the call.  Beside
+the kernels (without ``--only``), the two-CTA hand kernels of ``support.cluster_kernels`` (a remote
+mbarrier arrive with mapa loads, a multicast tensor copy) run on the GPU against the reference:
+``cluster_probes`` in the record.
 
     # the GPU machine, from the repository's root (the package assembled in /tmp/pkg, as docs/tma.md does)
     mkdir -p /tmp/pkg && cp -r fuzzptx /tmp/pkg/ && rm -rf /tmp/pkg/fuzzptx/strategies /tmp/pkg/fuzzptx/oracles \
@@ -48,6 +51,7 @@ from fuzzptx.oracles.ptxas import compile_ptx, ptxas_version
 from fuzzptx.oracles.reference import ReferenceError_, compare, run_program
 from fuzzptx.oracles.reference.values import UNDEF
 from fuzzptx.program import Program
+from support import cluster_kernels
 from support.inferred_launches import ROOT, kernel_files
 
 
@@ -145,11 +149,21 @@ def main(argv=None) -> int:
         k["cluster"] = list(la.cluster)
         if la.cluster != (1, 1, 1):  # the configuration cuLaunchKernelEx gets, its layout checked
             launch_config(la.grid, la.block, la.cluster, la.dynamic_smem, 0)
+    # the two-CTA hand kernels (support.cluster_kernels): the cluster launch on its own, values only
+    probes = [] if args.only else cluster_kernels.probes()
     if args.dry_run:
-        hw, info = [None] * len(items), {"dry_run": True}
+        hw, info = [None] * (len(items) + len(probes)), {"dry_run": True}
     else:
         from fuzzptx.oracles.hardware import run_programs_on_gpu
-        hw, info = run_programs_on_gpu([it for _, _, it in items], timeout=60.0)
+        hw, info = run_programs_on_gpu([it for _, _, it in items] + [(p, None, None) for _, p in probes], timeout=60.0)
+    hw, probe_hw = hw[:len(items)], hw[len(items):]
+    probe_rows = []
+    for (name, p), h in zip(probes, probe_hw):
+        ref = run_program(p)
+        mism = [] if h is None or h.fault else compare(p, ref, h.outputs)
+        probe_rows.append({"probe": name, "cluster": list(p.launch.cluster), "reference": ref.undefined or "ran",
+                           "gpu": "not run" if h is None else f"fault: {h.fault}" if h.fault else "ran",
+                           "mismatches": len(mism), "first": [str(x) for x in mism[:3]]})
     got: dict[tuple[str, str], object] = {(k["path"], opt): h for (k, opt, _), h in zip(items, hw)}
     rows = []
     for k in todo:
@@ -191,6 +205,7 @@ def main(argv=None) -> int:
                                    not r["reference"].startswith("undefined")),
            "not_launched": [r["kernel"] for r in rows if r["gpu_o3"].startswith("not launched")],
            "launched_in_clusters": [r["kernel"] for r in rows if r["cluster"] and r["cluster"] != [1, 1, 1]],
+           "cluster_probes": probe_rows,
            "gpu_faults": sum(1 for r in rows for o in ("o3", "o3_again", "o0") if r[f"gpu_{o}"].startswith("fault")),
            "nondeterministic": [r["kernel"] for r in rows if r["nondeterministic"]],
            "kernels_with_mismatches": sum(1 for r in rows if r["mismatches_o3"] or r["mismatches_o0"]),
