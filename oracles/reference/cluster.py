@@ -13,7 +13,9 @@ at a time (``Group``): a CTA runs until every thread it has left waits on someth
 CTA can supply (an mbarrier phase that a peer's copy or remote arrive completes, the cluster
 barrier), then hands over to the next; a hand-over after which no CTA ran an instruction is a hang.
 This is one sequentially consistent interleaving of the CTAs (each CTA's own threads as in the
-one-CTA reference).  In a cluster:
+one-CTA reference).  A CTA hands over only where its threads wait at an mbarrier or a barrier: a
+loop polling a plain ``.shared::cluster`` word that another CTA writes runs into the step limit
+(``StepLimit``) instead.  In a cluster:
 
 - ``%cluster_ctarank`` is the CTA's rank (x fastest), ``%cluster_ctaid.*`` its position,
   ``%cluster_nctarank``/``%cluster_nctaid.*`` the shape; ``%ctaid.*``/``%nctaid.*`` the same (the grid
