@@ -121,7 +121,7 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1), help="processes for the CPU part")
     args = ap.parse_args(argv)
     os.chdir(ROOT)  # the files by their paths in the repository (a JSON beside each is found by it)
-    files = [p for p in kernel_files() if args.only in str(p)]
+    files = [p for p in kernel_files() if args.only in str(p.relative_to(ROOT))]  # not the checkout's own path
     if args.jobs > 1:  # the search, two ptxas runs and the reference per kernel: CPU work, one process each
         with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
             todo = list(pool.map(prepare, files))

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(ROOT)  # the files by their paths in the repository (a JSON beside each is found by it)
     rows = []
     for p in kernel_files():
-        if a.only in str(p):
+        if a.only in str(p.relative_to(ROOT)):  # the path in the repository, not the checkout's
             rows.append(row(p))
             print(f"{rows[-1]['file']}: {rows[-1]['executed']} of {rows[-1]['of']} ({rows[-1]['seconds']} s)",
                   file=sys.stderr, flush=True)
