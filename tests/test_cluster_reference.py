@@ -37,6 +37,15 @@ def test_two_ctas_arrive_on_each_others_mbarrier_and_read_each_others_shared_mem
     assert np.array_equal(words(r), np.concatenate([1000 + tid, tid]))
 
 
+def test_four_ctas_pair_up_in_one_cluster():
+    """A cluster of 4 (2,2,1): pairs (0, 1) and (2, 3) exchange arrivals and words; the CTAs run in
+    turn until each pair's waits complete."""
+    r = run_program(kernel(grid="2,2,1", cluster="2,2,1"))
+    tid = np.arange(64)
+    assert r.undefined is None
+    assert np.array_equal(words(r), np.concatenate([1000 + tid, tid, 3000 + tid, 2000 + tid]))
+
+
 def test_the_cluster_special_registers_name_each_cta():
     body = "\tmov.u32 \t%r11, %cluster_ctaid.y;\n\tmov.u32 \t%r12, %cluster_nctarank;\n\tmad.lo.u32 \t%r11, %r11, 100, %r12;\n" \
            "\tmov.u32 \t%r12, %ctaid.y;\n\tmad.lo.u32 \t%r11, %r12, 10000, %r11;"

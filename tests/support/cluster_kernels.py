@@ -59,7 +59,11 @@ WAIT:
 
 
 def kernel(body: str = REMOTE, grid: str = "2,1,1", cluster: str = "2,1,1") -> Program:
-    return Program.from_ptx(HEAD.format(body=body, grid=grid, cluster=cluster, count=128), "pair.ptx")
+    """``body`` in CTAs of 64 threads, each pair (rank, rank ^ 1) partners, its output 64 words per CTA."""
+    ctas = 1
+    for d in grid.split(","):
+        ctas *= int(d) if d.isdigit() else 1
+    return Program.from_ptx(HEAD.format(body=body, grid=grid, cluster=cluster, count=64 * max(ctas, 2)), "pair.ptx")
 
 
 TENSOR = """// fuzzptx-repro v1
