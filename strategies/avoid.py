@@ -24,6 +24,14 @@ AVOIDABLE: dict[str, str] = {
                                "the negated bounds: neg(INT_MIN) saturates to +32767)",
     "abs-assumed-nonnegative": "abs.s32 of INT_MIN read by a signed rem or compare (ptxas 13.0.88 -O3 takes abs as >= 0)",
     "lop3-repeated-operand": "lop3.b32 with a register in two source slots (ptxas 13.0.88 -O3 folds the repeat to RZ)",
+    "neg-into-saturating-add": "add.sat/sub.sat.s32 of a neg.s32 result (ptxas -O3 up to 13.5.37 saturates the "
+                               "negation itself: add.sat(neg INT_MIN, 0) gives INT_MAX)",
+    "clz-into-saturating-add": "add.sat.s32 of a clz.b32 result (ptxas -O3 up to 13.5.37 folds clz's 31 - FLO into the "
+                               "constant, which wraps)",
+    "prmt-sign-into-byte-mask": "a sign-replicating prmt.b32 masked to its low bytes (ptxas 12.9.86/13.0.88 -O3 "
+                                "replicate RZ's sign)",
+    "mulhi-into-wide-sub": "a 64-bit sub of a mul.hi result packed as its low word (ptxas -O3 up to 13.5.37 "
+                           "borrows wrongly when the subtrahend's low word is 0)",
 }
 
 

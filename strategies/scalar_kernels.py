@@ -12,7 +12,7 @@ if-convert.  The compile pairs' probe (``tests/support/hw_pairs.py --probe``) fo
 their programs from ``scalar_kernels()`` (``--scalar-share``), each judged by a compile pair.
 
 ``avoid`` takes the ``strategies.avoid.AVOIDABLE`` names of the known bugs' shapes: a kernel then
-holds none of them (the shapes of ``fuzzptx.judges.scalar_shapes``).
+holds none of them (the shapes of ``fuzzptx.strategies.scalar_shapes``).
 """
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from fuzzptx.program import Program
+
+from .scalar_shapes import SHAPES
 
 THREADS = 128
 NOTE = "scalar kernel seed"  # the note that marks a program as one of these kernels (``is_scalar_kernel``)
@@ -38,7 +40,13 @@ EDGES = (0, 1, 2, 7, 8, 15, 16, 31, 32, 33, 63, 64, 127, 128, 255, 256, 0x7FFF, 
 
 #: The ``avoid`` names this generator honours (``strategies.avoid.AVOIDABLE`` holds their words).
 SCALAR_AVOIDABLE = ("bfe-s32-position-beyond-31", "bfi-length-beyond-31", "abs-into-saturating-cvt",
-                    "neg-into-saturating-cvt", "abs-assumed-nonnegative", "lop3-repeated-operand")
+                    "neg-into-saturating-cvt", "abs-assumed-nonnegative", "lop3-repeated-operand",
+                    "neg-into-saturating-add", "clz-into-saturating-add", "prmt-sign-into-byte-mask",
+                    "mulhi-into-wide-sub")
+#: a kernel the draw made that still holds an avoided shape (one the draw does not turn down as it
+#: goes: a neg read through a copy, a slct, a clz, a prmt's mask) is drawn again from the next seed,
+#: at most this many times; the shapes' own tests (``scalar_shapes.SHAPES``) decide
+REDRAWS = 64
 
 
 @dataclass
@@ -392,7 +400,27 @@ class _Gen:
 
 def kernel(seed: int, ops: int = 24, mix: str = "v1", avoid: frozenset = frozenset()) -> str:
     """One random kernel's PTX with its fuzzptx header (x: 2 words per thread in, y: OUTS out);
-    ``mix``: the op kinds (``KINDS``); ``avoid``: known bugs' shapes not drawn (``SCALAR_AVOIDABLE``)."""
+    ``mix``: the op kinds (``KINDS``); ``avoid``: known bugs' shapes not drawn (``SCALAR_AVOIDABLE``):
+    a draw that still holds one is made again from the next seed (``REDRAWS``), and the header's
+    note names the seed of the kernel returned, so ``kernel(that seed)`` gives it back."""
+    return kernel_program(seed, ops, mix, avoid)[0]
+
+
+def kernel_program(seed: int, ops: int = 24, mix: str = "v1", avoid: frozenset = frozenset()) -> tuple[str, Program]:
+    """``kernel``'s text and its program, parsed once (the shapes' tests read the program)."""
+    tests = [test for name, test in SHAPES if name in avoid]
+    drawn = seed
+    for k in range(1, REDRAWS + 2):
+        text = _kernel(drawn, ops, mix, avoid)
+        program = Program.from_ptx(text, f"scalar_kernel_{drawn}.ptx")
+        if not any(test(program) for test in tests):
+            break
+        drawn = (seed + k * 0x9E3779B1) % 2**31
+    return text, program
+
+
+def _kernel(seed: int, ops: int, mix: str, avoid: frozenset) -> str:
+    """``kernel`` for one seed, with the shapes the draw turns down as it goes."""
     rng = random.Random(seed)
     g = _Gen(rng, mix, frozenset(avoid))
     g.emit("mov.u32 %r0, %tid.x;", None)
@@ -474,5 +502,4 @@ def is_scalar_kernel(program) -> bool:
 def scalar_kernels(avoid: frozenset[str] = frozenset(), mix: str = "v3") -> st.SearchStrategy[Program]:
     """Random integer kernels (``kernel``) as programs, drawn by their seed."""
     shapes = frozenset(avoid) & frozenset(SCALAR_AVOIDABLE)
-    return st.integers(0, 2**31 - 1).map(
-        lambda seed: Program.from_ptx(kernel(seed, mix=mix, avoid=shapes), f"scalar_kernel_{seed}.ptx"))
+    return st.integers(0, 2**31 - 1).map(lambda seed: kernel_program(seed, mix=mix, avoid=shapes)[1])

@@ -3,7 +3,7 @@ run by the reference; the known bugs' shapes turned down on request; drawn into 
 import numpy as np
 
 from fuzzptx.engine.generate import draw_direct
-from fuzzptx.judges.scalar_shapes import SHAPES
+from fuzzptx.strategies.scalar_shapes import SHAPES
 from fuzzptx.oracles.ptxas import compile_batch
 from fuzzptx.oracles.reference import run_program
 from fuzzptx.oracles.reference.values import UNDEF

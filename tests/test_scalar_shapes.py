@@ -6,7 +6,7 @@ import pytest
 
 from fuzzptx.judges import differ
 from fuzzptx.judges.finding import PATTERNS, Finding
-from fuzzptx.judges.scalar_shapes import SHAPES
+from fuzzptx.strategies.scalar_shapes import SHAPES
 from fuzzptx.program import Program
 from fuzzptx.triage.known import DEFAULT_LEDGER, load_known
 
@@ -18,6 +18,10 @@ REPROS = {
     "bfe-s32-position-beyond-31": "ptxas_O3_bfe_s32_position_beyond_31.ptx",
     "abs-assumed-nonnegative": "ptxas_O3_abs_s32_signed_rem.ptx",
     "lop3-repeated-operand": "ptxas_O3_lop3_repeated_operand.ptx",
+    "neg-into-saturating-add": "ptxas_O3_neg_s32_add_sat_s32.ptx",
+    "clz-into-saturating-add": "ptxas_O3_clz_add_sat_s32.ptx",
+    "prmt-sign-into-byte-mask": "ptxas_O3_prmt_sign_byte_mask.ptx",
+    "mulhi-into-wide-sub": "ptxas_O3_mulhi_sub_u64_borrow.ptx",
 }
 PAIR = "hardware:O3!=O0|mismatch|other"
 
@@ -56,6 +60,29 @@ def test_the_shapes_need_their_operands():
     assert not dict(SHAPES)["abs-assumed-nonnegative"](_with(rem, "rem.s32", "rem.u32"))  # unsigned: no sign to lose
     lop3 = Program.from_file(FINDINGS / REPROS["lop3-repeated-operand"])
     assert not dict(SHAPES)["lop3-repeated-operand"](_with(lop3, "%r2, %r1, %r1,", "%r2, %r1, 7,"))
+
+
+def test_the_new_shapes_need_their_operands():
+    holds = dict(SHAPES)
+    neg = Program.from_file(FINDINGS / REPROS["neg-into-saturating-add"])
+    assert not holds["neg-into-saturating-add"](_with(neg, "add.sat.s32", "add.s32"))  # wrapping add: nothing to saturate
+    clz = Program.from_file(FINDINGS / REPROS["clz-into-saturating-add"])
+    assert not holds["clz-into-saturating-add"](_with(clz, "clz.b32", "popc.b32"))
+    prmt = Program.from_file(FINDINGS / REPROS["prmt-sign-into-byte-mask"])
+    assert not holds["prmt-sign-into-byte-mask"](_with(prmt, ", 0x8;", ", 0x0;"))  # no byte sign-replicated
+    assert not holds["prmt-sign-into-byte-mask"](_with(prmt, "and.b32", "or.b32"))  # not a mask
+    sub = Program.from_file(FINDINGS / REPROS["mulhi-into-wide-sub"])
+    assert not holds["mulhi-into-wide-sub"](_with(sub, "sub.s64", "add.s64"))
+
+
+def test_a_slct_of_a_negation_is_the_known_negation_compare():
+    """``slct a, b, neg(x)``: -O3 tests x <= 0 for -x >= 0, the rewrite of the known saturating-cvt
+    bug (the operand compared against negated bounds), so it is that bug, not a new one."""
+    p = Program.from_file(FINDINGS / "ptxas_O3_neg_s32_slct.ptx")
+    assert [name for name, holds in SHAPES if holds(p)] == ["neg-into-saturating-cvt"]
+    assert not dict(SHAPES)["neg-into-saturating-cvt"](_with(p, "slct.s32.s32 %r13, %r2, 0, %r7;", "slct.s32.s32 %r13, %r2, 0, %r2;"))
+    (f,) = differ.diagnose([Finding(PAIR, "O3 and O0 differ")], p)
+    assert [k.id for k in load_known(DEFAULT_LEDGER) if k.matches(f.root_cause)] == ["ptxas-o3-neg-into-saturating-cvt"]
 
 
 def test_a_pair_mismatch_without_a_known_shape_is_a_new_cause():

@@ -28,7 +28,7 @@ from .base import Context, Judge, JudgeFault, Verdicts
 from .builtin import (BUILTIN, CPU_JUDGES, FINDINGS_ORDER, describe_prediction, describe_ptxas,  # noqa: F401
                       predicted_codes, ptxas_codes)
 from .finding import Finding, cause_of, merge
-from .scalar_shapes import SHAPES
+from fuzzptx.strategies.scalar_shapes import SHAPES
 from .programs import (as_judged, collapsed_repeats_explain, expects_defined, form_family,  # noqa: F401
                        is_labelled, mutation_of, output_family, program_family, took_the_mutated_path,
                        without_repeated_wgmmas)

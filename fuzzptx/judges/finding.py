@@ -72,7 +72,11 @@ PATTERNS: dict[str, str] = {
     "bfe-s32-position-beyond-31": "a bfe.s32 with a constant start position of 32 or more",
     "bfi-length-beyond-31": "a bfi.b32 with a constant length of 32 or more",
     "abs-into-saturating-cvt": "a saturating narrowing cvt of an abs.s32/abs.s64 result",
-    "neg-into-saturating-cvt": "a saturating narrowing cvt of a neg.s32 result",
+    "neg-into-saturating-cvt": "a saturating narrowing cvt of a neg.s32 result, or a slct testing one",
+    "neg-into-saturating-add": "an add.sat/sub.sat.s32 of a neg.s32 result",
+    "clz-into-saturating-add": "an add.sat.s32 of a clz.b32 result",
+    "prmt-sign-into-byte-mask": "a sign-replicating prmt.b32 whose result is masked to its low bytes",
+    "mulhi-into-wide-sub": "a 64-bit sub whose minuend's low word is a mul.hi result",
     "abs-assumed-nonnegative": "an abs.s32 result read by a signed rem or a signed compare",
     "lop3-repeated-operand": "a lop3.b32 with one register in two of its source slots",
 }
