@@ -655,6 +655,14 @@ def struct_pointers(fn: Function) -> dict[tuple[str, int], bool]:
     return _struct_fields(fn)[0]
 
 
+def struct_numbers(fn: Function) -> set[tuple[str, int]]:
+    """(by-value struct parameter, byte offset) of 8-byte fields the kernel reads as a number (a
+    stride, a count: CUTLASS's ``stride_C``), neither an address nor a tested field: a launch gives
+    each the searched integer as one 64-bit value, not that integer in both of its 32-bit words
+    (``0x0000008000000080`` as a stride put ``ws_f16_128x128x64``'s epilogue loads 2 TiB past C)."""
+    return _struct_fields(fn)[2]
+
+
 def struct_bounds(fn: Function) -> dict[tuple[str, int], int]:
     """(by-value struct parameter, byte offset) of 8-byte fields the kernel tests -> the value a
     launch gives them: 0 for one compared with 0 (an optional pointer or stride: the kernel takes
@@ -664,7 +672,7 @@ def struct_bounds(fn: Function) -> dict[tuple[str, int], int]:
     return _struct_fields(fn)[1]
 
 
-def _struct_fields(fn: Function) -> tuple[dict[tuple[str, int], bool], dict[tuple[str, int], int]]:
+def _struct_fields(fn: Function) -> tuple[dict[tuple[str, int], bool], dict[tuple[str, int], int], set[tuple[str, int]]]:
     where = _param_of(fn)
     field: dict[str, tuple[str, int]] = {}
     out: dict[tuple[str, int], bool] = {}
@@ -711,20 +719,22 @@ def _struct_fields(fn: Function) -> tuple[dict[tuple[str, int], bool], dict[tupl
     out.update({k: True for k in checked - data - set(out)})
     values = {k: 0 for k in checked}
     values.update({k: 1 for k in ordered - checked - set(out)})
-    return {k: k in checked for k in out}, values
+    return {k: k in checked for k in out}, values, data - checked - ordered - set(out)
 
 
-def struct_pointer_fields(program: Program, fn: Function, ctas: int = 1) -> Program:
+def struct_pointer_fields(program: Program, fn: Function, value: int | None = None, ctas: int = 1) -> Program:
     """``program`` with the address fields of its by-value structs (``struct_pointers``) made
     addresses: an optional one (compared with 0 before use) null, so the kernel takes its default
     (CUTLASS's ``alpha`` beside ``alpha_ptr``); any other a buffer of its own (``Buffer.param``), whose
     address the struct's bytes hold, sized later like any pointer buffer.  ``ctas``: the CTAs of the
     launch (a cluster's), the tile count a bound field gets (one tile per CTA)."""
-    fields, values = _struct_fields(fn)
+    fields, values, numbers = _struct_fields(fn)
     values = {k: ctas if v == 1 else v for k, v in values.items()}
-    if not fields and not values:
+    if not fields and not values and not (numbers and value is not None):
         return program
     scalars = dict(program.scalars)
+    if value is not None:
+        values = {**{k: value for k in numbers}, **values}
     for (name, off), v in values.items():
         if name in scalars:
             scalars[name] = _set_bytes(scalars[name], off, 8, v)
@@ -907,7 +917,8 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
         if tried >= runs or time.perf_counter() - t0 > seconds:
             stopped = f"budget of {runs} runs / {seconds:.0f} s spent after {tried} runs, {len(plan) + 1} candidate(s) left"
             break
-        cand = wide if value is None else struct_pointer_fields(_with_value(wide, fn, value, free), fn, math.prod(shape))
+        cand = wide if value is None else struct_pointer_fields(_with_value(wide, fn, value, free), fn, value,
+                                                                math.prod(shape))
         cand = replace(_tensormaps(cand, maps, value or 64), launch=_in_cluster(replace(cand.launch, block=block), fn, shape))
         cand = struct_maps(cand, fn, value or 64)
         t = trial(cand, value)

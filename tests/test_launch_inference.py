@@ -438,3 +438,24 @@ def test_cutlass_gemm_universal_reaches_its_wgmmas():
     assert (value >> (8 * 1656)) & ((1 << 64) - 1) == 1  # the tile scheduler's tile count: one tile
     t = launch.trial(p)
     assert t.error is None and t.coverage.ran == t.coverage.of == 24
+
+
+def test_a_64_bit_struct_field_read_as_a_number_is_one_64_bit_value():
+    """CUTLASS's ``ws_f16_128x128x64`` epilogue reads C through its ``ptr_C`` with the 64-bit
+    ``stride_C`` of the same Params: the searched integer goes into such a field as one 64-bit value.
+    Set in each of its 32-bit words (0x0000008000000080), the stride put the epilogue's loads 2 TiB
+    past C and the run stopped there after its 16 wgmma."""
+    from fuzzptx.inputs import read_text
+    from fuzzptx.ptx.parse import parse
+
+    path = DATA / "cutlass" / "ws_f16_128x128x64.ptx"
+    text = read_text(path, what="PTX file")
+    fn = parse(text, str(path)).kernels()[0]
+    numbers = launch.struct_numbers(fn)
+    assert numbers and not numbers & set(launch.struct_pointers(fn))
+    p = launch.load(text, str(path))
+    value = dict(p.scalars)[fn.params[0].name]
+    chosen = {(value >> (8 * off)) & ((1 << 64) - 1) for _, off in numbers}
+    assert chosen and all(v < 1 << 32 for v in chosen)  # never the integer in both halves
+    t = launch.trial(p)
+    assert t.error is None and t.coverage.ran == t.coverage.of == 16
