@@ -31,14 +31,13 @@ from typing import Any
 
 import numpy as np
 
-import fuzzptx.oracles.reference.control as control
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.inputs import read_text
 from fuzzptx.oracles.reference.blas import single_thread
 from fuzzptx.oracles.reference.errors import ReferenceError_, Undefined
-from fuzzptx.oracles.reference.interp import Machine
 from fuzzptx.oracles.reference.memory import Memory
 from fuzzptx.oracles.reference.result import RefResult
+from fuzzptx.oracles.reference.run import machines, run_ctas
 from fuzzptx.oracles.reference.tensormap import DEVICE_TO_DRIVER_TYPE
 from fuzzptx.program import (INFERRED, MAGIC, TMAP_BYTES, TMAP_SWIZZLES, TMAP_TYPES, Buffer, Program, ReproError,
                              TensorMap, element_bytes)
@@ -210,10 +209,13 @@ class Given:
     # Triton's ``global_scratch_size``: bytes per CTA of the scratch buffer its kernels take as their
     # second-to-last parameter (device-made tensor maps are written there: a smaller buffer faults)
     scratch: int = 0
+    # CTAs per cluster (our ``cluster``; Triton's ``num_ctas``, a cluster along x): the grid is then
+    # that one cluster
+    cluster: tuple[int, int, int] | None = None
 
     def __bool__(self) -> bool:
         return (self.block is not None or self.smem is not None or bool(self.params) or bool(self.descs)
-                or bool(self.scratch))
+                or bool(self.scratch) or self.cluster is not None)
 
 
 def _as_int(value: Any, what: str, origin: str) -> int:
@@ -233,8 +235,8 @@ def _as_int(value: Any, what: str, origin: str) -> int:
 
 
 def given_from_json(data: Any, origin: str) -> Given:
-    """A ``Given`` from Triton's metadata (``num_warps``, ``shared``) or our own JSON (``block``,
-    ``smem``, ``params``: parameter name or index -> value)."""
+    """A ``Given`` from Triton's metadata (``num_warps``, ``shared``, ``num_ctas``) or our own JSON
+    (``block``, ``smem``, ``cluster``, ``params``: parameter name or index -> value)."""
     if not isinstance(data, dict):
         raise LaunchError("a launch JSON is an object ({\"block\": 128, \"smem\": 0, \"params\": {...}})", origin)
     block = smem = None
@@ -242,14 +244,14 @@ def given_from_json(data: Any, origin: str) -> Given:
     if "num_warps" in data:
         block = (32 * _as_int(data["num_warps"], "num_warps", origin), 1, 1)
     if "block" in data:
-        b = data["block"]
-        b = [b] if isinstance(b, (int, str)) else b
-        if not isinstance(b, list) or not 1 <= len(b) <= 3:
-            raise LaunchError(f"block: expected 1 to 3 integers, not {data['block']!r}", origin)
-        vals = [_as_int(x, "block", origin) for x in b]
-        if any(v < 1 for v in vals):
-            raise LaunchError(f"block: {data['block']!r}: expected positive integers", origin)
-        block = tuple(vals + [1] * (3 - len(vals)))  # type: ignore[assignment]
+        block = _triple(data, "block", origin)
+    cluster = None
+    if int(_as_int(data.get("num_ctas", 1), "num_ctas", origin)) > 1:
+        cluster = (_as_int(data["num_ctas"], "num_ctas", origin), 1, 1)
+    if "cluster" in data:
+        cluster = _triple(data, "cluster", origin)
+    if cluster is not None and math.prod(cluster) > 16:
+        raise LaunchError(f"cluster: {','.join(map(str, cluster))}: at most 16 CTAs in a cluster", origin)
     for key in ("shared", "smem"):
         if key in data:
             smem = _as_int(data[key], key, origin)
@@ -265,7 +267,19 @@ def given_from_json(data: Any, origin: str) -> Given:
                                                        for d in descs):
         raise LaunchError("tensordesc_meta: expected a list of {block_size, elem_type, swizzle}", origin)
     scratch = _as_int(data.get("global_scratch_size") or 0, "global_scratch_size", origin)
-    return Given(block, smem, params, origin, tuple(descs), max(0, scratch))
+    return Given(block, smem, params, origin, tuple(descs), max(0, scratch), cluster)
+
+
+def _triple(data: dict, key: str, origin: str) -> tuple[int, int, int]:
+    """A launch JSON's ``block`` or ``cluster``: 1 to 3 positive integers (missing ones 1)."""
+    b = data[key]
+    b = [b] if isinstance(b, (int, str)) else b
+    if not isinstance(b, list) or not 1 <= len(b) <= 3:
+        raise LaunchError(f"{key}: expected 1 to 3 integers, not {data[key]!r}", origin)
+    vals = [_as_int(x, key, origin) for x in b]
+    if any(v < 1 for v in vals):
+        raise LaunchError(f"{key}: {data[key]!r}: expected positive integers", origin)
+    return tuple(vals + [1] * (3 - len(vals)))  # type: ignore[return-value]
 
 
 def read_given(path: str | Path) -> Given:
@@ -342,6 +356,8 @@ def apply_given(program: Program, given: Given) -> Program:
     notes = list(program.notes)
     if given.block is not None:
         la = replace(la, block=given.block)
+    if given.cluster is not None:
+        la = replace(la, grid=given.cluster, cluster=given.cluster)
     if given.smem is not None:
         la = replace(la, dynamic_smem=given.smem)
         notes = [re.sub(r"; dynamic shared memory \d+ bytes \([^)]*\)", "", n) if n.startswith(INFERRED) else n
@@ -349,10 +365,12 @@ def apply_given(program: Program, given: Given) -> Program:
     said = [f"block {','.join(map(str, given.block))}" if given.block else "",
             f"dynamic shared memory {given.smem} bytes" if given.smem is not None else "",
             f"{len(named)} parameter value(s)" if named else "",
-            f"{len(given.descs)} tensor descriptor(s)" if given.descs else ""]
+            f"{len(given.descs)} tensor descriptor(s)" if given.descs else "",
+            f"cluster {','.join(map(str, given.cluster))}" if given.cluster else ""]
     notes.append(f"launch given by {given.origin}: " + ", ".join(x for x in said if x))
     return replace(program, launch=la, notes=tuple(notes), scalars=tuple((n, values[n]) for n, _ in program.scalars),
-                   given=tuple(dict.fromkeys(program.given + tuple(named) + (("block",) if given.block else ()))))
+                   given=tuple(dict.fromkeys(program.given + tuple(named) + (("block",) if given.block else ())
+                                             + (("cluster",) if given.cluster else ()))))
 
 
 # ------------------------------------------------------------------ the search
@@ -418,11 +436,12 @@ def trial(program: Program, value: int | None = None) -> Trial:
     m = None
     result = None
     old = np.seterr(all="ignore")
+    ctas: list = []
     try:
-        m = Machine(program, program.numerics)
-        m.mem.__class__ = _Tracking
+        ctas = machines(program, program.numerics, _Tracking)
+        m = ctas[0]
         with single_thread():
-            control.run_kernel(m)
+            run_ctas(ctas)
     except Undefined:
         pass  # the outcome is left free from here on; what ran so far still ran
     except ReferenceError_ as exc:
@@ -431,10 +450,14 @@ def trial(program: Program, value: int | None = None) -> Trial:
         error = f"internal error: {type(exc).__name__}: {exc}"
     finally:
         np.seterr(**old)
+    reach: dict[str, int] = {}
     if m is not None:
-        result = RefResult({}, None, (), m.steps, frozenset(), frozenset(m.blocks_run))
-    reach = dict(getattr(m.mem, "reach", {})) if m is not None else {}
-    conflicts = int(getattr(m.mem, "conflicts", 0)) if m is not None else 0
+        result = RefResult({}, None, (), sum(c.steps for c in ctas), frozenset(),
+                           frozenset().union(*(c.blocks_run for c in ctas)))
+        for c in ctas:  # the CTAs of a cluster share the buffers: the farthest any reached
+            for k, v in getattr(c.mem, "reach", {}).items():
+                reach[k] = max(reach.get(k, 0), v)
+    conflicts = sum(int(getattr(c.mem, "conflicts", 0)) for c in ctas)
     return Trial(value, coverage(program, result), error, reach, time.perf_counter() - t0, conflicts)
 
 
@@ -699,12 +722,14 @@ def _struct_fields(fn: Function) -> tuple[dict[tuple[str, int], bool], dict[tupl
     return {k: k in checked for k in out}, values, data - checked - ordered - set(out)
 
 
-def struct_pointer_fields(program: Program, fn: Function, value: int | None = None) -> Program:
+def struct_pointer_fields(program: Program, fn: Function, value: int | None = None, ctas: int = 1) -> Program:
     """``program`` with the address fields of its by-value structs (``struct_pointers``) made
     addresses: an optional one (compared with 0 before use) null, so the kernel takes its default
     (CUTLASS's ``alpha`` beside ``alpha_ptr``); any other a buffer of its own (``Buffer.param``), whose
-    address the struct's bytes hold, sized later like any pointer buffer."""
+    address the struct's bytes hold, sized later like any pointer buffer.  ``ctas``: the CTAs of the
+    launch (a cluster's), the tile count a bound field gets (one tile per CTA)."""
     fields, values, numbers = _struct_fields(fn)
+    values = {k: ctas if v == 1 else v for k, v in values.items()}
     if not fields and not values and not (numbers and value is not None):
         return program
     scalars = dict(program.scalars)
@@ -778,6 +803,8 @@ def struct_maps(program: Program, fn: Function, value: int) -> Program:
         bufs += extra
         program = replace(program, buffers=program.buffers + tuple(extra))
 
+    fan: dict[tuple[str, int], int] = {}  # a multicast map's copies: the CTAs each lands in (the probe's)
+
     def with_maps(boxes: dict, dims: dict) -> Program:
         tmaps, backing = list(program.tensormaps), {}
         for (name, at), buf in zip(sites, bufs):
@@ -792,8 +819,9 @@ def struct_maps(program: Program, fn: Function, value: int) -> Program:
                         else b for b in program.buffers)
         scalars = dict(program.scalars)
         for (name, off), bars in tx_words.items():  # each stage's expected bytes: what its copies' boxes bring
-            nbytes = max((sum(math.prod(boxes[k]) * eb for k, kb in map_bars if k in boxes and kb == b) for b in bars),
-                         default=0)
+            # (a multicast map's box comes from every CTA of its group, each issuing its slice to all)
+            nbytes = max((sum(math.prod(boxes[k]) * eb * fan.get(k, 1) for k, kb in map_bars if k in boxes and kb == b)
+                          for b in bars), default=0)
             if nbytes and name in scalars:
                 scalars[name] = _set_bytes(scalars[name], off, 4, nbytes)
         return replace(program, buffers=buffers, tensormaps=tuple(tmaps), scalars=tuple(scalars.items()))
@@ -806,13 +834,15 @@ def struct_maps(program: Program, fn: Function, value: int) -> Program:
     probe = with_maps(probe_box, probe_dims)
     log: list = []
     starts: list = []
-    m = Machine(probe, probe.numerics)
-    m.tma_log = log
-    m.tma_smem_log = starts
+    ctas = machines(probe, probe.numerics)
+    for m in ctas:
+        m.tma_log = log
+        m.tma_smem_log = starts
+        m.tma_fan_log = fan
     old = np.seterr(all="ignore")
     try:
         with single_thread():
-            control.run_kernel(m)
+            run_ctas(ctas)
     except Exception:  # noqa: BLE001 - the probe only needs the copies issued before it stopped
         pass
     finally:
@@ -874,7 +904,7 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
     if "block" not in program.given and not (fn.ntid("reqntid") or fn.ntid("maxntid")):
         blocks.append((32, 1, 1))  # a kernel written for one warp indexes past its data with four
     values: list[int | None] = candidates(fn) if free else [None]
-    plan = [(b, v) for b in blocks for v in values]
+    plan = [(c, b, v) for c in cluster_shapes(program, fn) for b in blocks for v in values]
     t0 = time.perf_counter()
     total = len(sites(program))
     best: Trial | None = None
@@ -883,12 +913,13 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
     stopped = None
     refined = False
     while plan:
-        block, value = plan.pop(0)
+        shape, block, value = plan.pop(0)
         if tried >= runs or time.perf_counter() - t0 > seconds:
             stopped = f"budget of {runs} runs / {seconds:.0f} s spent after {tried} runs, {len(plan) + 1} candidate(s) left"
             break
-        cand = wide if value is None else struct_pointer_fields(_with_value(wide, fn, value, free), fn, value)
-        cand = replace(_tensormaps(cand, maps, value or 64), launch=replace(cand.launch, block=block))
+        cand = wide if value is None else struct_pointer_fields(_with_value(wide, fn, value, free), fn, value,
+                                                                math.prod(shape))
+        cand = replace(_tensormaps(cand, maps, value or 64), launch=_in_cluster(replace(cand.launch, block=block), fn, shape))
         cand = struct_maps(cand, fn, value or 64)
         t = trial(cand, value)
         tried += 1
@@ -899,7 +930,7 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
         if not plan and not refined and best.value is not None and best.coverage.ran:
             # an unrolled loop's remainder runs only for a trip count off the unroll factor
             refined = True
-            plan = [(best_prog.launch.block, best.value + 1)]
+            plan = [(best_prog.launch.grid, best_prog.launch.block, best.value + 1)]
     assert best is not None
     ones: list[str] = []
     if best.conflicts and best.value is not None:
@@ -926,6 +957,44 @@ def search(program: Program, *, runs: int = DEFAULT_RUNS, seconds: float = DEFAU
     if final.score() < best.score():  # other bytes in a smaller buffer took the run elsewhere
         sized, final = best_prog, best
     return Searched(_noted(sized, final, tried, stopped, free, ones), final, tried, time.perf_counter() - t0, stopped)
+
+
+# cluster shapes a kernel that multicasts its copies is tried in, in this order (the smallest first;
+# one CTA last: a copy that multicasts to a rank of its own only runs there too)
+CLUSTER_SHAPES = ((2, 1, 1), (1, 2, 1), (1, 1, 2), (4, 1, 1), (1, 4, 1), (2, 2, 1), (1, 1, 1))
+_REQ_CLUSTER = re.compile(r"\s*\.reqnctapercluster\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
+
+
+def kernel_cluster(fn: Function) -> tuple[int, int, int] | None:
+    """The kernel's own cluster shape (``.reqnctapercluster``), None where it states none."""
+    for attr in fn.attributes:
+        mt = _REQ_CLUSTER.match(attr)
+        if mt:
+            return int(mt.group(1)), int(mt.group(2) or 1), int(mt.group(3) or 1)
+    return None
+
+
+def cluster_shapes(program: Program, fn: Function) -> tuple[tuple[int, int, int], ...]:
+    """The grids (each one cluster: the reference runs one) the search tries: the kernel's
+    ``.reqnctapercluster``, else a cluster the launch was given, else for a kernel that multicasts
+    its copies (``.multicast::cluster``: CUTLASS's cluster shape is a template constant, not in the
+    PTX) ``CLUSTER_SHAPES``; else one CTA (the launch's grid)."""
+    own = kernel_cluster(fn)
+    if own is not None:
+        return (own,)
+    if program.launch.cluster != (1, 1, 1) or "cluster" in program.given:
+        return (program.launch.cluster,)
+    if any("multicast::cluster" in ins.modifiers for ins in fn.instructions()):
+        return CLUSTER_SHAPES
+    return (program.launch.grid,)
+
+
+def _in_cluster(la, fn: Function, shape: tuple[int, int, int]):
+    """The launch of one cluster of ``shape``: the grid is the cluster; the launch names it unless
+    the kernel's ``.reqnctapercluster`` does (then ``cuLaunchKernel`` takes no attribute)."""
+    if la.cluster == (1, 1, 1) and kernel_cluster(fn) is None and (shape == la.grid or shape == (1, 1, 1)):
+        return la  # no cluster: the launch as it is
+    return replace(la, grid=shape, cluster=(1, 1, 1) if kernel_cluster(fn) is not None else shape)
 
 
 def _integer_scalars(fn: Function, free: set[str]) -> list[tuple[str, int | None]]:
@@ -1002,7 +1071,10 @@ def _sized(program: Program, t: Trial, keep: set[str] = frozenset(), least: dict
 def describe(program: Program, t: Trial) -> str:
     """``executes 8 of 8 wgmma, 1 CTA of 128 threads, 9 integer scalars = 64``."""
     cov = t.coverage.text() if t.coverage.of else "no tensor-core instructions"
-    parts = [cov, f"1 CTA of {program.launch.threads} threads"]
+    la = program.launch
+    ctas = la.grid[0] * la.grid[1] * la.grid[2]
+    parts = [cov, f"1 CTA of {la.threads} threads" if ctas == 1 else
+             f"a cluster of {ctas} CTAs ({','.join(map(str, la.grid))}) of {la.threads} threads"]
     if t.value is not None:
         fn = program.module.function(program.launch.kernel)
         kinds = {p.name: p for p in fn.params}

@@ -234,6 +234,9 @@ class Launch:
     grid: tuple[int, int, int] = (1, 1, 1)
     block: tuple[int, int, int] = (128, 1, 1)
     dynamic_smem: int = 0
+    # CTAs per thread-block cluster (cuLaunchKernelEx's cluster-dimension attribute); 1,1,1: no
+    # cluster attribute (a kernel's own ``.reqnctapercluster`` still applies)
+    cluster: tuple[int, int, int] = (1, 1, 1)
 
     @property
     def threads(self) -> int:
@@ -286,7 +289,8 @@ class Program:
         lines = [
             MAGIC,
             f"LAUNCH: kernel={la.kernel} grid={_triple(la.grid)} block={_triple(la.block)}"
-            + (f" smem={la.dynamic_smem}" if la.dynamic_smem else ""),
+            + (f" smem={la.dynamic_smem}" if la.dynamic_smem else "")
+            + (f" cluster={_triple(la.cluster)}" if la.cluster != (1, 1, 1) else ""),
         ]
         for b in self.buffers:
             seed = f" seed={b.seed}" if not b.init.startswith("hex:") and b.init in ("random", "small_int", "special") else ""
@@ -411,7 +415,13 @@ def _parse_header(module: Module, file: str, kernel: str | None = None) -> Progr
                 _dims(kv, "grid", file, line, (1, 1, 1)),
                 _dims(kv, "block", file, line, (128, 1, 1)),
                 _int(kv, "smem", file, line, 0),
+                _dims(kv, "cluster", file, line, (1, 1, 1)),
             )
+            if any(g % c for g, c in zip(launch.grid, launch.cluster)):
+                raise ReproError(f"grid={_triple(launch.grid)} is not a multiple of cluster={_triple(launch.cluster)} "
+                                 "(the driver refuses the launch)", file=file, line=line)
+            if launch.cluster[0] * launch.cluster[1] * launch.cluster[2] > 16:
+                raise ReproError(f"cluster={_triple(launch.cluster)}: at most 16 CTAs in a cluster", file=file, line=line)
         elif key == "BUFFER":
             words, kv = _fields(rest, file, line)
             if not words:

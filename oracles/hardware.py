@@ -276,7 +276,8 @@ class HardwareWorker:
         self.start()
         key = hashlib.sha1(cubin).hexdigest()
         la = program.launch
-        job = Job(self._next_id, key, kernel, la.grid, la.block, la.dynamic_smem, program_args(program))
+        job = Job(self._next_id, key, kernel, la.grid, la.block, la.dynamic_smem, program_args(program),
+                  tuple(getattr(la, "cluster", (1, 1, 1))))
         self._next_id += 1
         t0 = time.perf_counter()
         try:

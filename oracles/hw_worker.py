@@ -122,6 +122,66 @@ def encode_tensormap(address: int, t: TensorMapArg) -> bytes:
     return ctypes.string_at(at, 128)
 
 
+CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4  # CUlaunchAttributeID (cuda.h)
+
+
+def _arg_bytes(arg) -> bytes:
+    """A kernel argument as the bytes ``cuLaunchKernelEx``'s ``kernelParams`` entry points to: a
+    device array's address, a scalar's or a structured scalar's (a tensor map, a by-value struct) own
+    bytes -- what CuPy's launch passes for the same argument."""
+    import numpy as np
+
+    ptr = getattr(getattr(arg, "data", None), "ptr", None)
+    if ptr is not None and not isinstance(arg, np.generic):
+        return int(ptr).to_bytes(8, "little")
+    return np.asarray(arg).tobytes()
+
+
+def launch_config(grid, block, cluster, smem: int, stream: int):
+    """The ``CUlaunchConfig`` (and the attribute array it points to, kept alive with it) of a launch
+    in clusters of ``cluster`` CTAs: cuda.h's layout, one ``CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION``
+    attribute (its 64-byte value union's first three words: x, y, z)."""
+    import ctypes
+
+    class Attr(ctypes.Structure):
+        _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint32 * 16)]
+
+    class Config(ctypes.Structure):
+        _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                    ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                    ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
+                    ("attrs", ctypes.POINTER(Attr)), ("numAttrs", ctypes.c_uint)]
+
+    attrs = (Attr * 1)()
+    attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    attrs[0].value[0], attrs[0].value[1], attrs[0].value[2] = cluster
+    cfg = Config(*grid, *block, smem, ctypes.c_void_p(stream or None), attrs, 1)
+    assert ctypes.sizeof(Attr) == 72 and Config.attrs.offset == 40  # cuda.h's CUlaunchAttribute, CUlaunchConfig
+    return cfg, attrs
+
+
+def launch_in_clusters(function: int, grid, block, cluster, smem: int, args: list[bytes], stream: int) -> None:
+    """Launch CUfunction ``function`` (CuPy's ``Function.ptr``) over ``grid`` in clusters of
+    ``cluster`` CTAs through the driver's ``cuLaunchKernelEx`` (CuPy launches without a cluster
+    attribute); ``args``: each parameter's bytes (``_arg_bytes``).  A refused launch raises with the
+    CUresult in its text (``classify``)."""
+    import ctypes
+
+    lib = ctypes.CDLL("libcuda.so.1")
+    cfg, attrs = launch_config(grid, block, cluster, smem, stream)
+    bufs = [ctypes.create_string_buffer(a, max(len(a), 8)) for a in args]
+    params = (ctypes.c_void_p * max(len(bufs), 1))(*[ctypes.cast(b, ctypes.c_void_p) for b in bufs])
+    fn = lib.cuLaunchKernelEx
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    rc = fn(ctypes.byref(cfg), ctypes.c_void_p(function), params, None)
+    if rc != 0:
+        name = ctypes.c_char_p()
+        lib.cuGetErrorName(rc, ctypes.byref(name))
+        what = (name.value or b"?").decode()
+        raise RuntimeError(f"CUDADriverError: {what}: cuLaunchKernelEx with cluster {cluster} refused (CUresult {rc})")
+
+
 @dataclass(frozen=True)
 class Job:
     job_id: int
@@ -131,6 +191,7 @@ class Job:
     block: tuple[int, int, int]
     dynamic_smem: int
     args: tuple[Arg, ...]
+    cluster: tuple[int, int, int] = (1, 1, 1)  # CTAs per cluster: launched with cuLaunchKernelEx when not 1,1,1
 
 
 def classify(exc: BaseException) -> tuple[str, bool]:
@@ -382,7 +443,11 @@ def _main(conn, device: int, before_exit=None) -> None:
                         outs[a.name] = arrays[a.name]
             if job.dynamic_smem > _STATIC_SMEM_LIMIT:
                 fn.max_dynamic_shared_size_bytes = job.dynamic_smem
-            fn(job.grid, job.block, tuple(args), shared_mem=job.dynamic_smem)
+            if job.cluster != (1, 1, 1):
+                launch_in_clusters(fn.ptr, job.grid, job.block, job.cluster, job.dynamic_smem,
+                                   [_arg_bytes(a) for a in args], cupy.cuda.get_current_stream().ptr)
+            else:
+                fn(job.grid, job.block, tuple(args), shared_mem=job.dynamic_smem)
             cupy.cuda.Device().synchronize()
             result = {k: cupy.asnumpy(v).tobytes() for k, v in outs.items()}
         except Exception as exc:

@@ -1,4 +1,4 @@
-"""Clusters of one CTA in the reference (oracles/reference/cluster.py): the cluster special registers,
+"""Clusters of one CTA in the reference (oracles/reference/cluster.py; several: test_cluster_reference.py): the cluster special registers,
 ``mapa``, ``barrier.cluster``, multicast bulk and tensor loads and their ``ctaMask``; the drawn cluster
 forms of strategies/tensor_copies.py (ptxas accepts them, the reference runs them as the plain loads,
 the checker stays quiet); and the H100 record they were run in (tests/hw_records/tma_cluster_h100*.json)."""
@@ -84,8 +84,9 @@ def test_mapa_to_a_rank_outside_the_cluster_is_undefined():
 
 
 def test_clusters_the_reference_cannot_run_are_refused_with_the_reason():
-    with pytest.raises(Unsupported, match=r"clusters of 2 CTAs \(.reqnctapercluster 2,1,1\): the reference runs one CTA"):
-        run_program(H.cluster_hand_program("cluster2-multicast-dsmem", 1))
+    """It runs one cluster (tests/test_cluster_reference.py): a grid of two clusters is refused."""
+    with pytest.raises(MissingInput, match=r"the reference runs one cluster: grid=4,1,1 must be 2,1,1"):
+        run_program(H.cluster_hand_program("cluster2-multicast-grid4", 1))
     with pytest.raises(MissingInput, match="grid 3,1,1 is not a multiple of kernel k's cluster 2,1,1"):
         run_program(H.cluster_hand_program("cluster2-grid3", 1))
     with pytest.raises(Unsupported, match=".explicitcluster without .reqnctapercluster"):

@@ -120,7 +120,7 @@ def main_replay(argv: list[str]) -> int:
                        "judge included, and the GPU where there is one")
     ap.add_argument("--launch", metavar="JSON", default=None,
                     help="plain PTX: the launch to use, a JSON object or file ({\"block\": 128, \"smem\": 0, "
-                         "\"params\": {\"NAME or index\": value}}, or Triton's metadata JSON); what it leaves "
+                         "\"cluster\": [2, 1, 1], \"params\": {\"NAME or index\": value}}, or Triton's metadata JSON); what it leaves "
                          "open is searched (default: NAME.json beside the file, if any)")
     ap.add_argument("--kernel", metavar="NAME", default=None,
                     help="plain PTX with several kernels: the one the inferred header launches (default: the first)")

@@ -268,102 +268,105 @@ def run_function(m: Machine, f: Frame, entry_mask: np.ndarray) -> None:
     f.live = entry_mask.copy()
     # an entry: [block, mask, reconvergence block{, first instruction (a group resuming mid-block)}]
     stack: list[list] = [[0, entry_mask.copy(), None]]
-    while stack or (m.resume and m.depth == 0) or (not stack and cluster.exits_complete(m)) or \
-            (m.mbar_waits and m.depth == 0):
-        if m.mbar_waits and m.depth == 0:
-            mbarrier.wake(m, stalled=not stack and not m.resume)
-        if m.resume and m.depth == 0:
-            _resume(m, f, stack)
-        if not stack:
-            continue
-        e = stack[-1]
-        pc, msk, rpc = e[0], e[1], e[2]
-        msk &= m.alive
-        msk &= f.live
-        if m.parked is not None:
-            msk &= ~m.parked
-        m.masks_changed()
-        if pc is None or pc == rpc or not msk.any():
-            stack.pop()
-            continue
-        blk = blocks[pc]
-        instrs = blk.instrs
-        if instrs and instrs[0].loc is not None and instrs[-1].loc is not None:
-            m.blocks_run.add((instrs[0].loc.line, instrs[-1].loc.line))
-        m.steps += len(instrs)
-        if m.steps > STEP_LIMIT:
-            loc = instrs[0].loc if instrs else None
-            raise StepLimit(f"more than {STEP_LIMIT} instructions executed: a hang or an unbounded loop",
-                            *((loc.file, loc.line) if loc else ()))
-        last = instrs[-1] if instrs else None
-        body = instrs[:-1] if last is not None and last.base in ("bra", "ret", "exit", "trap", "brx") else instrs
-        ends = body is instrs  # no terminator: falls through
-        items = _segments(info, pc, body)
-        if len(e) > 3:  # resuming after a named barrier: the rest of the block, one instruction at a time
-            items = body[e.pop():]
-        full = bool(msk.all())
-        for ins in items:
-            if type(ins) is MovRun:
-                exec_mov_run(m, f, ins, m.all if full else msk)
+    while True:  # a CTA of a cluster whose threads all wait goes on after the others ran (cluster.pause)
+        while stack or (m.resume and m.depth == 0) or (not stack and cluster.exits_complete(m)) or \
+                (m.mbar_waits and m.depth == 0):
+            if m.mbar_waits and m.depth == 0:
+                mbarrier.wake(m, stalled=not stack and not m.resume)
+            if m.resume and m.depth == 0:
+                _resume(m, f, stack)
+            if not stack:
                 continue
-            if type(ins) is mem_ops.MemRun:
-                if not mem_ops.exec_mem_run(m, f, ins, m.all if full else msk):
-                    for one in ins.instrs:  # the failing access says what is wrong, as alone
-                        exec_instr(m, f, one, m.all if full else msk)
+            e = stack[-1]
+            pc, msk, rpc = e[0], e[1], e[2]
+            msk &= m.alive
+            msk &= f.live
+            if m.parked is not None:
+                msk &= ~m.parked
+            m.masks_changed()
+            if pc is None or pc == rpc or not msk.any():
+                stack.pop()
                 continue
-            exec_instr(m, f, ins, m.all if full else msk)
-            if ins.base in ("call", "exit", "ret", "bar", "barrier", "mbarrier", "elect"):
-                if m.parking is not None:  # these threads wait at a named barrier: resume after it
-                    bid, who = m.parking
-                    m.parking = None
-                    at = next(k for k, x in enumerate(instrs) if x is ins) + 1
-                    m.parked_at.setdefault(bid, []).append((f, pc, at, who, rpc))
-                msk &= m.alive
-                msk &= f.live
-                if m.parked is not None:
-                    msk &= ~m.parked
-                m.masks_changed()
-                full = bool(msk.all())
-        nxt = pc + 1 if pc + 1 < nb else None
-        if last is None or ends:
-            e[0] = nxt
-            continue
-        base = last.base
-        act, unc = _guard(m, f, last, msk)
-        if unc is not None and base == "bra":
-            skipped = _register_only_skip(info, pc)
-            if skipped is not None:  # either path ends at the target: only registers differ
-                _run_either_way(m, f, skipped, unc)
-                act = act | unc
-                unc = None
-        if unc is not None:
-            raise Undefined(f"line {last.loc.line if last.loc else '?'}: {base} on an undefined predicate")
-        if base == "bra":
-            tgt = blk.succs[0]
-            taken = act
-            rest = msk & ~taken
-            any_taken = bool(taken.any())
-            if any_taken and last.loc is not None:
-                m.branches_taken.add(last.loc.line)
-            if not rest.any():
-                e[0] = tgt
-            elif not any_taken:
+            blk = blocks[pc]
+            instrs = blk.instrs
+            if instrs and instrs[0].loc is not None and instrs[-1].loc is not None:
+                m.blocks_run.add((instrs[0].loc.line, instrs[-1].loc.line))
+            m.steps += len(instrs)
+            if m.steps > STEP_LIMIT:
+                loc = instrs[0].loc if instrs else None
+                raise StepLimit(f"more than {STEP_LIMIT} instructions executed: a hang or an unbounded loop",
+                                *((loc.file, loc.line) if loc else ()))
+            last = instrs[-1] if instrs else None
+            body = instrs[:-1] if last is not None and last.base in ("bra", "ret", "exit", "trap", "brx") else instrs
+            ends = body is instrs  # no terminator: falls through
+            items = _segments(info, pc, body)
+            if len(e) > 3:  # resuming after a named barrier: the rest of the block, one instruction at a time
+                items = body[e.pop():]
+            full = bool(msk.all())
+            for ins in items:
+                if type(ins) is MovRun:
+                    exec_mov_run(m, f, ins, m.all if full else msk)
+                    continue
+                if type(ins) is mem_ops.MemRun:
+                    if not mem_ops.exec_mem_run(m, f, ins, m.all if full else msk):
+                        for one in ins.instrs:  # the failing access says what is wrong, as alone
+                            exec_instr(m, f, one, m.all if full else msk)
+                    continue
+                exec_instr(m, f, ins, m.all if full else msk)
+                if ins.base in ("call", "exit", "ret", "bar", "barrier", "mbarrier", "elect"):
+                    if m.parking is not None:  # these threads wait at a named barrier: resume after it
+                        bid, who = m.parking
+                        m.parking = None
+                        at = next(k for k, x in enumerate(instrs) if x is ins) + 1
+                        m.parked_at.setdefault(bid, []).append((f, pc, at, who, rpc))
+                    msk &= m.alive
+                    msk &= f.live
+                    if m.parked is not None:
+                        msk &= ~m.parked
+                    m.masks_changed()
+                    full = bool(msk.all())
+            nxt = pc + 1 if pc + 1 < nb else None
+            if last is None or ends:
                 e[0] = nxt
+                continue
+            base = last.base
+            act, unc = _guard(m, f, last, msk)
+            if unc is not None and base == "bra":
+                skipped = _register_only_skip(info, pc)
+                if skipped is not None:  # either path ends at the target: only registers differ
+                    _run_either_way(m, f, skipped, unc)
+                    act = act | unc
+                    unc = None
+            if unc is not None:
+                raise Undefined(f"line {last.loc.line if last.loc else '?'}: {base} on an undefined predicate")
+            if base == "bra":
+                tgt = blk.succs[0]
+                taken = act
+                rest = msk & ~taken
+                any_taken = bool(taken.any())
+                if any_taken and last.loc is not None:
+                    m.branches_taken.add(last.loc.line)
+                if not rest.any():
+                    e[0] = tgt
+                elif not any_taken:
+                    e[0] = nxt
+                else:
+                    r = info.ipdom[pc]
+                    e[0] = r
+                    e[1] = msk.copy()
+                    stack.append([nxt, rest, r])
+                    stack.append([tgt, taken.copy(), r])
+            elif base in ("ret", "exit"):
+                if base == "exit" or f.info.fn.kind == "entry":
+                    m.alive &= ~act
+                f.live &= ~act
+                e[0] = nxt if (msk & ~act).any() else None
+            elif base == "trap":
+                raise Undefined(f"line {last.loc.line if last.loc else '?'}: trap")
             else:
-                r = info.ipdom[pc]
-                e[0] = r
-                e[1] = msk.copy()
-                stack.append([nxt, rest, r])
-                stack.append([tgt, taken.copy(), r])
-        elif base in ("ret", "exit"):
-            if base == "exit" or f.info.fn.kind == "entry":
-                m.alive &= ~act
-            f.live &= ~act
-            e[0] = nxt if (msk & ~act).any() else None
-        elif base == "trap":
-            raise Undefined(f"line {last.loc.line if last.loc else '?'}: trap")
-        else:
-            raise Unsupported.at(last, f"{base} is not supported")
+                raise Unsupported.at(last, f"{base} is not supported")
+        if not (m.depth == 0 and m.parked is not None and m.parked.any() and cluster.pause(m)):
+            break
     if m.depth == 0 and m.parked is not None and m.parked.any():
         bid = next(iter(m.parked_at))
         if bid < 0:  # cluster.CLUSTER_BARRIER

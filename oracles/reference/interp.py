@@ -1,4 +1,5 @@
-"""The reference interpreter: one CTA, every thread at once as numpy arrays.
+"""The reference interpreter: one CTA, every thread at once as numpy arrays (a cluster of several
+CTAs: one machine per CTA, run by ``cluster.Group``).
 
 Control flow: each function's CFG (``fuzzptx.ptx.cfg``) runs on a SIMT stack with
 immediate post-dominator reconvergence.  An entry is (block, mask, reconvergence
@@ -40,7 +41,7 @@ atomics, vmad, warp instructions whose membermask names threads on another path.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -248,16 +249,17 @@ class Frame:
 
 class Machine:
     """State of one CTA run: memory, special registers, the alive mask, wgmma bookkeeping."""
-    def __init__(self, program, mode: str = "spec"):
-
+    def __init__(self, program, mode: str = "spec", rank: int = 0):
+        """``rank``: the CTA's rank in its cluster (the grid is one cluster: ``cluster.check_launch``)."""
         self.program = program
         self.module = program.module
         self.mode = mode
         la = program.launch
         self.kernel = self.module.function(la.kernel)
-        self.cluster = cluster.check_launch(self.kernel, tuple(la.grid))  # one CTA: refuses a larger cluster
-        if tuple(la.grid) != (1, 1, 1):
-            raise MissingInput(f"the reference runs one CTA: grid={','.join(map(str, la.grid))} must be 1,1,1")
+        c = cluster.check_launch(self.kernel, tuple(la.grid), tuple(getattr(la, "cluster", (1, 1, 1))))
+        self.cluster = replace(c, rank=rank)
+        self.peers: tuple | None = None  # the CTAs of a cluster of several, by rank (cluster.Group)
+        self.group = None
         bx, by, bz = la.block
         self.n = n = bx * by * bz
         if not 1 <= n <= MAX_THREADS:

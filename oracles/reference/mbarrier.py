@@ -19,8 +19,10 @@ before that completion (nothing in this model orders it after), it returns at on
 race the copy, so the run's outcome is undefined rather than a certain hang.
 
 Tensor copies, bulk stores and their groups are ``tma``'s, ``cp.async`` is ``cp_async``'s; the
-cluster (one CTA) and multicast masks are ``cluster``'s.  Not modelled (``Unsupported``): multicast to
-other CTAs, clusters of more than one CTA, mbarrier state read as data.
+cluster, ``.shared::cluster`` addresses of other CTAs and multicast masks are ``cluster``'s (a wait
+that fails while another CTA of the cluster may still complete its phase suspends, as above, and
+the CTA hands over to the others: ``cluster.pause``).  Not modelled (``Unsupported``): mbarrier
+state read as data.
 """
 from __future__ import annotations
 
@@ -126,6 +128,8 @@ def _value(m, f, ins, op, t: str, idx) -> np.ndarray:
 
 
 def _get(m, ins, a: int) -> Barrier:
+    """The mbarrier at ``.shared::cluster`` address ``a``: ``m``'s own, or another CTA's of its cluster."""
+    m, a = cluster.owner(m, a, ins)
     b = _table(m).get(a)
     if b is None:
         raise Unsupported.at(ins, f"mbarrier at shared address {a:#x} used before mbarrier.init (its state is undefined)")
@@ -221,7 +225,7 @@ def _wait(m, f, ins, act, parity: bool) -> None:
     others = m.alive & ~act  # threads that could still arrive: neither here nor suspended at a named barrier
     if m.parked is not None:
         others &= ~m.parked
-    if stuck and m.depth == 0 and (others.any() or m.mbar_waits):
+    if stuck and m.depth == 0 and (others.any() or m.mbar_waits or cluster.several(m)):
         # the phase needs what other threads still do (a producer warp's copies, a consumer's release):
         # these threads' wait returns false and they are suspended after it until the phase completes
         # (``wake``), so that the others run: in lockstep the spin around the wait would never yield
@@ -262,6 +266,8 @@ def wake(m, stalled: bool) -> None:
     table = _table(m)
     bars = {k: ph for k, ph in m.mbar_waits.items() if k[0] == MBARRIER_WAIT}
     done = [k for k, ph in bars.items() if k[1] not in table or table[k[1]].phases != ph]
+    if not done and stalled and cluster.pause(m):
+        return  # another CTA of the cluster ran (its copies and remote arrives): look again
     if not done and stalled:
         if not bars:
             raise Undefined("elect.sync: lanes its membermask names never execute it (they ended or wait "
@@ -280,11 +286,10 @@ MBARRIER_WAIT = "mbarrier"  # the key of threads suspended at an mbarrier wait: 
 
 
 def h_cp(m, f, ins, act):
-    """cp.async.bulk global -> shared::cluster with mbarrier::complete_tx::bytes (one CTA: its own
-    shared memory); the bytes land at once, then complete_tx on the barrier.  ``.multicast::cluster``
-    (operand ``ctaMask`` after the barrier) delivers to the CTAs the mask names: here rank 0, the
-    only CTA of the cluster, or none for a mask of 0 (``cluster.multicast``); ``.L2::cache_hint``'s
-    policy operand is a hint with no visible effect."""
+    """cp.async.bulk global -> shared::cluster with mbarrier::complete_tx::bytes (the CTA its
+    destination names); the bytes land at once, then complete_tx on the barrier.  ``.multicast::cluster``
+    (operand ``ctaMask`` after the barrier) delivers to every CTA the mask names, at the same offsets
+    (``cluster.destinations``); ``.L2::cache_hint``'s policy operand is a hint with no visible effect."""
     op = ins.opcode
     mods = ins.modifiers
     nops = 4 + ("multicast::cluster" in mods) + ("L2::cache_hint" in mods)
@@ -293,23 +298,23 @@ def h_cp(m, f, ins, act):
         raise Unsupported.at(ins, f"{op} is not supported by the reference")
     dst, src, size, bar = ins.operands[:4]
     idx, daddr, _ = _address(m, f, ins, dst, act)
-    here = np.ones(idx.size, bool)
-    if "multicast::cluster" in mods:
-        here = cluster.multicast(m, f, ins, ins.operands[4], idx)
+    masks = cluster.multicast(m, f, ins, ins.operands[4], idx) if "multicast::cluster" in mods else None
     _, saddr, _ = _address(m, f, ins, src, act)
     n = _value(m, f, ins, size, "u32", idx)
     _, baddr = _addrs(m, f, ins, bar, act)
     for j in range(idx.size):
-        b = _get(m, ins, int(baddr[j]) & 0xFFFFFFFF)
+        _get(m, ins, int(baddr[j]) & 0xFFFFFFFF)  # initialised (its own, or the CTA the address names)
         nb = int(n[j])
         if nb % 16 or int(daddr[j]) % 16 or int(saddr[j]) % 16:
             raise BadAddress.at(ins, "cp.async.bulk needs 16-byte aligned addresses and a size that is a multiple of 16")
-        if not here[j]:  # a ctaMask naming no CTA: nothing lands, nothing completes
-            continue
-        _land_words(m, ins, b, int(saddr[j]), int(daddr[j]), nb)
-        b.tx -= nb
-        b.async_tx += nb
-        b.settle()
+        # each CTA the copy lands in (a ctaMask naming none: nothing lands, nothing completes)
+        for mt, d, bo in cluster.destinations(m, int(daddr[j]) & 0xFFFFFFFF, int(baddr[j]) & 0xFFFFFFFF,
+                                              None if masks is None else int(masks[j]), ins):
+            b = _get(mt, ins, bo)
+            _land_words(mt, ins, b, int(saddr[j]), d, nb)
+            b.tx -= nb
+            b.async_tx += nb
+            b.settle()
 
 
 def _land_words(m, ins, b: Barrier, src: int, dst: int, nbytes: int) -> None:

@@ -29,6 +29,7 @@ SHARED_WINDOW = 0x7E0000000000  # generic address of shared offset 0
 # memory (a store and a load at offset 0 round-trip without a fault): here too, uninitialised
 # (UNDEF) at launch.
 CONST_BASE = 0x10000  # param/const windows, small like the hardware's
+CLUSTER_SHIFT = 24  # a .shared::cluster address of another CTA: ((rank + 1) << CLUSTER_SHIFT) | offset (cluster.py)
 LOCAL_WINDOW = 0x7D0000000000  # generic address of local offset 0 (each thread sees its own)
 _VIEW = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _SHIFT = {1: 0, 2: 1, 4: 2, 8: 3}
@@ -203,6 +204,9 @@ class Memory:
         self._gbases = np.zeros(0, np.uint64)
         self._gbase_list: list[int] = []
         self._last: Region | None = None
+        # in a cluster of several CTAs: every CTA's shared memory by rank (``.shared::cluster``
+        # addresses of other CTAs resolve there); None: one CTA
+        self.cluster_shared: tuple[Region, ...] | None = None
 
     def add_global(self, name: str, content: np.ndarray | int, writable: bool = True, space: str = "global") -> Region:
         base = GLOBAL_BASE + len(self.globals) * GLOBAL_SLOT
@@ -253,6 +257,8 @@ class Memory:
             bad = int(addr[(addr & np.uint64(nbytes - 1)) != 0][0])
             raise BadAddress.at(instr, f"misaligned {what} of {nbytes} bytes at {space} address {bad:#x}")
         if space == "shared":
+            if self.cluster_shared is not None and addr.size and int(addr.max()) >> CLUSTER_SHIFT:
+                return self._cluster_groups(addr, addr, nbytes, instr, what)
             return [self._within(self.shared, addr, addr, nbytes, instr, what, space)]
         if space == "param":
             return [self._within(self.params, addr, addr - np.uint64(CONST_BASE), nbytes, instr, what, space)]
@@ -273,6 +279,14 @@ class Memory:
                 return out
         if space == "generic":
             shw = (addr >= np.uint64(SHARED_WINDOW)) & (addr < np.uint64(SHARED_WINDOW + (1 << 32)))
+            if self.cluster_shared is not None and shw.any():
+                pos = np.flatnonzero(shw)
+                out = [(reg, pos[p], o) for reg, p, o in self._cluster_groups(
+                    addr[pos], addr[pos] - np.uint64(SHARED_WINDOW), nbytes, instr, what)]
+                rest = np.flatnonzero(~shw)
+                if rest.size:
+                    out += [(reg, rest[p], o) for reg, p, o in self._global_groups(addr[rest], nbytes, instr, what)]
+                return out
             if shw.all():
                 return [self._within(self.shared, addr, addr - np.uint64(SHARED_WINDOW), nbytes, instr, what, "shared")]
             if shw.any():
@@ -284,6 +298,25 @@ class Memory:
                     out.append((reg, rest[p], o))
                 return out
         return self._global_groups(addr, nbytes, instr, what)
+
+    def _cluster_groups(self, addr: np.ndarray, off: np.ndarray, nbytes: int, instr, what: str):
+        """Groups of ``.shared::cluster`` offsets: below ``1 << CLUSTER_SHIFT`` this CTA's shared
+        memory, else rank ``(off >> CLUSTER_SHIFT) - 1``'s."""
+        rank = (off >> np.uint64(CLUSTER_SHIFT)).astype(np.int64)
+        out = []
+        for r in np.unique(rank).tolist():
+            pos = np.flatnonzero(rank == r)
+            if r == 0:
+                region = self.shared
+            elif r - 1 < len(self.cluster_shared or ()):
+                region = self.cluster_shared[r - 1]
+            else:
+                raise BadAddress.at(instr, f"{what} at shared::cluster address {int(off[pos[0]]):#x}: rank {r - 1} is "
+                                           f"outside the cluster of {len(self.cluster_shared or ())} CTA(s)")
+            local = off[pos] & np.uint64((1 << CLUSTER_SHIFT) - 1)
+            g = self._within(region, local, local, nbytes, instr, what, "shared")
+            out.append((g[0], pos, g[2]))
+        return out
 
     def _within(self, region: Region | None, addr: np.ndarray, off: np.ndarray, nbytes: int, instr, what: str, space: str):
         # unsigned offsets: one below the base wrapped around, so the upper bound catches it too

@@ -26,11 +26,11 @@ and the read's completion (the async read may see either).  Until the covering
 kernel's end every group completes; one whose shared-memory read no ``wait_group.read`` covered
 leaves its elements undefined (the CTA's shared memory may be gone before the read).
 
-``.multicast::cluster`` loads: the reference runs a cluster of one CTA (``cluster``), so a ``ctaMask``
+``.multicast::cluster`` loads land in every CTA of the cluster their ``ctaMask`` names (``cluster``); a ``ctaMask``
 naming rank 0 delivers the box to this CTA as the plain load does, a mask of 0 nowhere; a rank outside
 the cluster stops the kernel (``cluster.multicast``, as the H100 does).
 
-Not modelled (``Unsupported``): multicast to other CTAs, ``.im2col``, interleaved maps, an element stride other than 1 in the
+Not modelled (``Unsupported``): ``.im2col``, interleaved maps, an element stride other than 1 in the
 innermost dimension, float reductions.
 """
 from __future__ import annotations
@@ -249,9 +249,7 @@ def _tensor_load(m, f, ins, act):
     ops = ins.operands
     dst, src, bar = ops[0], ops[1], ops[2]
     idx, daddr, _ = _address(m, f, ins, dst, act)
-    here = np.ones(idx.size, bool)
-    if "multicast::cluster" in ins.modifiers:  # [dst], [tmap, {..}], [mbar], ctaMask{, policy}
-        here = cluster.multicast(m, f, ins, ops[3], idx)
+    masks = cluster.multicast(m, f, ins, ops[3], idx) if "multicast::cluster" in ins.modifiers else None
     maps, coords = _tensor_operand(m, f, ins, src, idx)
     _, baddr = mbarrier._addrs(m, f, ins, bar, act)
     if _dimension(ins) != coords.shape[1]:
@@ -259,39 +257,51 @@ def _tensor_load(m, f, ins, act):
     for j in range(idx.size):
         tm = maps[j]
         _check_map(ins, tm)
-        start = int(daddr[j]) & 0xFFFFFFFF
+        places = cluster.destinations(m, int(daddr[j]) & 0xFFFFFFFF, int(baddr[j]) & 0xFFFFFFFF,
+                                      None if masks is None else int(masks[j]), ins)
+        fan = getattr(m, "tma_fan_log", None)  # fuzzptx.launch's probe: how many CTAs each map's copies reach
+        if fan is not None:
+            fan[(tm.name, tm.at)] = max(fan.get((tm.name, tm.at), 1), len(places))
+        start = cluster.owner(m, int(daddr[j]) & 0xFFFFFFFF, ins)[1]  # CTA-relative
         _note_start(m, tm, start)
         _check_shared(ins, tm, start)
         _check_start(ins, tm, coords[j])
-        if not here[j]:  # a ctaMask naming no CTA: nothing lands, nothing completes
+        if not places:  # a ctaMask naming no CTA: nothing lands, nothing completes
             continue
-        b = mbarrier._get(m, ins, int(baddr[j]) & 0xFFFFFFFF)
+        bars = [mbarrier._get(mt, ins, bo) for mt, _, bo in places]
         box = box_of(tm, tuple(int(c) for c in coords[j]))
         data, undef = _gather(m, ins, tm, box)
         words = data.view(np.uint32).astype(np.uint64)
         wundef = undef.reshape(-1, 4).any(axis=1)
         eb = box.eb
-        woff = swizzled(tm, start, box.sofs.reshape(-1, 4 // eb)[:, 0] if eb <= 4 else
-                        (box.sofs[:, None] + np.arange(0, eb, 4)).ravel())
-        (region, _pos, off), = m.mem.resolve("shared", woff.astype(np.uint64), 4, ins, "store")
-        region.write(off, 4, [(words, Shadow.undef(words.size, 32))])
-        nb = tm.box_bytes
-        if b.pending == 0 and 0 < b.tx < nb:
-            # every arrival is in and the phase expects fewer bytes than the box brings: it completes
-            # once that many have landed, before the rest, so its waiters see the box undefined; the
-            # remaining bytes count against the next phase
-            m.note(f"a tensor copy of {nb} bytes completes a phase expecting {b.tx} (undefined)")
-            b.landing.append((region, off, [(words, Shadow.undef(words.size, 32))]))
-            rest = nb - b.tx
-            b.async_tx += b.tx
-            b.tx = 0
-            b.settle()
-            b.tx -= rest
-            continue
-        b.landing.append((region, off, [(words, Shadow.undef(words.size, 32, wundef) if wundef.any() else None)]))
-        b.tx -= nb
-        b.async_tx += nb
+        for (mt, at, _), b in zip(places, bars):  # each CTA the copy lands in, at the same offsets
+            _land_box(mt, ins, tm, box, at, b, words, wundef, eb)
+
+
+def _land_box(m, ins, tm: TensorMap, box: Box, start: int, b, words: np.ndarray, wundef: np.ndarray, eb: int) -> None:
+    """The box's words land in ``m``'s shared memory at ``start`` (swizzled), then complete_tx on
+    ``b``: they read as undefined until a wait observes the phase (``mbarrier.Barrier.landing``)."""
+    woff = swizzled(tm, start, box.sofs.reshape(-1, 4 // eb)[:, 0] if eb <= 4 else
+                    (box.sofs[:, None] + np.arange(0, eb, 4)).ravel())
+    (region, _pos, off), = m.mem.resolve("shared", woff.astype(np.uint64), 4, ins, "store")
+    region.write(off, 4, [(words, Shadow.undef(words.size, 32))])
+    nb = tm.box_bytes
+    if b.pending == 0 and 0 < b.tx < nb:
+        # every arrival is in and the phase expects fewer bytes than the box brings: it completes
+        # once that many have landed, before the rest, so its waiters see the box undefined; the
+        # remaining bytes count against the next phase
+        m.note(f"a tensor copy of {nb} bytes completes a phase expecting {b.tx} (undefined)")
+        b.landing.append((region, off, [(words, Shadow.undef(words.size, 32))]))
+        rest = nb - b.tx
+        b.async_tx += b.tx
+        b.tx = 0
         b.settle()
+        b.tx -= rest
+        return
+    b.landing.append((region, off, [(words, Shadow.undef(words.size, 32, wundef) if wundef.any() else None)]))
+    b.tx -= nb
+    b.async_tx += nb
+    b.settle()
 
 
 def _gather(m, ins, tm: TensorMap, box: Box) -> tuple[np.ndarray, np.ndarray]:

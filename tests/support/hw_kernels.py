@@ -10,11 +10,17 @@ inputs.  A row says how much of the kernel's tensor cores the reference reached,
 faulted, the elements the GPU gives outside what the reference allows, the elements where -O3 and
 -O0 differ, and those where the two -O3 runs differ (``nondeterministic``).  A kernel whose launch
 the reference stopped at what the GPU faults on (an address outside every buffer, a tensor copy
-through an address that holds no tensor map, a multicast to a CTA outside the cluster: CUTLASS's two
-cluster kernels, launched as one CTA) or that reaches no tensor core is not launched: the row says
-so.  CUTLASS's ``GemmUniversal`` kernels are launched with their ``Params`` as the launch made them:
-the maps inside it encoded by the worker over buffers no parameter names (``Arg.hidden``), pointers
-inside it set to their buffers' device addresses (``Arg.pointers``).
+through an address that holds no tensor map, a multicast to a CTA outside the cluster) or that
+reaches no tensor core is not launched: the row says so.  CUTLASS's ``GemmUniversal`` kernels are
+launched with their ``Params`` as the launch made them: the maps inside it encoded by the worker over
+buffers no parameter names (``Arg.hidden``), pointers inside it set to their buffers' device
+addresses (``Arg.pointers``).  A launch with a cluster (``cluster=`` on its LAUNCH line: CUTLASS's
+two cluster kernels, 2,1,1 and 1,2,1, whose grid is that one cluster) goes through the driver's
+``cuLaunchKernelEx`` with the cluster-dimension attribute (``hw_worker.launch_in_clusters``); the
+dry run builds that launch's configuration too (``hw_worker.launch_config``), all but the call.  Beside
+the kernels (without ``--only``), the two-CTA hand kernels of ``support.cluster_kernels`` (a remote
+mbarrier arrive with mapa loads, a multicast tensor copy) run on the GPU against the reference:
+``cluster_probes`` in the record.
 
     # the GPU machine, from the repository's root (the package assembled in /tmp/pkg, as docs/tma.md does)
     mkdir -p /tmp/pkg && cp -r fuzzptx /tmp/pkg/ && rm -rf /tmp/pkg/fuzzptx/strategies /tmp/pkg/fuzzptx/oracles \
@@ -40,10 +46,12 @@ import numpy as np
 from fuzzptx import launch
 from fuzzptx.inputs import read_text
 from fuzzptx.oracles.hardware import HardwareUnavailable, program_args
+from fuzzptx.oracles.hw_worker import launch_config
 from fuzzptx.oracles.ptxas import compile_ptx, ptxas_version
 from fuzzptx.oracles.reference import ReferenceError_, compare, run_program
 from fuzzptx.oracles.reference.values import UNDEF
 from fuzzptx.program import Program
+from support import cluster_kernels
 from support.inferred_launches import ROOT, kernel_files
 
 
@@ -113,7 +121,7 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1), help="processes for the CPU part")
     args = ap.parse_args(argv)
     os.chdir(ROOT)  # the files by their paths in the repository (a JSON beside each is found by it)
-    files = [p for p in kernel_files() if args.only in str(p)]
+    files = [p for p in kernel_files() if args.only in str(p.relative_to(ROOT))]  # not the checkout's own path
     if args.jobs > 1:  # the search, two ptxas runs and the reference per kernel: CPU work, one process each
         with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
             todo = list(pool.map(prepare, files))
@@ -136,16 +144,31 @@ def main(argv=None) -> int:
             cubin, name = _cubin(k[opt], k["program"])
             if cubin is not None:
                 items.append((k, run, (k["program"], cubin, name)))
+    for k, _, (program, _, _) in items:
+        la = program.launch
+        k["cluster"] = list(la.cluster)
+        if la.cluster != (1, 1, 1):  # the configuration cuLaunchKernelEx gets, its layout checked
+            launch_config(la.grid, la.block, la.cluster, la.dynamic_smem, 0)
+    # the two-CTA hand kernels (support.cluster_kernels): the cluster launch on its own, values only
+    probes = [] if args.only else cluster_kernels.probes()
     if args.dry_run:
-        hw, info = [None] * len(items), {"dry_run": True}
+        hw, info = [None] * (len(items) + len(probes)), {"dry_run": True}
     else:
         from fuzzptx.oracles.hardware import run_programs_on_gpu
-        hw, info = run_programs_on_gpu([it for _, _, it in items], timeout=60.0)
+        hw, info = run_programs_on_gpu([it for _, _, it in items] + [(p, None, None) for _, p in probes], timeout=60.0)
+    hw, probe_hw = hw[:len(items)], hw[len(items):]
+    probe_rows = []
+    for (name, p), h in zip(probes, probe_hw):
+        ref = run_program(p)
+        mism = [] if h is None or h.fault else compare(p, ref, h.outputs)
+        probe_rows.append({"probe": name, "cluster": list(p.launch.cluster), "reference": ref.undefined or "ran",
+                           "gpu": "not run" if h is None else f"fault: {h.fault}" if h.fault else "ran",
+                           "mismatches": len(mism), "first": [str(x) for x in mism[:3]]})
     got: dict[tuple[str, str], object] = {(k["path"], opt): h for (k, opt, _), h in zip(items, hw)}
     rows = []
     for k in todo:
         p, ref = k["program"], k["ref"]
-        row = {"kernel": k["path"], "header": k["header"], "search_s": k["search_s"],
+        row = {"kernel": k["path"], "header": k["header"], "search_s": k["search_s"], "cluster": k.get("cluster"),
                "tensor": k["coverage"].record(), "coverage": k["coverage"].text(),
                "ptxas_O3": k["o3"].accepted, "ptxas_O0": k["o0"].accepted,
                "reference": k["ref_error"] or (f"undefined: {ref.undefined}" if ref.undefined else "ran"),
@@ -181,6 +204,8 @@ def main(argv=None) -> int:
            "reference_errors": sum(1 for r in rows if r["reference"] not in ("ran",) and
                                    not r["reference"].startswith("undefined")),
            "not_launched": [r["kernel"] for r in rows if r["gpu_o3"].startswith("not launched")],
+           "launched_in_clusters": [r["kernel"] for r in rows if r["cluster"] and r["cluster"] != [1, 1, 1]],
+           "cluster_probes": probe_rows,
            "gpu_faults": sum(1 for r in rows for o in ("o3", "o3_again", "o0") if r[f"gpu_{o}"].startswith("fault")),
            "nondeterministic": [r["kernel"] for r in rows if r["nondeterministic"]],
            "kernels_with_mismatches": sum(1 for r in rows if r["mismatches_o3"] or r["mismatches_o0"]),

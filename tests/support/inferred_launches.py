@@ -5,7 +5,8 @@ cores the reference reaches with it: the table in ``docs/inputs.md``.
 each kernel is read as a user's plain file is (``fuzzptx.launch.load``: the header inferred, the
 launch given beside it or searched) and run once more in the reference; the row gives the launch
 (block, dynamic shared memory, the scalar value), the tensor-core instructions executed of those
-the kernel has, and why a run stopped short.  ``--json`` writes the rows (with each program's
+the kernel has, and why a run stopped short; a launch in a cluster names its shape (the grid is
+that one cluster).  ``--json`` writes the rows (with each program's
 header lines) for ``support.hw_kernels``.
 """
 from __future__ import annotations
@@ -38,17 +39,18 @@ def row(path: Path) -> dict:
                   if "every integer scalar " in n), "")
     return {"file": str(path.relative_to(ROOT / "tests" / "data")), "kernel": program.launch.kernel,
             "block": program.launch.threads, "smem": program.launch.dynamic_smem, "scalars": value,
+            "cluster": ",".join(map(str, program.launch.cluster)) if program.launch.cluster != (1, 1, 1) else "",
             "executed": t.coverage.ran, "of": t.coverage.of, "coverage": t.coverage.text(),
             "stops": t.error or "", "seconds": round(time.perf_counter() - t0, 1),
             "header": list(program.header_lines())}
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| kernel | block | dynamic smem | scalars | tensor-core instructions executed | stops at |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| kernel | block | cluster | dynamic smem | scalars | tensor-core instructions executed | stops at |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         stops = r["stops"].split(": ", 1)[-1][:110].replace("|", "\\|") if r["stops"] else ""
-        lines.append(f"| `{r['file']}` | {r['block']} | {r['smem']} | {r['scalars'] or '-'} | "
+        lines.append(f"| `{r['file']}` | {r['block']} | {r.get('cluster') or '-'} | {r['smem']} | {r['scalars'] or '-'} | "
                      f"{r['executed']} of {r['of']} ({r['coverage']}) | {stops} |")
     lines.append("")
     sliced = _slice_of_issue_40()
@@ -82,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(ROOT)  # the files by their paths in the repository (a JSON beside each is found by it)
     rows = []
     for p in kernel_files():
-        if a.only in str(p):
+        if a.only in str(p.relative_to(ROOT)):  # the path in the repository, not the checkout's
             rows.append(row(p))
             print(f"{rows[-1]['file']}: {rows[-1]['executed']} of {rows[-1]['of']} ({rows[-1]['seconds']} s)",
                   file=sys.stderr, flush=True)

@@ -412,7 +412,7 @@ class Launch(Pass):
         la = program.launch
         cands = []
         if la.grid != (1, 1, 1):
-            cands.append(replace(program, launch=replace(la, grid=(1, 1, 1))))
+            cands.append(replace(program, launch=replace(la, grid=(1, 1, 1), cluster=(1, 1, 1))))
         x, y, z = la.block
         if x * y * z > 32 and x % 2 == 0 and x >= 64:
             cands.append(replace(program, launch=replace(la, block=(x // 2, y, z))))
