@@ -22,6 +22,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from fuzzptx.perf import die_with_parent
 
@@ -158,6 +159,13 @@ def launch_config(grid, block, cluster, smem: int, stream: int):
     cfg = Config(*grid, *block, smem, ctypes.c_void_p(stream or None), attrs, 1)
     assert ctypes.sizeof(Attr) == 72 and Config.attrs.offset == 40  # cuda.h's CUlaunchAttribute, CUlaunchConfig
     return cfg, attrs
+
+
+def cu_function(kernel: Any) -> int:
+    """The CUfunction handle of a CuPy kernel: ``RawModule.get_function`` gives a ``RawKernel``,
+    whose ``kernel`` is the ``cupy.cuda.Function`` holding it (``ptr``); a ``Function`` is its own."""
+    inner = getattr(kernel, "kernel", kernel)
+    return int(inner.ptr)
 
 
 def launch_in_clusters(function: int, grid, block, cluster, smem: int, args: list[bytes], stream: int) -> None:
@@ -444,7 +452,7 @@ def _main(conn, device: int, before_exit=None) -> None:
             if job.dynamic_smem > _STATIC_SMEM_LIMIT:
                 fn.max_dynamic_shared_size_bytes = job.dynamic_smem
             if job.cluster != (1, 1, 1):
-                launch_in_clusters(fn.ptr, job.grid, job.block, job.cluster, job.dynamic_smem,
+                launch_in_clusters(cu_function(fn), job.grid, job.block, job.cluster, job.dynamic_smem,
                                    [_arg_bytes(a) for a in args], cupy.cuda.get_current_stream().ptr)
             else:
                 fn(job.grid, job.block, tuple(args), shared_mem=job.dynamic_smem)

@@ -79,3 +79,16 @@ def test_the_dry_run_runs_the_two_cta_probes_in_the_reference(tmp_path, monkeypa
     probes = json.loads(out.read_text())["cluster_probes"]
     assert [(p["probe"], p["cluster"], p["reference"], p["gpu"]) for p in probes] == [
         ("remote-arrive", [2, 1, 1], "ran", "not run"), ("tensor-multicast", [2, 1, 1], "ran", "not run")]
+
+
+def test_the_cufunction_handle_of_a_raw_kernel_is_its_inner_functions():
+    """CuPy's ``RawModule.get_function`` gives a ``RawKernel``, which holds no handle itself: its
+    ``kernel`` (a ``cupy.cuda.Function``) does.  The H200 run of the cluster probes failed on
+    ``RawKernel.ptr``."""
+    from types import SimpleNamespace
+
+    from fuzzptx.oracles.hw_worker import cu_function
+
+    function = SimpleNamespace(ptr=0x7F00DEAD)
+    assert cu_function(SimpleNamespace(kernel=function)) == 0x7F00DEAD  # a RawKernel
+    assert cu_function(function) == 0x7F00DEAD  # a Function

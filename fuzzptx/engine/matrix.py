@@ -94,7 +94,9 @@ def bisect(program: Program, text: str, keep: str, spec: str, *, progress: Any =
     ``timed_out``), unless the timeout is what ``keep`` asks about.  ``step(text)`` is told what
     runs before each release (a progress line)."""
     compiler = registry.by_stage(COMPILE).name
-    judges = usable(tuple(dict.fromkeys((compiler,) + differ.judges_for(keep))), True)
+    wanted = tuple(dict.fromkeys((compiler,) + differ.judges_for(keep)))
+    judges = usable(wanted, True)
+    missing = [j for j in wanted if j not in judges]  # the GPU judge on a machine without one: no answer
     pred = differ.keep_predicate(keep)
     holds: dict[str, bool | None] = {}
     rows: dict[str, dict] = {}
@@ -103,12 +105,12 @@ def bisect(program: Program, text: str, keep: str, spec: str, *, progress: Any =
         if compiled is not None and compiled.timed_out and not differ.keeps_timeout(keep):
             holds[release], rows[release] = None, {"timed_out": compiled.timeout_text()}
         else:
-            holds[release] = None if findings is None else bool(pred(findings, v))
+            holds[release] = None if findings is None or missing else bool(pred(findings, v))
             rows[release] = row(v, findings)
         if progress is not None:
             progress(release, holds[release], rows[release])
     yes = [r for r, h in holds.items() if h]
-    return {"keep": keep, "judges": list(judges), "holds": holds, "first": yes[0] if yes else None,
+    return {"keep": keep, "judges": list(judges), "not_run": missing, "holds": holds, "first": yes[0] if yes else None,
             "last": yes[-1] if yes else None, "matrix": rows,
             "timed_out": [r for r, x in rows.items() if "timed_out" in x]}
 
@@ -143,10 +145,13 @@ def main_bisect(argv: list[str]) -> int:
         print(table(res["matrix"], None if differ.names_an_outcome(args.keep) else args.keep))
         late = f"; {len(res['timed_out'])} release(s) ran out of time ({', '.join(res['timed_out'])}): " \
                f"--ptxas-timeout SECONDS gives them more" if res["timed_out"] else ""
-        if res["first"] is None:
+        if res["not_run"]:
+            print(f"\n{args.keep!r}: not judged here: it needs {', '.join(res['not_run'])}, which cannot run "
+                  f"on this machine (a GPU judge without a GPU)")
+        elif res["first"] is None:
             print(f"\n{args.keep!r}: no release of {args.releases!r} reproduces it{late}")
         else:
             print(f"\n{args.keep!r}: first {res['first']}, last {res['last']} "
                   f"({sum(1 for h in res['holds'].values() if h)} of {sum(1 for h in res['holds'].values() if h is not None)} "
                   f"applicable releases){late}")
-    return 0 if res["first"] is not None else 1
+    return 0 if res["first"] is not None else 2 if res["not_run"] else 1

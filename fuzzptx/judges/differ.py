@@ -23,7 +23,7 @@ from fuzzptx.ptx.ir import Imm, Instr
 from fuzzptx.strategies.mutations import BY_NAME, verdict_holds
 
 from .registry import get as get_judge, resolve
-from .metamorphic import verdict as metamorphic_verdict  # noqa: F401 - part of the differ's interface
+from .metamorphic import is_metamorphic, verdict as metamorphic_verdict  # noqa: F401 - part of the differ's interface
 from .base import Context, Judge, JudgeFault, Verdicts
 from .builtin import (BUILTIN, CPU_JUDGES, FINDINGS_ORDER, describe_prediction, describe_ptxas,  # noqa: F401
                       predicted_codes, ptxas_codes)
@@ -293,6 +293,8 @@ def judges_for(signature: str) -> tuple[str, ...]:
         needed.add("ptxas")
     if "sass" in signature:
         needed.add("checker")  # the scan applies to programs the checker finds defined
+    if is_metamorphic(signature):  # ``hardware:O3!=O0``: a compile pair's, which the metamorphic judge runs
+        needed.add("metamorphic")
     plugins = []
     for name in signature.split("|", 1)[0].replace("!=", ":").split(":"):
         if name and name not in BUILTIN and name not in ("expect", "differ"):
