@@ -49,25 +49,42 @@ from fuzzptx.oracles.hardware import HardwareUnavailable, program_args
 from fuzzptx.oracles.hw_worker import launch_config
 from fuzzptx.oracles.ptxas import compile_ptx, ptxas_version
 from fuzzptx.oracles.reference import ReferenceError_, compare, run_program
-from fuzzptx.oracles.reference.values import UNDEF
+from fuzzptx.oracles.reference.values import EXACT, UNDEF
 from fuzzptx.program import Program
 from support import cluster_kernels
 from support.inferred_launches import ROOT, kernel_files
 
 
-def _differing(a: dict[str, bytes], b: dict[str, bytes], program) -> dict[str, int]:
-    """Output buffer -> elements whose bytes differ between two GPU runs."""
+def _differing(a: dict[str, bytes], b: dict[str, bytes], program, ref=None) -> dict[str, int]:
+    """Output buffer -> elements whose bytes differ between two GPU runs.  With the reference's
+    result ``ref``, each buffer's count is split: ``NAME`` the elements that differ, ``NAME exact``
+    those of them the reference gives exactly (neither left free nor a float bound): only these
+    say the two builds disagree about something the PTX defines."""
     out = {}
     for buf in program.outputs():
         x, y = a.get(buf.name), b.get(buf.name)
         if x is None or y is None:
             continue
         eb = max(1, len(x) // max(buf.count, 1))
-        n = int(np.any(np.frombuffer(x, np.uint8).reshape(-1, eb) != np.frombuffer(y, np.uint8).reshape(-1, eb),
-                       axis=1).sum()) if len(x) == len(y) else -1
+        if len(x) != len(y):
+            out[buf.name] = -1
+            continue
+        differs = np.any(np.frombuffer(x, np.uint8).reshape(-1, eb) != np.frombuffer(y, np.uint8).reshape(-1, eb), axis=1)
+        n = int(differs.sum())
         if n:
             out[buf.name] = n
+            ob = None if ref is None or ref.undefined else ref.outputs.get(buf.name)
+            if ob is not None and ob.kind.size == differs.size:
+                out[f"{buf.name} exact"] = int((differs & (ob.kind == EXACT)).sum())
     return out
+
+
+def _unexplained(diff: dict[str, int] | None) -> int:
+    """Elements of a ``_differing`` result the reference gives exactly (all, without a reference)."""
+    if not diff:
+        return 0
+    exact = {k[:-len(" exact")]: v for k, v in diff.items() if k.endswith(" exact")}
+    return sum(exact.get(k, v) for k, v in diff.items() if not k.endswith(" exact"))
 
 
 def prepare(path: Path) -> dict:
@@ -181,11 +198,11 @@ def main(argv=None) -> int:
             row[f"mismatches_{opt}"] = len(mism)
             row[f"first_{opt}"] = [str(x) for x in mism[:3]]
         h3, h0 = got.get((k["path"], "o3")), got.get((k["path"], "o0"))
-        row["o3_vs_o0"] = (_differing(h3.outputs, h0.outputs, p)
+        row["o3_vs_o0"] = (_differing(h3.outputs, h0.outputs, p, ref)
                            if h3 is not None and h0 is not None and not h3.fault and not h0.fault else None)
         again = got.get((k["path"], "o3_again"))
         row["gpu_o3_again"] = "not run" if again is None else f"fault: {again.fault}" if again.fault else "ran"
-        row["nondeterministic"] = (_differing(h3.outputs, again.outputs, p)
+        row["nondeterministic"] = (_differing(h3.outputs, again.outputs, p, ref)
                                    if h3 is not None and again is not None and not h3.fault and not again.fault else None)
         rows.append(row)
         print(f"{row['kernel']}: {row['coverage']}; reference {row['reference'][:60]}; GPU -O3 {row['gpu_o3']}, "
@@ -210,6 +227,9 @@ def main(argv=None) -> int:
            "nondeterministic": [r["kernel"] for r in rows if r["nondeterministic"]],
            "kernels_with_mismatches": sum(1 for r in rows if r["mismatches_o3"] or r["mismatches_o0"]),
            "kernels_where_O3_differs_from_O0": sum(1 for r in rows if r["o3_vs_o0"]),
+           # of those, the elements the reference gives exactly: a difference there is unexplained
+           "unexplained_O3_vs_O0_elements": sum(_unexplained(r["o3_vs_o0"]) for r in rows),
+           "unexplained_nondeterministic_elements": sum(_unexplained(r["nondeterministic"]) for r in rows),
            "rows": rows}
     with open(args.out, "w") as fh:
         json.dump(out, fh, indent=1)
