@@ -169,6 +169,52 @@ def lop3_repeated_operand(program: Program) -> bool:
     return False
 
 
+def bfind_through_unsigned_max(program: Program) -> bool:
+    """A ``bfind`` result (0xffffffff where no bit is found) through ``max.u32`` into a signed
+    ``min``/``max``/compare (12.9.86 and 13.0.88 -O3 take the unsigned max with 0 for a non-negative
+    value and fold ``min.s32(max.u32(bfind.s32(0), 0), 0)`` to 0; it is -1)."""
+    for fn in program.module.functions():
+        found: set[str] = set()
+        maxed: set[str] = set()
+        for s in fn.instructions():
+            if not isinstance(s, Instr) or not s.operands or not isinstance(s.operands[0], Reg):
+                continue
+            srcs = {o.name for o in s.operands[1:] if isinstance(o, Reg)}
+            if s.base == "bfind":
+                found.add(s.operands[0].name)
+            elif s.opcode == "max.u32" and srcs & found:
+                maxed.add(s.operands[0].name)
+            elif srcs & maxed and (s.opcode in ("min.s32", "max.s32") or (
+                    s.base == "setp" and any(m.startswith("s") for m in s.modifiers[1:]))):
+                return True
+    return False
+
+
+def empty_commit_between_accumulator_writes(program: Program) -> bool:
+    """A ``wgmma.commit_group`` that commits no ``wgmma.mma_async`` (an empty group) after another
+    instruction wrote a wgmma accumulator register (12.9.86 to 13.5.37: -O1/-O3 keep one of two
+    ``xor 0x80000000`` of an accumulator around it, -O0's placeholder HGMMA for the empty group
+    writes the accumulator registers)."""
+    for fn in program.module.functions():
+        accumulators: set[str] = set()
+        pending = False
+        written = False
+        for s in fn.instructions():
+            if not isinstance(s, Instr) or not s.operands and not s.opcode.startswith("wgmma.commit_group"):
+                continue
+            if s.opcode.startswith("wgmma.mma_async"):
+                pending = True
+                d = s.operands[0]
+                accumulators |= {o.name for o in (d.items if isinstance(d, Vec) else (d,)) if isinstance(o, Reg)}
+            elif s.opcode.startswith("wgmma.commit_group"):
+                if not pending and written:
+                    return True
+                pending = False
+            elif s.operands and isinstance(s.operands[0], Reg) and s.operands[0].name in accumulators:
+                written = True
+    return False
+
+
 #: pattern -> its test, in the order ``differ.diagnose`` tries them (the first that holds names the cause).
 SHAPES: tuple[tuple[str, Callable[[Program], bool]], ...] = (
     ("abs-into-saturating-cvt", abs_into_saturating_cvt),
@@ -177,6 +223,8 @@ SHAPES: tuple[tuple[str, Callable[[Program], bool]], ...] = (
     ("clz-into-saturating-add", clz_into_saturating_add),
     ("prmt-sign-into-byte-mask", prmt_sign_into_byte_mask),
     ("mulhi-into-wide-sub", mulhi_into_wide_sub),
+    ("bfind-through-unsigned-max", bfind_through_unsigned_max),
+    ("empty-commit-between-accumulator-writes", empty_commit_between_accumulator_writes),
     ("abs-assumed-nonnegative", abs_assumed_nonnegative),
     ("lop3-repeated-operand", lop3_repeated_operand),
     ("bfi-length-beyond-31", bfi_length_beyond_31),

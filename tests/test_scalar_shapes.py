@@ -22,6 +22,7 @@ REPROS = {
     "clz-into-saturating-add": "ptxas_O3_clz_add_sat_s32.ptx",
     "prmt-sign-into-byte-mask": "ptxas_O3_prmt_sign_byte_mask.ptx",
     "mulhi-into-wide-sub": "ptxas_O3_mulhi_sub_u64_borrow.ptx",
+    "bfind-through-unsigned-max": "ptxas_O3_bfind_unsigned_max_min.ptx",
 }
 PAIR = "hardware:O3!=O0|mismatch|other"
 
@@ -91,3 +92,20 @@ def test_a_pair_mismatch_without_a_known_shape_is_a_new_cause():
     (f,) = differ.diagnose([Finding(PAIR, "O3 and O0 differ")], p)
     assert f.root_cause.pattern == ""
     assert not [k.id for k in load_known(DEFAULT_LEDGER) if k.matches(f.root_cause)]
+
+
+def test_a_reference_mismatch_of_a_sign_flip_across_an_empty_commit_is_its_known_bug():
+    """The GPU's mismatch with the reference on the xor/commit/xor kernel is named by its shape and
+    matched to its ledger entry; without the empty commit group it is not that bug."""
+    p = Program.from_file(FINDINGS / "ptxas_wgmma_xor_across_empty_commit.ptx")
+    assert [name for name, holds in SHAPES if holds(p)] == ["empty-commit-between-accumulator-writes"]
+    (f,) = differ.diagnose([Finding("reference!=hardware|mismatch|wgmma.f32.f16", "100 element(s) differ")], p)
+    assert f.root_cause.pattern == "empty-commit-between-accumulator-writes"
+    assert [k.id for k in load_known(DEFAULT_LEDGER) if k.matches(f.root_cause)] == [
+        "ptxas-wgmma-sign-flips-across-empty-commit"]
+    text = p.to_ptx()
+    second = text.index("wgmma.commit_group", text.index("wgmma.wait_group"))
+    without = Program.from_ptx(text[:second] + text[second:].replace("wgmma.commit_group.sync.aligned;", "", 1), "x.ptx")
+    assert not dict(SHAPES)["empty-commit-between-accumulator-writes"](without)
+    bfind = Program.from_file(FINDINGS / REPROS["bfind-through-unsigned-max"])
+    assert not dict(SHAPES)["bfind-through-unsigned-max"](_with(bfind, "min.s32", "min.u32"))  # an unsigned min: no sign

@@ -24,8 +24,11 @@ def signature_predicate(signature: str, toolchain=None) -> Predicate:
 
     A corpus signature's own predicate (what its hand-written entry keeps) is
     ``fuzzptx.triage.corpus.keep_predicate``, which falls back to this one."""
-    if metamorphic.is_metamorphic(signature):
+    if metamorphic.is_metamorphic(signature) and toolchain is None:
         return metamorphic_predicate(signature)
+    # with another release (``fuzzptx shrink --ptxas``), a compile pair's signature is judged by the
+    # executor, whose metamorphic judge builds both sides with that release: the pair predicate
+    # alone builds with the pinned one, and a shrink "with 13.5.37" kept a 13.0.88 bug
     keep = differ.keep_predicate(signature)
     executor = Executor(differ.judges_for(signature), toolchain=toolchain)
 
