@@ -104,6 +104,12 @@ def _bug_yield(r: dict) -> str:
     return f"{run['yield']['distinct']} distinct bugs, {run['known_findings']} known-bug findings"
 
 
+def _root_causes(r: dict) -> str:
+    """A campaign's findings counted as root causes again: distinct bugs, the known ones, per GPU-hour."""
+    return (f"{r['distinct_bugs']} distinct bugs ({len(r['known_bugs'])} known), {r['distinct_per_gpu_hour']} per "
+            f"GPU-hour, known-bug findings {r['known_findings_share']:.1%}")
+
+
 def _vocabulary(r: dict) -> str:
     """Forms and opcodes of the real kernels reached, per release."""
     return "; ".join(f"{x['release']} {x['forms_fraction']:.1%} of forms, {x['opcodes_fraction']:.1%} of opcodes"
@@ -172,6 +178,13 @@ ROWS: tuple[Row, ...] = (
         device=H200, note="the avoiding run on the H200 with scalar kernels (--scalar-share 0.25, the default with a "
                           "GPU); before them: results/bug_yield_h100.json (0 real bugs in 180 s); the CPU dry run: "
                           "results/bug_yield_cpu_dry.json"),
+    Row("7b", "python3 benchmarks/campaign_rootcauses.py benchmarks/results/campaign38_h200x4 --walls "
+        "208.64,207.22,157.36 --gpus 4 --known git:8bc6387 --out benchmarks/results/campaign38_h200x4.json",
+        "results/campaign38_h200x4.json", _root_causes,
+        rerun=("python3", "benchmarks/campaign_rootcauses.py", "benchmarks/results/campaign38_h200x4", "--walls",
+               "208.64,207.22,157.36", "--gpus", "4", "--known", "git:8bc6387", "--out", "{out}"),
+        note="the campaign itself ran on 4 H200s (fuzzptx campaign --time 200/200/150 --gpus all --seed 3838, three "
+             "parts with --resume); its findings' lines are committed beside the record"),
     Row("8", "python benchmarks/sass_vocabulary.py --programs 2000 --seed 11 --ptxas 13.0.88,12.9.86,13.5.37 --out "
         "benchmarks/results/sass_vocabulary_seed11_2000_releases.json", "results/sass_vocabulary_seed11_2000_releases.json",
         _vocabulary,
