@@ -176,7 +176,8 @@ def _shrink(args: argparse.Namespace, clock: _Clock) -> int:
     if out is None:
         # no time left to judge the result: written with the signature it kept and a header that
         # says its EXPECT lines were not regenerated
-        out = stated_signature(replace(noted, expect=(), notes=noted.notes + (
+        # (a file that came without one gets what --keep named: every candidate kept held it)
+        out = stated_signature(replace(noted, expect=(), signature=noted.signature or args.keep, notes=noted.notes + (
             "EXPECT lines not regenerated: --budget ran out before the result was judged (fuzzptx replay judges it)",)),
             program)
         clock.say("budget ran out before the result was judged: written without EXPECT lines")
