@@ -43,24 +43,10 @@ def bfi_length_beyond_31(program: Program) -> bool:
     return False
 
 
-def _abs_read_by(program: Program, opcodes: tuple[str, ...], reads: Callable[[Instr], bool]) -> bool:
-    """Whether an instruction ``reads`` accepts reads a register that an instruction of ``opcodes`` (abs, neg) wrote
-    (by register name, within one function)."""
-    for fn in program.module.functions():
-        absolute: set[str] = set()
-        for s in fn.instructions():
-            if not isinstance(s, Instr) or not s.operands:
-                continue
-            if s.opcode in opcodes and isinstance(s.operands[0], Reg):
-                absolute.add(s.operands[0].name)
-            elif reads(s) and any(isinstance(o, Reg) and o.name in absolute for o in s.operands[1:]):
-                return True
-    return False
-
-
-def _read_as(program: Program, opcodes: tuple[str, ...], reads: Callable[[Instr], bool], slot: int) -> bool:
-    """Whether an instruction ``reads`` accepts has, in operand ``slot``, a register that an
-    instruction of ``opcodes`` wrote (by register name, within one function)."""
+def _abs_read_by(program: Program, opcodes: tuple[str, ...], reads: Callable[[Instr], bool],
+                 slot: int | None = None) -> bool:
+    """Whether an instruction ``reads`` accepts reads a register that an instruction of ``opcodes``
+    (abs, neg, clz) wrote, as any source or in operand ``slot`` (by register name, within one function)."""
     for fn in program.module.functions():
         written: set[str] = set()
         for s in fn.instructions():
@@ -68,9 +54,10 @@ def _read_as(program: Program, opcodes: tuple[str, ...], reads: Callable[[Instr]
                 continue
             if s.opcode in opcodes and isinstance(s.operands[0], Reg):
                 written.add(s.operands[0].name)
-            elif reads(s) and len(s.operands) > slot and isinstance(s.operands[slot], Reg) \
-                    and s.operands[slot].name in written:
-                return True
+            elif reads(s):
+                srcs = s.operands[1:] if slot is None else s.operands[slot:slot + 1]
+                if any(isinstance(o, Reg) and o.name in written for o in srcs):
+                    return True
     return False
 
 
@@ -86,7 +73,7 @@ def neg_into_saturating_cvt(program: Program) -> bool:
     negation never wrapped: neg(INT_MIN) is INT_MIN, saturating to -32768, but the -O3 build stores
     +32767; ``slct a, b, neg(x)`` tests ``x <= 0`` for ``-x >= 0`` and picks ``a`` at INT_MIN)."""
     return _abs_read_by(program, ("neg.s32",), lambda s: (s.base == "cvt" and "sat" in s.modifiers)) or \
-        _read_as(program, ("neg.s32",), lambda s: s.base == "slct" and s.modifiers[-1:] == ("s32",), 3)
+        _abs_read_by(program, ("neg.s32",), lambda s: s.base == "slct" and s.modifiers[-1:] == ("s32",), slot=3)
 
 
 def neg_into_saturating_add(program: Program) -> bool:
