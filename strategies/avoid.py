@@ -32,8 +32,8 @@ AVOIDABLE: dict[str, str] = {
                                 "replicate RZ's sign)",
     "mulhi-into-wide-sub": "a 64-bit sub of a mul.hi result packed as its low word (ptxas -O3 up to 13.5.37 "
                            "borrows wrongly when the subtrahend's low word is 0)",
-    "bfind-through-unsigned-max": "a bfind result through max.u32 into a signed min (ptxas 12.9.86/13.0.88 -O3 "
-                                  "fold it as non-negative)",
+    "unsigned-max-into-signed-min": "a max.u32 result read by a signed min, max or compare (ptxas -O3 takes it "
+                                    "for non-negative: up to 13.5.37 a later byte mask is dropped)",
 }
 
 

@@ -156,20 +156,19 @@ def lop3_repeated_operand(program: Program) -> bool:
     return False
 
 
-def bfind_through_unsigned_max(program: Program) -> bool:
-    """A ``bfind`` result (0xffffffff where no bit is found) through ``max.u32`` into a signed
-    ``min``/``max``/compare (12.9.86 and 13.0.88 -O3 take the unsigned max with 0 for a non-negative
-    value and fold ``min.s32(max.u32(bfind.s32(0), 0), 0)`` to 0; it is -1)."""
+def unsigned_max_into_signed_min(program: Program) -> bool:
+    """A ``max.u32`` result read by a signed ``min``/``max`` or compare.  ptxas -O3 takes
+    ``max.u32(x, c)`` for at least ``c`` as a signed value too, where a negative x (a large
+    unsigned one) passes through: 12.9.86 to 13.5.37 then drop ``and 0xff`` of
+    ``min.s32(max.u32(x, 7), 255)`` as a no-op, and 12.9.86 and 13.0.88 fold
+    ``min.s32(max.u32(bfind.s32(0), 0), 0)`` to 0 (it is -1)."""
     for fn in program.module.functions():
-        found: set[str] = set()
         maxed: set[str] = set()
         for s in fn.instructions():
             if not isinstance(s, Instr) or not s.operands or not isinstance(s.operands[0], Reg):
                 continue
             srcs = {o.name for o in s.operands[1:] if isinstance(o, Reg)}
-            if s.base == "bfind":
-                found.add(s.operands[0].name)
-            elif s.opcode == "max.u32" and srcs & found:
+            if s.opcode == "max.u32":
                 maxed.add(s.operands[0].name)
             elif srcs & maxed and (s.opcode in ("min.s32", "max.s32") or (
                     s.base == "setp" and any(m.startswith("s") for m in s.modifiers[1:]))):
@@ -210,7 +209,7 @@ SHAPES: tuple[tuple[str, Callable[[Program], bool]], ...] = (
     ("clz-into-saturating-add", clz_into_saturating_add),
     ("prmt-sign-into-byte-mask", prmt_sign_into_byte_mask),
     ("mulhi-into-wide-sub", mulhi_into_wide_sub),
-    ("bfind-through-unsigned-max", bfind_through_unsigned_max),
+    ("unsigned-max-into-signed-min", unsigned_max_into_signed_min),
     ("empty-commit-between-accumulator-writes", empty_commit_between_accumulator_writes),
     ("abs-assumed-nonnegative", abs_assumed_nonnegative),
     ("lop3-repeated-operand", lop3_repeated_operand),

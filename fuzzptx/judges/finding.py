@@ -77,7 +77,7 @@ PATTERNS: dict[str, str] = {
     "clz-into-saturating-add": "an add.sat.s32 of a clz.b32 result",
     "prmt-sign-into-byte-mask": "a sign-replicating prmt.b32 whose result is masked to its low bytes",
     "mulhi-into-wide-sub": "a 64-bit sub whose minuend's low word is a mul.hi result",
-    "bfind-through-unsigned-max": "a bfind result through max.u32 into a signed min, max or compare",
+    "unsigned-max-into-signed-min": "a max.u32 result read by a signed min, max or compare",
     "empty-commit-between-accumulator-writes": "an empty wgmma.commit_group after a write of a wgmma accumulator",
     "abs-assumed-nonnegative": "an abs.s32 result read by a signed rem or a signed compare",
     "lop3-repeated-operand": "a lop3.b32 with one register in two of its source slots",
