@@ -32,10 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import records  # noqa: E402
 
 from fuzzptx.judges import differ  # noqa: E402
-from fuzzptx.judges.finding import Finding  # noqa: E402
+from fuzzptx.judges.finding import Finding, cause_of as cause_of_signature  # noqa: E402
+from fuzzptx.strategies.scalar_shapes import SHAPES  # noqa: E402
 from fuzzptx.program import Program  # noqa: E402
 from fuzzptx.strategies.scalar_kernels import SCALAR_AVOIDABLE, _kernel  # noqa: E402
 from fuzzptx.triage.known import DEFAULT_LEDGER, load_known  # noqa: E402
+
+CURRENT = load_known(DEFAULT_LEDGER)  # today's ledger: which shapes' bugs the newest release still has
 
 _BOUNDS = re.compile(r"expected \[(?:np\.float64\()?([-\d.e+inf]+)\)?, (?:np\.float64\()?([-\d.e+inf]+)\)?\], "
                      r"observed \d+ \(0x([0-9a-f]{8})\)")
@@ -62,12 +65,33 @@ def cause_of(row: dict, finding: dict, avoid: frozenset[str], known) -> dict:
     if seed:
         program = Program.from_ptx(_kernel(int(seed[1]), 24, "v3", avoid & frozenset(SCALAR_AVOIDABLE)), source)
         (f,) = differ.diagnose([Finding(sig, msg)], program)
+        f = _consistent(f, program, live_newest, sig, msg)
     else:
         f = Finding(sig, msg)
     ids = [k.id for k in known if k.matches(f.root_cause)]
     pattern = f.root_cause.pattern or f"(no known shape: {f.root_cause})"
     return {"cause": ids[0] if ids else pattern, "known": bool(ids), "ours": False,
             "live_in_newest_release": live_newest if seed else None}
+
+
+def _consistent(f: Finding, program: Program, live_newest: bool, sig: str, msg: str) -> Finding:
+    """The diagnosis, checked against the release pair: a kernel holds several shapes at times, and
+    the first (``SHAPES``'s order) may be a bug the newest release still has while this kernel is
+    right there, or the other way round.  The shape whose bug (today's ledger: ``last_seen`` the
+    newest release or not) agrees with the pair is taken, where one does."""
+    holding = [name for name, test in SHAPES if test(program)]
+    if len(holding) < 2:
+        return f
+    newest = max((k.last_seen for k in CURRENT), key=_release_key)
+    live = {dict(k.cause).get("pattern"): k.last_seen == newest for k in CURRENT if dict(k.cause).get("pattern")}
+    agree = [name for name in holding if live.get(name) == live_newest]
+    if not agree or agree[0] == f.root_cause.pattern:
+        return f
+    return Finding(sig, msg, cause=cause_of_signature(sig, agree[0]))
+
+
+def _release_key(release: str) -> tuple:
+    return tuple(int(x) for x in release.split(".") if x.isdigit()) if release[:1].isdigit() else ()
 
 
 def _ledger(spec: str) -> Path:

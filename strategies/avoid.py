@@ -34,6 +34,8 @@ AVOIDABLE: dict[str, str] = {
                            "borrows wrongly when the subtrahend's low word is 0)",
     "unsigned-max-into-signed-min": "a max.u32 result read by a signed min, max or compare (ptxas -O3 takes it "
                                     "for non-negative: up to 13.5.37 a later byte mask is dropped)",
+    "mulhi-accumulated": "a running sum of mul.hi results (ptxas 12.9.86/13.0.88 -O3 add half of an unrolled "
+                         "loop's products)",
 }
 
 

@@ -176,6 +176,24 @@ def unsigned_max_into_signed_min(program: Program) -> bool:
     return False
 
 
+def mulhi_accumulated(program: Program) -> bool:
+    """An ``add`` that accumulates a ``mul.hi`` result into one of its own sources (``acc = acc +
+    mul.hi(a, b)``, a loop's running sum: 12.9.86 and 13.0.88 -O3 unroll it by 4 with two
+    IMAD.HI.U32 whose 64-bit addend chains the sum, so four iterations add the product twice;
+    13.5.37 emits four)."""
+    for fn in program.module.functions():
+        products: set[str] = set()
+        for s in fn.instructions():
+            if not isinstance(s, Instr) or not s.operands or not isinstance(s.operands[0], Reg):
+                continue
+            srcs = [o.name for o in s.operands[1:] if isinstance(o, Reg)]
+            if s.opcode.startswith("mul.hi."):
+                products.add(s.operands[0].name)
+            elif s.base == "add" and s.operands[0].name in srcs and products & set(srcs):
+                return True
+    return False
+
+
 def empty_commit_between_accumulator_writes(program: Program) -> bool:
     """A ``wgmma.commit_group`` that commits no ``wgmma.mma_async`` (an empty group) after another
     instruction wrote a wgmma accumulator register (12.9.86 to 13.5.37: -O1/-O3 keep one of two
@@ -210,6 +228,7 @@ SHAPES: tuple[tuple[str, Callable[[Program], bool]], ...] = (
     ("prmt-sign-into-byte-mask", prmt_sign_into_byte_mask),
     ("mulhi-into-wide-sub", mulhi_into_wide_sub),
     ("unsigned-max-into-signed-min", unsigned_max_into_signed_min),
+    ("mulhi-accumulated", mulhi_accumulated),
     ("empty-commit-between-accumulator-writes", empty_commit_between_accumulator_writes),
     ("abs-assumed-nonnegative", abs_assumed_nonnegative),
     ("lop3-repeated-operand", lop3_repeated_operand),

@@ -23,6 +23,7 @@ REPROS = {
     "prmt-sign-into-byte-mask": "ptxas_O3_prmt_sign_byte_mask.ptx",
     "mulhi-into-wide-sub": "ptxas_O3_mulhi_sub_u64_borrow.ptx",
     "unsigned-max-into-signed-min": "ptxas_O3_bfind_unsigned_max_min.ptx",
+    "mulhi-accumulated": "ptxas_O3_mulhi_loop_accumulation.ptx",
 }
 PAIR = "hardware:O3!=O0|mismatch|other"
 
@@ -111,3 +112,9 @@ def test_a_reference_mismatch_of_a_sign_flip_across_an_empty_commit_is_its_known
     assert not dict(SHAPES)["unsigned-max-into-signed-min"](_with(bfind, "min.s32", "min.u32"))  # an unsigned min: no sign
     mask = Program.from_file(FINDINGS / "ptxas_O3_umax_smin_and_mask.ptx")  # the form 13.5.37 still drops the mask of
     assert [name for name, holds in SHAPES if holds(mask)] == ["unsigned-max-into-signed-min"]
+
+
+def test_a_running_sum_of_mul_hi_needs_the_sum():
+    p = Program.from_file(FINDINGS / REPROS["mulhi-accumulated"])
+    assert not dict(SHAPES)["mulhi-accumulated"](_with(p, "add.u32 %r20, %r20, %r23;", "add.u32 %r20, %r21, %r23;"))
+    assert not dict(SHAPES)["mulhi-accumulated"](_with(p, "mul.hi.u32 %r23", "mul.lo.u32 %r23"))

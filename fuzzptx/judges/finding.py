@@ -78,6 +78,7 @@ PATTERNS: dict[str, str] = {
     "prmt-sign-into-byte-mask": "a sign-replicating prmt.b32 whose result is masked to its low bytes",
     "mulhi-into-wide-sub": "a 64-bit sub whose minuend's low word is a mul.hi result",
     "unsigned-max-into-signed-min": "a max.u32 result read by a signed min, max or compare",
+    "mulhi-accumulated": "an add accumulating a mul.hi result into one of its sources (a loop's running sum)",
     "empty-commit-between-accumulator-writes": "an empty wgmma.commit_group after a write of a wgmma accumulator",
     "abs-assumed-nonnegative": "an abs.s32 result read by a signed rem or a signed compare",
     "lop3-repeated-operand": "a lop3.b32 with one register in two of its source slots",
