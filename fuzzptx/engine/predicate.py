@@ -27,8 +27,8 @@ def signature_predicate(signature: str, toolchain=None) -> Predicate:
     if metamorphic.is_metamorphic(signature) and toolchain is None:
         return metamorphic_predicate(signature)
     # with another release (``fuzzptx shrink --ptxas``), a compile pair's signature is judged by the
-    # executor, whose metamorphic judge builds both sides with that release: the pair predicate
-    # alone builds with the pinned one, and a shrink "with 13.5.37" kept a 13.0.88 bug
+    # executor, whose metamorphic judge builds both sides with that release (the pair predicate
+    # alone builds with the pinned one)
     keep = differ.keep_predicate(signature)
     executor = Executor(differ.judges_for(signature), toolchain=toolchain)
 
