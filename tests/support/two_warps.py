@@ -3,6 +3,9 @@ output buffer ``o`` (``%rd2`` holds its address, ``%r0`` its thread index), the 
 test's own.  One prologue for the barrier, mbarrier and elect tests that used to type it out."""
 from __future__ import annotations
 
+import numpy as np
+
+from fuzzptx.oracles.reference import run_program
 from fuzzptx.program import Buffer, Launch, Program
 from fuzzptx.ptx.parse import parse
 
@@ -25,3 +28,10 @@ def two_warp_kernel(name: str, decls: str, body: str) -> Program:
     text = _PROLOGUE.format(decls=decls) + body.strip("\n") + "\n}\n"
     return Program(parse(text, name), Launch("k", (1, 1, 1), (64, 1, 1)),
                    (Buffer("o", "u32", 64, "zeros", output=True),))
+
+
+def output_words(program: Program) -> np.ndarray:
+    """The reference's run of ``program``: its ``o`` as 64 u32 words, the run asserted defined."""
+    ref = run_program(program)
+    assert ref.undefined is None, ref.undefined
+    return np.frombuffer(ref.bytes("o"), np.uint32)
