@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from campaign_device import device_info  # noqa: E402 - the device record every hw script writes
 
 
 def _run(cmd: list[str], timeout: float) -> dict:
@@ -33,16 +35,6 @@ def _run(cmd: list[str], timeout: float) -> dict:
     if p.returncode not in (0, 1):
         out["stderr"] = p.stderr[-2000:]
     return out
-
-
-def _device() -> dict:
-    def q(cmd: list[str]) -> str:
-        try:
-            return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
-        except OSError:
-            return ""
-    return {"gpu": q(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"]),
-            "host": platform.node(), "python": platform.python_version()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with ThreadPoolExecutor(args.jobs) as pool:
         rows = list(pool.map(one, args.repros))
-    record = {"device": _device(), "keep": args.keep, "releases": args.ptxas.split(","),
+    record = {"device": device_info(), "keep": args.keep, "releases": args.ptxas.split(","),
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "repros": rows}
     Path(args.out).write_text(json.dumps(record, indent=1))
     for r in rows:
