@@ -46,7 +46,7 @@ def bfi_length_beyond_31(program: Program) -> bool:
 def _abs_read_by(program: Program, opcodes: tuple[str, ...], reads: Callable[[Instr], bool],
                  slot: int | None = None) -> bool:
     """Whether an instruction ``reads`` accepts reads a register that an instruction of ``opcodes``
-    (abs, neg, clz) wrote, as any source or in operand ``slot`` (by register name, within one function)."""
+    (abs, neg, clz, max.u32, mul.hi) wrote, as any source or in operand ``slot`` (by register name, within one function)."""
     for fn in program.module.functions():
         written: set[str] = set()
         for s in fn.instructions():
@@ -162,18 +162,11 @@ def unsigned_max_into_signed_min(program: Program) -> bool:
     unsigned one) passes through: 12.9.86 to 13.5.37 then drop ``and 0xff`` of
     ``min.s32(max.u32(x, 7), 255)`` as a no-op, and 12.9.86 and 13.0.88 fold
     ``min.s32(max.u32(bfind.s32(0), 0), 0)`` to 0 (it is -1)."""
-    for fn in program.module.functions():
-        maxed: set[str] = set()
-        for s in fn.instructions():
-            if not isinstance(s, Instr) or not s.operands or not isinstance(s.operands[0], Reg):
-                continue
-            srcs = {o.name for o in s.operands[1:] if isinstance(o, Reg)}
-            if s.opcode == "max.u32":
-                maxed.add(s.operands[0].name)
-            elif srcs & maxed and (s.opcode in ("min.s32", "max.s32") or (
-                    s.base == "setp" and any(m.startswith("s") for m in s.modifiers[1:]))):
-                return True
-    return False
+    return _abs_read_by(program, ("max.u32",), lambda s: s.opcode in ("min.s32", "max.s32") or (
+        s.base == "setp" and any(m.startswith("s") for m in s.modifiers[1:])))
+
+
+_MUL_HI = ("mul.hi.u32", "mul.hi.s32", "mul.hi.u64", "mul.hi.s64")
 
 
 def mulhi_accumulated(program: Program) -> bool:
@@ -181,17 +174,12 @@ def mulhi_accumulated(program: Program) -> bool:
     mul.hi(a, b)``, a loop's running sum: 12.9.86 and 13.0.88 -O3 unroll it by 4 with two
     IMAD.HI.U32 whose 64-bit addend chains the sum, so four iterations add the product twice;
     13.5.37 emits four)."""
-    for fn in program.module.functions():
-        products: set[str] = set()
-        for s in fn.instructions():
-            if not isinstance(s, Instr) or not s.operands or not isinstance(s.operands[0], Reg):
-                continue
-            srcs = [o.name for o in s.operands[1:] if isinstance(o, Reg)]
-            if s.opcode.startswith("mul.hi."):
-                products.add(s.operands[0].name)
-            elif s.base == "add" and s.operands[0].name in srcs and products & set(srcs):
-                return True
-    return False
+    def accumulates(s: Instr) -> bool:
+        d = s.operands[0]
+        return s.base == "add" and isinstance(d, Reg) and any(isinstance(o, Reg) and o.name == d.name
+                                                              for o in s.operands[1:])
+
+    return _abs_read_by(program, _MUL_HI, accumulates)
 
 
 def empty_commit_between_accumulator_writes(program: Program) -> bool:
