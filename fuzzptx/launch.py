@@ -596,29 +596,79 @@ def struct_map_sites(fn: Function) -> dict[tuple[str, int], int]:
     return out
 
 
-def _barrier_key(o) -> tuple[str, int] | None:
-    """An mbarrier operand as written (``[%r1011]``: the register and the offset), to match the
-    barrier an ``expect_tx`` arms with the barrier tensor copies complete on."""
-    if isinstance(o, Addr) and isinstance(o.base, (Reg, Sym)):
-        return (o.base.name, o.offset)
-    return None
+@dataclass(frozen=True)
+class BarrierRef:
+    """An mbarrier operand two ways: as written (the register and the offset: ``[%r1011]``) and as a
+    value (``_Barriers``: the register it was made from by adding an immediate, that register's
+    version, the summed offset)."""
+
+    written: tuple[str, int]
+    value: tuple[str, int, int]
 
 
-def struct_tx_words(fn: Function) -> dict[tuple[str, int], set[tuple[str, int]]]:
+def copies_on(bar: BarrierRef, copies: list[tuple[Any, BarrierRef]]) -> list[Any]:
+    """What of ``copies`` (thing, barrier) completes on ``bar``: those naming it as written, else
+    those naming the same value.  As written is the tighter match: CUTLASS's epilogue gives each
+    path its own register for one barrier (two paths, one copy each per phase), while its mainloop
+    recomputes a stage's full barrier for the copies (``ws_f16_128x128x64``: ``expect_tx`` on
+    ``%r667``, A's and B's copies on ``%r672``, both ``%r665 + 229376``)."""
+    same = [k for k, c in copies if c.written == bar.written]
+    return same or [k for k, c in copies if c.value == bar.value]
+
+
+class _Barriers:
+    """mbarrier operands read in program order (``BarrierRef``): a register that is another plus an
+    immediate (``add``, or a ``mov``) has the value of the register it was made from plus that
+    offset; a register written again starts a new version, so a value never joins a register's
+    contents from before and after a redefinition."""
+
+    def __init__(self) -> None:
+        self._version: dict[str, int] = {}
+        self._alias: dict[str, tuple[str, int, int]] = {}  # reg -> (root, root's version, offset)
+
+    def key(self, o) -> BarrierRef | None:
+        """The barrier an address operand names; None for anything else."""
+        if not isinstance(o, Addr) or not isinstance(o.base, (Reg, Sym)):
+            return None
+        name = o.base.name
+        root, ver, off = self._alias.get(name, (name, self._version.get(name, 0), 0))
+        return BarrierRef((name, o.offset), (root, ver, off + o.offset))
+
+    def see(self, ins) -> None:
+        """Track the register ``ins`` writes (its first operand, where that is a register)."""
+        ops = ins.operands
+        if not ops or not isinstance(ops[0], Reg):
+            return
+        dst = ops[0].name
+        src = self._alias.get(ops[1].name, (ops[1].name, self._version.get(ops[1].name, 0), 0)) \
+            if len(ops) > 1 and isinstance(ops[1], Reg) else None
+        self._version[dst] = self._version.get(dst, 0) + 1
+        self._alias.pop(dst, None)
+        if src is None or src[0] == dst:
+            return
+        if ins.base == "mov" and len(ops) == 2:
+            self._alias[dst] = src
+        elif ins.base == "add" and len(ops) == 3 and isinstance(ops[2], Imm):
+            self._alias[dst] = (src[0], src[1], src[2] + int(ops[2].value))
+
+
+def struct_tx_words(fn: Function) -> dict[tuple[str, int], set[BarrierRef]]:
     """(by-value struct parameter, byte offset) of each 32-bit word an ``expect_tx`` takes as its byte
-    count -> the barriers (as written) it arms.  CUTLASS keeps the bytes one pipeline stage's copies
+    count -> the barriers it arms.  CUTLASS keeps the bytes one pipeline stage's copies
     bring in its ``Params`` (``tma_transaction_bytes``): a map of another box than the host's needs
     that word to say the map's bytes, else the phase never completes (or completes early)."""
     where = _param_of(fn)
     word: dict[str, tuple[str, int]] = {}
-    out: dict[tuple[str, int], set[tuple[str, int]]] = {}
+    out: dict[tuple[str, int], set[BarrierRef]] = {}
+    bars = _Barriers()
     for ins in fn.instructions():
         ops = ins.operands
         if ins.base == "mbarrier" and "expect_tx" in ins.opcode and ops and isinstance(ops[-1], Reg):
             key = word.get(ops[-1].name)
-            bar = next((_barrier_key(o) for o in ops if isinstance(o, Addr)), None)
+            bar = next((bars.key(o) for o in ops if isinstance(o, Addr)), None)
             if key is not None and bar is not None:
                 out.setdefault(key, set()).add(bar)
+        bars.see(ins)
         if not ops or not isinstance(ops[0], Reg):
             continue
         if ins.opcode in ("ld.param.u32", "ld.param.b32", "ld.param.s32") and len(ops) == 2 \
@@ -632,18 +682,20 @@ def struct_tx_words(fn: Function) -> dict[tuple[str, int], set[tuple[str, int]]]
     return out
 
 
-def struct_map_barriers(fn: Function) -> list[tuple[tuple[str, int], tuple[str, int]]]:
-    """(struct parameter, map offset), barrier (as written) of each tensor load through a map inside a
+def struct_map_barriers(fn: Function) -> list[tuple[tuple[str, int], BarrierRef]]:
+    """(struct parameter, map offset), barrier of each tensor load through a map inside a
     struct: one stage's copies (CUTLASS's epilogue brings C in two boxes per stage) on one barrier."""
     where = _param_of(fn)
     out = []
+    bars = _Barriers()
     for ins in fn.instructions():
         ops = ins.operands
         if ins.opcode.startswith("cp.async.bulk.tensor") and len(ops) >= 3 and isinstance(ops[1], TensorAddr) \
                 and isinstance(ops[1].base, Reg) and ops[1].base.name in where:
-            bar = _barrier_key(ops[2])
+            bar = bars.key(ops[2])
             if bar is not None:
                 out.append((where[ops[1].base.name], bar))
+        bars.see(ins)
     return out
 
 
@@ -670,6 +722,27 @@ def struct_bounds(fn: Function) -> dict[tuple[str, int], int]:
     warps otherwise read apart), 1 for one a running index is compared with by order (a persistent
     kernel's tile count, CUTLASS's ``blocks_per_problem``: one tile per CTA, as the grid is one CTA)."""
     return _struct_fields(fn)[1]
+
+
+_ONE_BITS = {4: 0x3F800000, 8: 0x3FF0000000000000}  # 1.0 as f32 and f64
+
+
+def struct_floats(fn: Function) -> dict[tuple[str, int], int]:
+    """(by-value struct parameter, byte offset) of each float field the kernel reads
+    (``ld.param.f32``/``.f64``, vectors too) -> its bytes: a launch gives it 1.0, as it gives a float
+    scalar parameter, not the searched integer's bits (CUTLASS's ``alpha`` and ``beta`` were then
+    2e-43, and D came out all zeros)."""
+    where = _param_of(fn)
+    out: dict[tuple[str, int], int] = {}
+    for ins in fn.instructions():
+        ops = ins.operands
+        if ins.base == "ld" and ".param" in ins.opcode and ins.opcode.endswith(("f32", "f64")) and len(ops) == 2 \
+                and isinstance(ops[1], Addr) and isinstance(ops[1].base, Reg) and ops[1].base.name in where:
+            p, off = where[ops[1].base.name]
+            nb = 4 if ins.opcode.endswith("f32") else 8
+            for i in range(len(ops[0].items) if isinstance(ops[0], Vec) else 1):
+                out[(p, off + ops[1].offset + nb * i)] = nb
+    return out
 
 
 def _struct_fields(fn: Function) -> tuple[dict[tuple[str, int], bool], dict[tuple[str, int], int], set[tuple[str, int]]]:
@@ -730,7 +803,8 @@ def struct_pointer_fields(program: Program, fn: Function, value: int | None = No
     launch (a cluster's), the tile count a bound field gets (one tile per CTA)."""
     fields, values, numbers = _struct_fields(fn)
     values = {k: ctas if v == 1 else v for k, v in values.items()}
-    if not fields and not values and not (numbers and value is not None):
+    floats = struct_floats(fn)
+    if not fields and not values and not floats and not (numbers and value is not None):
         return program
     scalars = dict(program.scalars)
     if value is not None:
@@ -738,6 +812,11 @@ def struct_pointer_fields(program: Program, fn: Function, value: int | None = No
     for (name, off), v in values.items():
         if name in scalars:
             scalars[name] = _set_bytes(scalars[name], off, 8, v)
+    for (name, off), nbytes in floats.items():
+        if name in scalars:
+            scalars[name] = _set_bytes(scalars[name], off, nbytes, _ONE_BITS[nbytes])
+    btype = _operand_buffer_type(fn) or "u32"  # the elements such a kernel stores: its D (f16 halves in u32
+    # words would hold two values per element, and the reference's bounds of each could not be kept)
     have = {(b.param, b.at) for b in program.buffers if b.param}
     names = {p.name for p in fn.params} | {b.name for b in program.buffers}
     extra = []
@@ -748,7 +827,8 @@ def struct_pointer_fields(program: Program, fn: Function, value: int | None = No
         if not optional:
             new = f"ptr{off}" if f"ptr{off}" not in names else f"ptr{off}_{len(names)}"
             names.add(new)
-            extra.append(Buffer(new, "u32", SEARCH_BUFFER_BYTES // 4, "random", 0, output=True, param=name, at=off))
+            extra.append(Buffer(new, btype, SEARCH_BUFFER_BYTES // element_bytes(btype), "random", 0, output=True,
+                                param=name, at=off))
     return replace(program, scalars=tuple(scalars.items()), buffers=program.buffers + tuple(extra))
 
 
@@ -820,7 +900,7 @@ def struct_maps(program: Program, fn: Function, value: int) -> Program:
         scalars = dict(program.scalars)
         for (name, off), bars in tx_words.items():  # each stage's expected bytes: what its copies' boxes bring
             # (a multicast map's box comes from every CTA of its group, each issuing its slice to all)
-            nbytes = max((sum(math.prod(boxes[k]) * eb * fan.get(k, 1) for k, kb in map_bars if k in boxes and kb == b)
+            nbytes = max((sum(math.prod(boxes[k]) * eb * fan.get(k, 1) for k in copies_on(b, map_bars) if k in boxes)
                           for b in bars), default=0)
             if nbytes and name in scalars:
                 scalars[name] = _set_bytes(scalars[name], off, 4, nbytes)
@@ -1022,16 +1102,20 @@ def _set_word(value: int, word: int | None, new: int) -> int:
 _OPERAND_BUFFER = {"f16": "f16", "bf16": "bf16", "tf32": "f32", "e4m3": "e4m3", "e5m2": "e5m2"}
 
 
+def _operand_buffer_type(fn: Function) -> str | None:
+    """The buffer type of the operands ``fn``'s first wgmma reads (f16, bf16, e4m3, ...), if any."""
+    for ins in fn.instructions():
+        if ins.base == "wgmma" and "mma_async" in ins.opcode:
+            return next((_OPERAND_BUFFER[t] for t in reversed(ins.opcode.split(".")) if t in _OPERAND_BUFFER), None)
+    return None
+
+
 def _typed(program: Program, fn: Function) -> Program:
     """The inferred buffers (random 32-bit words) of a kernel whose wgmmas read floats, filled with
     random values of that float type instead: random bits read as f16/bf16 are NaN or huge about
     one time in thirty, and a matmul or a softmax over them is NaN everywhere (attention's
     reference run then branches on NaN bits and says nothing).  A buffer the user gave is kept."""
-    ttype = None
-    for ins in fn.instructions():
-        if ins.base == "wgmma" and "mma_async" in ins.opcode:
-            ttype = next((_OPERAND_BUFFER[t] for t in reversed(ins.opcode.split(".")) if t in _OPERAND_BUFFER), None)
-            break
+    ttype = _operand_buffer_type(fn)
     if ttype is None:
         return program
     eb = element_bytes(ttype)

@@ -459,3 +459,64 @@ def test_a_64_bit_struct_field_read_as_a_number_is_one_64_bit_value():
     assert chosen and all(v < 1 << 32 for v in chosen)  # never the integer in both halves
     t = launch.trial(p)
     assert t.error is None and t.coverage.ran == t.coverage.of == 16
+
+
+def test_a_stage_barrier_computed_twice_gets_its_copies_bytes():
+    """``ws_f16_128x128x64`` arms a stage's full barrier through ``%r667`` and its A and B copies
+    complete on ``%r672``, both ``%r665 + 229376``: the stage's expected bytes are the two boxes
+    (64 x 128 f16 each).  Matched by register name, the word kept the searched integer (128), the
+    phase never completed and the H200 hung on it (60 s, -O3 and -O0)."""
+    from fuzzptx.inputs import read_text
+    from fuzzptx.ptx.parse import parse
+
+    path = DATA / "cutlass" / "ws_f16_128x128x64.ptx"
+    text = read_text(path, what="PTX file")
+    fn = parse(text, str(path)).kernels()[0]
+    ((word, bars),) = launch.struct_tx_words(fn).items()
+    (bar,) = bars
+    copies = launch.copies_on(bar, launch.struct_map_barriers(fn))
+    assert sorted(at for _, at in copies) == [128, 384]  # A's map and B's, on a barrier named otherwise
+    assert all(c.written != bar.written for _, c in launch.struct_map_barriers(fn))
+    p = launch.load(text, str(path))
+    value = dict(p.scalars)[word[0]]
+    assert (value >> (8 * word[1])) & 0xFFFFFFFF == 2 * 64 * 128 * 2
+    from fuzzptx.oracles.reference import run_program
+
+    assert not any("phase expecting" in n for n in run_program(p).notes)
+
+
+def test_copies_named_as_written_win_over_the_same_value():
+    """Two paths (CUTLASS's epilogue, each with its own register for one barrier) each bring one
+    box per phase: the copies the expect_tx's own register names count, not every copy whose barrier
+    has the same value (that doubled ``ws_pingpong``'s C bytes and hung its reference run)."""
+    a = launch.BarrierRef(("%r1", 0), ("%r0", 1, 128))
+    b = launch.BarrierRef(("%r2", 0), ("%r0", 1, 128))
+    copies = [("one", a), ("two", b)]
+    assert launch.copies_on(a, copies) == ["one"]
+    assert launch.copies_on(launch.BarrierRef(("%r3", 0), ("%r0", 1, 128)), copies) == ["one", "two"]
+    assert launch.copies_on(launch.BarrierRef(("%r3", 0), ("%r0", 2, 128)), copies) == []
+
+
+def test_float_fields_of_a_struct_are_one_and_its_pointer_buffers_hold_the_operand_type():
+    """CUTLASS's ``alpha``/``beta`` live in the Params struct: a launch gives them 1.0, as it gives a
+    float scalar (they had the searched integer's bits, 2e-43, and D came out zeros); the buffers
+    behind its C and D pointers hold f16 as its wgmmas read, so the reference keeps each f16 of D's
+    bounds (two per u32 word could not be kept: D read as undefined, and the GPU run said nothing)."""
+    from fuzzptx.inputs import read_text
+    from fuzzptx.oracles.reference import run_program
+    from fuzzptx.oracles.reference.values import UNDEF
+    from fuzzptx.ptx.parse import parse
+
+    path = DATA / "cutlass" / "ws_f16_128x128x64.ptx"
+    text = read_text(path, what="PTX file")
+    fn = parse(text, str(path)).kernels()[0]
+    floats = launch.struct_floats(fn)
+    assert sorted(off for _, off in floats) == [768, 772] and set(floats.values()) == {4}
+    p = launch.load(text, str(path))
+    value = dict(p.scalars)[fn.params[0].name]
+    assert (value >> (8 * 768)) & ((1 << 64) - 1) == 0x3F800000_3F800000
+    ptrs = [b for b in p.buffers if b.param]
+    assert ptrs and all(b.type == "f16" for b in ptrs)
+    r = run_program(p)
+    d = r.outputs[max(ptrs, key=lambda b: b.at).name]
+    assert r.undefined is None and not (d.kind == UNDEF).any()

@@ -640,3 +640,21 @@ def test_illegal_programs_draws_the_tensor_copy_twins_with_their_labels(p):
         "ptxas": "accepted", "checker": f"undefined: {rule}", "reference": "undefined"}
     r = run_program(p)
     assert r.undefined or any((o.kind == UNDEF).any() for o in r.outputs.values())
+
+
+def test_a_bulk_tensor_store_carries_the_bounds_of_its_elements():
+    """CUTLASS's epilogues stage D (wgmma results, bounds in spec mode) in shared memory and store it
+    with a bulk tensor store: the global elements keep those bounds.  Read byte by byte, every
+    element of D was undefined in all seven CUTLASS kernels that do so, and their GPU runs were
+    compared against nothing."""
+    from fuzzptx import launch
+    from fuzzptx.inputs import read_text
+    from fuzzptx.oracles.reference.values import SET
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "cutlass" / "ws_coop_f16_128x128x64.ptx"
+    p = launch.load(read_text(path, what="PTX file"), str(path))
+    r = run_program(p)
+    d = r.outputs["map1152"]  # D: the map the epilogue's bulk stores write
+    assert r.undefined is None and not (d.kind == UNDEF).any() and (d.kind == SET).all()
+    assert np.isfinite(d.lo).all() and (d.lo <= d.hi).all()

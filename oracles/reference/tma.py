@@ -49,7 +49,7 @@ import fuzzptx.oracles.reference.mbarrier as mbarrier
 import fuzzptx.oracles.reference.tensormap as tensormap
 from .errors import BadAddress, Undefined, Unsupported
 from .mem_ops import _address
-from .values import U64, Shadow, sign_extend
+from .values import U64, UNDEF, Shadow, sign_extend, undef_where
 
 # What an out-of-bounds element of an ``oob=nan`` map holds: 0x7FF7 in every 16 bits, as an H100
 # filled f64 boxes (tests/hw_records/tma_tensor_h100.json); a NaN at every float width (the judges
@@ -290,7 +290,8 @@ def _land_box(m, ins, tm: TensorMap, box: Box, start: int, b, words: np.ndarray,
         # every arrival is in and the phase expects fewer bytes than the box brings: it completes
         # once that many have landed, before the rest, so its waiters see the box undefined; the
         # remaining bytes count against the next phase
-        m.note(f"a tensor copy of {nb} bytes completes a phase expecting {b.tx} (undefined)")
+        m.note(f"a tensor copy of {nb} bytes lands on a phase expecting {b.tx}: the phase completes early or never "
+               "(an H200 hangs on it) (undefined)")
         b.landing.append((region, off, [(words, Shadow.undef(words.size, 32))]))
         rest = nb - b.tx
         b.async_tx += b.tx
@@ -346,6 +347,10 @@ class Store:
     old_bad: np.ndarray | None = None  # bool [E]: ... undefined there
     read_done: bool = False
     values: np.ndarray | None = None  # uint8 [E, eb] once the read completed
+    # the elements' value sets as read at the issue (whole aligned elements of 2 to 8 bytes, no
+    # reduction): a bound a wgmma result carries (spec mode) lands in global memory with the bytes,
+    # where a byte-wise read could only call it undefined (every CUTLASS D went out so)
+    carried: Shadow | None = None
 
 
 @dataclass
@@ -385,10 +390,16 @@ def _issue(m, ins, tid: int, start: int, tm: TensorMap | None, box: Box, region,
     if gbytes.size and (gbytes.min() < 0 or gbytes.max() >= region.size):
         raise BadAddress.at(ins, f"bulk store writes byte {int(gbytes.max())} of {region.name} ({region.size} bytes)")
     flat = sbytes.ravel()
+    carried = None
     if flat.size:
         ((bits, sh),) = sh_region.read(flat, 1, 1)
         taken = bits.astype(np.uint8).reshape(sbytes.shape)
         bad = (sh.nonexact() if sh is not None else np.zeros(flat.size, bool)).reshape(sbytes.shape).any(axis=1)
+        if sh is not None and reduce is None and box.eb in (2, 4, 8) and not (sbytes[:, 0] % box.eb).any() \
+                and not (gbytes[:, 0] % box.eb).any():
+            ((_, carried),) = sh_region.read(sbytes[:, 0], box.eb, 1)
+            if carried is not None:
+                bad = (carried.kind == UNDEF).any(axis=1)
         dirty = (sh_region.dirty[flat] >= 0).reshape(sbytes.shape).any(axis=1) if sh_region.dirty is not None \
             else np.zeros(len(sbytes), bool)
         if dirty.any():
@@ -404,7 +415,8 @@ def _issue(m, ins, tid: int, start: int, tm: TensorMap | None, box: Box, region,
     else:
         taken = old = np.zeros((0, box.eb), np.uint8)
         bad = old_bad = np.zeros(0, bool)
-    _groups(m).open.setdefault(tid, []).append(Store(sbytes, taken, bad, region, gbytes, reduce, rtype, old, old_bad))
+    _groups(m).open.setdefault(tid, []).append(Store(sbytes, taken, bad, region, gbytes, reduce, rtype, old, old_bad,
+                                                     carried=carried))
 
 
 def _tensor_store(m, f, ins, act):
@@ -479,8 +491,16 @@ def _complete_write(m, s: Store) -> None:
     vals = s.values
     if s.reduce is not None:
         vals = _reduce(m, s, flat)
+    if s.carried is not None:  # whole elements with their value sets; UNDEF where the store went bad
+        eb = s.gbytes.shape[1]
+        elems = np.ascontiguousarray(vals).view(_ELEM[eb]).ravel().astype(np.uint64)
+        s.region.write(s.gbytes[:, 0], eb, [(elems, undef_where(s.carried, s.bad, s.bad.size, 8 * eb))])
+        return
     where = np.repeat(s.bad, s.gbytes.shape[1])
     s.region.write(flat, 1, [(vals.ravel().astype(np.uint64), Shadow.undef(flat.size, 8, where) if where.any() else None)])
+
+
+_ELEM = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 _NP = {"u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "s32": np.int32, "u64": np.uint64, "s64": np.int64}
