@@ -706,6 +706,55 @@ def test_unrounded_mul_add_may_be_contracted_into_fma():
     assert compare(p, r, {"o": np.stack([unfused, fused], 1).tobytes()}) != []
 
 
+@pytest.mark.parametrize("t, npt", [("f16", np.float16), ("bf16", None)])
+def test_unrounded_half_mul_add_may_be_contracted_into_fma(t, npt):
+    """mul + add of f16 (or bf16) without rounding modifiers: ptxas may fold them into one fma
+    ("may be folded into a multiply-add"), so both results are allowed.  CuTe's f16 epilogue
+    (alpha * acc + beta * C) came out of -O3 on an H200 one ulp off the unfused result; the
+    reference allowed only that one, and called 201 elements a mismatch."""
+    import ml_dtypes
+
+    npt = npt or ml_dtypes.bfloat16
+    a, b, c = (Buffer(n, t, 128, "random", s) for n, s in (("a", 74), ("b", 75), ("c", 76)))
+    body = f"""
+    mul.wide.u32 %rd0, %r0, 2;
+    add.s64 %rd1, %rd10, %rd0; ld.global.b16 %h1, [%rd1];
+    add.s64 %rd2, %rd11, %rd0; ld.global.b16 %h2, [%rd2];
+    add.s64 %rd4, %rd13, %rd0; ld.global.b16 %h4, [%rd4];
+    mul.{t} %h5, %h1, %h2; add.{t} %h3, %h5, %h4;
+    mul.rn.{t} %h6, %h1, %h2; add.rn.{t} %h7, %h6, %h4;
+    mul.wide.u32 %rd3, %r0, 4; add.s64 %rd3, %rd12, %rd3; st.global.v2.b16 [%rd3], {{%h3, %h7}};
+    """
+    p = make(body, [a, b, Buffer("o", t, 256, "zeros", output=True), c])
+    r = run_program(p)
+    o = r.outputs["o"]
+    av, bv, cv = (inputs(x, npt).astype(np.float64) for x in (a, b, c))
+    unfused = ((av * bv).astype(npt).astype(np.float64) + cv).astype(npt)
+    fused = (av * bv + cv).astype(npt)  # a*b exact in float64; one rounding (ties aside)
+    assert (o.kind[1::2] == 0).all()  # explicit .rn: exact, never fused
+    differ = (unfused != fused) & np.isfinite(fused.astype(np.float64))
+    assert differ.any() and (o.kind[0::2][differ] == SET).all()
+    assert compare(p, r, {"o": np.stack([fused, unfused], 1).tobytes()}) == []
+    assert compare(p, r, {"o": np.stack([unfused, unfused], 1).tobytes()}) == []
+
+
+def test_a_contraction_that_only_flips_the_sign_of_zero_is_allowed():
+    """-2^-14 * 2^-14 underflows to -0 in f16: unfused, -0 + +0 is +0; fused, the exact -2^-28
+    rounds to -0.  The two results are equal as numbers and differ as bits, and an H200 stored the
+    fused one for CuTe's epilogue: both are allowed."""
+    body = """
+    mov.b16 %h1, 0x8400; mov.b16 %h2, 0x0400; mov.b16 %h4, 0x0000;
+    mul.f16 %h5, %h1, %h2; add.f16 %h3, %h5, %h4;
+    mul.wide.u32 %rd0, %r0, 2; add.s64 %rd3, %rd12, %rd0; st.global.b16 [%rd3], %h3;
+    """
+    p = make(body, [Buffer("a", "u32", 1, "zeros"), Buffer("b", "u32", 1, "zeros"),
+                    Buffer("o", "f16", 128, "zeros", output=True)])
+    r = run_program(p)
+    assert (r.outputs["o"].kind == SET).all()
+    for bits in (0x0000, 0x8000):
+        assert compare(p, r, {"o": np.full(128, bits, np.uint16).tobytes()}) == []
+
+
 def test_f64_arithmetic_and_conversions():
     a, b = Buffer("a", "f64", 128, "random", 81), Buffer("b", "f64", 128, "random", 82)
     body = """

@@ -153,8 +153,8 @@ def h_arith(m, f, ins, act):
     res = float_op(t, fn, bits, "rn" if approx else mode, ftz, sat)
     sh = interval_shadow(t, "fma" if base == "mad" else base, srcs, n) if base in ("add", "sub", "mul", "fma", "mad", "neg", "abs") else combine_undef(shs, n, w)
     explicit = any(x in ("rn", "rz", "rm", "rp") for x in mods)
-    if base in ("add", "sub") and not explicit and t == "f32" and f.contract and sh is None:
-        sh = _contraction(m, f, ins, base, res, bits, ftz, sat)
+    if base in ("add", "sub") and not explicit and t in CONTRACTED and f.contract and sh is None:
+        sh = _contraction(m, f, ins, base, t, res, bits, ftz, sat)
     if approx and t == "f32":
         # div.approx / div.full: within 2 ulp of the rounded quotient (PTX ISA, div.full.f32)
         v = fp.decode("f32", res)
@@ -166,13 +166,21 @@ def h_arith(m, f, ins, act):
     if t == "f64":
         sh = nan_payload_free(sh, res, t, n)
     m.write(f, ops[0], res, sh, act, ins)
-    if base == "mul" and not explicit and t == "f32" and not sat and isinstance(ops[0], Reg):
-        f.contract[ops[0].name] = (bits[0], bits[1], act.copy(), ftz)
+    if base == "mul" and not explicit and t in CONTRACTED and not sat and isinstance(ops[0], Reg):
+        f.contract[ops[0].name] = (bits[0], bits[1], act.copy(), ftz, t)
 
 
-def _contraction(m, f, ins, base, res, bits, ftz, sat):
-    """add/sub.f32 with no rounding modifier fed by an unrounded mul.f32: ptxas may fuse them into an fma
-    (PTX ISA, add/mul: "may be optimized aggressively ... to fused-multiply-add").  Both results are allowed."""
+# the scalar types whose add/sub and mul without a rounding modifier ptxas may fuse into one fma
+# (PTX ISA, add and mul: f32; "add/mul.f16 ... may be folded into a multiply-add", bf16 alike).
+# CuTe's epilogue (alpha * acc + beta * C in f16) came out of -O3 one f16 ulp off the unfused
+# result on 201 elements of an H200 run (tests/hw_records/kernels_h200.json).
+CONTRACTED = ("f32", "f16", "bf16")
+
+
+def _contraction(m, f, ins, base, t, res, bits, ftz, sat):
+    """add/sub with no rounding modifier fed by an unrounded mul of the same type (``CONTRACTED``):
+    ptxas may fuse them into an fma (PTX ISA, add/mul: "may be optimized aggressively ... to
+    fused-multiply-add").  Both results are allowed."""
     ops = ins.operands
     vals = [res]
     for j in (1, 2):
@@ -180,31 +188,35 @@ def _contraction(m, f, ins, base, res, bits, ftz, sat):
         rec = f.contract.get(op.name) if isinstance(op, Reg) else None
         if rec is None:
             continue
-        a, b, who, ftz_m = rec
+        a, b, who, ftz_m, tm = rec
+        if tm != t:
+            continue
         other = bits[1] if j == 1 else bits[0]
         sign_p = -1.0 if (base == "sub" and j == 2) else 1.0
         sign_o = -1.0 if (base == "sub" and j == 1) else 1.0
-        av, bv, ov = fp.decode("f32", a), fp.decode("f32", b), fp.decode("f32", other)
+        av, bv, ov = fp.decode(t, a), fp.decode(t, b), fp.decode(t, other)
         if ftz or ftz_m:
-            av, bv, ov = (fp.flush_subnormal(v, "f32") for v in (av, bv, ov))
+            av, bv, ov = (fp.flush_subnormal(v, t) for v in (av, bv, ov))
         with np.errstate(all="ignore"):
-            fused = _fma(sign_p * av, bv, sign_o * ov, "f32", "rn")
+            fused = _fma(sign_p * av, bv, sign_o * ov, t, "rn")
         if sat:
             fused = np.where(np.isnan(fused), 0.0, np.clip(fused, 0.0, 1.0))
         if ftz:
-            fused = fp.flush_subnormal(fused, "f32")
-        vals.append(np.where(who, fp.encode("f32", fused), res))
+            fused = fp.flush_subnormal(fused, t)
+        vals.append(np.where(who, fp.encode(t, fused), res))
     if len(vals) == 1:
         return None
-    v = np.stack([fp.decode("f32", x) for x in vals])
-    differs = (v != v[0]).any(axis=0) & ~np.isnan(v).all(axis=0)
+    v = np.stack([fp.decode(t, x) for x in vals])
+    # by bits: a product below the format's least subnormal added to +0 is -0 fused, +0 unfused
+    # (CuTe's f16 epilogue on an H200: -0.0 at -O3 where -O0 stores +0.0)
+    differs = (np.stack(vals) != vals[0]).any(axis=0) & ~np.isnan(v).all(axis=0)
     if not differs.any():
         return None
     nan_any = np.isnan(v).any(axis=0)
     with np.errstate(all="ignore"):
         lo, hi = np.nanmin(v, axis=0), np.nanmax(v, axis=0)
     kind = np.where(differs, np.where(nan_any | ~np.isfinite(lo) | ~np.isfinite(hi), UNDEF, SET), EXACT).astype(np.uint8)
-    return Shadow(32, kind[:, None], lo[:, None], hi[:, None])
+    return Shadow(TYPES[t][0], kind[:, None], lo[:, None], hi[:, None])
 
 
 # ------------------------------------------------------------------ logic and shifts

@@ -24,7 +24,7 @@ Modelling decisions (spec mode):
   (``m.parked``; ``control.run_function`` resumes them after the barrier).
 - Value sets propagate through mov/ld/st/cvt/neg/abs/add/sub/mul/fma, packing, and
   sign-bit xor/and; any other operation on a non-exact value gives UNDEF for that thread.
-- ``add``/``sub.f32`` without a rounding modifier fed by an unrounded ``mul.f32`` allows
+- ``add``/``sub`` (f32, f16, bf16) without a rounding modifier fed by an unrounded ``mul`` of its type allows
   both the fused and the unfused result (ptxas may contract them into an fma).
 - Uninitialised registers, shared and local memory, the special registers whose value the machine
   picks (``VOLATILE_SPECIAL``: %warpid, %smid, %clock...), integer division by zero, CC.CF before a
@@ -235,7 +235,7 @@ class Frame:
     pdata: dict[str, np.ndarray] = field(default_factory=dict)  # per-thread param bytes [T, size]
     pundef: dict[str, np.ndarray] = field(default_factory=dict)  # per-thread: contents undefined
     live: np.ndarray | None = None  # threads that have not returned from this call
-    contract: dict = field(default_factory=dict)  # reg -> (a bits, b bits, threads): an unrounded mul.f32 product
+    contract: dict = field(default_factory=dict)  # reg -> (a bits, b bits, threads, ftz, type): an unrounded mul product (alu.CONTRACTED)
     cc: np.ndarray | None = None  # CC.CF per thread (intx.h_carry); None: never written
     cc_undef: np.ndarray | None = None  # threads whose CC.CF is undefined
 
