@@ -438,3 +438,18 @@ def test_a_repro_with_the_hardware_note_still_replays(tmp_path, capsys):
         text = Path(path).read_text()
         assert "// NOTE: hardware when found: ran\n" in text
         assert main_replay([path, "--no-hardware"]) == 0, capsys.readouterr().out
+
+
+def test_planted_kernels_go_to_the_gpu_stage_and_not_to_the_pairs():
+    """The planted trap and hang are prepared for the GPU stage's judge (the campaign shows its
+    worker surviving them) and for no compile pair (a kernel that never ends says nothing built
+    twice).  The engine's stage table had left planted kernels out of every GPU-stage judge, so a
+    ``--plant-faults`` campaign on the H200 recorded no fault at all."""
+    from fuzzptx.engine.block import prepare_block
+    from fuzzptx.engine.generate import BlockTask
+
+    task = BlockTask(0, 1, 4, ("ptxas", "hardware", "metamorphic"), plant=True)
+    prepared = prepare_block(task)
+    planted = [w for w, rec in zip(prepared.gpu, prepared.records) if rec.get("planted")]
+    assert len(planted) == 2
+    assert all(set(w) == {"hardware"} for w in planted), planted

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 from fuzzptx import launch
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.judges import differ
-from fuzzptx.judges.base import ACCEPTED, BATCH, COMPILE, CUBIN, DEVICE, EARLY, IR, Done, Judge, Verdicts
+from fuzzptx.judges.base import ACCEPTED, BATCH, COMPILE, CUBIN, DEVICE, EARLY, GPU, IR, Done, Judge, Verdicts
 from fuzzptx.judges.programs import as_judged, undefined_label
 from fuzzptx.judges.registry import by_stage
 from fuzzptx.judges.selection import JudgeSet
@@ -274,8 +274,10 @@ def _per_program(st: BlockState) -> None:
         ready = r is not None and r.accepted and (to_gpu or not st.gpu_run)
         if st.task.every_verdict and not st.gpu_run:
             ready = True  # (without a GPU a GPU-stage judge judges at once, whatever the compiler said)
-        if gpu_judges and not planted and ready:
-            for j in gpu_judges:
+        if gpu_judges and ready:
+            # a planted kernel goes to the GPU stage's own judges only: it traps or never ends, so
+            # a compile pair of it would say nothing; the campaign shows its GPU worker surviving it
+            for j in gpu_judges if not planted else [j for j in gpu_judges if j.stage == GPU]:
                 t0 = time.perf_counter()
                 prepared = j.prepare(p, text, r, gpu=st.gpu_run)
                 if isinstance(prepared, Done):  # judged at once (no GPU in the run)
