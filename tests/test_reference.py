@@ -738,6 +738,30 @@ def test_unrounded_half_mul_add_may_be_contracted_into_fma(t, npt):
     assert compare(p, r, {"o": np.stack([unfused, unfused], 1).tobytes()}) == []
 
 
+def test_a_product_moved_or_negated_before_the_add_may_still_be_fused():
+    """ptxas sees through a move and folds a negation into its fma: add(mov(a*b), c) and
+    add(neg(a*b), c) may each be one fma, so both results are allowed there too."""
+    a, b, c = (Buffer(n, "f32", 128, "random", s) for n, s in (("a", 77), ("b", 78), ("c", 79)))
+    body = """
+    add.s64 %rd1, %rd10, %rd0; ld.global.f32 %f1, [%rd1];
+    add.s64 %rd2, %rd11, %rd0; ld.global.f32 %f2, [%rd2];
+    add.s64 %rd4, %rd13, %rd0; ld.global.f32 %f4, [%rd4];
+    mul.f32 %f5, %f1, %f2; mov.f32 %f8, %f5; add.f32 %f3, %f8, %f4;
+    neg.f32 %f9, %f5; add.f32 %f7, %f9, %f4;
+    mul.wide.u32 %rd3, %r0, 8; add.s64 %rd3, %rd12, %rd3; st.global.v2.f32 [%rd3], {%f3, %f7};
+    """
+    p = make(body, [a, b, Buffer("o", "f32", 256, "zeros", output=True), c])
+    r = run_program(p)
+    av, bv, cv = (inputs(x, np.float32).astype(np.float64) for x in (a, b, c))
+    prod = (av * bv).astype(np.float32).astype(np.float64)
+    unfused = np.stack([(prod + cv).astype(np.float32), (-prod + cv).astype(np.float32)], 1)
+    fused = np.stack([(av * bv + cv).astype(np.float32), (-(av * bv) + cv).astype(np.float32)], 1)
+    differ = (unfused != fused) & np.isfinite(fused)
+    assert differ.any() and (r.outputs["o"].kind.reshape(128, 2)[differ] == SET).all()
+    assert compare(p, r, {"o": fused.tobytes()}) == []
+    assert compare(p, r, {"o": unfused.tobytes()}) == []
+
+
 def test_a_contraction_that_only_flips_the_sign_of_zero_is_allowed():
     """-2^-14 * 2^-14 underflows to -0 in f16: unfused, -0 + +0 is +0; fused, the exact -2^-28
     rounds to -0.  The two results are equal as numbers and differ as bits, and an H200 stored the

@@ -70,6 +70,19 @@ def h_mov(m, f, ins, act):
         return
     bits, sh = m.read(f, a, t, ins)
     m.write(f, d, bits & mask(w), sh, act, ins)
+    _carry_product(f, a, d, act)
+
+
+def _carry_product(f, src, dst, act, negate: bool = False) -> None:
+    """``dst`` is a copy (or the negation) of an unrounded product ``src``: an add that reads it may
+    be fused with the product as well (ptxas sees through moves and folds a negation into the fma)."""
+    rec = f.contract.get(src.name) if f.contract and isinstance(src, Reg) else None
+    if rec is None or not isinstance(dst, Reg) or dst.name == src.name:
+        return
+    a, b, who, ftz, t = rec
+    if negate:
+        a = a ^ U64(1 << (TYPES[t][0] - 1))
+    f.contract[dst.name] = (a, b, who & act, ftz, t)
 
 
 # ------------------------------------------------------------------ arithmetic
@@ -142,6 +155,8 @@ def h_arith(m, f, ins, act):
         if count_nonzero(nan_bits(bits[0], t)):
             sh = nan_payload_free(sh, bits[0], t, n)
         m.write(f, ops[0], res, sh, act, ins)
+        if base == "neg" and t in CONTRACTED:
+            _carry_product(f, ops[1], ops[0], act, negate=True)
         return
     fn = {"add": _add, "sub": _sub, "mul": _mul, "fma": _fma, "mad": _fma, "div": _div, "min": _min,
           "max": _max, "neg": lambda a, fmt, mode: -a, "abs": lambda a, fmt, mode: np.abs(a)}.get(base)
