@@ -211,10 +211,12 @@ def test_float_contraction_limits_the_comparison_to_integer_outputs():
     assert M.first_difference(p, {"d": left.tobytes()}, {"d": right.tobytes()}).count == n
 
 
-def test_modelled_float_contraction_compares_the_elements_the_reference_gives_exactly():
+@pytest.mark.parametrize("ztype", ["f32", "u32"])
+def test_modelled_float_contraction_compares_the_elements_the_reference_gives_exactly(ztype):
     """mul.f32 feeding add.f32: the reference allows the fused and the unfused result (a bound where
     they differ), so a float output takes part in the pairs on the elements it gives exactly
-    instead of being left out.  The 85 compiler-made kernels of tests/data showed no such element
+    instead of being left out; so does a float result stored through an integer-typed buffer (a
+    campaign's construct moves float bits to .b32 and stores them as u32).  The 85 compiler-made kernels of tests/data showed no such element
     differing between -O3 and -O0 on an H200 (tests/hw_records/kernels_h200.json)."""
     text = SCALAR.replace("(.param .u64 x, .param .u64 y)", "(.param .u64 x, .param .u64 y, .param .u64 z)").replace(
         ".reg .b32 %r<8>;", ".reg .b32 %r<8>;\n    .reg .f32 %f<8>;\n    .reg .b64 %rz;").replace(
@@ -223,7 +225,7 @@ def test_modelled_float_contraction_compares_the_elements_the_reference_gives_ex
         "    cvt.rn.f32.u32 %f4, %r1;\n    add.f32 %f5, %f3, %f4;\n    st.global.f32 [%rz], %f5;\n    ret;")
     p = Program.from_ptx(text, "contract_f32.ptx")
     p = replace(p, buffers=tuple(replace(b, init="random", seed=5) if b.name == "x" else
-                                 replace(b, type="f32") if b.name == "z" else b for b in p.buffers))
+                                 replace(b, type=ztype) if b.name == "z" else b for b in p.buffers))
     el = M.pair_eligibility(p)
     assert el.ok and not el.integer_only
     z = el.defined["z"]
