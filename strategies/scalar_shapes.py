@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable, Iterator
 
 from fuzzptx.program import Program
-from fuzzptx.ptx.ir import Imm, Instr, Reg, Vec
+from fuzzptx.ptx.ir import Imm, Instr, Reg, Sym, Vec
 
 
 def _instructions(program: Program) -> Iterator[Instr]:
@@ -182,28 +182,66 @@ def mulhi_accumulated(program: Program) -> bool:
     return _abs_read_by(program, _MUL_HI, accumulates)
 
 
-def empty_commit_between_accumulator_writes(program: Program) -> bool:
-    """A ``wgmma.commit_group`` that commits no ``wgmma.mma_async`` (an empty group) after another
-    instruction wrote a wgmma accumulator register (12.9.86 to 13.5.37: -O1/-O3 keep one of two
-    ``xor 0x80000000`` of an accumulator around it, -O0's placeholder HGMMA for the empty group
-    writes the accumulator registers)."""
+#: instructions ptxas keeps in place between two sign flips of a wgmma accumulator, and then keeps
+#: only one of the flips (12.9.86 to 13.5.37, -O1 to -O3; measured in SASS: an empty
+#: wgmma.commit_group, shfl/vote/redux/match .sync, bar.sync, bar.warp.sync, fence.proxy.async,
+#: activemask, a %clock read; not: an add, a load, a store, an atomic, membar.cta, nothing)
+_FIXED_BASES = frozenset({"shfl", "vote", "redux", "match", "bar", "barrier", "activemask"})
+_SIGN_MASKS = (0x80000000, 0x80008000)  # an f32's sign, the two signs of an f16x2
+
+
+def _fixed(s: Instr, pending: bool) -> bool:
+    """An instruction ptxas keeps in place between two sign flips (``_FIXED_BASES``; a commit only
+    when it commits no wgmma, ``pending`` being false)."""
+    if s.opcode.startswith("wgmma.commit_group"):
+        return not pending
+    if s.base in _FIXED_BASES or s.opcode.startswith("fence.proxy"):
+        return True
+    return s.base == "mov" and any(isinstance(o, (Reg, Sym)) and o.name.startswith("%clock") for o in s.operands[1:])
+
+
+def _sign_flip(s: Instr) -> str | None:
+    """The register ``xor d, d, SIGN`` flips the sign(s) of, if ``s`` is one."""
+    ops = s.operands
+    if s.base != "xor" or len(ops) != 3 or not isinstance(ops[0], Reg) or not isinstance(ops[1], Reg) \
+            or ops[0].name != ops[1].name or not isinstance(ops[2], Imm):
+        return None
+    return ops[0].name if int(ops[2].value) & 0xFFFFFFFF in _SIGN_MASKS else None
+
+
+def accumulator_sign_flips_around_sync(program: Program) -> bool:
+    """Two sign flips (``xor r, r, 0x80000000`` or ``0x80008000``) of a wgmma accumulator register
+    with an instruction ptxas keeps in place between them (``_fixed``: an empty commit group, a
+    warp-synchronous or barrier instruction, ``fence.proxy.async``, a %clock read) and no other
+    write of it: 12.9.86 to 13.5.37 at -O1 to -O3 keep one of the two LOP3s, so the stored value
+    is negated (+0.0 as -0.0 where D is zero).  Without the instruction between, or without a
+    wgmma writing the register, both flips fold away."""
     for fn in program.module.functions():
         accumulators: set[str] = set()
+        flipped: dict[str, bool] = {}  # accumulator -> a fixed instruction came after its first flip
         pending = False
-        written = False
         for s in fn.instructions():
-            if not isinstance(s, Instr) or not s.operands and not s.opcode.startswith("wgmma.commit_group"):
+            if not isinstance(s, Instr):
                 continue
             if s.opcode.startswith("wgmma.mma_async"):
                 pending = True
-                d = s.operands[0]
-                accumulators |= {o.name for o in (d.items if isinstance(d, Vec) else (d,)) if isinstance(o, Reg)}
-            elif s.opcode.startswith("wgmma.commit_group"):
-                if not pending and written:
-                    return True
+                d = s.operands[0] if s.operands else None
+                names = {o.name for o in (d.items if isinstance(d, Vec) else (d,)) if isinstance(o, Reg)}
+                accumulators |= names
+                for n in names:
+                    flipped.pop(n, None)
+                continue
+            if _fixed(s, pending):
+                flipped = {n: True for n in flipped}
+            if s.opcode.startswith("wgmma.commit_group"):
                 pending = False
-            elif s.operands and isinstance(s.operands[0], Reg) and s.operands[0].name in accumulators:
-                written = True
+            reg = _sign_flip(s)
+            if reg is not None and reg in accumulators:
+                if flipped.get(reg):
+                    return True
+                flipped[reg] = False
+            elif s.operands and isinstance(s.operands[0], Reg):
+                flipped.pop(s.operands[0].name, None)
     return False
 
 
@@ -217,7 +255,7 @@ SHAPES: tuple[tuple[str, Callable[[Program], bool]], ...] = (
     ("mulhi-into-wide-sub", mulhi_into_wide_sub),
     ("unsigned-max-into-signed-min", unsigned_max_into_signed_min),
     ("mulhi-accumulated", mulhi_accumulated),
-    ("empty-commit-between-accumulator-writes", empty_commit_between_accumulator_writes),
+    ("accumulator-sign-flips-around-sync", accumulator_sign_flips_around_sync),
     ("abs-assumed-nonnegative", abs_assumed_nonnegative),
     ("lop3-repeated-operand", lop3_repeated_operand),
     ("bfi-length-beyond-31", bfi_length_beyond_31),

@@ -79,7 +79,7 @@ PATTERNS: dict[str, str] = {
     "mulhi-into-wide-sub": "a 64-bit sub whose minuend's low word is a mul.hi result",
     "unsigned-max-into-signed-min": "a max.u32 result read by a signed min, max or compare",
     "mulhi-accumulated": "an add accumulating a mul.hi result into one of its sources (a loop's running sum)",
-    "empty-commit-between-accumulator-writes": "an empty wgmma.commit_group after a write of a wgmma accumulator",
+    "accumulator-sign-flips-around-sync": "two sign flips of a wgmma accumulator with a warp-synchronous or barrier instruction (an empty commit group, shfl.sync, bar.sync, ...) between",
     "abs-assumed-nonnegative": "an abs.s32 result read by a signed rem or a signed compare",
     "lop3-repeated-operand": "a lop3.b32 with one register in two of its source slots",
 }
