@@ -245,6 +245,24 @@ def accumulator_sign_flips_around_sync(program: Program) -> bool:
     return False
 
 
+def repeated_wgmma(program: Program) -> bool:
+    """A ``wgmma.mma_async`` issued again right after an identical one (the same opcode and
+    operands: accumulators, descriptors, scale-d and immediates): ptxas collapses the repeat into one
+    GMMA, at -O3 (the known ``ptxas-o3-repeated-wgmma-dropped``, which the SASS verifier names
+    ``gmma-missing``) and, in other programs, at -O1 only (campaign seed 4141, block 121 program 7:
+    -O1 holds 2 QGMMAs for the PTX's 3, -O3 all three)."""
+    for fn in program.module.functions():
+        last = None
+        for s in fn.instructions():
+            if not isinstance(s, Instr):
+                continue
+            key = (s.opcode, repr(s.operands), repr(s.guard)) if s.opcode.startswith("wgmma.mma_async") else None
+            if key is not None and key == last:
+                return True
+            last = key
+    return False
+
+
 #: pattern -> its test, in the order ``differ.diagnose`` tries them (the first that holds names the cause).
 SHAPES: tuple[tuple[str, Callable[[Program], bool]], ...] = (
     ("abs-into-saturating-cvt", abs_into_saturating_cvt),

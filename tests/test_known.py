@@ -70,6 +70,10 @@ def test_entries_carry_id_cause_conditions_and_line():
      "rediscover:"),
     ('id = "x"\ntitle = "t"\nkind = "model"\ncause = { judges = "a" }\nwritten_up = "w"\ncolour = "red"',
      "unknown field(s) colour"),
+    ('id = "x"\ntitle = "t"\nkind = "model"\ncause = { judges = "a" }\nwritten_up = "w"\nalso = { judges = "b" }',
+     "also: a list"),
+    ('id = "x"\ntitle = "t"\nkind = "model"\ncause = { judges = "a" }\nwritten_up = "w"\nalso = [{ signature = "b" }]',
+     "cause: a table"),
 ])
 def test_a_bad_entry_is_an_error_naming_file_and_line(entry, words):
     with pytest.raises(FuzzptxError) as e:
@@ -174,3 +178,28 @@ def test_a_fuzz_run_marks_known_bugs_and_heads_with_distinct_bugs(tmp_path, caps
 def test_root_causes_round_trip_through_their_string_and_dict():
     c = RootCause("sass", "gmma-pipeline", "inflight-register", "wgmma")
     assert RootCause.parse(str(c)) == c == RootCause.from_dict(c.as_dict())
+
+
+def test_a_bug_named_by_other_evidence_too_is_one_bug():
+    """``also``: the repeated-wgmma collapse the SASS verifier names in the -O3 build (gmma-missing)
+    and a compile pair names where -O1 has it (campaign seed 4141, block 121 program 7) match one
+    entry, so a campaign counts one known bug, not a new one beside it."""
+    from fuzzptx.judges import differ
+    from fuzzptx.judges.finding import Finding
+    from fuzzptx.program import Program
+    from fuzzptx.triage.known import DEFAULT_LEDGER
+
+    (k,) = [k for k in load_known(DEFAULT_LEDGER) if k.id == "ptxas-o3-repeated-wgmma-dropped"]
+    assert k.matches(cause_of("sass:gmma-dropped|gmma-missing|wgmma.f16.e4m3"))
+    p = Program.from_file(ROOT / "benchmarks/results/campaign_pairs_seed4141_h200/b121_7.ptx")
+    (f,) = differ.diagnose([Finding("hardware:O3!=O1|mismatch|wgmma.f16.e4m3", "1 element differs")], p)
+    assert f.root_cause.pattern == "repeated-wgmma" and k.matches(f.root_cause)
+    # the GPU against the reference is not named by the repeat alone (the differ's repeats-dropped check does that)
+    (g,) = differ.diagnose([Finding("reference!=hardware|mismatch|wgmma.f16.e4m3", "1 element differs")], p)
+    assert g.root_cause.pattern == "" and not k.matches(g.root_cause)
+    # without the repeat (the third wgmma's scale-b made 1) the pair is not that bug
+    text = p.to_ptx()
+    last = text.rindex("%p0, 1, -1;")
+    q = Program.from_ptx(text[:last] + "%p0, 1, 1;" + text[last + len("%p0, 1, -1;"):], "q.ptx")
+    (h,) = differ.diagnose([Finding("hardware:O3!=O1|mismatch|wgmma.f16.e4m3", "d")], q)
+    assert h.root_cause.pattern != "repeated-wgmma"

@@ -28,7 +28,7 @@ from .base import Context, Judge, JudgeFault, Verdicts
 from .builtin import (BUILTIN, CPU_JUDGES, FINDINGS_ORDER, describe_prediction, describe_ptxas,  # noqa: F401
                       predicted_codes, ptxas_codes)
 from .finding import Finding, cause_of, merge
-from fuzzptx.strategies.scalar_shapes import SHAPES
+from fuzzptx.strategies.scalar_shapes import SHAPES, repeated_wgmma
 from .programs import (as_judged, collapsed_repeats_explain, expects_defined, form_family,  # noqa: F401
                        is_labelled, mutation_of, output_family, program_family, took_the_mutated_path,
                        without_repeated_wgmmas)
@@ -70,7 +70,9 @@ def _immediate_descriptor(program: Program) -> bool:
 DIAGNOSES: dict[tuple[str, str], tuple[tuple[str, Callable[[Program], bool]], ...]] = {
     ("ptxas", "crash"): (("immediate-descriptor", _immediate_descriptor),),
     ("ptxas@*", "crash"): (("immediate-descriptor", _immediate_descriptor),),
-    ("hardware:O3!=*", "mismatch"): SHAPES,
+    # a compile pair's -O3 side against a build that collapsed a repeated wgmma (the GPU against the
+    # reference tells that case itself: ``mismatch-repeated-wgmma``, the reference with the repeats dropped)
+    ("hardware:O3!=*", "mismatch"): SHAPES + (("repeated-wgmma", repeated_wgmma),),
     ("reference!=hardware", "mismatch"): SHAPES,  # a miscompile the reference alone sees: the -O3 build is wrong
 }
 

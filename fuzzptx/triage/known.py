@@ -17,13 +17,17 @@ The ledger is a TOML file (``reports/known_bugs.toml``), one ``[[bug]]`` table p
     written_up = "reports/findings/README.md"
     avoid = ["repeated-wgmma"]                  # generation options that turn its shapes down
     rediscover = { seed = 4, programs = 384, judges = "checker,ptxas,sass" }   # or { repro = true }
+    also = [{ judges = "hardware:O3!=*", rule = "mismatch", pattern = "repeated-wgmma" }]   # optional
 
 ``cause`` fields are ``fnmatch`` globs over the ``finding.RootCause`` fields (a missing field is
 ``*``).  A bug without a written-up reason is a finding hidden, not a bug known: ``title`` and
 ``written_up`` are required.  ``avoid`` names ``fuzzptx.strategies.AVOIDABLE`` options: campaigns
 turn those shapes down unless ``--rediscover``; ``rediscover`` is the budget in which a run with
 ``--rediscover`` finds the bug again (``tests/test_known_bugs.py`` proves it), or ``repro = true``
-where judging the repro alone is the budget (a crash a batched module hides).
+where judging the repro alone is the budget (a crash a batched module hides).  ``also`` lists other
+evidence of the same defect, each a cause like ``cause``: one bug that the SASS verifier names in
+one build and a compile pair names when another build has it (the repeated-wgmma collapse at -O3
+and at -O1) stays one bug, not two.
 
 The glob list this replaced (``known_findings.txt``, ``SIGNATURE-GLOB  # why``) is refused with a
 message that says so: its entries named evidence, not causes.
@@ -46,7 +50,7 @@ from fuzzptx.strategies.avoid import AVOIDABLE
 CONDITIONS = {"numerics": ("spec", "hardware")}  # what an entry may be conditioned on
 KINDS = {"compiler": COMPILER, "hardware": HARDWARE, "model": MODEL}
 _CAUSE_FIELDS = ("judges", "rule", "pattern", "instruction_class")
-_FIELDS = {"id", "title", "kind", "cause", "when", "first_seen", "last_seen", "status", "repro", "bundle",
+_FIELDS = {"id", "title", "kind", "cause", "also", "when", "first_seen", "last_seen", "status", "repro", "bundle",
            "written_up", "avoid", "rediscover"}
 _REQUIRED = ("id", "title", "kind", "cause", "written_up")
 #: the checkout's ledger, else the copy an installed package carries (setup.py puts it there)
@@ -73,6 +77,7 @@ class KnownBug:
     written_up: str = ""
     avoid: tuple[str, ...] = ()
     rediscover: tuple[tuple[str, Any], ...] = field(default=())
+    also: tuple[tuple[tuple[str, str], ...], ...] = ()  # other causes of the same defect
 
     @property
     def reason(self) -> str:
@@ -87,7 +92,8 @@ class KnownBug:
     def matches(self, cause: RootCause | str, context: dict | None = None) -> bool:
         """``cause``: a root cause, or its ``str`` (a bucket key), or a signature (its cause)."""
         c = cause if isinstance(cause, RootCause) else RootCause.parse(cause)
-        return self.applies(context) and all(fnmatch.fnmatchcase(getattr(c, k), g) for k, g in self.cause)
+        return self.applies(context) and any(all(fnmatch.fnmatchcase(getattr(c, k), g) for k, g in globs)
+                                             for globs in (self.cause,) + self.also)
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"
@@ -160,9 +166,13 @@ def _entry(b: dict, file: str, line: int) -> KnownBug:
     if b["kind"] not in KINDS:
         raise bad(f"kind {b['kind']!r}: expected one of {', '.join(KINDS)}")
     cause = b["cause"]
-    if not isinstance(cause, dict) or not cause or set(cause) - set(_CAUSE_FIELDS) \
-            or not all(isinstance(v, str) for v in cause.values()):
-        raise bad(f"cause: a table of glob strings over {', '.join(_CAUSE_FIELDS)}")
+    also = b.get("also", [])
+    if not isinstance(also, list):
+        raise bad("also: a list of cause tables")
+    for c in [cause] + also:
+        if not isinstance(c, dict) or not c or set(c) - set(_CAUSE_FIELDS) \
+                or not all(isinstance(v, str) for v in c.values()):
+            raise bad(f"cause: a table of glob strings over {', '.join(_CAUSE_FIELDS)}")
     when = b.get("when", {})
     for k, v in when.items():
         if k not in CONDITIONS or v not in CONDITIONS[k]:
@@ -181,7 +191,8 @@ def _entry(b: dict, file: str, line: int) -> KnownBug:
                     tuple((k, cause[k]) for k in _CAUSE_FIELDS if k in cause), file, line,
                     tuple(sorted(when.items())), str(b.get("first_seen", "")), str(b.get("last_seen", "")),
                     str(b.get("status", "")), str(b.get("repro", "")), str(b.get("bundle", "")),
-                    str(b["written_up"]), tuple(avoid), tuple(sorted(red.items())))
+                    str(b["written_up"]), tuple(avoid), tuple(sorted(red.items())),
+                    tuple(tuple((k, c[k]) for k in _CAUSE_FIELDS if k in c) for c in also))
 
 
 def load_known(path: str | Path) -> tuple[KnownBug, ...]:
