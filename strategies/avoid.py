@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .control import Live, Loop, UniformIf, states
-from .pipelines import Mma, Stage, Wait
+from .pipelines import Mma, Stage, Touch, Wait
 
 #: Option -> the shapes it turns down (``shapes.windows`` reads them).
 AVOIDABLE: dict[str, str] = {
@@ -16,6 +16,9 @@ AVOIDABLE: dict[str, str] = {
     "restart-in-flight": "a scale-d 0 wgmma restarting an accumulator set whose group is still in flight "
                          "across loops and calls (ptxas -O3 hands the dead registers out while the GMMA "
                          "still writes them)",
+    "accumulator-sign-flips-around-sync": "a second sign flip of a wgmma accumulator before a wgmma writes it "
+                                          "again, or one in a loop (ptxas -O1 to -O3 up to 13.5.37 keep one of "
+                                          "two flips with a warp-synchronous instruction between)",
     # scalar kernels (strategies.scalar_kernels): shapes of ptxas -O3 integer miscompiles
     "bfe-s32-position-beyond-31": "bfe.s32 with a constant start position of 32 or more (ptxas 13.0.88 -O3)",
     "bfi-length-beyond-31": "bfi.b32 with a constant length of 32 or more (ptxas 12.9.86/13.0.88 -O3: length mod 32)",
@@ -55,7 +58,10 @@ def avoid_script(script: tuple, units: tuple, avoid: frozenset[str]) -> tuple:
       is what the pipeline rules allow anyway);
     - ``repeated-wgmma``: a wgmma identical to the one before it (in its group, or across one
       commit) takes the unit's other K-slice where it has two (other A and B: no longer a repeat),
-      else it goes (and a stage left empty with it: one group fewer in flight, still legal).
+      else it goes (and a stage left empty with it: one group fewer in flight, still legal);
+    - ``accumulator-sign-flips-around-sync``: a ``Touch`` (a sign flip of a unit's first accumulator
+      register) of a unit already flipped since a wgmma last wrote it goes, and so does one in a
+      loop (each iteration flips again): what sits between two flips is then never in question.
 
     The general scripts (``control.scripts``) reach both shapes by chance; ``shapes.windows`` does
     not draw them at all under these options."""
@@ -66,13 +72,21 @@ def avoid_script(script: tuple, units: tuple, avoid: frozenset[str]) -> tuple:
         for op, state in states(script):
             if isinstance(op, Stage) and any(m.scale_d != 1 and m.unit in state.busy() for m in op.mmas):
                 restarts.add(id(op))
-    return _rewrite(script, units, avoid, restarts)
+    return _rewrite(script, units, avoid, restarts, set(), False)
 
 
-def _rewrite(ops: tuple, units: tuple, avoid: frozenset[str], restarts: set[int]) -> tuple:
+def _rewrite(ops: tuple, units: tuple, avoid: frozenset[str], restarts: set[int], flipped: set[int],
+             in_loop: bool) -> tuple:
+    """``ops`` rewritten; ``flipped``: the units whose accumulators a ``Touch`` flipped since a wgmma
+    last wrote them (shared with the nested bodies: a flip in a branch may have run)."""
     out: list = []
     last: Mma | None = None  # the wgmma before, across a commit (a stage boundary)
+    flips = "accumulator-sign-flips-around-sync" in avoid
     for op in ops:
+        if flips and isinstance(op, Touch):
+            if in_loop or op.unit in flipped:
+                continue
+            flipped.add(op.unit)
         if isinstance(op, Stage):
             mmas = list(op.mmas)
             if id(op) in restarts:
@@ -93,8 +107,9 @@ def _rewrite(ops: tuple, units: tuple, avoid: frozenset[str], restarts: set[int]
                 mmas = kept
             op = replace(op, mmas=tuple(mmas))
             last = op.mmas[-1] if op.mmas else None
+            flipped.difference_update(m.unit for m in op.mmas)
         elif isinstance(op, (Loop, UniformIf, Live)):
-            op = replace(op, body=_rewrite(op.body, units, avoid, restarts))
+            op = replace(op, body=_rewrite(op.body, units, avoid, restarts, flipped, in_loop or isinstance(op, Loop)))
             last = None
         elif isinstance(op, Wait):
             pass  # a wait between two copies leaves the second a repeat of the first (one accumulator)
