@@ -64,6 +64,10 @@ class Io:
         return ptr, kb.thread_address(ptr, 4 * n)
 
     def store(self, regs: tuple[Reg, ...], stem: str = "y") -> None:
+        """Thread t's ``regs`` into ``y<j>`` (none: no buffer; ``Address`` of ``store16`` alone writes
+        only its ``z<j>``, and a zero-word ``y<j>`` is no buffer a header can name)."""
+        if not regs:
+            return
         _, addr = self.out(len(regs), stem)
         for i, r in enumerate(regs):
             self.kb.emit("st.global.u32", Addr(addr, 4 * i), r)

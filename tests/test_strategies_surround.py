@@ -104,3 +104,19 @@ def test_twin_needs_its_construct():
         plan = draw(S.wgmma_plans(control=False), "plain")
     assert apply("div_by_zero", render(plan)) is None
     assert apply("carry_in_undefined", render(plan)) is None
+
+
+def test_an_address_construct_of_a_bounded_store_alone_writes_no_empty_buffer():
+    """``Address(("store16",))`` stores only into its ``z<j>``: no zero-word ``y<j>`` (a header
+    cannot name one: the wgmma_programs property test drew it and the program did not parse back)."""
+    from fuzzptx.program import Program
+    from fuzzptx.strategies.surround import Address
+
+    with reproducible():
+        plan = draw(S.wgmma_plans(), "surround:store16")
+    plan = replace(plan, script=tuple(op for op in plan.script if not isinstance(op, Around)))
+    p = render(replace(plan, script=place(plan.script, ((1, Address(("store16",), 150, 1, 0)),), Loop)))
+    assert all(b.count > 0 for b in p.buffers)
+    assert not [b for b in p.buffers if re.fullmatch(r"y\d+", b.name)]
+    q = Program.from_ptx(p.to_ptx(), "round.ptx")
+    assert [b.name for b in q.buffers] == [b.name for b in p.buffers]
