@@ -10,13 +10,12 @@ from fuzzptx.ptx.ir import Addr, Imm, Instr, Reg, Sym, Vec
 
 from .errors import BadAddress, StepLimit, Undefined, Unsupported
 from .ops import _types
-from .memory import _positions as _positions_of
+from .memory import _VIEW, _positions as _positions_of
 from .values import TYPES, U64, Shadow, lanes_of, mask
 
 SPACES = {"global": "global", "shared": "shared", "shared::cta": "shared", "param": "param",
           "param::entry": "param", "param::func": "param", "const": "global", "local": "local",
           "shared::cluster": "shared"}
-_VIEW = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _SHIFT = {1: 0, 2: 1, 4: 2, 8: 3}
 
 

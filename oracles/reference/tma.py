@@ -49,6 +49,7 @@ import fuzzptx.oracles.reference.mbarrier as mbarrier
 import fuzzptx.oracles.reference.tensormap as tensormap
 from .errors import BadAddress, Undefined, Unsupported
 from .mem_ops import _address
+from .memory import _VIEW
 from .values import U64, UNDEF, Shadow, sign_extend, undef_where
 
 # What an out-of-bounds element of an ``oob=nan`` map holds: 0x7FF7 in every 16 bits, as an H100
@@ -493,14 +494,12 @@ def _complete_write(m, s: Store) -> None:
         vals = _reduce(m, s, flat)
     if s.carried is not None:  # whole elements with their value sets; UNDEF where the store went bad
         eb = s.gbytes.shape[1]
-        elems = np.ascontiguousarray(vals).view(_ELEM[eb]).ravel().astype(np.uint64)
+        elems = np.ascontiguousarray(vals).view(_VIEW[eb]).ravel().astype(np.uint64)
         s.region.write(s.gbytes[:, 0], eb, [(elems, undef_where(s.carried, s.bad, s.bad.size, 8 * eb))])
         return
     where = np.repeat(s.bad, s.gbytes.shape[1])
     s.region.write(flat, 1, [(vals.ravel().astype(np.uint64), Shadow.undef(flat.size, 8, where) if where.any() else None)])
 
-
-_ELEM = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 _NP = {"u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "s32": np.int32, "u64": np.uint64, "s64": np.int64}
