@@ -211,6 +211,18 @@ def test_float_contraction_limits_the_comparison_to_integer_outputs():
     assert M.first_difference(p, {"d": left.tobytes()}, {"d": right.tobytes()}).count == n
 
 
+def _contracting(ztype: str = "f32") -> Program:
+    """SCALAR with a mul.f32 feeding add.f32 stored to a third buffer ``z``."""
+    text = SCALAR.replace("(.param .u64 x, .param .u64 y)", "(.param .u64 x, .param .u64 y, .param .u64 z)").replace(
+        ".reg .b32 %r<8>;", ".reg .b32 %r<8>;\n    .reg .f32 %f<8>;\n    .reg .b64 %rz;").replace(
+        "    ret;", "    ld.param.u64 %rz, [z];\n    cvta.to.global.u64 %rz, %rz;\n    add.u64 %rz, %rz, %rd3;\n"
+        "    cvt.rn.f32.u32 %f1, %r2;\n    mul.f32 %f2, %f1, 0f3DCCCCCD;\n    add.f32 %f3, %f2, 0f3F800000;\n"
+        "    cvt.rn.f32.u32 %f4, %r1;\n    add.f32 %f5, %f3, %f4;\n    st.global.f32 [%rz], %f5;\n    ret;")
+    p = Program.from_ptx(text, "contract_f32.ptx")
+    return replace(p, buffers=tuple(replace(b, init="random", seed=5) if b.name == "x" else
+                                    replace(b, type=ztype) if b.name == "z" else b for b in p.buffers))
+
+
 @pytest.mark.parametrize("ztype", ["f32", "u32"])
 def test_modelled_float_contraction_compares_the_elements_the_reference_gives_exactly(ztype):
     """mul.f32 feeding add.f32: the reference allows the fused and the unfused result (a bound where
@@ -218,14 +230,7 @@ def test_modelled_float_contraction_compares_the_elements_the_reference_gives_ex
     instead of being left out; so does a float result stored through an integer-typed buffer (a
     campaign's construct moves float bits to .b32 and stores them as u32).  The 85 compiler-made kernels of tests/data showed no such element
     differing between -O3 and -O0 on an H200 (tests/hw_records/kernels_h200.json)."""
-    text = SCALAR.replace("(.param .u64 x, .param .u64 y)", "(.param .u64 x, .param .u64 y, .param .u64 z)").replace(
-        ".reg .b32 %r<8>;", ".reg .b32 %r<8>;\n    .reg .f32 %f<8>;\n    .reg .b64 %rz;").replace(
-        "    ret;", "    ld.param.u64 %rz, [z];\n    cvta.to.global.u64 %rz, %rz;\n    add.u64 %rz, %rz, %rd3;\n"
-        "    cvt.rn.f32.u32 %f1, %r2;\n    mul.f32 %f2, %f1, 0f3DCCCCCD;\n    add.f32 %f3, %f2, 0f3F800000;\n"
-        "    cvt.rn.f32.u32 %f4, %r1;\n    add.f32 %f5, %f3, %f4;\n    st.global.f32 [%rz], %f5;\n    ret;")
-    p = Program.from_ptx(text, "contract_f32.ptx")
-    p = replace(p, buffers=tuple(replace(b, init="random", seed=5) if b.name == "x" else
-                                 replace(b, type=ztype) if b.name == "z" else b for b in p.buffers))
+    p = _contracting(ztype)
     el = M.pair_eligibility(p)
     assert el.ok and not el.integer_only
     z = el.defined["z"]
@@ -236,6 +241,33 @@ def test_modelled_float_contraction_compares_the_elements_the_reference_gives_ex
     assert M.first_difference(p, {"z": left.tobytes()}, {"z": right.tobytes()}, el.defined) is None
     right[np.flatnonzero(z)[0]] = 1.0
     assert M.first_difference(p, {"z": left.tobytes()}, {"z": right.tobytes()}, el.defined) is not None
+
+
+def test_eligibility_reads_the_reference_run_the_campaign_took_in_the_same_numerics(monkeypatch):
+    """A campaign's reference judge runs every program in its numerics (hardware); the pairs'
+    eligibility of a program with contractible f32 arithmetic wants that very run and reads it
+    instead of running the reference again.  A run in other numerics is not read: an integer
+    kernel's eligibility wants the spec's."""
+    from fuzzptx.judges.base import Context, Verdicts
+    from fuzzptx.judges.builtin import ReferenceJudge
+    from fuzzptx.judges.differ import as_judged
+
+    p = _contracting()
+    fresh = M.pair_eligibility(p)
+    judged, text = as_judged(p)
+    verdict = ReferenceJudge().judge(judged, Context(text, Verdicts(), numerics="hardware"))
+    assert verdict.outcome("hardware") is verdict.result and verdict.outcome("spec") is None
+    ran = []
+    real = M._reference_run
+    monkeypatch.setattr(M, "_reference_run", lambda program, mode: ran.append(mode) or real(program, mode))
+    reused = M.pair_eligibility(p, taken=verdict.outcome)
+    assert ran == []
+    assert (reused.reason, reused.integer_only) == (fresh.reason, fresh.integer_only)
+    assert all(np.array_equal(reused.defined[k], fresh.defined[k]) for k in fresh.defined)
+    s = scalar()
+    sj, st = as_judged(s)
+    hw = ReferenceJudge().judge(sj, Context(st, Verdicts(), numerics="hardware"))
+    assert M.pair_eligibility(s, taken=hw.outcome).ok and ran == ["spec"]
 
 
 def test_pairs_names_parse_with_a_one_line_error():

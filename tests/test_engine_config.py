@@ -124,7 +124,7 @@ class CubinSizer(Judge):
     def judge(self, program: Any, ctx: Any) -> Any:
         raise AssertionError("a GPU judge in a run judges through on_gpu")
 
-    def prepare(self, program, text, compiled, *, gpu):
+    def prepare(self, program, text, compiled, *, gpu, verdicts=None):
         return (compiled.kernel(program.launch.kernel), compiled.cubin) if gpu else None
 
     def on_gpu(self, program, prepared, worker):

@@ -31,7 +31,7 @@ class StagedJudge(Judge):
     def judge(self, program: Program, ctx: Context) -> Any:
         return "judged alone"
 
-    def prepare(self, program: Program, text: str, compiled: Any, *, gpu: bool) -> Any:
+    def prepare(self, program: Program, text: str, compiled: Any, *, gpu: bool, verdicts: Any = None) -> Any:
         return Done("through the stages")
 
 

@@ -279,7 +279,7 @@ def _per_program(st: BlockState) -> None:
             # a compile pair of it would say nothing; the campaign shows its GPU worker surviving it
             for j in gpu_judges if not planted else [j for j in gpu_judges if j.stage == GPU]:
                 t0 = time.perf_counter()
-                prepared = j.prepare(p, text, r, gpu=st.gpu_run)
+                prepared = j.prepare(p, text, r, gpu=st.gpu_run, verdicts=v)
                 if isinstance(prepared, Done):  # judged at once (no GPU in the run)
                     v[j.name] = prepared.verdict
                 elif prepared is not None:

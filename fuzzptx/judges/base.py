@@ -46,7 +46,8 @@ class ReferenceVerdict:
     """The reference's run (``RefResult``), or why it has none: an error on this program
     (``error``, with ``error_kind`` its class and message shape so that shrinking keeps the same
     error) or an instruction outside its subset (``skipped``: not a finding).  ``mutation_reached``:
-    whether the run reached what a labelled mutation made undefined."""
+    whether the run reached what a labelled mutation made undefined.  ``mode``: the numerics it ran
+    in, so that a later judge wanting the same run (the compile pairs' eligibility) reads this one."""
 
     result: Any = None
     error: str | None = None
@@ -54,6 +55,14 @@ class ReferenceVerdict:
     error_kind: str = ""
     mutation_reached: bool | None = None
     exception: BaseException | None = field(default=None, compare=False, repr=False)
+    mode: str | None = field(default=None, compare=False, repr=False)
+
+    def outcome(self, mode: str) -> Any:
+        """The run's result, or the exception it raised, when it ran in ``mode`` (None otherwise,
+        and where it has neither: a skipped run says why in words only)."""
+        if self.mode != mode:
+            return None
+        return self.result if self.result is not None else self.exception
 
 
 @dataclass
@@ -346,10 +355,13 @@ class Judge(ABC):
         no compiler, or a release that cannot read the program)."""
         return None
 
-    def prepare(self, program: Program, text: str, compiled: Any, *, gpu: bool) -> Any:
+    def prepare(self, program: Program, text: str, compiled: Any, *, gpu: bool,
+                verdicts: Verdicts | None = None) -> Any:
         """GPU and METAMORPHIC stages, in the pool: what ``on_gpu`` needs for this program (None:
         nothing to run).  ``compiled``: the compile stage's result; ``gpu`` False: the run holds
-        no GPU -- a judge that can do without one returns its verdict (``Done``) here."""
+        no GPU -- a judge that can do without one returns its verdict (``Done``) here;
+        ``verdicts``: what the pool's judges said of the program (a judge reuses what it would
+        otherwise compute again)."""
         return None
 
     def prepare_block(self, prepared: list[Any]) -> None:

@@ -410,16 +410,17 @@ class ReferenceJudge(Judge):
             if program.inferred:  # fuzzptx's guess at a launch does not fit: a limit, not a finding
                 return ReferenceVerdict(skipped=f"cannot run the inferred launch (write the header by hand): {exc}")
             return ReferenceVerdict(error=str(exc), error_kind=f"{type(exc).__name__}:{_message_slug(exc.message)}",
-                                    exception=exc)
+                                    exception=exc, mode=ctx.numerics)
         except FuzzptxError as exc:
             return ReferenceVerdict(error=str(exc), error_kind=f"{type(exc).__name__}:{_message_slug(exc.message)}",
-                                    exception=exc)
+                                    exception=exc, mode=ctx.numerics)
         except Exception as exc:  # a crash of the reference is a finding, never the end of a run
-            return ReferenceVerdict(error=f"internal error: {type(exc).__name__}: {exc}", exception=exc)
+            return ReferenceVerdict(error=f"internal error: {type(exc).__name__}: {exc}", exception=exc,
+                                    mode=ctx.numerics)
         reached = None
         if is_labelled(program):
             reached = took_the_mutated_path(program, result)
-        return ReferenceVerdict(result, mutation_reached=reached)
+        return ReferenceVerdict(result, mutation_reached=reached, mode=ctx.numerics)
 
     def summary(self, verdict: ReferenceVerdict) -> dict[str, str]:
         if verdict.error is not None:
@@ -463,7 +464,8 @@ class HardwareJudge(Judge):
     needs = frozenset({IR, ACCEPTED, CUBIN, DEVICE})
     summary_keys = ("hardware",)
 
-    def prepare(self, program: Program, text: str, compiled: Any, *, gpu: bool) -> Any:
+    def prepare(self, program: Program, text: str, compiled: Any, *, gpu: bool,
+                verdicts: Verdicts | None = None) -> Any:
         """ptxas's own cubin of the program and its kernel's name in it (the GPU loads that)."""
         if not gpu or compiled is None or not compiled.accepted or not compiled.cubin:
             return None
@@ -767,7 +769,8 @@ class MetamorphicJudge(Judge):
     def judge(self, program: Program, ctx: Context) -> Any:
         return metamorphic_verdict(program, on_gpu=ctx.has_gpu(), worker=ctx.gpu, pairs=self.pairs, inputs=self.inputs)
 
-    def prepare(self, program: Program, text: str, compiled: Any, *, gpu: bool) -> Any:
+    def prepare(self, program: Program, text: str, compiled: Any, *, gpu: bool,
+                verdicts: Verdicts | None = None) -> Any:
         """The program's pairs (``compile_pairs.choose``, a function of its text) with every side
         compiled here in the pool (the original's -O3 build reused) for the GPU; without a GPU, the
         transforms judged at once on the reference (compile pairs hold trivially there)."""
@@ -780,7 +783,9 @@ class MetamorphicJudge(Judge):
         if not chosen:
             return None
         try:
-            pairs = metamorphic_prepare(program, pairs=chosen)
+            ref = verdicts.get("reference") if verdicts is not None else None
+            taken = ref.outcome if isinstance(ref, ReferenceVerdict) else None
+            pairs = metamorphic_prepare(program, pairs=chosen, taken=taken)
             if isinstance(pairs, PreparedPairs):
                 if gpu:  # compiled with the block's other programs' sides (``prepare_block``)
                     pairs.staged = {(text, 3): compiled}

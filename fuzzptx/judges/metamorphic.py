@@ -426,7 +426,8 @@ def spec_defined(program: Program, reference: Any = None) -> Eligibility:
     return el
 
 
-def pair_eligibility(program: Program, reference: Any = None) -> Eligibility:
+def pair_eligibility(program: Program, reference: Any = None,
+                     taken: Callable[[str], Any] | None = None) -> Eligibility:
     """Whether ``program`` takes part in compile pairs: the checker's ISA and spec layers find
     nothing (the program is defined as far as it can tell).  The reference, where it runs, adds
     its mask of defined elements, or rules the program out when it is undefined; where it cannot
@@ -441,7 +442,11 @@ def pair_eligibility(program: Program, reference: Any = None) -> Eligibility:
     compiler-made kernels of ``tests/data`` no element so chosen differed between -O3 and -O0 on an
     H200 (``tests/hw_records/kernels_h200.json``), where the float outputs of CUTLASS's and Triton's
     kernels were left out of every pair before.  Contractible ops of other types (packed halves,
-    f64, ``mad``), or no reference mask, leave float outputs out as before (``integer_only``)."""
+    f64, ``mad``), or no reference mask, leave float outputs out as before (``integer_only``).
+
+    ``reference``: the outcome to use whatever its numerics; ``taken``: the outcome of a run already
+    taken in a numerics mode (``ReferenceVerdict.outcome``: None where that run was in another mode),
+    read before the reference is run here -- a campaign's reference judge has run every program."""
     try:
         found = spec_findings(program)
     except Exception as exc:  # a checker crash is the differ's finding, not ours
@@ -456,8 +461,11 @@ def pair_eligibility(program: Program, reference: Any = None) -> Eligibility:
         return Eligibility("float arithmetic ptxas may contract differently per build, and no integer output")
     ref = reference
     if ref is None:
-        parsed, _ = as_judged(program)
-        ref = _reference_run(parsed, "hardware" if exact_floats else "spec")
+        mode = "hardware" if exact_floats else "spec"
+        ref = taken(mode) if taken is not None else None
+        if ref is None:
+            parsed, _ = as_judged(program)
+            ref = _reference_run(parsed, mode)
     if isinstance(ref, BaseException):
         what = str(ref).splitlines()[0][:160] if str(ref) else ""
         why = f"{type(ref).__name__}: {what}" if what else type(ref).__name__
@@ -996,10 +1004,12 @@ def _text_program(text: str, pairs: PreparedPairs) -> Program:
 
 
 def prepare_pairs(program: Program, *, seed: int = 0, planted: bool = False, pairs: Sequence[str] = REPLAY_DEFAULT,
-                  reference: Any = None, release: str | None = None) -> "PreparedPairs | Checked":
+                  reference: Any = None, release: str | None = None,
+                  taken: Callable[[str], Any] | None = None) -> "PreparedPairs | Checked":
     """The pairs ``program`` takes part in, ready to compile and judge; a ``Checked`` saying why
-    when none can.  ``reference``: the reference's result or exception, when already at hand."""
-    el = pair_eligibility(program, reference)
+    when none can.  ``reference``: the reference's result or exception, when already at hand;
+    ``taken``: a run already taken, by numerics mode (``pair_eligibility``)."""
+    el = pair_eligibility(program, reference, taken)
     if not el.ok:
         return Checked(skipped=el.reason)
     if el.defined is None:  # the transforms are sound only where the reference defines the program
