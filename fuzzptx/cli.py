@@ -54,6 +54,16 @@ def _load(name: str) -> Callable[[list[str]], int]:
     return getattr(importlib.import_module(module), func)
 
 
+def _check_environment() -> None:
+    """The ``FUZZPTX_*`` settings every command may read, checked before any work: a malformed one
+    is one line at once, not a failure of every block of a run that goes on."""
+    from fuzzptx.inputs import default_limit
+    from fuzzptx.oracles.ptxas import ptxas_timeout
+
+    default_limit()
+    ptxas_timeout(0)
+
+
 def main(argv: list[str] | None = None) -> int:
     # numpy's OpenBLAS would spread each small matrix product over every core and spin;
     # fuzzptx parallelises across programs instead (set before numpy is imported).
@@ -71,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fuzzptx: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     try:
+        _check_environment()
         return int(_load(name)(rest) or 0)
     except FuzzptxError as exc:
         print(f"fuzzptx {name}: {exc}", file=sys.stderr)
@@ -80,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # the file system refused (a full disk, a path that cannot be written): one line
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"fuzzptx {name}: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

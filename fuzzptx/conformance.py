@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 
 from fuzzptx import isa
 from fuzzptx.helptext import Formatter
+from fuzzptx.inputs import output_file
 from fuzzptx.conformance_report import render
 from fuzzptx.isa import warp
 from fuzzptx.isa.model import Form
@@ -277,15 +278,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="N-independent wgmma neighbours at every N, not only at the representative N")
     args = ap.parse_args(argv)
     forms = isa.forms(args.family) if args.family else isa.forms()
+    if args.write_report:
+        output_file(args.write_report, what="report")  # said before the minutes of ptxas runs, not after
     t0 = time.perf_counter()
     outcomes = evaluate(all_cases(forms, every_n=args.every_n), args.jobs)
     s = summary(outcomes)
     s["seconds"] = round(time.perf_counter() - t0, 1)
     if args.write_report:
-        import pathlib
-
-        path = pathlib.Path(args.write_report)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = output_file(args.write_report, what="report")
         cmd = " ".join(["python -m fuzzptx.conformance", *(argv if argv is not None else sys.argv[1:])])
         path.write_text(render(outcomes, s, cmd))
     if args.json:

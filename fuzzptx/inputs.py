@@ -5,7 +5,8 @@ traceback or a hang.
 
 ``read_text`` reads a whole text file (a PTX program, a known-findings file) under a size
 limit; ``read_jsonl`` streams a JSON-lines record (a campaign's ``results.jsonl`` runs to
-gigabytes), naming each bad line by file and line.
+gigabytes), naming each bad line by file and line.  ``make_dir`` is the one way out: the
+directory a command writes (``--out``), or one line saying why it cannot be.
 """
 from __future__ import annotations
 
@@ -36,6 +37,30 @@ def default_limit() -> int:
             pass
         raise InputError(f"{LIMIT_ENV}={raw!r}: expected a positive number of MiB")
     return DEFAULT_LIMIT_MB << 20
+
+
+def make_dir(path: str | Path, *, what: str) -> Path:
+    """``path`` as a directory, made with its parents where missing; one line (``InputError``)
+    where it cannot be: a file is in the way, or the file system refuses."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise InputError(f"cannot write the {what}: exists and is not a directory", str(path))
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
+        raise InputError(f"cannot make the {what}: {exc.strerror or exc}{where}", str(path)) from None
+    return p
+
+
+def output_file(path: str | Path, *, what: str) -> Path:
+    """``path`` checked as a file a command will write at its end (its directory made here): a
+    command that works for minutes says at once, not after, that its result could not be kept."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"cannot write the {what}: it is a directory", str(path))
+    make_dir(p.parent, what=f"{what}'s directory")
+    return p
 
 
 DEFAULT_LIMIT = -1  # sentinel: ``default_limit()`` at the time of the call (the environment may change)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.inputs import make_dir
 
 from .ptxas import PINNED_VERSION, PtxasNotFound, _version_of, find_ptxas
 
@@ -416,7 +417,7 @@ def fetch(release: str) -> Toolchain:
 def pack(dest: Path, spec: str) -> list[Path]:
     """Copy the toolchains of ``spec`` into ``dest/<release>/`` (fetching what is missing),
     a directory to carry to a machine without internet and name in ``$FUZZPTX_TOOLCHAINS``."""
-    dest.mkdir(parents=True, exist_ok=True)
+    make_dir(dest, what="pack directory")
     written = []
     for tc in resolve(spec):
         final = dest / tc.release

@@ -244,6 +244,38 @@ def test_report(row, campaign_dir, tmp_path):
           *(["--out", str(tmp_path / "r")] if row["out"] else [])])
 
 
+# Every command that writes, pointed where it cannot: under a regular file ("{f}/x"), at a regular
+# file where a directory goes ("{f}"), at a directory where a file goes ("{d}").
+UNWRITABLE = [
+    ["run", "--examples", "1", "--out", "{f}/x"], ["run", "--examples", "1", "--out", "{f}"],
+    ["campaign", "--gpus", "none", "--examples", "1", "--out", "{f}/x"],
+    ["bundle", str(SMALL), "-o", "{f}/x"], ["report", "{camp}", "--out", "{f}/x"], ["report", "{camp}", "--out", "{f}"],
+    ["shrink", str(REJECTED), "--keep", "ptxas:error", "-o", "{f}/x.ptx"],
+    ["shrink", str(REJECTED), "--keep", "ptxas:error", "-o", "{d}"],
+    ["triage", "{camp}", "--md", "{f}/x.md"], ["triage", "{camp}", "--html", "{d}"],
+    ["conformance", "--family", "ldmatrix", "--write-report", "{f}/x.md"],
+    ["toolchains", "--pack", "{f}/x", "13.0.88"],
+]
+
+
+@pytest.mark.parametrize("argv", UNWRITABLE, ids=lambda a: " ".join(a[:1] + [x for x in a[1:] if "{" in x]))
+def test_an_output_that_cannot_be_written_is_one_line_before_any_work(argv, campaign_dir, tmp_path):
+    """A path the command cannot write ends it with exit 2 and one line naming the path, before
+    it judges anything (a shrink or a conformance run says so at once, not after its minutes)."""
+    f = tmp_path / "a_file"
+    f.write_text("x")
+    d = tmp_path / "a_dir"
+    d.mkdir()
+    argv = [a.format(f=f, d=d, camp=campaign_dir) for a in argv]
+    t0 = time.monotonic()
+    code, _, err = call(argv)
+    assert code == 2, (argv, err)
+    last = err.strip().splitlines()[-1]
+    assert str(f) in last or str(d) in last, last
+    assert time.monotonic() - t0 < 30
+    assert f.read_text() == "x" and list(d.iterdir()) == []
+
+
 @pytest.mark.parametrize("argv", [["catalogue"], ["catalogue", "--json", "--family", "mma"], ["toolchains"],
                                   ["toolchains", "--json"], ["conformance", "--family", "ldmatrix", "--json"],
                                   ["--version"], ["nope"], ["run", "--no-such-option"]],
@@ -256,3 +288,14 @@ def test_zz_times():
     """The file's cost per command (printed with -s)."""
     print("\ncli matrix seconds per command:", {k: round(v, 1) for k, v in sorted(TIMES.items())},
           "total", round(sum(TIMES.values()), 1))
+
+
+@pytest.mark.parametrize("var,value", [("FUZZPTX_PTXAS_TIMEOUT", "abc"), ("FUZZPTX_PTXAS_TIMEOUT", "-1"),
+                                       ("FUZZPTX_MAX_INPUT_MB", "abc")])
+def test_a_malformed_setting_in_the_environment_is_one_line_before_any_work(var, value, monkeypatch, tmp_path):
+    """A bad ``FUZZPTX_PTXAS_TIMEOUT`` made every block of a run fail, each said in a line, and the
+    run went on judging nothing; now the command says it once and exits 2."""
+    monkeypatch.setenv(var, value)
+    code, _, err = call(["run", "--examples", "2", "--workers", "0", "--out", str(tmp_path / "r")])
+    assert code == 2 and err.strip().splitlines()[-1].startswith(f"fuzzptx run: {var}="), err
+    assert not (tmp_path / "r").exists()

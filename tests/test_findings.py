@@ -68,3 +68,14 @@ def test_a_ptxas_crash_is_a_compiler_finding_not_a_rejection():
     assert fixed != text
     v2 = differ.judge(judged, ("ptxas",), text=fixed, judged=judged)
     assert v2.ptxas.accepted and not differ.keep_predicate("ptxas:crash")([], v2)
+
+
+def test_a_ptxas_error_without_a_line_reads_without_line_none():
+    """ptxas names no line for an option it cannot take (``.target sm_200``): the verdict says the
+    message alone, never ``line None``."""
+    from fuzzptx.oracles.ptxas import PtxasResult
+    from fuzzptx.oracles.ptxas_diag import Diagnostic
+
+    res = PtxasResult(False, (Diagnostic("error", None, None, "Value 'sm_200' is not defined for option 'gpu-name'", None),),
+                      None, 0.0, 255, False)
+    assert differ.describe_ptxas(res) == "rejected (Value 'sm_200' is not defined for option 'gpu-name')"

@@ -693,3 +693,19 @@ def test_mutated_ptx_is_a_module_or_a_one_line_syntax_error(data):
     except PtxSyntaxError as e:
         assert "\n" not in str(e) and e.line >= 1 and e.col >= 1
         assert e.line <= text.count("\n") + 1
+
+
+def test_operands_nested_past_the_limit_are_one_line_not_a_recursion_error():
+    """``mov.b32 %r1, ((((...1...))))`` 5,000 deep ran the recursive descent out of stack (a
+    RecursionError traceback from ``fuzzptx check``); past ``MAX_NESTING`` it is one located line."""
+    from fuzzptx.ptx.parse import MAX_NESTING
+
+    def kernel(depth: int, o: str = "(", c: str = ")") -> str:
+        return (".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{\n .reg .b32 %r<3>;\n"
+                f" mov.b32 %r1, {o * depth}%r2{c * depth};\n ret;\n}}\n")
+
+    for o, c in (("(", ")"), ("{", "}")):
+        with pytest.raises(PtxSyntaxError, match=f"nested more than {MAX_NESTING} deep") as e:
+            parse(kernel(5000, o, c), "deep.ptx")
+        assert (e.value.line, e.value.file) == (7, "deep.ptx")
+        parse(kernel(MAX_NESTING, o, c), "ok.ptx")  # (what it means is the judges' to say)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fuzzptx.errors import FuzzptxError
+from fuzzptx.inputs import make_dir
 
 LOCK_NAME = "campaign.lock"
 HEARTBEAT_SECONDS = 10.0
@@ -145,7 +146,7 @@ def _stale_reason(holder: Holder | None, text: str, age: float, force: bool, sta
 
 def acquire(directory: Path, *, force_takeover: bool = False, stale_after: float = DEFAULT_STALE_AFTER) -> OutLock:
     """Own ``directory`` or raise ``LockHeld`` naming the holder."""
-    directory.mkdir(parents=True, exist_ok=True)
+    make_dir(directory, what="run directory")
     me = Holder(socket.gethostname(), os.getpid(), time.time(), uuid.uuid4().hex)
     path = directory / LOCK_NAME
     for _ in range(5):  # a lock released between our tries: try again

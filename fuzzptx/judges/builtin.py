@@ -60,6 +60,11 @@ FINDINGS_ORDER = ("checker", "ptxas", "reference", "hardware", "mmasim", "sass",
 # ------------------------------------------------------------------ ptxas
 
 
+def _located(d: Any) -> str:
+    """A ptxas diagnostic as ``line N: message`` (the message alone where ptxas named no line)."""
+    return f"line {d.line}: {d.message}" if d.line is not None else d.message
+
+
 def describe_ptxas(res: Any) -> str:
     if res.timed_out:
         return "timeout"
@@ -67,7 +72,7 @@ def describe_ptxas(res: Any) -> str:
         return f"crashed (signal {-res.returncode})"
     if not res.accepted:
         first = next((d for d in res.diagnostics if d.severity == "error"), None)
-        return "rejected" + (f" (line {first.line}: {first.message})" if first else "")
+        return "rejected" + (f" ({_located(first)})" if first else "")
     codes = ptxas_codes(res)
     return "accepted" + (" " + " ".join(f"{c}@{ln}" for c, ln in codes) if codes else "")
 
@@ -118,7 +123,7 @@ class PtxasJudge(Judge):
 
     def rows(self, program: Program, verdict: Any, v: Verdicts) -> list[tuple[str, str, str]]:
         first = next((d for d in verdict.diagnostics if d.severity in ("error", "warning")), None)
-        return [("ptxas", describe_ptxas(verdict), f"line {first.line}: {first.message}" if first else "")]
+        return [("ptxas", describe_ptxas(verdict), _located(first) if first else "")]
 
     def findings(self, program: Program, v: Verdicts, family: str, *, full: Any = None) -> list[Finding]:
         """A timeout or a crash (ptxas killed by a signal) of the pinned ptxas: a compiler bug

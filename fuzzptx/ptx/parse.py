@@ -225,8 +225,15 @@ def _imm_value(t: str) -> int | float:
 # ------------------------------------------------------------------ parser
 
 
+# Operand lists inside operand lists (``{...}``, ``(...)``): PTX nests two deep at most; a file
+# nesting deeper than this is refused in one line before the recursion runs out of stack.
+MAX_NESTING = 32
+
+
 class _Parser:
     """Recursive descent over parallel lists ``tx`` (token texts) and ``ps`` (start offsets)."""
+
+    depth = 0  # operand lists open around the current token
 
     def __init__(self, text: str, file: str):
         self.text = text
@@ -754,10 +761,14 @@ class _Parser:
             return self.imm(tx[self.i - 1], "-")
         if t == "[":
             return self.address()
-        if t == "{":
-            return Vec(self.items("}"))
-        if t == "(":
-            return CallArgs(self.items(")"))
+        if t == "{" or t == "(":
+            if self.depth >= MAX_NESTING:
+                self.tok_err(f"operands nested more than {MAX_NESTING} deep", self.i - 1)
+            self.depth += 1
+            try:
+                return Vec(self.items("}")) if t == "{" else CallArgs(self.items(")"))
+            finally:
+                self.depth -= 1
         if t == "!":
             return Neg(self.reg(self.expect_kind("w", "a predicate register after '!'")))
         self.i -= 1

@@ -31,7 +31,7 @@ from typing import Callable, Iterable
 from fuzzptx.engine import matrix
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.helptext import Formatter
-from fuzzptx.inputs import InputError, read_jsonl, read_text
+from fuzzptx.inputs import InputError, output_file, read_jsonl, read_text
 from fuzzptx.judges.finding import RootCause, program_causes
 from fuzzptx.oracles.hardware import gpu_available
 from fuzzptx.program import Program
@@ -313,6 +313,9 @@ def main_triage(argv: list[str]) -> int:
     ap.add_argument("--ptxas", metavar="SPEC", help="judge each bucket's smallest repro with every ptxas release of SPEC "
                     "and say which keep its signature (fetched into the user cache on demand)")
     args = ap.parse_args(argv)
+    for path, what in ((args.md, "Markdown summary"), (args.html, "HTML summary")):
+        if path:
+            output_file(path, what=what)
     known = load_known(args.known) if args.known else ()
     context = context_of(args.results)
     t = read_records(args.results)

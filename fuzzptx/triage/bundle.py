@@ -26,7 +26,7 @@ import numpy as np
 from fuzzptx.engine import matrix as release_matrix
 from fuzzptx.engine.executor import Executor
 from fuzzptx.helptext import Progress
-from fuzzptx.inputs import InputError, read_text
+from fuzzptx.inputs import InputError, make_dir, read_text
 from fuzzptx.judges import differ
 from fuzzptx.judges.finding import COMPILER, classify
 from fuzzptx.oracles import toolchains
@@ -115,8 +115,11 @@ def bundle(path: str | Path, out: str | Path, *, releases: str | None = None, ke
     program = launch.load(text, str(path), kernel)  # a plain file's launch inferred and searched
     if out.exists() and not (out.is_dir() and (not any(out.iterdir()) or (out / "bundle.json").exists())):
         raise InputError("exists and is not an earlier bundle: choose another -o", str(out))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    make_dir(out.parent, what="bundle's parent directory")
+    try:
+        work = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    except OSError as exc:
+        raise InputError(f"cannot write the bundle here: {exc.strerror or exc}", str(out)) from None
     try:
         meta = _write(program, text, path, work, releases, kernel, step or (lambda _: None))
         if out.exists():  # an earlier bundle (or an empty directory): moved aside, then removed

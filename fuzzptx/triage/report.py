@@ -21,7 +21,7 @@ from typing import Iterable, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
 from fuzzptx.helptext import Formatter
-from fuzzptx.inputs import InputError, read_text
+from fuzzptx.inputs import InputError, make_dir, read_text
 from fuzzptx.triage import bugs as bug_rows
 from fuzzptx.triage.known import KnownBug, classify, context_from, load_known
 from fuzzptx.judges.finding import CLASSES
@@ -531,7 +531,7 @@ def write_report(directory: Path, known: tuple[KnownBug, ...] = (), ptxas: str |
         t, digest = load_records(list(shards))
         stats = merge_stats([(d, read_stats(d / "stats.json")) for d in shards]) if len(shards) > 1 \
             else read_stats(shards[0] / "stats.json")
-        directory.mkdir(parents=True, exist_ok=True)
+        make_dir(directory, what="report directory")
     else:
         t, digest = load_records(directory)
         stats = read_stats(directory / "stats.json")

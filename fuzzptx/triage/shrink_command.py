@@ -22,6 +22,7 @@ from typing import Callable
 from fuzzptx.engine.records import forms_in
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.helptext import Formatter
+from fuzzptx.inputs import output_file
 from fuzzptx.oracles import toolchains
 from fuzzptx.program import Program, say_inferred
 from fuzzptx.reduce import OutOfBudget, instruction_count, shrink
@@ -134,6 +135,7 @@ def main_shrink(argv: list[str]) -> int:
 
 
 def _shrink(args: argparse.Namespace, clock: _Clock) -> int:
+    output_file(args.output, what="shrunk repro")
     clock.phase = f"reading and parsing {args.file}"
     program = Program.from_file(args.file, args.kernel)
     say_inferred(program, args.file, "shrink")
