@@ -38,6 +38,14 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     _pin_worker_gpu(config)
     config._fuzzptx_known = _load_known(config)
+    if any(config.getoption(o, default=d) != d for o, d in _RESOLVED_AT_START.items()):
+        _fuzz_config(config)  # a usage error before any test runs, not in the first fuzz test's set-up
+
+
+# Options whose values the session's FuzzConfig resolves: given any, it is resolved at configure
+# time (fuzzptx's modules are not imported by a pytest session that gives none).
+_RESOLVED_AT_START = {"--fuzzptx-judges": None, "--fuzzptx-ptxas": None, "--fuzzptx-examples": None,
+                      "--fuzzptx-numerics": None, "--fuzzptx-fail-on": "all"}
 
 
 def _load_known(config: pytest.Config) -> tuple:
@@ -134,15 +142,14 @@ class FuzzConfig:
             self.run = RunConfig(judges=select(names, config.getoption("--fuzzptx-ptxas"), option="--fuzzptx-judges"),
                                  examples=examples or PROFILES[self.profile],
                                  numerics=config.getoption("--fuzzptx-numerics"))
-        except FuzzptxError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        except FuzzptxError as exc:  # (the release resolver names the CLI's --ptxas: here it is --fuzzptx-ptxas)
+            text = str(exc)
+            raise pytest.UsageError("--fuzzptx-" + text[2:] if text.startswith("--ptxas ") else text) from None
         self.judges = self.run.judges
         self.examples = self.run.examples
         self.repro_dir = config.getoption("--fuzzptx-repro-dir")
         self.numerics: str | None = self.run.numerics
-        fail_on = config.getoption("--fuzzptx-fail-on")
-        self.fail_on: tuple[str, ...] | None = None if fail_on == "all" else tuple(
-            x.strip() for x in fail_on.split(",") if x.strip())
+        self.fail_on: tuple[str, ...] | None = _fail_on(config.getoption("--fuzzptx-fail-on"))
         known = getattr(config, "_fuzzptx_known", None)  # read at configure time (a usage error there)
         self.known: tuple = _load_known(config) if known is None else known
 
@@ -152,6 +159,27 @@ class FuzzConfig:
         return settings(max_examples=self.examples, deadline=None, database=None,
                         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
+
+
+def _fail_on(text: str) -> tuple[str, ...] | None:
+    """``--fuzzptx-fail-on``: None for ``all``, else the signature prefixes, each starting with a
+    judge's name (a finding signature does: ``checker:crash``, ``reference!=hardware``,
+    ``ptxas@13.5.37``) or ``expect``/``differ``; a prefix no signature can start with would
+    silently let every finding pass."""
+    import re
+
+    from fuzzptx.judges.registry import names
+
+    if text.strip() == "all":
+        return None
+    prefixes = tuple(x.strip() for x in text.split(",") if x.strip())
+    heads = set(names()) | {"expect", "differ"}
+    bad = [p for p in prefixes if re.match(r"[A-Za-z_][\w-]*", p) is None
+           or re.match(r"[A-Za-z_][\w-]*", p).group(0) not in heads]
+    if not prefixes or bad:
+        raise pytest.UsageError(f"--fuzzptx-fail-on {text!r}: expected all, or signature prefixes starting with a "
+                                f"judge's name ({', '.join(sorted(heads))})" + (f"; not: {', '.join(bad)}" if bad else ""))
+    return prefixes
 
 
 def _fuzz_config(config: pytest.Config) -> FuzzConfig:
@@ -178,9 +206,9 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
     """
     import re
     from dataclasses import replace
-    from pathlib import Path
 
     from fuzzptx.engine.executor import Executor
+    from fuzzptx.inputs import make_dir
     from fuzzptx.judges.selection import JudgeSet
 
     judges = JudgeSet.of(config.judges)
@@ -204,8 +232,7 @@ def check_program(program, config: FuzzConfig, fail_on: tuple[str, ...] | None =
     from fuzzptx.engine.repro import finalize_repro_file, judges_that_ran, write_raw
 
     first = findings[0]
-    out = Path(config.repro_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_dir(config.repro_dir, what="--fuzzptx-repro-dir")
     path = out / (re.sub(r"[^A-Za-z0-9]+", "_", first.signature).strip("_")[:100] + ".ptx")
     write_raw(path, program, first.signature)  # the engine's one repro writer: raw first, then EXPECT lines
     finalize_repro_file(str(path), program, judges_that_ran(verdicts), first.signature, None)

@@ -38,6 +38,29 @@ def test_profiles_and_overrides(pytester):
     r.stderr.fnmatch_lines([f"*--fuzzptx-known: {bad}:1: bug 'x': needs title, written_up*"])
 
 
+@pytest.mark.parametrize("option,says", [
+    (["--fuzzptx-judges", "bogus"], "*--fuzzptx-judges: unknown judge(s) bogus*"),
+    (["--fuzzptx-examples", "-1"], "*--fuzzptx-examples -1: expected a positive number*"),
+    (["--fuzzptx-ptxas", "9.9.9"], "*--fuzzptx-ptxas 9.9.9: 9.9.9 is not a known ptxas release*"),
+    (["--fuzzptx-fail-on", "bogus"], "*--fuzzptx-fail-on 'bogus': expected all, or signature prefixes*not: bogus*"),
+])
+def test_a_bad_fuzz_option_is_a_usage_error_before_any_test(pytester, option, says):
+    """A bad value was a set-up error of the first fuzz test (``E   pytest.UsageError`` in a test's
+    report, and the other tests ran); a fail-on prefix no signature starts with let every finding
+    pass.  Now pytest stops at start-up with one line."""
+    pytester.makepyfile("""
+        def test_plain():
+            pass
+
+        def test_cfg(fuzzptx_config):
+            pass
+    """)
+    r = pytester.runpytest("-p", "no:cacheprovider", *option)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines([says])
+    assert "passed" not in r.stdout.str()
+
+
 def test_one_gpu_per_xdist_worker(monkeypatch):
     from fuzzptx import pytest_plugin
 
