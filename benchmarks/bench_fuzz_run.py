@@ -46,23 +46,27 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--generator", choices=("direct", "hypothesis"), default="direct")
+    ap.add_argument("--judges", default="reference,checker,ptxas",
+                    help="the run's judges (the row's: reference, checker, ptxas; the SASS verifier's cost is row 3a's, "
+                         "and `fuzzptx run`'s default set adds it: reference,checker,ptxas,sass)")
     ap.add_argument("--out", default="benchmarks/results/fuzz_run.json")
     args = ap.parse_args()
     from fuzzptx.perf import tune_gc
 
     tune_gc()  # as the CLI does for every subcommand
+    judges = tuple(j.strip() for j in args.judges.split(",") if j.strip())
     from fuzzptx.engine.generate import BlockTask, block_programs, draw_programs
     from fuzzptx.engine.run import run
     from fuzzptx.oracles.ptxas import compile_batch
 
     with tempfile.TemporaryDirectory() as tmp:  # imports and catalogue first, as in a long run
-        run(2, args.seed + 1, ("reference", "checker", "ptxas"), Path(tmp), progress=False,
+        run(2, args.seed + 1, judges, Path(tmp), progress=False,
             generator=args.generator, repros=False)
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         c0 = cpu_seconds()
         t0 = time.perf_counter()
-        s = run(args.examples, args.seed, ("reference", "checker", "ptxas"), Path(tmp), batch=args.batch,
+        s = run(args.examples, args.seed, judges, Path(tmp), batch=args.batch,
                     shrink_budget=0.0, progress=False, generator=args.generator, repros=False)
         wall = time.perf_counter() - t0
         c1 = cpu_seconds()
@@ -83,7 +87,7 @@ def main() -> None:
     ptxas_cpu = (c3[0] - c2[0]) + (c3[1] - c2[1])
     stage = s["stage_seconds"]
     result = {
-        "examples": args.examples, "seed": args.seed, "batch": args.batch, "generator": args.generator,
+        "examples": args.examples, "seed": args.seed, "batch": args.batch, "generator": args.generator, "judges": list(judges),
         "load_before": round(load0, 2), "load_after": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
         "run_wall_seconds": round(wall, 2),
         "stage_seconds": stage,
