@@ -11,7 +11,8 @@ import sys
 from typing import Callable
 
 from fuzzptx.errors import FuzzptxError
-from fuzzptx.oracles.ptxas import PINNED_VERSION
+from fuzzptx.inputs import default_limit
+from fuzzptx.oracles.ptxas import PINNED_VERSION, ptxas_timeout
 from fuzzptx.perf import tune_gc
 
 # name -> (module, function, one-line help)
@@ -57,9 +58,6 @@ def _load(name: str) -> Callable[[list[str]], int]:
 def _check_environment() -> None:
     """The ``FUZZPTX_*`` settings every command may read, checked before any work: a malformed one
     is one line at once, not a failure of every block of a run that goes on."""
-    from fuzzptx.inputs import default_limit
-    from fuzzptx.oracles.ptxas import ptxas_timeout
-
     default_limit()
     ptxas_timeout(0)
 

@@ -48,6 +48,11 @@ class ReproError(FuzzptxError):
     """A repro header that cannot be understood (names the file and line)."""
 
 
+# The most bytes one header BUFFER may hold: every judge materialises it (the reference in numpy,
+# the GPU in device memory), so a mistyped count is refused here, not as a MemoryError in a judge.
+MAX_BUFFER_BYTES = 1 << 30
+
+
 _BYTES = {  # bytes per element of each buffer type
     "f64": 8, "s64": 8, "u64": 8, "b64": 8,
     "f32": 4, "tf32": 4, "s32": 4, "u32": 4, "b32": 4,
@@ -394,6 +399,7 @@ def _parse_header(module: Module, file: str, kernel: str | None = None) -> Progr
     signature = None
     numerics = "spec"
     seen_magic = False
+    once: dict[str, int] = {}  # LAUNCH, NUMERICS, SIGNATURE, and each BUFFER/PARAM name: the line that gave it
     for i, raw in enumerate(module.preamble):
         line = i + 1
         text = raw.strip()
@@ -402,10 +408,18 @@ def _parse_header(module: Module, file: str, kernel: str | None = None) -> Progr
         if text == MAGIC:
             seen_magic = True
             continue
+        if re.fullmatch(r"fuzzptx-repro v\S*", text):
+            raise ReproError(f"{text!r}: this fuzzptx reads {MAGIC!r} headers", file=file, line=line)
         key, sep, rest = text.partition(":")
         if not sep or key not in ("LAUNCH", "BUFFER", "PARAM", "TENSORMAP", "NUMERICS", "EXPECT", "SIGNATURE", "NOTE"):
             continue  # free comment text
         rest = rest.strip()
+        what = key if key in ("LAUNCH", "NUMERICS", "SIGNATURE") else \
+            f"a BUFFER or PARAM named {rest.split()[0]}" if key in ("BUFFER", "PARAM") and rest.split() else None
+        if what is not None:
+            if what in once:
+                raise ReproError(f"{what} given twice (first on line {once[what]})", file=file, line=line)
+            once[what] = line
         if key == "LAUNCH":
             _, kv = _fields(rest, file, line)
             if "kernel" not in kv:
@@ -437,6 +451,9 @@ def _parse_header(module: Module, file: str, kernel: str | None = None) -> Progr
             count = _int(kv, "count", file, line)
             if count < 1:
                 raise ReproError(f"BUFFER {words[0]}: count must be positive", file=file, line=line)
+            if count * element_bytes(btype) > MAX_BUFFER_BYTES:
+                raise ReproError(f"BUFFER {words[0]}: count={count} of {btype} is {count * element_bytes(btype):,} bytes, "
+                                 f"over the limit of {MAX_BUFFER_BYTES:,} (1 GiB) a judge materialises", file=file, line=line)
             inside = kv.get("in", "")
             at = _int(kv, "at", file, line, 0)
             if ("at" in kv) != bool(inside):
@@ -457,6 +474,8 @@ def _parse_header(module: Module, file: str, kernel: str | None = None) -> Progr
                 raise ReproError("EXPECT needs '<judge>: <verdict>'", file=file, line=line)
             expect.append((judge.strip(), verdict.strip()))
         elif key == "SIGNATURE":
+            if not rest:
+                raise ReproError("SIGNATURE needs a finding signature (or drop the line)", file=file, line=line)
             signature = rest
         elif key == "NUMERICS":
             if rest not in NUMERICS:

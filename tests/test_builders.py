@@ -1,6 +1,9 @@
 """KernelBuilder and wgmma_program: deterministic programs that real ptxas accepts."""
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -161,3 +164,23 @@ def test_numerics_line_round_trips_and_a_bad_one_names_its_line():
     with pytest.raises(ReproError) as exc:
         Program.from_ptx(bad, "k.ptx")
     assert "k.ptx" in str(exc.value) and f":{line}" in str(exc.value) and "spec, hardware" in str(exc.value)
+
+
+@pytest.mark.parametrize("edit,says", [
+    (lambda t: t.replace("count=128 init=special", "count=999999999999 init=special"), "over the limit of 1,073,741,824"),
+    (lambda t: t.replace("// LAUNCH:", "// LAUNCH: kernel=k grid=1,1,1 block=128,1,1\n// LAUNCH:"), "LAUNCH given twice"),
+    (lambda t: t.replace("// BUFFER: y", "// BUFFER: x"), "a BUFFER or PARAM named x given twice"),
+    (lambda t: t.replace("fuzzptx-repro v1", "fuzzptx-repro v2"), "this fuzzptx reads 'fuzzptx-repro v1'"),
+    (lambda t: re.sub(r"// SIGNATURE: .*", "// SIGNATURE: ", t), "SIGNATURE needs a finding signature"),
+])
+def test_a_header_that_says_a_thing_twice_or_beyond_reason_names_its_line(edit, says):
+    """A 1e12-element BUFFER was a MemoryError inside the reference (reported as a crash of the
+    reference, a finding); a second LAUNCH or BUFFER line silently replaced or shadowed the first;
+    an unknown header version was read as v1.  Each is one located line now."""
+    from fuzzptx.program import Program, ReproError
+
+    path = Path(__file__).resolve().parent.parent / "reports" / "findings" / "ptxas_O3_abs_s32_cvt_sat_s16.ptx"
+    text = edit(path.read_text())
+    with pytest.raises(ReproError, match=re.escape(says)) as exc:
+        Program.from_ptx(text, "h.ptx")
+    assert exc.value.file == "h.ptx" and exc.value.line is not None
