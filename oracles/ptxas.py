@@ -91,6 +91,11 @@ class PtxasResult:
     def errors(self) -> tuple[Diagnostic, ...]:
         return tuple(d for d in self.diagnostics if d.severity == "error")
 
+    def allocation_failed(self) -> bool:
+        """Rejected because the register allocator gave up ("Register allocation failed with
+        register count of '255'"): a resource limit of ptxas, no verdict on the program's legality."""
+        return not self.accepted and any("Register allocation failed" in d.message for d in self.errors())
+
     def kernel_map(self) -> dict[str, str]:
         """Input entry name -> name to look up in ``cubin``."""
         return dict(self.kernel_names)

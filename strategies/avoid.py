@@ -22,6 +22,7 @@ AVOIDABLE: dict[str, str] = {
     # scalar kernels (strategies.scalar_kernels): shapes of ptxas -O3 integer miscompiles
     "bfe-s32-position-beyond-31": "bfe.s32 with a constant start position of 32 or more (ptxas 13.0.88 -O3)",
     "bfi-length-beyond-31": "bfi.b32 with a constant length of 32 or more (ptxas 12.9.86/13.0.88 -O3: length mod 32)",
+    "set-compared-with-one": "an integer set result compared with 1 by setp.eq/ne (ptxas 12.0-13.3 -O1+: set taken for 0/1)",
     "abs-into-saturating-cvt": "a saturating cvt of an abs.s32 result (ptxas -O3 up to 13.5.37 clamps it unsigned)",
     "neg-into-saturating-cvt": "a saturating cvt of a neg.s32 result (ptxas -O3 up to 13.5.37 clamps the operand against "
                                "the negated bounds: neg(INT_MIN) saturates to +32767)",

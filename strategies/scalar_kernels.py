@@ -42,7 +42,8 @@ EDGES = (0, 1, 2, 7, 8, 15, 16, 31, 32, 33, 63, 64, 127, 128, 255, 256, 0x7FFF, 
 SCALAR_AVOIDABLE = ("bfe-s32-position-beyond-31", "bfi-length-beyond-31", "abs-into-saturating-cvt",
                     "neg-into-saturating-cvt", "abs-assumed-nonnegative", "lop3-repeated-operand",
                     "neg-into-saturating-add", "clz-into-saturating-add", "prmt-sign-into-byte-mask",
-                    "mulhi-into-wide-sub", "unsigned-max-into-signed-min", "mulhi-accumulated")
+                    "mulhi-into-wide-sub", "unsigned-max-into-signed-min", "mulhi-accumulated",
+                    "set-compared-with-one")
 #: a kernel the draw made that still holds an avoided shape (one the draw does not turn down as it
 #: goes: a neg read through a copy, a slct, a clz, a prmt's mask) is drawn again from the next seed,
 #: at most this many times; the shapes' own tests (``scalar_shapes.SHAPES``) decide

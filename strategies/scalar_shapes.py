@@ -245,6 +245,33 @@ def accumulator_sign_flips_around_sync(program: Program) -> bool:
     return False
 
 
+_INT_TYPES = ("u32", "s32", "b32", "u64", "s64", "b64", "u16", "s16", "b16")
+
+
+def set_compared_with_one(program: Program) -> bool:
+    """A ``set`` with an integer destination (all ones for true, 0 for false) whose result a
+    ``setp.eq``/``setp.ne`` compares with the constant 1 (ptxas 12.0 to 13.3 -O1 and above take the
+    ``set`` for a 0/1 boolean: ``set.ge.u32.s32 d, 0, x; setp.ne.s32 p, d, 1`` becomes ``p = x > 0``,
+    where the ISA's ``d`` is 0 or 0xffffffff and ``p`` always true; 13.4 compares ``d`` itself)."""
+    for fn in program.module.functions():
+        masks: set[str] = set()
+        for s in fn.instructions():
+            if not isinstance(s, Instr) or not s.operands:
+                continue
+            if s.base == "setp" and s.modifiers[:1] in (("eq",), ("ne",)) and len(s.operands) >= 3:
+                a, b = s.operands[1], s.operands[2]
+                if any(isinstance(x, Reg) and x.name in masks and _const(y) == 1 for x, y in ((a, b), (b, a))):
+                    return True
+            dest = s.operands[0]
+            if isinstance(dest, Reg):
+                types = [m for m in s.modifiers if m in _INT_TYPES + ("f32",)]
+                if s.base == "set" and types[:1] and types[0] in _INT_TYPES:
+                    masks.add(dest.name)
+                else:
+                    masks.discard(dest.name)
+    return False
+
+
 def repeated_wgmma(program: Program) -> bool:
     """A ``wgmma.mma_async`` issued again right after an identical one (the same opcode and
     operands: accumulators, descriptors, scale-d and immediates): ptxas collapses the repeat into one
@@ -278,4 +305,5 @@ SHAPES: tuple[tuple[str, Callable[[Program], bool]], ...] = (
     ("lop3-repeated-operand", lop3_repeated_operand),
     ("bfi-length-beyond-31", bfi_length_beyond_31),
     ("bfe-s32-position-beyond-31", bfe_s32_position_beyond_31),
+    ("set-compared-with-one", set_compared_with_one),
 )

@@ -424,3 +424,31 @@ def test_a_scalar_kernel_gets_the_scalar_pairs_a_wgmma_program_one_in_a_share():
     assert 20 < sum(bool(d) for d in drawn) < 80 and all(len(d) <= 1 for d in drawn)
     assert len(choose_for(("O1", "maxrreg"), 1, CAMPAIGN_SHARE, scalar_kernel=True)) == 1  # no scalar pair named
     assert choose_for(CAMPAIGN_DEFAULT, 1, 1.0, scalar_kernel=True) == CAMPAIGN_DEFAULT  # replay: every pair
+
+
+def test_a_release_rows_pairs_are_built_by_that_release():
+    """``bisect``/the release matrix judge each release as the compile stage: the base side of a
+    row's pairs is that release's -O3 cubin, so every other side must be built by it too.  They
+    were built by the pinned ptxas: on the H200 a 13.5.37 row of a kernel that only 12.9.86 and
+    13.0.88 miscompile read 'O3!=O1, O3!=O2, ...' (13.5.37's right -O3 against 13.0.88's wrong
+    -O1), as if 13.5.37 had a bug of its own."""
+    from fuzzptx.judges.base import Verdicts
+    from fuzzptx.judges.builtin import MetamorphicJudge
+
+    p = scalar()
+    text = p.to_ptx()
+    judge = MetamorphicJudge()
+    v = Verdicts()
+    v.release = "12.9.86"
+    staged_cubin = object()
+    prepared = judge.prepare(p, text, staged_cubin, gpu=True, verdicts=v)
+    assert isinstance(prepared, M.PreparedPairs)
+    builds = {side.name: side.build for var in prepared.variants for side in (var.left, var.right)}
+    assert builds["O3"] == CP.Build(3, (), "12.9.86") == prepared.base
+    assert builds["O0"] == CP.Build(0, (), "12.9.86") and builds["lineinfo"].release == "12.9.86"
+    assert prepared.staged == {(text, prepared.base): staged_cubin}
+    assert all(var.left.name != PINNED_VERSION for var in prepared.variants)  # no pinned side left in
+    v.release = PINNED_VERSION  # the pinned release's row is the plain campaign's pairs
+    pinned = judge.prepare(p, text, staged_cubin, gpu=True, verdicts=v)
+    assert pinned.base == CP.BASE and {s.build.release for var in pinned.variants for s in (var.left, var.right)
+                                       if var.relation != "release"} == {None}

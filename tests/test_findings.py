@@ -79,3 +79,31 @@ def test_a_ptxas_error_without_a_line_reads_without_line_none():
     res = PtxasResult(False, (Diagnostic("error", None, None, "Value 'sm_200' is not defined for option 'gpu-name'", None),),
                       None, 0.0, 255, False)
     assert differ.describe_ptxas(res) == "rejected (Value 'sm_200' is not defined for option 'gpu-name')"
+
+
+def test_an_allocator_giving_up_does_not_contradict_an_accepted_label():
+    """A mutant labelled 'ptxas: accepted' (its change is undefined at run time, not illegal) that
+    ptxas rejects because its register allocator gave up says nothing about the label: the 4-GPU
+    H200 campaign of seed 4242 counted one as a new bug (block 1239 program 31, a 38 KB sweep of
+    sparse wgmmas).  Any other rejection still contradicts the label."""
+    from dataclasses import replace
+
+    from fuzzptx.engine.generate import planted_programs
+    from fuzzptx.judges.base import Verdicts
+    from fuzzptx.oracles.ptxas import PtxasResult
+    from fuzzptx.oracles.ptxas_diag import Diagnostic
+
+    p = planted_programs()[0][1]
+    p = replace(p, expect=(("ptxas", "accepted"),), notes=p.notes + ("mutation: acc_write_in_flight (test)",))
+
+    def rejected(message: str) -> Verdicts:
+        v = Verdicts()
+        v["ptxas"] = PtxasResult(False, (Diagnostic("error", None, None, message, None),), None, 0.0, 255, False)
+        return v
+
+    gave_up = rejected("Register allocation failed with register count of '255'. Compile the program with a higher "
+                       "register target")
+    assert gave_up.ptxas.allocation_failed()
+    assert differ.expectation_findings(p, gave_up, "wgmma") == []
+    other = differ.expectation_findings(p, rejected("Arguments mismatch for instruction 'wgmma'"), "wgmma")
+    assert [f.signature for f in other] == ["expect!=ptxas|acc_write_in_flight|wgmma"]

@@ -24,8 +24,10 @@ REPROS = {
     "mulhi-into-wide-sub": "ptxas_O3_mulhi_sub_u64_borrow.ptx",
     "unsigned-max-into-signed-min": "ptxas_O3_bfind_unsigned_max_min.ptx",
     "mulhi-accumulated": "ptxas_O3_mulhi_loop_accumulation.ptx",
+    "set-compared-with-one": "ptxas_O3_set_compared_with_one.ptx",
 }
 PAIR = "hardware:O3!=O0|mismatch|other"
+SHAPES_BY_NAME = dict(SHAPES)
 
 
 def _with(program: Program, old: str, new: str) -> Program:
@@ -141,3 +143,18 @@ def test_sign_flips_of_an_accumulator_around_an_instruction_ptxas_keeps_in_place
             (f,) = differ.diagnose([Finding(sig, "differ")], q)
             assert [k.id for k in load_known(DEFAULT_LEDGER) if k.matches(f.root_cause)] == [
                 "ptxas-wgmma-sign-flips-across-sync"]
+
+
+@pytest.mark.parametrize("compare,holds", [
+    ("setp.ne.s32 %p2, %r35, 1;", True), ("setp.eq.s32 %p2, %r35, 1;", True), ("setp.ne.s32 %p2, 1, %r35;", True),
+    ("setp.ne.s32 %p2, %r35, 0;", False), ("setp.ne.s32 %p2, %r35, -1;", False), ("setp.lt.u32 %p2, %r35, 2;", False),
+])
+def test_a_set_result_compared_with_one_needs_eq_or_ne_and_the_constant_one(compare, holds):
+    """In SASS (13.0.88 -O3) only ``setp.eq``/``setp.ne`` against 1 drop the compare of the set's
+    result (``d != 0``, ``d != -1``, ``d < 2`` are compiled as written); a set with an f32
+    destination (1.0 or 0.0) or a register written again in between is not the shape."""
+    p = Program.from_file(FINDINGS / REPROS["set-compared-with-one"])
+    q = _with(p, "setp.ne.s32 %p2, %r35, 1;", compare)
+    assert [name for name, test in SHAPES if test(q)] == (["set-compared-with-one"] if holds else [])
+    assert not SHAPES_BY_NAME["set-compared-with-one"](_with(p, "set.ge.u32.s32 %r35, 0, %r9;",
+                                                             "set.ge.u32.s32 %r35, 0, %r9;\n\tadd.u32 %r35, %r35, 2;"))

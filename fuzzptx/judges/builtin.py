@@ -790,10 +790,13 @@ class MetamorphicJudge(Judge):
         try:
             ref = verdicts.get("reference") if verdicts is not None else None
             taken = ref.outcome if isinstance(ref, ReferenceVerdict) else None
-            pairs = metamorphic_prepare(program, pairs=chosen, taken=taken)
+            # a release matrix's row (bisect): its compile stage built ``compiled`` with that
+            # release, and every other side of the pairs is built with it too
+            release = verdicts.release if verdicts is not None else None
+            pairs = metamorphic_prepare(program, pairs=chosen, taken=taken, base_release=release)
             if isinstance(pairs, PreparedPairs):
                 if gpu:  # compiled with the block's other programs' sides (``prepare_block``)
-                    pairs.staged = {(text, 3): compiled}
+                    pairs.staged = {(text, pairs.base): compiled}
                     if self.share < 1 and is_scalar_kernel(program):  # a campaign's integer kernel
                         pairs.determinism = False  # race-free by construction
                         pairs.inputs = min(self.inputs, compile_pairs.SCALAR_INPUTS)

@@ -82,6 +82,7 @@ PATTERNS: dict[str, str] = {
     "accumulator-sign-flips-around-sync": "two sign flips of a wgmma accumulator with a warp-synchronous or barrier instruction (an empty commit group, shfl.sync, bar.sync, ...) between",
     "abs-assumed-nonnegative": "an abs.s32 result read by a signed rem or a signed compare",
     "lop3-repeated-operand": "a lop3.b32 with one register in two of its source slots",
+    "set-compared-with-one": "an integer set result (all ones or 0) compared with 1 by setp.eq/ne",
 }
 
 

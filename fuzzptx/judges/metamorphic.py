@@ -512,12 +512,14 @@ def first_defined(program: Program, defined: dict[str, np.ndarray] | None) -> tu
 
 def metamorphic_pairs(program: Program, *, seed: int = 0, check: bool = True, planted: bool = False,
                       defined: dict[str, np.ndarray] | None = None, pairs: Sequence[str] = REPLAY_DEFAULT,
-                      release: str | None = None) -> list[Variant]:
+                      release: str | None = None, base_release: str | None = None) -> list[Variant]:
     """The pairs ``program`` takes part in, each naming its relation (see ``RELATIONS``).
 
     ``pairs``: the names of ``compile_pairs.ALL`` to build (the ``maxrreg`` pair is added by
     ``PreparedPairs.compile`` once the base build's register count is known).  ``release``: the
-    release of the ``release`` pair (default: the newest cached one).
+    release of the ``release`` pair (default: the newest cached one).  ``base_release``: the release
+    every other side is built by (None: the pinned one) -- a release matrix's or bisect's row, whose
+    compile stage built the base side with that release: each pair then compares two builds of it.
 
     With ``check`` a transformed side that draws a checker finding the original lacks is dropped
     (for dead branches, other seeds and fewer branches are tried first): a pair is only sound
@@ -528,14 +530,17 @@ def metamorphic_pairs(program: Program, *, seed: int = 0, check: bool = True, pl
     (pip, ser_name), (plain, dead_name) = RELATIONS["serialise"], RELATIONS["dead-branch"]
     wanted = set(pairs)
     out: list[Variant] = []
+    base = base_build(base_release)
     for row in COMPILE_PAIRS:
         if row.name in wanted:
             relation = "opt-level" if row.name in ("O0", "O1", "O2") else "options"
-            out.append(Variant(relation, Side(BASE_NAME, program, BASE), Side(row.name, program, row.build)))
+            out.append(Variant(relation, Side(BASE_NAME, program, base),
+                               Side(row.name, program, replace(row.build, release=base.release))))
     if RELEASE in wanted:
         rel = release or newest_release()
-        if rel is not None:
-            out.append(Variant("release", Side(PINNED_VERSION, program, BASE), Side(rel, program, Build(3, (), rel))))
+        if rel is not None and rel != base.release:  # (a row of the newest release has no release pair)
+            out.append(Variant("release", Side(base.release or PINNED_VERSION, program, base),
+                               Side(rel, program, Build(3, (), rel))))
     if not wanted & set(TRANSFORMS) and not planted:
         return out
     base_rules = {f.rule for f in spec_findings(program)} if check else set()
@@ -585,6 +590,12 @@ class Judge(Protocol):
 
 def _as_build(build: "Build | int") -> Build:
     return Build(build) if isinstance(build, int) else build
+
+
+def base_build(release: str | None) -> Build:
+    """The side every compile pair is compared with, built by ``release`` (None, or the pinned
+    release named: ``BASE``, the pinned ptxas's -O3)."""
+    return BASE if release in (None, PINNED_VERSION) else Build(3, (), release)
 
 
 @dataclass
@@ -833,10 +844,10 @@ def compare_pair(variant: Variant, judge: Judge, *, defined: dict[str, np.ndarra
 
 
 def determinism(program: Program, judge: Judge, *, defined: dict[str, np.ndarray] | None = None,
-                family: str | None = None, integer_only: bool = False) -> Finding | None:
+                family: str | None = None, integer_only: bool = False, build: Build = BASE) -> Finding | None:
     """Run the base build twice on the same input, shared memory scrubbed with another pattern
     before each run (``SCRUB_PATTERNS``), before any pair is compared: output bytes that change
-    come from a race or from memory read before it was written.  The checker called the program
+    come from a race or from memory read before it was written (``build``: the base side's).  The checker called the program
     defined, so that is a finding of its own (``<judge>:nondeterministic|O3|<family>``), never a
     miscompile; the program's pairs are then not compared."""
     if judge.deterministic:
@@ -844,8 +855,8 @@ def determinism(program: Program, judge: Judge, *, defined: dict[str, np.ndarray
     fam = family or program_family(program)
     runs = []
     for pattern in SCRUB_PATTERNS:
-        runs.append(judge.run(program, BASE, scrub=pattern) if isinstance(judge, HardwareJudge)
-                    else judge.run(program, BASE))
+        runs.append(judge.run(program, build, scrub=pattern) if isinstance(judge, HardwareJudge)
+                    else judge.run(program, build))
     a, b = runs
     if a.fault or b.fault:
         return None  # a fault is the differ's finding (hardware:fault), not a pair's
@@ -900,6 +911,7 @@ class PreparedPairs:
     maxrreg: bool = False  # add the maxrreg pair once the base build's registers are known
     note: str | None = None
     staged: dict | None = None  # builds at hand, kept for ``compile_together`` over a whole block
+    base: Build = BASE  # the build the compile pairs compare with (another release's in a release matrix)
     determinism: bool = True  # run the determinism check first (not for a race-free-by-construction kernel)
     inputs: int | None = None  # input sets for this program's pairs (None: the judge's ``inputs``)
 
@@ -910,7 +922,7 @@ class PreparedPairs:
                       inputs=inputs, note=self.note)
         cache = {} if cache is None else cache
         if self.program is not None and self.variants and self.determinism:
-            nd = determinism(self.program, judge, defined=self.defined, family=self.family)
+            nd = determinism(self.program, judge, defined=self.defined, family=self.family, build=self.base)
             if nd is not None:
                 out.findings.append((Variant("determinism", Side(BASE_NAME, self.program), Side(BASE_NAME, self.program)), nd))
                 return out
@@ -948,7 +960,7 @@ class PreparedPairs:
         """The (text, build) keys of its sides (and of the base build, for the maxrreg pair) not built yet."""
         keys = [(side.program.to_ptx(), side.build) for v in self.variants for side in (v.left, v.right)]
         if self.maxrreg and self.program is not None:
-            keys.append((self.program.to_ptx(), BASE))
+            keys.append((self.program.to_ptx(), self.base))
         return [k for k in dict.fromkeys(keys) if k not in self.built]
 
     def _maxrreg_key(self) -> tuple[str, Build] | None:
@@ -957,7 +969,7 @@ class PreparedPairs:
         if not (self.maxrreg and self.program is not None):
             return None
         self.maxrreg = False
-        base = self.built.get((self.program.to_ptx(), BASE))
+        base = self.built.get((self.program.to_ptx(), self.base))
         regs = None
         if base is not None and base.accepted and base.cubin is not None:
             name = dict(base.kernel_names).get(self.program.launch.kernel, self.program.launch.kernel)
@@ -965,7 +977,8 @@ class PreparedPairs:
         b = maxrreg_build(regs) if regs else None
         if b is None:
             return None
-        self.variants.append(Variant("options", Side(BASE_NAME, self.program, BASE), Side(MAXRREG, self.program, b)))
+        b = replace(b, release=self.base.release)
+        self.variants.append(Variant("options", Side(BASE_NAME, self.program, self.base), Side(MAXRREG, self.program, b)))
         key = (self.program.to_ptx(), b)
         return None if key in self.built else key
 
@@ -1005,20 +1018,23 @@ def _text_program(text: str, pairs: PreparedPairs) -> Program:
 
 def prepare_pairs(program: Program, *, seed: int = 0, planted: bool = False, pairs: Sequence[str] = REPLAY_DEFAULT,
                   reference: Any = None, release: str | None = None,
-                  taken: Callable[[str], Any] | None = None) -> "PreparedPairs | Checked":
+                  taken: Callable[[str], Any] | None = None, base_release: str | None = None) -> "PreparedPairs | Checked":
     """The pairs ``program`` takes part in, ready to compile and judge; a ``Checked`` saying why
     when none can.  ``reference``: the reference's result or exception, when already at hand;
-    ``taken``: a run already taken, by numerics mode (``pair_eligibility``)."""
+    ``taken``: a run already taken, by numerics mode (``pair_eligibility``); ``base_release``: the
+    release that builds the sides (``metamorphic_pairs``)."""
     el = pair_eligibility(program, reference, taken)
     if not el.ok:
         return Checked(skipped=el.reason)
     if el.defined is None:  # the transforms are sound only where the reference defines the program
         pairs = tuple(p for p in pairs if p not in TRANSFORMS)
-    variants = metamorphic_pairs(program, seed=seed, planted=planted, defined=el.defined, pairs=pairs, release=release)
+    variants = metamorphic_pairs(program, seed=seed, planted=planted, defined=el.defined, pairs=pairs, release=release,
+                                 base_release=base_release)
     if not variants and MAXRREG not in pairs:
         return Checked(skipped="no pair applies" + (f" (reference: {el.note})" if el.note else ""))
     return PreparedPairs(variants, el.defined, program_family(program), program=program,
-                         integer_only=el.integer_only, maxrreg=MAXRREG in pairs, note=el.note)
+                         integer_only=el.integer_only, maxrreg=MAXRREG in pairs, note=el.note,
+                         base=base_build(base_release))
 
 
 _RELEASE_SIDES = re.compile(r"\d+\.\d+\.\d+!=\d+\.\d+\.\d+")
