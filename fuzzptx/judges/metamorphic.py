@@ -32,7 +32,7 @@ from fuzzptx.ptx.ir import Addr, Function, Guard, Imm, Instr, Label, Param, Reg,
 from fuzzptx.ptx.ir import walk
 from fuzzptx.data import element_bytes
 from fuzzptx.oracles.checker import check_module
-from fuzzptx.oracles.reference import run_program
+from fuzzptx.oracles.reference import run_in_numerics
 from fuzzptx.oracles.reference.alu import CONTRACTED
 from fuzzptx.oracles.reference.values import EXACT, UNDEF
 from fuzzptx.oracles.reference import formats as F
@@ -489,16 +489,12 @@ def pair_eligibility(program: Program, reference: Any = None,
 
 
 def _reference_run(program: Program, mode: str) -> Any:
-    """The reference's result in ``mode``, or the exception it raised (the H100's numerics where
-    they do not run: the spec's)."""
+    """The reference's result in ``mode`` (the spec's where the H100 model does not run), or the
+    exception it raised."""
     try:
-        return run_program(program, mode=mode)
-    except Unsupported as exc:
-        if mode == "spec":
-            return exc
+        return run_in_numerics(program, mode)[0]
     except Exception as exc:  # noqa: BLE001 - the reference's limit is not the program's
         return exc
-    return _reference_run(program, "spec")
 
 
 def first_defined(program: Program, defined: dict[str, np.ndarray] | None) -> tuple[str, int] | None:
@@ -614,10 +610,7 @@ class ReferenceJudge:
     def run(self, program: Program, build: "Build | int" = BASE) -> Outcome:
         parsed, _ = as_judged(program)
         try:
-            try:
-                ref = run_program(parsed, mode=self.mode)
-            except Unsupported:
-                ref = run_program(parsed, mode="spec")
+            ref, _ = run_in_numerics(parsed, self.mode)
         except Exception as exc:
             return Outcome(fault=f"reference: {type(exc).__name__}: {exc}")
         if ref.undefined:

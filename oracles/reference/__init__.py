@@ -4,8 +4,8 @@
 allowed values, or undefined); ``compare(program, ref, observed)`` -> mismatches.
 """
 from .errors import BadAddress, MissingInput, ReferenceError_, StepLimit, Unsupported
-from .run import run_program
+from .run import run_in_numerics, run_program
 from .result import Mismatch, OutputBuffer, RefResult, compare
 
-__all__ = ["run_program", "compare", "RefResult", "OutputBuffer", "Mismatch", "ReferenceError_",
+__all__ = ["run_program", "run_in_numerics", "compare", "RefResult", "OutputBuffer", "Mismatch", "ReferenceError_",
            "Unsupported", "BadAddress", "MissingInput", "StepLimit"]

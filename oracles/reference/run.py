@@ -7,7 +7,7 @@ import numpy as np
 import fuzzptx.oracles.reference.cluster as cluster
 import fuzzptx.oracles.reference.control as control
 from .blas import single_thread
-from .errors import Undefined
+from .errors import Undefined, Unsupported
 from .interp import Machine
 from .result import RefResult, output_from_region
 
@@ -31,6 +31,19 @@ def run_program(program, *, mode: str = "spec"):
     notes = tuple(dict.fromkeys(n for c in ctas for n in c.notes))[:20]
     return RefResult(outs, undefined, notes, sum(c.steps for c in ctas),
                      frozenset().union(*(c.branches_taken for c in ctas)), frozenset().union(*(c.blocks_run for c in ctas)))
+
+
+def run_in_numerics(program, mode: str) -> tuple[RefResult, str]:
+    """``run_program`` in ``mode``, else in the spec's numerics where the H100 model does not run
+    the program (``Unsupported``): the result and the numerics it came from.  The one fallback
+    of every caller that wants the GPU's numerics where they are modelled (the compile pairs'
+    eligibility and their CPU stand-in, the real-kernel GPU comparison)."""
+    try:
+        return run_program(program, mode=mode), mode
+    except Unsupported:
+        if mode == "spec":
+            raise
+    return run_program(program, mode="spec"), "spec"
 
 
 def machines(program, mode: str = "spec", memory=None) -> list[Machine]:

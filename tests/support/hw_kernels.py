@@ -50,7 +50,7 @@ from fuzzptx.inputs import read_text
 from fuzzptx.oracles.hardware import HardwareUnavailable, program_args
 from fuzzptx.oracles.hw_worker import launch_config
 from fuzzptx.oracles.ptxas import compile_ptx, ptxas_version
-from fuzzptx.oracles.reference import ReferenceError_, compare, run_program
+from fuzzptx.oracles.reference import ReferenceError_, compare, run_in_numerics, run_program
 from fuzzptx.oracles.reference.values import EXACT, UNDEF
 from fuzzptx.program import Program
 from support import cluster_kernels
@@ -100,14 +100,10 @@ def prepare(path: Path) -> dict:
     o3, o0 = (replace(r, kernel_names=dict(r.kernel_names))
               for r in (compile_ptx(text, opt_level=o, want_cubin=True) for o in (3, 0)))
     ref, error, mode = None, None, "hardware"
-    try:
-        ref = run_program(program, mode="hardware")
-    except ReferenceError_:
-        mode = "spec"  # what the H100 model does not run (it raises): the spec's bounds instead
-        try:
-            ref = run_program(program)
-        except ReferenceError_ as exc:
-            error = f"{type(exc).__name__}: {exc}"
+    try:  # the spec's bounds where the H100 model does not run the program
+        ref, mode = run_in_numerics(program, "hardware")
+    except ReferenceError_ as exc:
+        error = f"{type(exc).__name__}: {exc}"
     reached = launch.trial(program)  # what ran before the reference stopped, if it stopped
     cov = reached.coverage
     # what crosses back from a pool process: the header as text (the IR keeps caches that do not pickle)
