@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from fuzzptx import isa
+from fuzzptx.errors import FuzzptxError
 from fuzzptx.helptext import Formatter
 from fuzzptx.inputs import output_file
 from fuzzptx.conformance_report import render
@@ -272,11 +273,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="fuzzptx conformance", description=__doc__.split("\n")[0], formatter_class=Formatter)
     ap.add_argument("--json", action="store_true", help="print the counts as JSON")
     ap.add_argument("--write-report", metavar="PATH", help="write the Markdown report here")
-    ap.add_argument("--family", help="only forms of this family")
-    ap.add_argument("--jobs", type=int, default=2, help="ptxas processes run at once")
+    ap.add_argument("--family", choices=isa.families(), metavar="FAMILY",
+                    help=f"only forms of this family ({', '.join(isa.families())})")
+    ap.add_argument("--jobs", type=int, default=2, help="ptxas processes run at once (at least 1)")
     ap.add_argument("--every-n", action="store_true",
                     help="N-independent wgmma neighbours at every N, not only at the representative N")
     args = ap.parse_args(argv)
+    if args.jobs < 1:
+        raise FuzzptxError(f"--jobs {args.jobs}: expected a positive number of ptxas processes")
     forms = isa.forms(args.family) if args.family else isa.forms()
     if args.write_report:
         output_file(args.write_report, what="report")  # said before the minutes of ptxas runs, not after

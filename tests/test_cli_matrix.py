@@ -299,3 +299,23 @@ def test_a_malformed_setting_in_the_environment_is_one_line_before_any_work(var,
     code, _, err = call(["run", "--examples", "2", "--workers", "0", "--out", str(tmp_path / "r")])
     assert code == 2 and err.strip().splitlines()[-1].startswith(f"fuzzptx run: {var}="), err
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["conformance", "--family", "ldmatrix", "--jobs", "0"], "--jobs 0: expected a positive number"),
+    (["conformance", "--family", "bogus"], "invalid choice: 'bogus'"),
+    (["check", str(SMALL), "--layers", ","], "names no layer"),
+    (["bisect", str(SMALL), "--keep", ""], "--keep '': name a signature"),
+    (["shrink", str(SMALL), "--keep", " ", "-o", "{tmp}/o.ptx"], "--keep '': name a signature"),
+    (["report", "{camp}", "--ptxas", "9.9.9"], "9.9.9 is not a known ptxas release"),
+    (["triage", "{camp}", "--ptxas", "9.9.9"], "9.9.9 is not a known ptxas release"),
+    (["triage", "{camp}", "{camp}"], "given twice"),
+])
+def test_an_option_that_names_nothing_is_one_line_before_any_work(argv, says, campaign_dir, tmp_path):
+    """``conformance --jobs 0`` was a ValueError traceback from the process pool; ``--family bogus``
+    ran no form and exited 0; ``check --layers ,`` checked nothing and said "clean ()"; ``bisect
+    --keep ''`` tried every release; ``report``/``triage --ptxas 9.9.9`` ignored the SPEC where no
+    bucket needed it; ``triage DIR DIR`` counted every program twice."""
+    argv = [a.format(camp=campaign_dir, tmp=tmp_path) for a in argv]
+    code, _, err = call(argv)
+    assert code == 2 and says in err.strip().splitlines()[-1], err

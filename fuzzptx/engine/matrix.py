@@ -12,6 +12,7 @@ import json
 import sys
 from typing import Any, Sequence
 
+from fuzzptx.errors import FuzzptxError
 from fuzzptx.helptext import Progress
 from fuzzptx.judges import differ, registry
 from fuzzptx.judges.base import COMPILE, DEVICE
@@ -127,6 +128,8 @@ def main_bisect(argv: list[str]) -> int:
                     help=f"seconds each ptxas run may take (default: {BASE_TIMEOUT_S:g} s plus {PER_MB_S:g} s per MB "
                          f"of PTX, or ${TIMEOUT_ENV}); a release that runs out of time is no answer, never a rejection")
     args = ap.parse_args(argv)
+    if not args.keep.strip():
+        raise FuzzptxError("--keep '': name a signature (prefix) or a judge outcome, e.g. ptxas:C7519")
     program = Program.from_file(args.file)
     with open(args.file) as fh:
         text = fh.read()

@@ -33,6 +33,7 @@ from fuzzptx.errors import FuzzptxError
 from fuzzptx.helptext import Formatter
 from fuzzptx.inputs import InputError, output_file, read_jsonl, read_text
 from fuzzptx.judges.finding import RootCause, program_causes
+from fuzzptx.oracles import toolchains
 from fuzzptx.oracles.hardware import gpu_available
 from fuzzptx.program import Program
 from fuzzptx.reduce import instruction_count
@@ -316,6 +317,10 @@ def main_triage(argv: list[str]) -> int:
     for path, what in ((args.md, "Markdown summary"), (args.html, "HTML summary")):
         if path:
             output_file(path, what=what)
+    if args.ptxas:
+        toolchains.parse_spec(args.ptxas)  # a bad SPEC is one line before any record is read
+    if len({Path(x).resolve() for x in args.results}) != len(args.results):
+        raise InputError("a results path is given twice: its programs would count twice")
     known = load_known(args.known) if args.known else ()
     context = context_of(args.results)
     t = read_records(args.results)

@@ -25,6 +25,7 @@ from fuzzptx.inputs import InputError, make_dir, read_text
 from fuzzptx.triage import bugs as bug_rows
 from fuzzptx.triage.known import KnownBug, classify, context_from, load_known
 from fuzzptx.judges.finding import CLASSES
+from fuzzptx.oracles import toolchains
 from fuzzptx.oracles.sass.real import against_real, real_vocabulary
 from fuzzptx.triage.buckets import Triage, evidence_text, holds_text, read_records, releases_of
 
@@ -569,6 +570,8 @@ def main_report(argv: list[str]) -> int:
         raise InputError("several directories are merged into one report: say where it goes with --out DIR")
     if len(set(Path(x).resolve() for x in args.dir)) != len(args.dir):
         raise InputError("a directory is given twice: its programs would count twice")
+    if args.ptxas:
+        toolchains.parse_spec(args.ptxas)  # a bad SPEC is one line before the report is built
     known = load_known(args.known) if args.known else ()
     shards = [Path(x) for x in args.dir] if args.out else []
     d = Path(args.out) if args.out else Path(args.dir[0])

@@ -125,6 +125,8 @@ def main_shrink(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if not args.budget > 0:
         raise FuzzptxError(f"--budget {args.budget}: expected a positive number of seconds")
+    if not args.keep.strip():
+        raise FuzzptxError("--keep '': name a signature (prefix) or a judge outcome, e.g. ptxas:C7519")
     with _Clock(args.budget, print) as clock:
         try:
             return _shrink(args, clock)

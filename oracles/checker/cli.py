@@ -138,7 +138,9 @@ def run(argv: list[str], out=None) -> int:
         args.ptxas = ""
     if not args.paths:
         raise FuzzptxError("check: name at least one PTX file")
-    layers = tuple(x.strip() for x in args.layers.split(",") if x.strip())
+    layers = tuple(dict.fromkeys(x.strip() for x in args.layers.split(",") if x.strip()))
+    if not layers:
+        raise FuzzptxError(f"check: --layers {args.layers!r} names no layer; choose from {', '.join(LAYERS)}")
     bad = [x for x in layers if x not in LAYERS]
     if bad:
         raise FuzzptxError(f"check: unknown layer(s) {', '.join(bad)}; choose from {', '.join(LAYERS)}")
