@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
 import re
 import shutil
 import time
@@ -319,3 +320,19 @@ def test_an_option_that_names_nothing_is_one_line_before_any_work(argv, says, ca
     argv = [a.format(camp=campaign_dir, tmp=tmp_path) for a in argv]
     code, _, err = call(argv)
     assert code == 2 and says in err.strip().splitlines()[-1], err
+
+
+def test_kernels_takes_one_file_and_says_at_once_when_none_is_a_kernel(tmp_path):
+    """``--generator mutants --kernels FILE`` said 'no .ptx file there' for a .ptx file (it took
+    directories only); a set of files none of which is a kernel failed every block of the run, one
+    line each, and the run went on; now it is one line before any program is drawn."""
+    code, out, err = call(["run", "--examples", "2", "--batch", "2", "--generator", "mutants", "--kernels", str(TRITON),
+                           "--workers", "0", "--quiet", "--out", str(tmp_path / "r"), "--json"])
+    assert code in (0, 1) and json.loads(out)["programs"] == 2, err
+    bad = tmp_path / "deep.ptx"
+    bad.write_text(".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{\n .reg .b32 %r<3>;\n"
+                   "  mov.b32 %r1, " + "(" * 100 + "1" + ")" * 100 + ";\n ret;\n}\n")
+    code, _, err = call(["run", "--examples", "2", "--generator", "mutants", "--kernels", str(bad), "--out",
+                         str(tmp_path / "r2")])
+    assert code == 2 and "no real kernel to mutate among 1 file(s); first: " in err and "nested" in err
+    assert not (tmp_path / "r2").exists()

@@ -208,15 +208,16 @@ def real_kernels(files: tuple[str, ...] = ()) -> tuple[Program, ...]:
     a mutant keeps its parent's launch), once per process: ``files``, else those of the
     checkout's ``tests/data`` (``oracles/sass/real.py``).  A file that is no program is left out."""
     if files not in _PARENTS:
-        out = []
+        out, first = [], None
         for f in files or tuple(str(p) for p in real_kernel_files()):
             try:
                 out.append(launch.load(read_text(f, what="PTX file"), f, search_budget=(0, 0.0)))
-            except FuzzptxError:
+            except FuzzptxError as exc:
+                first = first or exc
                 continue
         if not out:
             raise GenerationError("no real kernel to mutate" + (f" among {len(files)} file(s)" if files else
-                                  " (tests/data is not here: give --kernels DIR)"))
+                                  " (tests/data is not here: give --kernels DIR)") + (f"; first: {first}" if first else ""))
         _PARENTS[files] = tuple(out)
     return _PARENTS[files]
 

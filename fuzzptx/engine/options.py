@@ -20,6 +20,7 @@ from fuzzptx.judges.base import METAMORPHIC
 from fuzzptx.judges.selection import JudgeSet, default_names, select
 
 from .config import NUMERICS
+from .generate import GenerationError, real_kernels
 
 
 class OptionError(FuzzptxError):
@@ -129,17 +130,24 @@ GENERATOR_HELP = ("direct: each program drawn straight from the strategies (fast
 
 
 def add_kernels(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--kernels", metavar="DIR", default=None,
-                    help="with --generator mutants: the .ptx kernels to start from (default: tests/data's)")
+    ap.add_argument("--kernels", metavar="PATH", default=None,
+                    help="with --generator mutants: the .ptx kernels to start from, a directory (searched) or one "
+                         "file (default: tests/data's)")
 
 
-def kernel_files(directory: str | None) -> tuple[str, ...]:
-    """The .ptx files under ``--kernels DIR`` (one line when there are none)."""
-    if directory is None:
+def kernel_files(path: str | None) -> tuple[str, ...]:
+    """The .ptx files of ``--kernels PATH``: the file itself, or those under a directory (one line
+    when there are none)."""
+    if path is None:
         return ()
-    files = tuple(sorted(str(p) for p in Path(directory).rglob("*.ptx")))
+    p = Path(path)
+    files = (str(p),) if p.is_file() else tuple(sorted(str(f) for f in p.rglob("*.ptx")))
     if not files:
-        raise OptionError(f"--kernels {directory}: no .ptx file there")
+        raise OptionError(f"--kernels {path}: " + ("no .ptx file there" if p.is_dir() else "no such file or directory"))
+    try:
+        real_kernels(files)  # read once here: a set with no usable kernel is one line, not a failure of every block
+    except GenerationError as exc:
+        raise OptionError(f"--kernels {path}: {exc}") from None
     return files
 
 
