@@ -146,6 +146,7 @@ class ShrinkResult:
     evaluations: int
     passes: tuple[PassStats, ...] = ()  # one per pass or driver step, in the order each first ran
     cut_short: bool = False  # the budget ran out in the middle of a judgement (``OutOfBudget``)
+    interrupted: bool = False  # Ctrl-C ended the passes (``shrink(..., interruptible=True)``)
 
 
 class OutOfBudget(Exception):
@@ -155,8 +156,11 @@ class OutOfBudget(Exception):
     held so far (``current`` is only ever assigned a candidate that held)."""
 
 
-def shrink(program: Program, holds: Predicate, *, budget_s: float = 60.0, log: Callable[[str], None] | None = None) -> ShrinkResult:
+def shrink(program: Program, holds: Predicate, *, budget_s: float = 60.0, log: Callable[[str], None] | None = None,
+           interruptible: bool = False) -> ShrinkResult:
     """Reduce ``program`` while ``holds`` stays true; stops at a fixed point or after ``budget_s``.
+    ``interruptible``: Ctrl-C in the passes ends them with the smallest program that held so far
+    (``fuzzptx shrink`` writes it); elsewhere (a campaign's shrinks) it stops the caller as usual.
 
     Deletion is ddmin by levels: try the chunks of the current size in order (judged in
     batches), drop the first that holds and go on from there at that size, else halve
@@ -214,7 +218,7 @@ def shrink(program: Program, holds: Predicate, *, budget_s: float = 60.0, log: C
         dce = dead_code(p)
         return dce if dce is not p and first_holding([dce]) is not None else p
 
-    cut_short = False
+    cut_short = interrupted = False
     try:
         since = mark(program)
         current = without_dead_code(program)
@@ -281,8 +285,14 @@ def shrink(program: Program, holds: Predicate, *, budget_s: float = 60.0, log: C
         cut_short = True
         if log:
             log(f"  budget ran out during a judgement: keeping {instruction_count(current)} instructions")
+    except KeyboardInterrupt:
+        if not interruptible:
+            raise
+        interrupted = True
+        if log:
+            log(f"  interrupted: keeping {instruction_count(current)} instructions")
     return ShrinkResult(current, before, instruction_count(current), time.perf_counter() - t0, evaluations,
-                        tuple(stats.values()), cut_short)
+                        tuple(stats.values()), cut_short, interrupted)
 
 
 def _size(p: Program) -> tuple[int, int, int, int, int]:

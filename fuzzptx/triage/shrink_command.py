@@ -78,7 +78,7 @@ class _Clock:
 
 
 def regenerated(program: Program, original: Program, keep: str, before: int, seconds: float,
-                cut_short: bool) -> Program:
+                cut_short: bool, interrupted: bool = False) -> Program:
     """The shrunk program's notes made true again: the ``form:`` notes list the catalogue forms it
     still uses (the input's may be gone), the generator's ``units:`` plan goes once one of its
     units is gone, and one note says how it was shrunk."""
@@ -89,7 +89,7 @@ def regenerated(program: Program, original: Program, keep: str, before: int, sec
                  and not (gone and n.startswith(("units: ", "warpgroups="))))  # a unit the passes removed
     forms = tuple(f"form: {k}" for k in sorted(present))
     how = (f"shrunk from {before} to {instruction_count(program)} instructions in {seconds:.1f} s, keeping {keep}"
-           + (" (cut short by --budget)" if cut_short else ""))
+           + (" (cut short by --budget)" if cut_short else "") + (" (interrupted)" if interrupted else ""))
     return replace(program, notes=kept + forms + (how, _SIGNATURE_NOTE))
 
 
@@ -164,15 +164,18 @@ def _shrink(args: argparse.Namespace, clock: _Clock) -> int:
 
     try:
         holds = keep_predicate(args.keep, program, toolchain)
-        res = shrink(program, holds, budget_s=max(0.0, args.budget - clock.elapsed()), log=log)
+        res = shrink(program, holds, budget_s=max(0.0, args.budget - clock.elapsed()), log=log, interruptible=True)
     except FuzzptxError as exc:
         if exc.file is None:
             raise FuzzptxError(f"{args.keep}: {exc.message}", file=args.file) from None
         raise
     clock.phase = f"judging the result for its header ({res.after} instructions)"
-    noted = regenerated(res.program, program, args.keep, res.before, res.seconds, res.cut_short)
+    noted = regenerated(res.program, program, args.keep, res.before, res.seconds, res.cut_short, res.interrupted)
     out = None
-    if clock.elapsed() < args.budget:  # (the timer rings once: after it rang in the passes, nothing bounds this)
+    if res.interrupted:  # Ctrl-C: the smallest program so far, written at once (judging it could take minutes)
+        out = stated_signature(replace(noted, expect=(), signature=noted.signature or args.keep, notes=noted.notes + (
+            "EXPECT lines not regenerated: interrupted (fuzzptx replay judges it)",)), program)
+    elif clock.elapsed() < args.budget:  # (the timer rings once: after it rang in the passes, nothing bounds this)
         try:
             out = stated_signature(repro(args.keep, noted), program)
         except OutOfBudget:
@@ -188,11 +191,12 @@ def _shrink(args: argparse.Namespace, clock: _Clock) -> int:
     clock.disarm()
     with open(args.output, "w") as fh:
         fh.write(out.to_ptx())
-    print(f"done: {res.before} -> {res.after} instructions in {clock.elapsed():.1f} s of --budget {args.budget:g} "
-          f"({res.evaluations} candidates{', cut short by the budget' if res.cut_short else ''}); wrote {args.output}")
+    print(f"{'interrupted' if res.interrupted else 'done'}: {res.before} -> {res.after} instructions in "
+          f"{clock.elapsed():.1f} s of --budget {args.budget:g} ({res.evaluations} candidates"
+          f"{', cut short by the budget' if res.cut_short else ''}); wrote {args.output}")
     for stat in res.passes:
         print(stat.line())
-    return 0
+    return 130 if res.interrupted else 0
 
 
 if __name__ == "__main__":
