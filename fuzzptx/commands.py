@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 from fuzzptx.engine import run as engine_run
@@ -70,6 +71,15 @@ def build_parser() -> Parser:
     return ap
 
 
+def _interrupted(command: str, out: Path) -> int:
+    """Ctrl-C (or SIGTERM) ended a run: say where what was judged is, and how to go on (exit 130)."""
+    record = out / "results.jsonl"
+    n = sum(1 for _ in record.open()) if record.is_file() else 0
+    print(f"fuzzptx {command}: interrupted; {n} judged program(s) kept in {record} (`fuzzptx report {out}` "
+          f"summarises them, `--resume --out {out}` carries on)", file=sys.stderr)
+    return 130
+
+
 def main_run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.illegal_share > 1:
@@ -80,12 +90,16 @@ def main_run(argv: list[str]) -> int:
     judges = judges_of(args, "run")
     out_dir = Path(args.out) if args.out else engine_run.default_out(args.seed)
     workers = (os.cpu_count() or 1) if args.workers is None else args.workers
-    summ = engine_run.run(args.examples, args.seed, judges, out_dir, batch=args.batch,
-                          illegal_share=args.illegal_share, shrink_budget=args.shrink_budget,
-                          progress=not args.quiet and not args.json, numerics=args.numerics,
-                          generator=args.generator, workers=workers, shrink_model_gaps=args.shrink_model_gaps,
-                          resume=args.resume, steer=args.steer, kernels=kernel_files(args.kernels),
-                          avoid=frozenset() if args.rediscover else avoided(known, {"numerics": args.numerics}))
+    kernels = kernel_files(args.kernels)
+    try:
+        summ = engine_run.run(args.examples, args.seed, judges, out_dir, batch=args.batch,
+                              illegal_share=args.illegal_share, shrink_budget=args.shrink_budget,
+                              progress=not args.quiet and not args.json, numerics=args.numerics,
+                              generator=args.generator, workers=workers, shrink_model_gaps=args.shrink_model_gaps,
+                              resume=args.resume, steer=args.steer, kernels=kernels,
+                              avoid=frozenset() if args.rediscover else avoided(known, {"numerics": args.numerics}))
+    except KeyboardInterrupt:
+        return _interrupted("run", out_dir)
     b = bugs.summarise({"buckets": summ["findings_by_bucket"], **summ}, known, {"numerics": args.numerics}, out_dir,
                        bundles=not args.no_bundles)
     summ["bugs"] = b
@@ -149,9 +163,12 @@ def main_campaign(argv: list[str]) -> int:
     config, known = campaign_config(args)
     gpus = list(config.gpus)
     workers = config.workers
-    stats = run_campaign(config.out, config, gpus=gpus, resume=args.resume, workers=workers,
-                         gpu_timeout=args.gpu_timeout, gpu_workers=args.gpu_workers, progress=not args.quiet,
-                         force_takeover=args.force_takeover, stale_after=args.stale_after)
+    try:
+        stats = run_campaign(config.out, config, gpus=gpus, resume=args.resume, workers=workers,
+                             gpu_timeout=args.gpu_timeout, gpu_workers=args.gpu_workers, progress=not args.quiet,
+                             force_takeover=args.force_takeover, stale_after=args.stale_after)
+    except KeyboardInterrupt:
+        return _interrupted("campaign", config.out)
     stats["bugs"] = bugs.summarise(stats, known, {"numerics": stats["numerics"]}, config.out,
                                    bundles=not args.no_bundles)
     stats["sass_real_kernels"] = real_kernels_reached(stats)
