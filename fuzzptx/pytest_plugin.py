@@ -174,8 +174,7 @@ def _fail_on(text: str) -> tuple[str, ...] | None:
         return None
     prefixes = tuple(x.strip() for x in text.split(",") if x.strip())
     heads = set(names()) | {"expect", "differ"}
-    bad = [p for p in prefixes if re.match(r"[A-Za-z_][\w-]*", p) is None
-           or re.match(r"[A-Za-z_][\w-]*", p).group(0) not in heads]
+    bad = [p for p in prefixes if (m := re.match(r"[A-Za-z_][\w-]*", p)) is None or m.group(0) not in heads]
     if not prefixes or bad:
         raise pytest.UsageError(f"--fuzzptx-fail-on {text!r}: expected all, or signature prefixes starting with a "
                                 f"judge's name ({', '.join(sorted(heads))})" + (f"; not: {', '.join(bad)}" if bad else ""))

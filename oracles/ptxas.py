@@ -50,6 +50,10 @@ class PtxasNotFound(FuzzptxError):
     """No usable ptxas: the package is missing or the override is not executable."""
 
 
+#: what ptxas says when its register allocator gives up (a resource limit, not a rejection of the program)
+ALLOCATION_FAILED = "Register allocation failed"
+
+
 @dataclass(frozen=True)
 class PtxasResult:
     """What ptxas said about one PTX module.
@@ -94,7 +98,7 @@ class PtxasResult:
     def allocation_failed(self) -> bool:
         """Rejected because the register allocator gave up ("Register allocation failed with
         register count of '255'"): a resource limit of ptxas, no verdict on the program's legality."""
-        return not self.accepted and any("Register allocation failed" in d.message for d in self.errors())
+        return not self.accepted and any(ALLOCATION_FAILED in d.message for d in self.errors())
 
     def kernel_map(self) -> dict[str, str]:
         """Input entry name -> name to look up in ``cubin``."""

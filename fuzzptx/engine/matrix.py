@@ -12,7 +12,6 @@ import json
 import sys
 from typing import Any, Sequence
 
-from fuzzptx.errors import FuzzptxError
 from fuzzptx.helptext import Progress
 from fuzzptx.judges import differ, registry
 from fuzzptx.judges.base import COMPILE, DEVICE
@@ -23,7 +22,7 @@ from fuzzptx.oracles.ptxas import BASE_TIMEOUT_S, PER_MB_S, TIMEOUT_ENV, use_ptx
 from fuzzptx.program import Program
 
 from .executor import Executor
-from .options import Parser, add_json, add_ptxas
+from .options import Parser, add_json, add_ptxas, keep_signature
 
 
 def usable(names: tuple[str, ...], gpu: bool) -> tuple[str, ...]:
@@ -128,8 +127,7 @@ def main_bisect(argv: list[str]) -> int:
                     help=f"seconds each ptxas run may take (default: {BASE_TIMEOUT_S:g} s plus {PER_MB_S:g} s per MB "
                          f"of PTX, or ${TIMEOUT_ENV}); a release that runs out of time is no answer, never a rejection")
     args = ap.parse_args(argv)
-    if not args.keep.strip():
-        raise FuzzptxError("--keep '': name a signature (prefix) or a judge outcome, e.g. ptxas:C7519")
+    keep_signature(args.keep)
     program = Program.from_file(args.file)
     with open(args.file) as fh:
         text = fh.read()

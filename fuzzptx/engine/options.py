@@ -129,6 +129,14 @@ GENERATOR_HELP = ("direct: each program drawn straight from the strategies (fast
                   "--kernels DIR): operands, orders, epilogue code changed")
 
 
+def keep_signature(text: str) -> str:
+    """``--keep`` of ``bisect`` and ``shrink``: a signature (prefix) or a judge outcome, never empty
+    (an empty prefix matches everything: bisect tried every release for it)."""
+    if not text.strip():
+        raise OptionError("--keep '': name a signature (prefix) or a judge outcome, e.g. ptxas:C7519")
+    return text
+
+
 def add_kernels(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--kernels", metavar="PATH", default=None,
                     help="with --generator mutants: the .ptx kernels to start from, a directory (searched) or one "

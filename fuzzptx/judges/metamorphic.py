@@ -43,7 +43,7 @@ from fuzzptx.oracles.ptxas import compile_parallel
 from fuzzptx.oracles.ptxas import compile_ptx
 from fuzzptx.oracles import elf
 from fuzzptx.oracles.hardware import HwResult
-from fuzzptx.oracles.ptxas import PINNED_VERSION, PtxasResult, compile_batch
+from fuzzptx.oracles.ptxas import ALLOCATION_FAILED, PINNED_VERSION, PtxasResult, compile_batch
 
 FENCE = "wgmma.fence.sync.aligned"
 COMMIT = "wgmma.commit_group.sync.aligned"
@@ -780,7 +780,7 @@ def signature(judge: str, variant: Variant, what: str, family: str) -> str:
 #: not a bug: "Insufficient registers" C7601/C7602, "cannot be compiled with specified register
 #: target constraints" for an f64 mma under the cap on the H100, the allocator giving up), and a
 #: release that is not here
-_LIMITS = ("Insufficient registers", "register target constraints", "Register allocation failed", "is not cached")
+_LIMITS = ("Insufficient registers", "register target constraints", ALLOCATION_FAILED, "is not cached")
 
 
 def _not_applicable(side: Side, o: Outcome) -> bool:

@@ -19,6 +19,7 @@ import time
 from dataclasses import replace
 from typing import Callable
 
+from fuzzptx.engine.options import keep_signature
 from fuzzptx.engine.records import forms_in
 from fuzzptx.errors import FuzzptxError
 from fuzzptx.helptext import Formatter
@@ -93,6 +94,13 @@ def regenerated(program: Program, original: Program, keep: str, before: int, sec
     return replace(program, notes=kept + forms + (how, _SIGNATURE_NOTE))
 
 
+def _unjudged(noted: Program, original: Program, keep: str, why: str) -> Program:
+    """The shrunk program written without judging it again: no EXPECT lines, the signature it kept
+    (what ``--keep`` named, for a file that came without one), and a note saying why."""
+    return stated_signature(replace(noted, expect=(), signature=noted.signature or keep, notes=noted.notes + (
+        f"EXPECT lines not regenerated: {why} (fuzzptx replay judges it)",)), original)
+
+
 _SIGNATURE_NOTE = "signature: "  # one header line either way, so the EXPECT lines' line numbers stay true
 
 
@@ -125,8 +133,7 @@ def main_shrink(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if not args.budget > 0:
         raise FuzzptxError(f"--budget {args.budget}: expected a positive number of seconds")
-    if not args.keep.strip():
-        raise FuzzptxError("--keep '': name a signature (prefix) or a judge outcome, e.g. ptxas:C7519")
+    keep_signature(args.keep)
     with _Clock(args.budget, print) as clock:
         try:
             return _shrink(args, clock)
@@ -173,8 +180,7 @@ def _shrink(args: argparse.Namespace, clock: _Clock) -> int:
     noted = regenerated(res.program, program, args.keep, res.before, res.seconds, res.cut_short, res.interrupted)
     out = None
     if res.interrupted:  # Ctrl-C: the smallest program so far, written at once (judging it could take minutes)
-        out = stated_signature(replace(noted, expect=(), signature=noted.signature or args.keep, notes=noted.notes + (
-            "EXPECT lines not regenerated: interrupted (fuzzptx replay judges it)",)), program)
+        out = _unjudged(noted, program, args.keep, "interrupted")
     elif clock.elapsed() < args.budget:  # (the timer rings once: after it rang in the passes, nothing bounds this)
         try:
             out = stated_signature(repro(args.keep, noted), program)
@@ -184,9 +190,7 @@ def _shrink(args: argparse.Namespace, clock: _Clock) -> int:
         # no time left to judge the result: written with the signature it kept and a header that
         # says its EXPECT lines were not regenerated
         # (a file that came without one gets what --keep named: every candidate kept held it)
-        out = stated_signature(replace(noted, expect=(), signature=noted.signature or args.keep, notes=noted.notes + (
-            "EXPECT lines not regenerated: --budget ran out before the result was judged (fuzzptx replay judges it)",)),
-            program)
+        out = _unjudged(noted, program, args.keep, "--budget ran out before the result was judged")
         clock.say("budget ran out before the result was judged: written without EXPECT lines")
     clock.disarm()
     with open(args.output, "w") as fh:
